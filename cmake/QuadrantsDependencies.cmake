@@ -1,0 +1,15 @@
+# Finds Quadrants' dependencies (Debian packages) and names them qd_deps::*.
+# Shared by the build and by the installed package config.
+include(CMakeFindDependencyMacro)
+find_dependency(Threads)
+find_dependency(fmt)
+find_dependency(Boost 1.71)
+find_dependency(PkgConfig)
+if(NOT TARGET qd_deps::zstd)
+  pkg_check_modules(QD_ZSTD REQUIRED IMPORTED_TARGET GLOBAL libzstd)
+  add_library(qd_deps::zstd ALIAS PkgConfig::QD_ZSTD)
+endif()
+if(NOT TARGET qd_deps::xxhash)
+  pkg_check_modules(QD_XXHASH REQUIRED IMPORTED_TARGET GLOBAL libxxhash)
+  add_library(qd_deps::xxhash ALIAS PkgConfig::QD_XXHASH)
+endif()

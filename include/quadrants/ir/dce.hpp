@@ -1,0 +1,66 @@
+// Dead-code elimination: removes statements whose results nothing observable uses.
+// Liveness flows from effects (stores, atomics, prints) back through operands.
+#pragma once
+
+#include <vector>
+
+#include "quadrants/ir/walk.hpp"
+
+namespace qd::ir {
+
+// Effects are roots of liveness. Random draws and local atomics are removable:
+// an unused draw changes nothing but the draw counter, identically in every variant.
+constexpr bool is_liveness_root(const node& n) {
+  switch (n.code) {
+    case op::global_store:
+    case op::global_atomic:
+    case op::temp_store:
+    case op::temp_atomic:
+    case op::print:
+      return true;
+    case op::global_load:
+      return (n.flags & access::is_volatile) != 0;
+    default:
+      return false;
+  }
+}
+
+constexpr void eliminate_dead_code(function& fn) {
+  const std::size_t count = fn.nodes.size();
+  std::vector<std::vector<id>> writers(count);  // local_decl -> its stores and atomics
+  std::vector<bool> reachable(count, false);
+  walk(fn, 0, [&](id i, int) {
+    reachable[static_cast<std::size_t>(i)] = true;
+    const node& n = fn.at(i);
+    if (n.code == op::local_store || n.code == op::local_atomic) writers[static_cast<std::size_t>(n.a)].push_back(i);
+  });
+  std::vector<bool> live(count, false);
+  std::vector<id> work;
+  auto mark = [&](id i) {
+    if (i == none || live[static_cast<std::size_t>(i)]) return;
+    live[static_cast<std::size_t>(i)] = true;
+    work.push_back(i);
+  };
+  for (std::size_t i = 0; i < count; ++i)
+    if (reachable[i] && is_liveness_root(fn.nodes[i])) mark(static_cast<id>(i));
+  while (!work.empty()) {
+    id i = work.back();
+    work.pop_back();
+    const node& n = fn.at(i);
+    for_each_operand(fn, n, mark);
+    // The enclosing control flow executes this node, so it lives too.
+    std::int32_t b = fn.node_block[static_cast<std::size_t>(i)];
+    if (b != 0) mark(fn.block_owner[static_cast<std::size_t>(b)]);
+    if (n.code == op::local_decl)
+      for (id w : writers[static_cast<std::size_t>(i)]) mark(w);
+    if (n.code == op::range_for) mark(fn.block(n.block0).front());  // the loop index
+  }
+  for (auto& block : fn.blocks) {
+    std::vector<id> kept;
+    for (id i : block)
+      if (live[static_cast<std::size_t>(i)]) kept.push_back(i);
+    block = kept;
+  }
+}
+
+}  // namespace qd::ir

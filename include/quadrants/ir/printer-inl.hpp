@@ -1,0 +1,109 @@
+// Implementation of ir/printer.hpp.
+#pragma once
+
+#include <bit>
+
+#include "quadrants/detail/format.hpp"
+#include "quadrants/ir/printer.hpp"
+#include "quadrants/ir/walk.hpp"
+
+namespace qd::ir {
+
+QD_FUNC std::string describe(const param_desc& p) {
+  if (!p.is_array) return std::string(name(p.type));
+  return fmt::format("ndarray<{}, {}{}>", name(p.type), p.ndim, p.needs_grad ? ", needs_grad" : "");
+}
+
+namespace detail {
+QD_FUNC std::string constant_text(const node& n) {
+  switch (n.type) {
+    case dtype::f32: return fmt::format("{}", std::bit_cast<float>(static_cast<std::uint32_t>(n.imm)));
+    case dtype::f64: return fmt::format("{}", std::bit_cast<double>(n.imm));
+    case dtype::boolean: return n.imm ? "true" : "false";
+    default: return fmt::format("{}", n.imm);
+  }
+}
+}  // namespace detail
+
+QD_FUNC std::string to_text(const function& fn) {
+  std::vector<id> number = canonical_numbering(fn);
+  auto ref = [&](id i) { return i == none ? std::string("-") : fmt::format("%{}", number[static_cast<std::size_t>(i)]); };
+  std::string out;
+  out += fn.is_gradient ? "gradient kernel(" : "kernel(";
+  for (std::size_t p = 0; p < fn.params.size(); ++p) out += fmt::format("{}#{}: {}", p ? ", " : "", p, describe(fn.params[p]));
+  out += ")\n";
+  auto indices = [&](const node& n) {
+    std::string s;
+    for (std::int32_t k = 0; k < n.list_size; ++k) s += fmt::format("{}{}", k ? ", " : "", ref(fn.list(n, k)));
+    return s;
+  };
+  auto place = [&](const node& n) {
+    return fmt::format("#{}{}[{}]{}", n.param, (n.flags & access::grad) ? ".grad" : "", indices(n),
+                       (n.flags & access::clamp) ? " clamp" : "");
+  };
+  auto print_block = [&](auto& self, std::int32_t block, int depth) -> void {
+    for (id i : fn.block(block)) {
+      const node& n = fn.at(i);
+      std::string line = std::string(static_cast<std::size_t>(depth) * 2, ' ');
+      line += fmt::format("{}{} {} {}", ref(i), has_value(n.code) ? " =" : ":", name(n.code), name(n.type));
+      switch (n.code) {
+        case op::constant: line += " " + detail::constant_text(n); break;
+        case op::arg: line += fmt::format(" #{}", n.param); break;
+        case op::shape: line += fmt::format(" #{} dim {}", n.param, n.imm); break;
+        case op::unary: line += fmt::format(" {} {}", name(static_cast<unary_op>(n.sub)), ref(n.a)); break;
+        case op::binary:
+          line += fmt::format(" {} {}, {}", name(static_cast<binary_op>(n.sub)), ref(n.a), ref(n.b));
+          break;
+        case op::global_load:
+          line += " " + place(n) + ((n.flags & access::is_volatile) ? " volatile" : "");
+          break;
+        case op::global_store: line += " " + place(n) + " <- " + ref(n.a); break;
+        case op::global_atomic:
+          line += fmt::format(" {} {} <- {}", name(static_cast<atomic_op>(n.sub)), place(n), ref(n.a));
+          break;
+        case op::local_atomic:
+          line += fmt::format(" {} {} <- {}", name(static_cast<atomic_op>(n.sub)), ref(n.a), ref(n.b));
+          break;
+        case op::temp_load: line += fmt::format(" slot {}", n.imm); break;
+        case op::temp_store: line += fmt::format(" slot {} <- {}", n.imm, ref(n.a)); break;
+        case op::temp_atomic:
+          line += fmt::format(" {} slot {} <- {}", name(static_cast<atomic_op>(n.sub)), n.imm, ref(n.a));
+          break;
+        case op::print:
+          for (std::int32_t k = 0; k < n.list_size; ++k) {
+            std::int32_t item = fn.list(n, k);
+            line += is_text(item) ? fmt::format(" \"{}\"", fn.strings[static_cast<std::size_t>(text_index(item))])
+                                  : " " + ref(item);
+          }
+          break;
+        case op::while_: break;  // its condition value is shown inside the condition block
+        default:
+          for (id operand : {n.a, n.b, n.c})
+            if (operand != none) line += " " + ref(operand);
+          break;
+      }
+      std::string pad(static_cast<std::size_t>(depth) * 2, ' ');
+      if (n.code == op::while_) {
+        out += line + fmt::format(" condition {} {{\n", ref(n.a));
+        self(self, n.block0, depth + 1);
+        out += pad + "} do {\n";
+        self(self, n.block1, depth + 1);
+        out += pad + "}\n";
+      } else if (n.block0 >= 0) {
+        out += line + " {\n";
+        self(self, n.block0, depth + 1);
+        if (n.block1 >= 0 && !fn.block(n.block1).empty()) {
+          out += pad + "} else {\n";
+          self(self, n.block1, depth + 1);
+        }
+        out += pad + "}\n";
+      } else {
+        out += line + "\n";
+      }
+    }
+  };
+  print_block(print_block, 0, 0);
+  return out;
+}
+
+}  // namespace qd::ir

@@ -1,0 +1,19 @@
+// Human-readable text of the IR, for debug dumps (print_ir) and error messages.
+// Nodes are shown with their canonical numbers, as %N.
+#pragma once
+
+#include <string>
+
+#include "quadrants/base/api.hpp"
+#include "quadrants/ir/node.hpp"
+
+namespace qd::ir {
+
+QD_FUNC std::string to_text(const function& fn);
+QD_FUNC std::string describe(const param_desc& p);  // "ndarray<f32, 2, needs_grad>" or "f32"
+
+}  // namespace qd::ir
+
+#ifdef QD_HEADER_ONLY
+#include "quadrants/ir/printer-inl.hpp"
+#endif

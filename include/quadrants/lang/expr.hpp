@@ -1,0 +1,247 @@
+// qd::expr<T>: an immutable traced value of element type T (qd::f32, qd::i32, ...),
+// its operators, and the compile-time promotion rules that type them.
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <type_traits>
+
+#include "quadrants/base/dtype.hpp"
+#include "quadrants/lang/trace.hpp"
+
+namespace qd {
+
+template <element_type T> class expr;
+template <element_type T> class var;
+template <element_type T> class element_ref;
+
+namespace detail {
+
+template <class A> struct traced_traits {
+  static constexpr bool value = false;
+};
+template <class T> struct traced_traits<expr<T>> {
+  static constexpr bool value = true;
+  using type = T;
+};
+template <class T> struct traced_traits<var<T>> {
+  static constexpr bool value = true;
+  using type = T;
+};
+template <class T> struct traced_traits<element_ref<T>> {
+  static constexpr bool value = true;
+  using type = T;
+};
+
+}  // namespace detail
+
+// A value recorded into the kernel's IR: qd::expr, qd::var or an array element.
+template <class A>
+concept traced = detail::traced_traits<std::remove_cvref_t<A>>::value;
+
+// A C++ number used inside a kernel; it takes the type of the traced operand it meets.
+template <class A>
+concept literal = std::is_arithmetic_v<std::remove_cvref_t<A>>;
+
+template <class A>
+concept operand = traced<A> || literal<A>;
+
+namespace detail {
+
+template <traced A>
+using traced_type = typename traced_traits<std::remove_cvref_t<A>>::type;
+
+template <traced A>
+inline constexpr dtype traced_dtype = dtype_of<traced_type<A>>;
+
+// Literals are weakly typed, like Quadrants' Python literals: they adopt the
+// traced operand's type; a floating literal with an integer operand gives f32.
+constexpr dtype weak_promote(dtype traced_type, bool floating_literal) {
+  if (floating_literal && !is_float(traced_type)) return dtype::f32;
+  if (traced_type == dtype::boolean || traced_type == dtype::u8) return dtype::i32;
+  return traced_type;
+}
+
+template <class A, class B>
+constexpr dtype arithmetic_type() {
+  if constexpr (traced<A> && traced<B>)
+    return promote(traced_dtype<A>, traced_dtype<B>);
+  else if constexpr (traced<A>)
+    return weak_promote(traced_dtype<A>, std::is_floating_point_v<std::remove_cvref_t<B>>);
+  else
+    return weak_promote(traced_dtype<B>, std::is_floating_point_v<std::remove_cvref_t<A>>);
+}
+
+// Whether a value of operand type A may be stored into / bound to type To without qd::cast.
+template <class A>
+constexpr bool assignable_to(dtype to) {
+  if constexpr (traced<A>) {
+    return implicitly_convertible(traced_dtype<A>, to);
+  } else {
+    using L = std::remove_cvref_t<A>;
+    if constexpr (std::is_same_v<L, bool>) return to == dtype::boolean;
+    else if constexpr (std::is_floating_point_v<L>) return is_float(to);
+    else return to != dtype::boolean;
+  }
+}
+
+// The IR value of an operand, converted to `to`.
+template <class A>
+ir::id value_id(const A& a, dtype to) {
+  if constexpr (traced<A>) {
+    return convert(a.id(), to);
+  } else if constexpr (std::is_floating_point_v<std::remove_cvref_t<A>>) {
+    return emit_float_constant(to, static_cast<double>(a));
+  } else {
+    return emit_int_constant(to, static_cast<std::int64_t>(a));
+  }
+}
+
+template <class T> struct from_id_tag {};
+
+}  // namespace detail
+
+template <element_type T>
+class expr {
+ public:
+  using value_type = T;
+  static constexpr dtype type = dtype_of<T>;
+
+  // A C++ number: emits a constant.
+  template <literal L>
+    requires(detail::assignable_to<L>(dtype_of<T>))
+  expr(L value) : id_(detail::value_id(value, type)) {}
+
+  // Another traced value whose type converts without loss (i32 -> f32, f32 -> f64, ...).
+  // Narrowing conversions need qd::cast<T>(e).
+  template <traced A>
+    requires(!std::is_same_v<std::remove_cvref_t<A>, expr> && implicitly_convertible(detail::traced_dtype<A>, dtype_of<T>))
+  expr(const A& value) : id_(detail::convert(value.id(), type)) {}
+
+  expr(const expr&) = default;
+  // Traced values are immutable: rebinding one inside qd::if_ would silently
+  // change trace-time meaning. Use qd::var<T> for a mutable local.
+  expr& operator=(const expr&) = delete;
+
+  // A traced boolean has no C++ truth value: use qd::if_ / qd::select, or a
+  // plain C++ bool for trace-time decisions.
+  operator bool() const = delete;
+
+  ir::id id() const { return id_; }
+  static expr from_id(ir::id i) { return expr(detail::from_id_tag<T>{}, i); }
+
+ private:
+  expr(detail::from_id_tag<T>, ir::id i) : id_(i) {}
+  ir::id id_;
+};
+
+using f32 = expr<float>;
+using f64 = expr<double>;
+using i32 = expr<std::int32_t>;
+using i64 = expr<std::int64_t>;
+using u32 = expr<std::uint32_t>;
+using u8 = expr<std::uint8_t>;
+using boolean = expr<bool>;
+
+namespace detail {
+
+template <class A, class B>
+concept binary_operands = operand<A> && operand<B> && (traced<A> || traced<B>);
+
+template <dtype D>
+expr<cpp_type<D>> make_expr(ir::id i) {
+  return expr<cpp_type<D>>::from_id(i);
+}
+
+template <ir::binary_op O, class A, class B>
+auto arithmetic(const A& a, const B& b) {
+  constexpr dtype r = arithmetic_type<A, B>();
+  static_assert(r != dtype::boolean, "arithmetic on booleans: convert with qd::cast<int>(b) first");
+  return make_expr<r>(emit_binary(O, r, value_id(a, r), value_id(b, r)));
+}
+
+template <ir::binary_op O, class A, class B>
+auto integer_arithmetic(const A& a, const B& b) {
+  constexpr dtype r = arithmetic_type<A, B>();
+  static_assert(is_integral(r), "%, bitwise operators and shifts need integer operands; use qd::cast<int>(x)");
+  return make_expr<r>(emit_binary(O, r, value_id(a, r), value_id(b, r)));
+}
+
+template <ir::binary_op O, class A, class B>
+expr<bool> comparison(const A& a, const B& b) {
+  constexpr dtype r = arithmetic_type<A, B>();
+  return expr<bool>::from_id(emit_binary(O, r, value_id(a, r), value_id(b, r)));
+}
+
+template <ir::binary_op O, class A, class B>
+expr<bool> logical(const A& a, const B& b) {
+  static_assert(assignable_to<A>(dtype::boolean) && assignable_to<B>(dtype::boolean),
+                "&& and || need boolean operands (comparisons, qd::boolean); compare numbers with != 0 first");
+  return expr<bool>::from_id(emit_binary(O, dtype::boolean, value_id(a, dtype::boolean), value_id(b, dtype::boolean)));
+}
+
+}  // namespace detail
+
+// Arithmetic. Both sides are evaluated (there is no short-circuit in && and ||).
+template <class A, class B> requires detail::binary_operands<A, B>
+auto operator+(const A& a, const B& b) { return detail::arithmetic<ir::binary_op::add>(a, b); }
+template <class A, class B> requires detail::binary_operands<A, B>
+auto operator-(const A& a, const B& b) { return detail::arithmetic<ir::binary_op::sub>(a, b); }
+template <class A, class B> requires detail::binary_operands<A, B>
+auto operator*(const A& a, const B& b) { return detail::arithmetic<ir::binary_op::mul>(a, b); }
+// Integer division truncates toward zero, as in C++; x / 0 gives 0 for integers.
+template <class A, class B> requires detail::binary_operands<A, B>
+auto operator/(const A& a, const B& b) { return detail::arithmetic<ir::binary_op::div>(a, b); }
+template <class A, class B> requires detail::binary_operands<A, B>
+auto operator%(const A& a, const B& b) { return detail::integer_arithmetic<ir::binary_op::mod>(a, b); }
+template <class A, class B> requires detail::binary_operands<A, B>
+auto operator&(const A& a, const B& b) { return detail::integer_arithmetic<ir::binary_op::bit_and>(a, b); }
+template <class A, class B> requires detail::binary_operands<A, B>
+auto operator|(const A& a, const B& b) { return detail::integer_arithmetic<ir::binary_op::bit_or>(a, b); }
+template <class A, class B> requires detail::binary_operands<A, B>
+auto operator^(const A& a, const B& b) { return detail::integer_arithmetic<ir::binary_op::bit_xor>(a, b); }
+template <class A, class B> requires detail::binary_operands<A, B>
+auto operator<<(const A& a, const B& b) { return detail::integer_arithmetic<ir::binary_op::shl>(a, b); }
+template <class A, class B> requires detail::binary_operands<A, B>
+auto operator>>(const A& a, const B& b) { return detail::integer_arithmetic<ir::binary_op::shr>(a, b); }
+
+template <class A, class B> requires detail::binary_operands<A, B>
+expr<bool> operator==(const A& a, const B& b) { return detail::comparison<ir::binary_op::eq>(a, b); }
+template <class A, class B> requires detail::binary_operands<A, B>
+expr<bool> operator!=(const A& a, const B& b) { return detail::comparison<ir::binary_op::ne>(a, b); }
+template <class A, class B> requires detail::binary_operands<A, B>
+expr<bool> operator<(const A& a, const B& b) { return detail::comparison<ir::binary_op::lt>(a, b); }
+template <class A, class B> requires detail::binary_operands<A, B>
+expr<bool> operator<=(const A& a, const B& b) { return detail::comparison<ir::binary_op::le>(a, b); }
+template <class A, class B> requires detail::binary_operands<A, B>
+expr<bool> operator>(const A& a, const B& b) { return detail::comparison<ir::binary_op::gt>(a, b); }
+template <class A, class B> requires detail::binary_operands<A, B>
+expr<bool> operator>=(const A& a, const B& b) { return detail::comparison<ir::binary_op::ge>(a, b); }
+template <class A, class B> requires detail::binary_operands<A, B>
+expr<bool> operator&&(const A& a, const B& b) { return detail::logical<ir::binary_op::logical_and>(a, b); }
+template <class A, class B> requires detail::binary_operands<A, B>
+expr<bool> operator||(const A& a, const B& b) { return detail::logical<ir::binary_op::logical_or>(a, b); }
+
+template <traced A>
+auto operator-(const A& a) {
+  constexpr dtype r = detail::weak_promote(detail::traced_dtype<A>, false);
+  return detail::make_expr<r>(detail::emit_unary(ir::unary_op::neg, r, a.id()));
+}
+template <traced A>
+auto operator+(const A& a) {
+  constexpr dtype r = detail::weak_promote(detail::traced_dtype<A>, false);
+  return detail::make_expr<r>(detail::convert(a.id(), r));
+}
+template <traced A>
+expr<bool> operator!(const A& a) {
+  static_assert(detail::traced_dtype<A> == dtype::boolean, "! needs a boolean; compare numbers with == 0");
+  return expr<bool>::from_id(detail::emit_unary(ir::unary_op::logical_not, dtype::boolean, a.id()));
+}
+template <traced A>
+auto operator~(const A& a) {
+  constexpr dtype r = detail::weak_promote(detail::traced_dtype<A>, false);
+  static_assert(is_integral(r), "~ needs an integer operand");
+  return detail::make_expr<r>(detail::emit_unary(ir::unary_op::bit_not, r, a.id()));
+}
+
+}  // namespace qd

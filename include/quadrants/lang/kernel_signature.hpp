@@ -1,0 +1,92 @@
+// Reflection of a kernel lambda's parameter list (Boost.Hana) and its tracing
+// into IR with symbolic arguments. The rest of the pipeline is non-template.
+#pragma once
+
+#include <boost/hana/basic_tuple.hpp>
+#include <boost/hana/tuple.hpp>
+#include <boost/hana/type.hpp>
+#include <boost/hana/unpack.hpp>
+#include <cstddef>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "quadrants/lang/ndarray_param.hpp"
+
+namespace qd::detail {
+
+namespace hana = boost::hana;
+
+template <class M> struct call_operator;
+template <class C, class R, class... A>
+struct call_operator<R (C::*)(A...) const> {
+  static constexpr auto params = hana::tuple_t<std::remove_cvref_t<A>...>;
+  using result = R;
+};
+template <class C, class R, class... A>
+struct call_operator<R (C::*)(A...)> : call_operator<R (C::*)(A...) const> {};
+
+template <class F>
+concept kernel_lambda = requires { &std::remove_cvref_t<F>::operator(); };
+
+// hana::tuple_t of the lambda's parameter types (cv-ref removed).
+template <class F>
+constexpr auto parameter_types() {
+  static_assert(kernel_lambda<F>,
+                "qd::kernel needs a lambda with typed parameters (qd::types::ndarray<T, N>, qd::f32, ...); generic "
+                "`auto` parameters cannot be reflected");
+  return call_operator<decltype(&std::remove_cvref_t<F>::operator())>::params;
+}
+
+// What each parameter type means to the kernel.
+template <class P> struct param_traits {
+  static constexpr bool valid = false;
+};
+template <element_type T, int N, auto... Options>
+struct param_traits<types::ndarray<T, N, Options...>> {
+  static constexpr bool valid = true;
+  static constexpr bool is_array = true;
+  static constexpr ir::param_desc desc{true, dtype_of<T>, N, types::ndarray<T, N, Options...>::has_grad};
+  static types::ndarray<T, N, Options...> make(std::int32_t index) { return {param_tag{}, index}; }
+};
+template <element_type T>
+struct param_traits<expr<T>> {
+  static constexpr bool valid = true;
+  static constexpr bool is_array = false;
+  static constexpr ir::param_desc desc{false, dtype_of<T>, 0, false};
+  static expr<T> make(std::int32_t index) { return expr<T>::from_id(emit_arg(index)); }
+};
+
+template <class P>
+constexpr bool check_param() {
+  static_assert(param_traits<P>::valid,
+                "a kernel parameter must be qd::types::ndarray<T, N[, qd::needs_grad]> or a scalar type such as "
+                "qd::f32 or qd::i32");
+  return true;
+}
+
+template <class F>
+std::vector<ir::param_desc> parameter_descs() {
+  return hana::unpack(parameter_types<F>(), [](auto... t) {
+    (check_param<typename decltype(t)::type>(), ...);
+    return std::vector<ir::param_desc>{param_traits<typename decltype(t)::type>::desc...};
+  });
+}
+
+// Runs `f` with symbolic arguments while `t` records its IR.
+template <class F>
+void trace_kernel(const F& f, tracer& t) {
+  trace_scope scope(t);
+  for (const ir::param_desc& d : parameter_descs<F>()) t.b.add_param(d);
+  hana::unpack(parameter_types<F>(), [&](auto... types) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      // Braced initialization evaluates left to right: parameters are numbered in order.
+      hana::tuple<typename decltype(types)::type...> args{
+          param_traits<typename decltype(types)::type>::make(static_cast<std::int32_t>(I))...};
+      hana::unpack(args, [&](auto&... a) { f(a...); });
+    }(std::index_sequence_for<decltype(types)...>{});
+  });
+}
+
+}  // namespace qd::detail

@@ -1,0 +1,79 @@
+// Math on traced values: sqrt, exp, log, sin, cos, tanh, pow, abs, min, max,
+// floor, ceil, fma, qd::cast<T> and qd::select. Integers promote to f32 where a float is needed.
+#pragma once
+
+#include "quadrants/lang/expr.hpp"
+
+namespace qd {
+namespace detail {
+
+template <class A>
+constexpr dtype float_type() {
+  constexpr dtype t = traced_dtype<A>;
+  return t == dtype::f64 ? dtype::f64 : dtype::f32;
+}
+
+template <ir::unary_op O, class A>
+auto float_unary(const A& a) {
+  static_assert(traced<A>, "qd math functions take traced values; for C++ numbers use <cmath>");
+  constexpr dtype r = float_type<A>();
+  return make_expr<r>(emit_unary(O, r, a.id()));
+}
+
+}  // namespace detail
+
+template <traced A> auto sqrt(const A& a) { return detail::float_unary<ir::unary_op::sqrt>(a); }
+template <traced A> auto exp(const A& a) { return detail::float_unary<ir::unary_op::exp>(a); }
+template <traced A> auto log(const A& a) { return detail::float_unary<ir::unary_op::log>(a); }
+template <traced A> auto sin(const A& a) { return detail::float_unary<ir::unary_op::sin>(a); }
+template <traced A> auto cos(const A& a) { return detail::float_unary<ir::unary_op::cos>(a); }
+template <traced A> auto tanh(const A& a) { return detail::float_unary<ir::unary_op::tanh>(a); }
+template <traced A> auto floor(const A& a) { return detail::float_unary<ir::unary_op::floor>(a); }
+template <traced A> auto ceil(const A& a) { return detail::float_unary<ir::unary_op::ceil>(a); }
+
+template <traced A>
+auto abs(const A& a) {
+  constexpr dtype r = detail::weak_promote(detail::traced_dtype<A>, false);
+  return detail::make_expr<r>(detail::emit_unary(ir::unary_op::abs, r, a.id()));
+}
+
+template <class A, class B> requires detail::binary_operands<A, B>
+auto min(const A& a, const B& b) { return detail::arithmetic<ir::binary_op::min>(a, b); }
+template <class A, class B> requires detail::binary_operands<A, B>
+auto max(const A& a, const B& b) { return detail::arithmetic<ir::binary_op::max>(a, b); }
+
+// pow is always floating point: integer operands promote to f32.
+template <class A, class B> requires detail::binary_operands<A, B>
+auto pow(const A& a, const B& b) {
+  constexpr dtype t = detail::arithmetic_type<A, B>();
+  constexpr dtype r = is_float(t) ? t : dtype::f32;
+  return detail::make_expr<r>(detail::emit_binary(ir::binary_op::pow, r, detail::value_id(a, r), detail::value_id(b, r)));
+}
+
+// a * b + c with a single rounding.
+template <class A, class B, class C>
+  requires(operand<A> && operand<B> && operand<C> && (traced<A> || traced<B> || traced<C>))
+auto fma(const A& a, const B& b, const C& c) {
+  constexpr dtype ab = detail::arithmetic_type<A, B>();
+  constexpr dtype t = traced<C> ? promote(ab, detail::traced_dtype<C>) : ab;
+  constexpr dtype r = is_float(t) ? t : dtype::f32;
+  return detail::make_expr<r>(
+      detail::emit_fma(r, detail::value_id(a, r), detail::value_id(b, r), detail::value_id(c, r)));
+}
+
+// Explicit conversion, including the narrowing ones implicit conversion refuses.
+template <element_type T, operand A>
+expr<T> cast(const A& a) {
+  return expr<T>::from_id(detail::value_id(a, dtype_of<T>));
+}
+
+// cond ? a : b, evaluating both sides.
+template <traced C, class A, class B>
+  requires detail::binary_operands<A, B>
+auto select(const C& cond, const A& a, const B& b) {
+  static_assert(detail::traced_dtype<C> == dtype::boolean, "qd::select needs a boolean condition");
+  constexpr dtype r = detail::arithmetic_type<A, B>();
+  return detail::make_expr<r>(detail::emit_select(r, cond.id(), detail::value_id(a, r), detail::value_id(b, r)));
+}
+
+}  // namespace qd

@@ -1,0 +1,164 @@
+// qd::types::ndarray<T, N[, qd::needs_grad]>: an array parameter of a kernel, and
+// element_ref<T>, the traced array element that x[i] and x(i, j) return.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <type_traits>
+
+#include "quadrants/lang/expr.hpp"
+
+namespace qd {
+
+// The tag of arrays with a gradient buffer: a template argument of
+// qd::types::ndarray and a constructor argument of qd::ndarray.
+struct needs_grad_t {
+  friend constexpr bool operator==(needs_grad_t, needs_grad_t) = default;
+};
+inline constexpr needs_grad_t needs_grad{};
+
+// How x.at(i, b) treats an index outside the shape: clamp moves it to the nearest edge.
+enum class boundary : std::uint8_t { unchecked, clamp };
+
+// One array element inside a kernel. Reading it records a load at the point
+// where x[i] is written (so `auto v = a[0];` snapshots the value); assigning to
+// it records a store; += and -= inside a parallel construct are atomic.
+template <element_type T>
+class element_ref {
+ public:
+  using value_type = T;
+  static constexpr dtype type = dtype_of<T>;
+
+  explicit element_ref(const detail::place& p) : place_(p), load_(detail::emit_global_load(p)) {}
+  element_ref(const element_ref&) = default;
+
+  element_ref& operator=(const element_ref& value) {
+    detail::emit_global_store(place_, value.id());
+    return *this;
+  }
+  template <operand A>
+  element_ref& operator=(const A& value) {
+    detail::emit_global_store(place_, checked_value(value));
+    return *this;
+  }
+
+#define QD_ELEMENT_COMPOUND(symbol, binop)                                            \
+  template <operand A>                                                                \
+  element_ref& operator symbol(const A& value) {                                      \
+    detail::emit_global_update(ir::binary_op::binop, place_, load_, checked_value(value)); \
+    return *this;                                                                     \
+  }
+  QD_ELEMENT_COMPOUND(+=, add)
+  QD_ELEMENT_COMPOUND(-=, sub)
+  QD_ELEMENT_COMPOUND(*=, mul)
+  QD_ELEMENT_COMPOUND(/=, div)
+  QD_ELEMENT_COMPOUND(%=, mod)
+  QD_ELEMENT_COMPOUND(&=, bit_and)
+  QD_ELEMENT_COMPOUND(|=, bit_or)
+  QD_ELEMENT_COMPOUND(^=, bit_xor)
+#undef QD_ELEMENT_COMPOUND
+
+  operator bool() const = delete;  // use qd::if_ for run-time decisions
+
+  ir::id id() const { return load_; }
+  const detail::place& where() const { return place_; }
+
+ private:
+  template <class A>
+  static ir::id checked_value(const A& value) {
+    static_assert(detail::assignable_to<A>(dtype_of<T>),
+                  "storing this value into the array would lose information (for example f64 into f32 or a float "
+                  "into an integer array); convert it explicitly with qd::cast<T>(value)");
+    return detail::value_id(value, type);
+  }
+  detail::place place_;
+  ir::id load_;
+};
+
+namespace detail {
+struct param_tag {};
+
+template <class I>
+ir::id index_id(const I& index) {
+  if constexpr (traced<I>) {
+    static_assert(is_integral(traced_dtype<I>), "array indices must be integers; use qd::cast<int>(x)");
+    return index.id();
+  } else {
+    static_assert(std::is_integral_v<std::remove_cvref_t<I>> && !std::is_same_v<std::remove_cvref_t<I>, bool>,
+                  "array indices must be integers");
+    return emit_int_constant(dtype::i32, static_cast<std::int64_t>(index));
+  }
+}
+}  // namespace detail
+
+namespace types {
+
+template <element_type T, int N, auto... Options>
+class ndarray {
+  static_assert(N >= 0 && N <= 4, "qd::types::ndarray supports 0 to 4 dimensions");
+  static_assert(!std::is_same_v<T, bool>, "arrays of bool are not supported; use std::uint8_t");
+  static_assert((std::is_same_v<decltype(Options), needs_grad_t> && ...),
+                "the only qd::types::ndarray option is qd::needs_grad");
+  static_assert(sizeof...(Options) <= 1, "qd::needs_grad given twice");
+
+ public:
+  using value_type = T;
+  static constexpr int ndim = N;
+  static constexpr bool has_grad = sizeof...(Options) == 1;
+
+  ndarray(detail::param_tag, std::int32_t param, std::uint8_t flags = 0) : param_(param), flags_(flags) {}
+
+  template <class I>
+    requires(N == 1 && operand<I>)
+  element_ref<T> operator[](const I& i) const {
+    return element_ref<T>(make_place(flags_, detail::index_id(i)));
+  }
+
+  template <class... I>
+    requires(sizeof...(I) == N && (operand<I> && ...))
+  element_ref<T> operator()(const I&... i) const {
+    return element_ref<T>(make_place(flags_, detail::index_id(i)...));
+  }
+
+  // x.at(i, j, qd::boundary::clamp): indices clamped into the shape.
+  template <class... A>
+  element_ref<T> at(const A&... args) const {
+    static_assert(sizeof...(A) == N + 1, "x.at(indices..., qd::boundary) takes one index per dimension, then a boundary");
+    std::array<ir::id, 4> ids{};
+    int count = 0;
+    boundary mode = boundary::unchecked;
+    auto take = [&](const auto& arg) {
+      if constexpr (std::is_same_v<std::remove_cvref_t<decltype(arg)>, boundary>)
+        mode = arg;
+      else
+        ids[static_cast<std::size_t>(count++)] = detail::index_id(arg);
+    };
+    (take(args), ...);
+    detail::place p{param_, static_cast<std::uint8_t>(flags_ | (mode == boundary::clamp ? ir::access::clamp : 0)),
+                    static_cast<std::uint8_t>(N), ids};
+    return element_ref<T>(p);
+  }
+
+  // The extent of dimension d, as a traced i32.
+  expr<std::int32_t> shape(int d) const { return expr<std::int32_t>::from_id(detail::emit_shape(param_, d)); }
+
+  // The gradient buffer, an array of the same shape.
+  ndarray<T, N> grad() const
+    requires has_grad
+  {
+    return ndarray<T, N>(detail::param_tag{}, param_, static_cast<std::uint8_t>(flags_ | ir::access::grad));
+  }
+
+  std::int32_t param_index() const { return param_; }
+
+ private:
+  template <class... Ids>
+  detail::place make_place(std::uint8_t flags, Ids... ids) const {
+    return detail::place{param_, flags, static_cast<std::uint8_t>(N), std::array<ir::id, 4>{ids...}};
+  }
+  std::int32_t param_;
+  std::uint8_t flags_;
+};
+
+}  // namespace types
+}  // namespace qd

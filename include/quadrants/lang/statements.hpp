@@ -1,0 +1,170 @@
+// Statements of a kernel body: range_for (parallel at the top level), if_/else_,
+// while_, atomics, random draws, print and volatile loads.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "quadrants/lang/ndarray_param.hpp"
+#include "quadrants/lang/var.hpp"
+
+namespace qd {
+
+namespace detail {
+template <class A>
+ir::id bound_id(const A& a) {
+  if constexpr (traced<A>) {
+    static_assert(is_integral(traced_dtype<A>), "qd::range_for bounds must be integers");
+    return a.id();
+  } else {
+    static_assert(std::is_integral_v<std::remove_cvref_t<A>>, "qd::range_for bounds must be integers");
+    return emit_int_constant(dtype::i32, static_cast<std::int64_t>(a));
+  }
+}
+}  // namespace detail
+
+// The iteration space of a multi-dimensional range_for: qd::ndrange(h, w).
+template <int N>
+struct ndrange_t {
+  std::array<ir::id, N> extents;
+};
+
+template <operand... E>
+ndrange_t<static_cast<int>(sizeof...(E))> ndrange(const E&... extents) {
+  static_assert(sizeof...(E) >= 1 && sizeof...(E) <= 4, "qd::ndrange takes 1 to 4 extents");
+  return {{detail::convert(detail::bound_id(extents), dtype::i32)...}};
+}
+
+// for i in [begin, end): a parallel construct at the top level of a kernel,
+// an ordinary serial loop anywhere else. The body receives a qd::i32 index.
+template <operand B, operand E, class F>
+void range_for(const B& begin, const E& end, F&& body) {
+  ir::id index = detail::begin_range_for(detail::bound_id(begin), detail::bound_id(end));
+  std::forward<F>(body)(i32::from_id(index));
+  detail::end_range_for();
+}
+
+template <operand E, class F>
+void range_for(const E& end, F&& body) {
+  range_for(0, end, std::forward<F>(body));
+}
+
+// for (i, j, ...) in ndrange: one loop over the product, row-major; the body
+// receives one qd::i32 per dimension.
+template <int N, class F>
+void range_for(const ndrange_t<N>& range, F&& body) {
+  ir::id total = range.extents[0];
+  for (int d = 1; d < N; ++d) total = detail::emit_binary(ir::binary_op::mul, dtype::i32, total, range.extents[d]);
+  ir::id linear = detail::begin_range_for(detail::emit_int_constant(dtype::i32, 0), total);
+  std::array<ir::id, N> index{};
+  ir::id rest = linear;
+  for (int d = N - 1; d >= 0; --d) {
+    index[static_cast<std::size_t>(d)] =
+        d == 0 ? rest : detail::emit_binary(ir::binary_op::mod, dtype::i32, rest, range.extents[static_cast<std::size_t>(d)]);
+    if (d > 0) rest = detail::emit_binary(ir::binary_op::div, dtype::i32, rest, range.extents[static_cast<std::size_t>(d)]);
+  }
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    std::forward<F>(body)(i32::from_id(index[I])...);
+  }(std::make_index_sequence<static_cast<std::size_t>(N)>{});
+  detail::end_range_for();
+}
+
+// The result of qd::if_, for attaching .else_(...).
+class if_handle {
+ public:
+  explicit if_handle(ir::id node) : node_(node) {}
+  template <class F>
+  void else_(F&& otherwise) const {
+    detail::begin_else(node_);
+    std::forward<F>(otherwise)();
+    detail::end_else();
+  }
+
+ private:
+  ir::id node_;
+};
+
+// Run-time branch on a traced boolean. For a trace-time decision use a C++ if.
+template <class C, class F>
+if_handle if_(const C& cond, F&& then) {
+  static_assert(traced<C>,
+                "qd::if_ needs a traced boolean (a comparison of traced values); for a condition known while "
+                "tracing, use a plain C++ if");
+  static_assert(detail::traced_dtype<C> == dtype::boolean, "qd::if_ needs a boolean condition; compare it, e.g. x != 0");
+  ir::id node = detail::begin_if(cond.id());
+  std::forward<F>(then)();
+  detail::end_if(node);
+  return if_handle(node);
+}
+
+// while (cond()) body(); cond is a callable returning a traced boolean.
+template <class C, class F>
+void while_(C&& cond, F&& body) {
+  ir::id node = detail::begin_while_condition();
+  auto c = std::forward<C>(cond)();
+  static_assert(traced<decltype(c)>, "the condition of qd::while_ must return a traced boolean");
+  detail::begin_while_body(node, c.id());
+  std::forward<F>(body)();
+  detail::end_while();
+}
+
+// Atomic read-modify-write of an array element or a qd::var; returns the old value.
+#define QD_ATOMIC_FUNCTION(fname, aop)                                                                  \
+  template <element_type T, operand V>                                                                 \
+  expr<T> fname(const element_ref<T>& target, const V& value) {                                        \
+    static_assert(detail::assignable_to<V>(dtype_of<T>), #fname ": the value must convert to the element type without loss; use qd::cast"); \
+    return expr<T>::from_id(detail::emit_global_atomic(ir::atomic_op::aop, target.where(), detail::value_id(value, dtype_of<T>))); \
+  }                                                                                                    \
+  template <element_type T, operand V>                                                                 \
+  expr<T> fname(var<T>& target, const V& value) {                                                      \
+    static_assert(detail::assignable_to<V>(dtype_of<T>), #fname ": the value must convert to the variable's type without loss; use qd::cast"); \
+    return expr<T>::from_id(detail::emit_local_atomic(ir::atomic_op::aop, target.decl(), detail::value_id(value, dtype_of<T>))); \
+  }
+QD_ATOMIC_FUNCTION(atomic_add, add)
+QD_ATOMIC_FUNCTION(atomic_sub, sub)
+QD_ATOMIC_FUNCTION(atomic_min, min)
+QD_ATOMIC_FUNCTION(atomic_max, max)
+#undef QD_ATOMIC_FUNCTION
+
+// A uniform draw: [0, 1) for floating types, uniformly random bits for integers.
+// Counter-based: reproducible for a given seed (config), launch and iteration.
+template <element_type T = float>
+expr<T> random() {
+  static_assert(!std::is_same_v<T, bool>, "qd::random<bool> is not supported; use qd::random<u32>() & 1");
+  return expr<T>::from_id(detail::emit_random(dtype_of<T>));
+}
+
+// A load that is never removed, merged or recomputed.
+template <element_type T>
+expr<T> volatile_load(const element_ref<T>& ref) {
+  detail::place p = ref.where();
+  p.flags = static_cast<std::uint8_t>(p.flags | ir::access::is_volatile);
+  return expr<T>::from_id(detail::emit_global_load(p));
+}
+
+// Prints its arguments separated by spaces, then a newline (device printf on GPUs).
+template <class... A>
+void print(const A&... args) {
+  std::vector<std::int32_t> items;
+  auto add = [&](const auto& arg) {
+    using X = std::remove_cvref_t<decltype(arg)>;
+    if constexpr (std::is_convertible_v<const X&, std::string_view>)
+      items.push_back(detail::intern_text(std::string_view(arg)));
+    else if constexpr (traced<X>)
+      items.push_back(arg.id());
+    else if constexpr (std::is_floating_point_v<X>)
+      items.push_back(detail::emit_float_constant(dtype::f64, static_cast<double>(arg)));
+    else if constexpr (std::is_integral_v<X>)
+      items.push_back(detail::emit_int_constant(dtype::i64, static_cast<std::int64_t>(arg)));
+    else
+      static_assert(sizeof(X) == 0, "qd::print takes text, numbers and traced values");
+  };
+  (add(args), ...);
+  detail::emit_print(items);
+}
+
+}  // namespace qd

@@ -1,0 +1,265 @@
+// Implementation of lang/trace.hpp.
+#pragma once
+
+#include <bit>
+
+#include "quadrants/base/error.hpp"
+#include "quadrants/detail/format.hpp"
+#include "quadrants/ir/printer.hpp"
+#include "quadrants/lang/trace.hpp"
+
+namespace qd::detail {
+
+QD_FUNC tracer::tracer(std::string kernel_name, std::vector<std::string> names)
+    : b(fn), kernel(std::move(kernel_name)), param_names(std::move(names)) {}
+
+QD_FUNC std::string tracer::param_label(std::int32_t param) const {
+  std::string type = ir::describe(fn.params[static_cast<std::size_t>(param)]);
+  if (static_cast<std::size_t>(param) < param_names.size() && !param_names[static_cast<std::size_t>(param)].empty())
+    return fmt::format("parameter '{}' (#{}, {})", param_names[static_cast<std::size_t>(param)], param, type);
+  return fmt::format("parameter #{} ({})", param, type);
+}
+
+QD_FUNC trace_scope::trace_scope(tracer& t) : previous_(active_tracer) { active_tracer = &t; }
+QD_FUNC trace_scope::~trace_scope() { active_tracer = previous_; }
+
+QD_FUNC tracer& current_tracer() {
+  if (active_tracer == nullptr)
+    throw user_error(
+        "Quadrants DSL operation used outside a kernel body: qd::var, array indexing, qd::range_for and "
+        "friends only work inside the lambda given to qd::kernel, while it is traced");
+  return *active_tracer;
+}
+
+QD_FUNC void throw_trace_error(const std::string& what) {
+  throw user_error(fmt::format("kernel '{}': {}", current_tracer().kernel, what));
+}
+
+QD_FUNC dtype type_of(ir::id v) { return current_tracer().fn.at(v).type; }
+
+QD_FUNC ir::id emit_int_constant(dtype t, std::int64_t value) {
+  auto& b = current_tracer().b;
+  if (is_float(t)) return b.constant_float(t, static_cast<double>(value));
+  switch (t) {
+    case dtype::boolean: value = value != 0; break;
+    case dtype::u8: value = static_cast<std::uint8_t>(value); break;
+    case dtype::i32: value = static_cast<std::int32_t>(value); break;
+    case dtype::u32: value = static_cast<std::uint32_t>(value); break;
+    default: break;
+  }
+  return b.constant_int(t, value);
+}
+
+QD_FUNC ir::id emit_float_constant(dtype t, double value) {
+  if (!is_float(t)) return emit_int_constant(t, static_cast<std::int64_t>(value));
+  return current_tracer().b.constant_float(t, value);
+}
+
+QD_FUNC ir::id convert(ir::id v, dtype to) {
+  auto& t = current_tracer();
+  if (t.fn.at(v).type == to) return v;
+  return t.b.cast(to, v);
+}
+
+QD_FUNC ir::id emit_unary(ir::unary_op o, dtype t, ir::id a) {
+  return current_tracer().b.unary(o, t, convert(a, t));
+}
+
+QD_FUNC ir::id emit_binary(ir::binary_op o, dtype operand_type, ir::id a, ir::id b) {
+  dtype result = ir::is_comparison(o) ? dtype::boolean : operand_type;
+  return current_tracer().b.binary(o, result, convert(a, operand_type), convert(b, operand_type));
+}
+
+QD_FUNC ir::id emit_select(dtype t, ir::id c, ir::id a, ir::id b) {
+  return current_tracer().b.select(t, convert(c, dtype::boolean), convert(a, t), convert(b, t));
+}
+
+QD_FUNC ir::id emit_fma(dtype t, ir::id a, ir::id b, ir::id c) {
+  return current_tracer().b.fma(t, convert(a, t), convert(b, t), convert(c, t));
+}
+
+QD_FUNC ir::id emit_arg(std::int32_t param) { return current_tracer().b.arg(param); }
+
+QD_FUNC ir::id emit_shape(std::int32_t param, int dim) {
+  auto& t = current_tracer();
+  int ndim = t.fn.params[static_cast<std::size_t>(param)].ndim;
+  if (dim < 0 || dim >= ndim)
+    throw_trace_error(fmt::format("shape({}) of {}: the array has {} dimension{}; use a dimension in 0..{}", dim,
+                                  t.param_label(param), ndim, ndim == 1 ? "" : "s", ndim - 1));
+  return t.b.shape(param, dim);
+}
+
+QD_FUNC ir::id emit_random(dtype t) { return current_tracer().b.random(t); }
+
+
+QD_FUNC std::vector<ir::id> widened_indices(const place& p) {
+  std::vector<ir::id> out;
+  out.reserve(p.rank);
+  for (ir::id i : p.index_span()) {
+    dtype t = type_of(i);
+    out.push_back(t == dtype::i64 || t == dtype::i32 ? i : convert(i, dtype::i32));
+  }
+  return out;
+}
+
+QD_FUNC ir::id emit_global_load(const place& p) {
+  return current_tracer().b.global_load(p.param, p.flags, widened_indices(p));
+}
+
+QD_FUNC void emit_global_store(const place& p, ir::id value) {
+  auto& t = current_tracer();
+  auto indices = widened_indices(p);
+  t.b.global_store(p.param, p.flags, indices, convert(value, t.fn.params[static_cast<std::size_t>(p.param)].type));
+}
+
+QD_FUNC ir::id emit_global_atomic(ir::atomic_op o, const place& p, ir::id value) {
+  auto& t = current_tracer();
+  auto indices = widened_indices(p);
+  return t.b.global_atomic(o, p.param, p.flags, indices,
+                           convert(value, t.fn.params[static_cast<std::size_t>(p.param)].type));
+}
+
+QD_FUNC void emit_global_update(ir::binary_op o, const place& p, ir::id loaded, ir::id value) {
+  auto& t = current_tracer();
+  dtype elem = t.fn.params[static_cast<std::size_t>(p.param)].type;
+  if (t.parallel_depth > 0 && (o == ir::binary_op::add || o == ir::binary_op::sub)) {
+    emit_global_atomic(o == ir::binary_op::add ? ir::atomic_op::add : ir::atomic_op::sub, p, value);
+    return;
+  }
+  emit_global_store(p, emit_binary(o, elem, loaded, value));
+}
+
+QD_FUNC ir::id emit_local_decl(dtype t, ir::id init) {
+  return current_tracer().b.local_decl(t, convert(init, t));
+}
+
+QD_FUNC ir::id emit_local_load(ir::id decl) { return current_tracer().b.local_load(decl); }
+
+QD_FUNC void emit_local_store(ir::id decl, ir::id value) {
+  auto& t = current_tracer();
+  t.b.local_store(decl, convert(value, t.fn.at(decl).type));
+}
+
+QD_FUNC ir::id emit_local_atomic(ir::atomic_op o, ir::id decl, ir::id value) {
+  auto& t = current_tracer();
+  return t.b.local_atomic(o, decl, convert(value, t.fn.at(decl).type));
+}
+
+QD_FUNC std::string_view operator_symbol(ir::binary_op o) {
+  switch (o) {
+    case ir::binary_op::add: return "+";
+    case ir::binary_op::sub: return "-";
+    case ir::binary_op::mul: return "*";
+    case ir::binary_op::div: return "/";
+    case ir::binary_op::mod: return "%";
+    case ir::binary_op::bit_and: return "&";
+    case ir::binary_op::bit_or: return "|";
+    case ir::binary_op::bit_xor: return "^";
+    case ir::binary_op::shl: return "<<";
+    case ir::binary_op::shr: return ">>";
+    default: return name(o);
+  }
+}
+
+QD_FUNC void emit_local_update(ir::binary_op o, ir::id decl, ir::id value) {
+  auto& t = current_tracer();
+  dtype type = t.fn.at(decl).type;
+  bool top_level_var = t.fn.is_top_level(decl);
+  if (top_level_var && t.parallel_depth > 0) {
+    if (o == ir::binary_op::add || o == ir::binary_op::sub) {
+      emit_local_atomic(o == ir::binary_op::add ? ir::atomic_op::add : ir::atomic_op::sub, decl, value);
+      return;
+    }
+    throw_trace_error(fmt::format(
+        "'{}=' on a top-level qd::var inside a parallel qd::range_for would race between iterations; only += and "
+        "-= (and qd::atomic_*) are reductions. Use a qd::var declared inside the loop body, or an atomic",
+        operator_symbol(o)));
+  }
+  emit_local_store(decl, emit_binary(o, type, emit_local_load(decl), value));
+}
+
+QD_FUNC ir::id begin_range_for(ir::id begin, ir::id end) {
+  auto& t = current_tracer();
+  for (ir::id bound : {begin, end})
+    if (!is_integral(type_of(bound)))
+      throw_trace_error(fmt::format("qd::range_for bounds must be integers, got {}", name(type_of(bound))));
+  bool parallel = t.at_top_level();
+  ir::id loop = t.b.range_for(convert(begin, dtype::i32), convert(end, dtype::i32));
+  t.last_if = ir::none;
+  t.b.push_block(t.fn.at(loop).block0);
+  if (parallel) ++t.parallel_depth;
+  return t.b.loop_index_of(loop);
+}
+
+QD_FUNC void end_range_for() {
+  auto& t = current_tracer();
+  t.b.pop_block();
+  t.last_if = ir::none;
+  if (t.at_top_level()) --t.parallel_depth;
+}
+
+QD_FUNC ir::id begin_if(ir::id cond) {
+  auto& t = current_tracer();
+  if (type_of(cond) != dtype::boolean)
+    throw_trace_error(fmt::format("qd::if_ needs a boolean condition, got {}; compare it, e.g. x != 0",
+                                  name(type_of(cond))));
+  ir::id n = t.b.if_(cond);
+  t.b.push_block(t.fn.at(n).block0);
+  t.last_if = ir::none;
+  return n;
+}
+
+QD_FUNC void end_if(ir::id if_node) {
+  auto& t = current_tracer();
+  t.b.pop_block();
+  t.last_if = if_node;
+}
+
+QD_FUNC void begin_else(ir::id if_node) {
+  auto& t = current_tracer();
+  const auto& block = t.fn.block(t.b.current_block());
+  if (t.last_if != if_node || block.empty() || block.back() != if_node)
+    throw_trace_error(
+        ".else_ must follow its qd::if_ directly, as qd::if_(c, then).else_(otherwise), and at most once");
+  t.last_if = ir::none;
+  t.b.push_block(t.fn.at(if_node).block1);
+}
+
+QD_FUNC void end_else() {
+  auto& t = current_tracer();
+  t.b.pop_block();
+  t.last_if = ir::none;
+}
+
+QD_FUNC ir::id begin_while_condition() {
+  auto& t = current_tracer();
+  ir::id n = t.b.while_();
+  t.last_if = ir::none;
+  t.b.push_block(t.fn.at(n).block0);
+  return n;
+}
+
+QD_FUNC void begin_while_body(ir::id while_node, ir::id cond) {
+  auto& t = current_tracer();
+  if (type_of(cond) != dtype::boolean)
+    throw_trace_error(fmt::format("qd::while_ condition must return a boolean, got {}", name(type_of(cond))));
+  t.fn.at(while_node).a = cond;
+  t.b.pop_block();
+  t.b.push_block(t.fn.at(while_node).block1);
+}
+
+QD_FUNC void end_while() {
+  auto& t = current_tracer();
+  t.b.pop_block();
+  t.last_if = ir::none;
+}
+
+QD_FUNC std::int32_t intern_text(std::string_view text) { return current_tracer().b.add_string(std::string(text)); }
+
+QD_FUNC void emit_print(const std::vector<std::int32_t>& args) {
+  auto& t = current_tracer();
+  t.b.print(args);
+  t.last_if = ir::none;
+}
+
+}  // namespace qd::detail

@@ -1,0 +1,105 @@
+// The tracer: records IR while a kernel lambda runs with symbolic arguments.
+// Non-template emission helpers live here so the DSL templates stay thin.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "quadrants/base/api.hpp"
+#include "quadrants/base/dtype.hpp"
+#include "quadrants/ir/builder.hpp"
+
+namespace qd::detail {
+
+// State of one kernel trace; active on the tracing thread only.
+class tracer {
+ public:
+  QD_FUNC tracer(std::string kernel_name, std::vector<std::string> param_names);
+  tracer(const tracer&) = delete;
+  tracer& operator=(const tracer&) = delete;
+
+  ir::function fn;
+  ir::builder b;
+  std::string kernel;
+  std::vector<std::string> param_names;
+  int parallel_depth = 0;      // > 0 inside the body of a top-level range_for
+  ir::id last_if = ir::none;   // the if_ an else_ may still attach to
+
+  bool at_top_level() const { return b.current_block() == 0; }
+  // "kernel 'k', parameter 'x' (#0)" for error messages.
+  QD_FUNC std::string param_label(std::int32_t param) const;
+};
+
+// Makes `t` the active tracer for the current thread while alive.
+class trace_scope {
+ public:
+  QD_FUNC explicit trace_scope(tracer& t);
+  QD_FUNC ~trace_scope();
+  trace_scope(const trace_scope&) = delete;
+  trace_scope& operator=(const trace_scope&) = delete;
+
+ private:
+  tracer* previous_;
+};
+
+inline thread_local tracer* active_tracer = nullptr;
+
+// The active tracer; a qd::user_error when DSL code runs outside a kernel body.
+QD_FUNC tracer& current_tracer();
+[[noreturn]] QD_FUNC void throw_trace_error(const std::string& what);
+
+QD_FUNC dtype type_of(ir::id v);
+QD_FUNC ir::id emit_int_constant(dtype t, std::int64_t value);
+QD_FUNC ir::id emit_float_constant(dtype t, double value);
+QD_FUNC ir::id convert(ir::id v, dtype to);  // emits a cast only when types differ
+QD_FUNC ir::id emit_unary(ir::unary_op o, dtype t, ir::id a);
+QD_FUNC ir::id emit_binary(ir::binary_op o, dtype result, ir::id a, ir::id b);
+QD_FUNC ir::id emit_select(dtype t, ir::id c, ir::id a, ir::id b);
+QD_FUNC ir::id emit_fma(dtype t, ir::id a, ir::id b, ir::id c);
+QD_FUNC ir::id emit_arg(std::int32_t param);
+QD_FUNC ir::id emit_shape(std::int32_t param, int dim);
+QD_FUNC ir::id emit_random(dtype t);
+
+struct place {
+  std::int32_t param = -1;
+  std::uint8_t flags = 0;
+  std::uint8_t rank = 0;
+  std::array<ir::id, 4> indices{};
+  std::span<const ir::id> index_span() const { return {indices.data(), rank}; }
+};
+QD_FUNC ir::id emit_global_load(const place& p);
+QD_FUNC void emit_global_store(const place& p, ir::id value);
+QD_FUNC ir::id emit_global_atomic(ir::atomic_op o, const place& p, ir::id value);
+// `x[i] op= v`: atomic inside a parallel construct (add/sub), else load-op-store.
+QD_FUNC void emit_global_update(ir::binary_op o, const place& p, ir::id loaded, ir::id value);
+
+QD_FUNC ir::id emit_local_decl(dtype t, ir::id init);
+QD_FUNC ir::id emit_local_load(ir::id decl);
+QD_FUNC void emit_local_store(ir::id decl, ir::id value);
+QD_FUNC ir::id emit_local_atomic(ir::atomic_op o, ir::id decl, ir::id value);
+// `v op= x` on a qd::var: atomic reduction for a top-level var inside a parallel construct.
+QD_FUNC void emit_local_update(ir::binary_op o, ir::id decl, ir::id value);
+
+// Control flow. Each begin_* enters the new block; the matching end_* leaves it.
+QD_FUNC ir::id begin_range_for(ir::id begin, ir::id end);  // returns the loop index node
+QD_FUNC void end_range_for();
+QD_FUNC ir::id begin_if(ir::id cond);
+QD_FUNC void end_if(ir::id if_node);
+QD_FUNC void begin_else(ir::id if_node);
+QD_FUNC void end_else();
+QD_FUNC ir::id begin_while_condition();
+QD_FUNC void begin_while_body(ir::id while_node, ir::id cond);
+QD_FUNC void end_while();
+
+QD_FUNC std::int32_t intern_text(std::string_view text);
+QD_FUNC void emit_print(const std::vector<std::int32_t>& args);
+
+}  // namespace qd::detail
+
+#ifdef QD_HEADER_ONLY
+#include "quadrants/lang/trace-inl.hpp"
+#endif

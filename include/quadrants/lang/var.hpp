@@ -1,0 +1,64 @@
+// qd::var<T>: a mutable local of a kernel. Declared at the top level it is a
+// top-level value; += / -= on it from a parallel construct are atomic reductions.
+#pragma once
+
+#include "quadrants/lang/expr.hpp"
+
+namespace qd {
+
+template <element_type T>
+class var {
+ public:
+  using value_type = T;
+  static constexpr dtype type = dtype_of<T>;
+
+  var() : decl_(detail::emit_local_decl(type, detail::emit_int_constant(type, 0))) {}
+
+  template <operand A>
+  var(const A& init) : decl_(detail::emit_local_decl(type, checked_value(init))) {}
+
+  // A copy is a new variable holding the current value, never an alias.
+  var(const var& other) : decl_(detail::emit_local_decl(type, other.id())) {}
+
+  var& operator=(const var& other) {
+    detail::emit_local_store(decl_, other.id());
+    return *this;
+  }
+  template <operand A>
+  var& operator=(const A& value) {
+    detail::emit_local_store(decl_, checked_value(value));
+    return *this;
+  }
+
+#define QD_VAR_COMPOUND(symbol, binop)                                   \
+  template <operand A>                                                   \
+  var& operator symbol(const A& value) {                                 \
+    detail::emit_local_update(ir::binary_op::binop, decl_, checked_value(value)); \
+    return *this;                                                        \
+  }
+  QD_VAR_COMPOUND(+=, add)
+  QD_VAR_COMPOUND(-=, sub)
+  QD_VAR_COMPOUND(*=, mul)
+  QD_VAR_COMPOUND(/=, div)
+  QD_VAR_COMPOUND(%=, mod)
+  QD_VAR_COMPOUND(&=, bit_and)
+  QD_VAR_COMPOUND(|=, bit_or)
+  QD_VAR_COMPOUND(^=, bit_xor)
+#undef QD_VAR_COMPOUND
+
+  operator bool() const = delete;  // use qd::if_ for run-time decisions
+
+  ir::id id() const { return detail::emit_local_load(decl_); }  // the current value
+  ir::id decl() const { return decl_; }
+
+ private:
+  template <class A>
+  static ir::id checked_value(const A& value) {
+    static_assert(detail::assignable_to<A>(dtype_of<T>),
+                  "this value does not convert to the variable's type without loss; use qd::cast<T>(value)");
+    return detail::value_id(value, type);
+  }
+  ir::id decl_;
+};
+
+}  // namespace qd

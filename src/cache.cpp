@@ -1,0 +1,1 @@
+// Compiled mode of the cache layer: its implementation headers, built once.
