@@ -3,6 +3,7 @@
 #pragma once
 
 #include <boost/hana/basic_tuple.hpp>
+#include <boost/hana/length.hpp>
 #include <boost/hana/tuple.hpp>
 #include <boost/hana/type.hpp>
 #include <boost/hana/unpack.hpp>

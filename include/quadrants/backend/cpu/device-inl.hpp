@@ -1,0 +1,110 @@
+// Implementation of backend/cpu/device.hpp.
+#pragma once
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "quadrants/backend/cpu/device.hpp"
+#include "quadrants/backend/cpu/module.hpp"
+#include "quadrants/codegen/prelude.hpp"
+#include "quadrants/detail/format.hpp"
+
+namespace qd::backend::cpu {
+namespace detail {
+
+// Layout-compatible with qd_ctx and qd_cpu_runtime in codegen/prelude.hpp.
+struct ctx_abi {
+  const array_abi* arrays;
+  const std::uint64_t* scalars;
+  unsigned char* temps;
+  std::uint64_t rng_stream;
+  std::int64_t* error;
+  const void* runtime;
+};
+using chunk_abi = void (*)(const void* frame, const ctx_abi* ctx, std::int64_t lo, std::int64_t hi);
+struct runtime_abi {
+  void (*parallel_for)(const ctx_abi* ctx, std::int64_t begin, std::int64_t end, chunk_abi chunk, const void* frame);
+  thread_pool* pool;
+};
+
+class cpu_module final : public loaded_module {
+ public:
+  cpu_module(std::span<const std::byte> binary, std::string_view what) : m_(binary, what) {}
+  void* entry(const std::string& name) const override { return m_.symbol(name); }
+
+ private:
+  module m_;
+};
+
+class cpu_device final : public device {
+ public:
+  explicit cpu_device(const device_options& options)
+      : options_(options),
+        pool_(options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency())) {
+    runtime_.parallel_for = &parallel_for;
+    runtime_.pool = &pool_;
+  }
+
+  std::string_view name() const override { return "cpu"; }
+  std::string target() const override {
+#if defined(__x86_64__)
+    return "x86_64-linux";
+#elif defined(__aarch64__)
+    return "aarch64-linux";
+#else
+    return "unknown-cpu";
+#endif
+  }
+  std::string compiler_identity() const override {
+    const auto& id = host_compiler();
+    std::string s;
+    for (const auto& w : id.command) s += w + " ";
+    return s + "| " + id.version;
+  }
+  std::string code_options() const override {
+    std::string s;
+    for (const auto& f : compile_flags(options_.compile)) s += f + " ";
+    return s;
+  }
+
+  void* allocate(std::size_t bytes) override {
+    void* p = std::aligned_alloc(64, (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64);
+    if (p == nullptr) throw std::bad_alloc();
+    return p;
+  }
+  void release(void* p) noexcept override { std::free(p); }
+  void copy_from_host(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void copy_to_host(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+
+  std::string prelude() const override { return codegen::cpu_translation_unit_prelude(); }
+  std::vector<std::byte> compile(std::string_view source, std::string_view what) override {
+    return compile_shared_object(source, options_.compile, what);
+  }
+  std::unique_ptr<loaded_module> load(std::span<const std::byte> binary, std::string_view what) override {
+    return std::make_unique<cpu_module>(binary, what);
+  }
+  void launch(void* entry, bool, const launch_context& c) override {
+    ctx_abi ctx{c.arrays, c.scalars, c.temps, c.rng_stream, c.error, &runtime_};
+    reinterpret_cast<void (*)(const ctx_abi*)>(entry)(&ctx);
+  }
+
+ private:
+  static void parallel_for(const ctx_abi* ctx, std::int64_t begin, std::int64_t end, chunk_abi chunk,
+                           const void* frame) {
+    auto* rt = static_cast<const runtime_abi*>(ctx->runtime);
+    rt->pool->parallel_for(begin, end, reinterpret_cast<thread_pool::chunk_fn>(chunk), frame, ctx);
+  }
+
+  device_options options_;
+  thread_pool pool_;
+  runtime_abi runtime_{};
+};
+
+}  // namespace detail
+
+QD_FUNC std::unique_ptr<device> make_device(const device_options& options) {
+  return std::make_unique<detail::cpu_device>(options);
+}
+
+}  // namespace qd::backend::cpu

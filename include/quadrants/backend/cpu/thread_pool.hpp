@@ -1,0 +1,57 @@
+// The CPU backend's thread pool: parallel constructs split their iteration
+// range into chunks run by all cores, the launching thread included.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "quadrants/base/api.hpp"
+
+namespace qd::backend::cpu {
+
+class thread_pool {
+ public:
+  using chunk_fn = void (*)(const void* frame, const void* ctx, std::int64_t lo, std::int64_t hi);
+
+  // `threads` counts the caller: 1 runs everything inline.
+  QD_FUNC explicit thread_pool(unsigned threads);
+  QD_FUNC ~thread_pool();
+  thread_pool(const thread_pool&) = delete;
+  thread_pool& operator=(const thread_pool&) = delete;
+
+  // Runs fn over [begin, end) in chunks and returns when all are done.
+  // Allocation-free. If another host thread is using the pool, runs inline.
+  QD_FUNC void parallel_for(std::int64_t begin, std::int64_t end, chunk_fn fn, const void* frame, const void* ctx);
+  unsigned size() const { return static_cast<unsigned>(workers_.size()) + 1; }
+
+  // Ranges this small run on the caller: waking workers costs more than it saves.
+  static constexpr std::int64_t inline_threshold = 2048;
+
+ private:
+  QD_FUNC void worker_loop();
+  QD_FUNC void run_chunks();
+
+  struct alignas(64) job {
+    chunk_fn fn = nullptr;
+    const void* frame = nullptr;
+    const void* ctx = nullptr;
+    std::int64_t end = 0;
+    std::int64_t chunk = 1;
+    std::atomic<std::int64_t> next{0};
+  };
+  job job_;
+  alignas(64) std::atomic<std::uint64_t> generation_{0};
+  alignas(64) std::atomic<unsigned> remaining_{0};
+  std::atomic<bool> busy_{false};
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace qd::backend::cpu
+
+#ifdef QD_HEADER_ONLY
+#include "quadrants/backend/cpu/thread_pool-inl.hpp"
+#endif

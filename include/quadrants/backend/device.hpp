@@ -1,0 +1,59 @@
+// The interface every backend implements for the runtime: memory, compiling a
+// generated translation unit, loading it, and launching one task.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace qd::backend {
+
+// The array descriptor generated code sees (qd_array in the preludes).
+struct array_abi {
+  void* data = nullptr;
+  void* grad = nullptr;
+  std::int64_t shape[4] = {0, 0, 0, 0};
+};
+
+// Everything one task launch needs, in task-parameter order.
+struct launch_context {
+  const array_abi* arrays = nullptr;
+  const std::uint64_t* scalars = nullptr;
+  std::size_t param_count = 0;
+  unsigned char* temps = nullptr;      // device memory, 8-byte slots
+  std::uint64_t rng_stream = 0;
+  std::int64_t* error = nullptr;       // host-visible [flag, param, dim, index, extent]
+};
+
+class loaded_module {
+ public:
+  virtual ~loaded_module() = default;
+  virtual void* entry(const std::string& name) const = 0;
+};
+
+class device {
+ public:
+  virtual ~device() = default;
+  virtual std::string_view name() const = 0;  // "cpu", "cuda", ...
+  // What compiled code depends on, for cache keys: the target and the compiler.
+  virtual std::string target() const = 0;
+  virtual std::string compiler_identity() const = 0;
+  virtual std::string code_options() const = 0;
+
+  virtual void* allocate(std::size_t bytes) = 0;
+  virtual void release(void* p) noexcept = 0;
+  virtual void copy_from_host(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void copy_to_host(void* dst, const void* src, std::size_t bytes) = 0;
+
+  // Source text that precedes the generated task bodies.
+  virtual std::string prelude() const = 0;
+  virtual std::vector<std::byte> compile(std::string_view source, std::string_view what) = 0;
+  virtual std::unique_ptr<loaded_module> load(std::span<const std::byte> binary, std::string_view what) = 0;
+  virtual void launch(void* entry, bool parallel, const launch_context& ctx) = 0;
+};
+
+}  // namespace qd::backend

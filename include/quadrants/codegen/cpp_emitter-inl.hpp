@@ -1,0 +1,392 @@
+// Implementation of codegen/cpp_emitter.hpp.
+#pragma once
+
+#include <bit>
+#include <cmath>
+
+#include "quadrants/base/error.hpp"
+#include "quadrants/codegen/cpp_emitter.hpp"
+#include "quadrants/detail/format.hpp"
+#include "quadrants/ir/walk.hpp"
+
+namespace qd::codegen {
+
+QD_FUNC std::string_view c_type(dtype t) {
+  switch (t) {
+    case dtype::boolean: return "qd_bool";
+    case dtype::u8: return "qd_u8";
+    case dtype::i32: return "qd_i32";
+    case dtype::u32: return "qd_u32";
+    case dtype::i64: return "qd_i64";
+    case dtype::f32: return "qd_f32";
+    case dtype::f64: return "qd_f64";
+  }
+  return "void";
+}
+
+namespace detail {
+
+QD_FUNC std::string literal(const ir::node& n) {
+  switch (n.type) {
+    case dtype::f32: {
+      float v = std::bit_cast<float>(static_cast<std::uint32_t>(n.imm));
+      if (!std::isfinite(v)) return fmt::format("qd_f32_from_bits({}u)", static_cast<std::uint32_t>(n.imm));
+      return fmt::format("{:a}f", v);
+    }
+    case dtype::f64: {
+      double v = std::bit_cast<double>(n.imm);
+      if (!std::isfinite(v)) return fmt::format("qd_f64_from_bits({}ull)", static_cast<std::uint64_t>(n.imm));
+      return fmt::format("{:a}", v);
+    }
+    case dtype::boolean: return n.imm ? "true" : "false";
+    case dtype::u8: return fmt::format("(qd_u8){}", n.imm);
+    case dtype::u32: return fmt::format("{}u", static_cast<std::uint32_t>(n.imm));
+    case dtype::i32:
+    case dtype::i64:
+      if (n.imm == INT64_MIN) return fmt::format("({})(-9223372036854775807ll - 1)", c_type(n.type));
+      return fmt::format("({}){}ll", c_type(n.type), n.imm);
+  }
+  return "0";
+}
+
+QD_FUNC std::string_view unary_call(ir::unary_op o) {
+  switch (o) {
+    case ir::unary_op::neg: return "-";
+    case ir::unary_op::logical_not: return "!";
+    case ir::unary_op::bit_not: return "~";
+    case ir::unary_op::sqrt: return "qd_sqrt";
+    case ir::unary_op::exp: return "qd_exp";
+    case ir::unary_op::log: return "qd_log";
+    case ir::unary_op::sin: return "qd_sin";
+    case ir::unary_op::cos: return "qd_cos";
+    case ir::unary_op::tanh: return "qd_tanh";
+    case ir::unary_op::abs: return "qd_abs";
+    case ir::unary_op::floor: return "qd_floor";
+    case ir::unary_op::ceil: return "qd_ceil";
+  }
+  return "?";
+}
+
+// Infix operator for binary ops that map directly to C, or "" for a helper call.
+QD_FUNC std::string_view infix(ir::binary_op o, dtype operand_type) {
+  switch (o) {
+    case ir::binary_op::add: return "+";
+    case ir::binary_op::sub: return "-";
+    case ir::binary_op::mul: return "*";
+    case ir::binary_op::div: return is_float(operand_type) ? "/" : "";
+    case ir::binary_op::bit_and: return "&";
+    case ir::binary_op::bit_or: return "|";
+    case ir::binary_op::bit_xor: return "^";
+    case ir::binary_op::logical_and: return "&&";
+    case ir::binary_op::logical_or: return "||";
+    case ir::binary_op::eq: return "==";
+    case ir::binary_op::ne: return "!=";
+    case ir::binary_op::lt: return "<";
+    case ir::binary_op::le: return "<=";
+    case ir::binary_op::gt: return ">";
+    case ir::binary_op::ge: return ">=";
+    default: return "";
+  }
+}
+
+QD_FUNC std::string_view helper(ir::binary_op o) {
+  switch (o) {
+    case ir::binary_op::div: return "qd_div";
+    case ir::binary_op::mod: return "qd_mod";
+    case ir::binary_op::min: return "qd_min";
+    case ir::binary_op::max: return "qd_max";
+    case ir::binary_op::pow: return "qd_pow";
+    case ir::binary_op::shl: return "qd_shl";
+    case ir::binary_op::shr: return "qd_shr";
+    default: return "?";
+  }
+}
+
+QD_FUNC std::string_view atomic_helper(ir::atomic_op o) {
+  switch (o) {
+    case ir::atomic_op::add: return "qd_atomic_add";
+    case ir::atomic_op::sub: return "qd_atomic_sub";
+    case ir::atomic_op::min: return "qd_atomic_min";
+    case ir::atomic_op::max: return "qd_atomic_max";
+  }
+  return "?";
+}
+
+QD_FUNC std::string escape_format(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '%': out += "%%"; break;
+      case '\\': out += "\\\\"; break;
+      case '"': out += "\\\""; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\{:03o}", static_cast<unsigned char>(c));
+        else out += c;
+    }
+  }
+  return out;
+}
+
+class emitter {
+ public:
+  emitter(const lowered_task& t, std::string_view entry, const emit_options& options)
+      : t_(t), fn_(t.fn), entry_(entry), options_(options), number_(ir::canonical_numbering(fn_)) {}
+
+  std::string run() {
+    if (t_.parallel) emit_parallel();
+    else emit_serial();
+    return std::move(out_);
+  }
+
+ private:
+  std::string v(ir::id i) const { return fmt::format("v{}", number_[static_cast<std::size_t>(i)]); }
+  std::string var(ir::id decl) const { return fmt::format("l{}", number_[static_cast<std::size_t>(decl)]); }
+  void line(std::string_view text) {
+    out_.append(static_cast<std::size_t>(indent_) * 2, ' ');
+    out_ += text;
+    out_ += '\n';
+  }
+
+  bool uses_random(std::int32_t block) const {
+    bool found = false;
+    ir::walk(fn_, block, [&](ir::id i, int) { found |= fn_.at(i).code == ir::op::random; });
+    return found;
+  }
+
+  void emit_serial() {
+    line(fmt::format("QD_FN void {}_run(const qd_ctx* ctx) {{", entry_));
+    ++indent_;
+    if (uses_random(0)) line("qd_u64 qd_rng = qd_rng_init(ctx->rng_stream, 0);");
+    emit_block(0);
+    --indent_;
+    line("}");
+    line(fmt::format("QD_SERIAL_TASK({})", entry_));
+  }
+
+  void emit_parallel() {
+    const auto& top = fn_.block(0);
+    if (top.empty() || fn_.at(top.back()).code != ir::op::range_for)
+      throw internal_error("codegen: a parallel task must end with its loop");
+    ir::id loop = top.back();
+    const ir::node& ln = fn_.at(loop);
+    // Prologue values and variables the loop body uses travel in a frame.
+    std::vector<ir::id> frame;
+    ir::walk(fn_, ln.block0, [&](ir::id i, int) {
+      ir::for_each_operand(fn_, fn_.at(i), [&](ir::id o) {
+        if (fn_.is_top_level(o) && o != loop && std::find(frame.begin(), frame.end(), o) == frame.end())
+          frame.push_back(o);
+      });
+    });
+    std::sort(frame.begin(), frame.end());
+    line(fmt::format("struct {}_frame {{", entry_));
+    ++indent_;
+    for (ir::id f : frame) line(fmt::format("{} {};", c_type(fn_.at(f).type), member(f)));
+    --indent_;
+    line("};");
+    line(fmt::format("QD_FN void {0}_prologue(const qd_ctx* ctx, {0}_frame* qd_f, qd_i64* qd_begin, qd_i64* qd_end) {{",
+                     entry_));
+    ++indent_;
+    for (std::size_t k = 0; k + 1 < top.size(); ++k) emit(top[k]);
+    for (ir::id f : frame) line(fmt::format("qd_f->{0} = {0};", member(f)));
+    line(fmt::format("*qd_begin = {}; *qd_end = {};", v(ln.a), v(ln.b)));
+    --indent_;
+    line("}");
+    line(fmt::format("QD_FN void {0}_body(const qd_ctx* ctx, const {0}_frame qd_f, qd_i64 qd_i) {{", entry_));
+    ++indent_;
+    for (ir::id f : frame) {
+      bool is_var = fn_.at(f).code == ir::op::local_decl;
+      line(fmt::format("{}{} {} = qd_f.{};", is_var ? "" : "const ", c_type(fn_.at(f).type), member(f), member(f)));
+    }
+    if (uses_random(ln.block0)) line("qd_u64 qd_rng = qd_rng_init(ctx->rng_stream, (qd_u64)qd_i);");
+    line(fmt::format("const qd_i32 {} = (qd_i32)qd_i;", v(fn_.block(ln.block0).front())));
+    emit_block(ln.block0, 1);
+    --indent_;
+    line("}");
+    line(fmt::format("QD_PARALLEL_TASK({})", entry_));
+  }
+
+  std::string member(ir::id f) const { return fn_.at(f).code == ir::op::local_decl ? var(f) : v(f); }
+
+  void emit_block(std::int32_t block, std::size_t skip = 0) {
+    const auto& stmts = fn_.block(block);
+    for (std::size_t k = skip; k < stmts.size(); ++k) emit(stmts[k]);
+  }
+
+  // Emits the index arithmetic of an access; returns the element expression and
+  // the guard ("" when unchecked).
+  std::pair<std::string, std::string> element(ir::id i) {
+    const ir::node& n = fn_.at(i);
+    std::string arr = fmt::format("ctx->arrays[{}]", n.param);
+    std::string base = fmt::format("(({}*){}.{})", c_type(n.type), arr, (n.flags & ir::access::grad) ? "grad" : "data");
+    if (n.flags & ir::access::is_volatile) base = fmt::format("((volatile {}*){}.{})", c_type(n.type), arr, (n.flags & ir::access::grad) ? "grad" : "data");
+    std::string guard;
+    std::string linear;
+    for (std::int32_t d = 0; d < n.list_size; ++d) {
+      std::string idx = fmt::format("qd_x{}_{}", number_[static_cast<std::size_t>(i)], d);
+      std::string extent = fmt::format("{}.shape[{}]", arr, d);
+      line(fmt::format("qd_i64 {} = (qd_i64){};", idx, v(fn_.list(n, d))));
+      if (n.flags & ir::access::clamp) line(fmt::format("{0} = qd_clamp_index({0}, {1});", idx, extent));
+      if (options_.bounds_checks) {
+        if (guard.empty()) {
+          guard = fmt::format("qd_ok{}", number_[static_cast<std::size_t>(i)]);
+          line(fmt::format("qd_bool {} = true;", guard));
+        }
+        line(fmt::format("{0} = qd_check_index(ctx, {1}, {2}, {3}, {4}) && {0};", guard, n.param, d, idx, extent));
+      }
+      linear = d == 0 ? idx : fmt::format("({}) * {} + {}", linear, extent, idx);
+    }
+    if (linear.empty()) linear = "0";
+    return {fmt::format("{}[{}]", base, linear), guard};
+  }
+
+  void emit(ir::id i) {
+    const ir::node& n = fn_.at(i);
+    const std::string_view type = c_type(n.type);
+    switch (n.code) {
+      case ir::op::constant: line(fmt::format("const {} {} = {};", type, v(i), literal(n))); break;
+      case ir::op::arg:
+        line(fmt::format("const {} {} = *(const {}*)(ctx->scalars + {});", type, v(i), type, n.param));
+        break;
+      case ir::op::shape:
+        line(fmt::format("const qd_i32 {} = (qd_i32)ctx->arrays[{}].shape[{}];", v(i), n.param, n.imm));
+        break;
+      case ir::op::loop_index: break;  // declared by its loop
+      case ir::op::unary: {
+        auto o = static_cast<ir::unary_op>(n.sub);
+        line(fmt::format("const {} {} = {}({});", type, v(i), unary_call(o), v(n.a)));
+        break;
+      }
+      case ir::op::binary: {
+        auto o = static_cast<ir::binary_op>(n.sub);
+        dtype operand_type = fn_.at(n.a).type;
+        std::string_view op = infix(o, operand_type);
+        if (!op.empty())
+          line(fmt::format("const {} {} = {} {} {};", type, v(i), v(n.a), op, v(n.b)));
+        else
+          line(fmt::format("const {} {} = {}({}, {});", type, v(i), helper(o), v(n.a), v(n.b)));
+        break;
+      }
+      case ir::op::select: line(fmt::format("const {} {} = {} ? {} : {};", type, v(i), v(n.a), v(n.b), v(n.c))); break;
+      case ir::op::fma: line(fmt::format("const {} {} = qd_fma({}, {}, {});", type, v(i), v(n.a), v(n.b), v(n.c))); break;
+      case ir::op::cast:
+        if (n.type == dtype::boolean)
+          line(fmt::format("const qd_bool {} = {} != 0;", v(i), v(n.a)));
+        else
+          line(fmt::format("const {} {} = ({}){};", type, v(i), type, v(n.a)));
+        break;
+      case ir::op::global_load: {
+        auto [elem, guard] = element(i);
+        if (guard.empty()) line(fmt::format("const {} {} = {};", type, v(i), elem));
+        else line(fmt::format("const {} {} = {} ? {} : ({})0;", type, v(i), guard, elem, type));
+        break;
+      }
+      case ir::op::global_store: {
+        auto [elem, guard] = element(i);
+        if (guard.empty()) line(fmt::format("{} = {};", elem, v(n.a)));
+        else line(fmt::format("if ({}) {} = {};", guard, elem, v(n.a)));
+        break;
+      }
+      case ir::op::global_atomic: {
+        auto [elem, guard] = element(i);
+        auto call = fmt::format("{}(&{}, {})", atomic_helper(static_cast<ir::atomic_op>(n.sub)), elem, v(n.a));
+        if (guard.empty()) line(fmt::format("const {} {} = {};", type, v(i), call));
+        else line(fmt::format("const {} {} = {} ? {} : ({})0;", type, v(i), guard, call, type));
+        break;
+      }
+      case ir::op::local_decl: line(fmt::format("{} {} = {};", type, var(i), v(n.a))); break;
+      case ir::op::local_load: line(fmt::format("const {} {} = {};", type, v(i), var(n.a))); break;
+      case ir::op::local_store: line(fmt::format("{} = {};", var(n.a), v(n.b))); break;
+      case ir::op::local_atomic: {
+        // A task-local variable is private to its thread: a plain read-modify-write.
+        line(fmt::format("const {} {} = {};", type, v(i), var(n.a)));
+        std::string updated;
+        switch (static_cast<ir::atomic_op>(n.sub)) {
+          case ir::atomic_op::add: updated = fmt::format("{} + {}", v(i), v(n.b)); break;
+          case ir::atomic_op::sub: updated = fmt::format("{} - {}", v(i), v(n.b)); break;
+          case ir::atomic_op::min: updated = fmt::format("qd_min({}, {})", v(i), v(n.b)); break;
+          case ir::atomic_op::max: updated = fmt::format("qd_max({}, {})", v(i), v(n.b)); break;
+        }
+        line(fmt::format("{} = {};", var(n.a), updated));
+        break;
+      }
+      case ir::op::temp_load:
+        line(fmt::format("const {} {} = *({}*)(ctx->temps + {});", type, v(i), type, n.imm * 8));
+        break;
+      case ir::op::temp_store: line(fmt::format("*({}*)(ctx->temps + {}) = {};", type, n.imm * 8, v(n.a))); break;
+      case ir::op::temp_atomic:
+        line(fmt::format("const {} {} = {}(({}*)(ctx->temps + {}), {});", type, v(i),
+                         atomic_helper(static_cast<ir::atomic_op>(n.sub)), type, n.imm * 8, v(n.a)));
+        break;
+      case ir::op::range_for: {
+        ir::id index = fn_.block(n.block0).front();
+        line(fmt::format("for (qd_i32 {0} = {1}; {0} < {2}; ++{0}) {{", v(index), v(n.a), v(n.b)));
+        ++indent_;
+        emit_block(n.block0, 1);
+        --indent_;
+        line("}");
+        break;
+      }
+      case ir::op::if_:
+        line(fmt::format("if ({}) {{", v(n.a)));
+        ++indent_;
+        emit_block(n.block0);
+        --indent_;
+        if (!fn_.block(n.block1).empty()) {
+          line("} else {");
+          ++indent_;
+          emit_block(n.block1);
+          --indent_;
+        }
+        line("}");
+        break;
+      case ir::op::while_:
+        line("for (;;) {");
+        ++indent_;
+        emit_block(n.block0);
+        line(fmt::format("if (!{}) break;", v(n.a)));
+        emit_block(n.block1);
+        --indent_;
+        line("}");
+        break;
+      case ir::op::random: line(fmt::format("const {} {} = qd_random_{}(&qd_rng);", type, v(i), name(n.type))); break;
+      case ir::op::print: {
+        std::string format, args;
+        for (std::int32_t k = 0; k < n.list_size; ++k) {
+          std::int32_t item = fn_.list(n, k);
+          if (k) format += ' ';
+          if (ir::is_text(item)) {
+            format += escape_format(fn_.strings[static_cast<std::size_t>(ir::text_index(item))]);
+            continue;
+          }
+          switch (fn_.at(item).type) {
+            case dtype::f32:
+            case dtype::f64: format += "%g"; args += fmt::format(", (qd_f64){}", v(item)); break;
+            case dtype::i64: format += "%lld"; args += fmt::format(", (long long){}", v(item)); break;
+            case dtype::u32: format += "%u"; args += fmt::format(", (unsigned){}", v(item)); break;
+            default: format += "%d"; args += fmt::format(", (int){}", v(item)); break;
+          }
+        }
+        line(fmt::format("qd_printf(\"{}\\n\"{});", format, args));
+        break;
+      }
+    }
+  }
+
+  const lowered_task& t_;
+  const ir::function& fn_;
+  std::string_view entry_;
+  const emit_options& options_;
+  std::vector<ir::id> number_;
+  std::string out_;
+  int indent_ = 0;
+};
+
+}  // namespace detail
+
+QD_FUNC std::string emit_task(const lowered_task& t, std::string_view entry, const emit_options& options) {
+  return detail::emitter(t, entry, options).run();
+}
+
+}  // namespace qd::codegen

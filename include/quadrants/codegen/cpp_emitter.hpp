@@ -1,0 +1,29 @@
+// The device-neutral C++ body of a lowered task. A per-backend prelude
+// (codegen/*_prelude.hpp) supplies types, math, atomics and the task wrappers.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "quadrants/base/api.hpp"
+#include "quadrants/codegen/lower.hpp"
+
+namespace qd::codegen {
+
+struct emit_options {
+  bool bounds_checks = false;  // check every index against the shape, report the first violation
+};
+
+// Source for one task: helper functions named after `entry` and one
+// QD_PARALLEL_TASK(entry) or QD_SERIAL_TASK(entry) line. Identical tasks give
+// identical text (nodes are named by canonical number), so the text is a cache key input.
+QD_FUNC std::string emit_task(const lowered_task& t, std::string_view entry, const emit_options& options);
+
+// C type name used in generated code, e.g. qd_f32.
+QD_FUNC std::string_view c_type(dtype t);
+
+}  // namespace qd::codegen
+
+#ifdef QD_HEADER_ONLY
+#include "quadrants/codegen/cpp_emitter-inl.hpp"
+#endif

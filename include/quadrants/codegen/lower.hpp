@@ -1,0 +1,30 @@
+// Lowering: one task of a plan becomes a standalone IR function, from the
+// kernel's parameters plus the global temporaries (whole) or recomputation (split).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "quadrants/analysis/task_plan.hpp"
+#include "quadrants/base/api.hpp"
+
+namespace qd::codegen {
+
+struct lowered_task {
+  ir::function fn;                       // block 0: prologue statements, then the loop (parallel tasks)
+  bool parallel = false;
+  std::int32_t construct = -1;           // the construct it runs, or -1
+  std::vector<std::int32_t> param_map;   // task parameter -> kernel parameter, in first-use order
+};
+
+// Values the task uses but does not compute come from temporaries when `plan`
+// assigns them a slot, and are recomputed when invariant; variables with a slot
+// live in temporaries.
+QD_FUNC lowered_task lower_task(const ir::function& kernel, const analysis::kernel_structure& s,
+                                const analysis::task& t, const analysis::task_plan& plan);
+
+}  // namespace qd::codegen
+
+#ifdef QD_HEADER_ONLY
+#include "quadrants/codegen/lower-inl.hpp"
+#endif

@@ -1,0 +1,57 @@
+// The non-template boundary between qd::kernel<F> and the pipeline: traced IR
+// goes in once, launches come in as a flat array of launch_arg.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "quadrants/analysis/fallback.hpp"
+#include "quadrants/base/api.hpp"
+#include "quadrants/ir/node.hpp"
+
+namespace qd {
+
+// What the latest compile of a kernel did (SPEC §2).
+struct per_offload_observations {
+  int frontend_constructs_total = -1;  // constructs the split produced; -1: the split did not run
+  int constructs_compiled = 0;         // constructs compiled by the latest compile
+  int constructs_loaded = 0;           // constructs loaded from the offline cache
+  fallback_reason fallback = fallback_reason::none;
+  std::string fallback_detail;
+  std::uint64_t runtime_fallbacks = 0;  // launches that used the whole-kernel variant after a run-time check
+};
+
+namespace detail {
+
+class tracer;
+class kernel_state;
+
+// One argument of a launch, as the template packs it (no allocation).
+struct launch_arg {
+  void* data = nullptr;
+  void* grad = nullptr;
+  std::int64_t shape[4] = {0, 0, 0, 0};
+  std::uint64_t scalar_bits = 0;  // a scalar's value, little-endian in the low bytes
+  std::uint64_t program_id = 0;   // the program that owns the array
+  std::uint64_t bytes = 0;        // the array's extent in bytes (for overlap checks)
+};
+
+using trace_function = std::function<void(tracer&)>;
+
+QD_FUNC std::shared_ptr<kernel_state> make_kernel_state(std::string name, std::vector<std::string> param_names,
+                                                        std::vector<ir::param_desc> params, trace_function trace);
+QD_FUNC void launch(kernel_state& k, const launch_arg* args, std::size_t count);
+QD_FUNC void compile(kernel_state& k);
+QD_FUNC per_offload_observations observations(const kernel_state& k);
+QD_FUNC const std::string& kernel_name(const kernel_state& k);
+QD_FUNC std::string kernel_ir_text(kernel_state& k);  // the traced IR after dead-code elimination
+
+}  // namespace detail
+}  // namespace qd
+
+#ifdef QD_HEADER_ONLY
+#include "quadrants/runtime/dispatch-inl.hpp"
+#endif

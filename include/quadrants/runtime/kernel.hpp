@@ -1,0 +1,98 @@
+// qd::kernel: a named kernel built from a lambda. Its parameter list is
+// reflected at compile time; calls are type-checked, then launched.
+#pragma once
+
+#include <array>
+#include <cstring>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "quadrants/lang/kernel_signature.hpp"
+#include "quadrants/runtime/dispatch.hpp"
+#include "quadrants/runtime/ndarray.hpp"
+
+namespace qd {
+namespace detail {
+
+template <class A> struct is_qd_ndarray : std::false_type {};
+template <class T, int N> struct is_qd_ndarray<ndarray<T, N>> : std::true_type {};
+
+// Packs argument `a` for kernel parameter type P, rejecting mismatches at compile time.
+template <class P, class A>
+launch_arg pack_argument(const A& a) {
+  launch_arg out;
+  if constexpr (param_traits<P>::is_array) {
+    using elem = typename P::value_type;
+    static_assert(is_qd_ndarray<A>::value,
+                  "kernel argument mismatch: this parameter is a qd::types::ndarray; pass a qd::ndarray");
+    if constexpr (is_qd_ndarray<A>::value) {
+      static_assert(std::is_same_v<typename A::value_type, elem>,
+                    "kernel argument mismatch: the qd::ndarray's element type differs from the parameter's");
+      static_assert(A::ndim == P::ndim,
+                    "kernel argument mismatch: the qd::ndarray's number of dimensions differs from the parameter's");
+      out.data = a.storage().data();
+      out.program_id = a.storage().program_id();
+      out.bytes = a.storage().bytes();
+      if (a.has_grad()) out.grad = a.grad().storage().data();
+      for (int d = 0; d < A::ndim; ++d) out.shape[d] = a.shape(d);
+    }
+  } else {
+    using T = typename P::value_type;
+    static_assert(std::is_arithmetic_v<A>,
+                  "kernel argument mismatch: this parameter is a scalar (qd::f32, qd::i32, ...); pass a C++ number");
+    if constexpr (std::is_arithmetic_v<A>) {
+      T v = static_cast<T>(a);
+      std::memcpy(&out.scalar_bits, &v, sizeof(T));
+    }
+  }
+  return out;
+}
+
+}  // namespace detail
+
+template <class F>
+class kernel {
+ public:
+  kernel(std::string name, F body) : kernel(std::move(name), std::vector<std::string>{}, std::move(body)) {}
+
+  // Parameter names make error messages and logs clearer: {"x", "out"}.
+  kernel(std::string name, std::vector<std::string> param_names, F body)
+      : state_(detail::make_kernel_state(std::move(name), std::move(param_names), detail::parameter_descs<F>(),
+                                         [body = std::move(body)](detail::tracer& t) { detail::trace_kernel(body, t); })) {}
+
+  // Launches the kernel: arrays as qd::ndarray, scalars as C++ numbers.
+  template <class... Args>
+  void operator()(const Args&... args) const {
+    constexpr auto params = detail::parameter_types<F>();
+    static_assert(sizeof...(Args) == decltype(boost::hana::length(params))::value,
+                  "wrong number of kernel arguments: pass one per kernel parameter");
+    std::array<detail::launch_arg, sizeof...(Args)> packed{};
+    boost::hana::unpack(params, [&](auto... p) {
+      std::size_t k = 0;
+      ((packed[k++] = detail::pack_argument<typename decltype(p)::type>(args)), ...);
+    });
+    detail::launch(*state_, packed.data(), packed.size());
+  }
+
+  // Compiles (or loads from the cache) every variant the configuration would use, without launching.
+  void compile() const { detail::compile(*state_); }
+
+  per_offload_observations per_offload_cache_observations() const { return detail::observations(*state_); }
+  const std::string& name() const { return detail::kernel_name(*state_); }
+  // The kernel's IR as text (traced on first use).
+  std::string ir() const { return detail::kernel_ir_text(*state_); }
+
+ private:
+  std::shared_ptr<detail::kernel_state> state_;
+};
+
+template <class F>
+kernel(std::string, F) -> kernel<F>;
+template <class F>
+kernel(std::string, std::vector<std::string>, F) -> kernel<F>;
+
+}  // namespace qd

@@ -1,0 +1,95 @@
+// Implementation of runtime/ndarray.hpp.
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+
+#include "quadrants/base/error.hpp"
+#include "quadrants/detail/format.hpp"
+#include "quadrants/runtime/ndarray.hpp"
+#include "quadrants/runtime/program.hpp"
+
+namespace qd::detail {
+
+QD_FUNC buffer::buffer(std::size_t bytes) {
+  program& p = current_program("creating a qd::ndarray");
+  device_ = p.device_ptr();
+  program_id_ = p.id();
+  bytes_ = bytes;
+  data_ = device_->allocate(bytes);
+  std::vector<unsigned char> zeros(std::min<std::size_t>(bytes, 1 << 20), 0);
+  for (std::size_t done = 0; done < bytes; done += zeros.size())
+    device_->copy_from_host(static_cast<unsigned char*>(data_) + done, zeros.data(), std::min(zeros.size(), bytes - done));
+}
+
+QD_FUNC buffer::~buffer() {
+  if (data_) device_->release(data_);
+}
+
+QD_FUNC buffer::buffer(buffer&& other) noexcept
+    : device_(std::move(other.device_)), data_(other.data_), bytes_(other.bytes_), program_id_(other.program_id_) {
+  other.data_ = nullptr;
+  other.bytes_ = 0;
+}
+
+QD_FUNC buffer& buffer::operator=(buffer&& other) noexcept {
+  if (this != &other) {
+    if (data_) device_->release(data_);
+    device_ = std::move(other.device_);
+    data_ = other.data_;
+    bytes_ = other.bytes_;
+    program_id_ = other.program_id_;
+    other.data_ = nullptr;
+    other.bytes_ = 0;
+  }
+  return *this;
+}
+
+QD_FUNC void buffer::check_alive(std::string_view what) const {
+  if (!device_) throw user_error(fmt::format("{}: the qd::ndarray was moved from", what));
+  program* p = active_program.load(std::memory_order_acquire);
+  if (p == nullptr || p->id() != program_id_)
+    throw user_error(fmt::format("{}: this qd::ndarray was created before qd::reset() (or a later qd::init()); arrays "
+                                 "belong to the program that created them. Create it again after qd::init()",
+                                 what));
+}
+
+QD_FUNC void buffer::upload(const void* src, std::size_t bytes) {
+  check_alive("qd::ndarray::from_host");
+  device_->copy_from_host(data_, src, bytes);
+}
+
+QD_FUNC void buffer::download(void* dst, std::size_t bytes) const {
+  check_alive("qd::ndarray::to_host");
+  device_->copy_to_host(dst, data_, bytes);
+}
+
+QD_FUNC void buffer::fill(const void* value, std::size_t value_size) {
+  check_alive("qd::ndarray::fill");
+  if (bytes_ == 0) return;
+  std::size_t per_chunk = std::max<std::size_t>(1, (std::size_t{1} << 16) / value_size);
+  std::vector<unsigned char> pattern(std::min(per_chunk, bytes_ / value_size) * value_size);
+  for (std::size_t k = 0; k < pattern.size(); k += value_size) std::memcpy(pattern.data() + k, value, value_size);
+  for (std::size_t done = 0; done < bytes_; done += pattern.size())
+    device_->copy_from_host(static_cast<unsigned char*>(data_) + done, pattern.data(), std::min(pattern.size(), bytes_ - done));
+}
+
+QD_FUNC void check_shape(const std::int64_t* shape, int ndim) {
+  for (int d = 0; d < ndim; ++d)
+    if (shape[d] < 0 || shape[d] > (std::int64_t{1} << 31) - 1)
+      throw user_error(fmt::format("qd::ndarray: extent {} of dimension {} is out of range; extents must be in "
+                                   "0..2147483647",
+                                   shape[d], d));
+}
+
+QD_FUNC void throw_size_mismatch(std::string_view what, std::size_t expected, std::size_t got) {
+  throw user_error(fmt::format("{}: the array has {} elements but {} were given; pass exactly one value per element "
+                               "(row-major)",
+                               what, expected, got));
+}
+
+QD_FUNC void throw_missing_grad() {
+  throw user_error("qd::ndarray::grad(): this array has no gradient buffer; construct it with qd::needs_grad");
+}
+
+}  // namespace qd::detail

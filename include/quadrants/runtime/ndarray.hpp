@@ -1,0 +1,131 @@
+// qd::ndarray<T, N>: an owning, row-major array in the memory of the current
+// arch, optionally with a gradient buffer of the same shape.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "quadrants/base/dtype.hpp"
+#include "quadrants/lang/ndarray_param.hpp"
+
+namespace qd {
+namespace backend { class device; }
+
+namespace detail {
+
+// Device memory owned by one array. Keeps its device alive, so freeing after
+// qd::reset is safe; using it after qd::reset is a qd::user_error.
+class buffer {
+ public:
+  buffer() = default;
+  QD_FUNC explicit buffer(std::size_t bytes);  // zero-filled, on the current program's device
+  QD_FUNC ~buffer();
+  QD_FUNC buffer(buffer&& other) noexcept;
+  QD_FUNC buffer& operator=(buffer&& other) noexcept;
+
+  void* data() const { return data_; }
+  std::size_t bytes() const { return bytes_; }
+  std::uint64_t program_id() const { return program_id_; }
+
+  // Throws unless the buffer belongs to the running program.
+  QD_FUNC void check_alive(std::string_view what) const;
+  QD_FUNC void upload(const void* src, std::size_t bytes);
+  QD_FUNC void download(void* dst, std::size_t bytes) const;
+  QD_FUNC void fill(const void* value, std::size_t value_size);
+
+ private:
+  std::shared_ptr<backend::device> device_;
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+  std::uint64_t program_id_ = 0;
+};
+
+QD_FUNC void check_shape(const std::int64_t* shape, int ndim);
+[[noreturn]] QD_FUNC void throw_size_mismatch(std::string_view what, std::size_t expected, std::size_t got);
+
+}  // namespace detail
+
+template <element_type T, int N>
+class ndarray {
+  static_assert(N >= 0 && N <= 4, "qd::ndarray supports 0 to 4 dimensions");
+  static_assert(!std::is_same_v<T, bool>, "arrays of bool are not supported; use std::uint8_t");
+
+ public:
+  using value_type = T;
+  static constexpr int ndim = N;
+
+  // A 0-dimensional array holds one element.
+  ndarray() requires(N == 0) : ndarray(std::array<std::int64_t, 0>{}) {}
+  explicit ndarray(needs_grad_t) requires(N == 0) : ndarray(std::array<std::int64_t, 0>{}, needs_grad) {}
+  explicit ndarray(std::int64_t n) requires(N == 1) : ndarray(std::array<std::int64_t, 1>{n}) {}
+  ndarray(std::int64_t n, needs_grad_t) requires(N == 1) : ndarray(std::array<std::int64_t, 1>{n}, needs_grad) {}
+  explicit ndarray(const std::array<std::int64_t, N>& shape) : shape_(shape) {
+    detail::check_shape(shape_.data(), N);
+    buffer_ = detail::buffer(static_cast<std::size_t>(size()) * sizeof(T));
+  }
+  ndarray(const std::array<std::int64_t, N>& shape, needs_grad_t) : ndarray(shape) {
+    grad_ = std::make_unique<ndarray>(shape);
+  }
+
+  ndarray(ndarray&&) noexcept = default;
+  ndarray& operator=(ndarray&&) noexcept = default;
+  ndarray(const ndarray&) = delete;  // device memory is not copied implicitly; move it, or copy through to_host
+  ndarray& operator=(const ndarray&) = delete;
+
+  std::int64_t shape(int d) const { return shape_.at(static_cast<std::size_t>(d)); }
+  const std::array<std::int64_t, N>& shape() const { return shape_; }
+  std::int64_t size() const {
+    std::int64_t n = 1;
+    for (auto s : shape_) n *= s;
+    return n;
+  }
+
+  void from_host(std::span<const T> values) {
+    if (values.size() != static_cast<std::size_t>(size()))
+      detail::throw_size_mismatch("qd::ndarray::from_host", static_cast<std::size_t>(size()), values.size());
+    buffer_.upload(values.data(), values.size() * sizeof(T));
+  }
+  void from_host(const std::vector<T>& values) { from_host(std::span<const T>(values)); }
+
+  std::vector<T> to_host() const {
+    std::vector<T> out(static_cast<std::size_t>(size()));
+    buffer_.download(out.data(), out.size() * sizeof(T));
+    return out;
+  }
+
+  void fill(T value) { buffer_.fill(&value, sizeof(T)); }
+
+  bool has_grad() const { return grad_ != nullptr; }
+  // The gradient buffer; a qd::user_error unless constructed with qd::needs_grad.
+  ndarray& grad() { return grad_ ? *grad_ : missing_grad(); }
+  const ndarray& grad() const { return grad_ ? *grad_ : missing_grad(); }
+
+  const detail::buffer& storage() const { return buffer_; }
+
+ private:
+  [[noreturn]] static ndarray& missing_grad();
+  std::array<std::int64_t, N> shape_{};
+  detail::buffer buffer_;
+  std::unique_ptr<ndarray> grad_;
+};
+
+namespace detail {
+[[noreturn]] QD_FUNC void throw_missing_grad();
+}
+
+template <element_type T, int N>
+ndarray<T, N>& ndarray<T, N>::missing_grad() {
+  detail::throw_missing_grad();
+}
+
+}  // namespace qd
+
+#ifdef QD_HEADER_ONLY
+#include "quadrants/runtime/ndarray-inl.hpp"
+#endif

@@ -1,0 +1,92 @@
+// Implementation of runtime/program.hpp, qd::init and qd::reset.
+#pragma once
+
+#include "quadrants/backend/cpu/device.hpp"
+#include "quadrants/base/error.hpp"
+#include "quadrants/detail/format.hpp"
+#include "quadrants/runtime/program.hpp"
+
+namespace qd {
+namespace detail {
+
+QD_FUNC std::unique_ptr<program>& program_slot() {
+  static std::unique_ptr<program> slot;
+  return slot;
+}
+
+QD_FUNC std::mutex& init_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+// The device for the requested arch, or the CPU with one warning when that arch
+// is unavailable and fallback is enabled.
+QD_FUNC std::shared_ptr<backend::device> make_device(settings& s) {
+  backend::cpu::device_options cpu_options;
+  cpu_options.compile.opt_level = s.opt_level;
+  cpu_options.compile.fast_math = s.fast_math;
+  if (s.arch == arch::cpu) return backend::cpu::make_device(cpu_options);
+  std::string why = fmt::format("the {} backend is not available in this build of Quadrants ({} on this platform)",
+                                name(s.arch), s.arch == arch::metal || s.arch == arch::vulkan ? "not supported" : "not implemented yet");
+  if (!s.enable_fallback)
+    throw user_error(fmt::format("qd::init(arch = {}): {}. Use arch = cpu, or set enable_fallback = true to fall back "
+                                 "to the CPU",
+                                 name(s.arch), why));
+  log_fmt(log_level::warn, "qd::init(arch = {}): {}; falling back to arch = cpu", name(s.arch), why);
+  s.arch = arch::cpu;
+  return backend::cpu::make_device(cpu_options);
+}
+
+QD_FUNC program::program(settings s, std::uint64_t id) : settings_(std::move(s)), id_(id) {
+  device_ = make_device(settings_);
+}
+
+QD_FUNC program::~program() = default;
+
+QD_FUNC std::shared_ptr<backend::loaded_module> program::find_module(const std::string& key) {
+  std::lock_guard lock(modules_mutex_);
+  auto it = modules_.find(key);
+  return it == modules_.end() ? nullptr : it->second;
+}
+
+QD_FUNC void program::remember_module(const std::string& key, std::shared_ptr<backend::loaded_module> m) {
+  std::lock_guard lock(modules_mutex_);
+  modules_.emplace(key, std::move(m));
+}
+
+QD_FUNC program& current_program(std::string_view what) {
+  program* p = active_program.load(std::memory_order_acquire);
+  if (p == nullptr)
+    throw user_error(fmt::format("{}: Quadrants is not initialized; call qd::init() first (qd::reset() ends a "
+                                 "program, and a new qd::init() starts another)",
+                                 what));
+  return *p;
+}
+
+}  // namespace detail
+
+QD_FUNC void init(const config& c) {
+  std::lock_guard lock(detail::init_mutex());
+  static std::uint64_t next_id = 1;
+  if (detail::program_slot()) {
+    detail::active_program.store(nullptr, std::memory_order_release);
+    detail::program_slot().reset();
+  }
+  settings s = detail::resolve_settings(c);
+  auto p = std::make_unique<detail::program>(std::move(s), next_id++);
+  detail::active_program.store(p.get(), std::memory_order_release);
+  detail::program_slot() = std::move(p);
+  detail::log_fmt(log_level::debug, "qd::init: arch = {}", name(detail::program_slot()->config().arch));
+}
+
+QD_FUNC void reset() {
+  std::lock_guard lock(detail::init_mutex());
+  detail::active_program.store(nullptr, std::memory_order_release);
+  detail::program_slot().reset();
+}
+
+QD_FUNC bool is_initialized() noexcept { return detail::active_program.load(std::memory_order_acquire) != nullptr; }
+
+QD_FUNC const settings& current_settings() { return detail::current_program("qd::current_settings").config(); }
+
+}  // namespace qd
