@@ -180,31 +180,44 @@ class emitter {
       });
     });
     std::sort(frame.begin(), frame.end());
+    const auto rank = static_cast<std::int32_t>(ln.imm);
     line(fmt::format("struct {}_frame {{", entry_));
     ++indent_;
+    line("qd_i64 qd_base; qd_i64 qd_dims[4]; qd_i64 qd_count;");
     for (ir::id f : frame) line(fmt::format("{} {};", c_type(fn_.at(f).type), member(f)));
     --indent_;
     line("};");
-    line(fmt::format("QD_FN void {0}_prologue(const qd_ctx* ctx, {0}_frame* qd_f, qd_i64* qd_begin, qd_i64* qd_end) {{",
-                     entry_));
+    line(fmt::format("QD_FN void {0}_prologue(const qd_ctx* ctx, {0}_frame* qd_f) {{", entry_));
     ++indent_;
     for (std::size_t k = 0; k + 1 < top.size(); ++k) emit(top[k]);
     for (ir::id f : frame) line(fmt::format("qd_f->{0} = {0};", member(f)));
-    line(fmt::format("*qd_begin = {}; *qd_end = {};", v(ln.a), v(ln.b)));
+    if (rank == 1) {
+      line(fmt::format("qd_f->qd_base = {}; qd_f->qd_dims[0] = (qd_i64){} - (qd_i64){};", v(ln.a), v(ln.b), v(ln.a)));
+    } else {
+      line("qd_f->qd_base = 0;");
+      for (std::int32_t d = 0; d < rank; ++d) line(fmt::format("qd_f->qd_dims[{}] = {};", d, v(fn_.list(ln, d))));
+    }
+    line("qd_f->qd_count = 1;");
+    line(fmt::format("for (int qd_d = 0; qd_d < {}; ++qd_d) qd_f->qd_count *= qd_f->qd_dims[qd_d] > 0 ? qd_f->qd_dims[qd_d] : 0;",
+                     rank));
     --indent_;
     line("}");
-    line(fmt::format("QD_FN void {0}_body(const qd_ctx* ctx, const {0}_frame qd_f, qd_i64 qd_i) {{", entry_));
+    line(fmt::format("QD_FN void {0}_body(const qd_ctx* ctx, const {0}_frame qd_f, qd_i64 qd_i0, qd_i64 qd_i1, "
+                     "qd_i64 qd_i2, qd_i64 qd_i3) {{",
+                     entry_));
     ++indent_;
     for (ir::id f : frame) {
       bool is_var = fn_.at(f).code == ir::op::local_decl;
       line(fmt::format("{}{} {} = qd_f.{};", is_var ? "" : "const ", c_type(fn_.at(f).type), member(f), member(f)));
     }
-    if (uses_random(ln.block0)) line("qd_u64 qd_rng = qd_rng_init(ctx->rng_stream, (qd_u64)qd_i);");
-    line(fmt::format("const qd_i32 {} = (qd_i32)qd_i;", v(fn_.block(ln.block0).front())));
-    emit_block(ln.block0, 1);
+    line("(void)qd_i0; (void)qd_i1; (void)qd_i2; (void)qd_i3;");
+    if (uses_random(ln.block0)) line("qd_u64 qd_rng = qd_rng_init(ctx->rng_stream, (qd_u64)(qd_i0 - qd_f.qd_base) * 0x100000001b3ull + (qd_u64)qd_i1 * 0x9e37ull + (qd_u64)qd_i2 * 0x85ebull + (qd_u64)qd_i3);");
+    for (std::int32_t d = 0; d < rank; ++d)
+      line(fmt::format("const qd_i32 {} = (qd_i32)qd_i{};", v(fn_.block(ln.block0)[static_cast<std::size_t>(d)]), d));
+    emit_block(ln.block0, static_cast<std::size_t>(rank));
     --indent_;
     line("}");
-    line(fmt::format("QD_PARALLEL_TASK({})", entry_));
+    line(fmt::format("QD_PARALLEL_TASK({}, {})", entry_, rank));
   }
 
   std::string member(ir::id f) const { return fn_.at(f).code == ir::op::local_decl ? var(f) : v(f); }
@@ -320,12 +333,19 @@ class emitter {
                          atomic_helper(static_cast<ir::atomic_op>(n.sub)), type, n.imm * 8, v(n.a)));
         break;
       case ir::op::range_for: {
-        ir::id index = fn_.block(n.block0).front();
-        line(fmt::format("for (qd_i32 {0} = {1}; {0} < {2}; ++{0}) {{", v(index), v(n.a), v(n.b)));
-        ++indent_;
-        emit_block(n.block0, 1);
-        --indent_;
-        line("}");
+        const auto rank = static_cast<std::int32_t>(n.imm);
+        for (std::int32_t d = 0; d < rank; ++d) {
+          ir::id index = fn_.block(n.block0)[static_cast<std::size_t>(d)];
+          std::string begin = rank == 1 ? v(n.a) : std::string("0");
+          std::string end = rank == 1 ? v(n.b) : v(fn_.list(n, d));
+          line(fmt::format("for (qd_i32 {0} = {1}; {0} < {2}; ++{0}) {{", v(index), begin, end));
+          ++indent_;
+        }
+        emit_block(n.block0, static_cast<std::size_t>(rank));
+        for (std::int32_t d = 0; d < rank; ++d) {
+          --indent_;
+          line("}");
+        }
         break;
       }
       case ir::op::if_:

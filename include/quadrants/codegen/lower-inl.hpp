@@ -104,11 +104,18 @@ class lowering {
                                : b_.local_atomic(static_cast<ir::atomic_op>(n.sub), operand(n.a), operand(n.b));
         break;
       case ir::op::range_for: {
-        result = b_.range_for(operand(n.a), operand(n.b));
+        if (n.imm == 1) {
+          result = b_.range_for(operand(n.a), operand(n.b));
+        } else {
+          std::vector<ir::id> extents;
+          for (std::int32_t d = 0; d < n.list_size; ++d) extents.push_back(operand(k_.list(n, d)));
+          result = b_.range_for_nd(extents);
+        }
         map_[static_cast<std::size_t>(i)] = result;
-        map_[static_cast<std::size_t>(k_.block(n.block0).front())] = b_.loop_index_of(result);
+        for (std::int32_t d = 0; d < static_cast<std::int32_t>(n.imm); ++d)
+          map_[static_cast<std::size_t>(k_.block(n.block0)[static_cast<std::size_t>(d)])] = b_.loop_index_of(result, d);
         b_.push_block(out_.fn.at(result).block0);
-        clone_block(n.block0, 1);
+        clone_block(n.block0, static_cast<std::size_t>(n.imm));
         b_.pop_block();
         break;
       }

@@ -141,15 +141,35 @@ QD_FN void qd_report_out_of_bounds(const qd_ctx* ctx, qd_i32 param, qd_i32 dim, 
   }
 }
 #define QD_EXPORT extern "C" __attribute__((visibility("default")))
-#define QD_PARALLEL_TASK(entry)                                                                            \
+#define QD_PARALLEL_TASK(entry, RANK)                                                                      \
   static void entry##_chunk(const void* qd_fp, const qd_ctx* ctx, qd_i64 qd_lo, qd_i64 qd_hi) {           \
     const entry##_frame qd_f = *(const entry##_frame*)qd_fp;                                               \
-    for (qd_i64 qd_i = qd_lo; qd_i < qd_hi; ++qd_i) entry##_body(ctx, qd_f, qd_i);                          \
+    if (RANK == 1) {                                                                                       \
+      for (qd_i64 qd_k = qd_lo; qd_k < qd_hi; ++qd_k) entry##_body(ctx, qd_f, qd_f.qd_base + qd_k, 0, 0, 0); \
+      return;                                                                                              \
+    }                                                                                                      \
+    /* Row by row: one division per row, then a plain loop over the last dimension. */                    \
+    const qd_i64 qd_last = qd_f.qd_dims[RANK - 1];                                                         \
+    for (qd_i64 qd_k = qd_lo; qd_k < qd_hi;) {                                                             \
+      qd_i64 qd_outer = qd_k / qd_last, qd_j = qd_k - qd_outer * qd_last;                                   \
+      qd_i64 qd_n = qd_last - qd_j < qd_hi - qd_k ? qd_last - qd_j : qd_hi - qd_k;                          \
+      qd_i64 qd_ix[4] = {0, 0, 0, 0};                                                                      \
+      for (int qd_d = RANK - 2; qd_d > 0; --qd_d) {                                                        \
+        qd_ix[qd_d] = qd_outer % qd_f.qd_dims[qd_d];                                                       \
+        qd_outer /= qd_f.qd_dims[qd_d];                                                                    \
+      }                                                                                                    \
+      qd_ix[0] = qd_outer;                                                                                 \
+      for (qd_i64 qd_e = qd_j; qd_e < qd_j + qd_n; ++qd_e) {                                               \
+        qd_ix[RANK - 1] = qd_e;                                                                            \
+        entry##_body(ctx, qd_f, qd_ix[0], qd_ix[1], qd_ix[2], qd_ix[3]);                                    \
+      }                                                                                                    \
+      qd_k += qd_n;                                                                                        \
+    }                                                                                                      \
   }                                                                                                        \
   QD_EXPORT void entry(const qd_ctx* ctx) {                                                                \
-    entry##_frame qd_f; qd_i64 qd_b = 0, qd_e = 0;                                                          \
-    entry##_prologue(ctx, &qd_f, &qd_b, &qd_e);                                                            \
-    if (qd_e > qd_b) ((const qd_cpu_runtime*)ctx->runtime)->parallel_for(ctx, qd_b, qd_e, &entry##_chunk, &qd_f); \
+    entry##_frame qd_f;                                                                                    \
+    entry##_prologue(ctx, &qd_f);                                                                          \
+    if (qd_f.qd_count > 0) ((const qd_cpu_runtime*)ctx->runtime)->parallel_for(ctx, 0, qd_f.qd_count, &entry##_chunk, &qd_f); \
   }
 #define QD_SERIAL_TASK(entry) QD_EXPORT void entry(const qd_ctx* ctx) { entry##_run(ctx); }
 )QD";

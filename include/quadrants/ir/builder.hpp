@@ -123,14 +123,22 @@ class builder {
 
   // --- control flow: returns the node; its blocks are created empty --------
   constexpr id range_for(id begin, id end) {
-    id n = emit({.code = op::range_for, .type = dtype::i32, .a = begin, .b = end});
-    fn_->at(n).block0 = new_block(n);
-    push_block(fn_->at(n).block0);
-    emit({.code = op::loop_index, .type = dtype::i32, .a = n});
-    pop_block();
+    id n = emit({.code = op::range_for, .type = dtype::i32, .a = begin, .b = end, .imm = 1});
+    add_loop_indices(n, 1);
     return n;
   }
-  constexpr id loop_index_of(id loop) const { return fn_->block(fn_->at(loop).block0).front(); }
+  // A rank-N iteration space [0, e0) x ... x [0, eN-1), row-major.
+  template <class Ids>
+  constexpr id range_for_nd(const Ids& extents) {
+    auto rank = static_cast<std::int32_t>(std::size(extents));
+    auto begin = add_list(std::begin(extents), std::end(extents));
+    id n = emit({.code = op::range_for, .type = dtype::i32, .list_begin = begin, .list_size = rank, .imm = rank});
+    add_loop_indices(n, rank);
+    return n;
+  }
+  constexpr id loop_index_of(id loop, std::int32_t dim = 0) const {
+    return fn_->block(fn_->at(loop).block0)[static_cast<std::size_t>(dim)];
+  }
   constexpr id if_(id cond) {
     id n = emit({.code = op::if_, .type = dtype::boolean, .a = cond});
     fn_->at(n).block0 = new_block(n);
@@ -154,6 +162,12 @@ class builder {
 
  private:
   function* fn_;
+  constexpr void add_loop_indices(id loop, std::int32_t rank) {
+    fn_->at(loop).block0 = new_block(loop);
+    push_block(fn_->at(loop).block0);
+    for (std::int32_t d = 0; d < rank; ++d) emit({.code = op::loop_index, .type = dtype::i32, .a = loop, .imm = d});
+    pop_block();
+  }
   std::vector<std::int32_t> stack_;
 };
 

@@ -53,7 +53,8 @@ constexpr void eliminate_dead_code(function& fn) {
     if (b != 0) mark(fn.block_owner[static_cast<std::size_t>(b)]);
     if (n.code == op::local_decl)
       for (id w : writers[static_cast<std::size_t>(i)]) mark(w);
-    if (n.code == op::range_for) mark(fn.block(n.block0).front());  // the loop index
+    if (n.code == op::range_for)  // its loop indices
+      for (std::int64_t d = 0; d < n.imm; ++d) mark(fn.block(n.block0)[static_cast<std::size_t>(d)]);
   }
   for (auto& block : fn.blocks) {
     std::vector<id> kept;

@@ -19,7 +19,7 @@ inline constexpr id none = -1;
   X(constant)      /* imm: the value's bits (int64 or double bits)                */ \
   X(arg)           /* param: scalar parameter                                     */ \
   X(shape)         /* param, imm: dimension; type i32                             */ \
-  X(loop_index)    /* a: the range_for node; type i32                             */ \
+  X(loop_index)    /* a: the range_for node, imm: its dimension; type i32         */ \
   X(unary)         /* sub: unary_op, a                                            */ \
   X(binary)        /* sub: binary_op, a, b                                        */ \
   X(select)        /* a ? b : c                                                   */ \
@@ -35,7 +35,8 @@ inline constexpr id none = -1;
   X(temp_load)     /* imm: global-temporary slot (whole-kernel lowering only)     */ \
   X(temp_store)    /* imm: slot, a: value                                         */ \
   X(temp_atomic)   /* imm: slot, a: value, sub: atomic_op; result: old value      */ \
-  X(range_for)     /* a: begin, b: end, block0: body (starts with loop_index)     */ \
+  X(range_for)     /* imm: rank; rank 1: a..b; else list: extents from 0; block0: */ \
+                   /* body, starting with one loop_index per dimension            */ \
   X(if_)           /* a: condition, block0: then, block1: else                    */ \
   X(while_)        /* block0: condition block, a: its value, block1: body         */ \
   X(random)        /* type: uniform [0,1) for floats, uniform bits for integers   */ \

@@ -77,6 +77,11 @@ QD_FUNC std::string to_text(const function& fn) {
           }
           break;
         case op::while_: break;  // its condition value is shown inside the condition block
+        case op::range_for:
+          if (n.imm == 1) line += fmt::format(" {} .. {}", ref(n.a), ref(n.b));
+          else line += fmt::format(" ndrange({})", indices(n));
+          break;
+        case op::loop_index: line += fmt::format(" {} dim {}", ref(n.a), n.imm); break;
         default:
           for (id operand : {n.a, n.b, n.c})
             if (operand != none) line += " " + ref(operand);

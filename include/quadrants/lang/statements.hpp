@@ -53,20 +53,11 @@ void range_for(const E& end, F&& body) {
   range_for(0, end, std::forward<F>(body));
 }
 
-// for (i, j, ...) in ndrange: one loop over the product, row-major; the body
-// receives one qd::i32 per dimension.
+// for (i, j, ...) in ndrange, row-major: one parallel construct over the whole
+// space at the top level; the body receives one qd::i32 per dimension.
 template <int N, class F>
 void range_for(const ndrange_t<N>& range, F&& body) {
-  ir::id total = range.extents[0];
-  for (int d = 1; d < N; ++d) total = detail::emit_binary(ir::binary_op::mul, dtype::i32, total, range.extents[d]);
-  ir::id linear = detail::begin_range_for(detail::emit_int_constant(dtype::i32, 0), total);
-  std::array<ir::id, N> index{};
-  ir::id rest = linear;
-  for (int d = N - 1; d >= 0; --d) {
-    index[static_cast<std::size_t>(d)] =
-        d == 0 ? rest : detail::emit_binary(ir::binary_op::mod, dtype::i32, rest, range.extents[static_cast<std::size_t>(d)]);
-    if (d > 0) rest = detail::emit_binary(ir::binary_op::div, dtype::i32, rest, range.extents[static_cast<std::size_t>(d)]);
-  }
+  std::vector<ir::id> index = detail::begin_range_for_nd(std::vector<ir::id>(range.extents.begin(), range.extents.end()));
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     std::forward<F>(body)(i32::from_id(index[I])...);
   }(std::make_index_sequence<static_cast<std::size_t>(N)>{});

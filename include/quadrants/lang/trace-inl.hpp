@@ -191,6 +191,24 @@ QD_FUNC ir::id begin_range_for(ir::id begin, ir::id end) {
   return t.b.loop_index_of(loop);
 }
 
+QD_FUNC std::vector<ir::id> begin_range_for_nd(const std::vector<ir::id>& extents) {
+  auto& t = current_tracer();
+  std::vector<ir::id> converted;
+  for (ir::id e : extents) {
+    if (!is_integral(type_of(e)))
+      throw_trace_error(fmt::format("qd::ndrange extents must be integers, got {}", name(type_of(e))));
+    converted.push_back(convert(e, dtype::i32));
+  }
+  bool parallel = t.at_top_level();
+  ir::id loop = t.b.range_for_nd(converted);
+  t.last_if = ir::none;
+  t.b.push_block(t.fn.at(loop).block0);
+  if (parallel) ++t.parallel_depth;
+  std::vector<ir::id> indices;
+  for (std::size_t d = 0; d < converted.size(); ++d) indices.push_back(t.b.loop_index_of(loop, static_cast<std::int32_t>(d)));
+  return indices;
+}
+
 QD_FUNC void end_range_for() {
   auto& t = current_tracer();
   t.b.pop_block();

@@ -86,6 +86,8 @@ QD_FUNC void emit_local_update(ir::binary_op o, ir::id decl, ir::id value);
 
 // Control flow. Each begin_* enters the new block; the matching end_* leaves it.
 QD_FUNC ir::id begin_range_for(ir::id begin, ir::id end);  // returns the loop index node
+// A rank-N loop over [0, extents...); returns one index node per dimension.
+QD_FUNC std::vector<ir::id> begin_range_for_nd(const std::vector<ir::id>& extents);
 QD_FUNC void end_range_for();
 QD_FUNC ir::id begin_if(ir::id cond);
 QD_FUNC void end_if(ir::id if_node);
