@@ -202,8 +202,8 @@ class emitter {
                      rank));
     --indent_;
     line("}");
-    line(fmt::format("QD_FN void {0}_body(const qd_ctx* ctx, const {0}_frame qd_f, qd_i64 qd_i0, qd_i64 qd_i1, "
-                     "qd_i64 qd_i2, qd_i64 qd_i3) {{",
+    line(fmt::format("QD_FN void {0}_body(const qd_ctx* ctx, const {0}_frame qd_f, qd_i32 qd_i0, qd_i32 qd_i1, "
+                     "qd_i32 qd_i2, qd_i32 qd_i3) {{",
                      entry_));
     ++indent_;
     for (ir::id f : frame) {
@@ -213,7 +213,7 @@ class emitter {
     line("(void)qd_i0; (void)qd_i1; (void)qd_i2; (void)qd_i3;");
     if (uses_random(ln.block0)) line("qd_u64 qd_rng = qd_rng_init(ctx->rng_stream, (qd_u64)(qd_i0 - qd_f.qd_base) * 0x100000001b3ull + (qd_u64)qd_i1 * 0x9e37ull + (qd_u64)qd_i2 * 0x85ebull + (qd_u64)qd_i3);");
     for (std::int32_t d = 0; d < rank; ++d)
-      line(fmt::format("const qd_i32 {} = (qd_i32)qd_i{};", v(fn_.block(ln.block0)[static_cast<std::size_t>(d)]), d));
+      line(fmt::format("const qd_i32 {} = qd_i{};", v(fn_.block(ln.block0)[static_cast<std::size_t>(d)]), d));
     emit_block(ln.block0, static_cast<std::size_t>(rank));
     --indent_;
     line("}");

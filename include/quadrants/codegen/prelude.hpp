@@ -144,8 +144,10 @@ QD_FN void qd_report_out_of_bounds(const qd_ctx* ctx, qd_i32 param, qd_i32 dim, 
 #define QD_PARALLEL_TASK(entry, RANK)                                                                      \
   static void entry##_chunk(const void* qd_fp, const qd_ctx* ctx, qd_i64 qd_lo, qd_i64 qd_hi) {           \
     const entry##_frame qd_f = *(const entry##_frame*)qd_fp;                                               \
+    /* Indices are i32 induction variables, as the IR types them: widening them is free. */               \
     if (RANK == 1) {                                                                                       \
-      for (qd_i64 qd_k = qd_lo; qd_k < qd_hi; ++qd_k) entry##_body(ctx, qd_f, qd_f.qd_base + qd_k, 0, 0, 0); \
+      const qd_i32 qd_end = (qd_i32)(qd_f.qd_base + qd_hi);                                                \
+      for (qd_i32 qd_v = (qd_i32)(qd_f.qd_base + qd_lo); qd_v < qd_end; ++qd_v) entry##_body(ctx, qd_f, qd_v, 0, 0, 0); \
       return;                                                                                              \
     }                                                                                                      \
     /* Row by row: one division per row, then a plain loop over the last dimension. */                    \
@@ -153,13 +155,14 @@ QD_FN void qd_report_out_of_bounds(const qd_ctx* ctx, qd_i32 param, qd_i32 dim, 
     for (qd_i64 qd_k = qd_lo; qd_k < qd_hi;) {                                                             \
       qd_i64 qd_outer = qd_k / qd_last, qd_j = qd_k - qd_outer * qd_last;                                   \
       qd_i64 qd_n = qd_last - qd_j < qd_hi - qd_k ? qd_last - qd_j : qd_hi - qd_k;                          \
-      qd_i64 qd_ix[4] = {0, 0, 0, 0};                                                                      \
+      qd_i32 qd_ix[4] = {0, 0, 0, 0};                                                                      \
       for (int qd_d = RANK - 2; qd_d > 0; --qd_d) {                                                        \
-        qd_ix[qd_d] = qd_outer % qd_f.qd_dims[qd_d];                                                       \
+        qd_ix[qd_d] = (qd_i32)(qd_outer % qd_f.qd_dims[qd_d]);                                             \
         qd_outer /= qd_f.qd_dims[qd_d];                                                                    \
       }                                                                                                    \
-      qd_ix[0] = qd_outer;                                                                                 \
-      for (qd_i64 qd_e = qd_j; qd_e < qd_j + qd_n; ++qd_e) {                                               \
+      qd_ix[0] = (qd_i32)qd_outer;                                                                         \
+      const qd_i32 qd_e_end = (qd_i32)(qd_j + qd_n);                                                       \
+      for (qd_i32 qd_e = (qd_i32)qd_j; qd_e < qd_e_end; ++qd_e) {                                          \
         qd_ix[RANK - 1] = qd_e;                                                                            \
         entry##_body(ctx, qd_f, qd_ix[0], qd_ix[1], qd_ix[2], qd_ix[3]);                                    \
       }                                                                                                    \

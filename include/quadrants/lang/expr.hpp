@@ -110,18 +110,25 @@ class expr {
   // A C++ number: emits a constant.
   template <literal L>
     requires(detail::assignable_to<L>(dtype_of<T>))
-  expr(L value) : id_(detail::value_id(value, type)) {}
+  expr(L value) : id_(detail::value_id(value, type)), block_(detail::current_block()) {}
 
   // Another traced value whose type converts without loss (i32 -> f32, f32 -> f64, ...).
   // Narrowing conversions need qd::cast<T>(e).
   template <traced A>
     requires(!std::is_same_v<std::remove_cvref_t<A>, expr> && implicitly_convertible(detail::traced_dtype<A>, dtype_of<T>))
-  expr(const A& value) : id_(detail::convert(value.id(), type)) {}
+  expr(const A& value) : id_(detail::convert(value.id(), type)), block_(detail::current_block()) {}
 
-  expr(const expr&) = default;
-  // Traced values are immutable: rebinding one inside qd::if_ would silently
-  // change trace-time meaning. Use qd::var<T> for a mutable local.
-  expr& operator=(const expr&) = delete;
+  expr(const expr& other) : id_(other.id_), block_(detail::current_block()) {}
+
+  // Rebinding a handle is trace-time metaprogramming (`acc = acc * p` in a C++
+  // loop) and is allowed in the block where the handle lives. Inside a nested
+  // qd::if_ / range_for / while_ body it would not change the run-time value, so
+  // it is a qd::user_error there: use qd::var<T> for a mutable local.
+  expr& operator=(const expr& other) {
+    detail::check_rebind(block_);
+    id_ = other.id_;
+    return *this;
+  }
 
   // A traced boolean has no C++ truth value: use qd::if_ / qd::select, or a
   // plain C++ bool for trace-time decisions.
@@ -131,8 +138,9 @@ class expr {
   static expr from_id(ir::id i) { return expr(detail::from_id_tag<T>{}, i); }
 
  private:
-  expr(detail::from_id_tag<T>, ir::id i) : id_(i) {}
+  expr(detail::from_id_tag<T>, ir::id i) : id_(i), block_(detail::current_block()) {}
   ir::id id_;
+  std::int32_t block_;  // the IR block the handle was created in
 };
 
 using f32 = expr<float>;

@@ -37,6 +37,16 @@ QD_FUNC void throw_trace_error(const std::string& what) {
 
 QD_FUNC dtype type_of(ir::id v) { return current_tracer().fn.at(v).type; }
 
+QD_FUNC std::int32_t current_block() { return current_tracer().b.current_block(); }
+
+QD_FUNC void check_rebind(std::int32_t handle_block) {
+  if (current_tracer().b.current_block() != handle_block)
+    throw_trace_error(
+        "a qd::f32/qd::i32/... handle declared outside a qd::if_, qd::range_for or qd::while_ body is assigned "
+        "inside it; traced values are immutable, so this would not change the value at run time. Declare a "
+        "qd::var<T> for a variable the kernel mutates");
+}
+
 QD_FUNC ir::id emit_int_constant(dtype t, std::int64_t value) {
   auto& b = current_tracer().b;
   if (is_float(t)) return b.constant_float(t, static_cast<double>(value));

@@ -53,6 +53,9 @@ QD_FUNC tracer& current_tracer();
 [[noreturn]] QD_FUNC void throw_trace_error(const std::string& what);
 
 QD_FUNC dtype type_of(ir::id v);
+QD_FUNC std::int32_t current_block();
+// Throws unless the current block is `handle_block` (see expr::operator=).
+QD_FUNC void check_rebind(std::int32_t handle_block);
 QD_FUNC ir::id emit_int_constant(dtype t, std::int64_t value);
 QD_FUNC ir::id emit_float_constant(dtype t, double value);
 QD_FUNC ir::id convert(ir::id v, dtype to);  // emits a cast only when types differ

@@ -158,6 +158,9 @@ QD_FUNC settings resolve_settings(const config& c) {
   s.amdgpu_arch = pick(c.amdgpu_arch, "amdgpu_arch", "QD_AMDGPU_ARCH", as_string, std::string(), overrides);
   s.enable_fallback = pick(c.enable_fallback, "enable_fallback", "QD_ENABLE_FALLBACK", parse_bool, true, overrides);
   s.random_seed = pick(c.random_seed, "random_seed", "QD_RANDOM_SEED", as_u64, std::uint64_t{0}, overrides);
+  s.cpu_max_num_threads = pick(c.cpu_max_num_threads, "cpu_max_num_threads", "QD_CPU_MAX_NUM_THREADS", as_int, hw, overrides);
+  if (s.cpu_max_num_threads < 1)
+    throw user_error(fmt::format("config.cpu_max_num_threads = {}; use 1 or more", s.cpu_max_num_threads));
   if (s.opt_level < 0 || s.opt_level > 3)
     throw user_error(fmt::format("config.opt_level = {} is out of range; use 0, 1, 2 or 3", s.opt_level));
   if (s.num_compile_threads < 1)

@@ -39,6 +39,7 @@ struct config {
   std::optional<std::string> amdgpu_arch;                  // e.g. "gfx90a"
   std::optional<bool> enable_fallback;                     // default true
   std::optional<std::uint64_t> random_seed;                // qd::random's seed; default 0
+  std::optional<int> cpu_max_num_threads;                  // CPU backend threads; default: all cores
 };
 
 // The configuration in effect: every field decided.
@@ -62,6 +63,7 @@ struct settings {
   std::string amdgpu_arch;
   bool enable_fallback = true;
   std::uint64_t random_seed = 0;
+  int cpu_max_num_threads = 1;
 };
 
 // Starts the runtime (ending a previous one first). Throws qd::error for an

@@ -1,0 +1,10 @@
+# bench/cpu_bench: generated CPU code against hand-written C++, launch overhead,
+# and compile times (a 16-construct kernel; a user translation unit).
+add_executable(cpu_bench ${CMAKE_CURRENT_SOURCE_DIR}/cpu_bench.cpp)
+target_link_libraries(cpu_bench PRIVATE quadrants::quadrants fmt::fmt)
+get_target_property(QD_BENCH_BOOST_INCLUDES Boost::headers INTERFACE_INCLUDE_DIRECTORIES)
+target_compile_definitions(cpu_bench PRIVATE
+  QD_BENCH_CXX="${CMAKE_CXX_COMPILER}"
+  QD_BENCH_INCLUDE="${PROJECT_SOURCE_DIR}/include"
+  QD_BENCH_USER_TU="${CMAKE_CURRENT_SOURCE_DIR}/user_tu.cpp")
+add_dependencies(benchmarks cpu_bench)
