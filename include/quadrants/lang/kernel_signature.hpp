@@ -59,35 +59,41 @@ struct param_traits<expr<T>> {
   static expr<T> make(std::int32_t index) { return expr<T>::from_id(emit_arg(index)); }
 };
 
-template <class P>
-constexpr bool check_param() {
-  static_assert(param_traits<P>::valid,
-                "a kernel parameter must be qd::types::ndarray<T, N[, qd::needs_grad]> or a scalar type such as "
-                "qd::f32 or qd::i32");
-  return true;
+template <class F>
+constexpr bool valid_parameters() {
+  return boost::hana::unpack(parameter_types<F>(),
+                             [](auto... t) { return (param_traits<typename decltype(t)::type>::valid && ...); });
 }
 
 template <class F>
 std::vector<ir::param_desc> parameter_descs() {
-  return hana::unpack(parameter_types<F>(), [](auto... t) {
-    (check_param<typename decltype(t)::type>(), ...);
-    return std::vector<ir::param_desc>{param_traits<typename decltype(t)::type>::desc...};
-  });
+  static_assert(valid_parameters<F>(),
+                "a kernel parameter must be qd::types::ndarray<T, N[, qd::needs_grad]> or a scalar type such as "
+                "qd::f32 or qd::i32 (plain C++ types are not kernel parameters)");
+  if constexpr (valid_parameters<F>()) {
+    return hana::unpack(parameter_types<F>(), [](auto... t) {
+      return std::vector<ir::param_desc>{param_traits<typename decltype(t)::type>::desc...};
+    });
+  } else {
+    return {};
+  }
 }
 
 // Runs `f` with symbolic arguments while `t` records its IR.
 template <class F>
 void trace_kernel(const F& f, tracer& t) {
-  trace_scope scope(t);
-  for (const ir::param_desc& d : parameter_descs<F>()) t.b.add_param(d);
-  hana::unpack(parameter_types<F>(), [&](auto... types) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      // Braced initialization evaluates left to right: parameters are numbered in order.
-      hana::tuple<typename decltype(types)::type...> args{
-          param_traits<typename decltype(types)::type>::make(static_cast<std::int32_t>(I))...};
-      hana::unpack(args, [&](auto&... a) { f(a...); });
-    }(std::index_sequence_for<decltype(types)...>{});
-  });
+  if constexpr (valid_parameters<F>()) {  // else parameter_descs reports the error
+    trace_scope scope(t);
+    for (const ir::param_desc& d : parameter_descs<F>()) t.b.add_param(d);
+    hana::unpack(parameter_types<F>(), [&](auto... types) {
+      [&]<std::size_t... I>(std::index_sequence<I...>) {
+        // Braced initialization evaluates left to right: parameters are numbered in order.
+        hana::tuple<typename decltype(types)::type...> args{
+            param_traits<typename decltype(types)::type>::make(static_cast<std::int32_t>(I))...};
+        hana::unpack(args, [&](auto&... a) { f(a...); });
+      }(std::index_sequence_for<decltype(types)...>{});
+    });
+  }
 }
 
 }  // namespace qd::detail

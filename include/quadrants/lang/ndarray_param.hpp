@@ -97,7 +97,7 @@ template <element_type T, int N, auto... Options>
 class ndarray {
   static_assert(N >= 0 && N <= 4, "qd::types::ndarray supports 0 to 4 dimensions");
   static_assert(!std::is_same_v<T, bool>, "arrays of bool are not supported; use std::uint8_t");
-  static_assert((std::is_same_v<decltype(Options), needs_grad_t> && ...),
+  static_assert((std::is_same_v<std::remove_cv_t<decltype(Options)>, needs_grad_t> && ...),
                 "the only qd::types::ndarray option is qd::needs_grad");
   static_assert(sizeof...(Options) <= 1, "qd::needs_grad given twice");
 

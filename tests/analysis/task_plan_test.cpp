@@ -1,0 +1,80 @@
+// The whole-kernel task plan: tasks, values crossing tasks in global
+// temporaries, and slots assigned from content.
+#include <doctest/doctest.h>
+
+#include "ir/ir_fixtures.hpp"
+#include "quadrants/analysis/task_plan.hpp"
+
+using namespace qd;
+
+namespace {
+constexpr analysis::task_plan plan_of(const ir::function& fn) {
+  return analysis::plan_whole_kernel(fn, analysis::analyze_structure(fn));
+}
+
+constexpr bool running_total_plan() {
+  auto fn = test::running_total_ir();
+  auto p = plan_of(fn);
+  // A serial task declares the variable; two loops. The variable lives in a slot.
+  return p.tasks.size() == 3 && !p.tasks[0].parallel && p.tasks[1].parallel && p.tasks[2].parallel &&
+         p.temps.size() == 1 && fn.at(p.temps[0].node).code == ir::op::local_decl && p.tasks[0].construct == -1 &&
+         p.tasks[1].construct == 0 && p.tasks[2].construct == 1;
+}
+static_assert(running_total_plan());
+
+constexpr bool stale_snapshot_plan() {
+  auto fn = test::stale_snapshot_ir();
+  auto p = plan_of(fn);
+  return p.tasks.size() == 3 && p.temps.size() == 1 && fn.at(p.temps[0].node).code == ir::op::global_load;
+}
+static_assert(stale_snapshot_plan(), "the snapshot is taken by a serial task and kept in a slot");
+
+// A slot depends on the value's content, not on what else the kernel holds.
+constexpr std::int64_t snapshot_slot(bool extra_statement_first) {
+  ir::function fn;
+  ir::builder b(fn);
+  b.add_param({true, dtype::f32, 1, false});
+  b.add_param({true, dtype::f32, 1, false});
+  if (extra_statement_first) {
+    std::array<ir::id, 1> one{b.constant_int(dtype::i32, 1)};
+    ir::id other = b.global_load(1, 0, one);
+    ir::id loop = b.range_for(b.constant_int(dtype::i32, 0), b.shape(1, 0));
+    b.push_block(fn.at(loop).block0);
+    std::array<ir::id, 1> i{b.loop_index_of(loop)};
+    b.global_store(1, 0, i, other);
+    b.pop_block();
+  }
+  std::array<ir::id, 1> zero{b.constant_int(dtype::i32, 0)};
+  ir::id first = b.global_load(0, 0, zero);
+  ir::id loop = b.range_for(b.constant_int(dtype::i32, 0), b.shape(0, 0));
+  b.push_block(fn.at(loop).block0);
+  std::array<ir::id, 1> i{b.loop_index_of(loop)};
+  b.global_store(0, 0, i, first);
+  b.pop_block();
+  auto p = plan_of(fn);
+  return p.slot_of(first);
+}
+static_assert(snapshot_slot(false) >= 0);
+static_assert(snapshot_slot(false) == snapshot_slot(true), "an edit elsewhere does not move the slot");
+
+}  // namespace
+
+TEST_CASE("identical values get distinct slots by probing") {
+  ir::function fn;
+  ir::builder b(fn);
+  b.add_param({true, dtype::f32, 1, false});
+  ir::id v1 = b.local_decl(dtype::f32, b.constant_float(dtype::f32, 0.0));
+  ir::id v2 = b.local_decl(dtype::f32, b.constant_float(dtype::f32, 0.0));
+  ir::id loop = b.range_for(b.constant_int(dtype::i32, 0), b.shape(0, 0));
+  b.push_block(fn.at(loop).block0);
+  std::array<ir::id, 1> i{b.loop_index_of(loop)};
+  ir::id x = b.global_load(0, 0, i);
+  b.local_atomic(ir::atomic_op::add, v1, x);
+  b.local_atomic(ir::atomic_op::max, v2, x);
+  b.pop_block();
+  auto p = plan_of(fn);
+  REQUIRE(p.temps.size() == 2);
+  CHECK(p.slot_of(v1) != p.slot_of(v2));
+  CHECK(p.slot_of(v1) >= 0);
+  CHECK(p.slot_of(v2) < analysis::temp_slot_count);
+}

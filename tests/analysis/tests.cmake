@@ -1,0 +1,2 @@
+qd_add_test(analysis constructs)
+qd_add_test(analysis task_plan)

@@ -1,0 +1,3 @@
+qd_add_test(ir serialize)
+qd_add_test(ir dce)
+qd_add_test(ir printer)
