@@ -1,0 +1,9 @@
+# Packaging: the installed package works with find_package, and the source tree
+# works with add_subdirectory (both build and run a small consumer).
+foreach(mode install subdirectory)
+  add_test(NAME package/${mode}
+           COMMAND ${CMAKE_COMMAND} -DMODE=${mode} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DBUILD_DIR=${PROJECT_BINARY_DIR}
+                   -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/package -DCXX=${CMAKE_CXX_COMPILER}
+                   -P ${CMAKE_CURRENT_LIST_DIR}/check.cmake)
+  set_tests_properties(package/${mode} PROPERTIES TIMEOUT 600)
+endforeach()
