@@ -50,13 +50,21 @@ auto pow(const A& a, const B& b) {
   return detail::make_expr<r>(detail::emit_binary(ir::binary_op::pow, r, detail::value_id(a, r), detail::value_id(b, r)));
 }
 
-// a * b + c with a single rounding.
+namespace detail {
+template <class A>
+constexpr bool is_traced_f64() {
+  if constexpr (traced<A>) return traced_dtype<A> == dtype::f64;
+  else return false;
+}
+}  // namespace detail
+
+// a * b + c with a single rounding. f64 when a traced operand is f64, else f32;
+// any operand may be a C++ number.
 template <class A, class B, class C>
   requires(operand<A> && operand<B> && operand<C> && (traced<A> || traced<B> || traced<C>))
 auto fma(const A& a, const B& b, const C& c) {
-  constexpr dtype ab = detail::arithmetic_type<A, B>();
-  constexpr dtype t = traced<C> ? promote(ab, detail::traced_dtype<C>) : ab;
-  constexpr dtype r = is_float(t) ? t : dtype::f32;
+  constexpr dtype r =
+      detail::is_traced_f64<A>() || detail::is_traced_f64<B>() || detail::is_traced_f64<C>() ? dtype::f64 : dtype::f32;
   return detail::make_expr<r>(
       detail::emit_fma(r, detail::value_id(a, r), detail::value_id(b, r), detail::value_id(c, r)));
 }
