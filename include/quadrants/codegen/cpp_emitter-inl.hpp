@@ -102,6 +102,23 @@ QD_FUNC std::string_view helper(ir::binary_op o) {
   }
 }
 
+// The unsigned type signed arithmetic wraps through: signed overflow is
+// undefined in C++, and the host compiler and NVRTC optimize on that.
+QD_FUNC std::string_view wrapping_type(dtype t) {
+  switch (t) {
+    case dtype::i32: return "qd_u32";
+    case dtype::i64: return "qd_u64";
+    default: return "";
+  }
+}
+
+// `a op b` for +, - and *: two's-complement wrap-around for signed integers.
+QD_FUNC std::string wrapping_arithmetic(dtype t, std::string_view op, const std::string& a, const std::string& b) {
+  std::string_view u = wrapping_type(t);
+  if (u.empty()) return fmt::format("{} {} {}", a, op, b);
+  return fmt::format("({})(({}){} {} ({}){})", c_type(t), u, a, op, u, b);
+}
+
 QD_FUNC std::string_view atomic_helper(ir::atomic_op o) {
   switch (o) {
     case ir::atomic_op::add: return "qd_atomic_add";
@@ -268,14 +285,19 @@ class emitter {
       case ir::op::loop_index: break;  // declared by its loop
       case ir::op::unary: {
         auto o = static_cast<ir::unary_op>(n.sub);
-        line(fmt::format("const {} {} = {}({});", type, v(i), unary_call(o), v(n.a)));
+        if (o == ir::unary_op::neg && !wrapping_type(n.type).empty())
+          line(fmt::format("const {} {} = {};", type, v(i), wrapping_arithmetic(n.type, "-", "0", v(n.a))));
+        else
+          line(fmt::format("const {} {} = {}({});", type, v(i), unary_call(o), v(n.a)));
         break;
       }
       case ir::op::binary: {
         auto o = static_cast<ir::binary_op>(n.sub);
         dtype operand_type = fn_.at(n.a).type;
         std::string_view op = infix(o, operand_type);
-        if (!op.empty())
+        if (o == ir::binary_op::add || o == ir::binary_op::sub || o == ir::binary_op::mul)
+          line(fmt::format("const {} {} = {};", type, v(i), wrapping_arithmetic(operand_type, op, v(n.a), v(n.b))));
+        else if (!op.empty())
           line(fmt::format("const {} {} = {} {} {};", type, v(i), v(n.a), op, v(n.b)));
         else
           line(fmt::format("const {} {} = {}({}, {});", type, v(i), helper(o), v(n.a), v(n.b)));
@@ -316,8 +338,8 @@ class emitter {
         line(fmt::format("const {} {} = {};", type, v(i), var(n.a)));
         std::string updated;
         switch (static_cast<ir::atomic_op>(n.sub)) {
-          case ir::atomic_op::add: updated = fmt::format("{} + {}", v(i), v(n.b)); break;
-          case ir::atomic_op::sub: updated = fmt::format("{} - {}", v(i), v(n.b)); break;
+          case ir::atomic_op::add: updated = wrapping_arithmetic(n.type, "+", v(i), v(n.b)); break;
+          case ir::atomic_op::sub: updated = wrapping_arithmetic(n.type, "-", v(i), v(n.b)); break;
           case ir::atomic_op::min: updated = fmt::format("qd_min({}, {})", v(i), v(n.b)); break;
           case ir::atomic_op::max: updated = fmt::format("qd_max({}, {})", v(i), v(n.b)); break;
         }

@@ -26,7 +26,7 @@ inline constexpr std::string_view prelude_helpers = R"QD(
 #define QD_INT_HELPERS(T, BITS)                                                              \
   QD_FN T qd_div(T a, T b) { return b == 0 ? (T)0 : ((T)-1 < 0 && b == (T)-1) ? (T)(0ull - (qd_u64)a) : a / b; } \
   QD_FN T qd_mod(T a, T b) { return b == 0 || ((T)-1 < 0 && b == (T)-1) ? (T)0 : a % b; }    \
-  QD_FN T qd_shl(T a, T b) { return (T)(a << (b & (BITS - 1))); }                             \
+  QD_FN T qd_shl(T a, T b) { return (T)((qd_u64)a << (b & (BITS - 1))); }                    \
   QD_FN T qd_shr(T a, T b) { return (T)(a >> (b & (BITS - 1))); }                             \
   QD_FN T qd_min(T a, T b) { return a < b ? a : b; }                                          \
   QD_FN T qd_max(T a, T b) { return a > b ? a : b; }
@@ -35,8 +35,8 @@ QD_INT_HELPERS(qd_i32, 32)
 QD_INT_HELPERS(qd_u32, 32)
 QD_INT_HELPERS(qd_i64, 64)
 #undef QD_INT_HELPERS
-QD_FN qd_i32 qd_abs(qd_i32 a) { return a < 0 ? -a : a; }
-QD_FN qd_i64 qd_abs(qd_i64 a) { return a < 0 ? -a : a; }
+QD_FN qd_i32 qd_abs(qd_i32 a) { return a < 0 ? (qd_i32)(0u - (qd_u32)a) : a; }  /* wraps: |MIN| is MIN */
+QD_FN qd_i64 qd_abs(qd_i64 a) { return a < 0 ? (qd_i64)(0ull - (qd_u64)a) : a; }
 QD_FN qd_u32 qd_abs(qd_u32 a) { return a; }
 QD_FN qd_u8 qd_abs(qd_u8 a) { return a; }
 QD_FN qd_f32 qd_min(qd_f32 a, qd_f32 b) { return a < b ? a : b; }
