@@ -198,6 +198,8 @@ class emitter {
     });
     std::sort(frame.begin(), frame.end());
     const auto rank = static_cast<std::int32_t>(ln.imm);
+    find_reductions(ln.block0);
+    emit_reduction_functions();
     line(fmt::format("struct {}_frame {{", entry_));
     ++indent_;
     line("qd_i64 qd_base; qd_i64 qd_dims[4]; qd_i64 qd_count;");
@@ -219,15 +221,15 @@ class emitter {
                      rank));
     --indent_;
     line("}");
-    line(fmt::format("QD_FN void {0}_body(const qd_ctx* ctx, const {0}_frame qd_f, qd_i32 qd_i0, qd_i32 qd_i1, "
-                     "qd_i32 qd_i2, qd_i32 qd_i3) {{",
+    line(fmt::format("QD_FN void {0}_body(const qd_ctx* ctx, const {0}_frame qd_f, {0}_red* qd_red, qd_i32 qd_i0, "
+                     "qd_i32 qd_i1, qd_i32 qd_i2, qd_i32 qd_i3) {{",
                      entry_));
     ++indent_;
     for (ir::id f : frame) {
       bool is_var = fn_.at(f).code == ir::op::local_decl;
       line(fmt::format("{}{} {} = qd_f.{};", is_var ? "" : "const ", c_type(fn_.at(f).type), member(f), member(f)));
     }
-    line("(void)qd_i0; (void)qd_i1; (void)qd_i2; (void)qd_i3;");
+    line("(void)qd_red; (void)qd_i0; (void)qd_i1; (void)qd_i2; (void)qd_i3;");
     if (uses_random(ln.block0)) line("qd_u64 qd_rng = qd_rng_init(ctx->rng_stream, (qd_u64)(qd_i0 - qd_f.qd_base) * 0x100000001b3ull + (qd_u64)qd_i1 * 0x9e37ull + (qd_u64)qd_i2 * 0x85ebull + (qd_u64)qd_i3);");
     for (std::int32_t d = 0; d < rank; ++d)
       line(fmt::format("const qd_i32 {} = qd_i{};", v(fn_.block(ln.block0)[static_cast<std::size_t>(d)]), d));
@@ -235,6 +237,87 @@ class emitter {
     --indent_;
     line("}");
     line(fmt::format("QD_PARALLEL_TASK({}, {})", entry_, rank));
+  }
+
+  // A reduction into a global temporary whose old value nobody reads, and whose
+  // slot the loop never loads, accumulates per chunk (or GPU thread) and is
+  // flushed with one atomic: no contended atomic per iteration.
+  struct reduction {
+    std::int64_t slot;
+    ir::atomic_op op;
+    dtype type;
+  };
+
+  void find_reductions(std::int32_t body) {
+    std::vector<bool> used(fn_.nodes.size(), false);
+    std::vector<std::int64_t> loaded;
+    ir::walk(fn_, body, [&](ir::id i, int) {
+      ir::for_each_operand(fn_, fn_.at(i), [&](ir::id o) { used[static_cast<std::size_t>(o)] = true; });
+      if (fn_.at(i).code == ir::op::temp_load) loaded.push_back(fn_.at(i).imm);
+    });
+    std::vector<std::int64_t> rejected;
+    ir::walk(fn_, body, [&](ir::id i, int) {
+      const ir::node& n = fn_.at(i);
+      if (n.code != ir::op::temp_atomic) return;
+      auto op = static_cast<ir::atomic_op>(n.sub);
+      bool ok = !used[static_cast<std::size_t>(i)] && std::find(loaded.begin(), loaded.end(), n.imm) == loaded.end();
+      for (const auto& r : reductions_)
+        if (r.slot == n.imm && (r.op != op || r.type != n.type)) ok = false;
+      if (!ok) {
+        rejected.push_back(n.imm);
+        return;
+      }
+      bool known = false;
+      for (const auto& r : reductions_) known |= r.slot == n.imm;
+      if (!known) reductions_.push_back({n.imm, op, n.type});
+    });
+    std::erase_if(reductions_, [&](const reduction& r) {
+      return std::find(rejected.begin(), rejected.end(), r.slot) != rejected.end();
+    });
+  }
+
+  const reduction* reduction_of(const ir::node& n) const {
+    if (n.code != ir::op::temp_atomic) return nullptr;
+    for (const auto& r : reductions_)
+      if (r.slot == n.imm) return &r;
+    return nullptr;
+  }
+
+  static std::string identity(const reduction& r) {
+    switch (r.op) {
+      case ir::atomic_op::add:
+      case ir::atomic_op::sub: return fmt::format("({})0", c_type(r.type));
+      case ir::atomic_op::min: return fmt::format("qd_max_value_{}()", name(r.type));
+      case ir::atomic_op::max: return fmt::format("qd_lowest_value_{}()", name(r.type));
+    }
+    return "0";
+  }
+
+  void emit_reduction_functions() {
+    line(fmt::format("struct {}_red {{", entry_));
+    ++indent_;
+    line("qd_i32 qd_unused;");
+    for (std::size_t k = 0; k < reductions_.size(); ++k) line(fmt::format("{} r{};", c_type(reductions_[k].type), k));
+    --indent_;
+    line("};");
+    line(fmt::format("QD_FN void {0}_red_init({0}_red* qd_r) {{", entry_));
+    ++indent_;
+    line("qd_r->qd_unused = 0;");
+    for (std::size_t k = 0; k < reductions_.size(); ++k) line(fmt::format("qd_r->r{} = {};", k, identity(reductions_[k])));
+    --indent_;
+    line("}");
+    line(fmt::format("QD_FN void {0}_red_flush(const qd_ctx* ctx, const {0}_red* qd_r) {{", entry_));
+    ++indent_;
+    line("(void)ctx; (void)qd_r;");
+    for (std::size_t k = 0; k < reductions_.size(); ++k)
+      line(fmt::format("{}(({}*)(ctx->temps + {}), qd_r->r{});", atomic_helper(reductions_[k].op),
+                       c_type(reductions_[k].type), reductions_[k].slot * 8, k));
+    --indent_;
+    line("}");
+  }
+
+  std::string reduction_member(const ir::node& n) const {
+    return fmt::format("qd_red->r{}", reduction_of(n) - reductions_.data());
   }
 
   std::string member(ir::id f) const { return fn_.at(f).code == ir::op::local_decl ? var(f) : v(f); }
@@ -351,6 +434,16 @@ class emitter {
         break;
       case ir::op::temp_store: line(fmt::format("*({}*)(ctx->temps + {}) = {};", type, n.imm * 8, v(n.a))); break;
       case ir::op::temp_atomic:
+        if (const reduction* r = reduction_of(n)) {
+          std::string acc = reduction_member(n);
+          switch (r->op) {
+            case ir::atomic_op::add:
+            case ir::atomic_op::sub: line(fmt::format("{0} = {0} + {1};", acc, v(n.a))); break;
+            case ir::atomic_op::min: line(fmt::format("{0} = qd_min({0}, {1});", acc, v(n.a))); break;
+            case ir::atomic_op::max: line(fmt::format("{0} = qd_max({0}, {1});", acc, v(n.a))); break;
+          }
+          break;
+        }
         line(fmt::format("const {} {} = {}(({}*)(ctx->temps + {}), {});", type, v(i),
                          atomic_helper(static_cast<ir::atomic_op>(n.sub)), type, n.imm * 8, v(n.a)));
         break;
@@ -421,6 +514,7 @@ class emitter {
   std::string_view entry_;
   const emit_options& options_;
   std::vector<ir::id> number_;
+  std::vector<reduction> reductions_;
   std::string out_;
   int indent_ = 0;
 };

@@ -43,6 +43,18 @@ QD_FN qd_f32 qd_min(qd_f32 a, qd_f32 b) { return a < b ? a : b; }
 QD_FN qd_f32 qd_max(qd_f32 a, qd_f32 b) { return a > b ? a : b; }
 QD_FN qd_f64 qd_min(qd_f64 a, qd_f64 b) { return a < b ? a : b; }
 QD_FN qd_f64 qd_max(qd_f64 a, qd_f64 b) { return a > b ? a : b; }
+QD_FN qd_f32 qd_max_value_f32() { return qd_f32_from_bits(0x7f800000u); }
+QD_FN qd_f32 qd_lowest_value_f32() { return qd_f32_from_bits(0xff800000u); }
+QD_FN qd_f64 qd_max_value_f64() { return qd_f64_from_bits(0x7ff0000000000000ull); }
+QD_FN qd_f64 qd_lowest_value_f64() { return qd_f64_from_bits(0xfff0000000000000ull); }
+QD_FN qd_i32 qd_max_value_i32() { return 2147483647; }
+QD_FN qd_i32 qd_lowest_value_i32() { return -2147483647 - 1; }
+QD_FN qd_u32 qd_max_value_u32() { return 4294967295u; }
+QD_FN qd_u32 qd_lowest_value_u32() { return 0u; }
+QD_FN qd_i64 qd_max_value_i64() { return 9223372036854775807ll; }
+QD_FN qd_i64 qd_lowest_value_i64() { return -9223372036854775807ll - 1; }
+QD_FN qd_u8 qd_max_value_u8() { return 255; }
+QD_FN qd_u8 qd_lowest_value_u8() { return 0; }
 QD_FN qd_i64 qd_clamp_index(qd_i64 i, qd_i64 extent) { return i < 0 ? 0 : (i >= extent ? extent - 1 : i); }
 QD_FN qd_bool qd_check_index(const qd_ctx* ctx, qd_i32 param, qd_i32 dim, qd_i64 index, qd_i64 extent) {
   if ((qd_u64)index < (qd_u64)extent) return true;
@@ -144,10 +156,14 @@ QD_FN void qd_report_out_of_bounds(const qd_ctx* ctx, qd_i32 param, qd_i32 dim, 
 #define QD_PARALLEL_TASK(entry, RANK)                                                                      \
   static void entry##_chunk(const void* qd_fp, const qd_ctx* ctx, qd_i64 qd_lo, qd_i64 qd_hi) {           \
     const entry##_frame qd_f = *(const entry##_frame*)qd_fp;                                               \
+    entry##_red qd_red;                                                                                    \
+    entry##_red_init(&qd_red);                                                                             \
     /* Indices are i32 induction variables, as the IR types them: widening them is free. */               \
     if (RANK == 1) {                                                                                       \
       const qd_i32 qd_end = (qd_i32)(qd_f.qd_base + qd_hi);                                                \
-      for (qd_i32 qd_v = (qd_i32)(qd_f.qd_base + qd_lo); qd_v < qd_end; ++qd_v) entry##_body(ctx, qd_f, qd_v, 0, 0, 0); \
+      for (qd_i32 qd_v = (qd_i32)(qd_f.qd_base + qd_lo); qd_v < qd_end; ++qd_v)                            \
+        entry##_body(ctx, qd_f, &qd_red, qd_v, 0, 0, 0);                                                   \
+      entry##_red_flush(ctx, &qd_red);                                                                     \
       return;                                                                                              \
     }                                                                                                      \
     /* Row by row: one division per row, then a plain loop over the last dimension. */                    \
@@ -164,10 +180,11 @@ QD_FN void qd_report_out_of_bounds(const qd_ctx* ctx, qd_i32 param, qd_i32 dim, 
       const qd_i32 qd_e_end = (qd_i32)(qd_j + qd_n);                                                       \
       for (qd_i32 qd_e = (qd_i32)qd_j; qd_e < qd_e_end; ++qd_e) {                                          \
         qd_ix[RANK - 1] = qd_e;                                                                            \
-        entry##_body(ctx, qd_f, qd_ix[0], qd_ix[1], qd_ix[2], qd_ix[3]);                                    \
+        entry##_body(ctx, qd_f, &qd_red, qd_ix[0], qd_ix[1], qd_ix[2], qd_ix[3]);                           \
       }                                                                                                    \
       qd_k += qd_n;                                                                                        \
     }                                                                                                      \
+    entry##_red_flush(ctx, &qd_red);                                                                       \
   }                                                                                                        \
   QD_EXPORT void entry(const qd_ctx* ctx) {                                                                \
     entry##_frame qd_f;                                                                                    \
