@@ -202,6 +202,8 @@ QD_FUNC ir::id begin_range_for(ir::id begin, ir::id end) {
 }
 
 QD_FUNC std::vector<ir::id> begin_range_for_nd(const std::vector<ir::id>& extents) {
+  // A rank-1 range_for node holds its bounds in a and b (see ir::op::range_for).
+  if (extents.size() == 1) return {begin_range_for(emit_int_constant(dtype::i32, 0), extents[0])};
   auto& t = current_tracer();
   std::vector<ir::id> converted;
   for (ir::id e : extents) {
