@@ -438,7 +438,9 @@ class emitter {
           std::string acc = reduction_member(n);
           switch (r->op) {
             case ir::atomic_op::add:
-            case ir::atomic_op::sub: line(fmt::format("{0} = {0} + {1};", acc, v(n.a))); break;
+            case ir::atomic_op::sub:
+              line(fmt::format("{} = {};", acc, wrapping_arithmetic(r->type, "+", acc, v(n.a))));
+              break;
             case ir::atomic_op::min: line(fmt::format("{0} = qd_min({0}, {1});", acc, v(n.a))); break;
             case ir::atomic_op::max: line(fmt::format("{0} = qd_max({0}, {1});", acc, v(n.a))); break;
           }
