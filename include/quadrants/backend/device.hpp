@@ -40,6 +40,7 @@ class device {
   virtual ~device() = default;
   virtual std::string_view name() const = 0;  // "cpu", "cuda", ...
   // What compiled code depends on, for cache keys: the target and the compiler.
+  // compiler_identity must not load or run the compiler: a warm process never does.
   virtual std::string target() const = 0;
   virtual std::string compiler_identity() const = 0;
   virtual std::string code_options() const = 0;

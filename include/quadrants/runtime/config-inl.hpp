@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "quadrants/base/error.hpp"
+#include "quadrants/cache/store.hpp"
 #include "quadrants/detail/format.hpp"
 #include "quadrants/runtime/config.hpp"
 #include "quadrants/runtime/program.hpp"
@@ -121,12 +122,6 @@ T pick(const std::optional<T>& field, const char* field_name, const char* var, P
   return fallback;
 }
 
-QD_FUNC std::string default_cache_root() {
-  if (const char* xdg = env("XDG_CACHE_HOME")) return std::string(xdg) + "/quadrants/qdcache";
-  if (const char* home = env("HOME")) return std::string(home) + "/.cache/quadrants/qdcache";
-  return "/tmp/quadrants-qdcache";
-}
-
 QD_FUNC settings resolve_settings(const config& c) {
   settings s;
   std::vector<std::string> overrides;
@@ -137,7 +132,7 @@ QD_FUNC settings resolve_settings(const config& c) {
   s.arch = s.requested_arch;
   s.offline_cache = pick(c.offline_cache, "offline_cache", "QD_OFFLINE_CACHE", parse_bool, true, overrides);
   s.offline_cache_file_path = pick(c.offline_cache_file_path, "offline_cache_file_path",
-                                   "QD_OFFLINE_CACHE_FILE_PATH", as_string, default_cache_root(), overrides);
+                                   "QD_OFFLINE_CACHE_FILE_PATH", as_string, cache::default_root(), overrides);
   s.offline_cache_max_size = pick(c.offline_cache_max_size, "offline_cache_max_size", "QD_OFFLINE_CACHE_MAX_SIZE",
                                   parse_size, std::uint64_t{1} << 30, overrides);
   s.per_offload = pick(c.per_offload, "per_offload", "QD_PER_OFFLOAD", parse_per_offload,

@@ -1,14 +1,19 @@
-// Implementation of runtime/dispatch.hpp: trace once, plan, generate, compile
-// (or reuse), and launch without allocating, hashing or locking.
+// Implementation of runtime/dispatch.hpp: trace once, decide the variant, find
+// or compile its code (memory, then disk, then the compiler), and launch
+// without allocating, hashing or locking.
 #pragma once
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "quadrants/analysis/constructs.hpp"
+#include "quadrants/analysis/split.hpp"
 #include "quadrants/analysis/task_plan.hpp"
 #include "quadrants/base/error.hpp"
+#include "quadrants/cache/records.hpp"
+#include "quadrants/cache/store.hpp"
 #include "quadrants/codegen/cpp_emitter.hpp"
 #include "quadrants/codegen/lower.hpp"
 #include "quadrants/detail/format.hpp"
@@ -30,17 +35,29 @@ struct compiled_task {
   std::vector<std::int32_t> param_map;  // task parameter -> kernel parameter
 };
 
-// A kernel ready to launch on one program.
-struct compiled_kernel {
-  std::uint64_t program_id = 0;
+// One variant of a kernel, ready to launch: its tasks in order.
+struct variant {
   std::shared_ptr<backend::device> device;
   std::vector<std::shared_ptr<backend::loaded_module>> modules;
   std::vector<compiled_task> tasks;
   void* temps = nullptr;
-  bool bounds_checks = false;
-  ~compiled_kernel() {
+  variant() = default;
+  variant(const variant&) = delete;
+  variant& operator=(const variant&) = delete;
+  ~variant() {
     if (temps) device->release(temps);
   }
+};
+
+// A kernel ready to launch on one program.
+struct compiled_kernel {
+  std::uint64_t program_id = 0;
+  bool bounds_checks = false;
+  bool split = false;
+  variant primary;                              // the split variant, or the whole kernel
+  std::vector<analysis::disjoint_pair> pairs;   // checked before each split launch
+  std::unique_ptr<variant> whole;               // built on the first run-time fallback
+  std::atomic<variant*> whole_ready{nullptr};
 };
 
 class kernel_state {
@@ -57,6 +74,8 @@ class kernel_state {
   per_offload_observations obs;
   std::shared_ptr<compiled_kernel> compiled;
   std::atomic<compiled_kernel*> ready{nullptr};
+  std::atomic<std::uint64_t> runtime_fallbacks{0};
+  std::atomic<bool> fallback_warned{false};
 };
 
 QD_FUNC std::shared_ptr<kernel_state> make_kernel_state(std::string name, std::vector<std::string> param_names,
@@ -70,6 +89,11 @@ QD_FUNC std::shared_ptr<kernel_state> make_kernel_state(std::string name, std::v
 }
 
 QD_FUNC const std::string& kernel_name(const kernel_state& k) { return k.name; }
+
+QD_FUNC std::string param_name(const kernel_state& k, std::size_t param) {
+  if (param < k.param_names.size() && !k.param_names[param].empty()) return k.param_names[param];
+  return fmt::format("#{}", param);
+}
 
 QD_FUNC std::string param_label(const kernel_state& k, std::size_t param) {
   std::string type = ir::describe(k.params[param]);
@@ -101,23 +125,315 @@ QD_FUNC std::string kernel_ir_text(kernel_state& k) {
   return ir::to_text(k.ir);
 }
 
-QD_FUNC std::string hex64(std::uint64_t v) { return fmt::format("{:016x}", v); }
-
-QD_FUNC void dump_debug_files(const program& p, const kernel_state& k, const std::string& source) {
+QD_FUNC void dump_debug_files(const program& p, const kernel_state& k, const std::string& suffix,
+                              const std::string& source) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::path dir = p.config().debug_dump_path;
   fs::create_directories(dir, ec);
   std::ofstream(dir / (k.name + ".ir.txt")) << ir::to_text(k.ir);
-  std::ofstream(dir / (k.name + ".whole.cpp")) << source;
-  if (ec) log_fmt(log_level::warn, "kernel '{}': cannot write the debug dump to {}: {}", k.name, dir.string(), ec.message());
+  std::ofstream out(dir / (k.name + suffix));
+  out << source;
+  if (ec || !out)
+    log_fmt(log_level::warn, "kernel '{}': cannot write the debug dump to {}", k.name, dir.string());
 }
 
-// Why this kernel runs whole under the current settings.
-QD_FUNC fallback_reason policy_reason(const settings& s) {
-  if (s.per_offload == per_offload_mode::off) return fallback_reason::policy_per_offload_off;
-  if (!s.offline_cache) return fallback_reason::policy_offline_cache_off;
-  return fallback_reason::policy_backend;
+// ---------------------------------------------------------------------------
+// Finding code: memory, then disk, then the compiler.
+
+QD_FUNC std::shared_ptr<backend::loaded_module> load_cached_module(program& p, const cache::key& module_key,
+                                                                   const std::string& what) {
+  if (auto m = p.find_module(module_key)) return m;
+  if (!p.store()) return nullptr;
+  auto binary = p.store()->load(cache::entry_kind::module, module_key);
+  if (!binary) return nullptr;
+  std::shared_ptr<backend::loaded_module> m;
+  try {
+    m = p.device().load(*binary, what);
+  } catch (const error& e) {
+    // A validated entry that does not load (another library version's object?) is a miss.
+    log_fmt(log_level::warn, "{}: a cached module did not load ({}); recompiling", what, e.what());
+    return nullptr;
+  }
+  p.remember_module(module_key, m);
+  return m;
+}
+
+QD_FUNC std::shared_ptr<backend::loaded_module> compile_module(program& p, const std::string& source,
+                                                               const cache::key& module_key, const std::string& what) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto binary = p.device().compile(source, what);
+  std::shared_ptr<backend::loaded_module> m = p.device().load(binary, what);
+  p.compiles.fetch_add(1, std::memory_order_relaxed);
+  log_fmt(log_level::debug, "{}: compiled in {:.1f} ms", what,
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  if (p.store()) p.store()->save(cache::entry_kind::module, module_key, binary);
+  p.remember_module(module_key, m);
+  return m;
+}
+
+QD_FUNC std::uint64_t rng_salt(const codegen::lowered_task& t, std::size_t index) {
+  // Random streams are numbered by construct, so every variant draws alike.
+  return t.construct >= 0 ? static_cast<std::uint64_t>(t.construct) : 0x100000000ull + index;
+}
+
+QD_FUNC bool has_print(const ir::function& fn) {
+  bool found = false;
+  ir::walk(fn, 0, [&](ir::id i, int) { found |= fn.at(i).code == ir::op::print; });
+  return found;
+}
+
+struct build_counts {
+  int compiled = 0;
+  int loaded = 0;
+};
+
+// The whole-kernel variant: one module, one entry per serial run or loop.
+QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& counts) {
+  analysis::task_plan plan = analysis::plan_whole_kernel(k.ir, k.structure);
+  if (plan.temps_needed > static_cast<std::size_t>(analysis::temp_slot_count))
+    throw user_error(fmt::format("kernel '{}': {} top-level values cross constructs; at most {} fit in the global "
+                                 "temporaries. Split the kernel into several kernels",
+                                 k.name, plan.temps_needed, analysis::temp_slot_count));
+  v.device = p.device_ptr();
+  std::vector<codegen::lowered_task> lowered;
+  for (const auto& t : plan.tasks) lowered.push_back(codegen::lower_task(k.ir, k.structure, t, plan));
+  cache::key_builder kb = p.environment();
+  cache::key key = kb.add("kernel").add(ir::canonical_bytes(k.ir)).finish();
+  std::string what = fmt::format("kernel '{}'", k.name);
+  const int constructs = static_cast<int>(k.structure.constructs.size());
+
+  std::optional<cache::kernel_record> record;
+  std::shared_ptr<backend::loaded_module> module;
+  if (p.store()) {
+    if (auto bytes = p.store()->load(cache::entry_kind::kernel, key)) {
+      record = cache::decode_kernel_record(*bytes);
+      if (record && record->tasks.size() == lowered.size()) module = load_cached_module(p, record->module, what);
+    }
+  }
+  if (!module) {
+    if (auto m = p.find_module(key)) {  // compiled by another kernel object in this process
+      module = m;
+      p.memory_hits.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  if (module && record) {
+    counts.loaded = constructs;
+  } else if (!module) {
+    record = cache::kernel_record{key, static_cast<std::uint32_t>(constructs), !plan.temps.empty(), {}};
+    std::string body;
+    for (std::size_t t = 0; t < lowered.size(); ++t) {
+      std::string entry = fmt::format("qd_k{}_t{}", key.hex(), t);
+      body += codegen::emit_task(lowered[t], entry, {p.config().check_out_of_bound});
+      record->tasks.push_back({entry, lowered[t].parallel, has_print(lowered[t].fn)});
+    }
+    std::string source = p.device().prelude() + body;
+    if (p.config().print_ir) dump_debug_files(p, k, ".whole.cpp", source);
+    module = compile_module(p, source, key, what);
+    if (p.store()) p.store()->save(cache::entry_kind::kernel, key, cache::encode(*record));
+    counts.compiled = constructs;
+  } else {
+    // In memory without a record (kernels compiled in this process): rebuild the names.
+    record = cache::kernel_record{key, static_cast<std::uint32_t>(constructs), !plan.temps.empty(), {}};
+    for (std::size_t t = 0; t < lowered.size(); ++t)
+      record->tasks.push_back({fmt::format("qd_k{}_t{}", key.hex(), t), lowered[t].parallel, false});
+  }
+  for (std::size_t t = 0; t < lowered.size(); ++t) {
+    compiled_task task;
+    task.entry = module->entry(record->tasks[t].entry);
+    task.parallel = lowered[t].parallel;
+    task.rng_salt = rng_salt(lowered[t], t);
+    task.param_map = std::move(lowered[t].param_map);
+    v.tasks.push_back(std::move(task));
+  }
+  v.modules.push_back(std::move(module));
+  if (!plan.temps.empty()) v.temps = p.device().allocate(static_cast<std::size_t>(analysis::temp_slot_count) * 8);
+}
+
+// The per-offload variant: each construct from the kernel's parameters alone.
+// Misses are compiled together: one translation unit per group of constructs.
+QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan& plan, variant& v,
+                         build_counts& counts) {
+  v.device = p.device_ptr();
+  const std::string what = fmt::format("kernel '{}'", k.name);
+  struct pending {
+    codegen::lowered_task lowered;
+    cache::key key;
+    std::string entry;
+    std::shared_ptr<backend::loaded_module> module;
+    bool compiled = false;
+  };
+  std::vector<pending> offloads;
+  for (const auto& t : plan.tasks) {
+    pending o;
+    o.lowered = codegen::lower_task(k.ir, k.structure, t, plan);
+    cache::key_builder kb = p.environment();
+    o.key = kb.add("offload").add(ir::canonical_bytes(o.lowered.fn)).finish();
+    o.entry = "qd_o" + o.key.hex();
+    offloads.push_back(std::move(o));
+  }
+  // Memory, then disk.
+  std::vector<std::size_t> misses;
+  for (std::size_t i = 0; i < offloads.size(); ++i) {
+    auto& o = offloads[i];
+    if (auto m = p.find_module(o.key)) {  // the offload's own module, already loaded here
+      o.module = m;
+      p.memory_hits.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    if (p.store()) {
+      if (auto bytes = p.store()->load(cache::entry_kind::offload, o.key)) {
+        auto record = cache::decode_offload_record(*bytes);
+        if (record && record->task.entry == o.entry && record->task.parallel == o.lowered.parallel) {
+          if (auto m = load_cached_module(p, record->module, what)) {
+            o.module = m;
+            p.remember_module(o.key, m);
+            ++counts.loaded;
+            continue;
+          }
+        }
+      }
+    }
+    misses.push_back(i);
+  }
+  // Identical constructs within the kernel compile once.
+  std::vector<std::size_t> unique;
+  for (std::size_t i : misses) {
+    bool seen = false;
+    for (std::size_t u : unique) seen |= offloads[u].key == offloads[i].key;
+    if (!seen) unique.push_back(i);
+  }
+  // Group the misses into programs: one, unless there are enough to keep several
+  // compiler processes busy (each program pays the compiler's fixed cost once).
+  const std::size_t threads = static_cast<std::size_t>(std::max(1, p.config().num_compile_threads));
+  const std::size_t groups = std::max<std::size_t>(1, std::min(threads, unique.size() / 4));
+  std::vector<std::vector<std::size_t>> batches(groups);
+  for (std::size_t j = 0; j < unique.size(); ++j) batches[j % groups].push_back(unique[j]);
+  std::vector<std::string> sources(groups);
+  std::vector<cache::key> module_keys(groups);
+  for (std::size_t g = 0; g < groups; ++g) {
+    if (batches[g].empty()) continue;
+    std::string body;
+    for (std::size_t i : batches[g]) body += codegen::emit_task(offloads[i].lowered, offloads[i].entry, {p.config().check_out_of_bound});
+    sources[g] = p.device().prelude() + body;
+    cache::key_builder kb = p.environment();
+    module_keys[g] = kb.add("module").add(sources[g]).finish();
+  }
+  if (p.config().print_ir) {
+    std::string all;
+    for (const auto& s : sources) all += s;
+    dump_debug_files(p, k, ".offloads.cpp", all);
+  }
+  std::vector<std::shared_ptr<backend::loaded_module>> modules(groups);
+  std::vector<std::exception_ptr> failures(groups);
+  auto compile_group = [&](std::size_t g) {
+    try {
+      modules[g] = load_cached_module(p, module_keys[g], what);  // another process may have built it
+      if (!modules[g]) modules[g] = compile_module(p, sources[g], module_keys[g], what);
+    } catch (...) {
+      failures[g] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> workers;
+  for (std::size_t g = 1; g < groups; ++g)
+    if (!batches[g].empty()) workers.emplace_back(compile_group, g);
+  if (!batches[0].empty()) compile_group(0);
+  for (auto& w : workers) w.join();
+  for (auto& f : failures)
+    if (f) std::rethrow_exception(f);
+  for (std::size_t g = 0; g < groups; ++g)
+    for (std::size_t i : batches[g]) {
+      auto& o = offloads[i];
+      o.module = modules[g];
+      o.compiled = true;
+      p.remember_module(o.key, o.module);
+      if (p.store())
+        p.store()->save(cache::entry_kind::offload, o.key,
+                        cache::encode(cache::offload_record{module_keys[g], {o.entry, o.lowered.parallel, has_print(o.lowered.fn)}}));
+    }
+  for (std::size_t i : misses) {
+    auto& o = offloads[i];
+    if (!o.module) o.module = p.find_module(o.key);  // a duplicate of a compiled one
+    if (o.compiled) ++counts.compiled;
+  }
+  for (std::size_t t = 0; t < offloads.size(); ++t) {
+    auto& o = offloads[t];
+    compiled_task task;
+    task.entry = o.module->entry(o.entry);
+    task.parallel = o.lowered.parallel;
+    task.rng_salt = rng_salt(o.lowered, t);
+    task.param_map = std::move(o.lowered.param_map);
+    v.tasks.push_back(std::move(task));
+    v.modules.push_back(o.module);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Deciding the variant.
+
+QD_FUNC std::string index_text(const ir::function& fn, const ir::node& access) {
+  std::string s;
+  for (std::int32_t d = 0; d < access.list_size; ++d) {
+    const ir::node& idx = fn.at(fn.list(access, d));
+    s += d ? ", " : "";
+    s += idx.code == ir::op::constant ? fmt::format("{}", idx.imm) : std::string("...");
+  }
+  return s;
+}
+
+QD_FUNC std::string access_text(const kernel_state& k, ir::id node) {
+  const ir::node& n = k.ir.at(node);
+  return fmt::format("{}{}[{}]", param_name(k, static_cast<std::size_t>(n.param)),
+                     (n.flags & ir::access::grad) ? ".grad()" : "", index_text(k.ir, n));
+}
+
+// The human-readable detail of a compile-time fallback; constructs count from 1.
+QD_FUNC std::string fallback_detail(const kernel_state& k, const analysis::split_decision& d) {
+  auto construct = [](std::int32_t c) { return c + 1; };
+  switch (d.reason) {
+    case fallback_reason::stale_reread:
+      return fmt::format("{} re-read by construct {} after construct {} writes {}", access_text(k, d.read),
+                         construct(d.construct), construct(d.other_construct),
+                         param_name(k, static_cast<std::size_t>(k.ir.at(d.write).param)));
+    case fallback_reason::aliasing_gradient:
+      return fmt::format("{} re-read by construct {} after construct {} writes {}; a gradient buffer may alias the "
+                         "other, which cannot be checked",
+                         access_text(k, d.read), construct(d.construct), construct(d.other_construct),
+                         access_text(k, d.write));
+    case fallback_reason::carried_value:
+      if (d.other_construct == d.construct)
+        return fmt::format("construct {} updates a top-level qd::var across its iterations", construct(d.construct));
+      return fmt::format("construct {} needs a top-level value produced or modified inside construct {}",
+                         construct(d.construct), construct(d.other_construct));
+    case fallback_reason::side_effect: {
+      const auto& st = k.structure.statements[static_cast<std::size_t>(d.statement)];
+      std::string_view what = st.has_random       ? "a random draw"
+                              : st.has_volatile   ? "a volatile read"
+                              : st.has_atomic     ? "an atomic"
+                              : st.has_print      ? "a print"
+                                                  : "a global store";
+      return fmt::format("construct {} would recompute {}", construct(d.construct), what);
+    }
+    case fallback_reason::autodiff: return "a gradient kernel";
+    default: return std::string(describe(d.reason));
+  }
+}
+
+QD_FUNC bool split_enabled_by_policy(const settings& s, fallback_reason& why) {
+  if (s.per_offload == per_offload_mode::off) {
+    why = fallback_reason::policy_per_offload_off;
+    return false;
+  }
+  if (!s.offline_cache) {
+    why = fallback_reason::policy_offline_cache_off;
+    return false;
+  }
+  bool gpu = s.arch == arch::cuda || s.arch == arch::amdgpu;
+  if (!gpu && s.per_offload != per_offload_mode::on) {
+    why = fallback_reason::policy_backend;
+    return false;
+  }
+  return true;
 }
 
 QD_FUNC compiled_kernel* prepare(kernel_state& k, program& p) {
@@ -126,69 +442,58 @@ QD_FUNC compiled_kernel* prepare(kernel_state& k, program& p) {
   if (current && current->program_id == p.id()) return current;
   ensure_traced(k);
   const settings& cfg = p.config();
-  backend::device& dev = p.device();
-
-  analysis::task_plan plan = analysis::plan_whole_kernel(k.ir, k.structure);
-  if (plan.temps_needed > static_cast<std::size_t>(analysis::temp_slot_count))
-    throw user_error(fmt::format("kernel '{}': {} top-level values cross constructs; at most {} fit in the global "
-                                 "temporaries. Split the kernel into several kernels",
-                                 k.name, plan.temps_needed, analysis::temp_slot_count));
-  std::uint64_t content = ir::fnv1a(ir::canonical_bytes(k.ir));
-  std::string prefix = "qd_k" + hex64(content);
-  codegen::emit_options emit{cfg.check_out_of_bound};
-  std::string body;
   auto c = std::make_shared<compiled_kernel>();
   c->program_id = p.id();
-  c->device = p.device_ptr();
   c->bounds_checks = cfg.check_out_of_bound;
-  std::vector<std::string> entries;
-  for (std::size_t t = 0; t < plan.tasks.size(); ++t) {
-    codegen::lowered_task lowered = codegen::lower_task(k.ir, k.structure, plan.tasks[t], plan);
-    std::string entry = fmt::format("{}_t{}", prefix, t);
-    body += codegen::emit_task(lowered, entry, emit);
-    entries.push_back(entry);
-    compiled_task task;
-    task.parallel = lowered.parallel;
-    // Random streams are numbered by construct, so every variant draws alike.
-    task.rng_salt = lowered.construct >= 0 ? static_cast<std::uint64_t>(lowered.construct)
-                                           : 0x100000000ull + static_cast<std::uint64_t>(t);
-    task.param_map = std::move(lowered.param_map);
-    c->tasks.push_back(std::move(task));
-  }
-  std::string source = dev.prelude() + body;
-  if (cfg.print_ir) dump_debug_files(p, k, source);
 
-  int constructs = static_cast<int>(k.structure.constructs.size());
-  bool compiled_now = false;
-  if (!c->tasks.empty()) {
-    std::string module_key = dev.code_options() + '\n' + source;
-    auto module = p.find_module(module_key);
-    if (!module) {
-      auto t0 = std::chrono::steady_clock::now();
-      auto binary = dev.compile(source, fmt::format("kernel '{}'", k.name));
-      module = dev.load(binary, fmt::format("kernel '{}'", k.name));
-      p.remember_module(module_key, module);
-      compiled_now = true;
-      log_fmt(log_level::debug, "kernel '{}': compiled whole ({} constructs, {} tasks) in {:.1f} ms", k.name,
-              constructs, c->tasks.size(),
-              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  per_offload_observations obs;
+  fallback_reason reason = fallback_reason::none;
+  analysis::split_decision decision;
+  if (split_enabled_by_policy(cfg, reason)) {
+    if (cfg.print_ir || cfg.kernel_coverage) {
+      reason = fallback_reason::diagnostic;
+      obs.fallback_detail = cfg.print_ir ? "print_ir (a compiler debug dump) is on" : "kernel_coverage is on";
+    } else {
+      decision = analysis::plan_split(k.ir, k.structure);
+      reason = decision.reason;
+      if (reason != fallback_reason::none) obs.fallback_detail = fallback_detail(k, decision);
     }
-    for (std::size_t t = 0; t < c->tasks.size(); ++t) c->tasks[t].entry = module->entry(entries[t]);
-    c->modules.push_back(std::move(module));
+    if (reason != fallback_reason::none)
+      log_fmt(log_level::debug, "[PER_OFFLOAD] kernel '{}' stays whole-kernel: {} ({})", k.name, name(reason),
+              obs.fallback_detail);
+  } else {
+    obs.fallback_detail = std::string(describe(reason));
   }
-  if (!plan.temps.empty()) {
-    std::size_t bytes = static_cast<std::size_t>(analysis::temp_slot_count) * 8;
-    c->temps = dev.allocate(bytes);
+  build_counts counts;
+  if (reason == fallback_reason::none) {
+    build_split(k, p, decision.plan, c->primary, counts);
+    c->split = true;
+    c->pairs = decision.pairs;
+    obs.frontend_constructs_total = static_cast<int>(k.structure.constructs.size());
+  } else {
+    build_whole(k, p, c->primary, counts);
+    obs.frontend_constructs_total = -1;
   }
-
-  k.obs.frontend_constructs_total = -1;
-  k.obs.constructs_compiled = compiled_now ? constructs : 0;
-  k.obs.constructs_loaded = 0;
-  k.obs.fallback = policy_reason(cfg);
-  k.obs.fallback_detail = std::string(describe(k.obs.fallback));
+  obs.fallback = reason;
+  obs.constructs_compiled = counts.compiled;
+  obs.constructs_loaded = counts.loaded;
+  k.obs = std::move(obs);
   k.compiled = c;
   k.ready.store(c.get(), std::memory_order_release);
   return c.get();
+}
+
+QD_FUNC variant& whole_variant(kernel_state& k, program& p, compiled_kernel& c) {
+  if (variant* v = c.whole_ready.load(std::memory_order_acquire)) return *v;
+  std::lock_guard lock(k.mutex);
+  if (!c.whole) {
+    auto v = std::make_unique<variant>();
+    build_counts ignored;
+    build_whole(k, p, *v, ignored);
+    c.whole = std::move(v);
+    c.whole_ready.store(c.whole.get(), std::memory_order_release);
+  }
+  return *c.whole;
 }
 
 QD_FUNC void compile(kernel_state& k) {
@@ -198,8 +503,13 @@ QD_FUNC void compile(kernel_state& k) {
 
 QD_FUNC per_offload_observations observations(const kernel_state& k) {
   std::lock_guard lock(const_cast<kernel_state&>(k).mutex);
-  return k.obs;
+  per_offload_observations o = k.obs;
+  o.runtime_fallbacks = k.runtime_fallbacks.load(std::memory_order_relaxed);
+  return o;
 }
+
+// ---------------------------------------------------------------------------
+// Launching.
 
 [[noreturn]] QD_FUNC void throw_launch_error(const kernel_state& k, std::size_t param, std::string_view what) {
   throw user_error(fmt::format("kernel '{}', {}: {}", k.name, param_label(k, param), what));
@@ -214,6 +524,45 @@ QD_FUNC std::uint64_t mix_stream(std::uint64_t seed, std::uint64_t launch, std::
   return mix(seed ^ mix(launch * 0x9e3779b97f4a7c15ull ^ mix(salt + 1)));
 }
 
+// Whether the buffers of the two parameters are provably disjoint address ranges.
+QD_FUNC bool disjoint(const launch_arg& a, const launch_arg& b) {
+  if (!a.extent_known || !b.extent_known) return false;
+  auto a0 = reinterpret_cast<std::uintptr_t>(a.data), b0 = reinterpret_cast<std::uintptr_t>(b.data);
+  return a.bytes == 0 || b.bytes == 0 || a0 + a.bytes <= b0 || b0 + b.bytes <= a0;
+}
+
+QD_FUNC void run_variant(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
+                         const launch_arg* args) {
+  std::uint64_t launch_no = p.next_launch();
+  backend::array_abi arrays[max_kernel_params];
+  std::uint64_t scalars[max_kernel_params];
+  std::int64_t error[5] = {0, 0, 0, 0, 0};
+  for (const compiled_task& t : v.tasks) {
+    const std::size_t n = t.param_map.size();
+    for (std::size_t j = 0; j < n; ++j) {
+      const auto kp = static_cast<std::size_t>(t.param_map[j]);
+      const launch_arg& a = args[kp];
+      if (k.params[kp].is_array) {
+        arrays[j].data = a.data;
+        arrays[j].grad = a.grad;
+        for (int d = 0; d < 4; ++d) arrays[j].shape[d] = a.shape[d];
+      } else {
+        scalars[j] = a.scalar_bits;
+      }
+    }
+    backend::launch_context ctx{arrays, scalars, n, static_cast<unsigned char*>(v.temps),
+                                mix_stream(p.config().random_seed, launch_no, t.rng_salt), error};
+    v.device->launch(t.entry, t.parallel, ctx);
+    if (c.bounds_checks && error[0] != 0) {
+      std::size_t param = static_cast<std::size_t>(t.param_map[static_cast<std::size_t>(error[1])]);
+      throw_launch_error(k, param,
+                         fmt::format("index {} is out of range for dimension {} (extent {}); out-of-range accesses "
+                                     "were skipped (check_out_of_bound is on)",
+                                     error[3], error[2], error[4]));
+    }
+  }
+}
+
 QD_FUNC void launch(kernel_state& k, const launch_arg* args, std::size_t count) {
   program* p = active_program.load(std::memory_order_acquire);
   if (p == nullptr) current_program(fmt::format("kernel '{}'", k.name));  // throws the not-initialized error
@@ -223,7 +572,7 @@ QD_FUNC void launch(kernel_state& k, const launch_arg* args, std::size_t count) 
   for (std::size_t i = 0; i < count; ++i) {
     const ir::param_desc& d = k.params[i];
     if (!d.is_array) continue;
-    if (args[i].program_id != p->id())
+    if (args[i].program_id != p->id() && args[i].program_id != external_program_id)
       throw_launch_error(k, i,
                          args[i].program_id == 0
                              ? "the qd::ndarray passed was moved from"
@@ -232,33 +581,23 @@ QD_FUNC void launch(kernel_state& k, const launch_arg* args, std::size_t count) 
     if (d.needs_grad && args[i].grad == nullptr)
       throw_launch_error(k, i, "the parameter needs a gradient buffer; construct the qd::ndarray with qd::needs_grad");
   }
-  std::uint64_t launch_no = p->next_launch();
-  backend::array_abi arrays[max_kernel_params];
-  std::uint64_t scalars[max_kernel_params];
-  std::int64_t error[5] = {0, 0, 0, 0, 0};
-  for (const compiled_task& t : c->tasks) {
-    const std::size_t n = t.param_map.size();
-    for (std::size_t j = 0; j < n; ++j) {
-      const launch_arg& a = args[static_cast<std::size_t>(t.param_map[j])];
-      if (k.params[static_cast<std::size_t>(t.param_map[j])].is_array) {
-        arrays[j].data = a.data;
-        arrays[j].grad = a.grad;
-        for (int d = 0; d < 4; ++d) arrays[j].shape[d] = a.shape[d];
-      } else {
-        scalars[j] = a.scalar_bits;
-      }
-    }
-    backend::launch_context ctx{arrays, scalars, n, static_cast<unsigned char*>(c->temps),
-                                mix_stream(p->config().random_seed, launch_no, t.rng_salt), error};
-    c->device->launch(t.entry, t.parallel, ctx);
-    if (c->bounds_checks && error[0] != 0) {
-      std::size_t param = static_cast<std::size_t>(t.param_map[static_cast<std::size_t>(error[1])]);
-      throw_launch_error(k, param,
-                         fmt::format("index {} is out of range for dimension {} (extent {}); out-of-range accesses "
-                                     "were skipped (check_out_of_bound is on)",
-                                     error[3], error[2], error[4]));
+  const variant* v = &c->primary;
+  if (c->split) {
+    for (const auto& pair : c->pairs) {
+      const launch_arg& a = args[static_cast<std::size_t>(pair.a)];
+      const launch_arg& b = args[static_cast<std::size_t>(pair.b)];
+      if (disjoint(a, b)) continue;
+      k.runtime_fallbacks.fetch_add(1, std::memory_order_relaxed);
+      if (!k.fallback_warned.exchange(true))
+        log_fmt(log_level::warn, "[PER_OFFLOAD][FALLBACK] kernel '{}': parameters '{}' and '{}' {}; using the "
+                "whole-kernel variant",
+                k.name, param_name(k, static_cast<std::size_t>(pair.a)), param_name(k, static_cast<std::size_t>(pair.b)),
+                a.extent_known && b.extent_known ? "share a buffer" : "may share a buffer (an external array's extent is unknown)");
+      v = &whole_variant(k, *p, *c);
+      break;
     }
   }
+  run_variant(k, *p, *c, *v, args);
 }
 
 }  // namespace qd::detail

@@ -37,7 +37,11 @@ struct launch_arg {
   std::uint64_t scalar_bits = 0;  // a scalar's value, little-endian in the low bytes
   std::uint64_t program_id = 0;   // the program that owns the array
   std::uint64_t bytes = 0;        // the array's extent in bytes (for overlap checks)
+  bool extent_known = true;       // false for qd::external_array: no overlap can be ruled out
 };
+
+// The program_id of qd::external_array arguments: memory the caller owns.
+inline constexpr std::uint64_t external_program_id = ~std::uint64_t{0};
 
 using trace_function = std::function<void(tracer&)>;
 

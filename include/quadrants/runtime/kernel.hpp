@@ -20,6 +20,8 @@ namespace detail {
 
 template <class A> struct is_qd_ndarray : std::false_type {};
 template <class T, int N> struct is_qd_ndarray<ndarray<T, N>> : std::true_type {};
+template <class A> struct is_external_array : std::false_type {};
+template <class T, int N> struct is_external_array<external_array<T, N>> : std::true_type {};
 
 // Packs argument `a` for kernel parameter type P, rejecting mismatches at compile time.
 template <class P, class A>
@@ -27,9 +29,20 @@ launch_arg pack_argument(const A& a) {
   launch_arg out;
   if constexpr (param_traits<P>::is_array) {
     using elem = typename P::value_type;
-    static_assert(is_qd_ndarray<A>::value,
+    static_assert(is_qd_ndarray<A>::value || is_external_array<A>::value,
                   "kernel argument mismatch: this parameter is a qd::types::ndarray; pass a qd::ndarray");
-    if constexpr (is_qd_ndarray<A>::value) {
+    if constexpr (is_external_array<A>::value) {
+      static_assert(std::is_same_v<typename A::value_type, elem>,
+                    "kernel argument mismatch: the qd::external_array's element type differs from the parameter's");
+      static_assert(A::ndim == P::ndim,
+                    "kernel argument mismatch: the qd::external_array's number of dimensions differs from the "
+                    "parameter's");
+      out.data = a.data();
+      out.grad = a.grad_data();
+      out.program_id = external_program_id;
+      out.extent_known = false;
+      for (int d = 0; d < A::ndim; ++d) out.shape[d] = a.shape(d);
+    } else if constexpr (is_qd_ndarray<A>::value) {
       static_assert(std::is_same_v<typename A::value_type, elem>,
                     "kernel argument mismatch: the qd::ndarray's element type differs from the parameter's");
       static_assert(A::ndim == P::ndim,

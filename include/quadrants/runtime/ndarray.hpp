@@ -119,6 +119,29 @@ namespace detail {
 [[noreturn]] QD_FUNC void throw_missing_grad();
 }
 
+// A raw buffer the caller owns, passed where a qd::ndarray<T, N> is expected
+// (memory of the current arch: host memory on cpu). Its extent is not known to
+// Quadrants, so a split kernel that needs two parameters to be disjoint runs its
+// whole-kernel variant for a call that passes one.
+template <element_type T, int N>
+class external_array {
+  static_assert(N >= 0 && N <= 4, "qd::external_array supports 0 to 4 dimensions");
+
+ public:
+  using value_type = T;
+  static constexpr int ndim = N;
+  external_array(T* data, const std::array<std::int64_t, N>& shape, T* grad = nullptr)
+      : data_(data), grad_(grad), shape_(shape) {}
+  T* data() const { return data_; }
+  T* grad_data() const { return grad_; }
+  std::int64_t shape(int d) const { return shape_.at(static_cast<std::size_t>(d)); }
+
+ private:
+  T* data_;
+  T* grad_;
+  std::array<std::int64_t, N> shape_;
+};
+
 template <element_type T, int N>
 ndarray<T, N>& ndarray<T, N>::missing_grad() {
   detail::throw_missing_grad();

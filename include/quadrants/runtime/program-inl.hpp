@@ -2,6 +2,7 @@
 #pragma once
 
 #include "quadrants/backend/cpu/device.hpp"
+#include "quadrants/cache/store.hpp"
 #include "quadrants/base/error.hpp"
 #include "quadrants/detail/format.hpp"
 #include "quadrants/runtime/program.hpp"
@@ -40,19 +41,40 @@ QD_FUNC std::shared_ptr<backend::device> make_device(settings& s) {
 
 QD_FUNC program::program(settings s, std::uint64_t id) : settings_(std::move(s)), id_(id) {
   device_ = make_device(settings_);
+  if (settings_.offline_cache) {
+    cache::store_options options;
+    options.root = settings_.offline_cache_file_path;
+    options.max_size = settings_.offline_cache_max_size;
+    store_ = std::make_unique<cache::store>(std::move(options));
+  }
 }
 
 QD_FUNC program::~program() = default;
 
-QD_FUNC std::shared_ptr<backend::loaded_module> program::find_module(const std::string& key) {
+QD_FUNC const cache::key_builder& program::environment() {
+  std::call_once(environment_once_, [&] {
+    auto b = std::make_unique<cache::key_builder>();
+    b->add(std::uint64_t{cache::format_version})
+        .add(QD_VERSION_STRING)
+        .add(device_->name())
+        .add(device_->target())
+        .add(device_->code_options())
+        .add(settings_.check_out_of_bound ? "check_out_of_bound" : "unchecked")
+        .add(device_->compiler_identity());
+    environment_ = std::move(b);
+  });
+  return *environment_;
+}
+
+QD_FUNC std::shared_ptr<backend::loaded_module> program::find_module(const cache::key& k) {
   std::lock_guard lock(modules_mutex_);
-  auto it = modules_.find(key);
+  auto it = modules_.find(k);
   return it == modules_.end() ? nullptr : it->second;
 }
 
-QD_FUNC void program::remember_module(const std::string& key, std::shared_ptr<backend::loaded_module> m) {
+QD_FUNC void program::remember_module(const cache::key& k, std::shared_ptr<backend::loaded_module> m) {
   std::lock_guard lock(modules_mutex_);
-  modules_.emplace(key, std::move(m));
+  modules_.emplace(k, std::move(m));
 }
 
 QD_FUNC program& current_program(std::string_view what) {

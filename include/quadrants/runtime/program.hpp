@@ -10,7 +10,13 @@
 #include <unordered_map>
 
 #include "quadrants/backend/device.hpp"
+#include "quadrants/cache/key.hpp"
+#include "quadrants/cache/records.hpp"
 #include "quadrants/runtime/config.hpp"
+
+namespace qd::cache {
+class store;
+}
 
 namespace qd::detail {
 
@@ -25,18 +31,31 @@ class program {
   const std::shared_ptr<backend::device>& device_ptr() const { return device_; }
   std::uint64_t next_launch() { return launches_.fetch_add(1, std::memory_order_relaxed); }
 
-  // Modules compiled in this process, by cache key: a kernel compiled twice
-  // (or by two kernel objects) is compiled once.
-  QD_FUNC std::shared_ptr<backend::loaded_module> find_module(const std::string& key);
-  QD_FUNC void remember_module(const std::string& key, std::shared_ptr<backend::loaded_module> m);
+  // The on-disk cache, or null when offline_cache is off.
+  cache::store* store() const { return store_.get(); }
+  // A key builder holding every field of the environment compiled code depends
+  // on (format and library versions, backend, target, options, compiler).
+  QD_FUNC const cache::key_builder& environment();
+
+  // What this process has compiled or loaded, by key: a module or offload is
+  // loaded once however many kernels use it. Thread-safe.
+  QD_FUNC std::shared_ptr<backend::loaded_module> find_module(const cache::key& k);
+  QD_FUNC void remember_module(const cache::key& k, std::shared_ptr<backend::loaded_module> m);
+
+  // Counts for qd::cache_statistics().
+  std::atomic<std::uint64_t> memory_hits{0};
+  std::atomic<std::uint64_t> compiles{0};
 
  private:
   settings settings_;
   std::uint64_t id_;
   std::shared_ptr<backend::device> device_;
+  std::unique_ptr<cache::store> store_;
   std::atomic<std::uint64_t> launches_{0};
+  std::once_flag environment_once_;
+  std::unique_ptr<cache::key_builder> environment_;
   std::mutex modules_mutex_;
-  std::unordered_map<std::string, std::shared_ptr<backend::loaded_module>> modules_;
+  std::unordered_map<cache::key, std::shared_ptr<backend::loaded_module>, cache::key_hash> modules_;
 };
 
 // The program of the last qd::init, or null. Read without a lock on every launch.

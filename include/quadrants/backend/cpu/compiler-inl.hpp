@@ -114,6 +114,40 @@ QD_FUNC const compiler_identity& host_compiler() {
   return identity;
 }
 
+QD_FUNC std::string compiler_fingerprint() {
+  static const std::string fingerprint = [] {
+    const char* env = std::getenv("QD_CXX");
+    std::istringstream words(env && *env ? env : "c++");
+    std::vector<std::string> command;
+    for (std::string w; words >> w;) command.push_back(w);
+    std::string out;
+    for (const auto& w : command) out += w + ' ';
+    // Resolve the program as posix_spawnp would: a path, or the first match on PATH.
+    std::string exe = command.empty() ? std::string() : command[0];
+    if (exe.find('/') == std::string::npos) {
+      const char* path = std::getenv("PATH");
+      std::istringstream dirs(path ? path : "/usr/bin:/bin");
+      for (std::string dir; std::getline(dirs, dir, ':');) {
+        std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + exe;
+        if (::access(candidate.c_str(), X_OK) == 0) {
+          exe = candidate;
+          break;
+        }
+      }
+    }
+    std::error_code ec;
+    auto real = std::filesystem::canonical(exe, ec);
+    struct stat st {};
+    if (!ec && ::stat(real.c_str(), &st) == 0)
+      out += fmt::format("| {} {} {}.{}", real.string(), static_cast<long long>(st.st_size),
+                         static_cast<long long>(st.st_mtim.tv_sec), static_cast<long long>(st.st_mtim.tv_nsec));
+    else
+      out += "| unresolved";
+    return out;
+  }();
+  return fingerprint;
+}
+
 QD_FUNC std::vector<std::string> compile_flags(const compile_options& options) {
   std::vector<std::string> flags = {"-std=c++17", fmt::format("-O{}", std::clamp(options.opt_level, 0, 3)),
                                     "-fPIC", "-shared", "-fvisibility=hidden", "-fno-exceptions", "-fno-rtti",

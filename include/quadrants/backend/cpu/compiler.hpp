@@ -25,6 +25,10 @@ struct compiler_identity {
 };
 QD_FUNC const compiler_identity& host_compiler();
 
+// Identifies the compiler for cache keys without running it: the command, and the
+// resolved executable's path, size and modification time (an upgrade changes them).
+QD_FUNC std::string compiler_fingerprint();
+
 // Code-affecting flags, part of every cache key.
 QD_FUNC std::vector<std::string> compile_flags(const compile_options& options);
 

@@ -56,12 +56,7 @@ class cpu_device final : public device {
     return "unknown-cpu";
 #endif
   }
-  std::string compiler_identity() const override {
-    const auto& id = host_compiler();
-    std::string s;
-    for (const auto& w : id.command) s += w + " ";
-    return s + "| " + id.version;
-  }
+  std::string compiler_identity() const override { return compiler_fingerprint(); }
   std::string code_options() const override {
     std::string s;
     for (const auto& f : compile_flags(options_.compile)) s += f + " ";

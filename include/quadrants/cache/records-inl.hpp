@@ -1,0 +1,135 @@
+// Implementation of cache/records.hpp: a tag, then varint-framed fields.
+#pragma once
+
+#include <cstring>
+
+#include "quadrants/cache/records.hpp"
+
+namespace qd::cache {
+namespace detail {
+
+class record_writer {
+ public:
+  explicit record_writer(char tag) { bytes_.push_back(static_cast<std::byte>(tag)); }
+  void u64(std::uint64_t v) {
+    while (v >= 0x80) {
+      bytes_.push_back(static_cast<std::byte>((v & 0x7f) | 0x80));
+      v >>= 7;
+    }
+    bytes_.push_back(static_cast<std::byte>(v));
+  }
+  void text(const std::string& s) {
+    u64(s.size());
+    for (char c : s) bytes_.push_back(static_cast<std::byte>(c));
+  }
+  void k(const key& x) {
+    u64(x.lo);
+    u64(x.hi);
+  }
+  void task(const task_record& t) {
+    text(t.entry);
+    u64((t.parallel ? 1u : 0u) | (t.has_print ? 2u : 0u));
+  }
+  std::vector<std::byte> take() { return std::move(bytes_); }
+
+ private:
+  std::vector<std::byte> bytes_;
+};
+
+class record_reader {
+ public:
+  record_reader(std::span<const std::byte> bytes, char tag) : bytes_(bytes) {
+    ok_ = !bytes_.empty() && bytes_[0] == static_cast<std::byte>(tag);
+    pos_ = 1;
+  }
+  bool ok() const { return ok_; }
+  bool at_end() const { return pos_ == bytes_.size(); }
+  std::uint64_t u64() {
+    std::uint64_t v = 0;
+    for (int shift = 0; ok_; shift += 7) {
+      if (pos_ >= bytes_.size() || shift > 63) {
+        ok_ = false;
+        break;
+      }
+      auto b = static_cast<std::uint8_t>(bytes_[pos_++]);
+      v |= static_cast<std::uint64_t>(b & 0x7f) << shift;
+      if ((b & 0x80) == 0) break;
+    }
+    return ok_ ? v : 0;
+  }
+  std::string text() {
+    std::uint64_t n = u64();
+    if (!ok_ || n > bytes_.size() - pos_) {
+      ok_ = false;
+      return {};
+    }
+    std::string s(n, '\0');
+    std::memcpy(s.data(), bytes_.data() + pos_, n);
+    pos_ += n;
+    return s;
+  }
+  key k() {
+    key x;
+    x.lo = u64();
+    x.hi = u64();
+    return x;
+  }
+  task_record task() {
+    task_record t;
+    t.entry = text();
+    std::uint64_t flags = u64();
+    if (flags > 3 || t.entry.empty()) ok_ = false;
+    t.parallel = flags & 1;
+    t.has_print = flags & 2;
+    return t;
+  }
+
+ private:
+  std::span<const std::byte> bytes_;
+  std::size_t pos_ = 0;
+  bool ok_ = false;
+};
+
+}  // namespace detail
+
+QD_FUNC std::vector<std::byte> encode(const kernel_record& r) {
+  detail::record_writer w('K');
+  w.k(r.module);
+  w.u64(r.constructs);
+  w.u64(r.needs_temporaries ? 1 : 0);
+  w.u64(r.tasks.size());
+  for (const auto& t : r.tasks) w.task(t);
+  return w.take();
+}
+
+QD_FUNC std::vector<std::byte> encode(const offload_record& r) {
+  detail::record_writer w('O');
+  w.k(r.module);
+  w.task(r.task);
+  return w.take();
+}
+
+QD_FUNC std::optional<kernel_record> decode_kernel_record(std::span<const std::byte> bytes) {
+  detail::record_reader in(bytes, 'K');
+  kernel_record r;
+  r.module = in.k();
+  r.constructs = static_cast<std::uint32_t>(in.u64());
+  std::uint64_t temps = in.u64();
+  std::uint64_t n = in.u64();
+  if (!in.ok() || temps > 1 || n > bytes.size()) return std::nullopt;
+  r.needs_temporaries = temps == 1;
+  for (std::uint64_t t = 0; t < n && in.ok(); ++t) r.tasks.push_back(in.task());
+  if (!in.ok() || !in.at_end()) return std::nullopt;
+  return r;
+}
+
+QD_FUNC std::optional<offload_record> decode_offload_record(std::span<const std::byte> bytes) {
+  detail::record_reader in(bytes, 'O');
+  offload_record r;
+  r.module = in.k();
+  r.task = in.task();
+  if (!in.ok() || !in.at_end()) return std::nullopt;
+  return r;
+}
+
+}  // namespace qd::cache

@@ -1,0 +1,47 @@
+// What the cache stores besides code: the launch metadata of a whole kernel
+// and of one offload (entry names, task kinds, effects), as validated bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "quadrants/base/api.hpp"
+#include "quadrants/cache/key.hpp"
+
+namespace qd::cache {
+
+struct task_record {
+  std::string entry;      // the module's entry point
+  bool parallel = false;
+  bool has_print = false;
+};
+
+// A whole kernel: its module and one task per serial run or loop, in order.
+struct kernel_record {
+  key module;
+  std::uint32_t constructs = 0;
+  bool needs_temporaries = false;
+  std::vector<task_record> tasks;
+};
+
+// One construct compiled on its own; identical constructs share it.
+struct offload_record {
+  key module;
+  task_record task;
+};
+
+QD_FUNC std::vector<std::byte> encode(const kernel_record& r);
+QD_FUNC std::vector<std::byte> encode(const offload_record& r);
+// Malformed bytes give nullopt, never a partial record.
+QD_FUNC std::optional<kernel_record> decode_kernel_record(std::span<const std::byte> bytes);
+QD_FUNC std::optional<offload_record> decode_offload_record(std::span<const std::byte> bytes);
+
+}  // namespace qd::cache
+
+#ifdef QD_HEADER_ONLY
+#include "quadrants/cache/records-inl.hpp"
+#endif
