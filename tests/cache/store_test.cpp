@@ -580,6 +580,23 @@ TEST_CASE("scans remove stale temporary files and unheld lock files, and nothing
   CHECK_FALSE(exists(released_path));
 }
 
+TEST_CASE("cleaning a directory that is not a cache removes nothing of its own") {
+  temp_dir dir;
+  std::vector<std::string> foreign = {dir / ".profile.tmp", dir / ".x.1.tmp", dir / "notes.qdc",
+                                      dir / "kernel/ab/.notakey.1.tmp", dir / "kernel/ab/readme",
+                                      dir / "kernel/ab/abcdef.qdc", dir / "locks/mine.lock"};
+  std::filesystem::create_directories(dir / "kernel/ab");
+  std::filesystem::create_directories(dir / "locks");
+  for (const std::string& f : foreign) {
+    write_file(f, bytes(10));
+    set_mtime(f, now() - 86400);
+  }
+  clean_result r = evict_to_size(dir.path, 0);
+  CHECK(r.removed_entries == 0);
+  CHECK(r.removed_temporaries == 0);
+  for (const std::string& f : foreign) CHECK_MESSAGE(exists(f), f);
+}
+
 TEST_CASE("a compile lock excludes a second holder until released, and times out") {
   temp_dir dir;
   store s({.root = dir.path});

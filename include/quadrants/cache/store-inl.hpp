@@ -123,8 +123,11 @@ QD_FUNC std::string temp_name(const std::string& dir, std::string_view stem) {
   return fmt::format("{}/.{}.{}.{}.tmp", dir, stem, ::getpid(), counter.fetch_add(1, std::memory_order_relaxed));
 }
 
-QD_FUNC bool is_temp_name(std::string_view name) {
-  return name.size() > 5 && name.front() == '.' && name.ends_with(".tmp");
+// Names that temp_name() makes, and nothing else: a mistaken root must not lose files.
+QD_FUNC bool is_temp_name(std::string_view name, std::string_view stem) {
+  if (name.size() < 6 || name[0] != '.' || !name.ends_with(".tmp")) return false;
+  std::string_view got = name.substr(1, name.find('.', 1) - 1);
+  return stem.empty() ? key::from_hex(got).has_value() : got == stem;
 }
 
 // "<32 hex>.qdc" inside the fan-out directory named by its first two digits.
@@ -175,13 +178,13 @@ struct found_entry {
 QD_FUNC std::vector<found_entry> walk_entries(const std::string& root, bool sweep, std::uint64_t* swept) {
   std::vector<found_entry> entries;
   std::int64_t now = unix_now();
-  auto sweep_temp = [&](const std::string& dir, const dir_item& item) {
-    if (sweep && is_temp_name(item.name) && S_ISREG(item.st.st_mode) && is_stale(item.st, now) &&
+  auto sweep_temp = [&](const std::string& dir, const dir_item& item, std::string_view stem) {
+    if (sweep && S_ISREG(item.st.st_mode) && is_temp_name(item.name, stem) && is_stale(item.st, now) &&
         ::unlink((dir + '/' + item.name).c_str()) == 0 && swept)
       ++*swept;
   };
   if (sweep)
-    for (const dir_item& item : read_directory(root)) sweep_temp(root, item);
+    for (const dir_item& item : read_directory(root)) sweep_temp(root, item, "scan-stamp");
   for (entry_kind kind : all_entry_kinds) {
     std::string kind_dir = root + '/' + std::string(name(kind));
     for (const dir_item& sub : read_directory(kind_dir)) {
@@ -193,7 +196,7 @@ QD_FUNC std::vector<found_entry> walk_entries(const std::string& root, bool swee
           entries.push_back({{dir + '/' + item.name, kind, *k, size, static_cast<std::int64_t>(item.st.st_mtime)},
                              mtime_ns(item.st)});
         } else {
-          sweep_temp(dir, item);
+          sweep_temp(dir, item, "");  // an entry's temporary file: .<32 hex>.<pid>.<n>.tmp
         }
       }
     }
@@ -207,7 +210,9 @@ QD_FUNC void sweep_locks(const std::string& root) {
   std::string dir = root + "/locks";
   std::int64_t now = unix_now();
   for (const dir_item& item : read_directory(dir)) {
-    if (!S_ISREG(item.st.st_mode) || !item.name.ends_with(".lock") || !is_stale(item.st, now)) continue;
+    if (!S_ISREG(item.st.st_mode) || item.name.size() != 37 || !item.name.ends_with(".lock") ||
+        !key::from_hex(std::string_view(item.name).substr(0, 32)) || !is_stale(item.st, now))
+      continue;
     std::string path = dir + '/' + item.name;
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) continue;
