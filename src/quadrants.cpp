@@ -14,3 +14,4 @@
 #include "quadrants/runtime/ndarray-inl.hpp"
 #include "quadrants/runtime/dispatch-inl.hpp"
 #include "quadrants/cache/records-inl.hpp"
+#include "quadrants/runtime/statistics-inl.hpp"

@@ -15,3 +15,4 @@
 #include "quadrants/runtime/config.hpp"
 #include "quadrants/runtime/kernel.hpp"
 #include "quadrants/runtime/ndarray.hpp"
+#include "quadrants/runtime/statistics.hpp"

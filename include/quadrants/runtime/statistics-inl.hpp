@@ -1,0 +1,29 @@
+// Implementation of runtime/statistics.hpp.
+#pragma once
+
+#include "quadrants/cache/store.hpp"
+#include "quadrants/runtime/program.hpp"
+#include "quadrants/runtime/statistics.hpp"
+
+namespace qd {
+
+QD_FUNC cache_statistics offline_cache_statistics() {
+  detail::program& p = detail::current_program("qd::offline_cache_statistics");
+  cache_statistics s;
+  if (cache::store* st = p.store()) {
+    cache::store_stats d = st->stats();
+    s.hits = d.hits;
+    s.misses = d.misses;
+    s.stores = d.stores;
+    s.evictions = d.evictions;
+    s.rejected = d.rejected;
+    s.bytes_read = d.bytes_read;
+    s.bytes_written = d.bytes_written;
+    s.disk_writable = st->writable();
+  }
+  s.memory_hits = p.memory_hits.load(std::memory_order_relaxed);
+  s.compiles = p.compiles.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace qd

@@ -1,0 +1,301 @@
+// Per-offload caching (SPEC §3-§5, issue 4): the seed's fallbacks, identical
+// results from both variants, the edit scenario across processes, identical
+// constructs shared, and the run-time aliasing fallback.
+#include <doctest/doctest.h>
+
+#include <quadrants/quadrants.hpp>
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "runtime/worker_support.hpp"
+
+namespace {
+
+struct log_capture {
+  std::mutex m;
+  std::vector<std::pair<qd::log_level, std::string>> lines;
+  log_capture() {
+    qd::set_log_sink([this](qd::log_level l, std::string_view s) {
+      std::lock_guard lock(m);
+      lines.emplace_back(l, std::string(s));
+    });
+  }
+  ~log_capture() { qd::set_log_sink({}); }
+  int count(qd::log_level level, const std::string& needle) {
+    std::lock_guard lock(m);
+    int n = 0;
+    for (const auto& [l, s] : lines) n += l == level && s.find(needle) != std::string::npos;
+    return n;
+  }
+};
+
+void init_split(const qd_test::temp_dir& cache, qd::per_offload_mode mode = qd::per_offload_mode::on) {
+  qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = cache.str(), .per_offload = mode,
+            .log_level = qd::log_level::debug});
+}
+
+std::vector<float> iota(int n, float scale) {
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<float>(i) * scale + 1.0f;
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("the seed's three kernels fall back with their reasons and compute what the whole kernel computes") {
+  qd_test::temp_dir cache("seed");
+  auto running_total = qd::kernel("running_total", {"x", "out"},
+      [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> out) {
+        qd::var<float> total = 0.0f;
+        qd::range_for(x.shape(0), [&](qd::i32 i) { total += x[i]; });
+        qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = total; });
+      });
+  auto stale_snapshot = qd::kernel("stale_snapshot", {"a", "out"},
+      [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> out) {
+        qd::f32 first = a[0];
+        qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = 0.0f; });
+        qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = first; });
+      });
+  auto stale_clamped = qd::kernel("stale_clamped", {"a", "out"},
+      [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> out) {
+        qd::f32 first = a.at(-5, qd::boundary::clamp);
+        qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = 0.0f; });
+        qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = first; });
+      });
+  auto grad_snapshot = qd::kernel("grad_snapshot", {"a", "b", "out"},
+      [](qd::types::ndarray<float, 1, qd::needs_grad> a, qd::types::ndarray<float, 1, qd::needs_grad> b,
+         qd::types::ndarray<float, 1> out) {
+        qd::f32 g = a.grad()[0];
+        qd::range_for(b.shape(0), [&](qd::i32 i) { b.grad()[i] = 0.0f; });
+        qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = g; });
+      });
+
+  struct expectation {
+    const char* name;
+    qd::fallback_reason reason;
+    std::string detail;
+  };
+  log_capture logs;
+  init_split(cache);
+  const int n = 16;
+  qd::ndarray<float, 1> x(n), out(n), a(n, qd::needs_grad), b(n, qd::needs_grad);
+  x.from_host(iota(n, 1.0f));
+  a.from_host(iota(n, 2.0f));
+  a.grad().from_host(iota(n, 3.0f));
+
+  running_total(x, out);
+  auto o = running_total.per_offload_cache_observations();
+  CHECK(o.frontend_constructs_total == -1);
+  CHECK(o.fallback == qd::fallback_reason::carried_value);
+  float sum = 0;
+  for (float v : iota(n, 1.0f)) sum += v;
+  CHECK(out.to_host()[5] == sum);
+  CHECK(logs.count(qd::log_level::debug, "[PER_OFFLOAD] kernel 'running_total' stays whole-kernel: carried_value") == 1);
+
+  stale_snapshot(a, out);
+  o = stale_snapshot.per_offload_cache_observations();
+  CHECK(o.frontend_constructs_total == -1);
+  CHECK(o.fallback == qd::fallback_reason::stale_reread);
+  CHECK(o.fallback_detail == "a[0] re-read by construct 2 after construct 1 writes a");
+  CHECK(out.to_host()[3] == 1.0f);  // the original a[0], not the overwritten 0
+  CHECK(logs.count(qd::log_level::debug, "kernel 'stale_snapshot' stays whole-kernel: stale_reread (a[0] re-read") == 1);
+
+  a.from_host(iota(n, 2.0f));
+  stale_clamped(a, out);
+  o = stale_clamped.per_offload_cache_observations();
+  CHECK(o.fallback == qd::fallback_reason::stale_reread);
+  CHECK(o.frontend_constructs_total == -1);
+  CHECK(out.to_host()[0] == 1.0f);
+
+  grad_snapshot(a, b, out);
+  o = grad_snapshot.per_offload_cache_observations();
+  CHECK(o.frontend_constructs_total == -1);
+  CHECK(o.fallback == qd::fallback_reason::aliasing_gradient);
+  CHECK(out.to_host()[7] == 1.0f);  // a.grad()[0]
+  CHECK(logs.count(qd::log_level::debug, "kernel 'grad_snapshot' stays whole-kernel: aliasing_gradient") == 1);
+  qd::reset();
+}
+
+TEST_CASE("a random draw or a volatile read that would be recomputed keeps the kernel whole") {
+  qd_test::temp_dir cache("side-effect");
+  init_split(cache);
+  auto k = qd::kernel("draw_then_use", [](qd::types::ndarray<float, 1> x) {
+    qd::f32 r = qd::random<float>();
+    qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = r; });
+  });
+  auto v = qd::kernel("volatile_then_use", [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y) {
+    qd::f32 r = qd::volatile_load(y[0]);
+    qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = r; });
+  });
+  qd::ndarray<float, 1> x(8), y(8);
+  k(x);
+  CHECK(k.per_offload_cache_observations().fallback == qd::fallback_reason::side_effect);
+  auto hx = x.to_host();
+  CHECK(hx[0] == hx[7]);  // one draw, shared by every iteration
+  v(x, y);
+  CHECK(v.per_offload_cache_observations().fallback == qd::fallback_reason::side_effect);
+  qd::reset();
+}
+
+TEST_CASE("a gradient kernel and a debug dump keep kernels whole") {
+  qd_test::temp_dir cache("policy");
+  qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = cache.str(), .per_offload = qd::per_offload_mode::on,
+            .debug_dump_path = (cache.path() / "dump").string(), .print_ir = true});
+  auto k = qd::kernel("two_loops", [](qd::types::ndarray<float, 1> x) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = 1.0f; });
+    qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] + 1.0f; });
+  });
+  qd::ndarray<float, 1> x(4);
+  k(x);
+  CHECK(k.per_offload_cache_observations().fallback == qd::fallback_reason::diagnostic);
+  CHECK(std::filesystem::exists(cache.path() / "dump" / "two_loops.ir.txt"));
+  CHECK(x.to_host()[2] == 2.0f);
+  qd::reset();
+}
+
+TEST_CASE("the policy: whole on the CPU by default, with per_offload off, and with the offline cache off") {
+  qd_test::temp_dir cache("default");
+  auto k = qd::kernel("two_loops", [](qd::types::ndarray<float, 1> x) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = 1.0f; });
+    qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] + 1.0f; });
+  });
+  for (auto [mode, offline, reason] :
+       {std::tuple{qd::per_offload_mode::automatic, true, qd::fallback_reason::policy_backend},
+        std::tuple{qd::per_offload_mode::off, true, qd::fallback_reason::policy_per_offload_off},
+        std::tuple{qd::per_offload_mode::on, false, qd::fallback_reason::policy_offline_cache_off},
+        std::tuple{qd::per_offload_mode::on, true, qd::fallback_reason::none}}) {
+    qd::init({.arch = qd::arch::cpu, .offline_cache = offline, .offline_cache_file_path = cache.str(),
+              .per_offload = mode});
+    qd::ndarray<float, 1> x(4);
+    k(x);
+    auto o = k.per_offload_cache_observations();
+    CHECK(o.fallback == reason);
+    CHECK(o.frontend_constructs_total == (reason == qd::fallback_reason::none ? 2 : -1));
+    CHECK(x.to_host()[3] == 2.0f);
+  }
+  qd::reset();
+}
+
+TEST_CASE("multi-construct kernels give bitwise-identical results in both variants") {
+  qd_test::temp_dir cache("identical");
+  auto k = qd::kernel("many_values", {"x", "y", "z", "w", "s"},
+      [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y, qd::types::ndarray<std::int32_t, 2> z,
+         qd::types::ndarray<std::int32_t, 1> w, qd::f32 s) {
+        qd::i32 n = x.shape(0);
+        qd::f32 head = x[0] * s;             // read once; nothing overwrites x
+        qd::i32 bound = w[1] % n + 1;        // a loop bound loaded from an array nothing overwrites
+        qd::range_for(n, [&](qd::i32 i) { y[i] = qd::sin(x[i]) * head + qd::sqrt(qd::abs(x[i])); });
+        qd::range_for(qd::ndrange(z.shape(0), z.shape(1)), [&](qd::i32 i, qd::i32 j) {
+          qd::var<std::int32_t> acc = 0;
+          qd::range_for(j + 1, [&](qd::i32 k2) { acc += k2 * i; });
+          qd::if_(acc > 10, [&] { z(i, j) = acc; }).else_([&] { z(i, j) = -acc; });
+        });
+        y[0] = head + qd::cast<float>(bound);  // a serial construct
+        qd::range_for(bound, [&](qd::i32 i) { y[i + 1] = y[i + 1] * 0.5f + qd::random<float>(); });
+      });
+  std::vector<float> y_results[2];
+  std::vector<std::int32_t> z_results[2];
+  for (int variant = 0; variant < 2; ++variant) {
+    qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = cache.str(),
+              .per_offload = variant ? qd::per_offload_mode::on : qd::per_offload_mode::off, .random_seed = 7});
+    qd::ndarray<float, 1> x(100), y(100);
+    qd::ndarray<std::int32_t, 2> z({6, 9});
+    qd::ndarray<std::int32_t, 1> w(3);
+    x.from_host(iota(100, 0.37f));
+    w.from_host(std::vector<std::int32_t>{0, 41, 0});
+    k(x, y, z, w, 1.25f);
+    y_results[variant] = y.to_host();
+    z_results[variant] = z.to_host();
+    auto o = k.per_offload_cache_observations();
+    CHECK(o.fallback == (variant ? qd::fallback_reason::none : qd::fallback_reason::policy_per_offload_off));
+    if (variant) CHECK(o.frontend_constructs_total == 4);
+  }
+  CHECK(std::memcmp(y_results[0].data(), y_results[1].data(), y_results[0].size() * sizeof(float)) == 0);
+  CHECK(z_results[0] == z_results[1]);
+  CHECK(y_results[0][0] == (1.0f * 1.25f) + 42.0f);  // head + bound, bound = 41 % 100 + 1
+  qd::reset();
+}
+
+TEST_CASE("editing one of eight constructs recompiles only it, across processes") {
+  qd_test::temp_dir cache("edit");
+  std::vector<std::string> env = {"XDG_CACHE_HOME=" + cache.str(), "QD_PER_OFFLOAD=on", "QD_LOG_LEVEL=warn"};
+  auto base = qd_test::run_worker(env, "edit base");
+  CHECK(base.exit_code == 0);
+  CHECK(base.output.find("compiled=8 loaded=0 total=8 fallback=none") != std::string::npos);
+  auto edited = qd_test::run_worker(env, "edit edited");
+  CHECK(edited.exit_code == 0);
+  CHECK(edited.output.find("compiled=1 loaded=7 total=8 fallback=none") != std::string::npos);
+  // A different edit of the same construct, plus a new first parameter that only it uses:
+  // every other parameter's position shifts, and the other keys still hold.
+  auto shifted = qd_test::run_worker(env, "edit edited_with_parameter");
+  CHECK(shifted.exit_code == 0);
+  CHECK(shifted.output.find("compiled=1 loaded=7 total=8 fallback=none") != std::string::npos);
+  auto again = qd_test::run_worker(env, "edit base");
+  CHECK(again.exit_code == 0);
+  CHECK(again.output.find("compiled=0 loaded=8 total=8 fallback=none") != std::string::npos);
+  INFO(base.output, edited.output, shifted.output, again.output);
+}
+
+TEST_CASE("two kernels containing one identical construct compile it once") {
+  qd_test::temp_dir cache("shared-construct");
+  init_split(cache);
+  auto first = qd::kernel("first", [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = x[i] * 3.0f; });
+    qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = 1.0f; });
+  });
+  auto second = qd::kernel("second", [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b,
+                                        qd::types::ndarray<float, 1> c) {
+    qd::range_for(c.shape(0), [&](qd::i32 i) { c[i] = 2.0f; });   // not in `first`
+    qd::range_for(a.shape(0), [&](qd::i32 i) { b[i] = a[i] * 3.0f; });  // the same as first's construct 1
+  });
+  qd::ndarray<float, 1> x(8), y(8), z(8);
+  x.fill(2.0f);
+  first(x, y);
+  CHECK(first.per_offload_cache_observations().constructs_compiled == 2);
+  x.fill(2.0f);
+  second(x, y, z);
+  auto o = second.per_offload_cache_observations();
+  CHECK(o.constructs_compiled == 1);
+  CHECK(o.frontend_constructs_total == 2);
+  CHECK(y.to_host()[5] == 6.0f);
+  CHECK(z.to_host()[5] == 2.0f);
+  qd::reset();
+}
+
+TEST_CASE("one array bound to two parameters the split assumed disjoint runs the whole kernel, warning once") {
+  qd_test::temp_dir cache("alias");
+  log_capture logs;
+  init_split(cache);
+  auto k = qd::kernel("copy_after_snapshot", {"src", "dst"},
+      [](qd::types::ndarray<float, 1> src, qd::types::ndarray<float, 1> dst) {
+        qd::f32 first = src[0];
+        qd::range_for(dst.shape(0), [&](qd::i32 i) { dst[i] = 0.0f; });
+        qd::range_for(dst.shape(0), [&](qd::i32 i) { dst[i] = dst[i] + first; });
+      });
+  qd::ndarray<float, 1> a(8), b(8);
+  a.fill(3.0f);
+  k(a, b);
+  CHECK(k.per_offload_cache_observations().fallback == qd::fallback_reason::none);
+  CHECK(k.per_offload_cache_observations().runtime_fallbacks == 0);
+  CHECK(b.to_host()[4] == 3.0f);
+  CHECK(logs.count(qd::log_level::warn, "[PER_OFFLOAD][FALLBACK]") == 0);
+  for (int launch = 0; launch < 5; ++launch) {
+    a.fill(3.0f);
+    k(a, a);  // src and dst share a buffer: recomputing src[0] in construct 2 would read the zeroed value
+    CHECK(a.to_host()[4] == 3.0f);  // the whole kernel's answer: the snapshot taken before the zeroing
+  }
+  CHECK(k.per_offload_cache_observations().runtime_fallbacks == 5);
+  CHECK(logs.count(qd::log_level::warn,
+                   "[PER_OFFLOAD][FALLBACK] kernel 'copy_after_snapshot': parameters 'src' and 'dst' share a buffer; "
+                   "using the whole-kernel variant") == 1);
+  k(a, b);  // distinct again: the split
+  CHECK(k.per_offload_cache_observations().runtime_fallbacks == 5);
+  // An external array's extent is unknown: the check cannot rule out overlap.
+  std::vector<float> host(8, 4.0f);
+  k(qd::external_array<float, 1>(host.data(), {8}), b);
+  CHECK(k.per_offload_cache_observations().runtime_fallbacks == 6);
+  CHECK(b.to_host()[1] == 4.0f);
+  qd::reset();
+}
