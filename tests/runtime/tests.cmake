@@ -1,0 +1,3 @@
+# Runtime layer: the DSL's statements and expressions run on the CPU backend and
+# checked against plain C++, values crossing constructs, and run-time errors.
+qd_add_test(runtime statements)
