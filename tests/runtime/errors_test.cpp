@@ -1,0 +1,283 @@
+// Run-time errors (SPEC §9): each is a qd::user_error whose message names the
+// kernel, the parameter or construct, and what to do; none crashes.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "runtime/runtime_test_support.hpp"
+
+using doctest::Contains;
+using qd_test::init_cpu;
+
+TEST_CASE("launching or compiling a kernel before qd::init or after qd::reset is an error naming the kernel") {
+  auto k = qd::kernel("lonely", {"n"}, [](qd::i32 n) { qd::print("n is", n); });
+
+  SUBCASE("before qd::init") {
+    qd::reset();  // no program, as before the first qd::init
+    REQUIRE_FALSE(qd::is_initialized());
+    CHECK_THROWS_WITH_AS(k(3), Contains("kernel 'lonely'"), qd::user_error);
+    CHECK_THROWS_WITH_AS(k(3), Contains("call qd::init()"), qd::user_error);
+    CHECK_THROWS_WITH_AS(k.compile(), Contains("kernel 'lonely'"), qd::user_error);
+    CHECK_THROWS_WITH_AS((qd::ndarray<float, 1>(4)), Contains("creating a qd::ndarray"), qd::user_error);
+    CHECK_THROWS_WITH_AS(qd::current_settings(), Contains("not initialized"), qd::user_error);
+  }
+  SUBCASE("after qd::reset") {
+    init_cpu();
+    std::string printed = qd_test::capture_stdout([&] { k(3); });
+    CHECK(printed == "n is 3\n");
+    qd::reset();
+    CHECK_FALSE(qd::is_initialized());
+    CHECK_THROWS_WITH_AS(k(3), Contains("kernel 'lonely': Quadrants is not initialized"), qd::user_error);
+    init_cpu();  // a new program compiles the kernel again and runs it
+    printed = qd_test::capture_stdout([&] { k(4); });
+    CHECK(printed == "n is 4\n");
+  }
+}
+
+TEST_CASE("a qd::ndarray created before qd::reset cannot be used in the next program") {
+  init_cpu();
+  auto k = qd::kernel("stale_array_user", {"fresh", "old"},
+                      [](qd::types::ndarray<float, 1> fresh, qd::types::ndarray<float, 1> old) {
+                        qd::range_for(fresh.shape(0), [&](qd::i32 i) { fresh[i] = old[i]; });
+                      });
+  qd::ndarray<float, 1> old(4);
+  old.fill(1.0f);
+  init_cpu();  // a re-init ends the program the array belongs to
+  qd::ndarray<float, 1> fresh(4);
+  CHECK_THROWS_WITH_AS(k(fresh, old), Contains("kernel 'stale_array_user', parameter 'old' (#1"), qd::user_error);
+  CHECK_THROWS_WITH_AS(k(fresh, old), Contains("created before qd::reset()"), qd::user_error);
+  CHECK_THROWS_WITH_AS(old.to_host(), Contains("qd::ndarray::to_host"), qd::user_error);
+  CHECK_THROWS_WITH_AS(old.from_host(std::vector<float>(4, 0.0f)), Contains("created before qd::reset()"),
+                       qd::user_error);
+  CHECK_THROWS_WITH_AS(old.fill(2.0f), Contains("qd::ndarray::fill"), qd::user_error);
+  qd::reset();
+  CHECK_THROWS_WITH_AS(fresh.to_host(), Contains("created before qd::reset()"), qd::user_error);
+}
+
+TEST_CASE("from_host with the wrong number of elements and impossible shapes are errors") {
+  init_cpu();
+  qd::ndarray<float, 2> m({3, 4});
+  CHECK_THROWS_WITH_AS(m.from_host(std::vector<float>(11, 0.0f)), Contains("has 12 elements but 11 were given"),
+                       qd::user_error);
+  CHECK_THROWS_WITH_AS(m.from_host(std::vector<float>(13, 0.0f)), Contains("qd::ndarray::from_host"), qd::user_error);
+  CHECK(m.to_host() == std::vector<float>(12, 0.0f));  // nothing was written
+  CHECK_THROWS_WITH_AS((qd::ndarray<float, 2>({3, -1})), Contains("extent -1 of dimension 1"), qd::user_error);
+}
+
+TEST_CASE("gradients: a needs_grad parameter rejects an array without one; .grad() on such an array throws") {
+  init_cpu();
+  auto k = qd::kernel("wants_grad", {"x", "y"},
+                      [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1, qd::needs_grad> y) {
+                        qd::range_for(x.shape(0), [&](qd::i32 i) { y.grad()[i] = x[i]; });
+                      });
+  qd::ndarray<float, 1> x(4), plain(4), with_grad(4, qd::needs_grad);
+  CHECK_THROWS_WITH_AS(k(x, plain), Contains("kernel 'wants_grad', parameter 'y' (#1"), qd::user_error);
+  CHECK_THROWS_WITH_AS(k(x, plain), Contains("construct the qd::ndarray with qd::needs_grad"), qd::user_error);
+  CHECK_FALSE(plain.has_grad());
+  CHECK_THROWS_WITH_AS(plain.grad(), Contains("no gradient buffer"), qd::user_error);
+  x.fill(2.0f);
+  k(x, with_grad);
+  CHECK(with_grad.grad().to_host() == std::vector<float>(4, 2.0f));
+}
+
+TEST_CASE("out-of-bounds indexing under check_out_of_bound names the kernel, the parameter and the index") {
+  init_cpu({.check_out_of_bound = true});
+  auto k = qd::kernel("overrun", {"x", "m", "n"},
+                      [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 2> m, qd::i32 n) {
+                        qd::range_for(n, [&](qd::i32 i) { x[i] = i + 1; });
+                        qd::range_for(2, [&](qd::i32 i) { m(i, n) = 5; });
+                        qd::range_for(n + 3, [&](qd::i32 i) {
+                          x.at(i, qd::boundary::clamp) += 0;  // clamped: never out of bounds
+                        });
+                      });
+  qd::ndarray<std::int32_t, 1> x(10);
+  qd::ndarray<std::int32_t, 2> m({2, 3});
+  k(x, m, 2);  // in bounds: no error
+  CHECK(x.to_host()[1] == 2);
+
+  CHECK_THROWS_WITH_AS(k(x, m, 11), Contains("kernel 'overrun', parameter 'x' (#0"), qd::user_error);
+  CHECK_THROWS_WITH_AS(k(x, m, 11), Contains("index 10 is out of range for dimension 0 (extent 10)"), qd::user_error);
+  // The accesses in range were still made; the one out of range was skipped.
+  CHECK(x.to_host() == std::vector<std::int32_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
+
+  // Dimension 1 of the 2-d array: the first loop stays in range with n = 3.
+  CHECK_THROWS_WITH_AS(k(x, m, 3), Contains("kernel 'overrun', parameter 'm' (#1"), qd::user_error);
+  CHECK_THROWS_WITH_AS(k(x, m, 3), Contains("index 3 is out of range for dimension 1 (extent 3)"), qd::user_error);
+  CHECK(m.to_host() == std::vector<std::int32_t>{0, 0, 5, 0, 0, 5});  // only the first, in-range launch wrote
+
+  // Negative indices too; the kernel is usable again afterwards.
+  auto neg = qd::kernel("underrun", {"x"}, [](qd::types::ndarray<std::int32_t, 1> x) { x[x.shape(0) - 11] = 1; });
+  CHECK_THROWS_WITH_AS(neg(x), Contains("kernel 'underrun', parameter 'x' (#0"), qd::user_error);
+  CHECK_THROWS_WITH_AS(neg(x), Contains("index -1 is out of range"), qd::user_error);
+  k(x, m, 2);
+}
+
+TEST_CASE("misuse found while tracing is a qd::user_error naming the kernel") {
+  init_cpu();
+  qd::ndarray<float, 1> x(4);
+  qd::ndarray<float, 0> s;
+
+  SUBCASE("shape(d) with d out of range names the parameter") {
+    auto k = qd::kernel("bad_shape", {"x"}, [](qd::types::ndarray<float, 1> x) {
+      qd::range_for(x.shape(1), [&](qd::i32 i) { x[i] = 0.0f; });
+    });
+    CHECK_THROWS_WITH_AS(k(x), Contains("kernel 'bad_shape': shape(1) of parameter 'x' (#0"), qd::user_error);
+    CHECK_THROWS_WITH_AS(k(x), Contains("has 1 dimension"), qd::user_error);  // the same error again, no crash
+    auto k0 = qd::kernel("bad_shape_0d", {"s"}, [](qd::types::ndarray<float, 0> s) { s() = qd::cast<float>(s.shape(0)); });
+    CHECK_THROWS_WITH_AS(k0(s), Contains("kernel 'bad_shape_0d': shape(0) of parameter 's'"), qd::user_error);
+  }
+  SUBCASE(".else_ not directly after its if_") {
+    auto later = qd::kernel("late_else", {"x"}, [](qd::types::ndarray<float, 1> x) {
+      auto branch = qd::if_(x[0] > 0, [&] { x[1] = 1.0f; });
+      x[2] = 2.0f;
+      branch.else_([&] { x[1] = -1.0f; });
+    });
+    CHECK_THROWS_WITH_AS(later(x), Contains("kernel 'late_else': .else_ must follow its qd::if_ directly"),
+                         qd::user_error);
+    auto twice = qd::kernel("double_else", {"x"}, [](qd::types::ndarray<float, 1> x) {
+      auto branch = qd::if_(x[0] > 0, [&] { x[1] = 1.0f; });
+      branch.else_([&] { x[1] = -1.0f; });
+      branch.else_([&] { x[1] = -2.0f; });
+    });
+    CHECK_THROWS_WITH_AS(twice(x), Contains("kernel 'double_else': .else_ must follow"), qd::user_error);
+    auto nested = qd::kernel("nested_else", {"x"}, [](qd::types::ndarray<float, 1> x) {
+      auto branch = qd::if_(x[0] > 0, [&] { x[1] = 1.0f; });
+      qd::if_(x[3] > 0, [&] { branch.else_([&] { x[1] = -1.0f; }); });
+    });
+    CHECK_THROWS_WITH_AS(nested(x), Contains("kernel 'nested_else': .else_ must follow"), qd::user_error);
+  }
+  SUBCASE("a non-boolean loop condition (qd::if_ rejects one at compile time)") {
+    auto k = qd::kernel("int_condition", {"x"}, [](qd::types::ndarray<float, 1> x) {
+      qd::var<std::int32_t> n = 3;
+      qd::while_([&] { return n; }, [&] { n -= 1; });
+      x[0] = qd::cast<float>(n);
+    });
+    CHECK_THROWS_WITH_AS(k(x), Contains("kernel 'int_condition': qd::while_ condition must return a boolean, got i32"),
+                         qd::user_error);
+  }
+  SUBCASE("a compound update other than += and -= of a top-level var inside a parallel loop") {
+    auto mul = qd::kernel("racy_product", {"x"}, [](qd::types::ndarray<float, 1> x) {
+      qd::var<float> p = 1.0f;
+      qd::range_for(x.shape(0), [&](qd::i32 i) { p *= x[i]; });
+      x[0] = p;
+    });
+    CHECK_THROWS_WITH_AS(mul(x), Contains("kernel 'racy_product': '*=' on a top-level qd::var inside a parallel"),
+                         qd::user_error);
+    auto div = qd::kernel("racy_quotient", {"x"}, [](qd::types::ndarray<float, 1> x) {
+      qd::var<float> p = 1.0f;
+      qd::range_for(x.shape(0), [&](qd::i32 i) { p /= x[i]; });
+      x[0] = p;
+    });
+    CHECK_THROWS_WITH_AS(div(x), Contains("'/='"), qd::user_error);
+    auto bits = qd::kernel("racy_bits", {"x"}, [](qd::types::ndarray<float, 1> x) {
+      qd::var<std::int32_t> b = 0;
+      qd::range_for(x.shape(0), [&](qd::i32 i) { qd::if_(x[i] > 0, [&] { b |= i; }); });  // nested: still racy
+      x[0] = qd::cast<float>(b);
+    });
+    CHECK_THROWS_WITH_AS(bits(x), Contains("kernel 'racy_bits': '|='"), qd::user_error);
+  }
+  SUBCASE("rebinding a traced handle inside a nested block") {
+    auto k = qd::kernel("rebind", {"x"}, [](qd::types::ndarray<float, 1> x) {
+      qd::f32 v = x[0];
+      qd::if_(v > 0, [&] { v = v * 2; });
+      x[1] = v;
+    });
+    CHECK_THROWS_WITH_AS(k(x), Contains("kernel 'rebind'"), qd::user_error);
+    CHECK_THROWS_WITH_AS(k(x), Contains("qd::var<T>"), qd::user_error);
+  }
+  SUBCASE("parameter names that do not match the parameters") {
+    auto k = qd::kernel("misnamed", {"only_one"}, [](qd::types::ndarray<float, 1> x, qd::f32 a) { x[0] = a; });
+    CHECK_THROWS_WITH_AS(k(x, 1.0f), Contains("kernel 'misnamed': 1 parameter names given for 2 parameters"),
+                         qd::user_error);
+  }
+  SUBCASE("an exception from the kernel body propagates and leaves no trace active") {
+    auto k = qd::kernel("throws", {"x"}, [](qd::types::ndarray<float, 1> x) {
+      x[0] = 1.0f;
+      throw std::runtime_error("user code failed while tracing");
+    });
+    CHECK_THROWS_WITH_AS(k(x), "user code failed while tracing", std::runtime_error);
+    CHECK_THROWS_WITH_AS(qd::var<float>(1.0f), Contains("outside a kernel body"), qd::user_error);
+  }
+}
+
+TEST_CASE("DSL operations outside a kernel body are errors") {
+  init_cpu();
+  CHECK_THROWS_WITH_AS(qd::var<std::int32_t>(0), Contains("Quadrants DSL operation used outside a kernel body"),
+                       qd::user_error);
+  CHECK_THROWS_WITH_AS(qd::range_for(3, [](qd::i32) {}), Contains("outside a kernel body"), qd::user_error);
+  CHECK_THROWS_WITH_AS(qd::print("hello"), Contains("outside a kernel body"), qd::user_error);
+  CHECK_THROWS_WITH_AS(qd::random<float>(), Contains("outside a kernel body"), qd::user_error);
+  CHECK_THROWS_WITH_AS(qd::i32(5), Contains("outside a kernel body"), qd::user_error);
+}
+
+TEST_CASE("invalid QD_* environment variables make qd::init fail, naming the variable") {
+  qd_test::init_cpu();
+  SUBCASE("QD_ARCH") {
+    qd_test::scoped_env env("QD_ARCH", "gpu-please");
+    CHECK_THROWS_WITH_AS(qd::init(), Contains("QD_ARCH='gpu-please' is not valid"), qd::user_error);
+    CHECK_THROWS_WITH_AS(qd::init(), Contains("cpu, cuda, amdgpu, metal, vulkan"), qd::user_error);
+    CHECK_FALSE(qd::is_initialized());  // the failed init did not leave a half-made program
+    // An explicit field wins over the variable, which is then not parsed.
+    qd_test::log_capture logs;
+    qd::init({.arch = qd::arch::cpu, .log_level = qd::log_level::info});
+    CHECK(qd::is_initialized());
+    bool mentioned = false;
+    for (const auto& line : logs.at(qd::log_level::info)) mentioned |= line.find("overrides QD_ARCH") != std::string::npos;
+    CHECK(mentioned);
+  }
+  SUBCASE("QD_LOG_LEVEL") {
+    qd_test::scoped_env env("QD_LOG_LEVEL", "chatty");
+    CHECK_THROWS_WITH_AS(qd::init({.arch = qd::arch::cpu}), Contains("QD_LOG_LEVEL='chatty' is not valid"),
+                         qd::user_error);
+    CHECK_FALSE(qd::is_initialized());
+  }
+  SUBCASE("QD_PER_OFFLOAD, QD_OFFLINE_CACHE and QD_OPT_LEVEL") {
+    {
+      qd_test::scoped_env env("QD_PER_OFFLOAD", "sometimes");
+      CHECK_THROWS_WITH_AS(qd_test::init_cpu(), Contains("QD_PER_OFFLOAD='sometimes'"), qd::user_error);
+    }
+    {
+      qd_test::scoped_env env("QD_OFFLINE_CACHE", "perhaps");
+      CHECK_THROWS_WITH_AS(qd_test::init_cpu(), Contains("QD_OFFLINE_CACHE='perhaps'"), qd::user_error);
+    }
+    {
+      qd_test::scoped_env env("QD_OPT_LEVEL", "fast");
+      CHECK_THROWS_WITH_AS(qd_test::init_cpu(), Contains("QD_OPT_LEVEL='fast'"), qd::user_error);
+    }
+  }
+  SUBCASE("out-of-range config fields") {
+    CHECK_THROWS_WITH_AS(qd_test::init_cpu({.opt_level = 7}), Contains("opt_level = 7"), qd::user_error);
+    CHECK_THROWS_WITH_AS(qd_test::init_cpu({.num_compile_threads = 0}), Contains("num_compile_threads = 0"),
+                         qd::user_error);
+  }
+  qd_test::init_cpu();  // the variables are restored: a plain init works again
+  CHECK(qd::is_initialized());
+}
+
+TEST_CASE("an unavailable arch is an error without enable_fallback and falls back to cpu with one warning with it") {
+  auto k = qd::kernel("after_fallback", {"x"},
+                      [](qd::types::ndarray<float, 1> x) { qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = 2.0f * i; }); });
+  SUBCASE("enable_fallback = false") {
+    CHECK_THROWS_WITH_AS(qd::init({.arch = qd::arch::metal, .enable_fallback = false}),
+                         Contains("qd::init(arch = metal)"), qd::user_error);
+    CHECK_THROWS_WITH_AS(qd::init({.arch = qd::arch::metal, .enable_fallback = false}),
+                         Contains("enable_fallback = true"), qd::user_error);
+    CHECK_FALSE(qd::is_initialized());
+  }
+  SUBCASE("enable_fallback = true") {
+    qd_test::log_capture logs;
+    qd::init({.arch = qd::arch::metal, .log_level = qd::log_level::warn, .enable_fallback = true});
+    auto warnings = logs.at(qd::log_level::warn);
+    REQUIRE(warnings.size() == 1);
+    CHECK(warnings[0].find("arch = metal") != std::string::npos);
+    CHECK(warnings[0].find("falling back to arch = cpu") != std::string::npos);
+    CHECK(qd::current_settings().arch == qd::arch::cpu);
+    qd::ndarray<float, 1> x(3);
+    k(x);
+    CHECK(x.to_host() == std::vector<float>{0.0f, 2.0f, 4.0f});
+    CHECK(logs.at(qd::log_level::warn).size() == 1);  // launching does not warn again
+  }
+}
