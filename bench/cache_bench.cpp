@@ -96,6 +96,18 @@ double bare_read_ms(const std::string& path, std::vector<std::byte>& out) {
   return ms_since(t0);
 }
 
+// The floor of a store: create a file in the entry's directory, write the encoded bytes,
+// rename it to a fresh name. Creating the file (a new inode) dominates on most disks.
+double bare_store_ms(const std::string& dir, std::uint64_t n, const std::vector<std::byte>& bytes) {
+  std::string tmp = fmt::format("{}/.bare.{}.tmp", dir, n), final_name = fmt::format("{}/bare.{}", dir, n);
+  auto t0 = clock_type::now();
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0 || ::write(fd, bytes.data(), bytes.size()) != static_cast<ssize_t>(bytes.size())) std::abort();
+  ::close(fd);
+  if (::rename(tmp.c_str(), final_name.c_str()) != 0) std::abort();
+  return ms_since(t0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -135,7 +147,7 @@ int main(int argc, char** argv) {
   struct level_run {
     int level;
     std::string root;
-    std::vector<double> hit, store, bare, miss;
+    std::vector<double> hit, store, bare, miss, encode, bare_store;
     std::uint64_t file_size = 0;
   };
   std::vector<level_run> runs;
@@ -177,6 +189,12 @@ int main(int argc, char** argv) {
         t0 = clock_type::now();
         bool saved = s.save(entry_kind::module, fresh, payload);
         r.store.push_back(ms_since(t0));
+        t0 = clock_type::now();
+        std::vector<std::byte> encoded = encode_entry(entry_kind::module, fresh, payload, r.level);
+        r.encode.push_back(ms_since(t0));
+        std::string fan_out = entry_path(r.root, entry_kind::module, fresh);
+        fan_out.resize(fan_out.rfind('/'));
+        r.bare_store.push_back(bare_store_ms(fan_out, next_key, encoded));
         if (!saved) {
           fmt::print("  ERROR: store failed\n");
           return 1;
@@ -184,15 +202,20 @@ int main(int argc, char** argv) {
       }
     }
 
-  fmt::print("\n  level  ratio   warm hit (target {:.2f} ms)        store (target {:.2f} ms)         bare open+read+decompress\n",
-             hit_target_ms, store_target_ms);
+  fmt::print("\n  Warm hit (target {:.2f} ms) against the bare open+read+decompress of the same file:\n", hit_target_ms);
   for (const level_run& r : runs) {
-    double hit = median(r.hit), put = median(r.store), bare = median(r.bare);
-    fmt::print("  {:5}  {:4.2f}x  {:.4f} ms [{:.4f}] = {:.2f}x target  {:.4f} ms [{:.4f}] = {:.2f}x target  {:.4f} ms "
-               "(hit/bare {:.2f})\n",
+    double hit = median(r.hit), bare = median(r.bare);
+    fmt::print("    level {}  ratio {:4.2f}x  hit {:.4f} ms [p90 {:.4f}] = {:.2f}x target   bare {:.4f} ms   hit/bare {:.2f}\n",
                r.level, static_cast<double>(payload.size()) / static_cast<double>(r.file_size), hit,
-               percentile(r.hit, 0.9), hit / hit_target_ms, put, percentile(r.store, 0.9), put / store_target_ms, bare,
-               hit / bare);
+               percentile(r.hit, 0.9), hit / hit_target_ms, bare, hit / bare);
+  }
+  fmt::print("  Store (target {:.2f} ms): encode (compress + checksums) and a bare create+write+rename of the same bytes:\n",
+             store_target_ms);
+  for (const level_run& r : runs) {
+    double put = median(r.store), enc = median(r.encode), floor = median(r.bare_store);
+    fmt::print("    level {}  store {:.4f} ms [p90 {:.4f}] = {:.2f}x target   encode {:.4f} ms   bare file {:.4f} ms   "
+               "store/(encode+bare) {:.2f}\n",
+               r.level, put, percentile(r.store, 0.9), put / store_target_ms, enc, floor, put / (enc + floor));
   }
   fmt::print("  a miss (absent key): {:.4f} ms\n", median(runs.back().miss));
 
@@ -203,9 +226,12 @@ int main(int argc, char** argv) {
   fmt::print("  a full scan of {} entries: {:.2f} ms\n", entries, ms_since(t0));
 
   if (root_arg.empty()) std::filesystem::remove_all(base);
-  const level_run& chosen = runs.back();
-  bool ok = median(chosen.hit) <= hit_target_ms && median(chosen.store) <= store_target_ms;
-  fmt::print("\n  default level 3: warm hit {:.4f} ms, store {:.4f} ms: {}\n", median(chosen.hit), median(chosen.store),
-             ok ? "both within target" : "OVER TARGET");
+  const int default_level = store_options{}.zstd_level;
+  for (const level_run& r : runs)
+    if (r.level == default_level) {
+      bool ok = median(r.hit) <= hit_target_ms && median(r.store) <= store_target_ms;
+      fmt::print("\n  default level {}: warm hit {:.4f} ms, store {:.4f} ms: {}\n", r.level, median(r.hit),
+                 median(r.store), ok ? "both within target" : "OVER TARGET");
+    }
   return 0;
 }

@@ -440,7 +440,7 @@ QD_FUNC std::string entry_path(const std::string& root, entry_kind kind, const k
 
 QD_FUNC store::store(store_options options) : state_(std::make_unique<detail::store_state>()) {
   if (options.zstd_level < 0 || options.zstd_level > ZSTD_maxCLevel())
-    throw user_error(fmt::format("cache store: zstd_level {} is outside 0..{}; use 1-3 (3 is the default)",
+    throw user_error(fmt::format("cache store: zstd_level {} is outside 0..{}; use 1-3 (1 is the default)",
                                  options.zstd_level, ZSTD_maxCLevel()));
   state_->root = options.root.empty() ? default_root() : options.root;
   while (state_->root.size() > 1 && state_->root.back() == '/') state_->root.pop_back();
