@@ -108,6 +108,10 @@ std::string utc_time(std::int64_t unix_seconds) {
   return text;
 }
 
+std::string count(std::uint64_t n, std::string_view one, std::string_view many) {
+  return fmt::format("{} {}", n, n == 1 ? one : many);
+}
+
 int cmd_stats(const std::string& root) {
   struct totals {
     std::uint64_t entries = 0, bytes = 0;
@@ -162,13 +166,14 @@ int cmd_verify(const std::string& root, bool fix) {
       fmt::print("bad      {}: {}{}\n", e.path, why, fix ? fmt::format(" (cannot remove: {})", ec.message()) : "");
     }
   }
-  fmt::print("{} entries checked, {} bad, {} removed\n", checked, bad, removed);
+  fmt::print("{} checked, {} bad, {} removed\n", count(checked, "entry", "entries"), bad, removed);
   return bad > removed ? 1 : 0;
 }
 
 void print_clean(const clean_result& r) {
-  fmt::print("removed {} entries ({}), {} stale temporary files; {} entries ({}) remain\n", r.removed_entries,
-             human_bytes(r.removed_bytes), r.removed_temporaries, r.remaining_entries, human_bytes(r.remaining_bytes));
+  fmt::print("removed {} ({}) and {}; {} ({}) remain\n", count(r.removed_entries, "entry", "entries"),
+             human_bytes(r.removed_bytes), count(r.removed_temporaries, "stale temporary file", "stale temporary files"),
+             count(r.remaining_entries, "entry", "entries"), human_bytes(r.remaining_bytes));
 }
 
 }  // namespace

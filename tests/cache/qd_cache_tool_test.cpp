@@ -143,7 +143,7 @@ TEST_CASE("qd-cache stats, list, verify and clean work on a real cache") {
   CHECK(list_entries(dir.path).size() == 3);
   r = run_tool(root + "clean --to-size 2.1K");  // 2150 bytes hold two 1064-byte entries
   CHECK(r.status == 0);
-  CHECK(r.output.find("removed 1 entries") != std::string::npos);
+  CHECK(r.output.find("removed 1 entry (") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(entry_path(dir.path, entry_kind::offload, key_of(3))));
   CHECK(std::filesystem::exists(entry_path(dir.path, entry_kind::offload, key_of(5))));
   r = run_tool(root + "clean");
