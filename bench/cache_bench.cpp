@@ -152,7 +152,7 @@ int main(int argc, char** argv) {
   };
   std::vector<level_run> runs;
   for (int level : levels) {
-    level_run r{level, fmt::format("{}/level{}", base, level), {}, {}, {}, {}};
+    level_run r{.level = level, .root = fmt::format("{}/level{}", base, level)};
     std::filesystem::remove_all(r.root);
     runs.push_back(std::move(r));
   }
