@@ -149,7 +149,8 @@ QD_FUNC std::string escape_format(std::string_view text) {
 class emitter {
  public:
   emitter(const lowered_task& t, std::string_view entry, const emit_options& options)
-      : t_(t), fn_(t.fn), entry_(entry), options_(options), number_(ir::canonical_numbering(fn_)) {}
+      : t_(t), fn_(t.fn), entry_(entry), options_(options), number_(ir::canonical_numbering(fn_)),
+        addressing_(addressing_only()) {}
 
   std::string run() {
     if (t_.parallel) emit_parallel();
@@ -158,6 +159,44 @@ class emitter {
   }
 
  private:
+  static bool is_signed_arithmetic(const ir::node& n) {
+    auto o = static_cast<ir::binary_op>(n.sub);
+    return n.code == ir::op::binary && !wrapping_type(n.type).empty() &&
+           (o == ir::binary_op::add || o == ir::binary_op::sub || o == ir::binary_op::mul);
+  }
+
+  // Signed +, - and * whose results only address array elements (directly or
+  // through more such arithmetic) keep C++'s signed operators: an overflow there
+  // is an out-of-range access either way, and the host compiler can then
+  // strength-reduce x(i, j + 1) in the row loop (wrapping cost ~7% on a stencil).
+  std::vector<bool> addressing_only() const {
+    std::vector<bool> only(fn_.nodes.size(), false);
+    ir::walk(fn_, 0, [&](ir::id i, int) { only[static_cast<std::size_t>(i)] = is_signed_arithmetic(fn_.at(i)); });
+    for (bool changed = true; changed;) {
+      changed = false;
+      ir::walk(fn_, 0, [&](ir::id user, int) {
+        const ir::node& n = fn_.at(user);
+        // Clamped indices are not addresses: which edge an overflowed index clamps to is observable.
+        const bool access =
+            (n.code == ir::op::global_load || n.code == ir::op::global_store || n.code == ir::op::global_atomic) &&
+            (n.flags & ir::access::clamp) == 0;
+        const bool addressing_user = only[static_cast<std::size_t>(user)];
+        auto use = [&](ir::id o, bool as_index) {
+          if (!only[static_cast<std::size_t>(o)] || as_index || addressing_user) return;
+          only[static_cast<std::size_t>(o)] = false;
+          changed = true;
+        };
+        for (ir::id o : {n.a, n.b, n.c})
+          if (o != ir::none) use(o, false);
+        for (std::int32_t k = 0; k < n.list_size; ++k) {
+          std::int32_t item = fn_.list(n, k);
+          if (!ir::is_text(item)) use(item, access);
+        }
+      });
+    }
+    return only;
+  }
+
   std::string v(ir::id i) const { return fmt::format("v{}", number_[static_cast<std::size_t>(i)]); }
   std::string var(ir::id decl) const { return fmt::format("l{}", number_[static_cast<std::size_t>(decl)]); }
   void line(std::string_view text) {
@@ -378,7 +417,8 @@ class emitter {
         auto o = static_cast<ir::binary_op>(n.sub);
         dtype operand_type = fn_.at(n.a).type;
         std::string_view op = infix(o, operand_type);
-        if (o == ir::binary_op::add || o == ir::binary_op::sub || o == ir::binary_op::mul)
+        if ((o == ir::binary_op::add || o == ir::binary_op::sub || o == ir::binary_op::mul) &&
+            !addressing_[static_cast<std::size_t>(i)])
           line(fmt::format("const {} {} = {};", type, v(i), wrapping_arithmetic(operand_type, op, v(n.a), v(n.b))));
         else if (!op.empty())
           line(fmt::format("const {} {} = {} {} {};", type, v(i), v(n.a), op, v(n.b)));
@@ -516,6 +556,7 @@ class emitter {
   std::string_view entry_;
   const emit_options& options_;
   std::vector<ir::id> number_;
+  std::vector<bool> addressing_;  // signed arithmetic that only computes array indices
   std::vector<reduction> reductions_;
   std::string out_;
   int indent_ = 0;
