@@ -531,6 +531,9 @@ TEST_CASE("qd::var is a mutable local: per iteration inside a loop, a top-level 
           z = z * 2;
           out(i, 11) = z;
           out(i, 12) = t + i;
+          qd::i32 cube = x[i];  // a C++ loop runs while tracing; rebinding a handle in its own block is allowed
+          for (int power = 1; power < 3; ++power) cube = cube * x[i];
+          out(i, 13) = cube;
           qd::var<float> f = 1.5f;
           f *= x[i];
           f /= 4;
@@ -543,7 +546,7 @@ TEST_CASE("qd::var is a mutable local: per iteration inside a loop, a top-level 
   for (int i = 0; i < 200; ++i) xs.push_back((i * 37) % 101 - 50);
   const auto n = static_cast<std::int64_t>(xs.size());
   qd::ndarray<std::int32_t, 1> x(n);
-  qd::ndarray<std::int32_t, 2> out({n, 13});
+  qd::ndarray<std::int32_t, 2> out({n, 14});
   qd::ndarray<float, 1> fout(n);
   qd::ndarray<std::int32_t, 0> top;
   x.from_host(xs);
@@ -568,10 +571,11 @@ TEST_CASE("qd::var is a mutable local: per iteration inside a loop, a top-level 
     std::int32_t w = v + 1000;
     want.push_back(v), want.push_back(w), want.push_back(0), want.push_back(w * 2);
     want.push_back(t + static_cast<std::int32_t>(i));
+    want.push_back(xs[i] * xs[i] * xs[i]);
     for (std::size_t c = 0; c < want.size(); ++c) {
       CAPTURE(i);
       CAPTURE(c);
-      CHECK(got[i * 13 + c] == want[c]);
+      CHECK(got[i * 14 + c] == want[c]);
     }
     float f = 1.5f;
     f *= static_cast<float>(xs[i]);
