@@ -152,7 +152,9 @@ int main(int argc, char** argv) {
   };
   std::vector<level_run> runs;
   for (int level : levels) {
-    level_run r{.level = level, .root = fmt::format("{}/level{}", base, level)};
+    level_run r;
+    r.level = level;
+    r.root = fmt::format("{}/level{}", base, level);
     std::filesystem::remove_all(r.root);
     runs.push_back(std::move(r));
   }
@@ -192,9 +194,9 @@ int main(int argc, char** argv) {
         t0 = clock_type::now();
         std::vector<std::byte> encoded = encode_entry(entry_kind::module, fresh, payload, r.level);
         r.encode.push_back(ms_since(t0));
-        std::string fan_out = entry_path(r.root, entry_kind::module, fresh);
-        fan_out.resize(fan_out.rfind('/'));
-        r.bare_store.push_back(bare_store_ms(fan_out, next_key, encoded));
+        std::string entry_dir = entry_path(r.root, entry_kind::module, fresh);
+        entry_dir.resize(entry_dir.rfind('/'));
+        r.bare_store.push_back(bare_store_ms(entry_dir, next_key, encoded));
         if (!saved) {
           fmt::print("  ERROR: store failed\n");
           return 1;

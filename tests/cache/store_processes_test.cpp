@@ -109,12 +109,12 @@ TEST_CASE("a writer killed with SIGKILL mid-save leaves no visible entry, and th
   temp_dir dir;
   const key big = key_builder().add("big").finish();
   const std::string path = entry_path(dir.path, entry_kind::module, big);
-  const std::string fan_out = path.substr(0, path.rfind('/'));
+  const std::string kind_dir = path.substr(0, path.rfind('/'));
   bool caught_mid_save = false;
   for (int attempt = 0; attempt < 20 && !caught_mid_save; ++attempt) {
     pid_t pid = spawn_worker({"save-big", dir.path, std::to_string(48u << 20)});
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (!has_temporary(fan_out) && std::chrono::steady_clock::now() < deadline) {
+    while (!has_temporary(kind_dir) && std::chrono::steady_clock::now() < deadline) {
       int status;
       if (::waitpid(pid, &status, WNOHANG) == pid) {  // finished before we saw it
         pid = -1;

@@ -129,10 +129,9 @@ TEST_CASE("a saved entry loads back, with the documented layout and modes") {
   CHECK_FALSE(s.load(entry_kind::kernel, k));
   CHECK(s.save(entry_kind::kernel, k, payload));
   std::string path = entry_path(root, entry_kind::kernel, k);
-  CHECK(path == root + "/kernel/" + k.hex().substr(0, 2) + "/" + k.hex() + ".qdc");
+  CHECK(path == root + "/kernel/" + k.hex() + ".qdc");
   REQUIRE(exists(path));
   CHECK(mode_of(path) == 0600);
-  CHECK(mode_of(root + "/kernel/" + k.hex().substr(0, 2)) == 0700);
   auto back = s.load(entry_kind::kernel, k);
   REQUIRE(back);
   CHECK(*back == payload);
@@ -243,10 +242,10 @@ TEST_CASE("each corruption of an entry file is a miss, the bad file goes, and th
     REQUIRE(std::filesystem::remove(path));
     REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
   }
-  SUBCASE("a file where the fan-out directory should be") {
-    std::string fan_out = path.substr(0, path.rfind('/'));
-    std::filesystem::remove_all(fan_out);
-    write_file(fan_out, good);
+  SUBCASE("a file where the kind directory should be") {
+    std::string kind_dir = path.substr(0, path.rfind('/'));
+    std::filesystem::remove_all(kind_dir);
+    write_file(kind_dir, good);
   }
 
   std::uint64_t rejected_before = s.stats().rejected;
@@ -298,12 +297,12 @@ TEST_CASE("an untrusted entry or directory is refused with one warning") {
     CHECK(mode_of(entry_path(dir.path, entry_kind::module, key_of(20))) == 0600);
     CHECK(s.load(entry_kind::module, key_of(20)) == payload);
   }
-  SUBCASE("a world-writable fan-out directory") {
+  SUBCASE("a kind directory made world-writable while the store is open") {
     log_capture logs;
     store s({.root = dir.path});
     REQUIRE(s.save(entry_kind::kernel, key_of(22), payload));
     std::string path = entry_path(dir.path, entry_kind::kernel, key_of(22));
-    REQUIRE(::chmod(path.substr(0, path.rfind('/')).c_str(), 0777) == 0);
+    REQUIRE(::chmod((dir / "kernel").c_str(), 0777) == 0);
     CHECK_FALSE(s.load(entry_kind::kernel, key_of(22)));
     CHECK(logs.count(qd::log_level::warn) == 1);
     CHECK(exists(path));
@@ -399,7 +398,7 @@ TEST_CASE("a read-only root still serves its entries, refuses saves, and warns o
       store s({.root = dir.path});
       if (!s.save(entry_kind::kernel, key_of(31), payload)) return 1;
     }
-    for (std::string d : {dir.path, dir / "kernel", dir / "module", dir / "offload", path.substr(0, path.rfind('/'))})
+    for (std::string d : {dir.path, dir / "kernel", dir / "module", dir / "offload"})
       if (::chmod(d.c_str(), 0500) != 0) return 2;
     if (::mkdir((dir / "probe").c_str(), 0700) == 0) return 3;  // really read-only for this user
     log_capture logs;
@@ -549,9 +548,9 @@ TEST_CASE("scans remove stale temporary files and unheld lock files, and nothing
   store s({.root = dir.path});
   REQUIRE(s.save(entry_kind::kernel, key_of(400), qd_test::code_like_payload(1000, 1)));
   std::string path = entry_path(dir.path, entry_kind::kernel, key_of(400));
-  std::string fan_out = path.substr(0, path.rfind('/'));
-  std::string stale = fan_out + "/." + key_of(400).hex() + ".999999.0.tmp";
-  std::string fresh = fan_out + "/." + key_of(400).hex() + ".999999.1.tmp";
+  std::string kind_dir = path.substr(0, path.rfind('/'));
+  std::string stale = kind_dir + "/." + key_of(400).hex() + ".999999.0.tmp";
+  std::string fresh = kind_dir + "/." + key_of(400).hex() + ".999999.1.tmp";
   std::string stale_root = dir / ".scan-stamp.999999.2.tmp";
   write_file(stale, bytes(100));
   write_file(fresh, bytes(100));
@@ -582,9 +581,9 @@ TEST_CASE("scans remove stale temporary files and unheld lock files, and nothing
 
 TEST_CASE("cleaning a directory that is not a cache removes nothing of its own") {
   temp_dir dir;
-  std::vector<std::string> foreign = {dir / ".profile.tmp", dir / ".x.1.tmp", dir / "notes.qdc",
-                                      dir / "kernel/ab/.notakey.1.tmp", dir / "kernel/ab/readme",
-                                      dir / "kernel/ab/abcdef.qdc", dir / "locks/mine.lock"};
+  std::vector<std::string> foreign = {dir / ".profile.tmp",        dir / ".x.1.tmp",        dir / "notes.qdc",
+                                      dir / "kernel/.notakey.1.tmp", dir / "kernel/readme",   dir / "kernel/abcdef.qdc",
+                                      dir / "kernel/ab/" + std::string(32, 'a') + ".qdc", dir / "locks/mine.lock"};
   std::filesystem::create_directories(dir / "kernel/ab");
   std::filesystem::create_directories(dir / "locks");
   for (const std::string& f : foreign) {
@@ -699,7 +698,9 @@ TEST_CASE("verify_entry names what is wrong") {
   CHECK_FALSE(verify_entry(path, &why));
   CHECK(why.find("zstd") != std::string::npos);
   CHECK(exists(path));  // verifying never removes
-  CHECK_FALSE(verify_entry(dir / "kernel/zz/nonsense.qdc", &why));
+  CHECK_FALSE(verify_entry(dir / "kernel/nonsense.qdc", &why));
+  CHECK(why.find("not an entry path") != std::string::npos);
+  CHECK_FALSE(verify_entry(dir / ("elsewhere/" + key_of(900).hex() + ".qdc"), &why));
   CHECK(why.find("not an entry path") != std::string::npos);
   CHECK_FALSE(verify_entry("relative.qdc", &why));
 }

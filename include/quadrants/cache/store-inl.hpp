@@ -109,12 +109,10 @@ QD_FUNC bool remove_path(const std::string& path) {
   return !ec;
 }
 
-QD_FUNC std::string fan_out_dir(const std::string& root, entry_kind kind, const std::string& hex) {
+QD_FUNC std::string kind_dir(const std::string& root, entry_kind kind) {
   std::string dir = root;
   dir += '/';
   dir += name(kind);
-  dir += '/';
-  dir.append(hex, 0, 2);
   return dir;
 }
 
@@ -130,9 +128,9 @@ QD_FUNC bool is_temp_name(std::string_view name, std::string_view stem) {
   return stem.empty() ? key::from_hex(got).has_value() : got == stem;
 }
 
-// "<32 hex>.qdc" inside the fan-out directory named by its first two digits.
-QD_FUNC std::optional<key> entry_name_key(std::string_view name, std::string_view fan_out) {
-  if (name.size() != 36 || !name.ends_with(".qdc") || name.substr(0, 2) != fan_out) return std::nullopt;
+// "<32 hex>.qdc"
+QD_FUNC std::optional<key> entry_name_key(std::string_view name) {
+  if (name.size() != 36 || !name.ends_with(".qdc")) return std::nullopt;
   return key::from_hex(name.substr(0, 32));
 }
 
@@ -186,18 +184,14 @@ QD_FUNC std::vector<found_entry> walk_entries(const std::string& root, bool swee
   if (sweep)
     for (const dir_item& item : read_directory(root)) sweep_temp(root, item, "scan-stamp");
   for (entry_kind kind : all_entry_kinds) {
-    std::string kind_dir = root + '/' + std::string(name(kind));
-    for (const dir_item& sub : read_directory(kind_dir)) {
-      if (!S_ISDIR(sub.st.st_mode) || sub.name.size() != 2) continue;
-      std::string dir = kind_dir + '/' + sub.name;
-      for (const dir_item& item : read_directory(dir)) {
-        if (std::optional<key> k = entry_name_key(item.name, sub.name)) {
-          std::uint64_t size = S_ISREG(item.st.st_mode) ? static_cast<std::uint64_t>(item.st.st_size) : 0;
-          entries.push_back({{dir + '/' + item.name, kind, *k, size, static_cast<std::int64_t>(item.st.st_mtime)},
-                             mtime_ns(item.st)});
-        } else {
-          sweep_temp(dir, item, "");  // an entry's temporary file: .<32 hex>.<pid>.<n>.tmp
-        }
+    std::string dir = kind_dir(root, kind);
+    for (const dir_item& item : read_directory(dir)) {
+      if (std::optional<key> k = entry_name_key(item.name)) {
+        std::uint64_t size = S_ISREG(item.st.st_mode) ? static_cast<std::uint64_t>(item.st.st_size) : 0;
+        entries.push_back({{dir + '/' + item.name, kind, *k, size, static_cast<std::int64_t>(item.st.st_mtime)},
+                           mtime_ns(item.st)});
+      } else {
+        sweep_temp(dir, item, "");  // an entry's temporary file: .<32 hex>.<pid>.<n>.tmp
       }
     }
   }
@@ -309,7 +303,7 @@ QD_FUNC read_result read_entry_file(const std::string& dir, const std::string& p
     return std::move(r);
   };
   struct stat st;
-  if (::lstat(dir.c_str(), &st) != 0) return r;  // no entry of this fan-out yet
+  if (::lstat(dir.c_str(), &st) != 0) return r;  // no entry of this kind yet
   if (!S_ISDIR(st.st_mode)) return corrupt(fmt::format("{} is not a directory", dir), dir, &st);
   if (std::string problem = trust_problem(st); !problem.empty()) {
     r.outcome = read_outcome::untrusted;
@@ -381,7 +375,7 @@ QD_FUNC void open_root(store_state& s) {
   bool can_write = ::access(s.root.c_str(), W_OK | X_OK) == 0;
   int write_error = errno;
   for (entry_kind kind : all_entry_kinds) {
-    std::string dir = s.root + '/' + std::string(name(kind));
+    std::string dir = kind_dir(s.root, kind);
     if (can_write && ::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
       can_write = false;
       write_error = errno;
@@ -434,8 +428,7 @@ QD_FUNC std::string default_root() {
 }
 
 QD_FUNC std::string entry_path(const std::string& root, entry_kind kind, const key& k) {
-  std::string hex = k.hex();
-  return detail::fan_out_dir(root, kind, hex) + '/' + hex + ".qdc";
+  return detail::kind_dir(root, kind) + '/' + k.hex() + ".qdc";
 }
 
 QD_FUNC store::store(store_options options) : state_(std::make_unique<detail::store_state>()) {
@@ -460,9 +453,8 @@ QD_FUNC std::optional<std::vector<std::byte>> store::load(entry_kind kind, const
   detail::store_state& s = *state_;
   try {
     if (s.readable.load(std::memory_order_relaxed) && s.kind_trusted[static_cast<int>(kind)]) {
-      std::string hex = k.hex();
-      std::string dir = detail::fan_out_dir(s.root, kind, hex);
-      std::string path = dir + '/' + hex + ".qdc";
+      std::string dir = detail::kind_dir(s.root, kind);
+      std::string path = dir + '/' + k.hex() + ".qdc";
       detail::read_result r = detail::read_entry_file(dir, path, kind, k, true);
       s.bytes_read.fetch_add(r.file_size, std::memory_order_relaxed);
       switch (r.outcome) {
@@ -503,7 +495,7 @@ QD_FUNC bool store::save(entry_kind kind, const key& k, std::span<const std::byt
     }
     std::vector<std::byte> bytes = encode_entry(kind, k, payload, s.options.zstd_level);
     std::string hex = k.hex();
-    std::string dir = detail::fan_out_dir(s.root, kind, hex);
+    std::string dir = detail::kind_dir(s.root, kind);
     std::string path = dir + '/' + hex + ".qdc";
     std::string tmp = detail::temp_name(dir, hex);
     auto fail = [&](const char* step, int e) {
@@ -516,7 +508,7 @@ QD_FUNC bool store::save(entry_kind kind, const key& k, std::span<const std::byt
     };
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0 && (errno == ENOENT || errno == ENOTDIR)) {
-      // The fan-out directory is missing, or something else took its place.
+      // The kind directory is missing, or something else took its place.
       struct stat st;
       if (::lstat(dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) detail::remove_path(dir);
       detail::make_directories(dir, 0700);
@@ -666,20 +658,15 @@ QD_FUNC bool verify_entry(const std::string& path, std::string* why) {
     return false;
   };
   try {
-    // <root>/<kind>/<2 hex>/<32 hex>.qdc
+    // <root>/<kind>/<32 hex>.qdc
     std::size_t name_at = path.rfind('/');
-    std::size_t dir_at = name_at == std::string::npos || name_at == 0 ? std::string::npos : path.rfind('/', name_at - 1);
-    std::size_t kind_at = dir_at == std::string::npos || dir_at == 0 ? std::string::npos : path.rfind('/', dir_at - 1);
-    if (kind_at == std::string::npos) return fail("not an entry path (<root>/<kind>/<2 hex>/<32 hex>.qdc)");
+    if (name_at == std::string::npos || name_at == 0) return fail("not an entry path (<root>/<kind>/<32 hex>.qdc)");
+    std::size_t kind_at = path.rfind('/', name_at - 1);
+    kind_at = kind_at == std::string::npos ? 0 : kind_at + 1;
     std::string_view p = path;
-    std::optional<entry_kind> kind = entry_kind_from_name(p.substr(kind_at + 1, dir_at - kind_at - 1));
-    std::optional<key> k = detail::entry_name_key(p.substr(name_at + 1), p.substr(dir_at + 1, name_at - dir_at - 1));
-    if (!kind || !k) return fail("not an entry path (<root>/<kind>/<2 hex>/<32 hex>.qdc)");
-    struct stat st;
-    std::string kind_dir = path.substr(0, dir_at);
-    if (::lstat(kind_dir.c_str(), &st) == 0)
-      if (std::string problem = detail::trust_problem(st); !problem.empty())
-        return fail(fmt::format("directory {}: {}", kind_dir, problem));
+    std::optional<entry_kind> kind = entry_kind_from_name(p.substr(kind_at, name_at - kind_at));
+    std::optional<key> k = detail::entry_name_key(p.substr(name_at + 1));
+    if (!kind || !k) return fail("not an entry path (<root>/<kind>/<32 hex>.qdc)");
     detail::read_result r = detail::read_entry_file(path.substr(0, name_at), path, *kind, *k, false);
     switch (r.outcome) {
       case detail::read_outcome::hit: return true;
