@@ -2,3 +2,4 @@
 #include "quadrants/cache/entry-inl.hpp"
 #include "quadrants/cache/key-inl.hpp"
 #include "quadrants/cache/store-inl.hpp"
+#include "quadrants/cache/records-inl.hpp"

@@ -13,5 +13,4 @@
 #include "quadrants/runtime/program-inl.hpp"
 #include "quadrants/runtime/ndarray-inl.hpp"
 #include "quadrants/runtime/dispatch-inl.hpp"
-#include "quadrants/cache/records-inl.hpp"
 #include "quadrants/runtime/statistics-inl.hpp"

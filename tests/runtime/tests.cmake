@@ -3,3 +3,14 @@
 qd_add_test(runtime statements)
 qd_add_test(runtime top_level_values)
 qd_add_test(runtime errors)
+
+# Per-offload caching and the offline cache from the user's side; both run
+# kernel_worker in separate processes sharing a cache directory.
+add_executable(kernel_worker ${CMAKE_CURRENT_LIST_DIR}/kernel_worker.cpp)
+target_link_libraries(kernel_worker PRIVATE quadrants::quadrants)
+foreach(name per_offload offline_cache)
+  qd_add_test(runtime ${name})
+  target_compile_definitions(runtime_${name}_test PRIVATE QD_KERNEL_WORKER="$<TARGET_FILE:kernel_worker>")
+  add_dependencies(runtime_${name}_test kernel_worker)
+endforeach()
+set_tests_properties(runtime/offline_cache PROPERTIES TIMEOUT 600)
