@@ -28,6 +28,7 @@ demo: configure
 bench: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target benchmarks
 	$(BUILD_DIR)/bench/cpu_bench
+	$(BUILD_DIR)/bench/cache_bench
 
 clean:
 	rm -rf $(BUILD_DIR)

@@ -281,3 +281,19 @@ TEST_CASE("an unavailable arch is an error without enable_fallback and falls bac
     CHECK(logs.at(qd::log_level::warn).size() == 1);  // launching does not warn again
   }
 }
+
+TEST_CASE("a moved-from qd::ndarray passed to a kernel is an error, not a crash") {
+  qd_test::init_cpu();
+  auto k = qd::kernel("moved", {"x"}, [](qd::types::ndarray<std::int32_t, 1> x) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = i; });
+  });
+  qd::ndarray<std::int32_t, 1> x(3);
+  auto y = std::move(x);
+  CHECK_THROWS_WITH_AS(k(x), Contains("kernel 'moved', parameter 'x' (#0, ndarray<i32, 1>): the qd::ndarray passed was moved from"),
+                       qd::user_error);
+  qd::ndarray<std::int32_t, 1> z(5);
+  z = std::move(y);
+  CHECK_THROWS_WITH_AS(k(y), Contains("moved from"), qd::user_error);
+  k(z);
+  CHECK(z.to_host() == std::vector<std::int32_t>{0, 1, 2});
+}

@@ -198,8 +198,16 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
   v.device = p.device_ptr();
   std::vector<codegen::lowered_task> lowered;
   for (const auto& t : plan.tasks) lowered.push_back(codegen::lower_task(k.ir, k.structure, t, plan));
+  // The key covers the IR and the source generated from it, so a change in the
+  // code generator is a different key, never stale native code.
+  std::string body;
+  std::vector<std::string> entries;
+  for (std::size_t t = 0; t < lowered.size(); ++t) {
+    entries.push_back(fmt::format("qd_task{}", t));  // one module per whole kernel: local names
+    body += codegen::emit_task(lowered[t], entries.back(), {p.config().check_out_of_bound});
+  }
   cache::key_builder kb = p.environment();
-  cache::key key = kb.add("kernel").add(ir::canonical_bytes(k.ir)).finish();
+  cache::key key = kb.add("kernel").add(ir::canonical_bytes(k.ir)).add(body).finish();
   std::string what = fmt::format("kernel '{}'", k.name);
   const int constructs = static_cast<int>(k.structure.constructs.size());
 
@@ -221,12 +229,8 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
     counts.loaded = constructs;
   } else if (!module) {
     record = cache::kernel_record{key, static_cast<std::uint32_t>(constructs), !plan.temps.empty(), {}};
-    std::string body;
-    for (std::size_t t = 0; t < lowered.size(); ++t) {
-      std::string entry = fmt::format("qd_k{}_t{}", key.hex(), t);
-      body += codegen::emit_task(lowered[t], entry, {p.config().check_out_of_bound});
-      record->tasks.push_back({entry, lowered[t].parallel, has_print(lowered[t].fn)});
-    }
+    for (std::size_t t = 0; t < lowered.size(); ++t)
+      record->tasks.push_back({entries[t], lowered[t].parallel, has_print(lowered[t].fn)});
     std::string source = p.device().prelude() + body;
     if (p.config().print_ir) dump_debug_files(p, k, ".whole.cpp", source);
     module = compile_module(p, source, key, what);
@@ -235,8 +239,7 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
   } else {
     // In memory without a record (kernels compiled in this process): rebuild the names.
     record = cache::kernel_record{key, static_cast<std::uint32_t>(constructs), !plan.temps.empty(), {}};
-    for (std::size_t t = 0; t < lowered.size(); ++t)
-      record->tasks.push_back({fmt::format("qd_k{}_t{}", key.hex(), t), lowered[t].parallel, false});
+    for (std::size_t t = 0; t < lowered.size(); ++t) record->tasks.push_back({entries[t], lowered[t].parallel, false});
   }
   for (std::size_t t = 0; t < lowered.size(); ++t) {
     compiled_task task;
@@ -260,6 +263,7 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
     codegen::lowered_task lowered;
     cache::key key;
     std::string entry;
+    std::string body;
     std::shared_ptr<backend::loaded_module> module;
     bool compiled = false;
   };
@@ -267,9 +271,15 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
   for (const auto& t : plan.tasks) {
     pending o;
     o.lowered = codegen::lower_task(k.ir, k.structure, t, plan);
+    // Keyed on the IR and on the generated source, written with a placeholder
+    // entry name that is then replaced by one derived from the key.
+    constexpr std::string_view placeholder = "QD_OFFLOAD_ENTRY";
+    o.body = codegen::emit_task(o.lowered, placeholder, {p.config().check_out_of_bound});
     cache::key_builder kb = p.environment();
-    o.key = kb.add("offload").add(ir::canonical_bytes(o.lowered.fn)).finish();
+    o.key = kb.add("offload").add(ir::canonical_bytes(o.lowered.fn)).add(o.body).finish();
     o.entry = "qd_o" + o.key.hex();
+    for (std::size_t at = o.body.find(placeholder); at != std::string::npos; at = o.body.find(placeholder, at))
+      o.body.replace(at, placeholder.size(), o.entry);
     offloads.push_back(std::move(o));
   }
   // Memory, then disk.
@@ -314,7 +324,7 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
   for (std::size_t g = 0; g < groups; ++g) {
     if (batches[g].empty()) continue;
     std::string body;
-    for (std::size_t i : batches[g]) body += codegen::emit_task(offloads[i].lowered, offloads[i].entry, {p.config().check_out_of_bound});
+    for (std::size_t i : batches[g]) body += offloads[i].body;
     sources[g] = p.device().prelude() + body;
     cache::key_builder kb = p.environment();
     module_keys[g] = kb.add("module").add(sources[g]).finish();

@@ -30,6 +30,7 @@ QD_FUNC buffer::buffer(buffer&& other) noexcept
     : device_(std::move(other.device_)), data_(other.data_), bytes_(other.bytes_), program_id_(other.program_id_) {
   other.data_ = nullptr;
   other.bytes_ = 0;
+  other.program_id_ = 0;
 }
 
 QD_FUNC buffer& buffer::operator=(buffer&& other) noexcept {
@@ -41,6 +42,7 @@ QD_FUNC buffer& buffer::operator=(buffer&& other) noexcept {
     program_id_ = other.program_id_;
     other.data_ = nullptr;
     other.bytes_ = 0;
+    other.program_id_ = 0;
   }
   return *this;
 }

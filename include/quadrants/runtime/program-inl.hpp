@@ -60,7 +60,8 @@ QD_FUNC const cache::key_builder& program::environment() {
         .add(device_->target())
         .add(device_->code_options())
         .add(settings_.check_out_of_bound ? "check_out_of_bound" : "unchecked")
-        .add(device_->compiler_identity());
+        .add(device_->compiler_identity())
+        .add(device_->prelude());  // the generated code's own definitions
     environment_ = std::move(b);
   });
   return *environment_;
