@@ -18,6 +18,8 @@
 #include "quadrants/base/log.hpp"
 #include "quadrants/cache/key.hpp"
 
+#include "support/log_capture.hpp"
+
 namespace qd_test {
 
 // A fresh directory under $TMPDIR (never the user's cache), removed with its contents.
@@ -42,30 +44,6 @@ struct temp_dir {
   std::string operator/(std::string_view rest) const { return path + "/" + std::string(rest); }
 };
 
-// Captures every log line while alive.
-struct log_capture {
-  std::mutex mutex;
-  std::vector<std::pair<qd::log_level, std::string>> lines;
-  log_capture() {
-    qd::set_log_sink([this](qd::log_level level, std::string_view text) {
-      std::lock_guard lock(mutex);
-      lines.emplace_back(level, std::string(text));
-    });
-  }
-  ~log_capture() { qd::set_log_sink({}); }
-  int count(qd::log_level level) {
-    std::lock_guard lock(mutex);
-    int n = 0;
-    for (auto& line : lines) n += line.first == level;
-    return n;
-  }
-  std::string all() {
-    std::lock_guard lock(mutex);
-    std::string out;
-    for (auto& line : lines) out += line.second + "\n";
-    return out;
-  }
-};
 
 inline std::uint64_t splitmix(std::uint64_t& state) {
   std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);

@@ -10,26 +10,10 @@
 #include <vector>
 
 #include "runtime/worker_support.hpp"
+#include "support/log_capture.hpp"
 
 namespace {
 
-struct log_capture {
-  std::mutex m;
-  std::vector<std::pair<qd::log_level, std::string>> lines;
-  log_capture() {
-    qd::set_log_sink([this](qd::log_level l, std::string_view s) {
-      std::lock_guard lock(m);
-      lines.emplace_back(l, std::string(s));
-    });
-  }
-  ~log_capture() { qd::set_log_sink({}); }
-  int count(qd::log_level level, const std::string& needle) {
-    std::lock_guard lock(m);
-    int n = 0;
-    for (const auto& [l, s] : lines) n += l == level && s.find(needle) != std::string::npos;
-    return n;
-  }
-};
 
 void init_split(const qd_test::temp_dir& cache, qd::per_offload_mode mode = qd::per_offload_mode::on) {
   qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = cache.str(), .per_offload = mode,
@@ -77,7 +61,7 @@ TEST_CASE("the seed's three kernels fall back with their reasons and compute wha
     qd::fallback_reason reason;
     std::string detail;
   };
-  log_capture logs;
+  qd_test::log_capture logs;
   init_split(cache);
   const int n = 16;
   qd::ndarray<float, 1> x(n), out(n), a(n, qd::needs_grad), b(n, qd::needs_grad);
@@ -266,7 +250,7 @@ TEST_CASE("two kernels containing one identical construct compile it once") {
 
 TEST_CASE("one array bound to two parameters the split assumed disjoint runs the whole kernel, warning once") {
   qd_test::temp_dir cache("alias");
-  log_capture logs;
+  qd_test::log_capture logs;
   init_split(cache);
   auto k = qd::kernel("copy_after_snapshot", {"src", "dst"},
       [](qd::types::ndarray<float, 1> src, qd::types::ndarray<float, 1> dst) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <quadrants/quadrants.hpp>
+#include "support/log_capture.hpp"
 
 namespace qd_test {
 
@@ -62,27 +63,6 @@ inline std::vector<std::string> lines_of(const std::string& text) {
   return out;
 }
 
-// Captures every log line while alive; restores stderr afterwards.
-struct log_capture {
-  std::mutex mutex;
-  std::vector<std::pair<qd::log_level, std::string>> lines;
-  log_capture() {
-    qd::set_log_sink([this](qd::log_level level, std::string_view text) {
-      std::lock_guard lock(mutex);
-      lines.emplace_back(level, std::string(text));
-    });
-  }
-  log_capture(const log_capture&) = delete;
-  log_capture& operator=(const log_capture&) = delete;
-  ~log_capture() { qd::set_log_sink({}); }
-  std::vector<std::string> at(qd::log_level level) {
-    std::lock_guard lock(mutex);
-    std::vector<std::string> out;
-    for (auto& [l, text] : lines)
-      if (l == level) out.push_back(text);
-    return out;
-  }
-};
 
 // Sets an environment variable for one scope, restoring its previous value (ctest sets some).
 class scoped_env {
