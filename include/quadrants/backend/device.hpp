@@ -26,7 +26,8 @@ struct launch_context {
   std::size_t param_count = 0;
   unsigned char* temps = nullptr;      // device memory, 8-byte slots
   std::uint64_t rng_stream = 0;
-  std::int64_t* error = nullptr;       // host-visible [flag, param, dim, index, extent]
+  std::int64_t* error = nullptr;       // host [flag, param, dim, index, extent], filled after the launch
+  bool check_errors = false;           // bounds checks are on: the backend must fill `error` before returning
 };
 
 class loaded_module {

@@ -561,7 +561,7 @@ QD_FUNC void run_variant(const kernel_state& k, program& p, const compiled_kerne
       }
     }
     backend::launch_context ctx{arrays, scalars, n, static_cast<unsigned char*>(v.temps),
-                                mix_stream(p.config().random_seed, launch_no, t.rng_salt), error};
+                                mix_stream(p.config().random_seed, launch_no, t.rng_salt), error, c.bounds_checks};
     v.device->launch(t.entry, t.parallel, ctx);
     if (c.bounds_checks && error[0] != 0) {
       std::size_t param = static_cast<std::size_t>(t.param_map[static_cast<std::size_t>(error[1])]);
@@ -577,7 +577,13 @@ QD_FUNC void launch(kernel_state& k, const launch_arg* args, std::size_t count) 
   program* p = active_program.load(std::memory_order_acquire);
   if (p == nullptr) current_program(fmt::format("kernel '{}'", k.name));  // throws the not-initialized error
   compiled_kernel* c = k.ready.load(std::memory_order_acquire);
-  if (c == nullptr || c->program_id != p->id()) c = prepare(k, *p);
+  if (c == nullptr || c->program_id != p->id()) {
+    if (p->config().compile_only)
+      throw user_error(fmt::format("kernel '{}': compile_only is set, so kernels can be compiled (kernel.compile()) "
+                                   "and stored in the offline cache but not launched; unset compile_only to run them",
+                                   k.name));
+    c = prepare(k, *p);
+  }
 
   for (std::size_t i = 0; i < count; ++i) {
     const ir::param_desc& d = k.params[i];

@@ -1,0 +1,134 @@
+// What the cache buys a user, on the CPU backend: a fully warm process with 20
+// kernels (time from qd::init to all ready, and whether any compiler ran), and
+// the incremental recompile of a 16-construct kernel after editing one
+// construct: split against whole-kernel, and against compiling the edited
+// construct alone. Every configuration runs in the same process, interleaved.
+#include <quadrants/quadrants.hpp>
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+using clock_type = std::chrono::steady_clock;
+
+double ms(const std::function<void()>& f) {
+  auto t0 = clock_type::now();
+  f();
+  return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// A construct of about 30 floating-point operations reading three arrays, as in LIMITS.md.
+// `salt` makes constructs (and kernels) differ.
+void construct(qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b, qd::types::ndarray<float, 1> c,
+               qd::types::ndarray<float, 1> out, int salt) {
+  qd::range_for(out.shape(0), [&](qd::i32 i) {
+    qd::f32 p = a[i], q = b[i], s = c[i];
+    qd::f32 acc = p * q + s * static_cast<float>(salt + 1);
+    for (int k = 0; k < 9; ++k) acc = acc * p - q * s + acc * 0.5f;
+    out[i] = acc;
+  });
+}
+
+// A kernel of `n` constructs; construct `edited` gets salt `edit_salt`.
+auto make_kernel(std::string name, int n, int kernel_salt, int edited = -1, int edit_salt = 0) {
+  return qd::kernel(std::move(name), [=](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b,
+                                         qd::types::ndarray<float, 1> c, qd::types::ndarray<float, 1> out) {
+    for (int k = 0; k < n; ++k) construct(a, b, c, out, k == edited ? edit_salt : kernel_salt * 100 + k);
+  });
+}
+
+void warm_process(const fs::path& root) {
+  auto run = [&](bool measure) {
+    double t = ms([&] {
+      qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = root.string()});
+      for (int k = 0; k < 20; ++k) make_kernel(fmt::format("k{}", k), 2, k).compile();
+    });
+    auto s = qd::offline_cache_statistics();
+    if (measure)
+      fmt::print("  warm process, 20 kernels: qd::init to all ready {:.2f} ms; compiler runs {}, disk hits {}, "
+                 "misses {}\n",
+                 t, s.compiles, s.hits, s.misses);
+    else
+      fmt::print("  cold process, 20 kernels: {:.0f} ms, compiler runs {}\n", t, s.compiles);
+  };
+  run(false);
+  run(true);
+  run(true);
+}
+
+void incremental(const fs::path& base, int constructs, int rounds) {
+  std::vector<double> split, whole, alone;
+  for (int r = 0; r < rounds; ++r) {
+    fs::path root = base / fmt::format("inc{}-{}", constructs, r);
+    const int salt = 1000 + r;  // a fresh edit each round: always a miss
+    // Split: the other constructs are on disk; compile only the edited one.
+    qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = root.string(), .per_offload = qd::per_offload_mode::on});
+    make_kernel("big", constructs, 0).compile();
+    qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = root.string(), .per_offload = qd::per_offload_mode::on});
+    auto edited = make_kernel("big", constructs, 0, constructs / 2, salt);
+    split.push_back(ms([&] { edited.compile(); }));
+    auto o = edited.per_offload_cache_observations();
+    if (o.constructs_compiled != 1 || o.constructs_loaded != constructs - 1)
+      fmt::print("  WARNING: split compiled {} loaded {}\n", o.constructs_compiled, o.constructs_loaded);
+    // Whole kernel: the edit recompiles everything.
+    qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = root.string(), .per_offload = qd::per_offload_mode::off});
+    auto edited_whole = make_kernel("big", constructs, 0, constructs / 2, salt);
+    whole.push_back(ms([&] { edited_whole.compile(); }));
+    // The limit: the edited construct alone, as its own one-construct kernel.
+    qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = root.string(), .per_offload = qd::per_offload_mode::off});
+    auto single = make_kernel("single", 1, 0, 0, salt + 500);
+    alone.push_back(ms([&] { single.compile(); }));
+    qd::reset();
+    fs::remove_all(root);
+  }
+  fmt::print("  {:2} constructs, one edited: split {:6.1f} ms, whole kernel {:6.1f} ms (split/whole {:.2f}); the "
+             "edited construct alone {:5.1f} ms (split/alone {:.2f}, target <= 1.3)\n",
+             constructs, median(split), median(whole), median(split) / median(whole), median(alone),
+             median(split) / median(alone));
+}
+
+void cold_compile(const fs::path& base, int constructs, int rounds) {
+  std::vector<double> split, whole;
+  for (int r = 0; r < rounds; ++r) {
+    for (bool s : {true, false}) {
+      fs::path root = base / fmt::format("cold{}-{}-{}", constructs, r, s);
+      qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = root.string(),
+                .per_offload = s ? qd::per_offload_mode::on : qd::per_offload_mode::off});
+      auto k = make_kernel("cold", constructs, 7 + r);
+      (s ? split : whole).push_back(ms([&] { k.compile(); }));
+      qd::reset();
+      fs::remove_all(root);
+    }
+  }
+  fmt::print("  cold compile of {} constructs: split {:.1f} ms, whole {:.1f} ms (split/whole {:.2f})\n", constructs,
+             median(split), median(whole), median(split) / median(whole));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int rounds = argc > 1 ? std::atoi(argv[1]) : 5;
+  fs::path base = fs::temp_directory_path() / fmt::format("qd-cache-flow-{}", ::getpid());
+  qd::set_log_level(qd::log_level::warn);
+  fmt::print("Quadrants cache flow benchmark, CPU backend (host C++ compiler), medians of {} rounds\n", rounds);
+  warm_process(base / "warm");
+  for (int n : {16, 64}) incremental(base, n, rounds);
+  cold_compile(base, 16, rounds);
+  fs::remove_all(base);
+  return 0;
+}
