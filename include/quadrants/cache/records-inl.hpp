@@ -29,6 +29,8 @@ class record_writer {
   void task(const task_record& t) {
     text(t.entry);
     u64((t.parallel ? 1u : 0u) | (t.has_print ? 2u : 0u));
+    u64(t.params.size());
+    for (std::int32_t p : t.params) u64(static_cast<std::uint32_t>(p));
   }
   std::vector<std::byte> take() { return std::move(bytes_); }
 
@@ -81,6 +83,13 @@ class record_reader {
     if (flags > 3 || t.entry.empty()) ok_ = false;
     t.parallel = flags & 1;
     t.has_print = flags & 2;
+    std::uint64_t n = u64();
+    if (n > 4096) ok_ = false;
+    for (std::uint64_t i = 0; i < n && ok_; ++i) {
+      std::uint64_t p = u64();
+      if (p > 0x7fffffff) ok_ = false;
+      t.params.push_back(static_cast<std::int32_t>(p));
+    }
     return t;
   }
 

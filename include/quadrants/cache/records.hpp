@@ -18,6 +18,9 @@ struct task_record {
   std::string entry;      // the module's entry point
   bool parallel = false;
   bool has_print = false;
+  std::vector<std::int32_t> params;  // the task's parameters, as the kernel numbers them (whole kernels)
+                                     // or in first-use order (offloads: identity)
+  friend bool operator==(const task_record&, const task_record&) = default;
 };
 
 // A whole kernel: its module and one task per serial run or loop, in order.

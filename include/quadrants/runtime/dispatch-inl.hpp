@@ -159,8 +159,20 @@ QD_FUNC std::shared_ptr<backend::loaded_module> load_cached_module(program& p, c
   return m;
 }
 
-QD_FUNC std::shared_ptr<backend::loaded_module> compile_module(program& p, const std::string& source,
-                                                               const cache::key& module_key, const std::string& what) {
+struct module_result {
+  std::shared_ptr<backend::loaded_module> module;
+  bool compiled = false;  // false: another process compiled it while this one waited
+};
+
+QD_FUNC module_result compile_module(program& p, const std::string& source, const cache::key& module_key,
+                                     const std::string& what) {
+  // Processes that miss the same module at once: one compiles, the others wait
+  // for its flock (released even if it dies) and then load what it stored.
+  cache::store::compile_lock lock;
+  if (p.store()) {
+    lock = p.store()->lock_for_compile(module_key, std::chrono::seconds(120));
+    if (auto m = load_cached_module(p, module_key, what)) return {m, false};
+  }
   auto t0 = std::chrono::steady_clock::now();
   auto binary = p.device().compile(source, what);
   std::shared_ptr<backend::loaded_module> m = p.device().load(binary, what);
@@ -169,7 +181,7 @@ QD_FUNC std::shared_ptr<backend::loaded_module> compile_module(program& p, const
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   if (p.store()) p.store()->save(cache::entry_kind::module, module_key, binary);
   p.remember_module(module_key, m);
-  return m;
+  return {m, true};
 }
 
 QD_FUNC std::uint64_t rng_salt(const codegen::lowered_task& t, std::size_t index) {
@@ -181,6 +193,13 @@ QD_FUNC bool has_print(const ir::function& fn) {
   bool found = false;
   ir::walk(fn, 0, [&](ir::id i, int) { found |= fn.at(i).code == ir::op::print; });
   return found;
+}
+
+// An offload is compiled from its own parameters, numbered in first-use order.
+QD_FUNC std::vector<std::int32_t> identity_params(const codegen::lowered_task& t) {
+  std::vector<std::int32_t> p(t.fn.params.size());
+  for (std::size_t i = 0; i < p.size(); ++i) p[i] = static_cast<std::int32_t>(i);
+  return p;
 }
 
 struct build_counts {
@@ -216,7 +235,13 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
   if (p.store()) {
     if (auto bytes = p.store()->load(cache::entry_kind::kernel, key)) {
       record = cache::decode_kernel_record(*bytes);
-      if (record && record->tasks.size() == lowered.size()) module = load_cached_module(p, record->module, what);
+      // The record must describe exactly the tasks this IR lowers to.
+      bool matches = record && record->tasks.size() == lowered.size();
+      for (std::size_t t = 0; matches && t < lowered.size(); ++t)
+        matches = record->tasks[t].entry == entries[t] && record->tasks[t].parallel == lowered[t].parallel &&
+                  record->tasks[t].params == lowered[t].param_map;
+      if (matches) module = load_cached_module(p, record->module, what);
+      else record.reset();
     }
   }
   if (!module) {
@@ -230,16 +255,18 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
   } else if (!module) {
     record = cache::kernel_record{key, static_cast<std::uint32_t>(constructs), !plan.temps.empty(), {}};
     for (std::size_t t = 0; t < lowered.size(); ++t)
-      record->tasks.push_back({entries[t], lowered[t].parallel, has_print(lowered[t].fn)});
+      record->tasks.push_back({entries[t], lowered[t].parallel, has_print(lowered[t].fn), lowered[t].param_map});
     std::string source = p.device().prelude() + body;
     if (p.config().print_ir) dump_debug_files(p, k, ".whole.cpp", source);
-    module = compile_module(p, source, key, what);
+    module_result built = compile_module(p, source, key, what);
+    module = built.module;
     if (p.store()) p.store()->save(cache::entry_kind::kernel, key, cache::encode(*record));
-    counts.compiled = constructs;
+    (built.compiled ? counts.compiled : counts.loaded) = constructs;
   } else {
     // In memory without a record (kernels compiled in this process): rebuild the names.
     record = cache::kernel_record{key, static_cast<std::uint32_t>(constructs), !plan.temps.empty(), {}};
-    for (std::size_t t = 0; t < lowered.size(); ++t) record->tasks.push_back({entries[t], lowered[t].parallel, false});
+    for (std::size_t t = 0; t < lowered.size(); ++t)
+      record->tasks.push_back({entries[t], lowered[t].parallel, false, lowered[t].param_map});
   }
   for (std::size_t t = 0; t < lowered.size(); ++t) {
     compiled_task task;
@@ -294,7 +321,8 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
     if (p.store()) {
       if (auto bytes = p.store()->load(cache::entry_kind::offload, o.key)) {
         auto record = cache::decode_offload_record(*bytes);
-        if (record && record->task.entry == o.entry && record->task.parallel == o.lowered.parallel) {
+        if (record && record->task.entry == o.entry && record->task.parallel == o.lowered.parallel &&
+            record->task.params.size() == o.lowered.fn.params.size()) {
           if (auto m = load_cached_module(p, record->module, what)) {
             o.module = m;
             p.remember_module(o.key, m);
@@ -334,12 +362,12 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
     for (const auto& s : sources) all += s;
     dump_debug_files(p, k, ".offloads.cpp", all);
   }
-  std::vector<std::shared_ptr<backend::loaded_module>> modules(groups);
+  std::vector<module_result> modules(groups);
   std::vector<std::exception_ptr> failures(groups);
   auto compile_group = [&](std::size_t g) {
     try {
-      modules[g] = load_cached_module(p, module_keys[g], what);  // another process may have built it
-      if (!modules[g]) modules[g] = compile_module(p, sources[g], module_keys[g], what);
+      modules[g].module = load_cached_module(p, module_keys[g], what);  // another process may have built it
+      if (!modules[g].module) modules[g] = compile_module(p, sources[g], module_keys[g], what);
     } catch (...) {
       failures[g] = std::current_exception();
     }
@@ -354,12 +382,14 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
   for (std::size_t g = 0; g < groups; ++g)
     for (std::size_t i : batches[g]) {
       auto& o = offloads[i];
-      o.module = modules[g];
-      o.compiled = true;
+      o.module = modules[g].module;
+      o.compiled = modules[g].compiled;
+      if (!o.compiled) ++counts.loaded;
       p.remember_module(o.key, o.module);
       if (p.store())
         p.store()->save(cache::entry_kind::offload, o.key,
-                        cache::encode(cache::offload_record{module_keys[g], {o.entry, o.lowered.parallel, has_print(o.lowered.fn)}}));
+                        cache::encode(cache::offload_record{
+                            module_keys[g], {o.entry, o.lowered.parallel, has_print(o.lowered.fn), identity_params(o.lowered)}}));
     }
   for (std::size_t i : misses) {
     auto& o = offloads[i];
