@@ -1,2 +1,3 @@
 qd_add_test(analysis constructs)
 qd_add_test(analysis task_plan)
+qd_add_test(analysis split)

@@ -283,3 +283,25 @@ TEST_CASE("one array bound to two parameters the split assumed disjoint runs the
   CHECK(b.to_host()[1] == 4.0f);
   qd::reset();
 }
+
+TEST_CASE("renaming a kernel keeps every offload key") {
+  qd_test::temp_dir cache("rename");
+  auto body = [](qd::types::ndarray<float, 1> x) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = qd::cast<float>(i) * 3.0f; });
+    qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] + 1.0f; });
+  };
+  init_split(cache);
+  auto original = qd::kernel("original_name", body);
+  qd::ndarray<float, 1> x(4);
+  original(x);
+  CHECK(original.per_offload_cache_observations().constructs_compiled == 2);
+  init_split(cache);  // a new program: nothing in memory, the disk cache kept
+  auto renamed = qd::kernel("renamed", body);
+  qd::ndarray<float, 1> y(4);
+  renamed(y);
+  auto o = renamed.per_offload_cache_observations();
+  CHECK(o.constructs_compiled == 0);
+  CHECK(o.constructs_loaded == 2);
+  CHECK(y.to_host() == std::vector<float>{1.0f, 4.0f, 7.0f, 10.0f});
+  qd::reset();
+}

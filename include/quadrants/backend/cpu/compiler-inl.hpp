@@ -77,9 +77,10 @@ struct scratch_dir {
 
 // The generated line a compiler message points at ("src.cpp:LINE:").
 QD_FUNC std::string offending_line(const std::string& log, std::string_view source) {
-  auto at = log.find("src.cpp:");
-  if (at == std::string::npos) return {};
-  int line = std::atoi(log.c_str() + at + 8);
+  // The first "src.cpp:<line>:" (skipping "src.cpp: In function ..." headers).
+  int line = 0;
+  for (auto at = log.find("src.cpp:"); at != std::string::npos && line <= 0; at = log.find("src.cpp:", at + 1))
+    line = std::atoi(log.c_str() + at + 8);
   if (line <= 0) return {};
   std::size_t pos = 0;
   for (int l = 1; l < line && pos != std::string_view::npos; ++l) {

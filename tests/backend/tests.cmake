@@ -1,0 +1,2 @@
+qd_add_test(backend thread_pool)
+qd_add_test(backend cpu_compiler)
