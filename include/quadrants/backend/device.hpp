@@ -10,6 +10,9 @@
 #include <string_view>
 #include <vector>
 
+#include "quadrants/base/error.hpp"
+#include "quadrants/codegen/lower.hpp"
+
 namespace qd::backend {
 
 // The array descriptor generated code sees (qd_array in the preludes).
@@ -55,6 +58,17 @@ class device {
   virtual std::string prelude() const = 0;
   virtual std::vector<std::byte> compile(std::string_view source, std::string_view what) = 0;
   virtual std::unique_ptr<loaded_module> load(std::span<const std::byte> binary, std::string_view what) = 0;
+
+  // A backend that runs the lowered IR itself (the reference interpreter) instead
+  // of compiling source: the runtime hands it the tasks, named by `entries`, and
+  // caches nothing on disk for it.
+  virtual bool runs_ir() const { return false; }
+  virtual std::unique_ptr<loaded_module> load_ir(const std::vector<codegen::lowered_task>& tasks,
+                                                 const std::vector<std::string>& entries) {
+    (void)tasks;
+    (void)entries;
+    throw internal_error("load_ir called on a backend that compiles source");
+  }
   virtual void launch(void* entry, bool parallel, const launch_context& ctx) = 0;
 };
 

@@ -232,7 +232,13 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
 
   std::optional<cache::kernel_record> record;
   std::shared_ptr<backend::loaded_module> module;
-  if (p.store()) {
+  if (p.device().runs_ir()) {  // nothing to compile or cache
+    module = p.device().load_ir(lowered, entries);
+    record = cache::kernel_record{key, static_cast<std::uint32_t>(constructs), !plan.temps.empty(), {}};
+    for (std::size_t t = 0; t < lowered.size(); ++t)
+      record->tasks.push_back({entries[t], lowered[t].parallel, has_print(lowered[t].fn), lowered[t].param_map});
+    counts.compiled = constructs;
+  } else if (p.store()) {
     if (auto bytes = p.store()->load(cache::entry_kind::kernel, key)) {
       record = cache::decode_kernel_record(*bytes);
       // The record must describe exactly the tasks this IR lowers to.
@@ -244,13 +250,15 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
       else record.reset();
     }
   }
-  if (!module) {
+  if (!module && !p.device().runs_ir()) {
     if (auto m = p.find_module(key)) {  // compiled by another kernel object in this process
       module = m;
       p.memory_hits.fetch_add(1, std::memory_order_relaxed);
     }
   }
-  if (module && record) {
+  if (p.device().runs_ir()) {
+    // Interpreted: counted above.
+  } else if (module && record) {
     counts.loaded = constructs;
   } else if (!module) {
     record = cache::kernel_record{key, static_cast<std::uint32_t>(constructs), !plan.temps.empty(), {}};
@@ -308,6 +316,22 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
     for (std::size_t at = o.body.find(placeholder); at != std::string::npos; at = o.body.find(placeholder, at))
       o.body.replace(at, placeholder.size(), o.entry);
     offloads.push_back(std::move(o));
+  }
+  if (p.device().runs_ir()) {  // nothing to compile or cache: every construct is "compiled" now
+    std::vector<codegen::lowered_task> tasks;
+    std::vector<std::string> names;
+    for (const auto& o : offloads) {
+      tasks.push_back(o.lowered);
+      names.push_back(o.entry);
+    }
+    std::shared_ptr<backend::loaded_module> module = p.device().load_ir(tasks, names);
+    for (std::size_t t = 0; t < offloads.size(); ++t) {
+      auto& o = offloads[t];
+      v.tasks.push_back({module->entry(o.entry), o.lowered.parallel, rng_salt(o.lowered, t), std::move(o.lowered.param_map)});
+    }
+    v.modules.push_back(std::move(module));
+    counts.compiled = static_cast<int>(offloads.size());
+    return;
   }
   // Memory, then disk.
   std::vector<std::size_t> misses;
