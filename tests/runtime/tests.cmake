@@ -8,6 +8,7 @@ qd_add_test(runtime errors)
 # kernel_worker in separate processes sharing a cache directory.
 add_executable(kernel_worker ${CMAKE_CURRENT_LIST_DIR}/kernel_worker.cpp)
 target_link_libraries(kernel_worker PRIVATE quadrants::quadrants)
+qd_add_test(runtime spec_api)
 foreach(name per_offload offline_cache)
   qd_add_test(runtime ${name})
   target_compile_definitions(runtime_${name}_test PRIVATE QD_KERNEL_WORKER="$<TARGET_FILE:kernel_worker>")

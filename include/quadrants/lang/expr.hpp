@@ -99,6 +99,17 @@ ir::id value_id(const A& a, dtype to) {
 
 template <class T> struct from_id_tag {};
 
+// The element type named by T: T itself (float), or U for a traced name (qd::f32 = expr<U>).
+template <class T> struct element_of_impl {
+  static_assert(element_type<T>, "expected an element type (float, double, std::int32_t, ...) or qd::f32, qd::i32, ...");
+  using type = T;
+};
+template <class U> struct element_of_impl<expr<U>> {
+  using type = U;
+};
+template <class T>
+using element_of = typename element_of_impl<std::remove_cv_t<T>>::type;
+
 }  // namespace detail
 
 template <element_type T>

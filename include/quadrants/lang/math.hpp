@@ -70,17 +70,41 @@ auto fma(const A& a, const B& b, const C& c) {
 }
 
 // Explicit conversion, including the narrowing ones implicit conversion refuses.
-template <element_type T, operand A>
-expr<T> cast(const A& a) {
+// The target is an element type (float) or its traced name (qd::f32).
+template <class To, operand A>
+auto cast(const A& a) {
+  using T = detail::element_of<To>;
   return expr<T>::from_id(detail::value_id(a, dtype_of<T>));
 }
 
+namespace detail {
+template <class A>
+constexpr bool is_boolean_operand() {
+  if constexpr (traced<A>) return traced_dtype<A> == dtype::boolean;
+  else return std::is_same_v<std::remove_cvref_t<A>, bool>;
+}
+
+// select keeps booleans boolean; two C++ numbers give f32 (any floating) or i32.
+template <class A, class B>
+constexpr dtype select_type() {
+  using LA = std::remove_cvref_t<A>;
+  using LB = std::remove_cvref_t<B>;
+  if constexpr (!traced<A> && !traced<B>) {
+    if constexpr (std::is_same_v<LA, bool> && std::is_same_v<LB, bool>) return dtype::boolean;
+    else return std::is_floating_point_v<LA> || std::is_floating_point_v<LB> ? dtype::f32 : dtype::i32;
+  } else if constexpr (is_boolean_operand<A>() && is_boolean_operand<B>()) {
+    return dtype::boolean;
+  } else {
+    return arithmetic_type<A, B>();
+  }
+}
+}  // namespace detail
+
 // cond ? a : b, evaluating both sides.
-template <traced C, class A, class B>
-  requires detail::binary_operands<A, B>
+template <traced C, operand A, operand B>
 auto select(const C& cond, const A& a, const B& b) {
   static_assert(detail::traced_dtype<C> == dtype::boolean, "qd::select needs a boolean condition");
-  constexpr dtype r = detail::arithmetic_type<A, B>();
+  constexpr dtype r = detail::select_type<A, B>();
   return detail::make_expr<r>(detail::emit_select(r, cond.id(), detail::value_id(a, r), detail::value_id(b, r)));
 }
 

@@ -123,7 +123,7 @@ QD_ATOMIC_FUNCTION(atomic_max, max)
 
 // A uniform draw: [0, 1) for floating types, uniformly random bits for integers.
 // Counter-based: reproducible for a given seed (config), launch and iteration.
-template <element_type T = float>
+template <class E = float, class T = detail::element_of<E>>
 expr<T> random() {
   static_assert(!std::is_same_v<T, bool>, "qd::random<bool> is not supported; use qd::random<u32>() & 1");
   return expr<T>::from_id(detail::emit_random(dtype_of<T>));
