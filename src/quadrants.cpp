@@ -9,6 +9,8 @@
 #include "quadrants/backend/cpu/compiler-inl.hpp"
 #include "quadrants/backend/cpu/module-inl.hpp"
 #include "quadrants/backend/cpu/device-inl.hpp"
+#include "quadrants/backend/reference/interpreter-inl.hpp"
+#include "quadrants/backend/reference/device-inl.hpp"
 #include "quadrants/runtime/config-inl.hpp"
 #include "quadrants/runtime/program-inl.hpp"
 #include "quadrants/runtime/ndarray-inl.hpp"

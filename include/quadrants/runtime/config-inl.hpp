@@ -22,6 +22,7 @@ QD_FUNC std::string_view name(arch a) noexcept {
     case arch::amdgpu: return "amdgpu";
     case arch::metal: return "metal";
     case arch::vulkan: return "vulkan";
+    case arch::reference: return "reference";
   }
   return "?";
 }
@@ -81,10 +82,10 @@ QD_FUNC std::uint64_t parse_size(std::string_view var, std::string_view v) {
 
 QD_FUNC arch parse_arch(std::string_view var, std::string_view v) {
   std::string s = lower(v);
-  for (arch a : {arch::cpu, arch::cuda, arch::amdgpu, arch::metal, arch::vulkan})
+  for (arch a : {arch::cpu, arch::cuda, arch::amdgpu, arch::metal, arch::vulkan, arch::reference})
     if (s == name(a)) return a;
   if (s == "x64" || s == "host") return arch::cpu;
-  bad_variable(var, v, "cpu, cuda, amdgpu, metal, vulkan");
+  bad_variable(var, v, "cpu, cuda, amdgpu, metal, vulkan, reference");
 }
 
 QD_FUNC per_offload_mode parse_per_offload(std::string_view var, std::string_view v) {

@@ -12,7 +12,8 @@
 
 namespace qd {
 
-enum class arch : std::uint8_t { cpu, cuda, amdgpu, metal, vulkan };
+// reference: the IR interpreter (docs/testing.md), deterministic and always bounds-checked.
+enum class arch : std::uint8_t { cpu, cuda, amdgpu, metal, vulkan, reference };
 enum class per_offload_mode : std::uint8_t { automatic, on, off };
 
 QD_FUNC std::string_view name(arch a) noexcept;
@@ -21,7 +22,7 @@ QD_FUNC std::string_view name(per_offload_mode m) noexcept;
 // Fields in the order SPEC §8 fixes (designated initializers must follow it).
 // An empty field means: the QD_<NAME> variable if set, else the default.
 struct config {
-  std::optional<qd::arch> arch;                            // QD_ARCH; default cpu
+  std::optional<qd::arch> arch;                            // QD_ARCH; default cpu (also: reference)
   std::optional<bool> offline_cache;                       // QD_OFFLINE_CACHE; default true
   std::optional<std::string> offline_cache_file_path;      // default $XDG_CACHE_HOME/quadrants/qdcache
   std::optional<std::uint64_t> offline_cache_max_size;     // bytes; the variable accepts K/M/G suffixes

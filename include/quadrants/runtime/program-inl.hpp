@@ -2,6 +2,7 @@
 #pragma once
 
 #include "quadrants/backend/cpu/device.hpp"
+#include "quadrants/backend/reference/device.hpp"
 #include "quadrants/cache/store.hpp"
 #include "quadrants/base/error.hpp"
 #include "quadrants/detail/format.hpp"
@@ -28,6 +29,10 @@ QD_FUNC std::shared_ptr<backend::device> make_device(settings& s) {
   cpu_options.compile.fast_math = s.fast_math;
   cpu_options.threads = static_cast<unsigned>(s.cpu_max_num_threads);
   if (s.arch == arch::cpu) return backend::cpu::make_device(cpu_options);
+  if (s.arch == arch::reference) {
+    s.check_out_of_bound = true;  // the interpreter checks every index; errors name the parameter
+    return backend::reference::make_device();
+  }
   std::string why = fmt::format("the {} backend is not available in this build of Quadrants ({} on this platform)",
                                 name(s.arch), s.arch == arch::metal || s.arch == arch::vulkan ? "not supported" : "not implemented yet");
   if (!s.enable_fallback)

@@ -1,0 +1,82 @@
+// Implementation of backend/reference/device.hpp.
+#pragma once
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <unordered_map>
+
+#include "quadrants/backend/reference/device.hpp"
+#include "quadrants/backend/reference/interpreter.hpp"
+#include "quadrants/base/error.hpp"
+#include "quadrants/detail/format.hpp"
+
+namespace qd::backend::reference {
+namespace detail {
+
+// The "module" of an interpreting device: the prepared tasks, by entry name.
+// Identical offloads share an entry name; the first one answers for all.
+class interpreted_module final : public loaded_module {
+ public:
+  interpreted_module(const std::vector<codegen::lowered_task>& tasks, const std::vector<std::string>& entries) {
+    if (tasks.size() != entries.size())
+      throw internal_error("reference backend: load_ir needs one entry name per task");
+    tasks_.reserve(tasks.size());
+    for (std::size_t t = 0; t < tasks.size(); ++t) {
+      tasks_.push_back(std::make_unique<task_interpreter>(tasks[t]));
+      by_name_.emplace(entries[t], tasks_.back().get());
+    }
+  }
+  void* entry(const std::string& name) const override {
+    auto it = by_name_.find(name);
+    if (it == by_name_.end()) throw internal_error(fmt::format("reference backend: no task named '{}'", name));
+    return const_cast<task_interpreter*>(it->second);
+  }
+
+ private:
+  std::vector<std::unique_ptr<task_interpreter>> tasks_;
+  std::unordered_map<std::string, const task_interpreter*> by_name_;
+};
+
+class reference_device final : public device {
+ public:
+  std::string_view name() const override { return "reference"; }
+  std::string target() const override { return "reference-interpreter"; }
+  std::string compiler_identity() const override { return "none"; }
+  std::string code_options() const override { return ""; }
+
+  void* allocate(std::size_t bytes) override {
+    void* p = std::aligned_alloc(64, (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64);
+    if (p == nullptr) throw std::bad_alloc();
+    return p;
+  }
+  void release(void* p) noexcept override { std::free(p); }
+  void copy_from_host(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void copy_to_host(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+
+  std::string prelude() const override { return ""; }
+  std::vector<std::byte> compile(std::string_view, std::string_view what) override {
+    throw internal_error(fmt::format("{}: the reference backend interprets IR and compiles nothing", what));
+  }
+  std::unique_ptr<loaded_module> load(std::span<const std::byte>, std::string_view what) override {
+    throw internal_error(fmt::format("{}: the reference backend interprets IR and loads no binaries", what));
+  }
+
+  bool runs_ir() const override { return true; }
+  std::unique_ptr<loaded_module> load_ir(const std::vector<codegen::lowered_task>& tasks,
+                                         const std::vector<std::string>& entries) override {
+    return std::make_unique<interpreted_module>(tasks, entries);
+  }
+  void launch(void* entry, bool parallel, const launch_context& ctx) override {
+    const auto* task = static_cast<const task_interpreter*>(entry);
+    if (task->task().parallel != parallel) throw internal_error("reference backend: a task launched as the wrong kind");
+    task->run(ctx);
+  }
+};
+
+}  // namespace detail
+
+QD_FUNC std::unique_ptr<device> make_device() { return std::make_unique<detail::reference_device>(); }
+
+}  // namespace qd::backend::reference

@@ -1,0 +1,18 @@
+// The reference backend as a device: host memory and no compiler. It interprets the
+// lowered tasks it is handed (runs_ir), deterministically and always bounds-checked.
+#pragma once
+
+#include <memory>
+
+#include "quadrants/backend/device.hpp"
+
+namespace qd::backend::reference {
+
+// Select it with qd::arch::reference (QD_ARCH=reference); see docs/testing.md.
+QD_FUNC std::unique_ptr<device> make_device();
+
+}  // namespace qd::backend::reference
+
+#ifdef QD_HEADER_ONLY
+#include "quadrants/backend/reference/device-inl.hpp"
+#endif

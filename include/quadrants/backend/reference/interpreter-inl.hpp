@@ -1,0 +1,903 @@
+// Implementation of backend/reference/interpreter.hpp.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <cstring>
+#include <type_traits>
+
+#include "quadrants/backend/reference/interpreter.hpp"
+#include "quadrants/base/error.hpp"
+#include "quadrants/detail/format.hpp"
+#include "quadrants/ir/walk.hpp"
+
+namespace qd::backend::reference {
+namespace detail {
+
+// A value of any dtype: the bytes of its C++ type, low bytes first.
+using cell = std::uint64_t;
+
+template <class T>
+struct type_tag {
+  using type = T;
+};
+
+template <class F>
+decltype(auto) with_type(dtype t, F&& f) {
+  switch (t) {
+    case dtype::boolean: return f(type_tag<bool>{});
+    case dtype::u8: return f(type_tag<std::uint8_t>{});
+    case dtype::i32: return f(type_tag<std::int32_t>{});
+    case dtype::u32: return f(type_tag<std::uint32_t>{});
+    case dtype::i64: return f(type_tag<std::int64_t>{});
+    case dtype::f32: return f(type_tag<float>{});
+    case dtype::f64: return f(type_tag<double>{});
+  }
+  throw internal_error("reference interpreter: unknown dtype");
+}
+
+template <class T>
+T get(cell c) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return (c & 0xff) != 0;  // any nonzero byte is true; never an invalid bool
+  } else {
+    T v;
+    std::memcpy(&v, &c, sizeof(T));
+    return v;
+  }
+}
+
+template <class T>
+cell put(T v) {
+  cell c = 0;
+  if constexpr (std::is_same_v<T, bool>) {
+    c = v ? 1 : 0;
+  } else {
+    std::memcpy(&c, &v, sizeof(T));
+  }
+  return c;
+}
+
+template <class T>
+inline constexpr bool is_wrapping_signed = std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t>;
+
+// x86-64 truncating conversions as GCC emits them (i32 and u8 through the 32-bit
+// instruction, i64 and u32 through the 64-bit one): NaN and out-of-range values give
+// the "integer indefinite" INT_MIN of that width. C++ leaves these undefined, and the
+// fuzzer never produces them; this only keeps the interpreter itself well-defined.
+template <class From>
+std::int32_t truncate_32(From v) {
+  double d = static_cast<double>(v);
+  if (!(d > -2147483649.0 && d < 2147483648.0)) return INT32_MIN;
+  return static_cast<std::int32_t>(v);
+}
+
+template <class From>
+std::int64_t truncate_64(From v) {
+  double d = static_cast<double>(v);
+  if (!(d >= -0x1p63 && d < 0x1p63)) return INT64_MIN;
+  return static_cast<std::int64_t>(v);
+}
+
+// C++'s conversion from From to To, as the generated code's casts and assignments perform it.
+template <class To, class From>
+To convert(From x) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return x != From(0);  // the emitter writes a bool cast as `x != 0`
+  } else if constexpr (std::is_same_v<From, bool>) {
+    return static_cast<To>(x ? 1 : 0);
+  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+    if constexpr (std::is_same_v<To, std::int32_t>) return truncate_32(x);
+    else if constexpr (std::is_same_v<To, std::uint8_t>) return static_cast<std::uint8_t>(truncate_32(x));
+    else if constexpr (std::is_same_v<To, std::int64_t>) return truncate_64(x);
+    else return static_cast<To>(truncate_64(x));  // u32
+  } else {
+    return static_cast<To>(x);  // integer narrowing is modular (C++20), float narrowing rounds
+  }
+}
+
+// + - * after C++'s integral promotion; i32 and i64 wrap, as the generated code's
+// casts through unsigned types make them.
+template <class T>
+auto wrap_add(T a, T b) {
+  if constexpr (std::is_same_v<T, std::int32_t>) return static_cast<T>(static_cast<std::uint32_t>(a) + static_cast<std::uint32_t>(b));
+  else if constexpr (std::is_same_v<T, std::int64_t>) return static_cast<T>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
+  else return a + b;
+}
+template <class T>
+auto wrap_sub(T a, T b) {
+  if constexpr (std::is_same_v<T, std::int32_t>) return static_cast<T>(static_cast<std::uint32_t>(a) - static_cast<std::uint32_t>(b));
+  else if constexpr (std::is_same_v<T, std::int64_t>) return static_cast<T>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b));
+  else return a - b;
+}
+template <class T>
+auto wrap_mul(T a, T b) {
+  if constexpr (std::is_same_v<T, std::int32_t>) return static_cast<T>(static_cast<std::uint32_t>(a) * static_cast<std::uint32_t>(b));
+  else if constexpr (std::is_same_v<T, std::int64_t>) return static_cast<T>(static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b));
+  else if constexpr (std::is_same_v<T, std::uint32_t>) return static_cast<T>(static_cast<std::uint64_t>(a) * b);
+  else return a * b;
+}
+
+template <class T>
+constexpr int bit_width() {
+  return static_cast<int>(sizeof(T) * 8);
+}
+
+// The prelude's qd_div, qd_mod, qd_shl, qd_shr, qd_abs.
+template <class T>
+T int_div(T a, T b) {
+  if (b == 0) return 0;
+  if constexpr (std::is_signed_v<T>) {
+    if (b == T(-1)) return static_cast<T>(0ull - static_cast<std::uint64_t>(a));
+  }
+  return static_cast<T>(a / b);
+}
+template <class T>
+T int_mod(T a, T b) {
+  if (b == 0) return 0;
+  if constexpr (std::is_signed_v<T>) {
+    if (b == T(-1)) return 0;
+  }
+  return static_cast<T>(a % b);
+}
+template <class T>
+T int_shl(T a, T b) {
+  return static_cast<T>(static_cast<std::uint64_t>(a) << (static_cast<std::uint64_t>(b) & (bit_width<T>() - 1)));
+}
+template <class T>
+T int_shr(T a, T b) {
+  return static_cast<T>(a >> (static_cast<std::uint64_t>(b) & (bit_width<T>() - 1)));
+}
+template <class T>
+T abs_value(T a) {
+  if constexpr (std::is_floating_point_v<T>) return std::fabs(a);
+  else if constexpr (std::is_same_v<T, std::int32_t>) return a < 0 ? static_cast<T>(0u - static_cast<std::uint32_t>(a)) : a;
+  else if constexpr (std::is_same_v<T, std::int64_t>) return a < 0 ? static_cast<T>(0ull - static_cast<std::uint64_t>(a)) : a;
+  else return a;
+}
+
+// The value an atomic leaves in memory (prelude: fetch_add/sub wrap; min and max
+// store v only when it is smaller or larger, so NaN never replaces a number).
+template <class T>
+T atomic_result(ir::atomic_op o, T old, T v) {
+  switch (o) {
+    case ir::atomic_op::add: return convert<T>(wrap_add(old, v));
+    case ir::atomic_op::sub: return convert<T>(wrap_sub(old, v));
+    case ir::atomic_op::min: return v < old ? v : old;
+    case ir::atomic_op::max: return v > old ? v : old;
+  }
+  return old;
+}
+
+// A task-local variable's update (the emitter's plain read-modify-write: qd_min(old, v)).
+template <class T>
+T local_result(ir::atomic_op o, T old, T v) {
+  switch (o) {
+    case ir::atomic_op::add: return convert<T>(wrap_add(old, v));
+    case ir::atomic_op::sub: return convert<T>(wrap_sub(old, v));
+    case ir::atomic_op::min: return old < v ? old : v;
+    case ir::atomic_op::max: return old > v ? old : v;
+  }
+  return old;
+}
+
+template <class T>
+T reduction_identity(ir::atomic_op o) {
+  switch (o) {
+    case ir::atomic_op::add:
+    case ir::atomic_op::sub: return T(0);
+    case ir::atomic_op::min:
+      if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::infinity();
+      else return std::numeric_limits<T>::max();
+    case ir::atomic_op::max:
+      if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
+      else return std::numeric_limits<T>::lowest();
+  }
+  return T(0);
+}
+
+// The prelude's counter-based generator.
+QD_FUNC std::uint64_t mix64(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+QD_FUNC std::uint64_t rng_init(std::uint64_t stream, std::uint64_t index) {
+  return mix64(stream ^ mix64(index + 0x9e3779b97f4a7c15ull));
+}
+
+
+[[noreturn]] QD_FUNC void invalid(const ir::function& fn, ir::id i, std::string_view what) {
+  std::string op = i >= 0 && static_cast<std::size_t>(i) < fn.nodes.size() ? std::string(ir::name(fn.at(i).code)) : "?";
+  throw internal_error(fmt::format("reference interpreter: node {} ({}) {}; the lowered IR is malformed (a bug in "
+                                   "Quadrants; please report it with the kernel)",
+                                   i, op, what));
+}
+
+// Checks what the interpreter relies on, so malformed IR fails loudly instead of
+// computing something: operand kinds and types, parameters, block layout.
+class validator {
+ public:
+  explicit validator(const codegen::lowered_task& t) : t_(t), fn_(t.fn) {}
+
+  void run() {
+    if (fn_.blocks.empty()) invalid(fn_, ir::none, "has no blocks");
+    const auto& top = fn_.block(0);
+    if (t_.parallel) {
+      if (top.empty() || fn_.at(top.back()).code != ir::op::range_for)
+        invalid(fn_, top.empty() ? ir::none : top.back(), "ends a parallel task that must end with its loop");
+      for (std::size_t k = 0; k + 1 < top.size(); ++k) check_no_random(top[k]);
+    }
+    ir::walk(fn_, 0, [&](ir::id i, int) { check(i); });
+  }
+
+ private:
+  void check_no_random(ir::id root) {
+    auto visit = [&](ir::id i) {
+      if (fn_.at(i).code == ir::op::random) invalid(fn_, i, "draws a random number in a parallel task's prologue");
+    };
+    visit(root);
+    const ir::node& n = fn_.at(root);
+    if (n.block0 >= 0) ir::walk(fn_, n.block0, [&](ir::id i, int) { visit(i); });
+    if (n.block1 >= 0) ir::walk(fn_, n.block1, [&](ir::id i, int) { visit(i); });
+  }
+
+  dtype type(ir::id operand, ir::id user) const {
+    if (operand < 0 || static_cast<std::size_t>(operand) >= fn_.nodes.size()) invalid(fn_, user, "has an operand out of range");
+    const ir::node& o = fn_.at(operand);
+    if (!ir::has_value(o.code) || o.code == ir::op::local_decl)
+      invalid(fn_, user, fmt::format("uses node {} ({}) as a value", operand, ir::name(o.code)));
+    return o.type;
+  }
+  void expect(ir::id operand, dtype t, ir::id user, std::string_view role) const {
+    if (type(operand, user) != t)
+      invalid(fn_, user, fmt::format("has {} of type {}, expected {}", role, name(fn_.at(operand).type), name(t)));
+  }
+  void expect_decl(ir::id decl, ir::id user) const {
+    if (decl < 0 || static_cast<std::size_t>(decl) >= fn_.nodes.size() || fn_.at(decl).code != ir::op::local_decl)
+      invalid(fn_, user, "does not name a local_decl");
+    if (fn_.at(decl).type != fn_.at(user).type) invalid(fn_, user, "has a type other than its variable's");
+  }
+  const ir::param_desc& param(const ir::node& n, ir::id user, bool array) const {
+    if (n.param < 0 || static_cast<std::size_t>(n.param) >= fn_.params.size()) invalid(fn_, user, "names no parameter");
+    const ir::param_desc& p = fn_.params[static_cast<std::size_t>(n.param)];
+    if (p.is_array != array) invalid(fn_, user, array ? "accesses a scalar parameter" : "reads an array parameter");
+    return p;
+  }
+  void access(const ir::node& n, ir::id i) const {
+    const ir::param_desc& p = param(n, i, true);
+    if (n.type != p.type) invalid(fn_, i, "has a type other than its array's element type");
+    if (n.list_size != p.ndim) invalid(fn_, i, fmt::format("has {} indices for a {}-D array", n.list_size, p.ndim));
+    if ((n.flags & ir::access::grad) && !p.needs_grad) invalid(fn_, i, "reads the gradient of an array without one");
+    for (std::int32_t d = 0; d < n.list_size; ++d) {
+      dtype t = type(fn_.list(n, d), i);
+      if (t != dtype::i32 && t != dtype::i64) invalid(fn_, i, fmt::format("has an index of type {}", name(t)));
+    }
+  }
+  static bool helper_defined(ir::binary_op o, dtype t) {
+    switch (o) {
+      case ir::binary_op::div: return t != dtype::boolean;
+      case ir::binary_op::mod:
+      case ir::binary_op::shl:
+      case ir::binary_op::shr:
+      case ir::binary_op::bit_and:
+      case ir::binary_op::bit_or:
+      case ir::binary_op::bit_xor: return is_integral(t) || (t == dtype::boolean && o != ir::binary_op::mod &&
+                                                              o != ir::binary_op::shl && o != ir::binary_op::shr);
+      case ir::binary_op::min:
+      case ir::binary_op::max: return t != dtype::boolean;
+      case ir::binary_op::pow: return is_float(t);
+      default: return true;
+    }
+  }
+
+  void check(ir::id i) {
+    const ir::node& n = fn_.at(i);
+    switch (n.code) {
+      case ir::op::constant: break;
+      case ir::op::arg:
+        if (param(n, i, false).type != n.type) invalid(fn_, i, "has a type other than its parameter's");
+        break;
+      case ir::op::shape:
+        if (n.imm < 0 || n.imm >= param(n, i, true).ndim || n.type != dtype::i32) invalid(fn_, i, "reads a dimension the array lacks");
+        break;
+      case ir::op::loop_index:
+        if (n.a < 0 || fn_.at(n.a).code != ir::op::range_for || n.type != dtype::i32 || n.imm < 0 || n.imm >= fn_.at(n.a).imm)
+          invalid(fn_, i, "is not an index of its loop");
+        break;
+      case ir::op::unary: {
+        auto o = static_cast<ir::unary_op>(n.sub);
+        dtype t = type(n.a, i);
+        if (o == ir::unary_op::logical_not) break;
+        if (t != n.type) invalid(fn_, i, "has an operand of another type");
+        bool float_only = o != ir::unary_op::neg && o != ir::unary_op::bit_not && o != ir::unary_op::abs;
+        if ((float_only && !is_float(t)) || (o == ir::unary_op::bit_not && is_float(t)) ||
+            (o == ir::unary_op::abs && t == dtype::boolean))
+          invalid(fn_, i, fmt::format("applies {} to {}", ir::name(o), name(t)));
+        break;
+      }
+      case ir::op::binary: {
+        auto o = static_cast<ir::binary_op>(n.sub);
+        dtype t = type(n.a, i);
+        if (type(n.b, i) != t) invalid(fn_, i, "has operands of two types");
+        const bool boolean_result =
+            ir::is_comparison(o) || o == ir::binary_op::logical_and || o == ir::binary_op::logical_or;
+        if (n.type != (boolean_result ? dtype::boolean : t))
+          invalid(fn_, i, "has a result type that does not match its operands");
+        if (!helper_defined(o, t)) invalid(fn_, i, fmt::format("applies {} to {}", ir::name(o), name(t)));
+        break;
+      }
+      case ir::op::select:
+        expect(n.a, dtype::boolean, i, "a condition");
+        expect(n.b, n.type, i, "a first choice");
+        expect(n.c, n.type, i, "a second choice");
+        break;
+      case ir::op::fma:
+        if (!is_float(n.type)) invalid(fn_, i, "is not floating point");
+        for (ir::id o : {n.a, n.b, n.c}) expect(o, n.type, i, "an operand");
+        break;
+      case ir::op::cast: type(n.a, i); break;
+      case ir::op::global_load: access(n, i); break;
+      case ir::op::global_store:
+        access(n, i);
+        expect(n.a, n.type, i, "a stored value");
+        break;
+      case ir::op::global_atomic:
+        access(n, i);
+        expect(n.a, n.type, i, "an operand");
+        break;
+      case ir::op::local_decl: expect(n.a, n.type, i, "an initial value"); break;
+      case ir::op::local_load: expect_decl(n.a, i); break;
+      case ir::op::local_store:
+        expect_decl(n.a, i);
+        expect(n.b, n.type, i, "a stored value");
+        break;
+      case ir::op::local_atomic:
+        expect_decl(n.a, i);
+        expect(n.b, n.type, i, "an operand");
+        if (n.type == dtype::boolean) invalid(fn_, i, "updates a boolean atomically");
+        break;
+      case ir::op::temp_load:
+      case ir::op::temp_store:
+      case ir::op::temp_atomic:
+        if (n.imm < 0) invalid(fn_, i, "names a negative slot");
+        if (n.code != ir::op::temp_load) expect(n.a, n.type, i, "a value");
+        break;
+      case ir::op::range_for: {
+        if (n.imm < 1 || n.imm > 4) invalid(fn_, i, "has a rank outside 1..4");
+        if (n.imm == 1) {
+          expect(n.a, dtype::i32, i, "a begin");
+          expect(n.b, dtype::i32, i, "an end");
+        } else {
+          if (n.list_size != n.imm) invalid(fn_, i, "has a rank other than its extent count");
+          for (std::int32_t d = 0; d < n.list_size; ++d) expect(fn_.list(n, d), dtype::i32, i, "an extent");
+        }
+        const auto& body = fn_.block(n.block0);
+        for (std::int64_t d = 0; d < n.imm; ++d) {
+          if (static_cast<std::size_t>(d) >= body.size()) invalid(fn_, i, "lacks its loop indices");
+          const ir::node& index = fn_.at(body[static_cast<std::size_t>(d)]);
+          if (index.code != ir::op::loop_index || index.a != i || index.imm != d)
+            invalid(fn_, i, "does not start its body with its loop indices");
+        }
+        break;
+      }
+      case ir::op::if_: expect(n.a, dtype::boolean, i, "a condition"); break;
+      case ir::op::while_: expect(n.a, dtype::boolean, i, "a condition"); break;
+      case ir::op::random:
+        if (n.type == dtype::boolean) invalid(fn_, i, "draws a boolean");
+        break;
+      case ir::op::print:
+        for (std::int32_t k = 0; k < n.list_size; ++k) {
+          std::int32_t item = fn_.list(n, k);
+          if (ir::is_text(item)) {
+            if (static_cast<std::size_t>(ir::text_index(item)) >= fn_.strings.size()) invalid(fn_, i, "prints a missing text");
+          } else {
+            type(item, i);
+          }
+        }
+        break;
+    }
+  }
+
+  const codegen::lowered_task& t_;
+  const ir::function& fn_;
+};
+
+// One run of a task: the values of its nodes (local variables live in their
+// declaration's cell) and the random state.
+class machine {
+ public:
+  machine(const ir::function& fn, const launch_context& ctx, const std::vector<std::int32_t>& reduction_of,
+          const std::vector<task_interpreter::reduction>& reductions)
+      : fn_(fn), ctx_(ctx), reduction_of_(reduction_of), reductions_(reductions), values_(fn.nodes.size(), 0) {}
+
+  void run_serial(bool uses_random) {
+    if (uses_random) rng_ = rng_init(ctx_.rng_stream, 0);
+    exec_block(0, 0);
+  }
+
+  void run_parallel(ir::id loop, bool uses_random) {
+    const auto& top = fn_.block(0);
+    const std::size_t prologue = top.size() - 1;
+    auto run_prologue = [&] {
+      for (std::size_t k = 0; k < prologue; ++k) exec(top[k]);
+    };
+    run_prologue();
+    const ir::node& ln = fn_.at(loop);
+    const auto rank = static_cast<std::int32_t>(ln.imm);
+    std::int64_t base = 0;
+    std::int64_t dims[4] = {0, 0, 0, 0};
+    if (rank == 1) {
+      base = get<std::int32_t>(values_[static_cast<std::size_t>(ln.a)]);
+      dims[0] = static_cast<std::int64_t>(get<std::int32_t>(values_[static_cast<std::size_t>(ln.b)])) - base;
+    } else {
+      for (std::int32_t d = 0; d < rank; ++d) dims[d] = get<std::int32_t>(values_[static_cast<std::size_t>(fn_.list(ln, d))]);
+    }
+    std::int64_t count = 1;
+    for (std::int32_t d = 0; d < rank; ++d)
+      if (__builtin_mul_overflow(count, dims[d] > 0 ? dims[d] : 0, &count))
+        throw user_error("reference backend: a parallel loop's iteration space does not fit in 64 bits");
+    if (count <= 0) return;  // as on the CPU: no iteration, no reduction flush
+    accumulators_.clear();
+    for (const auto& r : reductions_)
+      accumulators_.push_back(with_type(r.type, [&](auto tag) { return put(reduction_identity<typename decltype(tag)::type>(r.op)); }));
+    const auto& body = fn_.block(ln.block0);
+    for (std::int64_t k = 0; k < count; ++k) {
+      if (k > 0) run_prologue();  // each GPU thread evaluates the prologue itself
+      std::int32_t ix[4] = {0, 0, 0, 0};
+      if (rank == 1) {
+        ix[0] = static_cast<std::int32_t>(base + k);
+      } else {
+        std::int64_t rest = k;
+        for (std::int32_t d = rank - 1; d >= 0; --d) {
+          ix[d] = static_cast<std::int32_t>(rest % dims[d]);
+          rest /= dims[d];
+        }
+      }
+      for (std::int32_t d = 0; d < rank; ++d) values_[static_cast<std::size_t>(body[static_cast<std::size_t>(d)])] = put(ix[d]);
+      if (uses_random) {
+        // The emitter's seed: (i0 - base) * P + i1 * 0x9e37 + i2 * 0x85eb + i3.
+        std::uint64_t index = static_cast<std::uint64_t>(static_cast<std::int64_t>(ix[0]) - base) * 0x100000001b3ull +
+                              static_cast<std::uint64_t>(static_cast<std::int64_t>(ix[1])) * 0x9e37ull +
+                              static_cast<std::uint64_t>(static_cast<std::int64_t>(ix[2])) * 0x85ebull +
+                              static_cast<std::uint64_t>(static_cast<std::int64_t>(ix[3]));
+        rng_ = rng_init(ctx_.rng_stream, index);
+      }
+      in_body_ = true;
+      exec_block(ln.block0, static_cast<std::size_t>(rank));
+      in_body_ = false;
+    }
+    for (std::size_t r = 0; r < reductions_.size(); ++r) {
+      const auto& red = reductions_[r];
+      unsigned char* slot = temp(red.slot);
+      with_type(red.type, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        T old;
+        std::memcpy(&old, slot, sizeof(T));
+        T now = atomic_result(red.op, old, get<T>(accumulators_[r]));
+        std::memcpy(slot, &now, sizeof(T));
+      });
+    }
+  }
+
+ private:
+  cell& value(ir::id i) { return values_[static_cast<std::size_t>(i)]; }
+
+  void exec_block(std::int32_t block, std::size_t skip) {
+    const auto& stmts = fn_.block(block);
+    for (std::size_t k = skip; k < stmts.size(); ++k) exec(stmts[k]);
+  }
+
+  unsigned char* temp(std::int64_t slot) const {
+    if (ctx_.temps == nullptr)
+      throw internal_error("reference interpreter: a task uses global temporaries but the launch has none");
+    return ctx_.temps + slot * 8;
+  }
+
+  void report(std::int32_t param, std::int32_t dim, std::int64_t index, std::int64_t extent) {
+    if (ctx_.check_errors && ctx_.error) {
+      if (ctx_.error[0] == 0) {
+        ctx_.error[0] = 1;
+        ctx_.error[1] = param;
+        ctx_.error[2] = dim;
+        ctx_.error[3] = index;
+        ctx_.error[4] = extent;
+      }
+      return;
+    }
+    throw user_error(fmt::format("reference backend: index {} is out of range for dimension {} (extent {}) of task "
+                                 "parameter #{}; launched through a qd::kernel the error names the kernel's parameter",
+                                 index, dim, extent, param));
+  }
+
+  // The element an access names, or null when an index is out of range (reported; the access is skipped).
+  unsigned char* element(const ir::node& n) {
+    if (static_cast<std::size_t>(n.param) >= ctx_.param_count)
+      throw internal_error("reference interpreter: an access names a parameter the launch does not pass");
+    const array_abi& a = ctx_.arrays[n.param];
+    std::uint64_t linear = 0;
+    bool ok = true;
+    for (std::int32_t d = 0; d < n.list_size; ++d) {
+      ir::id index_node = fn_.list(n, d);
+      cell c = value(index_node);
+      std::int64_t index = fn_.at(index_node).type == dtype::i64 ? get<std::int64_t>(c) : get<std::int32_t>(c);
+      const std::int64_t extent = a.shape[d];
+      if (n.flags & ir::access::clamp) index = index < 0 ? 0 : (index >= extent ? extent - 1 : index);
+      if (static_cast<std::uint64_t>(index) >= static_cast<std::uint64_t>(extent)) {
+        report(n.param, d, index, extent);
+        ok = false;
+      }
+      linear = linear * static_cast<std::uint64_t>(extent) + static_cast<std::uint64_t>(index);
+    }
+    if (!ok) return nullptr;
+    void* base = (n.flags & ir::access::grad) ? a.grad : a.data;
+    if (base == nullptr) throw internal_error("reference interpreter: an access to an array without memory");
+    return static_cast<unsigned char*>(base) + linear * static_cast<std::uint64_t>(size_of(n.type));
+  }
+
+  static cell read(dtype t, const unsigned char* p) {
+    cell c = 0;
+    std::memcpy(&c, p, static_cast<std::size_t>(size_of(t)));
+    if (t == dtype::boolean) c = (c & 0xff) ? 1 : 0;
+    return c;
+  }
+  static void write(dtype t, unsigned char* p, cell c) { std::memcpy(p, &c, static_cast<std::size_t>(size_of(t))); }
+
+  cell unary(const ir::node& n) {
+    auto o = static_cast<ir::unary_op>(n.sub);
+    cell a = value(n.a);
+    const dtype result = n.type;
+    return with_type(fn_.at(n.a).type, [&](auto tag) -> cell {
+      using T = typename decltype(tag)::type;
+      T x = get<T>(a);
+      auto out = [&](auto r) { return with_type(result, [&](auto rt) { return put(convert<typename decltype(rt)::type>(r)); }); };
+      switch (o) {
+        case ir::unary_op::neg:
+          if constexpr (is_wrapping_signed<T>) return out(wrap_sub(T(0), x));
+          else if constexpr (std::is_same_v<T, bool>) return out(-static_cast<int>(x));
+          else return out(-x);
+        case ir::unary_op::logical_not: return out(!static_cast<bool>(x));
+        case ir::unary_op::bit_not:
+          if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) return out(~x);
+          else break;
+        case ir::unary_op::abs:
+          if constexpr (!std::is_same_v<T, bool>) return out(abs_value(x));
+          else break;
+        default: break;
+      }
+      if constexpr (std::is_floating_point_v<T>) {
+        switch (o) {
+          case ir::unary_op::sqrt: return out(std::sqrt(x));
+          case ir::unary_op::exp: return out(std::exp(x));
+          case ir::unary_op::log: return out(std::log(x));
+          case ir::unary_op::sin: return out(std::sin(x));
+          case ir::unary_op::cos: return out(std::cos(x));
+          case ir::unary_op::tanh: return out(std::tanh(x));
+          case ir::unary_op::floor: return out(std::floor(x));
+          case ir::unary_op::ceil: return out(std::ceil(x));
+          default: break;
+        }
+      }
+      throw internal_error(fmt::format("reference interpreter: unary {} on {}", ir::name(o), name(fn_.at(n.a).type)));
+    });
+  }
+
+  cell binary(const ir::node& n) {
+    auto o = static_cast<ir::binary_op>(n.sub);
+    cell ca = value(n.a), cb = value(n.b);
+    const dtype result = n.type;
+    return with_type(fn_.at(n.a).type, [&](auto tag) -> cell {
+      using T = typename decltype(tag)::type;
+      T a = get<T>(ca), b = get<T>(cb);
+      auto out = [&](auto r) { return with_type(result, [&](auto rt) { return put(convert<typename decltype(rt)::type>(r)); }); };
+      switch (o) {
+        case ir::binary_op::add: return out(wrap_add(a, b));
+        case ir::binary_op::sub: return out(wrap_sub(a, b));
+        case ir::binary_op::mul: return out(wrap_mul(a, b));
+        case ir::binary_op::min: return out(a < b ? a : b);
+        case ir::binary_op::max: return out(a > b ? a : b);
+        case ir::binary_op::logical_and: return out(static_cast<bool>(a) && static_cast<bool>(b));
+        case ir::binary_op::logical_or: return out(static_cast<bool>(a) || static_cast<bool>(b));
+        case ir::binary_op::eq: return out(a == b);
+        case ir::binary_op::ne: return out(a != b);
+        case ir::binary_op::lt: return out(a < b);
+        case ir::binary_op::le: return out(a <= b);
+        case ir::binary_op::gt: return out(a > b);
+        case ir::binary_op::ge: return out(a >= b);
+        default: break;
+      }
+      if constexpr (std::is_floating_point_v<T>) {
+        if (o == ir::binary_op::div) return out(a / b);
+        if (o == ir::binary_op::pow) return out(std::pow(a, b));
+      } else if constexpr (std::is_same_v<T, bool>) {
+        if (o == ir::binary_op::bit_and) return out(static_cast<int>(a) & static_cast<int>(b));
+        if (o == ir::binary_op::bit_or) return out(static_cast<int>(a) | static_cast<int>(b));
+        if (o == ir::binary_op::bit_xor) return out(static_cast<int>(a) ^ static_cast<int>(b));
+      } else {
+        switch (o) {
+          case ir::binary_op::div: return out(int_div(a, b));
+          case ir::binary_op::mod: return out(int_mod(a, b));
+          case ir::binary_op::bit_and: return out(a & b);
+          case ir::binary_op::bit_or: return out(a | b);
+          case ir::binary_op::bit_xor: return out(a ^ b);
+          case ir::binary_op::shl: return out(int_shl(a, b));
+          case ir::binary_op::shr: return out(int_shr(a, b));
+          default: break;
+        }
+      }
+      throw internal_error(fmt::format("reference interpreter: binary {} on {}", ir::name(o), name(fn_.at(n.a).type)));
+    });
+  }
+
+  cell constant(const ir::node& n) const {
+    return with_type(n.type, [&](auto tag) -> cell {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_same_v<T, float>) return put(std::bit_cast<float>(static_cast<std::uint32_t>(n.imm)));
+      else if constexpr (std::is_same_v<T, double>) return put(std::bit_cast<double>(n.imm));
+      else if constexpr (std::is_same_v<T, bool>) return put(n.imm != 0);
+      else return put(static_cast<T>(n.imm));
+    });
+  }
+
+  cell random(dtype t) {
+    rng_ += 0x9e3779b97f4a7c15ull;
+    const std::uint64_t r = mix64(rng_);
+    switch (t) {
+      case dtype::f32: return put(static_cast<float>(r >> 40) * 0x1p-24f);
+      case dtype::f64: return put(static_cast<double>(r >> 11) * 0x1p-53);
+      case dtype::i32: return put(static_cast<std::int32_t>(static_cast<std::uint32_t>(r)));
+      case dtype::u32: return put(static_cast<std::uint32_t>(r));
+      case dtype::i64: return put(static_cast<std::int64_t>(r));
+      case dtype::u8: return put(static_cast<std::uint8_t>(r));
+      case dtype::boolean: break;
+    }
+    throw internal_error("reference interpreter: a random boolean");
+  }
+
+  void print(const ir::node& n) {
+    std::string line;
+    for (std::int32_t k = 0; k < n.list_size; ++k) {
+      std::int32_t item = fn_.list(n, k);
+      if (k) line += ' ';
+      if (ir::is_text(item)) {
+        const std::string& text = fn_.strings[static_cast<std::size_t>(ir::text_index(item))];
+        std::size_t nul = text.find('\0');
+        if (nul != std::string::npos) {  // printf's format ends there, newline included
+          line.append(text, 0, nul);
+          std::fwrite(line.data(), 1, line.size(), stdout);
+          return;
+        }
+        line += text;
+        continue;
+      }
+      char buf[64];
+      cell c = value(item);
+      switch (fn_.at(item).type) {
+        case dtype::f32: std::snprintf(buf, sizeof buf, "%g", static_cast<double>(get<float>(c))); break;
+        case dtype::f64: std::snprintf(buf, sizeof buf, "%g", get<double>(c)); break;
+        case dtype::i64: std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(get<std::int64_t>(c))); break;
+        case dtype::u32: std::snprintf(buf, sizeof buf, "%u", static_cast<unsigned>(get<std::uint32_t>(c))); break;
+        case dtype::i32: std::snprintf(buf, sizeof buf, "%d", get<std::int32_t>(c)); break;
+        case dtype::u8: std::snprintf(buf, sizeof buf, "%d", static_cast<int>(get<std::uint8_t>(c))); break;
+        case dtype::boolean: std::snprintf(buf, sizeof buf, "%d", get<bool>(c) ? 1 : 0); break;
+      }
+      line += buf;
+    }
+    line += '\n';
+    std::fwrite(line.data(), 1, line.size(), stdout);
+  }
+
+  void serial_loop(ir::id i, const ir::node& n) {
+    const auto rank = static_cast<std::int32_t>(n.imm);
+    const auto& body = fn_.block(n.block0);
+    std::int64_t begin[4] = {0, 0, 0, 0}, end[4] = {0, 0, 0, 0};
+    if (rank == 1) {
+      begin[0] = get<std::int32_t>(value(n.a));
+      end[0] = get<std::int32_t>(value(n.b));
+    } else {
+      for (std::int32_t d = 0; d < rank; ++d) end[d] = get<std::int32_t>(value(fn_.list(n, d)));
+    }
+    for (std::int32_t d = 0; d < rank; ++d)
+      if (begin[d] >= end[d]) return;
+    std::int64_t ix[4] = {begin[0], begin[1], begin[2], begin[3]};
+    for (;;) {
+      for (std::int32_t d = 0; d < rank; ++d) value(body[static_cast<std::size_t>(d)]) = put(static_cast<std::int32_t>(ix[d]));
+      exec_block(n.block0, static_cast<std::size_t>(rank));
+      std::int32_t d = rank - 1;  // row-major: the last index moves fastest
+      while (d >= 0 && ++ix[d] >= end[d]) {
+        ix[d] = begin[d];
+        --d;
+      }
+      if (d < 0) break;
+    }
+    (void)i;
+  }
+
+  void exec(ir::id i) {
+    const ir::node& n = fn_.at(i);
+    switch (n.code) {
+      case ir::op::constant: value(i) = constant(n); break;
+      case ir::op::arg: {
+        if (static_cast<std::size_t>(n.param) >= ctx_.param_count)
+          throw internal_error("reference interpreter: a scalar the launch does not pass");
+        cell c = 0;
+        std::memcpy(&c, &ctx_.scalars[n.param], static_cast<std::size_t>(size_of(n.type)));
+        value(i) = n.type == dtype::boolean ? put(c != 0) : c;
+        break;
+      }
+      case ir::op::shape:
+        if (static_cast<std::size_t>(n.param) >= ctx_.param_count)
+          throw internal_error("reference interpreter: a shape of an array the launch does not pass");
+        value(i) = put(static_cast<std::int32_t>(ctx_.arrays[n.param].shape[n.imm])); break;
+      case ir::op::loop_index: break;  // set by its loop
+      case ir::op::unary: value(i) = unary(n); break;
+      case ir::op::binary: value(i) = binary(n); break;
+      case ir::op::select: value(i) = get<bool>(value(n.a)) ? value(n.b) : value(n.c); break;
+      case ir::op::fma:
+        value(i) = n.type == dtype::f32
+                       ? put(std::fma(get<float>(value(n.a)), get<float>(value(n.b)), get<float>(value(n.c))))
+                       : put(std::fma(get<double>(value(n.a)), get<double>(value(n.b)), get<double>(value(n.c))));
+        break;
+      case ir::op::cast: {
+        cell a = value(n.a);
+        value(i) = with_type(fn_.at(n.a).type, [&](auto from) {
+          auto x = get<typename decltype(from)::type>(a);
+          return with_type(n.type, [&](auto to) { return put(convert<typename decltype(to)::type>(x)); });
+        });
+        break;
+      }
+      case ir::op::global_load: {
+        unsigned char* p = element(n);
+        value(i) = p ? read(n.type, p) : 0;
+        break;
+      }
+      case ir::op::global_store: {
+        if (unsigned char* p = element(n)) write(n.type, p, value(n.a));
+        break;
+      }
+      case ir::op::global_atomic: {
+        unsigned char* p = element(n);
+        if (!p) {
+          value(i) = 0;
+          break;
+        }
+        cell v = value(n.a);
+        value(i) = with_type(n.type, [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          T old;
+          std::memcpy(&old, p, sizeof(T));
+          T now = atomic_result(static_cast<ir::atomic_op>(n.sub), old, get<T>(v));
+          std::memcpy(p, &now, sizeof(T));
+          return put(old);
+        });
+        break;
+      }
+      case ir::op::local_decl: value(i) = value(n.a); break;
+      case ir::op::local_load: value(i) = value(n.a); break;
+      case ir::op::local_store: value(n.a) = value(n.b); break;
+      case ir::op::local_atomic: {
+        cell old = value(n.a), v = value(n.b);
+        value(n.a) = with_type(n.type, [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          return put(local_result(static_cast<ir::atomic_op>(n.sub), get<T>(old), get<T>(v)));
+        });
+        value(i) = old;
+        break;
+      }
+      case ir::op::temp_load: value(i) = read(n.type, temp(n.imm)); break;
+      case ir::op::temp_store: write(n.type, temp(n.imm), value(n.a)); break;
+      case ir::op::temp_atomic: {
+        const std::int32_t r = reduction_of_[static_cast<std::size_t>(i)];
+        cell v = value(n.a);
+        if (r >= 0 && in_body_) {  // a chunk accumulator, flushed at the end
+          cell& acc = accumulators_[static_cast<std::size_t>(r)];
+          acc = with_type(n.type, [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            T x = get<T>(acc), y = get<T>(v);
+            switch (static_cast<ir::atomic_op>(n.sub)) {
+              case ir::atomic_op::add:
+              case ir::atomic_op::sub: return put(convert<T>(wrap_add(x, y)));
+              case ir::atomic_op::min: return put(x < y ? x : y);
+              case ir::atomic_op::max: return put(x > y ? x : y);
+            }
+            return acc;
+          });
+          value(i) = 0;
+          break;
+        }
+        unsigned char* p = temp(n.imm);
+        value(i) = with_type(n.type, [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          T old;
+          std::memcpy(&old, p, sizeof(T));
+          T now = atomic_result(static_cast<ir::atomic_op>(n.sub), old, get<T>(v));
+          std::memcpy(p, &now, sizeof(T));
+          return put(old);
+        });
+        break;
+      }
+      case ir::op::range_for: serial_loop(i, n); break;
+      case ir::op::if_: exec_block(get<bool>(value(n.a)) ? n.block0 : n.block1, 0); break;
+      case ir::op::while_:
+        for (;;) {
+          exec_block(n.block0, 0);
+          if (!get<bool>(value(n.a))) break;
+          exec_block(n.block1, 0);
+        }
+        break;
+      case ir::op::random: value(i) = random(n.type); break;
+      case ir::op::print: print(n); break;
+    }
+  }
+
+  const ir::function& fn_;
+  const launch_context& ctx_;
+  const std::vector<std::int32_t>& reduction_of_;
+  const std::vector<task_interpreter::reduction>& reductions_;
+  std::vector<cell> values_;
+  std::vector<cell> accumulators_;
+  std::uint64_t rng_ = 0;
+  bool in_body_ = false;
+};
+
+}  // namespace detail
+
+QD_FUNC task_interpreter::task_interpreter(codegen::lowered_task task) : task_(std::move(task)) {
+  const ir::function& fn = task_.fn;
+  detail::validator(task_).run();
+  reduction_of_.assign(fn.nodes.size(), -1);
+  auto draws = [&](std::int32_t block) {
+    bool found = false;
+    ir::walk(fn, block, [&](ir::id i, int) { found |= fn.at(i).code == ir::op::random; });
+    return found;
+  };
+  if (!task_.parallel) {
+    uses_random_ = draws(0);
+    return;
+  }
+  loop_ = fn.block(0).back();
+  const std::int32_t body = fn.at(loop_).block0;
+  uses_random_ = draws(body);
+  // The CPU emitter's reductions: a temp_atomic in the loop body whose old value
+  // nothing uses, on a slot the body never loads, always with one op and type.
+  std::vector<bool> used(fn.nodes.size(), false);
+  std::vector<std::int64_t> loaded, rejected;
+  ir::walk(fn, body, [&](ir::id i, int) {
+    ir::for_each_operand(fn, fn.at(i), [&](ir::id o) { used[static_cast<std::size_t>(o)] = true; });
+    if (fn.at(i).code == ir::op::temp_load) loaded.push_back(fn.at(i).imm);
+  });
+  std::vector<ir::id> members;
+  ir::walk(fn, body, [&](ir::id i, int) {
+    const ir::node& n = fn.at(i);
+    if (n.code != ir::op::temp_atomic) return;
+    auto op = static_cast<ir::atomic_op>(n.sub);
+    bool ok = !used[static_cast<std::size_t>(i)] && std::find(loaded.begin(), loaded.end(), n.imm) == loaded.end();
+    for (const auto& r : reductions_)
+      if (r.slot == n.imm && (r.op != op || r.type != n.type)) ok = false;
+    if (!ok) {
+      rejected.push_back(n.imm);
+      return;
+    }
+    bool known = false;
+    for (const auto& r : reductions_) known |= r.slot == n.imm;
+    if (!known) reductions_.push_back({n.imm, op, n.type});
+    members.push_back(i);
+  });
+  std::erase_if(reductions_, [&](const reduction& r) {
+    return std::find(rejected.begin(), rejected.end(), r.slot) != rejected.end();
+  });
+  for (ir::id i : members)
+    for (std::size_t r = 0; r < reductions_.size(); ++r)
+      if (reductions_[r].slot == fn.at(i).imm) reduction_of_[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(r);
+}
+
+QD_FUNC void task_interpreter::run(const launch_context& ctx) const {
+  detail::machine m(task_.fn, ctx, reduction_of_, reductions_);
+  if (task_.parallel) m.run_parallel(loop_, uses_random_);
+  else m.run_serial(uses_random_);
+}
+
+}  // namespace qd::backend::reference
