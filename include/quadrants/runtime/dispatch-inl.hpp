@@ -285,7 +285,9 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
     v.tasks.push_back(std::move(task));
   }
   v.modules.push_back(std::move(module));
-  if (!plan.temps.empty()) v.temps = p.device().allocate(static_cast<std::size_t>(analysis::temp_slot_count) * 8);
+  // Under compile_only nothing runs (and a GPU backend has no device memory).
+  if (!plan.temps.empty() && !p.config().compile_only)
+    v.temps = p.device().allocate(static_cast<std::size_t>(analysis::temp_slot_count) * 8);
 }
 
 // The per-offload variant: each construct from the kernel's parameters alone.

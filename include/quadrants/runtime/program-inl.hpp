@@ -1,7 +1,9 @@
 // Implementation of runtime/program.hpp, qd::init and qd::reset.
 #pragma once
 
+#include "quadrants/backend/amdgpu/device.hpp"
 #include "quadrants/backend/cpu/device.hpp"
+#include "quadrants/backend/cuda/device.hpp"
 #include "quadrants/backend/reference/device.hpp"
 #include "quadrants/cache/store.hpp"
 #include "quadrants/base/error.hpp"
@@ -21,6 +23,24 @@ QD_FUNC std::mutex& init_mutex() {
   return m;
 }
 
+// A CUDA or AMD GPU device (or a compile-only one), per the settings.
+QD_FUNC std::shared_ptr<backend::device> make_gpu_device(const settings& s) {
+  if (s.arch == arch::cuda) {
+    backend::cuda::device_options o;
+    o.arch = s.cuda_arch;
+    o.compile_only = s.compile_only;
+    o.opt_level = s.opt_level;
+    o.fast_math = s.fast_math;
+    return backend::cuda::make_device(o);
+  }
+  backend::amdgpu::device_options o;
+  o.arch = s.amdgpu_arch;
+  o.compile_only = s.compile_only;
+  o.opt_level = s.opt_level;
+  o.fast_math = s.fast_math;
+  return backend::amdgpu::make_device(o);
+}
+
 // The device for the requested arch, or the CPU with one warning when that arch
 // is unavailable and fallback is enabled.
 QD_FUNC std::shared_ptr<backend::device> make_device(settings& s) {
@@ -33,8 +53,17 @@ QD_FUNC std::shared_ptr<backend::device> make_device(settings& s) {
     s.check_out_of_bound = true;  // the interpreter checks every index; errors name the parameter
     return backend::reference::make_device();
   }
-  std::string why = fmt::format("the {} backend is not available in this build of Quadrants ({} on this platform)",
-                                name(s.arch), s.arch == arch::metal || s.arch == arch::vulkan ? "not supported" : "not implemented yet");
+  std::string why;
+  if (s.arch == arch::cuda || s.arch == arch::amdgpu) {
+    try {
+      return make_gpu_device(s);
+    } catch (const driver_error& e) {  // a library, a symbol or the GPU is missing
+      why = e.what();
+    }
+  } else {
+    why = fmt::format("the {} backend is not available in this build of Quadrants (not supported on this platform)",
+                      name(s.arch));
+  }
   if (!s.enable_fallback)
     throw user_error(fmt::format("qd::init(arch = {}): {}. Use arch = cpu, or set enable_fallback = true to fall back "
                                  "to the CPU",

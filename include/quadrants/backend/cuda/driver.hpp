@@ -1,0 +1,88 @@
+// The CUDA driver API, opened with dlopen (libcuda.so.1, or QD_CUDA_PATH): the few
+// handles, enums and entry points Quadrants uses, declared here (no CUDA headers).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <type_traits>
+
+#include "quadrants/backend/shared_library.hpp"
+#include "quadrants/base/api.hpp"
+
+namespace qd::backend::cuda {
+
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = struct CUctx_st*;
+using CUmodule = struct CUmod_st*;
+using CUfunction = struct CUfunc_st*;
+using CUstream = struct CUstream_st*;
+
+inline constexpr CUresult cuda_success = 0;
+inline constexpr int attribute_multiprocessor_count = 16;  // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+inline constexpr int attribute_cc_major = 75;              // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+inline constexpr int attribute_cc_minor = 76;              // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+
+// One row per entry point: the table's member, the exported symbol, its type.
+#define QD_CUDA_DRIVER_ENTRY_POINTS(X)                                                                              \
+  X(cuInit, "cuInit", CUresult(unsigned))                                                                           \
+  X(cuDriverGetVersion, "cuDriverGetVersion", CUresult(int*))                                                       \
+  X(cuDeviceGetCount, "cuDeviceGetCount", CUresult(int*))                                                           \
+  X(cuDeviceGet, "cuDeviceGet", CUresult(CUdevice*, int))                                                           \
+  X(cuDeviceGetName, "cuDeviceGetName", CUresult(char*, int, CUdevice))                                             \
+  X(cuDeviceGetAttribute, "cuDeviceGetAttribute", CUresult(int*, int, CUdevice))                                    \
+  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", CUresult(CUcontext*, CUdevice))                           \
+  X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", CUresult(CUdevice))                                  \
+  X(cuCtxSetCurrent, "cuCtxSetCurrent", CUresult(CUcontext))                                                        \
+  X(cuCtxSynchronize, "cuCtxSynchronize", CUresult())                                                               \
+  X(cuMemAlloc, "cuMemAlloc_v2", CUresult(CUdeviceptr*, std::size_t))                                               \
+  X(cuMemFree, "cuMemFree_v2", CUresult(CUdeviceptr))                                                               \
+  X(cuMemcpyHtoD, "cuMemcpyHtoD_v2", CUresult(CUdeviceptr, const void*, std::size_t))                               \
+  X(cuMemcpyDtoH, "cuMemcpyDtoH_v2", CUresult(void*, CUdeviceptr, std::size_t))                                     \
+  X(cuMemsetD8, "cuMemsetD8_v2", CUresult(CUdeviceptr, unsigned char, std::size_t))                                 \
+  X(cuModuleLoadData, "cuModuleLoadData", CUresult(CUmodule*, const void*))                                         \
+  X(cuModuleUnload, "cuModuleUnload", CUresult(CUmodule))                                                           \
+  X(cuModuleGetFunction, "cuModuleGetFunction", CUresult(CUfunction*, CUmodule, const char*))                       \
+  X(cuLaunchKernel, "cuLaunchKernel",                                                                               \
+    CUresult(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void**,    \
+             void**))                                                                                               \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor",                     \
+    CUresult(int*, CUfunction, int, std::size_t))                                                                   \
+  X(cuGetErrorName, "cuGetErrorName", CUresult(CUresult, const char**))                                             \
+  X(cuGetErrorString, "cuGetErrorString", CUresult(CUresult, const char**))
+
+// The driver's entry points, resolved once per process.
+struct driver_api {
+#define QD_CUDA_DRIVER_MEMBER(member, exported, type) std::add_pointer_t<type> member = nullptr;
+  QD_CUDA_DRIVER_ENTRY_POINTS(QD_CUDA_DRIVER_MEMBER)
+#undef QD_CUDA_DRIVER_MEMBER
+};
+
+// Where libcuda is looked for (QD_CUDA_PATH, then the usual directories).
+QD_FUNC library_search driver_library();
+
+// Opens the driver on first use and resolves every entry point; a missing library
+// or symbol is a qd::driver_error naming it. Does not call cuInit.
+QD_FUNC const driver_api& driver();
+
+// "CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)", also when the driver
+// cannot describe its own error (the stub library).
+QD_FUNC std::string result_text(CUresult r);
+
+// Throws a qd::driver_error naming the call, its result, and where it was made.
+QD_FUNC void throw_failed_call(CUresult r, const char* call, const char* file, int line);
+
+}  // namespace qd::backend::cuda
+
+// Checks one driver call: QD_CUDA_CHECK(api.cuInit(0)).
+#define QD_CUDA_CHECK(call)                                                                   \
+  do {                                                                                        \
+    const ::qd::backend::cuda::CUresult qd_cuda_result_ = (call);                             \
+    if (qd_cuda_result_ != ::qd::backend::cuda::cuda_success)                                  \
+      ::qd::backend::cuda::throw_failed_call(qd_cuda_result_, #call, __FILE__, __LINE__);     \
+  } while (false)
+
+#ifdef QD_HEADER_ONLY
+#include "quadrants/backend/cuda/driver-inl.hpp"
+#endif

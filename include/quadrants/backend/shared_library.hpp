@@ -1,0 +1,55 @@
+// A vendor library (CUDA driver, NVRTC, HIP) found and opened at run time with
+// dlopen, so nothing links against it; symbols are resolved by name, once.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "quadrants/base/api.hpp"
+
+namespace qd::backend {
+
+// Where to look for one library, in order: each override variable (a file, or a
+// directory holding one of `names` directly or under lib64/ or lib/), then
+// LD_LIBRARY_PATH, then `directories`. Nothing found: the library is unavailable.
+struct library_search {
+  std::string what;                     // "the CUDA driver (libcuda)", for messages
+  std::vector<std::string> names;       // file names, preferred first: "libcuda.so.1", ...
+  std::vector<std::string> variables;   // "QD_CUDA_PATH", ...
+  std::vector<std::string> directories; // "/usr/local/cuda/lib64", ...
+};
+
+// The file dlopen would be given, without opening it; throws qd::driver_error when
+// nothing is found or an override variable names nothing usable. The message names
+// the library, the places searched and the variable to set.
+QD_FUNC std::string locate_library(const library_search& search);
+
+// The located file's resolved path, size and modification time, for cache keys
+// (an upgrade changes them); "missing <name>" when none is found. Opens nothing.
+QD_FUNC std::string library_fingerprint(const library_search& search);
+
+class shared_library {
+ public:
+  // Locates and opens the library for the life of the process (never closed:
+  // vendor libraries do not survive dlclose well). Throws qd::driver_error.
+  QD_FUNC explicit shared_library(const library_search& search);
+  shared_library(const shared_library&) = delete;
+  shared_library& operator=(const shared_library&) = delete;
+
+  // The address of `name`; a qd::driver_error naming the symbol and the library if absent.
+  QD_FUNC void* symbol(const char* name) const;
+  // The address of `name`, or null: for entry points only some versions have.
+  QD_FUNC void* optional_symbol(const char* name) const noexcept;
+  const std::string& path() const noexcept { return path_; }
+
+ private:
+  void* handle_ = nullptr;
+  std::string path_;
+  std::string what_;
+};
+
+}  // namespace qd::backend
+
+#ifdef QD_HEADER_ONLY
+#include "quadrants/backend/shared_library-inl.hpp"
+#endif

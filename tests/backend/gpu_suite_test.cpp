@@ -1,0 +1,946 @@
+// The per-backend suite: test bodies written once and run on every arch -- the CPU
+// here, CUDA and AMD GPUs where present (each GPU instance reports itself skipped,
+// with the reason, where that GPU is absent). Statements, atomics and reductions,
+// random numbers, print, top-level values, split against whole, the seed's fallbacks.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "backend/compile_only_support.hpp"
+#include "backend/suite_kernels.hpp"
+#include "runtime/runtime_test_support.hpp"
+
+namespace {
+
+namespace kernels = qd_test::kernels;
+template <class T>
+using lim = std::numeric_limits<T>;
+
+struct on_cpu {
+  static constexpr qd::arch arch = qd::arch::cpu;
+  static constexpr const char* name = "cpu";
+};
+struct on_cuda {
+  static constexpr qd::arch arch = qd::arch::cuda;
+  static constexpr const char* name = "cuda";
+};
+struct on_amdgpu {
+  static constexpr qd::arch arch = qd::arch::amdgpu;
+  static constexpr const char* name = "amdgpu";
+};
+
+// Starts a program on the arch, with no fallback; on a machine without that GPU the
+// test reports itself skipped, saying why, and returns false.
+template <class A>
+bool start(qd::config c = {}) {
+  c.arch = A::arch;
+  c.enable_fallback = false;
+  try {
+    qd::init(c);
+    return true;
+  } catch (const qd::error& e) {
+    if (A::arch == qd::arch::cpu) throw;
+    const std::string why = std::string("skipped on ") + A::name + ": " + e.what();
+    MESSAGE(why);
+    return false;
+  }
+}
+
+template <class A>
+constexpr bool on_gpu() {
+  return A::arch != qd::arch::cpu;
+}
+
+// ---------------------------------------------------------------------------
+// Host reference semantics (as tests/runtime/statements_test.cpp).
+
+template <class R>
+R wrap_add(R a, R b) {
+  using U = std::make_unsigned_t<R>;
+  return static_cast<R>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+}
+template <class R>
+R wrap_sub(R a, R b) {
+  using U = std::make_unsigned_t<R>;
+  return static_cast<R>(static_cast<U>(static_cast<U>(a) - static_cast<U>(b)));
+}
+template <class R>
+R wrap_mul(R a, R b) {
+  using U = std::make_unsigned_t<R>;
+  return static_cast<R>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+}
+template <class R>
+R wrap_neg(R a) {
+  return wrap_sub<R>(R(0), a);
+}
+template <class R>
+R host_div(R a, R b) {
+  if (b == 0) return 0;
+  if constexpr (std::is_signed_v<R>)
+    if (b == -1) return wrap_neg(a);
+  return static_cast<R>(a / b);
+}
+template <class R>
+R host_mod(R a, R b) {
+  if (b == 0) return 0;
+  if constexpr (std::is_signed_v<R>)
+    if (b == -1) return 0;
+  return static_cast<R>(a % b);
+}
+template <class R>
+R host_shl(R a, R b) {
+  using U = std::make_unsigned_t<R>;
+  constexpr R mask = static_cast<R>(sizeof(R) * 8 - 1);
+  return static_cast<R>(static_cast<U>(static_cast<U>(a) << (b & mask)));
+}
+template <class R>
+R host_shr(R a, R b) {
+  constexpr R mask = static_cast<R>(sizeof(R) * 8 - 1);
+  return static_cast<R>(a >> (b & mask));
+}
+
+template <class T>
+std::vector<T> interesting_values() {
+  if constexpr (std::is_same_v<T, std::uint8_t>)
+    return {0, 1, 2, 7, 8, 13, 31, 100, 200, 255};
+  else if constexpr (std::is_unsigned_v<T>)
+    return {0, 1, 2, 7, 13, 31, 32, 33, 100, 123456789, lim<T>::max() / 2 + 1, lim<T>::max()};
+  else
+    return {0, 1, -1, 2, -2, 7, -7, 13, 31, 33, -33, 63, 65, 100, 123456789, lim<T>::max(), lim<T>::min()};
+}
+
+template <class R>
+std::vector<R> integer_row(R a, R b) {
+  auto r = [](bool v) { return static_cast<R>(v); };
+  R abs_a = a;
+  if constexpr (std::is_signed_v<R>) abs_a = a < 0 ? wrap_neg(a) : a;
+  return {wrap_add(a, b), wrap_sub(a, b), wrap_mul(a, b), host_div(a, b), host_mod(a, b),
+          static_cast<R>(a & b), static_cast<R>(a | b), static_cast<R>(a ^ b), host_shl(a, b), host_shr(a, b),
+          std::min(a, b), std::max(a, b), wrap_neg(a), static_cast<R>(~a), abs_a, a,
+          r(a == b), r(a != b), r(a < b), r(a <= b), r(a > b), r(a >= b),
+          r(a > 0 && b > 0), r(a > 0 || b > 0), r(!(a > b)),
+          wrap_sub(wrap_mul(a, R(3)), R(7)), host_div(a, R(2)), host_mod(a, R(3)), wrap_sub(R(7), a),
+          host_div(R(100), a), host_shl(a, R(3)), host_shr(a, R(1)), static_cast<R>(a & 0x5a),
+          r(a != 0 && host_div(b, a) > 1)};
+}
+
+template <class T>
+bool same_float(T a, T b) {
+  return (std::isnan(a) && std::isnan(b)) || a == b;
+}
+
+template <class T>
+bool close_ulps(T got, T want, int ulps) {
+  if (same_float(got, want)) return true;
+  T scale = std::max(std::abs(want), lim<T>::min());
+  return std::abs(got - want) <= scale * lim<T>::epsilon() * ulps;
+}
+
+template <class T>
+std::vector<T> float_row(T a, T b) {
+  auto r = [](bool v) { return static_cast<T>(v); };
+  return {a + b, a - b, a * b, a / b, -a, a, a * T(2.0), a + T(1), T(1.5) - a, T(3) / a,
+          r(a == b), r(a != b), r(a < b), r(a <= b), r(a > b), r(a >= b), r(a < 0 || b < 0), r(a > 0 && b > 0)};
+}
+
+template <class T>
+void check_integer_operators() {
+  using R = typename decltype(std::declval<qd::expr<T>>() + std::declval<qd::expr<T>>())::value_type;
+  auto k = kernels::integer_operators<T>();
+  std::vector<T> xs, ys;
+  for (T a : interesting_values<T>())
+    for (T b : interesting_values<T>()) xs.push_back(a), ys.push_back(b);
+  const auto n = static_cast<std::int64_t>(xs.size());
+  const auto columns = static_cast<std::int64_t>(integer_row<R>(0, 1).size());
+  qd::ndarray<T, 1> x(n), y(n);
+  qd::ndarray<R, 2> out({n, columns});
+  x.from_host(xs);
+  y.from_host(ys);
+  k(x, y, out);
+  auto got = out.to_host();
+  int mismatches = 0;
+  for (std::int64_t row = 0; row < n; ++row) {
+    auto want = integer_row<R>(static_cast<R>(xs[static_cast<std::size_t>(row)]),
+                               static_cast<R>(ys[static_cast<std::size_t>(row)]));
+    for (std::int64_t col = 0; col < columns; ++col)
+      mismatches += got[static_cast<std::size_t>(row * columns + col)] != want[static_cast<std::size_t>(col)];
+  }
+  CHECK(mismatches == 0);
+}
+
+template <class T>
+void check_float_operators() {
+  auto k = kernels::float_operators<T>();
+  const std::vector<T> values = {T(0), T(-0.0), T(1), T(-1), T(0.1), T(-2.5), T(3.75), T(1e30), T(-7e-20),
+                                 lim<T>::infinity(), lim<T>::max(), lim<T>::denorm_min()};
+  std::vector<T> xs, ys;
+  for (T a : values)
+    for (T b : values) xs.push_back(a), ys.push_back(b);
+  const auto n = static_cast<std::int64_t>(xs.size());
+  const auto columns = static_cast<std::int64_t>(float_row<T>(0, 0).size());
+  qd::ndarray<T, 1> x(n), y(n);
+  qd::ndarray<T, 2> out({n, columns});
+  x.from_host(xs);
+  y.from_host(ys);
+  k(x, y, out);
+  auto got = out.to_host();
+  int mismatches = 0;
+  for (std::int64_t row = 0; row < n; ++row) {
+    auto want = float_row<T>(xs[static_cast<std::size_t>(row)], ys[static_cast<std::size_t>(row)]);
+    for (std::int64_t col = 0; col < columns; ++col)
+      mismatches += !same_float(got[static_cast<std::size_t>(row * columns + col)], want[static_cast<std::size_t>(col)]);
+  }
+  CHECK(mismatches == 0);
+}
+
+// Correctly rounded functions agree exactly; the others within `ulps` of <cmath>
+// (the GPU libraries document up to 4 ulp for powf, 2 for the rest).
+template <class T>
+void check_math_functions(int ulps) {
+  auto k = kernels::math_functions<T>();
+  std::vector<T> xs = {T(0), T(1), T(-1), T(0.5), T(-2.5), T(2.5), T(3.999), T(-3.001), T(10), T(-20.75), T(1e-3),
+                       T(7.25), T(88)};
+  std::vector<T> ys, zs;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    ys.push_back(T(0.75) * static_cast<T>(static_cast<int>(i % 5) - 2));
+    zs.push_back(T(0.125) * static_cast<T>(i));
+  }
+  const T eps = std::is_same_v<T, float> ? T(1.0 / 1048576) : T(1.0 / 33554432.0 / 33554432.0);
+  xs.push_back(T(1) + eps), ys.push_back(T(1) + eps), zs.push_back(T(-1));  // fused and unfused differ
+  const auto n = static_cast<std::int64_t>(xs.size());
+  const std::int64_t columns = 13;
+  qd::ndarray<T, 1> x(n), y(n), z(n);
+  qd::ndarray<T, 2> out({n, columns});
+  x.from_host(xs), y.from_host(ys), z.from_host(zs);
+  k(x, y, z, out);
+  auto got = out.to_host();
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const T a = xs[i], b = ys[i], c = zs[i], positive = std::abs(a) + T(0.5);
+    const std::vector<T> want = {std::sqrt(positive), std::abs(a), std::floor(a), std::ceil(a), std::min(a, b),
+                                 std::max(a, b), std::fma(a, b, c), std::exp(a), std::log(positive), std::sin(a),
+                                 std::cos(a), std::tanh(a), std::pow(positive, b)};
+    for (std::size_t col = 0; col < want.size(); ++col) {
+      T g = got[i * static_cast<std::size_t>(columns) + col];
+      CAPTURE(col);
+      CAPTURE(a);
+      CAPTURE(b);
+      if (col < 7) CHECK(same_float(g, want[col]));
+      else CHECK(close_ulps(g, want[col], ulps));
+    }
+  }
+}
+
+template <class T>
+void check_histogram() {
+  auto k = kernels::histogram<T>();
+  const std::int64_t n = std::is_same_v<T, std::uint8_t> ? 4000 : 200000;  // u8 bins must not wrap
+  std::vector<std::int32_t> keys;
+  for (std::int64_t i = 0; i < n; ++i) keys.push_back(static_cast<std::int32_t>((i * 7) % 1601));
+  std::vector<T> up(16, T(0)), down(16, T(0));
+  T all = 0, lo97 = lim<T>::max(), hi97 = lim<T>::lowest(), lo89 = lim<T>::max(), hi89 = lim<T>::lowest();
+  for (std::int32_t key : keys) {
+    up[static_cast<std::size_t>(key % 16)] = static_cast<T>(up[static_cast<std::size_t>(key % 16)] + 1);
+    down[static_cast<std::size_t>(key % 16)] = static_cast<T>(down[static_cast<std::size_t>(key % 16)] - 2);
+    all = static_cast<T>(all + 1);
+    lo97 = std::min(lo97, static_cast<T>(key % 97)), hi97 = std::max(hi97, static_cast<T>(key % 97));
+    lo89 = std::min(lo89, static_cast<T>(key % 89)), hi89 = std::max(hi89, static_cast<T>(key % 89));
+  }
+  qd::ndarray<std::int32_t, 1> dkeys(n);
+  qd::ndarray<T, 1> dup(16), ddown(16), extremes(4);
+  qd::ndarray<T, 0> dall;
+  dkeys.from_host(keys);
+  extremes.from_host(std::vector<T>{lim<T>::max(), lim<T>::lowest(), T(0), T(0)});
+  k(dkeys, dup, ddown, dall, extremes);
+  CHECK(dup.to_host() == up);
+  CHECK(ddown.to_host() == down);
+  CHECK(dall.to_host()[0] == all);
+  CHECK(extremes.to_host() == std::vector<T>{lo97, hi97, lo89, hi89});
+}
+
+std::vector<std::int32_t> iota_values(std::int64_t n, std::int32_t scale, std::int32_t offset) {
+  std::vector<std::int32_t> v;
+  for (std::int64_t i = 0; i < n; ++i) v.push_back(static_cast<std::int32_t>(i) * scale + offset);
+  return v;
+}
+
+std::vector<float> iota_floats(int n, float scale) {
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<float>(i) * scale + 1.0f;
+  return v;
+}
+
+}  // namespace
+
+TYPE_TO_STRING(on_cpu);
+TYPE_TO_STRING(on_cuda);
+TYPE_TO_STRING(on_amdgpu);
+#define QD_SUITE_ARCHES on_cpu, on_cuda, on_amdgpu
+
+// ---------------------------------------------------------------------------
+// Statements and expressions.
+
+TEST_CASE_TEMPLATE("suite: integer operators wrap and define division by zero, for every integer type", A,
+                   QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  check_integer_operators<std::int32_t>();
+  check_integer_operators<std::int64_t>();
+  check_integer_operators<std::uint32_t>();
+  check_integer_operators<std::uint8_t>();
+}
+
+TEST_CASE_TEMPLATE("suite: floating-point operators are IEEE, bit for bit", A, QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  check_float_operators<float>();
+  check_float_operators<double>();
+}
+
+TEST_CASE_TEMPLATE("suite: math functions agree with <cmath>", A, QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  const int ulps = on_gpu<A>() ? 8 : 4;
+  check_math_functions<float>(ulps);
+  check_math_functions<double>(ulps);
+}
+
+TEST_CASE_TEMPLATE("suite: casts convert, truncate toward zero and narrow modulo the width", A, QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  auto k = kernels::casts();
+  const std::vector<std::int32_t> is = {300, -1, 0, 7, -129, 65536 + 255};
+  const std::vector<std::int64_t> ls = {(std::int64_t{1} << 32) + 5, -1, lim<std::int64_t>::min(), 12345678901LL, -7, 0};
+  const std::vector<float> fs = {2.7f, -2.7f, 0.0f, 99.99f, -0.5f, 200.5f};
+  const std::vector<double> ds = {0.1, -1e9, 16777217.0, 1.0 / 3.0, 0.75, -3.5};
+  const std::int64_t n = 6, columns = 16;
+  qd::ndarray<std::int32_t, 1> i32s(n);
+  qd::ndarray<std::int64_t, 1> i64s(n);
+  qd::ndarray<float, 1> f32s(n);
+  qd::ndarray<double, 1> f64s(n);
+  qd::ndarray<double, 2> out({n, columns});
+  qd::ndarray<std::uint8_t, 2> small({n, 3});
+  i32s.from_host(is), i64s.from_host(ls), f32s.from_host(fs), f64s.from_host(ds);
+  k(i32s, i64s, f32s, f64s, out, small);
+  auto got = out.to_host();
+  auto got_small = small.to_host();
+  for (std::size_t r = 0; r < static_cast<std::size_t>(n); ++r) {
+    const std::int32_t i = is[r];
+    const std::int64_t l = ls[r];
+    const float f = fs[r];
+    const double d = ds[r];
+    const std::vector<double> want = {
+        static_cast<double>(static_cast<std::int32_t>(f)), static_cast<double>(static_cast<std::int32_t>(d)),
+        static_cast<double>(static_cast<std::int32_t>(l)), static_cast<double>(static_cast<std::uint32_t>(i)),
+        static_cast<double>(static_cast<std::uint8_t>(i)), static_cast<double>(static_cast<float>(d)),
+        static_cast<double>(static_cast<float>(i)), static_cast<double>(static_cast<std::int64_t>(f)),
+        i != 0 ? 1.0 : 0.0, f != 0 ? 1.0 : 0.0, static_cast<double>(static_cast<std::uint32_t>(l)),
+        i > 0 ? static_cast<double>(f) : static_cast<double>(static_cast<float>(i)), f < 0 ? -1.0 : 1.0,
+        d > 0.5 ? static_cast<double>(l) : static_cast<double>(i), static_cast<double>(static_cast<std::int64_t>(i) * 4),
+        static_cast<double>(f)};
+    for (std::size_t c = 0; c < want.size(); ++c) {
+      CAPTURE(r);
+      CAPTURE(c);
+      CHECK(got[r * static_cast<std::size_t>(columns) + c] == want[c]);
+    }
+    CHECK(got_small[r * 3 + 0] == static_cast<std::uint8_t>(i));
+    CHECK(got_small[r * 3 + 1] == static_cast<std::uint8_t>(std::abs(f)));
+    CHECK(got_small[r * 3 + 2] == static_cast<std::uint8_t>(i + 250));
+  }
+}
+
+TEST_CASE_TEMPLATE("suite: qd::var is per iteration inside a loop and a top-level value outside", A, QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  auto k = kernels::variables();
+  std::vector<std::int32_t> xs;
+  for (int i = 0; i < 200; ++i) xs.push_back((i * 37) % 101 - 50);
+  const auto n = static_cast<std::int64_t>(xs.size());
+  qd::ndarray<std::int32_t, 1> x(n);
+  qd::ndarray<std::int32_t, 2> out({n, 13});
+  qd::ndarray<float, 1> fout(n);
+  qd::ndarray<std::int32_t, 0> top;
+  x.from_host(xs);
+  const std::int32_t s = 345;
+  k(x, out, fout, s, top);
+  const std::int32_t t = (s * 3 + 4) % 1000;
+  CHECK(top.to_host()[0] == t);
+  auto got = out.to_host();
+  auto fgot = fout.to_host();
+  int mismatches = 0;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    std::int32_t v = xs[i];
+    std::vector<std::int32_t> want;
+    v += 3, want.push_back(v);
+    v -= 10, want.push_back(v);
+    v *= -4, want.push_back(v);
+    v = host_div(v, 3), want.push_back(v);
+    v = host_mod(v, 7), want.push_back(v);
+    v &= 0x3c, want.push_back(v);
+    v |= 0x101, want.push_back(v);
+    v ^= 0x55, want.push_back(v);
+    std::int32_t w = v + 1000;
+    want.push_back(v), want.push_back(w), want.push_back(0), want.push_back(w * 2);
+    want.push_back(t + static_cast<std::int32_t>(i));
+    for (std::size_t c = 0; c < want.size(); ++c) mismatches += got[i * 13 + c] != want[c];
+    float f = 1.5f;
+    f *= static_cast<float>(xs[i]);
+    f /= 4.0f;
+    f -= 0.25f;
+    mismatches += fgot[i] != f;
+  }
+  CHECK(mismatches == 0);
+}
+
+TEST_CASE_TEMPLATE("suite: ndrange visits every index of a 2-D, 3-D and 4-D space exactly once", A, QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  auto k = kernels::ndranges();
+  qd::ndarray<std::int32_t, 2> a2({70, 90});
+  qd::ndarray<std::int32_t, 3> a3({3, 4, 5});
+  qd::ndarray<std::int32_t, 4> a4({2, 3, 4, 5});
+  k(a2, a3, a4);
+  auto h2 = a2.to_host();
+  auto h3 = a3.to_host();
+  auto h4 = a4.to_host();
+  int mismatches = 0;
+  std::size_t p = 0;
+  for (int i = 0; i < 70; ++i)
+    for (int j = 0; j < 90; ++j) mismatches += h2[p++] != i * 100 + j + 1;
+  p = 0;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j)
+      for (int l = 0; l < 5; ++l) mismatches += h3[p++] != i * 10000 + j * 100 + l + 1;
+  p = 0;
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int l = 0; l < 4; ++l)
+        for (int m = 0; m < 5; ++m) mismatches += h4[p++] != i * 1000 + j * 100 + l * 10 + m + 1;
+  CHECK(mismatches == 0);
+}
+
+TEST_CASE_TEMPLATE("suite: range bounds from parameters, empty and negative extents", A, QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  auto k = kernels::ranges();
+  const std::int64_t n = 16;
+  struct bounds {
+    std::int32_t lo;
+    std::int64_t hi;
+    std::int64_t rows, cols;
+    std::int32_t h, w;
+  };
+  for (bounds b : {bounds{3, 10, 3, 5, 2, 3}, bounds{0, n, 0, 4, 0, 5}, bounds{5, 5, 1000, 1, -2, 3},
+                   bounds{8, 2, 7, 0, -1, -1}}) {
+    CAPTURE(b.lo);
+    CAPTURE(b.hi);
+    qd::ndarray<std::int32_t, 1> hits(n), values(n);
+    qd::ndarray<float, 2> m({b.rows, b.cols});
+    qd::ndarray<std::int32_t, 0> count;
+    values.fill(-1);
+    k(hits, values, b.lo, b.hi, m, count, b.h, b.w);
+    auto h = hits.to_host();
+    auto v = values.to_host();
+    for (std::int32_t i = 0; i < n; ++i) {
+      bool inside = i >= b.lo && i < b.hi;
+      CHECK(h[static_cast<std::size_t>(i)] == (inside ? 1 : 0));
+      CHECK(v[static_cast<std::size_t>(i)] == (inside ? i * 2 : -1));
+    }
+    std::vector<float> want;
+    for (std::int64_t i = 0; i < b.rows * b.cols; ++i) want.push_back(static_cast<float>(i));
+    CHECK(m.to_host() == want);
+    const std::int32_t cells = b.h > 0 && b.w > 0 ? b.h * b.w : 0;
+    CHECK(count.to_host()[0] == cells + (b.h * b.w > 0 ? b.h * b.w * 1000 : 0));
+  }
+}
+
+TEST_CASE_TEMPLATE("suite: loops, branches and while_ nested in a parallel construct, and serial control flow", A,
+                   QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  auto k = kernels::nested_loops();
+  const std::int64_t n = 300, m = 17;
+  std::vector<std::int32_t> as, vs;
+  for (std::int64_t i = 0; i < n * m; ++i) as.push_back(static_cast<std::int32_t>((i * 13) % 29 - 14));
+  for (std::int64_t j = 0; j < m; ++j) vs.push_back(static_cast<std::int32_t>(j * 3 - 20));
+  qd::ndarray<std::int32_t, 2> a({n, m}), y({n, 4});
+  qd::ndarray<std::int32_t, 1> v(m);
+  a.from_host(as), v.from_host(vs);
+  k(a, v, y);
+  auto got = y.to_host();
+  int mismatches = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::int32_t dot = 0, evens = 0;
+    for (std::int64_t j = 0; j < m; ++j) {
+      dot += as[static_cast<std::size_t>(i * m + j)] * vs[static_cast<std::size_t>(j)];
+      if (vs[static_cast<std::size_t>(j)] % 2 == 0) evens += as[static_cast<std::size_t>(i * m + j)];
+    }
+    std::int32_t steps = 0;
+    for (std::int64_t c = i + 1; c != 1; ++steps) c = c % 2 == 0 ? c / 2 : c * 3 + 1;
+    mismatches += got[static_cast<std::size_t>(i * 4 + 0)] != dot;
+    mismatches += got[static_cast<std::size_t>(i * 4 + 1)] != static_cast<std::int32_t>(i * (i + 1) / 2);
+    mismatches += got[static_cast<std::size_t>(i * 4 + 2)] != evens;
+    mismatches += got[static_cast<std::size_t>(i * 4 + 3)] != steps;
+  }
+  CHECK(mismatches == 0);
+
+  auto serial = kernels::serial_control_flow();
+  const std::int64_t len = 5001;
+  std::vector<std::int32_t> xs;
+  for (std::int64_t i = 0; i < len; ++i) xs.push_back(static_cast<std::int32_t>(i % 7));
+  qd::ndarray<std::int32_t, 1> x(len), prefix(len), g(2);
+  qd::ndarray<std::int32_t, 0> sign;
+  x.from_host(xs);
+  serial(x, prefix, sign, 1, g, 1071, 462);
+  std::vector<std::int32_t> want(xs.size());
+  std::partial_sum(xs.begin(), xs.end(), want.begin());
+  CHECK(prefix.to_host() == want);  // a serial loop sees its own earlier iterations
+  CHECK(sign.to_host()[0] == ((len - 1) % 2 == 0 ? 1 : -1));
+  CHECK(g.to_host() == std::vector<std::int32_t>{21, 3});
+  serial(x, prefix, sign, 0, g, 7, 0);
+  CHECK(prefix.to_host()[6] == -6);
+  CHECK(sign.to_host()[0] == 1);
+  CHECK(g.to_host() == std::vector<std::int32_t>{7, 0});
+}
+
+TEST_CASE_TEMPLATE("suite: scalar parameters of every type, needs_grad buffers, volatile reads, clamped indexing", A,
+                   QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  auto k = kernels::scalars();
+  qd::ndarray<double, 1> floats(6);
+  qd::ndarray<std::int64_t, 1> ints(8);
+  qd::ndarray<std::uint32_t, 1> wide(5);
+  k(1.5f, -2.25e-10, -7, -(std::int64_t{1} << 40) - 3, 4000000000u, 200, true, floats, ints, wide);
+  std::vector<double> want_floats = {1.5, -2.25e-10};
+  std::vector<std::int64_t> want_ints = {-7, -(std::int64_t{1} << 40) - 3, 200, 1};
+  std::vector<std::uint32_t> want_wide = {4000000000u};
+  for (int k2 = 0; k2 < 4; ++k2) {
+    want_floats.push_back(static_cast<double>(1.5f * static_cast<float>(k2)) + -2.25e-10);
+    want_ints.push_back(-(std::int64_t{1} << 40) - 3 - k2);
+    want_wide.push_back(4000000000u + static_cast<std::uint32_t>(k2));
+  }
+  CHECK(floats.to_host() == want_floats);
+  CHECK(ints.to_host() == want_ints);
+  CHECK(wide.to_host() == want_wide);
+
+  auto grads = kernels::gradients();
+  const std::int64_t n = 8;
+  qd::ndarray<float, 1> x(n, qd::needs_grad);
+  qd::ndarray<double, 2> m({3, 5}, qd::needs_grad);
+  qd::ndarray<float, 0> s(qd::needs_grad);
+  qd::ndarray<float, 1> plain(n);
+  std::vector<float> xs;
+  for (int i = 0; i < n; ++i) xs.push_back(static_cast<float>(i) - 2.5f);
+  std::vector<double> ms, mgrad;
+  for (int i = 0; i < 15; ++i) ms.push_back(i * 0.25), mgrad.push_back(100.0 + i);
+  x.from_host(xs), m.from_host(ms), m.grad().from_host(mgrad);
+  s.from_host(std::vector<float>{1.5f});
+  s.grad().from_host(std::vector<float>{0.25f});
+  grads(x, m, s, plain);
+  std::vector<float> want_xgrad, want_plain;
+  for (float v : xs) want_xgrad.push_back(v * 2), want_plain.push_back(v * 2 + 1);
+  std::vector<double> want_mgrad;
+  for (std::size_t i = 0; i < ms.size(); ++i) want_mgrad.push_back(mgrad[i] + ms[i] * 3);
+  CHECK(x.grad().to_host() == want_xgrad);
+  CHECK(plain.to_host() == want_plain);
+  CHECK(m.grad().to_host() == want_mgrad);
+  CHECK(s.grad().to_host() == std::vector<float>{1.5f * 4 + 0.25f});
+
+  auto reads = kernels::volatile_reads();
+  std::vector<std::int32_t> vs = {3, -4, 0, 100, 7};
+  qd::ndarray<std::int32_t, 1> v(5);
+  qd::ndarray<std::int32_t, 2> out({5, 3});
+  v.from_host(vs);
+  reads(v, out);
+  auto got = out.to_host();
+  for (std::size_t i = 0; i < vs.size(); ++i) {
+    CHECK(got[i * 3 + 0] == vs[i]);
+    CHECK(got[i * 3 + 1] == vs[i] * 2 + 1);
+    CHECK(got[i * 3 + 2] == vs[i] * 2 + 1);
+  }
+
+  auto clamp = kernels::clamped();
+  const std::int64_t len = 10, h = 4, w = 6;
+  std::vector<float> cx;
+  for (int i = 0; i < len; ++i) cx.push_back(static_cast<float>(i * i) + 0.5f);
+  std::vector<std::int32_t> cm;
+  for (int i = 0; i < h * w; ++i) cm.push_back(i * 3 + 1);
+  qd::ndarray<float, 1> dx(len), edges(6), blur(len), hits(len);
+  qd::ndarray<std::int32_t, 2> dm({h, w});
+  qd::ndarray<std::int32_t, 1> medges(6);
+  dx.from_host(cx), dm.from_host(cm);
+  clamp(dx, dm, edges, medges, blur, hits);
+  auto c1 = [&](std::int64_t i) { return cx[static_cast<std::size_t>(std::clamp<std::int64_t>(i, 0, len - 1))]; };
+  auto c2 = [&](std::int64_t i, std::int64_t j) {
+    return cm[static_cast<std::size_t>(std::clamp<std::int64_t>(i, 0, h - 1) * w + std::clamp<std::int64_t>(j, 0, w - 1))];
+  };
+  CHECK(edges.to_host() == std::vector<float>{c1(-5), c1(-1), c1(2), c1(len - 1), c1(len), c1(len + 1000)});
+  CHECK(medges.to_host() == std::vector<std::int32_t>{c2(-1, -1), c2(h, w), c2(-3, 2), c2(1, w + 10), c2(h + 1, -2), c2(1, 2)});
+  std::vector<float> want_blur, want_hits(static_cast<std::size_t>(len), 0.0f);
+  for (std::int64_t i = 0; i < len; ++i) want_blur.push_back(c1(i - 1) + c1(i + 1));
+  for (std::int64_t i = 0; i < len + 4; ++i) want_hits[static_cast<std::size_t>(std::clamp<std::int64_t>(i - 2, 0, len - 1))] += 1.0f;
+  CHECK(blur.to_host() == want_blur);
+  CHECK(hits.to_host() == want_hits);
+}
+
+// ---------------------------------------------------------------------------
+// Atomics and reductions.
+
+TEST_CASE_TEMPLATE("suite: atomics return the old value in a serial construct", A, QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  auto k = kernels::atomics_serial();
+  std::vector<std::int32_t> ha = {1, 2, 10, 4, 10};
+  std::vector<float> hf = {0.25f, 1.0f, -1.5f, 2.0f};
+  qd::ndarray<std::int32_t, 1> a(5), olds(8);
+  qd::ndarray<float, 1> f(4), folds(4);
+  a.from_host(ha);
+  f.from_host(hf);
+  for (int launch = 0; launch < 2; ++launch) {
+    CAPTURE(launch);
+    k(a, f, olds, folds);
+    std::vector<std::int32_t> want_olds = {ha[0], ha[1], ha[2], ha[3]};
+    std::vector<float> want_folds = hf;
+    ha[0] += 5, ha[1] -= 5, ha[2] = std::min(ha[2], 5), ha[3] = std::max(ha[3], 5);
+    hf[0] += 0.5f, hf[1] -= 0.5f, hf[2] = std::min(hf[2], 0.5f), hf[3] = std::max(hf[3], 0.5f);
+    std::int32_t v = ha[4];
+    want_olds.push_back(v), v += 3;
+    want_olds.push_back(v), v -= 1;
+    want_olds.push_back(v), v = std::min(v, 7);
+    want_olds.push_back(v), v = std::max(v, 9);
+    ha[4] = v;
+    CHECK(olds.to_host() == want_olds);
+    CHECK(folds.to_host() == want_folds);
+    CHECK(a.to_host() == ha);
+    CHECK(f.to_host() == hf);
+  }
+}
+
+TEST_CASE_TEMPLATE("suite: contended atomics and top-level reductions in a parallel construct", A, QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  auto k = kernels::atomics_parallel();
+  const std::int64_t n = 20000;
+  std::vector<std::int32_t> xs;
+  for (std::int64_t i = 0; i < n; ++i) xs.push_back(static_cast<std::int32_t>((i * 7919) % 100003 - 50000));
+  qd::ndarray<std::int32_t, 1> x(n), acc(4), tops(4), mine(n);
+  qd::ndarray<std::int32_t, 2> olds({n, 2});
+  qd::ndarray<float, 1> facc(3);
+  x.from_host(xs);
+  acc.from_host(std::vector<std::int32_t>{0, 0, lim<std::int32_t>::max(), lim<std::int32_t>::min()});
+  facc.from_host(std::vector<float>{0.0f, lim<float>::infinity(), -lim<float>::infinity()});
+  k(x, acc, olds, facc, tops, mine);
+  const std::int64_t total = std::accumulate(xs.begin(), xs.end(), std::int64_t{0});
+  const std::int32_t mn = *std::min_element(xs.begin(), xs.end());
+  const std::int32_t mx = *std::max_element(xs.begin(), xs.end());
+  const std::vector<std::int32_t> want = {static_cast<std::int32_t>(total), static_cast<std::int32_t>(-total), mn, mx};
+  CHECK(acc.to_host() == want);
+  CHECK(tops.to_host() == want);
+  CHECK(facc.to_host() == std::vector<float>{static_cast<float>(n), 0.5f * static_cast<float>(mn), 0.5f * static_cast<float>(mx)});
+  auto o = olds.to_host();
+  int saw_initial_min = 0, saw_initial_max = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    saw_initial_min += o[static_cast<std::size_t>(i * 2)] == lim<std::int32_t>::max();
+    saw_initial_max += o[static_cast<std::size_t>(i * 2 + 1)] == lim<std::int32_t>::min();
+  }
+  CHECK(saw_initial_min == 1);
+  CHECK(saw_initial_max == 1);
+  auto m = mine.to_host();
+  for (std::int64_t i = 0; i < n; i += 101) CHECK(m[static_cast<std::size_t>(i)] == i * 1000 + i + 2);
+
+  auto compaction = kernels::compaction();
+  const std::int64_t len = 30000;
+  std::vector<std::int32_t> cs;
+  for (std::int64_t i = 0; i < len; ++i) cs.push_back(static_cast<std::int32_t>((i * 7919) % 100003 - 50000));
+  std::vector<std::int32_t> picked_want;
+  std::copy_if(cs.begin(), cs.end(), std::back_inserter(picked_want), [](std::int32_t v) { return v % 3 == 0; });
+  std::sort(picked_want.begin(), picked_want.end());
+  qd::ndarray<std::int32_t, 1> cx(len), picked(len), picked2(len);
+  qd::ndarray<std::int32_t, 0> count, count2;
+  cx.from_host(cs);
+  compaction(cx, picked, count, picked2, count2);
+  for (auto* arrays : {&picked, &picked2}) {
+    auto got = arrays->to_host();
+    got.resize(picked_want.size());
+    std::sort(got.begin(), got.end());
+    CHECK(got == picked_want);  // every slot handed out once
+  }
+  CHECK(count.to_host()[0] == static_cast<std::int32_t>(picked_want.size()));
+  CHECK(count2.to_host()[0] == static_cast<std::int32_t>(picked_want.size()));
+}
+
+TEST_CASE_TEMPLATE("suite: x[i] += v, -= v, min and max are atomic for every element type", A, QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  check_histogram<std::int32_t>();
+  check_histogram<std::uint32_t>();
+  check_histogram<std::int64_t>();
+  check_histogram<std::uint8_t>();
+  check_histogram<float>();
+  check_histogram<double>();
+}
+
+// ---------------------------------------------------------------------------
+// Random numbers, print, bounds checks.
+
+TEST_CASE_TEMPLATE("suite: qd::random is uniform and reproducible for a seed", A, QD_SUITE_ARCHES) {
+  auto draw = [] {
+    auto k = kernels::uniforms();
+    const std::int64_t n = 100000;
+    qd::ndarray<float, 1> f(n);
+    qd::ndarray<double, 1> d(n);
+    qd::ndarray<std::uint32_t, 1> u(n);
+    qd::ndarray<std::int32_t, 1> s(n);
+    qd::ndarray<float, 0> serial;
+    qd::ndarray<float, 2> grid({300, 200});
+    k(f, d, u, s, serial, grid);
+    return std::make_pair(f.to_host(), grid.to_host());
+  };
+  if (!start<A>({.random_seed = 7})) return;
+  auto [f, grid] = draw();
+  double mean = 0;
+  for (float v : f) mean += v;
+  mean /= static_cast<double>(f.size());
+  CHECK(mean == doctest::Approx(0.5).epsilon(0.02));
+  CHECK(std::all_of(f.begin(), f.end(), [](float v) { return v >= 0.0f && v < 1.0f; }));
+  start<A>({.random_seed = 7});
+  auto [f2, grid2] = draw();
+  CHECK(f == f2);
+  CHECK(grid == grid2);
+  start<A>({.random_seed = 8});
+  auto [f3, grid3] = draw();
+  std::size_t same = 0;
+  for (std::size_t i = 0; i < f.size(); ++i) same += f[i] == f3[i];
+  CHECK(same < 100);
+}
+
+TEST_CASE_TEMPLATE("suite: qd::print writes one line per call, in program order across constructs", A,
+                   QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  auto serial = kernels::print_serial();
+  auto parallel = kernels::print_parallel();
+  qd::ndarray<float, 1> x(1);
+  x.from_host(std::vector<float>{2.5f});
+  // A GPU's printf output reaches stdout at the next synchronization: the copy back.
+  std::string out = qd_test::capture_stdout([&] {
+    serial(x, 7, -9000000000LL, 4000000000u, 200, true, 0.125);
+    x.to_host();
+  });
+  CHECK(qd_test::lines_of(out) == std::vector<std::string>{"x0 = 2.5 n = 7 100% done",
+                                                           "-9000000000 4000000000 200 1 0.125 42 2.5 tab\there quote\"s"});
+  out = qd_test::capture_stdout([&] {
+    parallel(5);
+    x.to_host();
+  });
+  auto lines = qd_test::lines_of(out);
+  REQUIRE(lines.size() == 7);
+  CHECK(lines.front() == "before");
+  CHECK(lines.back() == "after");
+}
+
+TEST_CASE_TEMPLATE("suite: an out-of-range index under check_out_of_bound is an error naming the parameter", A,
+                   QD_SUITE_ARCHES) {
+  if (!start<A>({.check_out_of_bound = true})) return;
+  auto k = kernels::out_of_bounds();
+  qd::ndarray<float, 1> x(4);
+  CHECK_THROWS_WITH_AS(k(x, 9), doctest::Contains("parameter 'x'"), qd::user_error);
+  k(x, 4);  // the error record was reset: a correct launch passes
+  CHECK(x.to_host() == std::vector<float>(4, 1.0f));
+}
+
+// ---------------------------------------------------------------------------
+// Top-level values, split against whole, the seed's fallbacks.
+
+namespace {
+
+qd::per_offload_mode per_offload_mode_subcase() {
+  qd::per_offload_mode mode = qd::per_offload_mode::automatic;
+  SUBCASE("per_offload = automatic") { mode = qd::per_offload_mode::automatic; }
+  SUBCASE("per_offload = on") { mode = qd::per_offload_mode::on; }
+  SUBCASE("per_offload = off") { mode = qd::per_offload_mode::off; }
+  return mode;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("suite: top-level values cross constructs: reductions, snapshots, bounds loaded from arrays", A,
+                   QD_SUITE_ARCHES) {
+  if (!start<A>({.per_offload = per_offload_mode_subcase()})) return;
+  {
+    auto k = kernels::running_total();
+    const std::int64_t n = 100000;
+    auto xs = iota_values(n, 3, -7);
+    qd::ndarray<std::int32_t, 1> x(n), out(10);
+    qd::ndarray<float, 1> fx(100), fout(10);
+    x.from_host(xs);
+    fx.from_host(std::vector<float>(100, 1.0f));
+    for (int launch = 0; launch < 2; ++launch) {  // the variable starts from its initializer every launch
+      k(x, out, fx, fout);
+      const auto total = static_cast<std::int32_t>(std::accumulate(xs.begin(), xs.end(), std::int64_t{0}));
+      CHECK(out.to_host() == iota_values(10, 1, total));
+      CHECK(fout.to_host() == std::vector<float>(10, 100.0f));
+    }
+  }
+  {
+    auto k = kernels::stale_snapshot();
+    auto as = iota_values(1000, 2, 5);
+    auto ms = iota_values(12, 7, 1);
+    qd::ndarray<std::int32_t, 1> a(1000);
+    qd::ndarray<std::int32_t, 2> m({3, 4}), out({8, 4});
+    a.from_host(as);
+    m.from_host(ms);
+    k(a, m, out);
+    auto got = out.to_host();
+    for (std::int32_t i = 0; i < 8; ++i) {
+      CHECK(got[static_cast<std::size_t>(i * 4 + 0)] == as[0] + i);
+      CHECK(got[static_cast<std::size_t>(i * 4 + 1)] == as.back());
+      CHECK(got[static_cast<std::size_t>(i * 4 + 2)] == ms[1 * 4 + 2]);
+      CHECK(got[static_cast<std::size_t>(i * 4 + 3)] == as[0] * 10 + as[0]);
+    }
+  }
+  {
+    auto k = kernels::bounds_from_arrays();
+    const std::int64_t n = 30;
+    auto xs = iota_values(n, 1, 1);
+    qd::ndarray<std::int32_t, 1> bounds(3), x(n), out(n);
+    qd::ndarray<std::int32_t, 0> count;
+    x.from_host(xs);
+    for (std::vector<std::int32_t> b : {std::vector<std::int32_t>{12, 20, 25}, std::vector<std::int32_t>{0, 5, 5}}) {
+      bounds.from_host(b);
+      out.fill(7);
+      k(bounds, x, out, count);
+      std::vector<std::int32_t> want(static_cast<std::size_t>(n), 7);
+      for (std::int32_t i = 0; i < b[0]; ++i) want[static_cast<std::size_t>(i)] = xs[static_cast<std::size_t>(i)] * 2;
+      for (std::int32_t i = b[1]; i < b[2]; ++i) want[static_cast<std::size_t>(i)] = -xs[static_cast<std::size_t>(i)];
+      for (std::int32_t i = 0; i < n / 3; ++i) want[static_cast<std::size_t>(i)] += 1000;
+      CHECK(out.to_host() == want);
+    }
+  }
+  {
+    auto k = kernels::relay();
+    const std::int64_t n = 12, len = 777;
+    auto xs = iota_values(len, -1, 3);
+    qd::ndarray<std::int32_t, 1> x(len);
+    qd::ndarray<std::int32_t, 2> out({n, 4});
+    qd::ndarray<std::int32_t, 0> sign;
+    x.from_host(xs);
+    k(x, out, sign);
+    const std::int32_t a = xs[0] * 2 + static_cast<std::int32_t>(n);
+    const auto sum = static_cast<std::int32_t>(std::accumulate(xs.begin(), xs.end(), std::int64_t{0}));
+    const std::int32_t b = (a + sum) * 3;
+    const std::int32_t s = b > 0 ? 1 : -1;
+    CHECK(sign.to_host()[0] == s);
+    auto got = out.to_host();
+    for (std::int32_t i = 0; i < n; ++i) {
+      CHECK(got[static_cast<std::size_t>(i * 4 + 0)] == a + i);
+      CHECK(got[static_cast<std::size_t>(i * 4 + 1)] == a + b);
+      CHECK(got[static_cast<std::size_t>(i * 4 + 2)] == sum);
+      CHECK(got[static_cast<std::size_t>(i * 4 + 3)] == a - b + s);
+    }
+  }
+  {
+    auto k = kernels::forty_values();
+    const std::int64_t len = 64, rows = 3;
+    auto xs = iota_values(len, 5, -100);
+    qd::ndarray<std::int32_t, 1> x(len);
+    qd::ndarray<std::int32_t, 2> out({rows, 80});
+    x.from_host(xs);
+    k(x, out);
+    const auto total = static_cast<std::int32_t>(std::accumulate(xs.begin(), xs.end(), std::int64_t{0}));
+    auto got = out.to_host();
+    int mismatches = 0;
+    for (std::int32_t i = 0; i < rows; ++i)
+      for (std::int32_t c = 0; c < 40; ++c) {
+        mismatches += got[static_cast<std::size_t>(i * 80 + c)] != xs[static_cast<std::size_t>(c)] * (c + 1) + c + i;
+        mismatches += got[static_cast<std::size_t>(i * 80 + 40 + c)] != c + total * c;
+      }
+    CHECK(mismatches == 0);
+  }
+  {
+    auto k = kernels::shared_draw();
+    qd::ndarray<std::int32_t, 1> flag(3);
+    qd::ndarray<float, 2> out({50, 3});
+    flag.from_host(std::vector<std::int32_t>{41, 0, 0});
+    k(flag, out);
+    auto first = out.to_host();
+    for (std::size_t i = 0; i < 50; ++i) {
+      CHECK(first[i * 3 + 0] == first[0]);  // one draw, seen by every construct
+      CHECK(first[i * 3 + 1] == first[0]);
+      CHECK(first[i * 3 + 2] == 41.0f);
+    }
+  }
+}
+
+TEST_CASE_TEMPLATE("suite: split and whole variants give bitwise-identical results", A, QD_SUITE_ARCHES) {
+  auto k = kernels::split_many_values();
+  std::vector<float> y_results[2];
+  std::vector<std::int32_t> z_results[2];
+  qd_test::scratch_directory cache(std::string("suite-identical-") + A::name);
+  for (int variant = 0; variant < 2; ++variant) {
+    if (!start<A>({.offline_cache_file_path = cache.str(),
+                   .per_offload = variant ? qd::per_offload_mode::on : qd::per_offload_mode::off,
+                   .random_seed = 7}))
+      return;
+    qd::ndarray<float, 1> x(100), y(100);
+    qd::ndarray<std::int32_t, 2> z({6, 9});
+    qd::ndarray<std::int32_t, 1> w(3);
+    x.from_host(iota_floats(100, 0.37f));
+    w.from_host(std::vector<std::int32_t>{0, 41, 0});
+    k(x, y, z, w, 1.25f);
+    y_results[variant] = y.to_host();
+    z_results[variant] = z.to_host();
+    auto o = k.per_offload_cache_observations();
+    CHECK(o.fallback == (variant ? qd::fallback_reason::none : qd::fallback_reason::policy_per_offload_off));
+    if (variant) CHECK(o.frontend_constructs_total == 4);
+  }
+  CHECK(std::memcmp(y_results[0].data(), y_results[1].data(), y_results[0].size() * sizeof(float)) == 0);
+  CHECK(z_results[0] == z_results[1]);
+  CHECK(y_results[0][0] == (1.0f * 1.25f) + 42.0f);
+}
+
+TEST_CASE_TEMPLATE("suite: the seed's kernels fall back with their reasons and compute the whole kernel's values", A,
+                   QD_SUITE_ARCHES) {
+  qd_test::scratch_directory cache(std::string("suite-seed-") + A::name);
+  qd_test::log_capture logs;  // the run-time fallback's warning
+  if (!start<A>({.offline_cache_file_path = cache.str(), .per_offload = qd::per_offload_mode::on})) return;
+  const int n = 16;
+  qd::ndarray<float, 1> x(n), out(n), a(n, qd::needs_grad), b(n, qd::needs_grad);
+  x.from_host(iota_floats(n, 1.0f));
+  a.from_host(iota_floats(n, 2.0f));
+  a.grad().from_host(iota_floats(n, 3.0f));
+
+  auto running_total = kernels::seed_running_total();
+  running_total(x, out);
+  auto o = running_total.per_offload_cache_observations();
+  CHECK(o.fallback == qd::fallback_reason::carried_value);
+  CHECK(o.frontend_constructs_total == -1);
+  float sum = 0;
+  for (float v : iota_floats(n, 1.0f)) sum += v;
+  CHECK(out.to_host()[5] == sum);
+
+  auto stale_snapshot = kernels::seed_stale_snapshot();
+  stale_snapshot(a, out);
+  o = stale_snapshot.per_offload_cache_observations();
+  CHECK(o.fallback == qd::fallback_reason::stale_reread);
+  CHECK(o.fallback_detail == "a[0] re-read by construct 2 after construct 1 writes a");
+  CHECK(out.to_host()[3] == 1.0f);
+
+  a.from_host(iota_floats(n, 2.0f));
+  auto stale_clamped = kernels::seed_stale_clamped();
+  stale_clamped(a, out);
+  CHECK(stale_clamped.per_offload_cache_observations().fallback == qd::fallback_reason::stale_reread);
+  CHECK(out.to_host()[0] == 1.0f);
+
+  auto grad_snapshot = kernels::seed_grad_snapshot();
+  grad_snapshot(a, b, out);
+  CHECK(grad_snapshot.per_offload_cache_observations().fallback == qd::fallback_reason::aliasing_gradient);
+  CHECK(out.to_host()[7] == 1.0f);
+
+  // One array bound to two parameters the split assumed disjoint: the whole kernel runs.
+  auto copy = kernels::copy_after_snapshot();
+  qd::ndarray<float, 1> c(8), d(8);
+  c.fill(3.0f);
+  copy(c, d);
+  CHECK(copy.per_offload_cache_observations().fallback == qd::fallback_reason::none);
+  CHECK(d.to_host()[4] == 3.0f);
+  copy(c, c);
+  CHECK(copy.per_offload_cache_observations().runtime_fallbacks == 1);
+  CHECK(c.to_host()[4] == 3.0f);
+  qd::reset();
+}

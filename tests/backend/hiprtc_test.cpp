@@ -1,0 +1,85 @@
+// The hipRTC wrapper: found and fingerprinted without being opened, HIP source to a
+// code object for gfx90a, and a rejected program as a qd::compile_error carrying
+// the log. Skipped, with the reason, where hipRTC is not installed.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "quadrants/backend/amdgpu/hiprtc.hpp"
+#include "quadrants/base/error.hpp"
+#include "quadrants/codegen/prelude.hpp"
+#include "runtime/runtime_test_support.hpp"
+
+namespace {
+
+bool hip_mapped() {
+  std::ifstream maps("/proc/self/maps");
+  std::stringstream text;
+  text << maps.rdbuf();
+  return text.str().find("libamdhip64") != std::string::npos || text.str().find("libhiprtc") != std::string::npos;
+}
+
+bool hiprtc_installed() {
+  try {
+    qd::backend::locate_library(qd::backend::amdgpu::hiprtc_library());
+    return true;
+  } catch (const qd::driver_error& e) {
+    const std::string message = std::string("skipped: hipRTC is not installed: ") + e.what();
+    MESSAGE(message);
+    return false;
+  }
+}
+
+}  // namespace
+
+using namespace qd::backend::amdgpu;
+
+TEST_CASE("hipRTC is located and fingerprinted for cache keys without being opened") {
+  if (!hiprtc_installed()) return;
+  REQUIRE_FALSE(hip_mapped());
+  std::string fingerprint = hiprtc_fingerprint();
+  CHECK(fingerprint.find("missing") == std::string::npos);
+  CHECK_FALSE(hip_mapped());
+}
+
+TEST_CASE("hipRTC compiles the HIP prelude and a task to a gfx90a code object") {
+  if (!hiprtc_installed()) return;
+  const std::string message = "hipRTC " + hiprtc_version();
+  MESSAGE(message);
+  hiprtc_options options;
+  options.arch = "gfx90a";
+  auto flags = hiprtc_flags(options);
+  CHECK(std::find(flags.begin(), flags.end(), "--offload-arch=gfx90a") != flags.end());
+  CHECK(std::find(flags.begin(), flags.end(), "-ffp-contract=off") != flags.end());
+  const std::string task = R"(
+QD_FN void t_run(const qd_ctx* ctx) { ((qd_f32*)ctx->arrays[0].data)[0] = qd_sqrt(2.0f); }
+QD_SERIAL_TASK(t)
+)";
+  auto code = compile_code_object(qd::codegen::amdgpu_translation_unit_prelude() + task, options, "kernel 'root'");
+  REQUIRE(code.size() > 4);
+  CHECK(std::string(reinterpret_cast<const char*>(code.data()), 4) == "\x7f" "ELF");
+}
+
+TEST_CASE("a program hipRTC rejects is a qd::compile_error with hipRTC's log and the generated line") {
+  if (!hiprtc_installed()) return;
+  const std::string source = qd::codegen::amdgpu_translation_unit_prelude() +
+                             "QD_FN void qd_broken(const qd_ctx* ctx) {\n  qd_no_such_value = 1;\n}\n";
+  try {
+    compile_code_object(source, hiprtc_options{}, "kernel 'broken'");
+    FAIL("hipRTC accepted an invalid program");
+  } catch (const qd::compile_error& e) {
+    std::string message = e.what();
+    CHECK(message.find("kernel 'broken': hipRTC rejected generated HIP code") != std::string::npos);
+    CHECK(message.find("qd_no_such_value = 1;") != std::string::npos);
+    CHECK(e.log().find("qd_no_such_value") != std::string::npos);
+    CHECK(e.options().find("--offload-arch=gfx90a") != std::string::npos);
+  }
+}
+
+TEST_CASE("QD_HIPRTC_PATH naming nothing usable is a qd::driver_error naming the variable") {
+  qd_test::scoped_env bad("QD_HIPRTC_PATH", "/nonexistent");
+  CHECK_THROWS_WITH_AS(qd::backend::locate_library(hiprtc_library()), doctest::Contains("QD_HIPRTC_PATH"),
+                       qd::driver_error);
+}

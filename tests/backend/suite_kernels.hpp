@@ -1,0 +1,608 @@
+// The kernels of the per-backend suite, defined once: gpu_suite_test runs them on
+// every arch and checks their results, compile_only_test compiles every one of
+// them with NVRTC and hipRTC. Between them they use every statement and expression.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include <quadrants/quadrants.hpp>
+
+namespace qd_test::kernels {
+
+template <class T>
+auto integer_operators() {
+  using R = typename decltype(std::declval<qd::expr<T>>() + std::declval<qd::expr<T>>())::value_type;
+  return qd::kernel("integer_operators", {"x", "y", "out"},
+                    [](qd::types::ndarray<T, 1> x, qd::types::ndarray<T, 1> y, qd::types::ndarray<R, 2> out) {
+                      qd::range_for(x.shape(0), [&](qd::i32 i) {
+                        qd::expr<R> a = x[i];
+                        qd::expr<R> b = y[i];
+                        int c = 0;
+                        auto put = [&](const auto& v) { out(i, c++) = v; };
+                        auto flag = [&](const qd::boolean& v) { out(i, c++) = qd::cast<R>(v); };
+                        put(a + b), put(a - b), put(a * b), put(a / b), put(a % b);
+                        put(a & b), put(a | b), put(a ^ b), put(a << b), put(a >> b);
+                        put(qd::min(a, b)), put(qd::max(a, b)), put(-a), put(~a), put(qd::abs(a)), put(+a);
+                        flag(a == b), flag(a != b), flag(a < b), flag(a <= b), flag(a > b), flag(a >= b);
+                        flag(a > 0 && b > 0), flag(a > 0 || b > 0), flag(!(a > b));
+                        put(a * 3 - 7), put(a / 2), put(a % 3), put(7 - a), put(100 / a);
+                        put(a << 3), put(a >> 1), put(a & 0x5a);
+                        flag(a != 0 && b / a > 1);
+                      });
+                    });
+}
+
+template <class T>
+auto float_operators() {
+  return qd::kernel("float_operators", {"x", "y", "out"},
+                    [](qd::types::ndarray<T, 1> x, qd::types::ndarray<T, 1> y, qd::types::ndarray<T, 2> out) {
+                      qd::range_for(x.shape(0), [&](qd::i32 i) {
+                        qd::expr<T> a = x[i];
+                        qd::expr<T> b = y[i];
+                        int c = 0;
+                        auto put = [&](const qd::expr<T>& v) { out(i, c++) = v; };
+                        auto flag = [&](const qd::boolean& v) { out(i, c++) = qd::cast<T>(v); };
+                        put(a + b), put(a - b), put(a * b), put(a / b), put(-a), put(+a);
+                        put(a * 2.0), put(a + 1), put(1.5 - a), put(3 / a);
+                        flag(a == b), flag(a != b), flag(a < b), flag(a <= b), flag(a > b), flag(a >= b);
+                        flag(a < 0 || b < 0), flag(a > 0 && b > 0);
+                      });
+                    });
+}
+
+template <class T>
+auto math_functions() {
+  return qd::kernel("math_functions", {"x", "y", "z", "out"},
+                    [](qd::types::ndarray<T, 1> x, qd::types::ndarray<T, 1> y, qd::types::ndarray<T, 1> z,
+                       qd::types::ndarray<T, 2> out) {
+                      qd::range_for(x.shape(0), [&](qd::i32 i) {
+                        qd::expr<T> a = x[i];
+                        qd::expr<T> b = y[i];
+                        qd::expr<T> c = z[i];
+                        qd::expr<T> positive = qd::abs(a) + 0.5;
+                        int col = 0;
+                        auto put = [&](const qd::expr<T>& v) { out(i, col++) = v; };
+                        put(qd::sqrt(positive)), put(qd::abs(a)), put(qd::floor(a)), put(qd::ceil(a));
+                        put(qd::min(a, b)), put(qd::max(a, b)), put(qd::fma(a, b, c));
+                        put(qd::exp(a)), put(qd::log(positive)), put(qd::sin(a)), put(qd::cos(a)), put(qd::tanh(a));
+                        put(qd::pow(positive, b));
+                      });
+                    });
+}
+
+inline auto casts() {
+  return qd::kernel(
+      "casts", {"i", "l", "f", "d", "out", "small"},
+      [](qd::types::ndarray<std::int32_t, 1> is, qd::types::ndarray<std::int64_t, 1> ls,
+         qd::types::ndarray<float, 1> fs, qd::types::ndarray<double, 1> ds, qd::types::ndarray<double, 2> out,
+         qd::types::ndarray<std::uint8_t, 2> small) {
+        qd::range_for(is.shape(0), [&](qd::i32 r) {
+          auto i = is[r];
+          auto l = ls[r];
+          auto f = fs[r];
+          auto d = ds[r];
+          int c = 0;
+          auto put = [&](const auto& v) { out(r, c++) = v; };
+          put(qd::cast<std::int32_t>(f)), put(qd::cast<std::int32_t>(d)), put(qd::cast<std::int32_t>(l));
+          put(qd::cast<std::uint32_t>(i)), put(qd::cast<std::uint8_t>(i)), put(qd::cast<float>(d));
+          put(qd::cast<float>(i)), put(qd::cast<std::int64_t>(f)), put(qd::cast<std::int32_t>(qd::cast<bool>(i)));
+          put(qd::cast<std::int32_t>(qd::cast<bool>(f))), put(qd::cast<std::uint32_t>(l));
+          put(qd::select(i > 0, f, i)), put(qd::select(f < 0, -1, qd::i32(1))), put(qd::select(d > 0.5, l, i));
+          qd::i64 wide = i;
+          qd::f64 wider = f;
+          put(wide * 4), put(wider);
+          small(r, 0) = qd::cast<std::uint8_t>(i);
+          small(r, 1) = qd::cast<std::uint8_t>(qd::abs(f));
+          small(r, 2) = qd::cast<std::uint8_t>(i + 250);
+        });
+      });
+}
+
+inline auto variables() {
+  return qd::kernel(
+      "variables", {"x", "out", "fout", "s", "top"},
+      [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 2> out,
+         qd::types::ndarray<float, 1> fout, qd::i32 s, qd::types::ndarray<std::int32_t, 0> top) {
+        qd::var<std::int32_t> t = s;
+        t *= 3;
+        t += 4;
+        t %= 1000;
+        qd::range_for(x.shape(0), [&](qd::i32 i) {
+          qd::var<std::int32_t> v = x[i];
+          v += 3;
+          out(i, 0) = v;
+          v -= 10;
+          out(i, 1) = v;
+          v *= -4;
+          out(i, 2) = v;
+          v /= 3;
+          out(i, 3) = v;
+          v %= 7;
+          out(i, 4) = v;
+          v &= 0x3c;
+          out(i, 5) = v;
+          v |= 0x101;
+          out(i, 6) = v;
+          v ^= 0x55;
+          out(i, 7) = v;
+          qd::var<std::int32_t> w = v;
+          w += 1000;
+          out(i, 8) = v;
+          out(i, 9) = w;
+          qd::var<std::int32_t> z;
+          out(i, 10) = z;
+          z = w;
+          z = z * 2;
+          out(i, 11) = z;
+          out(i, 12) = t + i;
+          qd::var<float> f = 1.5f;
+          f *= x[i];
+          f /= 4;
+          f -= 0.25;
+          fout[i] = f;
+        });
+        top() = t;
+      });
+}
+
+inline auto ndranges() {
+  return qd::kernel("ndranges", {"a2", "a3", "a4"},
+                    [](qd::types::ndarray<std::int32_t, 2> a2, qd::types::ndarray<std::int32_t, 3> a3,
+                       qd::types::ndarray<std::int32_t, 4> a4) {
+                      qd::range_for(qd::ndrange(a2.shape(0), a2.shape(1)),
+                                    [&](qd::i32 i, qd::i32 j) { a2(i, j) += i * 100 + j + 1; });
+                      qd::range_for(qd::ndrange(a3.shape(0), a3.shape(1), a3.shape(2)),
+                                    [&](qd::i32 i, qd::i32 j, qd::i32 l) { a3(i, j, l) += i * 10000 + j * 100 + l + 1; });
+                      qd::range_for(qd::ndrange(2, 3, 4, 5), [&](qd::i32 i, qd::i32 j, qd::i32 l, qd::i32 m) {
+                        a4(i, j, l, m) += i * 1000 + j * 100 + l * 10 + m + 1;
+                      });
+                    });
+}
+
+inline auto ranges() {
+  return qd::kernel("ranges", {"hits", "values", "lo", "hi", "m", "count", "h", "w"},
+                    [](qd::types::ndarray<std::int32_t, 1> hits, qd::types::ndarray<std::int32_t, 1> values,
+                       qd::i32 lo, qd::i64 hi, qd::types::ndarray<float, 2> m,
+                       qd::types::ndarray<std::int32_t, 0> count, qd::i32 h, qd::i32 w) {
+                      qd::range_for(lo, hi, [&](qd::i32 i) {
+                        hits[i] += 1;
+                        values[i] = i * 2;
+                      });
+                      qd::range_for(qd::ndrange(m.shape(0), m.shape(1)),
+                                    [&](qd::i32 i, qd::i32 j) { m(i, j) = qd::cast<float>(i * m.shape(1) + j); });
+                      qd::range_for(qd::ndrange(h, w), [&](qd::i32, qd::i32) { count() += 1; });
+                      qd::range_for(h * w, [&](qd::i32) { count() += 1000; });
+                    });
+}
+
+inline auto nested_loops() {
+  return qd::kernel(
+      "nested_loops", {"a", "v", "y"},
+      [](qd::types::ndarray<std::int32_t, 2> a, qd::types::ndarray<std::int32_t, 1> v,
+         qd::types::ndarray<std::int32_t, 2> y) {
+        qd::range_for(a.shape(0), [&](qd::i32 i) {
+          qd::var<std::int32_t> dot = 0;
+          qd::range_for(a.shape(1), [&](qd::i32 j) { dot += a(i, j) * v[j]; });
+          y(i, 0) = dot;
+          qd::var<std::int32_t> pairs = 0;
+          qd::range_for(i, [&](qd::i32 j) { qd::range_for(j, i, [&](qd::i32) { pairs += 1; }); });
+          y(i, 1) = pairs;
+          qd::var<std::int32_t> evens = 0;
+          qd::range_for(a.shape(1), [&](qd::i32 j) { qd::if_(v[j] % 2 == 0, [&] { evens += a(i, j); }); });
+          y(i, 2) = evens;
+          qd::var<std::int64_t> c = i + 1;
+          qd::var<std::int32_t> steps = 0;
+          qd::while_([&] { return c != 1; }, [&] {
+            qd::if_(c % 2 == 0, [&] { c = c / 2; }).else_([&] { c = c * 3 + 1; });
+            steps += 1;
+          });
+          y(i, 3) = steps;
+        });
+      });
+}
+
+inline auto serial_control_flow() {
+  return qd::kernel("serial_control_flow", {"x", "prefix", "sign", "flag", "g", "a", "b"},
+                    [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 1> prefix,
+                       qd::types::ndarray<std::int32_t, 0> sign, qd::i32 flag, qd::types::ndarray<std::int32_t, 1> g,
+                       qd::i32 a, qd::i32 b) {
+                      qd::var<std::int32_t> alternating = 1;
+                      qd::if_(flag != 0, [&] {
+                        prefix[0] = x[0];
+                        qd::range_for(1, x.shape(0), [&](qd::i32 i) {
+                          prefix[i] = prefix[i - 1] + x[i];
+                          alternating *= -1;
+                        });
+                      }).else_([&] { qd::range_for(x.shape(0), [&](qd::i32 i) { prefix[i] = -x[i]; }); });
+                      sign() = alternating;
+                      qd::var<std::int32_t> p = a, q = b, rounds = 0;
+                      qd::while_([&] { return q != 0; }, [&] {
+                        qd::var<std::int32_t> t = q;
+                        q = p % q;
+                        p = t;
+                        rounds += 1;
+                      });
+                      g[0] = p;
+                      g[1] = rounds;
+                    });
+}
+
+inline auto atomics_serial() {
+  return qd::kernel("atomics_serial", {"a", "f", "olds", "folds"},
+                    [](qd::types::ndarray<std::int32_t, 1> a, qd::types::ndarray<float, 1> f,
+                       qd::types::ndarray<std::int32_t, 1> olds, qd::types::ndarray<float, 1> folds) {
+                      olds[0] = qd::atomic_add(a[0], 5);
+                      olds[1] = qd::atomic_sub(a[1], 5);
+                      olds[2] = qd::atomic_min(a[2], 5);
+                      olds[3] = qd::atomic_max(a[3], 5);
+                      folds[0] = qd::atomic_add(f[0], 0.5f);
+                      folds[1] = qd::atomic_sub(f[1], 0.5f);
+                      folds[2] = qd::atomic_min(f[2], 0.5f);
+                      folds[3] = qd::atomic_max(f[3], 0.5f);
+                      qd::var<std::int32_t> v = a[4];
+                      olds[4] = qd::atomic_add(v, 3);
+                      olds[5] = qd::atomic_sub(v, 1);
+                      olds[6] = qd::atomic_min(v, 7);
+                      olds[7] = qd::atomic_max(v, 9);
+                      a[4] = v;
+                    });
+}
+
+inline auto atomics_parallel() {
+  using lim = std::numeric_limits<std::int32_t>;
+  return qd::kernel(
+      "atomics_parallel", {"x", "acc", "olds", "facc", "tops", "mine"},
+      [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 1> acc,
+         qd::types::ndarray<std::int32_t, 2> olds, qd::types::ndarray<float, 1> facc,
+         qd::types::ndarray<std::int32_t, 1> tops, qd::types::ndarray<std::int32_t, 1> mine) {
+        qd::var<std::int32_t> sum = 0, down = 0, lo = lim::max(), hi = lim::min();
+        qd::range_for(x.shape(0), [&](qd::i32 i) {
+          auto v = x[i];
+          qd::atomic_add(acc[0], v);
+          qd::atomic_sub(acc[1], v);
+          olds(i, 0) = qd::atomic_min(acc[2], v);
+          olds(i, 1) = qd::atomic_max(acc[3], v);
+          qd::atomic_add(facc[0], 1.0f);
+          qd::atomic_min(facc[1], qd::cast<float>(v) * 0.5f);
+          qd::atomic_max(facc[2], qd::cast<float>(v) * 0.5f);
+          sum += v;
+          down -= v;
+          qd::atomic_min(lo, v);
+          qd::atomic_max(hi, v);
+          qd::var<std::int32_t> own = i;
+          auto old = qd::atomic_add(own, 2);
+          mine[i] = old * 1000 + own;
+        });
+        tops[0] = sum;
+        tops[1] = down;
+        tops[2] = lo;
+        tops[3] = hi;
+      });
+}
+
+inline auto compaction() {
+  return qd::kernel("compaction", {"x", "picked", "count", "picked2", "count2"},
+                    [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 1> picked,
+                       qd::types::ndarray<std::int32_t, 0> count, qd::types::ndarray<std::int32_t, 1> picked2,
+                       qd::types::ndarray<std::int32_t, 0> count2) {
+                      qd::var<std::int32_t> c = 0;
+                      qd::range_for(x.shape(0), [&](qd::i32 i) {
+                        qd::if_(x[i] % 3 == 0, [&] {
+                          auto slot = qd::atomic_add(count(), 1);
+                          picked[slot] = x[i];
+                          auto slot2 = qd::atomic_add(c, 1);
+                          picked2[slot2] = x[i];
+                        });
+                      });
+                      count2() = c;
+                    });
+}
+
+// x[i] += v, -= v, min and max on arrays of T from a parallel loop, and their reductions.
+template <class T>
+auto histogram() {
+  return qd::kernel("histogram", {"keys", "up", "down", "all", "extremes"},
+                    [](qd::types::ndarray<std::int32_t, 1> keys, qd::types::ndarray<T, 1> up,
+                       qd::types::ndarray<T, 1> down, qd::types::ndarray<T, 0> all,
+                       qd::types::ndarray<T, 1> extremes) {
+                      qd::var<T> lowest = std::numeric_limits<T>::max(), highest = std::numeric_limits<T>::lowest();
+                      qd::range_for(keys.shape(0), [&](qd::i32 i) {
+                        up[keys[i] % 16] += 1;
+                        down[keys[i] % 16] -= 2;
+                        all() += 1;
+                        qd::atomic_min(extremes[0], qd::cast<T>(keys[i] % 97));
+                        qd::atomic_max(extremes[1], qd::cast<T>(keys[i] % 97));
+                        qd::atomic_min(lowest, qd::cast<T>(keys[i] % 89));
+                        qd::atomic_max(highest, qd::cast<T>(keys[i] % 89));
+                      });
+                      extremes[2] = lowest;
+                      extremes[3] = highest;
+                    });
+}
+
+inline auto uniforms() {
+  return qd::kernel("uniforms", {"f", "d", "u", "s", "serial", "grid"},
+                    [](qd::types::ndarray<float, 1> f, qd::types::ndarray<double, 1> d,
+                       qd::types::ndarray<std::uint32_t, 1> u, qd::types::ndarray<std::int32_t, 1> s,
+                       qd::types::ndarray<float, 0> serial, qd::types::ndarray<float, 2> grid) {
+                      qd::range_for(qd::ndrange(grid.shape(0), grid.shape(1)),
+                                    [&](qd::i32 i, qd::i32 j) { grid(i, j) = qd::random<float>(); });
+                      qd::range_for(f.shape(0), [&](qd::i32 i) {
+                        f[i] = qd::random<float>();
+                        d[i] = qd::random<double>();
+                        u[i] = qd::random<std::uint32_t>();
+                        s[i] = qd::random<std::int32_t>();
+                      });
+                      serial() = qd::random();
+                    });
+}
+
+inline auto print_serial() {
+  return qd::kernel("print_serial", {"x", "n", "big", "u", "b", "flag", "d"},
+                    [](qd::types::ndarray<float, 1> x, qd::i32 n, qd::i64 big, qd::u32 u, qd::u8 b,
+                       qd::boolean flag, qd::f64 d) {
+                      qd::print("x0 =", x[0], "n =", n, "100% done");
+                      qd::print(big, u, b, flag, d, 42, 2.5, "tab\there", "quote\"s");
+                    });
+}
+
+inline auto print_parallel() {
+  return qd::kernel("print_parallel", {"n"}, [](qd::i32 n) {
+    qd::print("before");
+    qd::range_for(n, [&](qd::i32 i) { qd::print("item", i, "squared", i * i); });
+    qd::print("after");
+  });
+}
+
+inline auto volatile_reads() {
+  return qd::kernel("volatile_reads", {"x", "out"},
+                    [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 2> out) {
+                      qd::range_for(x.shape(0), [&](qd::i32 i) {
+                        auto before = x[i];
+                        x[i] = before * 2 + 1;
+                        out(i, 0) = before;
+                        out(i, 1) = qd::volatile_load(before);
+                        out(i, 2) = qd::volatile_load(x[i]);
+                      });
+                    });
+}
+
+inline auto clamped() {
+  return qd::kernel(
+      "clamped", {"x", "m", "edges", "medges", "blur", "hits"},
+      [](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 2> m, qd::types::ndarray<float, 1> edges,
+         qd::types::ndarray<std::int32_t, 1> medges, qd::types::ndarray<float, 1> blur,
+         qd::types::ndarray<float, 1> hits) {
+        auto n = x.shape(0);
+        edges[0] = x.at(-5, qd::boundary::clamp);
+        edges[1] = x.at(-1, qd::boundary::clamp);
+        edges[2] = x.at(2, qd::boundary::clamp);
+        edges[3] = x.at(n - 1, qd::boundary::clamp);
+        edges[4] = x.at(n, qd::boundary::clamp);
+        edges[5] = x.at(n + 1000, qd::boundary::clamp);
+        auto h = m.shape(0), w = m.shape(1);
+        medges[0] = m.at(-1, -1, qd::boundary::clamp);
+        medges[1] = m.at(h, w, qd::boundary::clamp);
+        medges[2] = m.at(-3, 2, qd::boundary::clamp);
+        medges[3] = m.at(1, w + 10, qd::boundary::clamp);
+        medges[4] = m.at(h + 1, -2, qd::boundary::clamp);
+        medges[5] = m.at(1, 2, qd::boundary::clamp);
+        qd::range_for(n, [&](qd::i32 i) { blur[i] = x.at(i - 1, qd::boundary::clamp) + x.at(i + 1, qd::boundary::clamp); });
+        qd::range_for(n + 4, [&](qd::i32 i) { qd::atomic_add(hits.at(i - 2, qd::boundary::clamp), 1.0f); });
+      });
+}
+
+inline auto gradients() {
+  return qd::kernel(
+      "gradients", {"x", "m", "s", "plain"},
+      [](qd::types::ndarray<float, 1, qd::needs_grad> x, qd::types::ndarray<double, 2, qd::needs_grad> m,
+         qd::types::ndarray<float, 0, qd::needs_grad> s, qd::types::ndarray<float, 1> plain) {
+        qd::range_for(x.shape(0), [&](qd::i32 i) {
+          x.grad()[i] = x[i] * 2;
+          plain[i] = x.grad()[i] + 1;
+        });
+        qd::range_for(qd::ndrange(m.grad().shape(0), m.grad().shape(1)),
+                      [&](qd::i32 i, qd::i32 j) { m.grad()(i, j) += m(i, j) * 3; });
+        s.grad()() = s() * 4 + s.grad()();
+      });
+}
+
+inline auto scalars() {
+  return qd::kernel("scalars", {"f", "d", "i", "l", "u", "b", "flag", "floats", "ints", "wide"},
+                    [](qd::f32 f, qd::f64 d, qd::i32 i, qd::i64 l, qd::u32 u, qd::u8 b, qd::boolean flag,
+                       qd::types::ndarray<double, 1> floats, qd::types::ndarray<std::int64_t, 1> ints,
+                       qd::types::ndarray<std::uint32_t, 1> wide) {
+                      floats[0] = f;
+                      floats[1] = d;
+                      ints[0] = i;
+                      ints[1] = l;
+                      ints[2] = b;
+                      ints[3] = qd::select(flag, 1, qd::i32(0));
+                      wide[0] = u;
+                      qd::range_for(4, [&](qd::i32 k) {
+                        floats[k + 2] = f * k + d;
+                        ints[k + 4] = l - k;
+                        wide[k + 1] = u + qd::cast<std::uint32_t>(k);
+                      });
+                    });
+}
+
+inline auto out_of_bounds() {
+  return qd::kernel("out_of_bounds", {"x", "n"}, [](qd::types::ndarray<float, 1> x, qd::i32 n) {
+    qd::range_for(n, [&](qd::i32 i) { x[i] = 1.0f; });
+  });
+}
+
+// Top-level values crossing constructs (tests/runtime/top_level_values_test.cpp).
+
+inline auto running_total() {
+  return qd::kernel("running_total", {"x", "out", "fx", "fout"},
+                    [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 1> out,
+                       qd::types::ndarray<float, 1> fx, qd::types::ndarray<float, 1> fout) {
+                      qd::var<std::int32_t> total = 0;
+                      qd::range_for(x.shape(0), [&](qd::i32 i) { total += x[i]; });
+                      qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = total + i; });
+                      qd::var<float> ftotal = 0.0f;
+                      qd::range_for(fx.shape(0), [&](qd::i32 i) { ftotal += fx[i]; });
+                      qd::range_for(fout.shape(0), [&](qd::i32 i) { fout[i] = ftotal; });
+                    });
+}
+
+inline auto stale_snapshot() {
+  return qd::kernel("stale_snapshot", {"a", "m", "out"},
+                    [](qd::types::ndarray<std::int32_t, 1> a, qd::types::ndarray<std::int32_t, 2> m,
+                       qd::types::ndarray<std::int32_t, 2> out) {
+                      qd::i32 first = a[0];
+                      qd::var<std::int32_t> last = a[a.shape(0) - 1];
+                      qd::i32 corner = m(1, 2);
+                      qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = a[i] * 10 + first; });
+                      qd::range_for(qd::ndrange(m.shape(0), m.shape(1)), [&](qd::i32 i, qd::i32 j) { m(i, j) = -1; });
+                      qd::i32 fresh = a[0];
+                      qd::range_for(out.shape(0), [&](qd::i32 i) {
+                        out(i, 0) = first + i;
+                        out(i, 1) = last;
+                        out(i, 2) = corner;
+                        out(i, 3) = fresh;
+                      });
+                    });
+}
+
+inline auto bounds_from_arrays() {
+  return qd::kernel("bounds_from_arrays", {"bounds", "x", "out", "count"},
+                    [](qd::types::ndarray<std::int32_t, 1> bounds, qd::types::ndarray<std::int32_t, 1> x,
+                       qd::types::ndarray<std::int32_t, 1> out, qd::types::ndarray<std::int32_t, 0> count) {
+                      qd::range_for(bounds[0], [&](qd::i32 i) { out[i] = x[i] * 2; });
+                      qd::range_for(bounds[1], bounds[2], [&](qd::i32 i) { out[i] = -x[i]; });
+                      count() = x.shape(0) / 3;
+                      qd::range_for(count(), [&](qd::i32 i) { out[i] += 1000; });
+                    });
+}
+
+inline auto relay() {
+  return qd::kernel("relay", {"x", "out", "sign"},
+                    [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 2> out,
+                       qd::types::ndarray<std::int32_t, 0> sign) {
+                      auto n = out.shape(0);
+                      qd::i32 a = x[0] * 2 + n;
+                      qd::var<std::int32_t> acc = a;
+                      qd::range_for(n, [&](qd::i32 i) { out(i, 0) = a + i; });
+                      qd::range_for(x.shape(0), [&](qd::i32 i) { acc += x[i]; });
+                      qd::i32 b = acc * 3;
+                      qd::range_for(n, [&](qd::i32 i) { out(i, 1) = a + b; });
+                      qd::if_(b > 0, [&] { sign() = 1; }).else_([&] { sign() = -1; });
+                      acc -= a;
+                      qd::range_for(n, [&](qd::i32 i) {
+                        out(i, 2) = acc;
+                        out(i, 3) = a - b + sign();
+                      });
+                    });
+}
+
+inline auto forty_values() {
+  constexpr int count = 40;
+  return qd::kernel("forty_values", {"x", "out"},
+                    [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 2> out) {
+                      std::vector<qd::i32> values;
+                      std::deque<qd::var<std::int32_t>> sums;
+                      for (int c = 0; c < count; ++c) {
+                        values.push_back(x[c] * (c + 1) + c);
+                        sums.emplace_back(c);
+                      }
+                      qd::range_for(x.shape(0), [&](qd::i32 i) {
+                        for (int c = 0; c < count; ++c) sums[static_cast<std::size_t>(c)] += x[i] * c;
+                      });
+                      qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = -1; });
+                      qd::range_for(out.shape(0), [&](qd::i32 i) {
+                        for (int c = 0; c < count; ++c) {
+                          out(i, c) = values[static_cast<std::size_t>(c)] + i;
+                          out(i, c + count) = sums[static_cast<std::size_t>(c)];
+                        }
+                      });
+                    });
+}
+
+inline auto shared_draw() {
+  return qd::kernel("shared_draw", {"flag", "out"},
+                    [](qd::types::ndarray<std::int32_t, 1> flag, qd::types::ndarray<float, 2> out) {
+                      qd::f32 r = qd::random<float>();
+                      qd::i32 seen = qd::volatile_load(flag[0]);
+                      qd::range_for(flag.shape(0), [&](qd::i32 i) { flag[i] = flag[i] + 1; });
+                      qd::range_for(out.shape(0), [&](qd::i32 i) { out(i, 0) = r; });
+                      qd::range_for(out.shape(0), [&](qd::i32 i) {
+                        out(i, 1) = r;
+                        out(i, 2) = qd::cast<float>(seen);
+                      });
+                    });
+}
+
+// Per-offload (tests/runtime/per_offload_test.cpp): a kernel that splits, and the seed's fallbacks.
+
+inline auto split_many_values() {
+  return qd::kernel("many_values", {"x", "y", "z", "w", "s"},
+                    [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y,
+                       qd::types::ndarray<std::int32_t, 2> z, qd::types::ndarray<std::int32_t, 1> w, qd::f32 s) {
+                      qd::i32 n = x.shape(0);
+                      qd::f32 head = x[0] * s;
+                      qd::i32 bound = w[1] % n + 1;
+                      qd::range_for(n, [&](qd::i32 i) { y[i] = qd::sin(x[i]) * head + qd::sqrt(qd::abs(x[i])); });
+                      qd::range_for(qd::ndrange(z.shape(0), z.shape(1)), [&](qd::i32 i, qd::i32 j) {
+                        qd::var<std::int32_t> acc = 0;
+                        qd::range_for(j + 1, [&](qd::i32 k2) { acc += k2 * i; });
+                        qd::if_(acc > 10, [&] { z(i, j) = acc; }).else_([&] { z(i, j) = -acc; });
+                      });
+                      y[0] = head + qd::cast<float>(bound);
+                      qd::range_for(bound, [&](qd::i32 i) { y[i + 1] = y[i + 1] * 0.5f + qd::random<float>(); });
+                    });
+}
+
+inline auto seed_running_total() {
+  return qd::kernel("seed_running_total", {"x", "out"},
+                    [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> out) {
+                      qd::var<float> total = 0.0f;
+                      qd::range_for(x.shape(0), [&](qd::i32 i) { total += x[i]; });
+                      qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = total; });
+                    });
+}
+
+inline auto seed_stale_snapshot() {
+  return qd::kernel("seed_stale_snapshot", {"a", "out"},
+                    [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> out) {
+                      qd::f32 first = a[0];
+                      qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = 0.0f; });
+                      qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = first; });
+                    });
+}
+
+inline auto seed_stale_clamped() {
+  return qd::kernel("seed_stale_clamped", {"a", "out"},
+                    [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> out) {
+                      qd::f32 first = a.at(-5, qd::boundary::clamp);
+                      qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = 0.0f; });
+                      qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = first; });
+                    });
+}
+
+inline auto seed_grad_snapshot() {
+  return qd::kernel("seed_grad_snapshot", {"a", "b", "out"},
+                    [](qd::types::ndarray<float, 1, qd::needs_grad> a, qd::types::ndarray<float, 1, qd::needs_grad> b,
+                       qd::types::ndarray<float, 1> out) {
+                      qd::f32 g = a.grad()[0];
+                      qd::range_for(b.shape(0), [&](qd::i32 i) { b.grad()[i] = 0.0f; });
+                      qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = g; });
+                    });
+}
+
+inline auto copy_after_snapshot() {
+  return qd::kernel("copy_after_snapshot", {"src", "dst"},
+                    [](qd::types::ndarray<float, 1> src, qd::types::ndarray<float, 1> dst) {
+                      qd::f32 first = src[0];
+                      qd::range_for(dst.shape(0), [&](qd::i32 i) { dst[i] = 0.0f; });
+                      qd::range_for(dst.shape(0), [&](qd::i32 i) { dst[i] = dst[i] + first; });
+                    });
+}
+
+}  // namespace qd_test::kernels
