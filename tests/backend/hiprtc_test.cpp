@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "quadrants/backend/amdgpu/hiprtc.hpp"
 #include "quadrants/base/error.hpp"
@@ -76,6 +78,22 @@ TEST_CASE("a program hipRTC rejects is a qd::compile_error with hipRTC's log and
     CHECK(e.log().find("qd_no_such_value") != std::string::npos);
     CHECK(e.options().find("--offload-arch=gfx90a") != std::string::npos);
   }
+}
+
+TEST_CASE("hipRTC is safe to call from several threads at once (the wrapper serializes it)") {
+  if (!hiprtc_installed()) return;
+  const std::string source = qd::codegen::amdgpu_translation_unit_prelude() + R"(
+QD_FN void t_run(const qd_ctx* ctx) { ((qd_f32*)ctx->arrays[0].data)[0] = qd_exp(1.0f); }
+QD_SERIAL_TASK(t)
+)";
+  std::vector<std::size_t> sizes(3, 0);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < sizes.size(); ++t)
+    threads.emplace_back([&, t] { sizes[t] = compile_code_object(source, hiprtc_options{}, "kernel 'threads'").size(); });
+  for (auto& t : threads) t.join();
+  CHECK(sizes[0] > 0);
+  CHECK(sizes[1] == sizes[0]);
+  CHECK(sizes[2] == sizes[0]);
 }
 
 TEST_CASE("QD_HIPRTC_PATH naming nothing usable is a qd::driver_error naming the variable") {

@@ -58,6 +58,9 @@ class device {
   virtual std::string prelude() const = 0;
   virtual std::vector<std::byte> compile(std::string_view source, std::string_view what) = 0;
   virtual std::unique_ptr<loaded_module> load(std::span<const std::byte> binary, std::string_view what) = 0;
+  // Whether compile() runs concurrently when called from several threads (hipRTC
+  // does not): if not, misses are not spread over several programs.
+  virtual bool compiles_concurrently() const { return true; }
 
   // A backend that runs the lowered IR itself (the reference interpreter) instead
   // of compiling source: the runtime hands it the tasks, named by `entries`, and

@@ -369,7 +369,8 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
   }
   // Group the misses into programs: one, unless there are enough to keep several
   // compiler processes busy (each program pays the compiler's fixed cost once).
-  const std::size_t threads = static_cast<std::size_t>(std::max(1, p.config().num_compile_threads));
+  const std::size_t threads =
+      p.device().compiles_concurrently() ? static_cast<std::size_t>(std::max(1, p.config().num_compile_threads)) : 1;
   const std::size_t groups = std::max<std::size_t>(1, std::min(threads, unique.size() / 4));
   std::vector<std::vector<std::size_t>> batches(groups);
   for (std::size_t j = 0; j < unique.size(); ++j) batches[j % groups].push_back(unique[j]);

@@ -199,6 +199,7 @@ class amdgpu_device final : public device {
   std::vector<std::byte> compile(std::string_view source, std::string_view what) override {
     return compile_code_object(source, compiler_, what);
   }
+  bool compiles_concurrently() const override { return false; }  // hipRTC compiles one program at a time
   std::unique_ptr<loaded_module> load(std::span<const std::byte> binary, std::string_view what) override {
     if (!gpu_) return std::make_unique<compile_only_module>();
     return std::make_unique<hip_module>(gpu_, binary, what);

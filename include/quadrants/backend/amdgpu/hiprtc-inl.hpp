@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <mutex>
 #include <type_traits>
 
 #include "quadrants/backend/amdgpu/hip.hpp"
@@ -50,6 +51,10 @@ QD_FUNC const hiprtc_api& hiprtc() {
   return api;
 }
 
+// hipRTC (HIP 5's comgr underneath) crashes when two threads compile at once:
+// programs are compiled one at a time, whichever thread asks.
+inline std::mutex hiprtc_mutex;
+
 QD_FUNC void check_hiprtc(hiprtcResult r, const char* call) {
   if (r == hiprtc_success) return;
   throw driver_error(fmt::format("hipRTC call {} failed: {} ({})", call, hiprtc().error_string(r), r), call, r);
@@ -84,6 +89,7 @@ QD_FUNC std::vector<std::byte> compile_code_object(std::string_view source, cons
   for (const auto& f : flags) argv.push_back(f.c_str());
   std::string text(source);
   constexpr const char* program_name = "qd_generated.hip";
+  std::lock_guard serialized(hiprtc_mutex);
   hiprtcProgram program = nullptr;
   check_hiprtc(api.create_program(&program, text.c_str(), program_name, 0, nullptr, nullptr), "hiprtcCreateProgram");
   struct destroy {
