@@ -4,7 +4,9 @@
 // per_offload mode: the results must not depend on how the kernel is split.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <deque>
 #include <numeric>
 #include <vector>
@@ -294,4 +296,46 @@ TEST_CASE("a random draw and a volatile read at the top level happen once and ev
   CHECK(second[1] == second[0]);
   CHECK(second[2] == 42.0f);
   CHECK(flag.to_host() == std::vector<std::int32_t>{43, 2, 2});
+}
+
+// Found by the differential fuzzer (tests/fuzz): a top-level variable kept in a global
+// temporary (whole kernel) was updated with the atomics' rule (v < old ? v : old), the
+// same variable recomputed task-locally (split) with old < v ? old : v, so a NaN or a
+// zero of the other sign gave different results in the two variants.
+TEST_CASE("qd::atomic_min and atomic_max on a top-level qd::var ignore a NaN and keep the old zero, however it is kept") {
+  qd_test::init_cpu({.per_offload = per_offload_mode_subcase()});
+  auto k = qd::kernel("nan_bounds", {"x", "out"}, [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 2> out) {
+    qd::var<float> lo = 1.0f, hi = -1.0f, zero = 0.0f;
+    qd::atomic_min(lo, x[0]);
+    qd::atomic_max(hi, x[0]);
+    qd::atomic_min(zero, x[1]);
+    qd::range_for(out.shape(0), [&](qd::i32 i) {
+      out(i, 0) = lo;
+      out(i, 1) = hi;
+      out(i, 2) = zero;
+    });
+  });
+  qd::ndarray<float, 1> x(2);
+  qd::ndarray<float, 2> out({4, 3});
+  x.from_host(std::vector<float>{std::numeric_limits<float>::quiet_NaN(), -0.0f});
+  k(x, out);
+  auto got = out.to_host();
+  for (std::size_t i = 0; i < 4; ++i) {
+    CHECK(got[i * 3 + 0] == 1.0f);
+    CHECK(got[i * 3 + 1] == -1.0f);
+    CHECK_FALSE(std::signbit(got[i * 3 + 2]));  // -0 < +0 is false: +0 stays
+  }
+}
+
+TEST_CASE("a min reduction into a top-level qd::var skips NaN elements wherever they are") {
+  qd_test::init_cpu({.per_offload = per_offload_mode_subcase()});
+  auto k = qd::kernel("nan_reduction", {"x", "out"}, [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> out) {
+    qd::var<float> lo = 100.0f;
+    qd::range_for(x.shape(0), [&](qd::i32 i) { qd::atomic_min(lo, x[i]); });
+    out[0] = lo;
+  });
+  qd::ndarray<float, 1> x(3), out(1);
+  x.from_host(std::vector<float>{0.0f, std::numeric_limits<float>::quiet_NaN(), 5.0f});
+  k(x, out);
+  CHECK(out.to_host()[0] == 0.0f);  // the accumulator used to restart after the NaN and give 5
 }

@@ -457,14 +457,16 @@ class emitter {
       case ir::op::local_load: line(fmt::format("const {} {} = {};", type, v(i), var(n.a))); break;
       case ir::op::local_store: line(fmt::format("{} = {};", var(n.a), v(n.b))); break;
       case ir::op::local_atomic: {
-        // A task-local variable is private to its thread: a plain read-modify-write.
+        // A task-local variable is private to its thread: a plain read-modify-write,
+        // with the atomics' semantics (min keeps the old value unless v < old, so a
+        // NaN never replaces it), as the same variable kept in a temporary has.
         line(fmt::format("const {} {} = {};", type, v(i), var(n.a)));
         std::string updated;
         switch (static_cast<ir::atomic_op>(n.sub)) {
           case ir::atomic_op::add: updated = wrapping_arithmetic(n.type, "+", v(i), v(n.b)); break;
           case ir::atomic_op::sub: updated = wrapping_arithmetic(n.type, "-", v(i), v(n.b)); break;
-          case ir::atomic_op::min: updated = fmt::format("qd_min({}, {})", v(i), v(n.b)); break;
-          case ir::atomic_op::max: updated = fmt::format("qd_max({}, {})", v(i), v(n.b)); break;
+          case ir::atomic_op::min: updated = fmt::format("qd_min({}, {})", v(n.b), v(i)); break;
+          case ir::atomic_op::max: updated = fmt::format("qd_max({}, {})", v(n.b), v(i)); break;
         }
         line(fmt::format("{} = {};", var(n.a), updated));
         break;
@@ -481,8 +483,9 @@ class emitter {
             case ir::atomic_op::sub:
               line(fmt::format("{} = {};", acc, wrapping_arithmetic(r->type, "+", acc, v(n.a))));
               break;
-            case ir::atomic_op::min: line(fmt::format("{0} = qd_min({0}, {1});", acc, v(n.a))); break;
-            case ir::atomic_op::max: line(fmt::format("{0} = qd_max({0}, {1});", acc, v(n.a))); break;
+            // v first, as an atomic compares: a NaN never enters the accumulator.
+            case ir::atomic_op::min: line(fmt::format("{0} = qd_min({1}, {0});", acc, v(n.a))); break;
+            case ir::atomic_op::max: line(fmt::format("{0} = qd_max({1}, {0});", acc, v(n.a))); break;
           }
           break;
         }

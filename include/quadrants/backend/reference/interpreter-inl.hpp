@@ -160,7 +160,8 @@ T abs_value(T a) {
 }
 
 // The value an atomic leaves in memory (prelude: fetch_add/sub wrap; min and max
-// store v only when it is smaller or larger, so NaN never replaces a number).
+// store v only when it is smaller or larger, so NaN never replaces a number). A
+// task-local variable's update and a reduction's accumulator follow the same rule.
 template <class T>
 T atomic_result(ir::atomic_op o, T old, T v) {
   switch (o) {
@@ -172,17 +173,6 @@ T atomic_result(ir::atomic_op o, T old, T v) {
   return old;
 }
 
-// A task-local variable's update (the emitter's plain read-modify-write: qd_min(old, v)).
-template <class T>
-T local_result(ir::atomic_op o, T old, T v) {
-  switch (o) {
-    case ir::atomic_op::add: return convert<T>(wrap_add(old, v));
-    case ir::atomic_op::sub: return convert<T>(wrap_sub(old, v));
-    case ir::atomic_op::min: return old < v ? old : v;
-    case ir::atomic_op::max: return old > v ? old : v;
-  }
-  return old;
-}
 
 template <class T>
 T reduction_identity(ir::atomic_op o) {
@@ -782,7 +772,7 @@ class machine {
         cell old = value(n.a), v = value(n.b);
         value(n.a) = with_type(n.type, [&](auto tag) {
           using T = typename decltype(tag)::type;
-          return put(local_result(static_cast<ir::atomic_op>(n.sub), get<T>(old), get<T>(v)));
+          return put(atomic_result(static_cast<ir::atomic_op>(n.sub), get<T>(old), get<T>(v)));
         });
         value(i) = old;
         break;
@@ -800,8 +790,8 @@ class machine {
             switch (static_cast<ir::atomic_op>(n.sub)) {
               case ir::atomic_op::add:
               case ir::atomic_op::sub: return put(convert<T>(wrap_add(x, y)));
-              case ir::atomic_op::min: return put(x < y ? x : y);
-              case ir::atomic_op::max: return put(x > y ? x : y);
+              case ir::atomic_op::min: return put(y < x ? y : x);
+              case ir::atomic_op::max: return put(y > x ? y : x);
             }
             return acc;
           });
