@@ -29,6 +29,8 @@ bench: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target benchmarks
 	$(BUILD_DIR)/bench/cpu_bench
 	$(BUILD_DIR)/bench/cache_bench
+	$(BUILD_DIR)/bench/gpu_compile_bench
+	$(BUILD_DIR)/bench/gpu_run_bench
 
 clean:
 	rm -rf $(BUILD_DIR)
