@@ -339,3 +339,27 @@ TEST_CASE("a min reduction into a top-level qd::var skips NaN elements wherever 
   k(x, out);
   CHECK(out.to_host()[0] == 0.0f);  // the accumulator used to restart after the NaN and give 5
 }
+
+// Found by the differential fuzzer: a loop that both assigned a top-level qd::var (a
+// race, allowed) and reduced into it accumulated the reduction per chunk and flushed
+// it after the chunk's last assignment, a result no order of the iterations gives.
+TEST_CASE("a loop that assigns a top-level qd::var and reduces into it gives the result of some order of its iterations") {
+  qd_test::init_cpu({.per_offload = per_offload_mode_subcase()});
+  auto k = qd::kernel("assign_then_add", {"x", "out"},
+                      [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 1> out) {
+                        qd::var<std::int32_t> v = 0;
+                        qd::range_for(x.shape(0), [&](qd::i32 i) {
+                          v += x[i];
+                          v = 0;  // every iteration resets it after its own update
+                        });
+                        out[0] = v;
+                      });
+  qd::ndarray<std::int32_t, 1> x(6), out(1);
+  x.fill(5);
+  k(x, out);
+  // Each iteration's reset follows its own addition, so at most five additions can follow
+  // the last reset; the per-chunk accumulator used to add all six (30) after it.
+  const std::int32_t v = out.to_host()[0];
+  CHECK(v % 5 == 0);
+  CHECK(v <= 25);
+}

@@ -279,8 +279,10 @@ class emitter {
   }
 
   // A reduction into a global temporary whose old value nobody reads, and whose
-  // slot the loop never loads, accumulates per chunk (or GPU thread) and is
-  // flushed with one atomic: no contended atomic per iteration.
+  // slot the loop never loads or assigns, accumulates per chunk (or GPU thread) and
+  // is flushed with one atomic: no contended atomic per iteration. (With a plain
+  // store to the slot in the loop, a flush after the chunk would give a result no
+  // order of the iterations gives.)
   struct reduction {
     std::int64_t slot;
     ir::atomic_op op;
@@ -292,7 +294,7 @@ class emitter {
     std::vector<std::int64_t> loaded;
     ir::walk(fn_, body, [&](ir::id i, int) {
       ir::for_each_operand(fn_, fn_.at(i), [&](ir::id o) { used[static_cast<std::size_t>(o)] = true; });
-      if (fn_.at(i).code == ir::op::temp_load) loaded.push_back(fn_.at(i).imm);
+      if (fn_.at(i).code == ir::op::temp_load || fn_.at(i).code == ir::op::temp_store) loaded.push_back(fn_.at(i).imm);
     });
     std::vector<std::int64_t> rejected;
     ir::walk(fn_, body, [&](ir::id i, int) {

@@ -852,12 +852,12 @@ QD_FUNC task_interpreter::task_interpreter(codegen::lowered_task task) : task_(s
   const std::int32_t body = fn.at(loop_).block0;
   uses_random_ = draws(body);
   // The CPU emitter's reductions: a temp_atomic in the loop body whose old value
-  // nothing uses, on a slot the body never loads, always with one op and type.
+  // nothing uses, on a slot the body never loads or stores, always with one op and type.
   std::vector<bool> used(fn.nodes.size(), false);
   std::vector<std::int64_t> loaded, rejected;
   ir::walk(fn, body, [&](ir::id i, int) {
     ir::for_each_operand(fn, fn.at(i), [&](ir::id o) { used[static_cast<std::size_t>(o)] = true; });
-    if (fn.at(i).code == ir::op::temp_load) loaded.push_back(fn.at(i).imm);
+    if (fn.at(i).code == ir::op::temp_load || fn.at(i).code == ir::op::temp_store) loaded.push_back(fn.at(i).imm);
   });
   std::vector<ir::id> members;
   ir::walk(fn, body, [&](ir::id i, int) {
