@@ -2,9 +2,9 @@
 // (no GPU needed: NVRTC and hipRTC compile for sm_90 and gfx90a anywhere): the
 // incremental recompile of a 16- and 64-construct kernel after editing one
 // construct (split against whole-kernel, and against the edited construct alone),
-// the cold compile (split against whole), and a warm process (qd::init to every
-// kernel ready from the cache) run in a fresh child process that must not even
-// load NVRTC. Configurations are interleaved; figures are medians.
+// the cold compile (split against whole), NVRTC's --minimal, and a warm process
+// (qd::init to every kernel ready from the cache) run in a fresh child process
+// that must not even load NVRTC. Configurations are interleaved; figures are medians.
 #include <quadrants/quadrants.hpp>
 
 #include <fmt/format.h>
@@ -18,10 +18,12 @@
 #include <functional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "quadrants/backend/amdgpu/hiprtc.hpp"
 #include "quadrants/backend/cuda/nvrtc.hpp"
+#include "quadrants/codegen/prelude.hpp"
 
 namespace {
 
@@ -80,33 +82,50 @@ bool library_mapped(std::string_view name) {
 
 constexpr int warm_kernels = 20;
 
+// The program of the warm measurement: compile-only for sm_90, or on the GPU
+// (modules are then loaded by the driver too).
+qd::config warm_config(const fs::path& root, bool on_gpu) {
+  if (on_gpu) return {.arch = qd::arch::cuda, .offline_cache_file_path = root.string(), .enable_fallback = false};
+  return {.arch = qd::arch::cuda, .offline_cache_file_path = root.string(), .compile_only = true, .cuda_arch = 90,
+          .enable_fallback = false};
+}
+
 // The child process of the warm measurement: every entry is on disk already.
-int warm_child(const fs::path& root) {
+int warm_child(const fs::path& root, bool on_gpu) {
   double t = ms([&] {
-    qd::init({.arch = qd::arch::cuda, .offline_cache_file_path = root.string(), .compile_only = true,
-              .cuda_arch = 90, .enable_fallback = false});
+    qd::init(warm_config(root, on_gpu));
     for (int k = 0; k < warm_kernels; ++k) make_kernel(fmt::format("k{}", k), 2, k).compile();
   });
   auto s = qd::offline_cache_statistics();
-  fmt::print("  warm process, {} kernels x 2 constructs: qd::init to all ready {:.2f} ms; compiler runs {}, disk hits "
-             "{}; libnvrtc mapped in the process: {}\n",
-             warm_kernels, t, s.compiles, s.hits, library_mapped("libnvrtc") ? "YES (unexpected)" : "no");
+  fmt::print("  warm process{}, {} kernels x 2 constructs: qd::init to all ready {:.2f} ms; compiler runs {}, disk "
+             "hits {}; libnvrtc mapped in the process: {}\n",
+             on_gpu ? " on the GPU (modules loaded)" : "", warm_kernels, t, s.compiles, s.hits,
+             library_mapped("libnvrtc") ? "YES (unexpected)" : "no");
   return s.compiles == 0 && !library_mapped("libnvrtc") ? 0 : 1;
 }
 
-void warm_process(const fs::path& root, const std::string& self) {
+void warm_process(const fs::path& root, const std::string& self, bool on_gpu) {
   double cold = ms([&] {
-    qd::init({.arch = qd::arch::cuda, .offline_cache_file_path = root.string(), .compile_only = true, .cuda_arch = 90,
-              .enable_fallback = false});
+    qd::init(warm_config(root, on_gpu));
     for (int k = 0; k < warm_kernels; ++k) make_kernel(fmt::format("k{}", k), 2, k).compile();
   });
-  fmt::print("  cold process, {} kernels x 2 constructs: {:.0f} ms, compiler runs {}\n", warm_kernels, cold,
-             qd::offline_cache_statistics().compiles);
+  fmt::print("  cold process{}, {} kernels x 2 constructs: {:.0f} ms, compiler runs {}\n",
+             on_gpu ? " on the GPU" : "", warm_kernels, cold, qd::offline_cache_statistics().compiles);
   qd::reset();
   std::fflush(stdout);
   for (int run = 0; run < 2; ++run) {
-    std::string command = fmt::format("'{}' --warm-child '{}'", self, root.string());
+    std::string command = fmt::format("'{}' --warm-child '{}' {}", self, root.string(), on_gpu ? "gpu" : "compile-only");
     if (std::system(command.c_str()) != 0) fmt::print("  WARNING: the warm child compiled or loaded NVRTC\n");
+  }
+}
+
+bool cuda_gpu_present() {
+  try {
+    qd::init({.arch = qd::arch::cuda, .offline_cache = false, .enable_fallback = false});
+    qd::reset();
+    return true;
+  } catch (const qd::error&) {
+    return false;
   }
 }
 
@@ -138,21 +157,59 @@ void incremental(const target& t, const fs::path& base, int constructs, int roun
              median(split) / median(alone));
 }
 
+// Split (with the default num_compile_threads, and with one: a single program)
+// against whole, each from a cold cache.
 void cold_compile(const target& t, const fs::path& base, int constructs, int rounds) {
-  std::vector<double> split, whole;
+  std::vector<double> split, split_one, whole;
   for (int r = 0; r < rounds; ++r) {
-    for (bool s : {true, false}) {
-      fs::path root = base / fmt::format("cold-{}-{}-{}-{}", t.compiler, constructs, r, s);
-      qd::init(t.config(root, s ? qd::per_offload_mode::on : qd::per_offload_mode::off));
+    for (int variant = 0; variant < 3; ++variant) {
+      fs::path root = base / fmt::format("cold-{}-{}-{}-{}", t.compiler, constructs, r, variant);
+      qd::config c = t.config(root, variant < 2 ? qd::per_offload_mode::on : qd::per_offload_mode::off);
+      if (variant == 1) c.num_compile_threads = 1;
+      qd::init(c);
       auto k = make_kernel("cold", constructs, 7 + r);
-      (s ? split : whole).push_back(ms([&] { k.compile(); }));
+      std::vector<double>& out = variant == 0 ? split : variant == 1 ? split_one : whole;
+      out.push_back(ms([&] { k.compile(); }));
       qd::reset();
       fs::remove_all(root);
     }
   }
-  fmt::print("  {} cold compile of {} constructs: split {:.1f} ms, whole {:.1f} ms (split/whole {:.2f}, target <= "
-             "1.15)\n",
-             t.compiler, constructs, median(split), median(whole), median(split) / median(whole));
+  fmt::print("  {} cold compile of {} constructs: split {:.1f} ms ({} compile threads), split as one program {:.1f} "
+             "ms, whole {:.1f} ms (split/whole {:.2f} and {:.2f}, target <= 1.15)\n",
+             t.compiler, constructs, median(split), std::thread::hardware_concurrency(), median(split_one),
+             median(whole), median(split) / median(whole), median(split_one) / median(whole));
+}
+
+// NVRTC's --minimal, measured on the CUDA prelude and `tasks` generated-style tasks of ~30 float operations.
+void minimal_option(int tasks, int rounds) {
+  std::string source = qd::codegen::cuda_translation_unit_prelude();
+  for (int t = 0; t < tasks; ++t) {
+    source += fmt::format(R"(
+struct t{0}_frame {{ qd_i64 qd_base; qd_i64 qd_dims[4]; qd_i64 qd_count; }};
+struct t{0}_red {{ qd_i32 qd_unused; }};
+QD_FN void t{0}_red_init(t{0}_red* r) {{ r->qd_unused = 0; }}
+QD_FN void t{0}_red_flush(const qd_ctx*, const t{0}_red*) {{}}
+QD_FN void t{0}_prologue(const qd_ctx* ctx, t{0}_frame* f) {{
+  f->qd_base = 0; f->qd_dims[0] = ctx->arrays[3].shape[0]; f->qd_count = f->qd_dims[0] > 0 ? f->qd_dims[0] : 0;
+}}
+QD_FN void t{0}_body(const qd_ctx* ctx, const t{0}_frame, t{0}_red*, qd_i32 i, qd_i32, qd_i32, qd_i32) {{
+  const qd_f32 p = ((qd_f32*)ctx->arrays[0].data)[i], q = ((qd_f32*)ctx->arrays[1].data)[i], s = ((qd_f32*)ctx->arrays[2].data)[i];
+  qd_f32 acc = p * q + s * {1}.0f;
+  for (int k = 0; k < 9; ++k) acc = acc * p - q * s + acc * 0.5f;
+  ((qd_f32*)ctx->arrays[3].data)[i] = acc;
+}}
+QD_PARALLEL_TASK(t{0}, 1)
+)", t, t + 1);
+  }
+  std::vector<double> with, without;
+  qd::backend::cuda::nvrtc_options options;
+  for (int r = 0; r < rounds; ++r)
+    for (bool minimal : {true, false}) {
+      options.minimal = minimal;
+      (minimal ? with : without).push_back(ms([&] { qd::backend::cuda::compile_cubin(source, options, "bench"); }));
+    }
+  fmt::print("  NVRTC --minimal, prelude + {:2} task(s): {:6.1f} ms with, {:6.1f} ms without ({:.2f}x)\n", tasks,
+             median(with), median(without), median(with) / median(without));
 }
 
 bool available(const qd::backend::library_search& s, const char* what) {
@@ -169,15 +226,19 @@ bool available(const qd::backend::library_search& s, const char* what) {
 
 int main(int argc, char** argv) {
   qd::set_log_level(qd::log_level::warn);
-  if (argc > 2 && std::string(argv[1]) == "--warm-child") return warm_child(argv[2]);
+  if (argc > 3 && std::string(argv[1]) == "--warm-child") return warm_child(argv[2], std::string(argv[3]) == "gpu");
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 5;
   fs::path base = fs::temp_directory_path() / fmt::format("qd-gpu-compile-{}", ::getpid());
   fmt::print("Quadrants GPU compile benchmark, compile-only mode (sm_90, gfx90a), medians of {} rounds\n", rounds);
   const target nvrtc{"NVRTC", qd::arch::cuda};
   const target hiprtc{"hipRTC", qd::arch::amdgpu};
   if (available(qd::backend::cuda::nvrtc_library(), "NVRTC")) {
-    warm_process(base / "warm", fs::read_symlink("/proc/self/exe").string());
+    const std::string self = fs::read_symlink("/proc/self/exe").string();
+    warm_process(base / "warm", self, false);
+    if (cuda_gpu_present()) warm_process(base / "warm-gpu", self, true);
+    else fmt::print("  warm process on the GPU: skipped, no CUDA GPU here\n");
     fmt::print("  NVRTC {}\n", qd::backend::cuda::nvrtc_version());
+    for (int tasks : {1, 16}) minimal_option(tasks, rounds);
     for (int n : {16, 64}) incremental(nvrtc, base, n, rounds);
     cold_compile(nvrtc, base, 16, rounds);
   }
