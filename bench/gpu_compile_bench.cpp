@@ -174,10 +174,13 @@ void cold_compile(const target& t, const fs::path& base, int constructs, int rou
       fs::remove_all(root);
     }
   }
-  fmt::print("  {} cold compile of {} constructs: split {:.1f} ms ({} compile threads), split as one program {:.1f} "
-             "ms, whole {:.1f} ms (split/whole {:.2f} and {:.2f}, target <= 1.15)\n",
-             t.compiler, constructs, median(split), std::thread::hardware_concurrency(), median(split_one),
-             median(whole), median(split) / median(whole), median(split_one) / median(whole));
+  const std::string threads = t.arch == qd::arch::cuda
+                                  ? fmt::format("{} compile threads", std::thread::hardware_concurrency())
+                                  : std::string("hipRTC compiles one program at a time");
+  fmt::print("  {} cold compile of {} constructs: split {:.1f} ms ({}), split as one program {:.1f} ms, whole {:.1f} "
+             "ms (split/whole {:.2f} and {:.2f}, target <= 1.15)\n",
+             t.compiler, constructs, median(split), threads, median(split_one), median(whole),
+             median(split) / median(whole), median(split_one) / median(whole));
 }
 
 // NVRTC's --minimal, measured on the CUDA prelude and `tasks` generated-style tasks of ~30 float operations.
