@@ -96,6 +96,34 @@ constexpr ir::function draw_then_use(bool volatile_read) {
 static_assert(reason_of(draw_then_use(false)) == fallback_reason::side_effect);
 static_assert(reason_of(draw_then_use(true)) == fallback_reason::side_effect);
 
+// The unchecked plan (for the fuzzer's precision figures): the split's tasks whatever
+// the decision -- the same tasks as the decision's plan when the split is taken, and
+// for stale_snapshot a second task that recomputes the (stale) snapshot a[0].
+constexpr bool unchecked_plan_is_the_split() {
+  const ir::function fn = grad_snapshot_ir(false, false);
+  const auto s = analysis::analyze_structure(fn);
+  const auto d = analysis::plan_split(fn, s);
+  const auto u = analysis::plan_split_unchecked(s);
+  if (d.reason != fallback_reason::none || u.tasks.size() != d.plan.tasks.size()) return false;
+  for (std::size_t t = 0; t < u.tasks.size(); ++t)
+    if (u.tasks[t].statements != d.plan.tasks[t].statements || u.tasks[t].construct != d.plan.tasks[t].construct)
+      return false;
+  return true;
+}
+static_assert(unchecked_plan_is_the_split());
+
+constexpr bool unchecked_plan_recomputes_the_snapshot() {
+  const ir::function fn = test::stale_snapshot_ir();
+  const auto s = analysis::analyze_structure(fn);
+  const auto u = analysis::plan_split_unchecked(s);
+  const std::int32_t snapshot = s.statement_of[1];  // node 1: the load of a[0]
+  const auto& second = u.tasks[1].statements;
+  return u.tasks.size() == 2 && u.tasks[1].parallel &&
+         std::find(second.begin(), second.end(), snapshot) != second.end() &&
+         s.constructs[1].statements.back() == second.back();
+}
+static_assert(unchecked_plan_recomputes_the_snapshot());
+
 }  // namespace
 
 TEST_CASE("the constexpr split analysis gives the same answers at run time") {

@@ -55,7 +55,36 @@ constexpr void add_slice(const kernel_structure& s, std::int32_t st, std::int32_
       }
 }
 
+// The statements a construct's task recomputes: every slice statement before it.
+constexpr std::vector<bool> slice_of(const kernel_structure& s, const construct& con) {
+  std::vector<bool> in(s.statements.size(), false);
+  for (std::int32_t st : con.statements) add_slice(s, st, con.statements.front(), in);
+  return in;
+}
+
+// A construct's task: its slice, then its own statements, in program order.
+constexpr task split_task(const kernel_structure& s, std::int32_t c, const std::vector<bool>& in) {
+  const construct& con = s.constructs[static_cast<std::size_t>(c)];
+  task t{con.kind == construct_kind::parallel, {}, c};
+  for (std::int32_t k = 0; k < static_cast<std::int32_t>(in.size()); ++k)
+    if (in[static_cast<std::size_t>(k)]) t.statements.push_back(k);
+  for (std::int32_t st : con.statements) t.statements.push_back(st);
+  std::sort(t.statements.begin(), t.statements.end());
+  t.statements.erase(std::unique(t.statements.begin(), t.statements.end()), t.statements.end());
+  return t;
+}
+
 }  // namespace detail
+
+// The split's tasks with none of the checks below: what the per-offload variant would
+// run if every fallback condition were ignored. Not equivalent in general; the fuzzer
+// runs it for kernels that fell back to measure how many fallbacks were needed.
+constexpr task_plan plan_split_unchecked(const kernel_structure& s) {
+  task_plan plan;
+  for (std::int32_t c = 0; c < static_cast<std::int32_t>(s.constructs.size()); ++c)
+    plan.tasks.push_back(detail::split_task(s, c, detail::slice_of(s, s.constructs[static_cast<std::size_t>(c)])));
+  return plan;
+}
 
 constexpr split_decision plan_split(const ir::function& fn, const kernel_structure& s) {
   split_decision d;
@@ -68,8 +97,7 @@ constexpr split_decision plan_split(const ir::function& fn, const kernel_structu
     const construct& con = s.constructs[static_cast<std::size_t>(c)];
     const std::int32_t first = con.statements.front();
     const std::int32_t last = con.statements.back();
-    std::vector<bool> in(static_cast<std::size_t>(count), false);
-    for (std::int32_t st : con.statements) detail::add_slice(s, st, first, in);
+    const std::vector<bool> in = detail::slice_of(s, con);
     auto fail = [&](fallback_reason r, std::int32_t st) {
       d.reason = r;
       d.construct = c;
@@ -86,11 +114,9 @@ constexpr split_decision plan_split(const ir::function& fn, const kernel_structu
         return d;
       }
     }
-    task t{con.kind == construct_kind::parallel, {}, c};
     for (std::int32_t k = 0; k < count; ++k) {
       if (!in[static_cast<std::size_t>(k)]) continue;
       const statement_info& st = s.statements[static_cast<std::size_t>(k)];
-      t.statements.push_back(k);
       if (st.invariant) continue;
       if (st.parallel) {  // a value produced or modified inside an earlier loop
         fail(fallback_reason::carried_value, k);
@@ -122,10 +148,7 @@ constexpr split_decision plan_split(const ir::function& fn, const kernel_structu
             return d;
           }
     }
-    for (std::int32_t st : con.statements) t.statements.push_back(st);
-    std::sort(t.statements.begin(), t.statements.end());
-    t.statements.erase(std::unique(t.statements.begin(), t.statements.end()), t.statements.end());
-    d.plan.tasks.push_back(std::move(t));
+    d.plan.tasks.push_back(detail::split_task(s, c, in));
   }
   return d;
 }

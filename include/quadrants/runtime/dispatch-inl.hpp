@@ -76,6 +76,7 @@ class kernel_state {
   std::atomic<compiled_kernel*> ready{nullptr};
   std::atomic<std::uint64_t> runtime_fallbacks{0};
   std::atomic<bool> fallback_warned{false};
+  bool unchecked_split = false;  // test-only: see force_unchecked_split
 };
 
 QD_FUNC std::shared_ptr<kernel_state> make_kernel_state(std::string name, std::vector<std::string> param_names,
@@ -117,6 +118,12 @@ QD_FUNC void ensure_traced(kernel_state& k) {
   k.ir = std::move(t.fn);
   k.structure = analysis::analyze_structure(k.ir);
   k.traced = true;
+}
+
+QD_FUNC void force_unchecked_split(kernel_state& k) {
+  std::lock_guard lock(k.mutex);
+  k.unchecked_split = true;
+  k.ready.store(nullptr, std::memory_order_release);
 }
 
 QD_FUNC std::string kernel_ir_text(kernel_state& k) {
@@ -516,7 +523,9 @@ QD_FUNC compiled_kernel* prepare(kernel_state& k, program& p) {
   per_offload_observations obs;
   fallback_reason reason = fallback_reason::none;
   analysis::split_decision decision;
-  if (split_enabled_by_policy(cfg, reason)) {
+  if (k.unchecked_split) {  // test-only: every construct split, whatever the analysis says
+    decision.plan = analysis::plan_split_unchecked(k.structure);
+  } else if (split_enabled_by_policy(cfg, reason)) {
     if (cfg.print_ir || cfg.kernel_coverage) {
       reason = fallback_reason::diagnostic;
       obs.fallback_detail = cfg.print_ir ? "print_ir (a compiler debug dump) is on" : "kernel_coverage is on";

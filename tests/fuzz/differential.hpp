@@ -1,0 +1,441 @@
+// Runs a fuzz case through the variants (whole, split, the unchecked split; on the
+// reference backend and the CPU) and compares results bitwise; the campaign's figures.
+#pragma once
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <quadrants/backend/reference/interpreter.hpp>
+#include <quadrants/ir/dce.hpp>
+#include <quadrants/quadrants.hpp>
+#include <quadrants/runtime/dispatch.hpp>
+#include <quadrants/runtime/ndarray.hpp>
+
+#include "fuzz/fuzz_case.hpp"
+#include "fuzz/kernel_generator.hpp"
+
+namespace qd_fuzz {
+
+enum class variant { whole, split, unchecked_split };
+
+inline const char* name(variant v) {
+  switch (v) {
+    case variant::whole: return "whole";
+    case variant::split: return "split";
+    case variant::unchecked_split: return "unchecked split";
+  }
+  return "?";
+}
+
+// What one call of a case left behind.
+struct outcome {
+  std::string error;                              // the exception's text; empty when the call ran
+  std::vector<std::vector<unsigned char>> memory;  // each buffer's data, then its gradient
+  std::string printed;
+  qd::per_offload_observations obs;
+
+  bool split_ran() const { return obs.frontend_constructs_total >= 0 && obs.runtime_fallbacks == 0; }
+};
+
+namespace detail {
+
+inline bool has_print(const qd::ir::function& fn) {
+  for (const auto& block : fn.blocks)
+    for (qd::ir::id i : block)
+      if (fn.at(i).code == qd::ir::op::print) return true;
+  return false;
+}
+
+// Runs `f` with stdout going to a file; returns what was printed.
+template <class F>
+std::string capture_stdout(F&& f) {
+  std::fflush(stdout);
+  char path[] = "/tmp/qd-fuzz-stdout-XXXXXX";
+  int file = ::mkstemp(path);
+  if (file < 0) std::abort();
+  int saved = ::dup(1);
+  ::dup2(file, 1);
+  try {
+    f();
+  } catch (...) {
+    std::fflush(stdout);
+    ::dup2(saved, 1);
+    ::close(saved);
+    ::close(file);
+    ::unlink(path);
+    throw;
+  }
+  std::fflush(stdout);
+  ::dup2(saved, 1);
+  ::close(saved);
+  ::close(file);
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  ::unlink(path);
+  return text.str();
+}
+
+// Interpreted kernels never touch the disk, but the split needs the offline cache on.
+inline const std::string& cache_root() {
+  static const std::string root = [] {
+    auto dir = std::filesystem::temp_directory_path() / ("qd-fuzz-cache-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    return dir.string();
+  }();
+  return root;
+}
+
+}  // namespace detail
+
+// One call of the case in a fresh program (so launch numbers, and thus random
+// streams, start alike for every variant).
+inline outcome run(const fuzz_case& c, qd::arch arch, variant v) {
+  qd::init({.arch = arch,
+            .offline_cache = v != variant::whole,
+            .offline_cache_file_path = detail::cache_root(),
+            .per_offload = v == variant::whole ? qd::per_offload_mode::off : qd::per_offload_mode::on,
+            .log_level = qd::log_level::error,
+            .random_seed = c.random_seed});
+  outcome out;
+  auto state = qd::detail::make_kernel_state(c.name, {}, c.fn.params,
+                                             [fn = c.fn](qd::detail::tracer& t) { t.fn = fn; });
+  if (v == variant::unchecked_split) qd::detail::force_unchecked_split(*state);
+  std::vector<qd::detail::buffer> data, grads;
+  for (const auto& b : c.buffers) {
+    data.emplace_back(b.bytes());
+    if (b.bytes()) data.back().upload(b.data.data(), b.bytes());
+    grads.emplace_back(b.grad ? b.bytes() : 0);
+    if (b.grad && b.bytes()) grads.back().upload(b.grad_data.data(), b.bytes());
+  }
+  std::vector<qd::detail::launch_arg> args(c.fn.params.size());
+  for (std::size_t p = 0; p < args.size(); ++p) {
+    if (c.buffer_of[p] < 0) {
+      args[p].scalar_bits = c.scalar_bits[p];
+      continue;
+    }
+    const auto b = static_cast<std::size_t>(c.buffer_of[p]);
+    args[p].data = data[b].data();
+    args[p].grad = c.buffers[b].grad ? grads[b].data() : nullptr;
+    args[p].program_id = data[b].program_id();
+    args[p].bytes = data[b].bytes();
+    for (int d = 0; d < 4; ++d) args[p].shape[d] = c.buffers[b].shape[static_cast<std::size_t>(d)];
+  }
+  auto call = [&] {
+    for (int l = 0; l < c.launches; ++l) qd::detail::launch(*state, args.data(), args.size());
+  };
+  try {
+    if (detail::has_print(c.fn)) out.printed = detail::capture_stdout(call);
+    else call();
+  } catch (const qd::error& e) {
+    out.error = e.what();
+  }
+  for (std::size_t b = 0; b < c.buffers.size(); ++b) {
+    std::vector<unsigned char> bytes(c.buffers[b].bytes());
+    if (!bytes.empty()) data[b].download(bytes.data(), bytes.size());
+    out.memory.push_back(std::move(bytes));
+    if (c.buffers[b].grad) {
+      std::vector<unsigned char> g(c.buffers[b].bytes());
+      if (!g.empty()) grads[b].download(g.data(), g.size());
+      out.memory.push_back(std::move(g));
+    }
+  }
+  out.obs = qd::detail::observations(*state);
+  state.reset();
+  data.clear();
+  grads.clear();
+  qd::reset();
+  return out;
+}
+
+// The kernel itself, before any plan: its top-level statements in order, each
+// loop's iterations in order, top-level variables as plain variables. Only
+// comparable with the variants for kernels without random draws (streams are per
+// construct) and without float updates of a top-level variable inside a loop
+// (whose rounding depends on how the reduction is accumulated).
+inline bool source_comparable(const fuzz_case& c) {
+  const auto& fn = c.fn;
+  for (std::size_t i = 0; i < fn.nodes.size(); ++i) {
+    const auto& n = fn.nodes[i];
+    if (n.code == qd::ir::op::random) return false;
+    if (n.code == qd::ir::op::local_atomic && fn.is_top_level(n.a) && !fn.is_top_level(static_cast<qd::ir::id>(i)) &&
+        qd::is_float(n.type))
+      return false;
+  }
+  return true;
+}
+
+inline outcome run_source(const fuzz_case& c) {
+  outcome out;
+  qd::ir::function fn = c.fn;
+  qd::ir::eliminate_dead_code(fn);
+  std::vector<std::int32_t> identity(fn.params.size());
+  for (std::size_t p = 0; p < identity.size(); ++p) identity[p] = static_cast<std::int32_t>(p);
+  std::vector<std::vector<unsigned char>> data, grads;
+  for (const auto& b : c.buffers) {
+    data.push_back(b.data);
+    grads.push_back(b.grad_data);
+  }
+  std::vector<qd::backend::array_abi> arrays(fn.params.size());
+  for (std::size_t p = 0; p < fn.params.size(); ++p) {
+    if (c.buffer_of[p] < 0) continue;
+    const auto b = static_cast<std::size_t>(c.buffer_of[p]);
+    arrays[p].data = data[b].data();
+    arrays[p].grad = grads[b].empty() ? nullptr : grads[b].data();
+    for (int d = 0; d < 4; ++d) arrays[p].shape[d] = c.buffers[b].shape[static_cast<std::size_t>(d)];
+  }
+  std::int64_t error[5] = {0, 0, 0, 0, 0};
+  auto call = [&] {
+    qd::backend::reference::task_interpreter kernel(qd::codegen::lowered_task{fn, false, -1, identity});
+    for (int l = 0; l < c.launches; ++l) {
+      kernel.run({arrays.data(), c.scalar_bits.data(), fn.params.size(), nullptr, 0, error, true});
+      if (error[0]) throw qd::user_error("index " + std::to_string(error[3]) + " out of range");
+    }
+  };
+  try {
+    if (detail::has_print(fn)) out.printed = detail::capture_stdout(call);
+    else call();
+  } catch (const qd::error& e) {
+    out.error = e.what();
+  }
+  for (std::size_t b = 0; b < c.buffers.size(); ++b) {
+    out.memory.push_back(data[b]);
+    if (c.buffers[b].grad) out.memory.push_back(grads[b]);
+  }
+  return out;
+}
+
+// Bitwise equal, except that any two NaNs are equal (which NaN an operation on two
+// NaNs returns depends on operand order, which compilers may swap).
+inline bool same(const fuzz_case& c, const outcome& a, const outcome& b, std::string* why) {
+  auto fail = [&](std::string s) {
+    if (why) *why = std::move(s);
+    return false;
+  };
+  if (a.error != b.error) return fail("errors differ: '" + a.error + "' vs '" + b.error + "'");
+  if (a.printed != b.printed) return fail("printed text differs:\n" + a.printed + "---\n" + b.printed);
+  std::size_t m = 0;
+  for (std::size_t buf = 0; buf < c.buffers.size(); ++buf) {
+    const buffer_spec& s = c.buffers[buf];
+    for (int copy = 0; copy < (s.grad ? 2 : 1); ++copy, ++m) {
+      const auto& x = a.memory[m];
+      const auto& y = b.memory[m];
+      const auto size = static_cast<std::size_t>(qd::size_of(s.type));
+      for (std::size_t e = 0; e * size < x.size(); ++e) {
+        if (std::memcmp(x.data() + e * size, y.data() + e * size, size) == 0) continue;
+        if (s.type == qd::dtype::f32) {
+          float f, g;
+          std::memcpy(&f, x.data() + e * size, 4);
+          std::memcpy(&g, y.data() + e * size, 4);
+          if (std::isnan(f) && std::isnan(g)) continue;
+        } else if (s.type == qd::dtype::f64) {
+          double f, g;
+          std::memcpy(&f, x.data() + e * size, 8);
+          std::memcpy(&g, y.data() + e * size, 8);
+          if (std::isnan(f) && std::isnan(g)) continue;
+        }
+        return fail("buffer " + std::to_string(buf) + (copy ? " (gradient)" : "") + ", element " + std::to_string(e) +
+                    " differs");
+      }
+    }
+  }
+  return true;
+}
+
+// --- one case, all the checks -----------------------------------------------------------
+
+enum class finding {
+  none,
+  invalid_kernel,         // the oracle rejected the kernel (a generator bug)
+  split_differs,          // reference: the split was used and differs from the whole kernel
+  source_differs,         // reference: the whole kernel differs from the kernel run as written
+  cpu_whole_differs,      // the CPU's whole kernel differs from the reference's
+  cpu_split_differs,      // the CPU's split was used and differs from the reference's whole kernel
+};
+
+inline const char* name(finding f) {
+  switch (f) {
+    case finding::none: return "none";
+    case finding::invalid_kernel: return "invalid kernel";
+    case finding::split_differs: return "split differs from whole (reference)";
+    case finding::source_differs: return "whole kernel differs from the kernel as written (reference)";
+    case finding::cpu_whole_differs: return "CPU whole kernel differs from the reference";
+    case finding::cpu_split_differs: return "CPU split differs from the reference's whole kernel";
+  }
+  return "?";
+}
+
+struct case_report {
+  finding what = finding::none;
+  std::string detail;
+  qd::fallback_reason decision = qd::fallback_reason::none;  // the analysis' decision
+  bool split_ran = false;           // the split variant ran (no run-time fallback)
+  bool runtime_fallback = false;    // the call aliased a checked pair: the whole variant ran
+  std::optional<bool> unchecked_equal;  // for a compile-time fallback: the unchecked split gave equal results
+  bool source_checked = false;
+  bool cpu = false;
+};
+
+struct check_options {
+  bool cpu = false;        // also run the CPU backend (compiles: slow)
+  bool unchecked = true;   // run the unchecked split of kernels that fell back
+  bool source = true;      // compare with the kernel as written where comparable
+};
+
+inline case_report check(const fuzz_case& c, const check_options& o) {
+  case_report r;
+  r.cpu = o.cpu;
+  auto found = [&](finding f, std::string detail) {
+    if (r.what == finding::none) {
+      r.what = f;
+      r.detail = std::move(detail);
+    }
+  };
+  std::string why;
+  const outcome whole = run(c, qd::arch::reference, variant::whole);
+  if (!whole.error.empty()) {
+    found(finding::invalid_kernel, whole.error);
+    return r;
+  }
+  const outcome split = run(c, qd::arch::reference, variant::split);
+  r.decision = split.obs.fallback;
+  r.split_ran = split.split_ran();
+  r.runtime_fallback = split.obs.runtime_fallbacks > 0;
+  if (!same(c, split, whole, &why)) found(finding::split_differs, why);
+  if (r.decision != qd::fallback_reason::none && o.unchecked) {
+    // A fallback was unnecessary if the unchecked split gives the whole kernel's results,
+    // on this call's inputs and on two other sets (one input proves little).
+    const outcome unchecked = run(c, qd::arch::reference, variant::unchecked_split);
+    r.unchecked_equal = unchecked.error.empty() && same(c, unchecked, whole, nullptr);
+    for (std::uint64_t alt = 1; alt <= 2 && *r.unchecked_equal; ++alt) {
+      const fuzz_case other = with_other_inputs(c, c.random_seed * 31 + alt);
+      const outcome w = run(other, qd::arch::reference, variant::whole);
+      const outcome u = run(other, qd::arch::reference, variant::unchecked_split);
+      r.unchecked_equal = w.error.empty() && u.error.empty() && same(other, u, w, nullptr);
+    }
+  }
+  if (o.source && source_comparable(c)) {
+    r.source_checked = true;
+    const outcome source = run_source(c);
+    if (!same(c, source, whole, &why)) found(finding::source_differs, why);
+  }
+  if (o.cpu) {
+    const outcome cpu_whole = run(c, qd::arch::cpu, variant::whole);
+    if (!same(c, cpu_whole, whole, &why)) found(finding::cpu_whole_differs, why);
+    const outcome cpu_split = run(c, qd::arch::cpu, variant::split);
+    if (!same(c, cpu_split, whole, &why)) found(finding::cpu_split_differs, why);
+  }
+  return r;
+}
+
+// Whether a float-to-integer conversion can see NaN or an out-of-range value (undefined in
+// C++): the generator always converts select(x != x, 0, min(max(x, lo), hi)), and a
+// shrinking edit must not take that apart.
+inline bool has_unguarded_conversion(const qd::ir::function& fn) {
+  using qd::ir::op;
+  auto is = [&](qd::ir::id i, op o) { return i != qd::ir::none && fn.at(i).code == o; };
+  for (const auto& block : fn.blocks)
+    for (qd::ir::id i : block) {
+      const auto& n = fn.at(i);
+      if (n.code != op::cast || !qd::is_float(fn.at(n.a).type) || qd::is_float(n.type) || n.type == qd::dtype::boolean)
+        continue;
+      const auto& sel = fn.at(n.a);
+      bool guarded = sel.code == op::select && is(sel.a, op::binary) && is(sel.b, op::constant) && is(sel.c, op::binary);
+      if (guarded) {
+        const auto& nan_test = fn.at(sel.a);
+        const auto& upper = fn.at(sel.c);
+        guarded = static_cast<qd::ir::binary_op>(nan_test.sub) == qd::ir::binary_op::ne && nan_test.a == nan_test.b &&
+                  static_cast<qd::ir::binary_op>(upper.sub) == qd::ir::binary_op::min && is(upper.b, op::constant) &&
+                  is(upper.a, op::binary) && static_cast<qd::ir::binary_op>(fn.at(upper.a).sub) == qd::ir::binary_op::max &&
+                  is(fn.at(upper.a).b, op::constant) && fn.at(upper.a).a == nan_test.a;
+      }
+      if (!guarded) return true;
+    }
+  return false;
+}
+
+// Whether `candidate` still shows `f` (used while shrinking).
+inline bool still_shows(const fuzz_case& candidate, finding f) {
+  if (has_unguarded_conversion(candidate.fn)) return false;
+  check_options o;
+  o.cpu = f == finding::cpu_whole_differs || f == finding::cpu_split_differs;
+  o.unchecked = false;
+  o.source = f == finding::source_differs;
+  try {
+    return check(candidate, o).what == f;
+  } catch (const qd::error&) {
+    return false;  // the candidate is malformed (an edit broke an invariant): not the same failure
+  }
+}
+
+// --- figures ------------------------------------------------------------------------------
+
+struct figures {
+  long kernels = 0, cpu_kernels = 0, source_checked = 0;
+  long split_ran = 0, runtime_fallbacks = 0, compile_time_fallbacks = 0;
+  long unnecessary = 0, unchecked_failed = 0;
+  std::map<std::string, long> fallbacks_by_reason, unnecessary_by_reason;
+  std::map<std::string, long> findings;
+  long aliased_calls = 0;
+
+  void add(const fuzz_case& c, const case_report& r) {
+    ++kernels;
+    cpu_kernels += r.cpu;
+    source_checked += r.source_checked;
+    aliased_calls += c.aliased();
+    if (r.what != finding::none) ++findings[name(r.what)];
+    if (r.decision == qd::fallback_reason::none) {
+      if (r.split_ran) ++split_ran;
+      if (r.runtime_fallback) ++runtime_fallbacks;
+    } else {
+      ++compile_time_fallbacks;
+      ++fallbacks_by_reason[std::string(qd::name(r.decision))];
+      if (r.unchecked_equal.value_or(false)) {
+        ++unnecessary;
+        ++unnecessary_by_reason[std::string(qd::name(r.decision))];
+      }
+    }
+  }
+
+  long mismatches() const {
+    long n = 0;
+    for (const auto& [what, count] : findings) n += count;
+    return n;
+  }
+
+  std::string text() const {
+    auto pct = [](long a, long b) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.1f%%", b ? 100.0 * static_cast<double>(a) / static_cast<double>(b) : 0.0);
+      return std::string(buf);
+    };
+    std::ostringstream s;
+    s << "kernels: " << kernels << " (reference: whole, split, unchecked split where it fell back; CPU too: "
+      << cpu_kernels << "; compared with the kernel as written: " << source_checked << ")\n";
+    s << "split used: " << split_ran << " (" << pct(split_ran, kernels) << "); run-time fallbacks (aliased calls): "
+      << runtime_fallbacks << " of " << aliased_calls << " aliased calls\n";
+    s << "compile-time fallbacks: " << compile_time_fallbacks << " (" << pct(compile_time_fallbacks, kernels) << ")";
+    for (const auto& [reason, count] : fallbacks_by_reason) s << "; " << reason << " " << count;
+    s << "\n";
+    s << "unnecessary fallbacks (the unchecked split gave the whole kernel's results on 3 inputs): " << unnecessary << " ("
+      << pct(unnecessary, compile_time_fallbacks) << " of fallbacks)";
+    for (const auto& [reason, count] : unnecessary_by_reason) s << "; " << reason << " " << count;
+    s << "\n";
+    s << "mismatches: " << mismatches();
+    for (const auto& [what, count] : findings) s << "; " << what << ": " << count;
+    s << "\n";
+    return s.str();
+  }
+};
+
+}  // namespace qd_fuzz

@@ -1,0 +1,77 @@
+// The differential fuzzer's fixed-seed batch (docs/testing.md): 2,000 generated kernels
+// run whole, split, unchecked-split and as written on the reference backend, and 50 more
+// also whole and split on the CPU; every comparison is bitwise.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "fuzz/differential.hpp"
+#include "fuzz/kernel_generator.hpp"
+#include "fuzz/shrink.hpp"
+
+namespace {
+
+// A finding fails the test with the shrunk case in the file form of tests/fuzz/regressions.
+void report(const qd_fuzz::fuzz_case& c, const qd_fuzz::case_report& r) {
+  qd_fuzz::fuzz_case small = c;
+  if (r.what != qd_fuzz::finding::invalid_kernel)
+    small = qd_fuzz::shrink(c, [&](const qd_fuzz::fuzz_case& x) { return qd_fuzz::still_shows(x, r.what); }, 300);
+  small.note = c.note + "; finding: " + qd_fuzz::name(r.what) + "\n" + r.detail;
+  FAIL_CHECK(c.name << ": " << qd_fuzz::name(r.what) << ": " << r.detail
+                    << "\nshrunk (save it as tests/fuzz/regressions/<what>.qdfuzz):\n"
+                    << qd_fuzz::to_file_text(small));
+}
+
+qd_fuzz::figures run_batch(std::uint64_t first_seed, int count, bool cpu) {
+  qd_fuzz::figures f;
+  for (int k = 0; k < count; ++k) {
+    const qd_fuzz::fuzz_case c = qd_fuzz::generate(first_seed + static_cast<std::uint64_t>(k));
+    qd_fuzz::check_options o;
+    o.cpu = cpu;
+    const qd_fuzz::case_report r = qd_fuzz::check(c, o);
+    f.add(c, r);
+    if (r.what != qd_fuzz::finding::none) report(c, r);
+  }
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("the generator is deterministic, and a case survives its file form") {
+  for (std::uint64_t seed : {1u, 2u, 77u}) {
+    const qd_fuzz::fuzz_case a = qd_fuzz::generate(seed), b = qd_fuzz::generate(seed);
+    CHECK(qd::ir::canonical_bytes(a.fn) == qd::ir::canonical_bytes(b.fn));
+    const std::string text = qd_fuzz::to_file_text(a);
+    qd_fuzz::fuzz_case back = qd_fuzz::from_file_text(text);
+    back.note = a.note;  // a comment in the file
+    CHECK(qd_fuzz::to_file_text(back) == text);
+    CHECK(back.buffer_of == a.buffer_of);
+    CHECK(back.scalar_bits == a.scalar_bits);
+  }
+  CHECK_THROWS(qd_fuzz::from_file_text("qdfuzz 1\nnode nonsense\nend\n"));
+}
+
+TEST_CASE("2,000 generated kernels: the split gives the whole kernel's results on the reference backend") {
+  const qd_fuzz::figures f = run_batch(1, 2000, false);
+  MESSAGE("reference batch (seeds 1..2000):\n" << f.text());
+  CHECK(f.kernels == 2000);
+  CHECK(f.mismatches() == 0);
+  // The batch exercises what it claims to: splits, every fallback, aliased calls and
+  // their run-time fallbacks, comparisons with the kernel as written.
+  CHECK(f.split_ran > f.kernels / 3);
+  for (const char* reason : {"carried_value", "stale_reread", "side_effect", "aliasing_gradient"}) {
+    CAPTURE(reason);
+    CHECK(f.fallbacks_by_reason.count(reason) == 1);
+  }
+  CHECK(f.aliased_calls > 100);
+  CHECK(f.runtime_fallbacks > 0);
+  CHECK(f.source_checked > f.kernels / 3);
+}
+
+TEST_CASE("50 generated kernels: whole and split on the CPU give the reference backend's results") {
+  const qd_fuzz::figures f = run_batch(1000001, 50, true);
+  MESSAGE("CPU batch (seeds 1000001..1000050):\n" << f.text());
+  CHECK(f.cpu_kernels == 50);
+  CHECK(f.mismatches() == 0);
+  CHECK(f.split_ran > 5);
+}

@@ -1,0 +1,832 @@
+// Random kernels for differential testing: well-typed IR built with ir::builder,
+// in-bounds by construction and free of what C++ leaves undefined in generated code.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "fuzz/fuzz_case.hpp"
+
+namespace qd_fuzz {
+
+// splitmix64: small, fast, and the same sequence everywhere.
+class rng {
+ public:
+  explicit rng(std::uint64_t seed) : s_(seed) {}
+  std::uint64_t next() {
+    std::uint64_t z = (s_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  int below(int n) { return n <= 1 ? 0 : static_cast<int>(next() % static_cast<std::uint64_t>(n)); }
+  int range(int lo, int hi) { return lo + below(hi - lo + 1); }  // [lo, hi]
+  bool chance(double p) { return static_cast<double>(next() >> 11) * 0x1p-53 < p; }
+  template <class T>
+  const T& pick(const std::vector<T>& v) {
+    return v[static_cast<std::size_t>(below(static_cast<int>(v.size())))];
+  }
+
+ private:
+  std::uint64_t s_;
+};
+
+struct generator_options {
+  int min_constructs = 1;
+  int max_constructs = 12;
+  int max_arrays = 4;
+  int max_scalars = 3;
+  double print_chance = 0.03;  // per kernel: prints are captured and compared, which costs time
+};
+
+namespace detail {
+
+using qd::dtype;
+namespace ir = qd::ir;
+
+// Values in a case's arrays and scalars: mostly small and exact, some at the edges.
+inline std::uint64_t interesting_bits(rng& r, dtype t) {
+  auto bits = [](auto v) {
+    std::uint64_t b = 0;
+    std::memcpy(&b, &v, sizeof v);
+    return b;
+  };
+  switch (t) {
+    case dtype::boolean: return r.below(2);
+    case dtype::u8: return r.chance(0.7) ? static_cast<std::uint64_t>(r.below(12)) : r.next() & 0xff;
+    case dtype::i32: {
+      static const std::vector<std::int32_t> edges = {0, 1, -1, 2, 31, 32, 100, -100, INT32_MAX, INT32_MIN, 0x55555555};
+      std::int32_t v = r.chance(0.8) ? r.range(-12, 12) : r.pick(edges);
+      return bits(v);
+    }
+    case dtype::u32: {
+      static const std::vector<std::uint32_t> edges = {0, 1, 2, 33, 0x80000000u, 0xffffffffu, 123456};
+      std::uint32_t v = r.chance(0.8) ? static_cast<std::uint32_t>(r.range(0, 20)) : r.pick(edges);
+      return bits(v);
+    }
+    case dtype::i64: {
+      static const std::vector<std::int64_t> edges = {0, -1, std::int64_t{1} << 40, INT64_MAX, INT64_MIN, 65};
+      std::int64_t v = r.chance(0.8) ? r.range(-12, 12) : r.pick(edges);
+      return bits(v);
+    }
+    case dtype::f32:
+    case dtype::f64: {
+      double v;
+      int k = r.below(100);
+      if (k < 55) v = r.range(-16, 16) * 0.25;
+      else if (k < 72) v = (static_cast<double>(r.next() >> 11) * 0x1p-53 - 0.5) * 200.0;
+      else if (k < 88) {
+        static const std::vector<double> edges = {0.0, -0.0, -0.0, 1e30, -1e-30, 3.4e38, 1e-40, 0.1, -7.0};
+        v = r.pick(edges);
+      } else if (k < 93) v = std::numeric_limits<double>::infinity() * (r.chance(0.5) ? 1 : -1);
+      else v = std::numeric_limits<double>::quiet_NaN() * (r.chance(0.5) ? 1 : -1);
+      return t == dtype::f32 ? bits(static_cast<float>(v)) : bits(v);
+    }
+  }
+  return 0;
+}
+
+class kernel_generator {
+ public:
+  kernel_generator(std::uint64_t seed, const generator_options& options)
+      : r_(seed), o_(options), b_(c_.fn) {
+    c_.name = "fuzz_" + std::to_string(seed);
+    c_.note = "generated from seed " + std::to_string(seed);
+  }
+
+  fuzz_case run() {
+    make_parameters();
+    values_.emplace_back();
+    vars_.emplace_back();
+    prints_ = r_.chance(o_.print_chance);
+    randoms_ = r_.chance(0.3);
+    // Mostly small kernels (a split is more likely to be taken, so its bugs show), some large.
+    const int span = o_.max_constructs - o_.min_constructs;
+    const int k = r_.below(10);
+    const int target = o_.min_constructs + (k < 5 ? r_.range(0, std::min(span, 2))
+                                            : k < 8 ? r_.range(0, std::min(span, 6))
+                                                    : r_.range(0, span));
+    for (int guard = 0; constructs_ < target && guard < 4 * target + 8; ++guard) top_level_step();
+    c_.random_seed = r_.next() & 0xffff;
+    c_.launches = r_.chance(0.2) ? 2 : 1;
+    return std::move(c_);
+  }
+
+ private:
+  struct value {
+    ir::id id;
+    dtype type;
+  };
+  struct var {
+    ir::id decl;
+    dtype type;
+    bool top_level;
+    bool locked;  // a while loop's counter: written only by its loop
+  };
+  struct index_range {
+    ir::id id;
+    std::int64_t lo, hi;  // every value the index takes lies in [lo, hi)
+  };
+  struct array {
+    std::int32_t param;
+    const buffer_spec* spec;
+  };
+
+  // --- parameters and buffers ------------------------------------------------------
+  void make_parameters() {
+    static const std::vector<dtype> element_types = {dtype::f32, dtype::f32, dtype::i32, dtype::i32, dtype::f64,
+                                                     dtype::i64, dtype::u32, dtype::u8};
+    static const std::vector<dtype> scalar_types = {dtype::i32, dtype::i32, dtype::f32, dtype::i64,
+                                                    dtype::f64, dtype::u32, dtype::boolean};
+    const int arrays = r_.range(1, o_.max_arrays);
+    const int scalars = r_.range(0, o_.max_scalars);
+    std::vector<int> kinds(static_cast<std::size_t>(arrays), 1);
+    kinds.resize(static_cast<std::size_t>(arrays + scalars), 0);
+    for (std::size_t i = kinds.size(); i > 1; --i) std::swap(kinds[i - 1], kinds[static_cast<std::size_t>(r_.below(static_cast<int>(i)))]);
+    // One call in five binds one buffer to two array parameters.
+    int alias_from = -1, alias_to = -1;
+    if (arrays >= 2 && r_.chance(0.2)) {
+      alias_from = r_.below(arrays - 1);
+      alias_to = r_.range(alias_from + 1, arrays - 1);
+    }
+    int array_no = 0;
+    std::vector<std::int32_t> array_params;
+    for (int kind : kinds) {
+      if (kind == 1) {
+        std::int32_t buffer;
+        if (array_no == alias_to) {
+          buffer = c_.buffer_of[static_cast<std::size_t>(array_params[static_cast<std::size_t>(alias_from)])];
+        } else {
+          buffer_spec s;
+          s.type = r_.pick(element_types);
+          int k = r_.below(20);
+          s.ndim = k < 2 ? 0 : k < 11 ? 1 : k < 17 ? 2 : k < 19 ? 3 : 4;
+          std::int64_t total = 1;
+          for (int d = 0; d < s.ndim; ++d) {
+            std::int64_t room = std::max<std::int64_t>(1, 48 / total);
+            s.shape[static_cast<std::size_t>(d)] = std::min<std::int64_t>(room, r_.range(1, s.ndim >= 3 ? 3 : 9));
+            total *= s.shape[static_cast<std::size_t>(d)];
+          }
+          s.grad = s.type == dtype::f32 && r_.chance(0.15);
+          fill(s);
+          buffer = static_cast<std::int32_t>(c_.buffers.size());
+          c_.buffers.push_back(std::move(s));
+        }
+        const buffer_spec& s = c_.buffers[static_cast<std::size_t>(buffer)];
+        std::int32_t p = b_.add_param({true, s.type, s.ndim, s.grad});
+        c_.buffer_of.push_back(buffer);
+        c_.scalar_bits.push_back(0);
+        array_params.push_back(p);
+        ++array_no;
+      } else {
+        dtype t = r_.pick(scalar_types);
+        std::int32_t p = b_.add_param({false, t, 0, false});
+        c_.buffer_of.push_back(-1);
+        c_.scalar_bits.push_back(interesting_bits(r_, t));
+        scalars_.push_back(p);
+      }
+    }
+    for (std::int32_t p : array_params)
+      arrays_.push_back({p, &c_.buffers[static_cast<std::size_t>(c_.buffer_of[static_cast<std::size_t>(p)])]});
+  }
+
+  void fill(buffer_spec& s) {
+    auto fill_one = [&](std::vector<unsigned char>& bytes) {
+      const auto size = static_cast<std::size_t>(qd::size_of(s.type));
+      bytes.resize(static_cast<std::size_t>(s.elements()) * size);
+      for (std::int64_t e = 0; e < s.elements(); ++e) {
+        std::uint64_t b = interesting_bits(r_, s.type);
+        std::memcpy(bytes.data() + static_cast<std::size_t>(e) * size, &b, size);
+      }
+    };
+    fill_one(s.data);
+    if (s.grad) fill_one(s.grad_data);
+  }
+
+  // --- helpers ---------------------------------------------------------------------
+  void mark(ir::id i, bool opaque) {
+    if (opaque_.size() <= static_cast<std::size_t>(i)) opaque_.resize(static_cast<std::size_t>(i) + 1, false);
+    opaque_[static_cast<std::size_t>(i)] = opaque;
+  }
+  bool opaque(ir::id i) const { return static_cast<std::size_t>(i) < opaque_.size() && opaque_[static_cast<std::size_t>(i)]; }
+  dtype type_of(ir::id i) const { return c_.fn.at(i).type; }
+  bool top_level() const { return b_.current_block() == 0; }
+
+  ir::id constant(dtype t) {
+    switch (t) {
+      case dtype::boolean: return b_.constant_int(t, r_.below(2));
+      case dtype::f32:
+      case dtype::f64: {
+        static const std::vector<double> nice = {0.0, 1.0, -1.0, 0.5, 2.0, 3.0, -2.5, 0.25, 10.0, 1e-3, -0.0, 1e20};
+        double v = r_.chance(0.9)    ? r_.pick(nice)
+                   : r_.chance(0.7) ? std::numeric_limits<double>::infinity()
+                                    : std::numeric_limits<double>::quiet_NaN();
+        return b_.constant_float(t, v);
+      }
+      case dtype::i32: {
+        static const std::vector<std::int64_t> nice = {0, 1, 2, 3, 5, 7, -1, -3, 16, 31, 33, 100, INT32_MAX, INT32_MIN};
+        return b_.constant_int(t, r_.pick(nice));
+      }
+      case dtype::u32: {
+        static const std::vector<std::int64_t> nice = {0, 1, 2, 3, 7, 31, 0xffffffffll, 0x80000000ll};
+        return b_.constant_int(t, r_.pick(nice));
+      }
+      case dtype::i64: {
+        static const std::vector<std::int64_t> nice = {0, 1, 2, -1, 63, 100, std::int64_t{1} << 35, INT64_MIN};
+        return b_.constant_int(t, r_.pick(nice));
+      }
+      case dtype::u8: return b_.constant_int(t, r_.below(256));
+    }
+    return b_.constant_int(t, 0);
+  }
+  ir::id i32(std::int64_t v) { return b_.constant_int(dtype::i32, v); }
+
+  std::vector<value> visible_values(dtype t) const {
+    std::vector<value> out;
+    for (const auto& scope : values_)
+      for (const auto& v : scope)
+        if (v.type == t) out.push_back(v);
+    return out;
+  }
+  std::vector<var> visible_vars(dtype t, bool writable) const {
+    std::vector<var> out;
+    for (const auto& scope : vars_)
+      for (const auto& v : scope)
+        if ((t == dtype_any || v.type == t) && !(writable && v.locked)) out.push_back(v);
+    return out;
+  }
+  static constexpr dtype dtype_any = static_cast<dtype>(255);
+
+  // A value of type t built from a value of any type without undefined behaviour:
+  // float-to-integer conversions first replace NaN and clamp into the target's range.
+  ir::id convert(ir::id v, dtype to) {
+    const dtype from = type_of(v);
+    if (from == to) return v;
+    if (to == dtype::boolean) return b_.cast(to, v);
+    if (qd::is_float(from) && !qd::is_float(to)) {
+      double lo = 0, hi = 0;
+      switch (to) {
+        case dtype::i32: lo = -2.0e9, hi = 2.0e9; break;
+        case dtype::u32: lo = 0, hi = 4.0e9; break;
+        case dtype::i64: lo = -9.0e18, hi = 9.0e18; break;
+        case dtype::u8: lo = 0, hi = 255; break;
+        default: break;
+      }
+      ir::id is_nan = b_.binary(ir::binary_op::ne, dtype::boolean, v, v);
+      ir::id clamped = b_.binary(ir::binary_op::min, from, b_.binary(ir::binary_op::max, from, v, b_.constant_float(from, lo)),
+                                 b_.constant_float(from, hi));
+      ir::id safe = b_.select(from, is_nan, b_.constant_float(from, 0.0), clamped);
+      ir::id out = b_.cast(to, safe);
+      mark(out, opaque(v));
+      return out;
+    }
+    ir::id out = b_.cast(to, v);
+    mark(out, opaque(v) && from != dtype::boolean);
+    return out;
+  }
+
+  // ((e % n) + n) % n: an index in [0, n) for n > 0, from any integer e.
+  ir::id wrap_into(ir::id e, ir::id n) {
+    e = convert(e, dtype::i32);
+    ir::id m = b_.binary(ir::binary_op::mod, dtype::i32, e, n);
+    return b_.binary(ir::binary_op::mod, dtype::i32, b_.binary(ir::binary_op::add, dtype::i32, m, n), n);
+  }
+
+  // --- array accesses ----------------------------------------------------------------
+  struct access {
+    std::int32_t param;
+    std::uint8_t flags;
+    std::vector<ir::id> indices;
+  };
+
+  access make_access(const array& a, bool load) {
+    access x{a.param, 0, {}};
+    const ir::param_desc& d = c_.fn.params[static_cast<std::size_t>(a.param)];
+    if (d.needs_grad && r_.chance(0.5)) x.flags |= qd::ir::access::grad;
+    if (load && r_.chance(0.03)) x.flags |= qd::ir::access::is_volatile;
+    const bool clamp = d.ndim > 0 && r_.chance(0.15);
+    if (clamp) x.flags |= qd::ir::access::clamp;
+    for (int dim = 0; dim < d.ndim; ++dim) {
+      const std::int64_t extent = a.spec->shape[static_cast<std::size_t>(dim)];
+      ir::id index;
+      if (clamp) {
+        index = r_.chance(0.5) ? gen(dtype::i32, 1) : b_.binary(ir::binary_op::add, dtype::i32, pick_index_or_zero(), i32(r_.range(-2, 2)));
+      } else {
+        std::vector<index_range> fits;
+        for (const auto& ix : indices_)
+          if (ix.lo >= 0 && ix.hi <= extent) fits.push_back(ix);
+        int k = r_.below(10);
+        if (!fits.empty() && k < 5) {
+          const index_range& ix = r_.pick(fits);
+          // i + c stays in range: an offset keeps [lo, hi) + c inside [0, extent).
+          std::int64_t up = extent - ix.hi, down = ix.lo;
+          std::int64_t c = r_.chance(0.3) ? r_.range(static_cast<int>(-down), static_cast<int>(up)) : 0;
+          index = c == 0 ? ix.id : b_.binary(c > 0 ? ir::binary_op::add : ir::binary_op::sub, dtype::i32, ix.id, i32(c > 0 ? c : -c));
+        } else if (k < 7) {
+          index = i32(r_.below(static_cast<int>(extent)));
+        } else {
+          index = wrap_into(gen(r_.chance(0.8) ? dtype::i32 : dtype::i64, 1), b_.shape(a.param, dim));
+        }
+      }
+      if (r_.chance(0.1)) index = b_.cast(dtype::i64, index);
+      x.indices.push_back(index);
+    }
+    return x;
+  }
+
+  ir::id pick_index_or_zero() {
+    if (indices_.empty()) return i32(0);
+    return r_.pick(indices_).id;
+  }
+
+  std::vector<array> arrays_of(dtype t) const {
+    std::vector<array> out;
+    for (const auto& a : arrays_)
+      if (t == dtype_any || a.spec->type == t) out.push_back(a);
+    return out;
+  }
+
+  ir::id load(dtype t) {
+    auto same = arrays_of(t);
+    const array& a = !same.empty() && r_.chance(0.7) ? r_.pick(same) : r_.pick(arrays_);
+    access x = make_access(a, true);
+    ir::id v = b_.global_load(x.param, x.flags, x.indices);
+    mark(v, true);
+    return convert(v, t);
+  }
+
+  // --- expressions -------------------------------------------------------------------
+  ir::id leaf(dtype t) {
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      switch (r_.below(8)) {
+        case 0:
+        case 1: {
+          auto vs = visible_values(t);
+          if (!vs.empty()) return r_.pick(vs).id;
+          break;
+        }
+        case 2: {
+          std::vector<std::int32_t> ps;
+          for (auto p : scalars_)
+            if (c_.fn.params[static_cast<std::size_t>(p)].type == t) ps.push_back(p);
+          if (ps.empty()) break;
+          ir::id v = b_.arg(r_.pick(ps));
+          mark(v, true);
+          return v;
+        }
+        case 3:
+          if (t == dtype::i32) {
+            if (!indices_.empty() && r_.chance(0.6)) return r_.pick(indices_).id;
+            const array& a = r_.pick(arrays_);
+            const int nd = c_.fn.params[static_cast<std::size_t>(a.param)].ndim;
+            if (nd > 0) {
+              ir::id v = b_.shape(a.param, r_.below(nd));
+              mark(v, true);
+              return v;
+            }
+          }
+          break;
+        case 4: {
+          auto vs = visible_vars(t, false);
+          if (!vs.empty()) return b_.local_load(r_.pick(vs).decl);
+          break;
+        }
+        case 5:
+        case 6: return load(t);
+        default: return constant(t);
+      }
+    }
+    return constant(t);
+  }
+
+  ir::id gen(dtype t, int depth) {
+    if (t == dtype::u8) return r_.chance(0.5) ? load(t) : convert(gen(dtype::i32, depth), t);
+    if (depth <= 0 || r_.chance(0.3)) return leaf(t);
+    if (t == dtype::boolean) return gen_bool(depth);
+    const bool is_float = qd::is_float(t);
+    int k = r_.below(20);
+    if (k < 8) {  // + - * / % min max, bit operations, shifts
+      static const std::vector<ir::binary_op> int_ops = {
+          ir::binary_op::add, ir::binary_op::sub,     ir::binary_op::mul,    ir::binary_op::div,
+          ir::binary_op::mod, ir::binary_op::min,     ir::binary_op::max,    ir::binary_op::bit_and,
+          ir::binary_op::bit_or, ir::binary_op::bit_xor, ir::binary_op::shl, ir::binary_op::shr, ir::binary_op::add};
+      static const std::vector<ir::binary_op> float_ops = {ir::binary_op::add, ir::binary_op::sub, ir::binary_op::mul,
+                                                           ir::binary_op::div, ir::binary_op::min, ir::binary_op::max,
+                                                           ir::binary_op::add, ir::binary_op::pow};
+      ir::binary_op o = is_float ? r_.pick(float_ops) : r_.pick(int_ops);
+      ir::id a = gen(t, depth - 1), b = gen(t, depth - 1);
+      // pow only on run-time values: the compiler folds constant calls with another libm.
+      if (o == ir::binary_op::pow && !(opaque(a) && opaque(b))) o = ir::binary_op::mul;
+      ir::id v = b_.binary(o, t, a, b);
+      mark(v, opaque(a) || opaque(b));
+      return v;
+    }
+    if (k < 11) {
+      ir::id a = gen(t, depth - 1);
+      ir::unary_op o;
+      if (is_float) {
+        static const std::vector<ir::unary_op> ops = {ir::unary_op::neg,  ir::unary_op::abs,  ir::unary_op::sqrt,
+                                                      ir::unary_op::floor, ir::unary_op::ceil, ir::unary_op::exp,
+                                                      ir::unary_op::log,  ir::unary_op::sin,  ir::unary_op::cos,
+                                                      ir::unary_op::tanh};
+        o = r_.pick(ops);
+        const bool libm = o == ir::unary_op::exp || o == ir::unary_op::log || o == ir::unary_op::sin ||
+                          o == ir::unary_op::cos || o == ir::unary_op::tanh;
+        if (libm && !opaque(a)) o = ir::unary_op::sqrt;
+      } else {
+        static const std::vector<ir::unary_op> ops = {ir::unary_op::neg, ir::unary_op::abs, ir::unary_op::bit_not};
+        o = r_.pick(ops);
+      }
+      ir::id v = b_.unary(o, t, a);
+      mark(v, opaque(a));
+      return v;
+    }
+    if (k < 13) {
+      ir::id c = gen_bool(depth - 1);
+      ir::id a = gen(t, depth - 1), b = gen(t, depth - 1);
+      ir::id v = b_.select(t, c, a, b);
+      mark(v, opaque(a) && opaque(b));
+      return v;
+    }
+    if (k < 14 && is_float) {
+      ir::id a = gen(t, depth - 1), b = gen(t, depth - 1), c = gen(t, depth - 1);
+      ir::id v = b_.fma(t, a, b, c);
+      mark(v, opaque(a) || opaque(b) || opaque(c));
+      return v;
+    }
+    if (k < 17) {
+      static const std::vector<dtype> from = {dtype::i32, dtype::f32, dtype::i64, dtype::f64, dtype::u32, dtype::boolean};
+      return convert(gen(r_.pick(from), depth - 1), t);
+    }
+    if (k < 18 && random_allowed()) {
+      ir::id v = b_.random(t);
+      mark(v, true);
+      return v;
+    }
+    return leaf(t);
+  }
+
+  ir::id gen_bool(int depth) {
+    int k = r_.below(10);
+    if (k < 5 || depth <= 0) {
+      static const std::vector<dtype> types = {dtype::i32, dtype::i32, dtype::f32, dtype::i64, dtype::f64, dtype::u32};
+      static const std::vector<ir::binary_op> ops = {ir::binary_op::eq, ir::binary_op::ne, ir::binary_op::lt,
+                                                     ir::binary_op::le, ir::binary_op::gt, ir::binary_op::ge};
+      dtype t = r_.pick(types);
+      ir::id a = gen(t, depth - 1), b = gen(t, depth - 1);
+      return b_.binary(r_.pick(ops), dtype::boolean, a, b);
+    }
+    if (k < 7) {
+      ir::id a = gen_bool(depth - 1), b = gen_bool(depth - 1);
+      return b_.binary(r_.chance(0.5) ? ir::binary_op::logical_and : ir::binary_op::logical_or, dtype::boolean, a, b);
+    }
+    if (k < 8) return b_.unary(ir::unary_op::logical_not, dtype::boolean, gen_bool(depth - 1));
+    return leaf(dtype::boolean);
+  }
+
+  // Random draws only where a backend seeds them: not in a parallel loop's bounds.
+  bool random_allowed() const { return randoms_ && !in_bounds_; }
+
+  // --- statements --------------------------------------------------------------------
+  dtype value_type() {
+    static const std::vector<dtype> types = {dtype::i32, dtype::i32, dtype::i32, dtype::f32, dtype::f32,
+                                             dtype::f64, dtype::i64, dtype::u32, dtype::boolean};
+    return r_.pick(types);
+  }
+
+  void define_value() {
+    dtype t = value_type();
+    ir::id v;
+    if (top_level() && r_.chance(0.35)) v = load(t);  // a snapshot of an array element
+    else if (r_.chance(0.04) && random_allowed()) {
+      v = t == dtype::boolean ? b_.cast(t, b_.random(dtype::u32)) : b_.random(t);
+      mark(v, true);
+    } else v = gen(t, 2);
+    values_.back().push_back({v, t});
+  }
+
+  void declare_var() {
+    dtype t = value_type();
+    ir::id init = gen(t, 1);
+    ir::id decl = b_.local_decl(t, init);
+    vars_.back().push_back({decl, t, top_level(), false});
+  }
+
+  void write_var() {
+    auto vs = visible_vars(dtype_any, true);
+    if (vs.empty()) return declare_var();
+    const var& v = r_.pick(vs);
+    const bool racy = parallel_ && v.top_level;
+    if (v.type == dtype::boolean) {
+      if (!racy || r_.chance(0.2)) b_.local_store(v.decl, gen(dtype::boolean, 1));
+      return;
+    }
+    // In a parallel loop a top-level var is a reduction (atomic); a plain store there is a race.
+    if (racy ? r_.chance(0.9) : r_.chance(0.5)) {
+      static const std::vector<ir::atomic_op> ops = {ir::atomic_op::add, ir::atomic_op::add, ir::atomic_op::sub,
+                                                     ir::atomic_op::min, ir::atomic_op::max};
+      ir::atomic_op o = r_.pick(ops);
+      ir::id x = gen(v.type, 1);
+      ir::id old = b_.local_atomic(o, v.decl, x);
+      if (r_.chance(0.2)) values_.back().push_back({old, v.type});
+    } else {
+      ir::id x = r_.chance(0.5) ? gen(v.type, 2)
+                                : b_.binary(ir::binary_op::add, v.type, b_.local_load(v.decl), gen(v.type, 1));
+      b_.local_store(v.decl, x);
+    }
+  }
+
+  void store() {
+    const array& a = r_.pick(arrays_);
+    access x = make_access(a, false);
+    ir::id v = gen(a.spec->type, 2);
+    b_.global_store(x.param, x.flags, x.indices, v);
+  }
+
+  void atomic() {
+    const array& a = r_.pick(arrays_);
+    access x = make_access(a, false);
+    static const std::vector<ir::atomic_op> ops = {ir::atomic_op::add, ir::atomic_op::add, ir::atomic_op::sub,
+                                                   ir::atomic_op::min, ir::atomic_op::max};
+    ir::id v = gen(a.spec->type, 1);
+    ir::id old = b_.global_atomic(r_.pick(ops), x.param, x.flags, x.indices, v);
+    mark(old, true);
+    if (r_.chance(0.4)) values_.back().push_back({old, a.spec->type});
+  }
+
+  void print() {
+    std::vector<std::int32_t> args{b_.add_string(r_.chance(0.5) ? "v" : "at %d")};
+    const int n = r_.range(1, 2);
+    for (int k = 0; k < n; ++k) args.push_back(gen(value_type(), 1));
+    b_.print(args);
+  }
+
+  void open_scope() {
+    values_.emplace_back();
+    vars_.emplace_back();
+  }
+  void close_scope() {
+    values_.pop_back();
+    vars_.pop_back();
+  }
+
+  void block(int statements, bool effects) {
+    for (int s = 0; s < statements; ++s) statement(effects);
+  }
+
+  void branch(bool effects) {
+    ir::id cond = gen_bool(2);
+    ir::id n = b_.if_(cond);
+    ++nesting_;
+    b_.push_block(c_.fn.at(n).block0);
+    open_scope();
+    block(r_.range(1, 3), effects);
+    close_scope();
+    b_.pop_block();
+    if (r_.chance(0.5)) {
+      b_.push_block(c_.fn.at(n).block1);
+      open_scope();
+      block(r_.range(1, 2), effects);
+      close_scope();
+      b_.pop_block();
+    }
+    --nesting_;
+  }
+
+  // while (counter < K && cond) { counter += 1; ... }: at most K trips.
+  void loop_while(bool effects) {
+    const int trips = r_.range(1, 3);
+    if (work_ * trips > 512) return;
+    ir::id counter = b_.local_decl(dtype::i32, i32(0));
+    vars_.back().push_back({counter, dtype::i32, top_level(), true});
+    ir::id w = b_.while_();
+    b_.push_block(c_.fn.at(w).block0);
+    open_scope();
+    ir::id more = b_.binary(ir::binary_op::lt, dtype::boolean, b_.local_load(counter), i32(trips));
+    ir::id cond = r_.chance(0.5) ? b_.binary(ir::binary_op::logical_and, dtype::boolean, more, gen_bool(1)) : more;
+    c_.fn.at(w).a = cond;
+    close_scope();
+    b_.pop_block();
+    b_.push_block(c_.fn.at(w).block1);
+    open_scope();
+    b_.local_atomic(ir::atomic_op::add, counter, i32(1));
+    ++nesting_;
+    work_ *= trips;
+    block(r_.range(1, 3), effects);
+    work_ /= trips;
+    --nesting_;
+    close_scope();
+    b_.pop_block();
+  }
+
+  // A loop's bounds: [begin, end) with every index known to lie in [lo, hi).
+  struct bounds {
+    ir::id begin, end;
+    std::int64_t lo, hi;
+  };
+
+  bounds loop_bounds(int max_trips) {
+    in_bounds_ = true;
+    bounds out{};
+    std::vector<array> with_dims;
+    for (const auto& a : arrays_)
+      if (a.spec->ndim > 0) with_dims.push_back(a);
+    int k = r_.below(10);
+    if (!with_dims.empty() && k < 6) {
+      const array& a = r_.pick(with_dims);
+      const int dim = r_.below(a.spec->ndim);
+      const std::int64_t extent = a.spec->shape[static_cast<std::size_t>(dim)];
+      ir::id shape = b_.shape(a.param, dim);
+      int form = r_.below(4);
+      std::int64_t c = extent > 1 ? r_.range(1, static_cast<int>(std::min<std::int64_t>(extent - 1, 3))) : 0;
+      if (form == 1 && c > 0) {
+        out = {i32(c), shape, c, extent};
+      } else if (form == 2 && c > 0) {
+        out = {i32(0), b_.binary(ir::binary_op::sub, dtype::i32, shape, i32(c)), 0, extent - c};
+      } else {
+        out = {i32(0), shape, 0, extent};
+      }
+    } else if (k < 8) {
+      std::int64_t n = r_.range(0, max_trips);
+      out = {i32(0), i32(n), 0, n};
+    } else {
+      // A data-dependent trip count, in [0, K).
+      std::int64_t n = r_.range(1, max_trips);
+      ir::id e = wrap_into(gen(dtype::i32, 1), i32(n));
+      out = {i32(0), e, 0, n};
+    }
+    in_bounds_ = false;
+    if (out.hi - out.lo > max_trips) {  // keep the work small
+      out.end = b_.binary(ir::binary_op::min, dtype::i32, out.end, b_.binary(ir::binary_op::add, dtype::i32, out.begin, i32(max_trips)));
+      out.hi = out.lo + max_trips;
+    }
+    return out;
+  }
+
+  void serial_loop(bool effects) {
+    const int max_trips = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(6, 512 / work_)));
+    bounds bd = loop_bounds(max_trips);
+    ir::id loop = b_.range_for(bd.begin, bd.end);
+    b_.push_block(c_.fn.at(loop).block0);
+    open_scope();
+    indices_.push_back({b_.loop_index_of(loop), bd.lo, std::max(bd.hi, bd.lo)});
+    ++nesting_;
+    work_ *= std::max<std::int64_t>(1, bd.hi - bd.lo);
+    block(r_.range(1, 3), effects);
+    work_ /= std::max<std::int64_t>(1, bd.hi - bd.lo);
+    --nesting_;
+    indices_.pop_back();
+    close_scope();
+    b_.pop_block();
+  }
+
+  void statement(bool effects) {
+    const bool deep = nesting_ >= 3;
+    int k = r_.below(100);
+    if (k < 18) return define_value();
+    if (k < 28) return declare_var();
+    if (k < 40) return write_var();
+    if (effects && k < 62) return store();
+    if (effects && k < 70) return atomic();
+    if (effects && prints_ && k < 72) return print();
+    if (!deep && k < 80) return branch(effects);
+    if (!deep && k < 86) return serial_loop(effects);
+    if (!deep && k < 90) return loop_while(effects);
+    define_value();
+  }
+
+  // --- the kernel body -----------------------------------------------------------------
+  void parallel_loop() {
+    ir::id loop;
+    std::vector<index_range> ranges;
+    std::int64_t trips = 1;
+    std::vector<array> nd;
+    for (const auto& a : arrays_)
+      if (a.spec->ndim >= 2) nd.push_back(a);
+    if (!nd.empty() && r_.chance(0.3)) {
+      const array& a = r_.pick(nd);
+      std::vector<ir::id> extents;
+      for (int d = 0; d < a.spec->ndim; ++d) {
+        const std::int64_t e = a.spec->shape[static_cast<std::size_t>(d)];
+        if (r_.chance(0.8)) {
+          extents.push_back(b_.shape(a.param, d));
+          ranges.push_back({ir::none, 0, e});
+          trips *= e;
+        } else {
+          std::int64_t n = r_.range(0, 3);
+          extents.push_back(i32(n));
+          ranges.push_back({ir::none, 0, n});
+          trips *= n;
+        }
+      }
+      loop = b_.range_for_nd(extents);
+    } else {
+      bounds bd = loop_bounds(64);
+      loop = b_.range_for(bd.begin, bd.end);
+      ranges.push_back({ir::none, bd.lo, std::max(bd.hi, bd.lo)});
+      trips = std::max<std::int64_t>(0, bd.hi - bd.lo);
+    }
+    b_.push_block(c_.fn.at(loop).block0);
+    open_scope();
+    for (std::size_t d = 0; d < ranges.size(); ++d) {
+      ranges[d].id = b_.loop_index_of(loop, static_cast<std::int32_t>(d));
+      indices_.push_back(ranges[d]);
+    }
+    parallel_ = true;
+    nesting_ = 1;
+    work_ = std::max<std::int64_t>(1, trips);
+    block(r_.range(1, 5), true);
+    work_ = 1;
+    nesting_ = 0;
+    parallel_ = false;
+    indices_.clear();
+    close_scope();
+    b_.pop_block();
+    ++constructs_;
+  }
+
+  void top_level_step() {
+    int k = r_.below(100);
+    if (k < 30) {  // top-level values and variables
+      const int n = r_.range(1, 3);
+      for (int s = 0; s < n; ++s) {
+        int j = r_.below(10);
+        if (j < 5) define_value();
+        else if (j < 8) declare_var();
+        else write_var();
+      }
+      return;
+    }
+    if (k < 70) return parallel_loop();
+    if (k < 85) {  // a serial construct
+      int j = r_.below(10);
+      nesting_ = 0;
+      if (j < 4) store();
+      else if (j < 6) atomic();
+      else if (j < 8) branch(true);
+      else if (j < 9) loop_while(true);
+      else if (prints_) print();
+      else store();
+      ++constructs_;
+      return;
+    }
+    // Pure control flow at the top level: it computes top-level variables.
+    if (r_.chance(0.5)) branch(false);
+    else if (r_.chance(0.5)) loop_while(false);
+    else serial_loop(false);
+  }
+
+  rng r_;
+  generator_options o_;
+  fuzz_case c_;
+  ir::builder b_;
+  std::vector<array> arrays_;
+  std::vector<std::int32_t> scalars_;
+  std::vector<std::vector<value>> values_;  // per open block, innermost last
+  std::vector<std::vector<var>> vars_;
+  std::vector<index_range> indices_;  // the loop indices in scope
+  std::vector<bool> opaque_;          // per node: a run-time value the compiler cannot fold
+  bool parallel_ = false;             // inside a top-level loop's body
+  bool in_bounds_ = false;            // generating a loop's bounds
+  bool prints_ = false;
+  bool randoms_ = false;
+  int nesting_ = 0;
+  std::int64_t work_ = 1;             // trips of the enclosing loops
+  int constructs_ = 0;
+};
+
+}  // namespace detail
+
+inline fuzz_case generate(std::uint64_t seed, const generator_options& options = {}) {
+  return detail::kernel_generator(seed, options).run();
+}
+
+// The same kernel and call with other array contents and scalar values (still valid:
+// indices and trip counts never depend on data beyond what the kernel bounds itself).
+inline fuzz_case with_other_inputs(const fuzz_case& c, std::uint64_t seed) {
+  fuzz_case out = c;
+  rng r(seed);
+  auto refill = [&](qd::dtype t, std::vector<unsigned char>& bytes) {
+    const auto size = static_cast<std::size_t>(qd::size_of(t));
+    for (std::size_t e = 0; e * size < bytes.size(); ++e) {
+      std::uint64_t b = detail::interesting_bits(r, t);
+      std::memcpy(bytes.data() + e * size, &b, size);
+    }
+  };
+  for (auto& b : out.buffers) {
+    refill(b.type, b.data);
+    refill(b.type, b.grad_data);
+  }
+  for (std::size_t p = 0; p < out.fn.params.size(); ++p)
+    if (!out.fn.params[p].is_array) out.scalar_bits[p] = detail::interesting_bits(r, out.fn.params[p].type);
+  return out;
+}
+
+}  // namespace qd_fuzz
