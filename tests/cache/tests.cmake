@@ -2,6 +2,7 @@
 # qd-cache tool, and the header-only mode. Each test makes its own temporary cache roots.
 qd_add_test(cache key LIBS qd_deps::xxhash)
 qd_add_test(cache entry LIBS qd_deps::xxhash)
+qd_add_test(cache records)
 qd_add_test(cache store LIBS qd_deps::xxhash)
 
 # Helper for the multi-process tests: saves, loads, locks, and gets killed on purpose.

@@ -46,6 +46,8 @@ class record_reader {
   }
   bool ok() const { return ok_; }
   bool at_end() const { return pos_ == bytes_.size(); }
+  // Only the writer's spelling of a number is accepted: no bits beyond 64 and no
+  // trailing zero group (0x80 0x00 is not 0), so a decoded record re-encodes to its bytes.
   std::uint64_t u64() {
     std::uint64_t v = 0;
     for (int shift = 0; ok_; shift += 7) {
@@ -54,6 +56,10 @@ class record_reader {
         break;
       }
       auto b = static_cast<std::uint8_t>(bytes_[pos_++]);
+      if ((shift == 63 && b > 1) || (shift > 0 && b == 0)) {
+        ok_ = false;
+        break;
+      }
       v |= static_cast<std::uint64_t>(b & 0x7f) << shift;
       if ((b & 0x80) == 0) break;
     }
@@ -122,10 +128,11 @@ QD_FUNC std::optional<kernel_record> decode_kernel_record(std::span<const std::b
   detail::record_reader in(bytes, 'K');
   kernel_record r;
   r.module = in.k();
-  r.constructs = static_cast<std::uint32_t>(in.u64());
+  std::uint64_t constructs = in.u64();
   std::uint64_t temps = in.u64();
   std::uint64_t n = in.u64();
-  if (!in.ok() || temps > 1 || n > bytes.size()) return std::nullopt;
+  if (!in.ok() || constructs > UINT32_MAX || temps > 1 || n > bytes.size()) return std::nullopt;
+  r.constructs = static_cast<std::uint32_t>(constructs);
   r.needs_temporaries = temps == 1;
   for (std::uint64_t t = 0; t < n && in.ok(); ++t) r.tasks.push_back(in.task());
   if (!in.ok() || !in.at_end()) return std::nullopt;
