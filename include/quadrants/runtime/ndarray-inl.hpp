@@ -56,13 +56,17 @@ QD_FUNC void buffer::check_alive(std::string_view what) const {
                                  what));
 }
 
+// An empty array's host side is an empty vector whose data() may be null: nothing to
+// copy, and memcpy with a null pointer is undefined even for zero bytes.
 QD_FUNC void buffer::upload(const void* src, std::size_t bytes) {
   check_alive("qd::ndarray::from_host");
+  if (bytes == 0) return;
   device_->copy_from_host(data_, src, bytes);
 }
 
 QD_FUNC void buffer::download(void* dst, std::size_t bytes) const {
   check_alive("qd::ndarray::to_host");
+  if (bytes == 0) return;
   device_->copy_to_host(dst, data_, bytes);
 }
 
