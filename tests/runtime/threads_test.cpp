@@ -1,0 +1,62 @@
+// Several host threads using one program at once: compiling the same kernel, and
+// compiling and launching different kernels (each thread its own arrays). Run under
+// ThreadSanitizer by make sanitize (docs/testing.md); the thread pool and the cache
+// store have tests of their own.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "runtime/runtime_test_support.hpp"
+
+namespace {
+
+auto scaled_copy(float scale) {
+  return qd::kernel("scaled_copy", {"x", "y", "total"},
+                    [scale](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y,
+                            qd::types::ndarray<float, 0> total) {
+                      qd::f32 first = x[0];
+                      qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = x[i] * scale + first; });
+                      qd::range_for(y.shape(0), [&](qd::i32 i) { qd::atomic_add(total(), y[i]); });
+                    });
+}
+
+using kernel_type = decltype(scaled_copy(1.0f));
+
+void run_threads(qd::arch arch, qd::per_offload_mode mode) {
+  qd::init({.arch = arch, .per_offload = mode});
+  constexpr int threads = 4, per_thread = 2, n = 3000;  // above the pool's inline threshold
+  std::vector<std::unique_ptr<kernel_type>> kernels;
+  for (int k = 0; k < threads * per_thread; ++k)
+    kernels.push_back(std::make_unique<kernel_type>(scaled_copy(static_cast<float>(k + 1))));
+  auto shared = scaled_copy(0.5f);
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      shared.compile();  // the same kernel compiled from every thread at once
+      for (int j = 0; j < per_thread; ++j) {
+        const int k = t * per_thread + j;
+        qd::ndarray<float, 1> x(n), y(n);
+        qd::ndarray<float, 0> total;
+        x.fill(2.0f);
+        for (int round = 0; round < 3; ++round) (*kernels[static_cast<std::size_t>(k)])(x, y, total);
+        const float expected = 2.0f * static_cast<float>(k + 1) + 2.0f;
+        for (float v : y.to_host()) wrong += v != expected;
+        wrong += total.to_host()[0] != 3.0f * n * expected;
+      }
+    });
+  for (auto& th : pool) th.join();
+  CHECK(wrong == 0);
+  qd::reset();
+}
+
+}  // namespace
+
+TEST_CASE("host threads compile and launch different kernels at once, whole or split") {
+  SUBCASE("cpu, whole") { run_threads(qd::arch::cpu, qd::per_offload_mode::off); }
+  SUBCASE("cpu, split") { run_threads(qd::arch::cpu, qd::per_offload_mode::on); }
+  SUBCASE("reference") { run_threads(qd::arch::reference, qd::per_offload_mode::on); }
+}
