@@ -124,6 +124,38 @@ constexpr bool unchecked_plan_recomputes_the_snapshot() {
 }
 static_assert(unchecked_plan_recomputes_the_snapshot());
 
+// first = a[0]; a loop writes out; then a construct overwrites a[0] with first + 1. A
+// serial construct recomputes first before its own statements run, so its own write is
+// no stale re-read; a loop's may be (a GPU thread may recompute first after another
+// iteration wrote a[0]).
+constexpr ir::function snapshot_then_write(bool serial) {
+  ir::function fn;
+  ir::builder b(fn);
+  b.add_param({true, dtype::f32, 1, false});  // a
+  b.add_param({true, dtype::f32, 1, false});  // out
+  std::array<ir::id, 1> zero{b.constant_int(dtype::i32, 0)};
+  ir::id first = b.global_load(0, 0, zero);
+  ir::id between = b.range_for(b.constant_int(dtype::i32, 0), b.shape(1, 0));
+  b.push_block(fn.at(between).block0);
+  std::array<ir::id, 1> j{b.loop_index_of(between)};
+  b.global_store(1, 0, j, b.constant_float(dtype::f32, 0.0));
+  b.pop_block();
+  ir::id one = b.constant_float(dtype::f32, 1.0);
+  if (serial) {
+    b.global_store(0, 0, zero, b.binary(ir::binary_op::add, dtype::f32, first, one));
+  } else {
+    ir::id loop = b.range_for(b.constant_int(dtype::i32, 0), b.shape(0, 0));
+    b.push_block(fn.at(loop).block0);
+    std::array<ir::id, 1> i{b.loop_index_of(loop)};
+    b.global_store(0, 0, i, b.binary(ir::binary_op::add, dtype::f32, first, one));
+    b.pop_block();
+  }
+  return fn;
+}
+static_assert(reason_of(snapshot_then_write(true)) == fallback_reason::none);
+static_assert(split_of(snapshot_then_write(true)).pairs.size() == 1, "a and out: the loop between writes out");
+static_assert(reason_of(snapshot_then_write(false)) == fallback_reason::stale_reread);
+
 }  // namespace
 
 TEST_CASE("the constexpr split analysis gives the same answers at run time") {

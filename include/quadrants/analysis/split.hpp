@@ -128,9 +128,13 @@ constexpr split_decision plan_split(const ir::function& fn, const kernel_structu
         fail(fallback_reason::side_effect, k);
         return d;
       }
-      // Re-reads: every write between the read and the end of this construct.
+      // Re-reads: every write between the read and the construct, and the construct's
+      // own writes when it is a loop -- a GPU thread may evaluate the recomputed prologue
+      // after another iteration wrote. A serial construct runs its slice once, in one
+      // thread, before its own statements: its writes come after the re-read.
+      const std::int32_t last_write = con.kind == construct_kind::parallel ? last : first - 1;
       for (const array_access& r : st.reads)
-        for (std::int32_t w = k + 1; w <= last; ++w)
+        for (std::int32_t w = k + 1; w <= last_write; ++w)
           for (const array_access& wr : s.statements[static_cast<std::size_t>(w)].writes) {
             bool same_buffer = r.param == wr.param && r.grad == wr.grad;
             if (same_buffer) {
