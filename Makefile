@@ -5,7 +5,29 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test demo bench clean
+# Sanitizer builds and the fuzzers (docs/testing.md). make test runs `sanitize` after
+# the suite: ASan+UBSan over most tests, TSan over the threaded ones, and libFuzzer on
+# the cache entry reader for LIBFUZZER_SECONDS.
+SANITIZE_DIR ?= build-sanitize
+TSAN_DIR ?= build-tsan
+LIBFUZZER_DIR ?= build-libfuzzer
+LIBFUZZER_SECONDS ?= 30
+FUZZ_SECONDS ?= 600
+SANITIZER_FLAGS = -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" \
+	-DQD_BUILD_EXAMPLES=OFF -DQD_BUILD_BENCH=OFF
+ASAN_TESTS = ir_serialize_test ir_dce_test ir_printer_test analysis_constructs_test analysis_task_plan_test \
+	analysis_split_test backend_thread_pool_test backend_cpu_compiler_test backend_reference_test cache_key_test \
+	cache_entry_test cache_records_test cache_store_test runtime_statements_test runtime_top_level_values_test \
+	runtime_errors_test runtime_threads_test runtime_per_offload_test kernel_worker fuzz_differential_test \
+	fuzz_regressions_test
+ASAN_REGEX = ^(ir|analysis)/|^backend/(thread_pool|cpu_compiler|reference)$$|^cache/(key|entry|records|store)$$|^runtime/(statements|top_level_values|errors|threads|per_offload)$$|^fuzz/(differential|regressions)$$
+TSAN_TESTS = backend_thread_pool_test cache_store_test cache_store_processes_test cache_store_worker runtime_threads_test \
+	runtime_per_offload_test kernel_worker
+TSAN_REGEX = ^backend/thread_pool$$|^cache/(store|store_processes)$$|^runtime/(threads|per_offload)$$
+SANITIZER_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+
+.PHONY: all deps configure build test demo bench clean sanitize asan tsan libfuzzer fuzz
 
 all: build
 
@@ -20,6 +42,31 @@ build: configure
 
 test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
+	@$(MAKE) --no-print-directory sanitize
+
+sanitize: asan tsan libfuzzer
+
+asan: deps
+	@cmake -S . -B $(SANITIZE_DIR) $(SANITIZER_FLAGS) -DQD_SANITIZE=address,undefined >/dev/null
+	cmake --build $(SANITIZE_DIR) -j $(JOBS) --target $(ASAN_TESTS)
+	$(SANITIZER_ENV) ctest --test-dir $(SANITIZE_DIR) --output-on-failure -j $(JOBS) -R '$(ASAN_REGEX)'
+
+tsan: deps
+	@cmake -S . -B $(TSAN_DIR) $(SANITIZER_FLAGS) -DQD_SANITIZE=thread >/dev/null
+	cmake --build $(TSAN_DIR) -j $(JOBS) --target $(TSAN_TESTS)
+	$(SANITIZER_ENV) ctest --test-dir $(TSAN_DIR) --output-on-failure -j $(JOBS) -R '$(TSAN_REGEX)'
+
+libfuzzer: deps
+	@cmake -S . -B $(LIBFUZZER_DIR) -DCMAKE_CXX_COMPILER=clang++ $(SANITIZER_FLAGS) -DQD_LIBFUZZER=ON \
+		-DQD_LIBFUZZER_SECONDS=$(LIBFUZZER_SECONDS) >/dev/null
+	cmake --build $(LIBFUZZER_DIR) -j $(JOBS) --target cache_entry_fuzzer
+	ctest --test-dir $(LIBFUZZER_DIR) --output-on-failure -R '^fuzz/cache_entry_'
+
+# An open-ended differential campaign (FUZZ_SECONDS; 0: until interrupted): figures as it
+# goes; shrunk findings in $(BUILD_DIR)/fuzz-findings, to review and add to tests/fuzz/regressions.
+fuzz: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target qd_fuzz
+	$(BUILD_DIR)/tests/qd_fuzz --seconds $(FUZZ_SECONDS) --save $(BUILD_DIR)/fuzz-findings
 
 demo: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target heat_diffusion
@@ -33,4 +80,4 @@ bench: configure
 	$(BUILD_DIR)/bench/gpu_run_bench
 
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) $(SANITIZE_DIR) $(TSAN_DIR) $(LIBFUZZER_DIR)

@@ -9,3 +9,22 @@ target_compile_definitions(fuzz_regressions_test PRIVATE QD_FUZZ_REGRESSIONS="${
 add_executable(qd_fuzz ${CMAKE_CURRENT_LIST_DIR}/fuzz_campaign.cpp)
 target_link_libraries(qd_fuzz PRIVATE quadrants::quadrants fmt::fmt)
 target_include_directories(qd_fuzz PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+
+# The cache entry reader under libFuzzer (clang; -DQD_LIBFUZZER=ON, make sanitize):
+# a seed corpus first, then QD_LIBFUZZER_SECONDS of fuzzing (default 60).
+if(QD_LIBFUZZER)
+  add_executable(cache_entry_fuzzer ${CMAKE_CURRENT_LIST_DIR}/cache_entry_fuzzer.cpp)
+  target_link_libraries(cache_entry_fuzzer PRIVATE quadrants::header-only)
+  target_compile_options(cache_entry_fuzzer PRIVATE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
+  target_link_options(cache_entry_fuzzer PRIVATE -fsanitize=fuzzer,address,undefined)
+  set(QD_LIBFUZZER_SECONDS 60 CACHE STRING "How long the ctest libFuzzer run lasts")
+  set(corpus ${CMAKE_CURRENT_BINARY_DIR}/cache_entry_corpus)
+  add_test(NAME fuzz/cache_entry_seeds COMMAND cache_entry_fuzzer -qd_write_seeds=${corpus}/seeds)
+  add_test(NAME fuzz/cache_entry_libfuzzer
+           COMMAND ${CMAKE_COMMAND} -E chdir ${corpus}
+                   $<TARGET_FILE:cache_entry_fuzzer> -max_total_time=${QD_LIBFUZZER_SECONDS} -timeout=5
+                   -rss_limit_mb=2048 -print_final_stats=1 ${corpus}/seeds)
+  set_tests_properties(fuzz/cache_entry_seeds PROPERTIES FIXTURES_SETUP cache_entry_corpus)
+  set_tests_properties(fuzz/cache_entry_libfuzzer PROPERTIES FIXTURES_REQUIRED cache_entry_corpus
+                       TIMEOUT 900 LABELS libfuzzer)
+endif()
