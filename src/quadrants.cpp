@@ -25,3 +25,4 @@
 #include "quadrants/runtime/ndarray-inl.hpp"
 #include "quadrants/runtime/dispatch-inl.hpp"
 #include "quadrants/runtime/statistics-inl.hpp"
+#include "quadrants/codegen/reductions-inl.hpp"

@@ -6,6 +6,7 @@
 
 #include "quadrants/base/error.hpp"
 #include "quadrants/codegen/cpp_emitter.hpp"
+#include "quadrants/codegen/reductions.hpp"
 #include "quadrants/detail/format.hpp"
 #include "quadrants/ir/walk.hpp"
 
@@ -237,7 +238,7 @@ class emitter {
     });
     std::sort(frame.begin(), frame.end());
     const auto rank = static_cast<std::int32_t>(ln.imm);
-    find_reductions(ln.block0);
+    reductions_ = find_chunk_reductions(fn_, ln.block0);
     emit_reduction_functions();
     line(fmt::format("struct {}_frame {{", entry_));
     ++indent_;
@@ -283,48 +284,12 @@ class emitter {
   // is flushed with one atomic: no contended atomic per iteration. (With a plain
   // store to the slot in the loop, a flush after the chunk would give a result no
   // order of the iterations gives.)
-  struct reduction {
-    std::int64_t slot;
-    ir::atomic_op op;
-    dtype type;
-  };
-
-  void find_reductions(std::int32_t body) {
-    std::vector<bool> used(fn_.nodes.size(), false);
-    std::vector<std::int64_t> loaded;
-    ir::walk(fn_, body, [&](ir::id i, int) {
-      ir::for_each_operand(fn_, fn_.at(i), [&](ir::id o) { used[static_cast<std::size_t>(o)] = true; });
-      if (fn_.at(i).code == ir::op::temp_load || fn_.at(i).code == ir::op::temp_store) loaded.push_back(fn_.at(i).imm);
-    });
-    std::vector<std::int64_t> rejected;
-    ir::walk(fn_, body, [&](ir::id i, int) {
-      const ir::node& n = fn_.at(i);
-      if (n.code != ir::op::temp_atomic) return;
-      auto op = static_cast<ir::atomic_op>(n.sub);
-      bool ok = !used[static_cast<std::size_t>(i)] && std::find(loaded.begin(), loaded.end(), n.imm) == loaded.end();
-      for (const auto& r : reductions_)
-        if (r.slot == n.imm && (r.op != op || r.type != n.type)) ok = false;
-      if (!ok) {
-        rejected.push_back(n.imm);
-        return;
-      }
-      bool known = false;
-      for (const auto& r : reductions_) known |= r.slot == n.imm;
-      if (!known) reductions_.push_back({n.imm, op, n.type});
-    });
-    std::erase_if(reductions_, [&](const reduction& r) {
-      return std::find(rejected.begin(), rejected.end(), r.slot) != rejected.end();
-    });
+  const chunk_reduction* reduction_of(const ir::node& n) const {
+    int r = reduction_index(reductions_, n);
+    return r < 0 ? nullptr : &reductions_[static_cast<std::size_t>(r)];
   }
 
-  const reduction* reduction_of(const ir::node& n) const {
-    if (n.code != ir::op::temp_atomic) return nullptr;
-    for (const auto& r : reductions_)
-      if (r.slot == n.imm) return &r;
-    return nullptr;
-  }
-
-  static std::string identity(const reduction& r) {
+  static std::string identity(const chunk_reduction& r) {
     switch (r.op) {
       case ir::atomic_op::add:
       case ir::atomic_op::sub: return fmt::format("({})0", c_type(r.type));
@@ -478,7 +443,7 @@ class emitter {
         break;
       case ir::op::temp_store: line(fmt::format("*({}*)(ctx->temps + {}) = {};", type, n.imm * 8, v(n.a))); break;
       case ir::op::temp_atomic:
-        if (const reduction* r = reduction_of(n)) {
+        if (const chunk_reduction* r = reduction_of(n)) {
           std::string acc = reduction_member(n);
           switch (r->op) {
             case ir::atomic_op::add:
@@ -562,7 +527,7 @@ class emitter {
   const emit_options& options_;
   std::vector<ir::id> number_;
   std::vector<bool> addressing_;  // signed arithmetic that only computes array indices
-  std::vector<reduction> reductions_;
+  std::vector<chunk_reduction> reductions_;
   std::string out_;
   int indent_ = 0;
 };

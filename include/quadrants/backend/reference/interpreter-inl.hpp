@@ -851,37 +851,9 @@ QD_FUNC task_interpreter::task_interpreter(codegen::lowered_task task) : task_(s
   loop_ = fn.block(0).back();
   const std::int32_t body = fn.at(loop_).block0;
   uses_random_ = draws(body);
-  // The CPU emitter's reductions: a temp_atomic in the loop body whose old value
-  // nothing uses, on a slot the body never loads or stores, always with one op and type.
-  std::vector<bool> used(fn.nodes.size(), false);
-  std::vector<std::int64_t> loaded, rejected;
-  ir::walk(fn, body, [&](ir::id i, int) {
-    ir::for_each_operand(fn, fn.at(i), [&](ir::id o) { used[static_cast<std::size_t>(o)] = true; });
-    if (fn.at(i).code == ir::op::temp_load || fn.at(i).code == ir::op::temp_store) loaded.push_back(fn.at(i).imm);
-  });
-  std::vector<ir::id> members;
-  ir::walk(fn, body, [&](ir::id i, int) {
-    const ir::node& n = fn.at(i);
-    if (n.code != ir::op::temp_atomic) return;
-    auto op = static_cast<ir::atomic_op>(n.sub);
-    bool ok = !used[static_cast<std::size_t>(i)] && std::find(loaded.begin(), loaded.end(), n.imm) == loaded.end();
-    for (const auto& r : reductions_)
-      if (r.slot == n.imm && (r.op != op || r.type != n.type)) ok = false;
-    if (!ok) {
-      rejected.push_back(n.imm);
-      return;
-    }
-    bool known = false;
-    for (const auto& r : reductions_) known |= r.slot == n.imm;
-    if (!known) reductions_.push_back({n.imm, op, n.type});
-    members.push_back(i);
-  });
-  std::erase_if(reductions_, [&](const reduction& r) {
-    return std::find(rejected.begin(), rejected.end(), r.slot) != rejected.end();
-  });
-  for (ir::id i : members)
-    for (std::size_t r = 0; r < reductions_.size(); ++r)
-      if (reductions_[r].slot == fn.at(i).imm) reduction_of_[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(r);
+  // The same accumulators as the compiled backends.
+  reductions_ = codegen::find_chunk_reductions(fn, body);
+  ir::walk(fn, body, [&](ir::id i, int) { reduction_of_[static_cast<std::size_t>(i)] = codegen::reduction_index(reductions_, fn.at(i)); });
 }
 
 QD_FUNC void task_interpreter::run(const launch_context& ctx) const {

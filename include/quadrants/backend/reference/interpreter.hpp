@@ -7,6 +7,7 @@
 
 #include "quadrants/backend/device.hpp"
 #include "quadrants/codegen/lower.hpp"
+#include "quadrants/codegen/reductions.hpp"
 
 namespace qd::backend::reference {
 
@@ -33,12 +34,8 @@ class task_interpreter {
   QD_FUNC void run(const launch_context& ctx) const;
   const codegen::lowered_task& task() const noexcept { return task_; }
 
-  // A temp_atomic the CPU backend accumulates per chunk (codegen's find_reductions).
-  struct reduction {
-    std::int64_t slot = 0;
-    ir::atomic_op op = ir::atomic_op::add;
-    dtype type = dtype::i32;
-  };
+  // A temp_atomic the compiled backends accumulate per chunk (codegen/reductions.hpp).
+  using reduction = codegen::chunk_reduction;
 
  private:
   codegen::lowered_task task_;
