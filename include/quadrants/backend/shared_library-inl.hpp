@@ -80,6 +80,10 @@ QD_FUNC std::string library_fingerprint(const library_search& s) {
   } catch (const driver_error&) {
     return "missing " + s.names.front();
   }
+  return file_fingerprint(path);
+}
+
+QD_FUNC std::string file_fingerprint(const std::string& path) {
   std::error_code ec;
   auto real = std::filesystem::canonical(path, ec);
   struct stat st {};

@@ -28,6 +28,10 @@ QD_FUNC std::string locate_library(const library_search& search);
 // (an upgrade changes them); "missing <name>" when none is found. Opens nothing.
 QD_FUNC std::string library_fingerprint(const library_search& search);
 
+// A file's identity for cache keys without opening it: its resolved path, size and
+// modification time (an upgrade changes them); "unreadable <path>" when it cannot be read.
+QD_FUNC std::string file_fingerprint(const std::string& path);
+
 class shared_library {
  public:
   // Locates and opens the library for the life of the process (never closed:

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "quadrants/backend/cpu/compiler.hpp"
+#include "quadrants/backend/shared_library.hpp"
 #include "quadrants/base/error.hpp"
 #include "quadrants/detail/format.hpp"
 
@@ -136,15 +137,7 @@ QD_FUNC std::string compiler_fingerprint() {
         }
       }
     }
-    std::error_code ec;
-    auto real = std::filesystem::canonical(exe, ec);
-    struct stat st {};
-    if (!ec && ::stat(real.c_str(), &st) == 0)
-      out += fmt::format("| {} {} {}.{}", real.string(), static_cast<long long>(st.st_size),
-                         static_cast<long long>(st.st_mtim.tv_sec), static_cast<long long>(st.st_mtim.tv_nsec));
-    else
-      out += "| unresolved";
-    return out;
+    return out + "| " + file_fingerprint(exe);
   }();
   return fingerprint;
 }
