@@ -12,7 +12,7 @@
 namespace qd {
 
 template <element_type T> class expr;
-template <element_type T> class var;
+template <class T> class var;  // T: an element type (float) or its traced name (qd::f32)
 template <element_type T> class element_ref;
 
 namespace detail {
@@ -26,7 +26,7 @@ template <class T> struct traced_traits<expr<T>> {
 };
 template <class T> struct traced_traits<var<T>> {
   static constexpr bool value = true;
-  using type = T;
+  using type = typename var<T>::value_type;
 };
 template <class T> struct traced_traits<element_ref<T>> {
   static constexpr bool value = true;

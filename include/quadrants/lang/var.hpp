@@ -6,8 +6,10 @@
 
 namespace qd {
 
-template <element_type T>
+template <class T>
 class var {
+  static_assert(element_type<T>, "qd::var<T> takes an element type (float, std::int32_t, ...) or a traced name (qd::f32, qd::i32, ...)");
+
  public:
   using value_type = T;
   static constexpr dtype type = dtype_of<T>;
@@ -59,6 +61,14 @@ class var {
     return detail::value_id(value, type);
   }
   ir::id decl_;
+};
+
+// qd::var<qd::f32> is qd::var<float>: the traced name of a type names the same variable.
+template <element_type T>
+class var<expr<T>> : public var<T> {
+ public:
+  using var<T>::var;
+  using var<T>::operator=;
 };
 
 }  // namespace qd
