@@ -65,6 +65,15 @@ TEST_CASE("from_host with the wrong number of elements and impossible shapes are
   CHECK_THROWS_WITH_AS(m.from_host(std::vector<float>(13, 0.0f)), Contains("qd::ndarray::from_host"), qd::user_error);
   CHECK(m.to_host() == std::vector<float>(12, 0.0f));  // nothing was written
   CHECK_THROWS_WITH_AS((qd::ndarray<float, 2>({3, -1})), Contains("extent -1 of dimension 1"), qd::user_error);
+  CHECK(m.shape(1) == 4);
+  CHECK_THROWS_WITH_AS((void)m.shape(2), Contains("qd::ndarray::shape(2): the array has 2 dimensions"), qd::user_error);
+  CHECK_THROWS_WITH_AS((void)m.shape(-1), Contains("pass a dimension in 0..1"), qd::user_error);
+  qd::ndarray<float, 0> s;
+  CHECK_THROWS_WITH_AS((void)s.shape(0), Contains("a 0-dimensional array has no extents"), qd::user_error);
+  float raw[6] = {};
+  qd::external_array<float, 1> ext(raw, {6});
+  CHECK(ext.shape(0) == 6);
+  CHECK_THROWS_WITH_AS((void)ext.shape(1), Contains("qd::external_array::shape(1)"), qd::user_error);
 }
 
 TEST_CASE("gradients: a needs_grad parameter rejects an array without one; .grad() on such an array throws") {

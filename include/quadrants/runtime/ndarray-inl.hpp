@@ -88,6 +88,12 @@ QD_FUNC void check_shape(const std::int64_t* shape, int ndim) {
                                    shape[d], d));
 }
 
+QD_FUNC void throw_bad_dimension(std::string_view what, int d, int ndim) {
+  if (ndim == 0) throw user_error(fmt::format("{}({}): a 0-dimensional array has no extents", what, d));
+  throw user_error(fmt::format("{}({}): the array has {} dimension{}; pass a dimension in 0..{}", what, d, ndim,
+                               ndim == 1 ? "" : "s", ndim - 1));
+}
+
 QD_FUNC void throw_size_mismatch(std::string_view what, std::size_t expected, std::size_t got) {
   throw user_error(fmt::format("{}: the array has {} elements but {} were given; pass exactly one value per element "
                                "(row-major)",

@@ -48,6 +48,13 @@ class buffer {
 
 QD_FUNC void check_shape(const std::int64_t* shape, int ndim);
 [[noreturn]] QD_FUNC void throw_size_mismatch(std::string_view what, std::size_t expected, std::size_t got);
+[[noreturn]] QD_FUNC void throw_bad_dimension(std::string_view what, int d, int ndim);
+
+template <std::size_t N>
+std::int64_t extent(const std::array<std::int64_t, N>& shape, int d, std::string_view what) {
+  if (d < 0 || d >= static_cast<int>(N)) throw_bad_dimension(what, d, static_cast<int>(N));
+  return shape[static_cast<std::size_t>(d)];
+}
 
 }  // namespace detail
 
@@ -78,7 +85,7 @@ class ndarray {
   ndarray(const ndarray&) = delete;  // device memory is not copied implicitly; move it, or copy through to_host
   ndarray& operator=(const ndarray&) = delete;
 
-  std::int64_t shape(int d) const { return shape_.at(static_cast<std::size_t>(d)); }
+  std::int64_t shape(int d) const { return detail::extent(shape_, d, "qd::ndarray::shape"); }
   const std::array<std::int64_t, N>& shape() const { return shape_; }
   std::int64_t size() const {
     std::int64_t n = 1;
@@ -134,7 +141,7 @@ class external_array {
       : data_(data), grad_(grad), shape_(shape) {}
   T* data() const { return data_; }
   T* grad_data() const { return grad_; }
-  std::int64_t shape(int d) const { return shape_.at(static_cast<std::size_t>(d)); }
+  std::int64_t shape(int d) const { return detail::extent(shape_, d, "qd::external_array::shape"); }
 
  private:
   T* data_;
