@@ -16,6 +16,7 @@
 
 namespace {
 
+using doctest::Contains;
 using qd_test::init_cpu;
 template <class T>
 using lim = std::numeric_limits<T>;
@@ -525,7 +526,7 @@ TEST_CASE("qd::var is a mutable local: per iteration inside a loop, a top-level 
           w += 1000;
           out(i, 8) = v;
           out(i, 9) = w;
-          qd::var<std::int32_t> z;  // zero-initialized
+          qd::var<qd::i32> z;  // zero-initialized; qd::var<qd::i32> is qd::var<std::int32_t>
           out(i, 10) = z;
           z = w;
           z = z * 2;
@@ -534,7 +535,8 @@ TEST_CASE("qd::var is a mutable local: per iteration inside a loop, a top-level 
           qd::i32 cube = x[i];  // a C++ loop runs while tracing; rebinding a handle in its own block is allowed
           for (int power = 1; power < 3; ++power) cube = cube * x[i];
           out(i, 13) = cube;
-          qd::var<float> f = 1.5f;
+          qd::var<qd::f32> f = 1.5f;
+          static_assert(std::is_base_of_v<qd::var<float>, qd::var<qd::f32>>);
           f *= x[i];
           f /= 4;
           f -= 0.25;
@@ -682,6 +684,51 @@ TEST_CASE("empty and negative extents run no iterations; one compiled kernel ser
     const std::int32_t cells = e.h > 0 && e.w > 0 ? e.h * e.w : 0;
     CHECK(hits.to_host()[0] == cells + (e.h * e.w > 0 ? e.h * e.w * 1000 : 0));
   }
+}
+
+TEST_CASE("a loop bound beyond qd::i32 fails the launch and runs no iteration, instead of wrapping") {
+  for (qd::arch arch : {qd::arch::cpu, qd::arch::reference})
+    for (auto mode : {qd::per_offload_mode::off, qd::per_offload_mode::on}) {
+      CAPTURE(arch);
+      CAPTURE(mode);
+      qd::init({.arch = arch, .per_offload = mode});
+      auto k = qd::kernel("wide_bounds", {"hits", "lo", "hi", "n", "rows"},
+                          [](qd::types::ndarray<std::int32_t, 1> hits, qd::i64 lo, qd::i64 hi, qd::u32 n,
+                             qd::i64 rows) {
+                            qd::range_for(lo, hi, [&](qd::i32) { hits[0] += 1; });
+                            qd::range_for(n, [&](qd::i32) { hits[1] += 1; });
+                            qd::range_for(qd::ndrange(rows, 2), [&](qd::i32, qd::i32) { hits[2] += 1; });
+                          });
+      qd::ndarray<std::int32_t, 1> hits(3);
+      auto launch = [&](std::int64_t lo, std::int64_t hi, std::uint32_t n, std::int64_t rows) {
+        hits.fill(0);
+        k(hits, lo, hi, n, rows);
+      };
+      launch(-3, 4, 5, 3);  // i64 and u32 bounds that fit are used as they are
+      CHECK(hits.to_host() == std::vector<std::int32_t>{7, 5, 6});
+      launch(2147483640, 2147483647, 0, 0);
+      CHECK(hits.to_host() == std::vector<std::int32_t>{7, 0, 0});
+      const std::string message = "kernel 'wide_bounds': a qd::range_for bound is ";
+      CHECK_THROWS_WITH_AS(launch(0, 3000000000, 0, 0), Contains((message + "3000000000").c_str()), qd::user_error);
+      CHECK(hits.to_host()[0] == 0);  // 3000000000 wraps to a negative i32; 4294967296 + 5 would wrap to 5
+      CHECK_THROWS_WITH_AS(launch(0, 4294967301, 0, 0), Contains((message + "4294967301").c_str()), qd::user_error);
+      CHECK(hits.to_host()[0] == 0);
+      CHECK_THROWS_WITH_AS(launch(-4294967296, 3, 0, 0), Contains((message + "-4294967296").c_str()), qd::user_error);
+      CHECK(hits.to_host()[0] == 0);
+      CHECK_THROWS_WITH_AS(launch(0, 0, 4294967295u, 0), Contains((message + "4294967295").c_str()), qd::user_error);
+      CHECK(hits.to_host()[1] == 0);
+      CHECK_THROWS_WITH_AS(launch(0, 0, 0, 4294967298), Contains("does not fit in qd::i32"), qd::user_error);
+      CHECK(hits.to_host()[2] == 0);
+      launch(1, 2, 1, 1);  // the kernel still runs afterwards
+      CHECK(hits.to_host() == std::vector<std::int32_t>{1, 1, 2});
+
+      auto literal = qd::kernel("wide_literal", {"hits"}, [](qd::types::ndarray<std::int32_t, 1> hits) {
+        qd::range_for(5000000000LL, [&](qd::i32) { hits[0] += 1; });
+      });
+      CHECK_THROWS_WITH_AS(literal(hits), Contains("kernel 'wide_literal': a qd::range_for bound of 5000000000 does not fit"),
+                           qd::user_error);
+      qd::reset();
+    }
 }
 
 TEST_CASE("loops, branches and while_ nested inside a parallel construct run serially per iteration") {
@@ -856,7 +903,7 @@ TEST_CASE("atomics on array elements and on qd::var return the old value (serial
                         folds[1] = qd::atomic_sub(f[1], 0.5f);
                         folds[2] = qd::atomic_min(f[2], 0.5f);
                         folds[3] = qd::atomic_max(f[3], 0.5f);
-                        qd::var<std::int32_t> v = a[4];
+                        qd::var<qd::i32> v = a[4];  // the traced name works for qd::var and its atomics
                         olds[4] = qd::atomic_add(v, 3);
                         olds[5] = qd::atomic_sub(v, 1);
                         olds[6] = qd::atomic_min(v, 7);

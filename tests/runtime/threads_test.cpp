@@ -60,3 +60,35 @@ TEST_CASE("host threads compile and launch different kernels at once, whole or s
   SUBCASE("cpu, split") { run_threads(qd::arch::cpu, qd::per_offload_mode::on); }
   SUBCASE("reference") { run_threads(qd::arch::reference, qd::per_offload_mode::on); }
 }
+
+TEST_CASE("one kernel launched from several host threads at once: each launch sees its own top-level values") {
+  // The whole-kernel variant keeps `first` in its global temporaries between the two
+  // constructs; concurrent launches of the same kernel take turns with that buffer.
+  for (qd::arch arch : {qd::arch::cpu, qd::arch::reference}) {
+    CAPTURE(arch);
+    qd::init({.arch = arch, .per_offload = qd::per_offload_mode::off});
+    auto k = qd::kernel("shared_temporaries", {"x", "y"},
+                        [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y) {
+                          qd::f32 first = x[0];
+                          qd::range_for(y.shape(0), [&](qd::i32 i) { y[i] = x[i] + first; });
+                          qd::range_for(y.shape(0), [&](qd::i32 i) { y[i] += first; });
+                        });
+    constexpr int threads = 4, n = 3000;
+    const int launches = arch == qd::arch::cpu ? 200 : 5;
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        qd::ndarray<float, 1> x(n), y(n);
+        x.fill(static_cast<float>(t + 1));
+        for (int l = 0; l < launches; ++l) {
+          k(x, y);
+          for (float v : y.to_host()) wrong += v != 3.0f * static_cast<float>(t + 1);
+        }
+      });
+    for (auto& th : pool) th.join();
+    CHECK(wrong == 0);
+    CHECK(k.per_offload_cache_observations().frontend_constructs_total == -1);
+    qd::reset();
+  }
+}

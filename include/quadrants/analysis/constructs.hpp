@@ -69,6 +69,7 @@ constexpr bool is_invariant_op(ir::op o) {
     case ir::op::select:
     case ir::op::fma:
     case ir::op::cast:
+    case ir::op::bound:
       return true;
     default:
       return false;

@@ -401,6 +401,9 @@ class emitter {
         else
           line(fmt::format("const {} {} = ({}){};", type, v(i), type, v(n.a)));
         break;
+      case ir::op::bound:
+        line(fmt::format("const qd_i32 {} = qd_bound(ctx, (qd_i64){}, {});", v(i), v(n.a), n.imm));
+        break;
       case ir::op::global_load: {
         auto [elem, guard] = element(i);
         if (guard.empty()) line(fmt::format("const {} {} = {};", type, v(i), elem));

@@ -152,6 +152,15 @@ QD_FN void qd_report_out_of_bounds(const qd_ctx* ctx, qd_i32 param, qd_i32 dim, 
     ctx->error[1] = param; ctx->error[2] = dim; ctx->error[3] = index; ctx->error[4] = extent;
   }
 }
+/* A loop bound of a type wider than qd_i32: its value, or else the launch fails
+   (error code 2) and the loop gets on_overflow, which leaves it empty. */
+QD_FN qd_i32 qd_bound(const qd_ctx* ctx, qd_i64 value, qd_i32 on_overflow) {
+  if (value >= -2147483647 - 1 && value <= 2147483647) return (qd_i32)value;
+  qd_i64 expected = 0;
+  if (__atomic_compare_exchange_n(&ctx->error[0], &expected, 2, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+    ctx->error[3] = value;
+  return on_overflow;
+}
 #define QD_EXPORT extern "C" __attribute__((visibility("default")))
 #define QD_PARALLEL_TASK(entry, RANK)                                                                      \
   static void entry##_chunk(const void* qd_fp, const qd_ctx* ctx, qd_i64 qd_lo, qd_i64 qd_hi) {           \
@@ -310,6 +319,13 @@ QD_FN void qd_report_out_of_bounds(const qd_ctx* ctx, qd_i32 param, qd_i32 dim, 
   if (atomicCAS((unsigned long long*)ctx->error, 0ull, 1ull) == 0ull) {
     ctx->error[1] = param; ctx->error[2] = dim; ctx->error[3] = index; ctx->error[4] = extent;
   }
+}
+/* A loop bound of a type wider than qd_i32 (error code 2 when it does not fit; the
+   host reads the record when check_out_of_bound is on). */
+QD_FN qd_i32 qd_bound(const qd_ctx* ctx, qd_i64 value, qd_i32 on_overflow) {
+  if (value >= -2147483647 - 1 && value <= 2147483647) return (qd_i32)value;
+  if (atomicCAS((unsigned long long*)ctx->error, 0ull, 2ull) == 0ull) ctx->error[3] = value;
+  return on_overflow;
 }
 /* One launch per task: every thread evaluates the prologue, then a grid-stride
    loop over [0, qd_count); a thread reduces into its own accumulators and

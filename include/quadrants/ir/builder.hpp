@@ -81,6 +81,9 @@ class builder {
   constexpr id select(dtype t, id c, id a, id b) { return emit({.code = op::select, .type = t, .a = c, .b = a, .c = b}); }
   constexpr id fma(dtype t, id a, id b, id c) { return emit({.code = op::fma, .type = t, .a = a, .b = b, .c = c}); }
   constexpr id cast(dtype t, id a) { return emit({.code = op::cast, .type = t, .a = a}); }
+  constexpr id bound(id a, std::int64_t on_overflow) {
+    return emit({.code = op::bound, .type = dtype::i32, .a = a, .imm = on_overflow});
+  }
   constexpr id random(dtype t) { return emit({.code = op::random, .type = t}); }
 
   // --- memory --------------------------------------------------------------

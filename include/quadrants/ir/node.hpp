@@ -25,6 +25,8 @@ inline constexpr id none = -1;
   X(select)        /* a ? b : c                                                   */ \
   X(fma)           /* a * b + c, one rounding                                     */ \
   X(cast)          /* a converted to type                                         */ \
+  X(bound)         /* a: a loop bound wider than i32, narrowed to i32; imm: the   */ \
+                   /* value used when it does not fit (the launch then fails)     */ \
   X(global_load)   /* param, flags, list: indices                                 */ \
   X(global_store)  /* param, flags, list: indices, a: value                       */ \
   X(global_atomic) /* param, flags, list: indices, sub: atomic_op, a: value; old  */ \
@@ -181,6 +183,7 @@ constexpr bool is_pure(const node& n) {
     case op::select:
     case op::fma:
     case op::cast:
+    case op::bound:
     case op::local_load:
     case op::temp_load:
       return true;

@@ -82,6 +82,7 @@ QD_FUNC std::string to_text(const function& fn) {
           else line += fmt::format(" ndrange({})", indices(n));
           break;
         case op::loop_index: line += fmt::format(" {} dim {}", ref(n.a), n.imm); break;
+        case op::bound: line += fmt::format(" {} else {}", ref(n.a), n.imm); break;
         default:
           for (id operand : {n.a, n.b, n.c})
             if (operand != none) line += " " + ref(operand);

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -22,6 +23,8 @@ ir::id bound_id(const A& a) {
     return a.id();
   } else {
     static_assert(std::is_integral_v<std::remove_cvref_t<A>>, "qd::range_for bounds must be integers");
+    if (!std::in_range<std::int32_t>(a))
+      throw_bound_literal(std::to_string(a));
     return emit_int_constant(dtype::i32, static_cast<std::int64_t>(a));
   }
 }
@@ -36,7 +39,7 @@ struct ndrange_t {
 template <operand... E>
 ndrange_t<static_cast<int>(sizeof...(E))> ndrange(const E&... extents) {
   static_assert(sizeof...(E) >= 1 && sizeof...(E) <= 4, "qd::ndrange takes 1 to 4 extents");
-  return {{detail::convert(detail::bound_id(extents), dtype::i32)...}};
+  return {{detail::bound_id(extents)...}};  // narrowed to i32 by the loop
 }
 
 // for i in [begin, end): a parallel construct at the top level of a kernel,
@@ -110,8 +113,8 @@ void while_(C&& cond, F&& body) {
     static_assert(detail::assignable_to<V>(dtype_of<T>), #fname ": the value must convert to the element type without loss; use qd::cast"); \
     return expr<T>::from_id(detail::emit_global_atomic(ir::atomic_op::aop, target.where(), detail::value_id(value, dtype_of<T>))); \
   }                                                                                                    \
-  template <element_type T, operand V>                                                                 \
-  expr<T> fname(var<T>& target, const V& value) {                                                      \
+  template <class W, operand V, class T = typename var<W>::value_type>                                 \
+  expr<T> fname(var<W>& target, const V& value) {                                                      \
     static_assert(detail::assignable_to<V>(dtype_of<T>), #fname ": the value must convert to the variable's type without loss; use qd::cast"); \
     return expr<T>::from_id(detail::emit_local_atomic(ir::atomic_op::aop, target.decl(), detail::value_id(value, dtype_of<T>))); \
   }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <bit>
+#include <limits>
 
 #include "quadrants/base/error.hpp"
 #include "quadrants/detail/format.hpp"
@@ -33,6 +34,12 @@ QD_FUNC tracer& current_tracer() {
 
 QD_FUNC void throw_trace_error(const std::string& what) {
   throw user_error(fmt::format("kernel '{}': {}", current_tracer().kernel, what));
+}
+
+QD_FUNC void throw_bound_literal(const std::string& value) {
+  throw_trace_error(fmt::format("a qd::range_for bound of {} does not fit in qd::i32: loop indices are 32-bit, so split "
+                                "the iteration space into loops of at most 2147483647 iterations",
+                                value));
 }
 
 QD_FUNC dtype type_of(ir::id v) { return current_tracer().fn.at(v).type; }
@@ -188,13 +195,24 @@ QD_FUNC void emit_local_update(ir::binary_op o, ir::id decl, ir::id value) {
   emit_local_store(decl, emit_binary(o, type, emit_local_load(decl), value));
 }
 
+// A loop bound as the i32 a loop index has. A wider bound (i64, u32) is narrowed by
+// an ir::op::bound, which fails the launch instead of wrapping when the value does
+// not fit, and leaves the loop empty by substituting on_overflow.
+QD_FUNC ir::id loop_bound(ir::id v, std::int32_t on_overflow) {
+  auto& t = current_tracer();
+  dtype type = t.fn.at(v).type;
+  if (type == dtype::i64 || type == dtype::u32) return t.b.bound(v, on_overflow);
+  return convert(v, dtype::i32);
+}
+
 QD_FUNC ir::id begin_range_for(ir::id begin, ir::id end) {
   auto& t = current_tracer();
   for (ir::id bound : {begin, end})
     if (!is_integral(type_of(bound)))
       throw_trace_error(fmt::format("qd::range_for bounds must be integers, got {}", name(type_of(bound))));
   bool parallel = t.at_top_level();
-  ir::id loop = t.b.range_for(convert(begin, dtype::i32), convert(end, dtype::i32));
+  ir::id loop = t.b.range_for(loop_bound(begin, std::numeric_limits<std::int32_t>::max()),
+                              loop_bound(end, std::numeric_limits<std::int32_t>::min()));
   t.last_if = ir::none;
   t.b.push_block(t.fn.at(loop).block0);
   if (parallel) ++t.parallel_depth;
@@ -209,7 +227,7 @@ QD_FUNC std::vector<ir::id> begin_range_for_nd(const std::vector<ir::id>& extent
   for (ir::id e : extents) {
     if (!is_integral(type_of(e)))
       throw_trace_error(fmt::format("qd::ndrange extents must be integers, got {}", name(type_of(e))));
-    converted.push_back(convert(e, dtype::i32));
+    converted.push_back(loop_bound(e, 0));
   }
   bool parallel = t.at_top_level();
   ir::id loop = t.b.range_for_nd(converted);

@@ -51,6 +51,7 @@ inline thread_local tracer* active_tracer = nullptr;
 // The active tracer; a qd::user_error when DSL code runs outside a kernel body.
 QD_FUNC tracer& current_tracer();
 [[noreturn]] QD_FUNC void throw_trace_error(const std::string& what);
+[[noreturn]] QD_FUNC void throw_bound_literal(const std::string& value);  // a C++ loop bound beyond qd::i32
 
 QD_FUNC dtype type_of(ir::id v);
 QD_FUNC std::int32_t current_block();

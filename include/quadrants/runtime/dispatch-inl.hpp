@@ -3,6 +3,7 @@
 // without allocating, hashing or locking.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -41,6 +42,9 @@ struct variant {
   std::vector<std::shared_ptr<backend::loaded_module>> modules;
   std::vector<compiled_task> tasks;
   void* temps = nullptr;
+  // The temporaries buffer is one per variant, so launches of this variant from
+  // several host threads take turns: 0 free, 1 in use, 2 in use with waiters.
+  mutable std::atomic<int> temps_state{0};
   variant() = default;
   variant(const variant&) = delete;
   variant& operator=(const variant&) = delete;
@@ -607,8 +611,31 @@ QD_FUNC bool disjoint(const launch_arg& a, const launch_arg& b) {
   return a.bytes == 0 || b.bytes == 0 || a0 + a.bytes <= b0 || b0 + b.bytes <= a0;
 }
 
+// Holds a variant's temporaries for one launch. Uncontended, it costs one
+// compare-exchange and one exchange; a second thread launching the same kernel
+// sleeps on the atomic until the first is done (on a GPU, until its launches are
+// queued: the stream then runs them in order).
+class temps_turn {
+ public:
+  explicit temps_turn(const variant& v) : state_(v.temps ? &v.temps_state : nullptr) {
+    if (!state_) return;
+    int expected = 0;
+    if (state_->compare_exchange_strong(expected, 1, std::memory_order_acquire)) return;
+    while (state_->exchange(2, std::memory_order_acquire) != 0) state_->wait(2, std::memory_order_relaxed);
+  }
+  temps_turn(const temps_turn&) = delete;
+  temps_turn& operator=(const temps_turn&) = delete;
+  ~temps_turn() {
+    if (state_ && state_->exchange(0, std::memory_order_release) == 2) state_->notify_all();
+  }
+
+ private:
+  std::atomic<int>* state_;
+};
+
 QD_FUNC void run_variant(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
                          const launch_arg* args) {
+  temps_turn turn(v);
   std::uint64_t launch_no = p.next_launch();
   backend::array_abi arrays[max_kernel_params];
   std::uint64_t scalars[max_kernel_params];
@@ -629,7 +656,14 @@ QD_FUNC void run_variant(const kernel_state& k, program& p, const compiled_kerne
     backend::launch_context ctx{arrays, scalars, n, static_cast<unsigned char*>(v.temps),
                                 mix_stream(p.config().random_seed, launch_no, t.rng_salt), error, c.bounds_checks};
     v.device->launch(t.entry, t.parallel, ctx);
-    if (c.bounds_checks && error[0] != 0) {
+    // The CPU and the reference backend always fill the record; GPUs only when
+    // bounds checks are on (reading it back costs a synchronization).
+    if (error[0] == 2)
+      throw user_error(fmt::format("kernel '{}': a qd::range_for bound is {}, which does not fit in qd::i32; loop "
+                                   "indices are 32-bit, so that loop ran no iterations. Split the iteration space "
+                                   "into loops of at most 2147483647 iterations",
+                                   k.name, error[3]));
+    if (error[0] != 0) {
       std::size_t param = static_cast<std::size_t>(t.param_map[static_cast<std::size_t>(error[1])]);
       throw_launch_error(k, param,
                          fmt::format("index {} is out of range for dimension {} (extent {}); out-of-range accesses "

@@ -330,6 +330,9 @@ class validator {
         for (ir::id o : {n.a, n.b, n.c}) expect(o, n.type, i, "an operand");
         break;
       case ir::op::cast: type(n.a, i); break;
+      case ir::op::bound:
+        if (!is_integral(type(n.a, i)) || n.type != dtype::i32) invalid(fn_, i, "narrows a non-integer or not to i32");
+        break;
       case ir::op::global_load: access(n, i); break;
       case ir::op::global_store:
         access(n, i);
@@ -485,6 +488,18 @@ class machine {
     if (ctx_.temps == nullptr)
       throw internal_error("reference interpreter: a task uses global temporaries but the launch has none");
     return ctx_.temps + slot * 8;
+  }
+
+  // A loop bound that does not fit in i32: the launch fails as compiled code's does.
+  void report_bound(std::int64_t value) {
+    if (ctx_.error) {
+      if (ctx_.error[0] == 0) {
+        ctx_.error[0] = 2;
+        ctx_.error[3] = value;
+      }
+      return;
+    }
+    throw user_error(fmt::format("reference backend: a range_for bound is {}, which does not fit in qd::i32", value));
   }
 
   void report(std::int32_t param, std::int32_t dim, std::int64_t index, std::int64_t extent) {
@@ -737,6 +752,19 @@ class machine {
           auto x = get<typename decltype(from)::type>(a);
           return with_type(n.type, [&](auto to) { return put(convert<typename decltype(to)::type>(x)); });
         });
+        break;
+      }
+      case ir::op::bound: {
+        cell a = value(n.a);
+        std::int64_t x = with_type(fn_.at(n.a).type, [&](auto from) {
+          return static_cast<std::int64_t>(get<typename decltype(from)::type>(a));
+        });
+        if (x >= std::numeric_limits<std::int32_t>::min() && x <= std::numeric_limits<std::int32_t>::max()) {
+          value(i) = put(static_cast<std::int32_t>(x));
+        } else {
+          report_bound(x);
+          value(i) = put(static_cast<std::int32_t>(n.imm));
+        }
         break;
       }
       case ir::op::global_load: {
