@@ -3,6 +3,7 @@
 // the log. Skipped, with the reason, where hipRTC is not installed.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -62,6 +63,45 @@ QD_SERIAL_TASK(t)
   auto code = compile_code_object(qd::codegen::amdgpu_translation_unit_prelude() + task, options, "kernel 'root'");
   REQUIRE(code.size() > 4);
   CHECK(std::string(reinterpret_cast<const char*>(code.data()), 4) == "\x7f" "ELF");
+}
+
+TEST_CASE("gfx targets are checked before hipRTC sees them: it aborts the process on ones it does not know") {
+  // Spelling and features need nothing installed.
+  CHECK_NOTHROW(check_gfx_spelling("gfx90a"));
+  CHECK_NOTHROW(check_gfx_spelling("gfx90a:sramecc+:xnack-"));
+  CHECK_NOTHROW(check_gfx_spelling("gfx1030"));
+  CHECK_NOTHROW(check_gfx_spelling("gfx10-3-generic"));
+  CHECK_THROWS_WITH_AS(check_gfx_spelling("gfx"), doctest::Contains("amdgpu_arch = \"gfx\" is not a gfx target"),
+                       qd::user_error);
+  CHECK_THROWS_WITH_AS(check_gfx_spelling("GFX90A"), doctest::Contains("is not a gfx target"), qd::user_error);
+  CHECK_THROWS_WITH_AS(check_gfx_spelling("sm_90"), doctest::Contains("is not a gfx target"), qd::user_error);
+  CHECK_THROWS_WITH_AS(check_gfx_spelling("gfx90a:bogus+"), doctest::Contains("has the feature \"bogus+\""),
+                       qd::user_error);
+  CHECK_THROWS_WITH_AS(check_gfx_spelling("gfx90a:xnack"), doctest::Contains("has the feature \"xnack\""),
+                       qd::user_error);
+  CHECK_THROWS_WITH_AS(check_gfx_spelling("gfx1030:xnack+"), doctest::Contains("which gfx1030 does not have"),
+                       qd::user_error);
+  CHECK_THROWS_WITH_AS(check_gfx_spelling("gfx803:sramecc-"), doctest::Contains("which gfx803 does not have"),
+                       qd::user_error);
+  CHECK_THROWS_WITH_AS(check_gfx_spelling("gfx906:xnack+:xnack-"), doctest::Contains("names xnack twice"),
+                       qd::user_error);
+
+  if (!hiprtc_installed()) return;
+  const std::string source = qd::codegen::amdgpu_translation_unit_prelude();
+  hiprtc_options options;
+  options.arch = "gfx90a";
+  CHECK(compile_code_object(source, options, "k").size() > 4);
+  const auto& known = known_gfx_processors();
+  CHECK(std::find(known.begin(), known.end(), "gfx90a") != known.end());  // comgr was found and listed
+  // An unknown processor aborted the process inside hipRTC (HIP 5's comgr); now it is an error.
+  for (const char* unknown : {"gfx9999", "gfx90", "gfx1"}) {
+    CAPTURE(unknown);
+    options.arch = unknown;
+    CHECK_THROWS_WITH_AS(compile_code_object(source, options, "kernel 'new_gpu'"),
+                         doctest::Contains("the installed hipRTC cannot compile for"), qd::user_error);
+  }
+  options.arch = "gfx1030:xnack+";
+  CHECK_THROWS_WITH_AS(compile_code_object(source, options, "k"), doctest::Contains("does not have"), qd::user_error);
 }
 
 TEST_CASE("a program hipRTC rejects is a qd::compile_error with hipRTC's log and the generated line") {

@@ -3,6 +3,9 @@
 // Skipped, with the reason, where NVRTC is not installed.
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -78,6 +81,24 @@ TEST_CASE("NVRTC compiles the CUDA prelude and a task to a CUBIN for sm_90, with
   options.fast_math = true;
   flags = nvrtc_flags(options);
   CHECK(std::find(flags.begin(), flags.end(), "--use_fast_math") != flags.end());
+}
+
+TEST_CASE("an arch this NVRTC cannot target is a qd::user_error listing the ones it can, not a code-generation bug") {
+  if (!nvrtc_installed()) return;
+  const auto supported = nvrtc_supported_archs();
+  REQUIRE_FALSE(supported.empty());
+  CHECK(std::find(supported.begin(), supported.end(), 90) != supported.end());
+  const std::string source = qd::codegen::cuda_translation_unit_prelude();
+  for (int sm : {12, 91, 999}) {
+    CAPTURE(sm);
+    nvrtc_options options;
+    options.sm = sm;
+    CHECK_THROWS_WITH_AS(compile_cubin(source, options, "kernel 'old_gpu'"),
+                         doctest::Contains(fmt::format("kernel 'old_gpu': cuda_arch = {} (sm_{}): NVRTC", sm, sm).c_str()),
+                         qd::user_error);
+  }
+  CHECK_THROWS_WITH_AS(compile_cubin(source, nvrtc_options{.sm = 12}, "k"),
+                       doctest::Contains(fmt::format("it knows: {}", supported.front()).c_str()), qd::user_error);
 }
 
 TEST_CASE("a program NVRTC rejects is a qd::compile_error with NVRTC's log and the generated line") {

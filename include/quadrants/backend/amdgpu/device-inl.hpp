@@ -130,6 +130,7 @@ class hip_module final : public loaded_module {
 class amdgpu_device final : public device {
  public:
   explicit amdgpu_device(const device_options& o) : options_(o) {
+    if (!o.arch.empty()) check_gfx_spelling(o.arch);  // the device's own name is taken as it is
     if (!o.compile_only) {
       int ordinal = o.ordinal;
       if (ordinal < 0) {
@@ -142,8 +143,6 @@ class amdgpu_device final : public device {
       throw user_error("compile_only with arch = amdgpu needs the target: set amdgpu_arch (e.g. \"gfx90a\") or "
                        "QD_AMDGPU_ARCH");
     }
-    if (options_.arch.rfind("gfx", 0) != 0)
-      throw user_error(fmt::format("amdgpu_arch = \"{}\" is not a gfx target; use e.g. \"gfx90a\"", options_.arch));
     locate_library(hiprtc_library());  // a missing hipRTC is reported now, not at the first kernel
     compiler_.arch = options_.arch;
     compiler_.opt_level = o.opt_level;

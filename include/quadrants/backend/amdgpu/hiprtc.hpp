@@ -32,6 +32,16 @@ QD_FUNC std::vector<std::string> hiprtc_flags(const hiprtc_options& options);
 QD_FUNC std::vector<std::byte> compile_code_object(std::string_view source, const hiprtc_options& options,
                                                    std::string_view what);
 
+// Checks the spelling of a gfx target: a processor ("gfx90a", "gfx10-3-generic") and
+// optional features ":sramecc+", ":xnack-". Throws qd::user_error naming amdgpu_arch.
+// Opens nothing: cheap enough for qd::init.
+QD_FUNC void check_gfx_spelling(const std::string& target);
+
+// The gfx processors hipRTC's code-object compiler (comgr) knows, as comgr lists them;
+// empty when comgr cannot be opened. HIP 5's hipRTC aborts the whole process on a
+// processor comgr does not know, so compile_code_object checks against this first.
+QD_FUNC const std::vector<std::string>& known_gfx_processors();
+
 // hipRTC's version ("9.0"); opens hipRTC.
 QD_FUNC std::string hiprtc_version();
 

@@ -97,6 +97,15 @@ QD_FUNC std::vector<std::byte> compile_cubin(std::string_view source, const nvrt
                                              std::string_view what) {
   using namespace detail;
   const nvrtc_api& api = nvrtc();
+  // An arch this NVRTC cannot target is the caller's choice, not a code-generation bug.
+  static const std::vector<int> supported = nvrtc_supported_archs();
+  if (!supported.empty() && std::find(supported.begin(), supported.end(), options.sm) == supported.end()) {
+    std::string list;
+    for (int sm : supported) list += fmt::format("{}{}", list.empty() ? "" : " ", sm);
+    throw user_error(fmt::format("{}: cuda_arch = {} (sm_{}): NVRTC {} cannot compile for it (it knows: {}); choose "
+                                 "one of those, or point QD_NVRTC_PATH to a CUDA toolkit that supports sm_{}",
+                                 what, options.sm, options.sm, nvrtc_version(), list, options.sm));
+  }
   nvrtc_options effective = options;
   if (minimal_rejected.load(std::memory_order_relaxed)) effective.minimal = false;
   constexpr const char* program_name = "qd_generated.cu";
