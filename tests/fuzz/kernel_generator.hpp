@@ -667,6 +667,11 @@ class kernel_generator {
       out.end = b_.binary(ir::binary_op::min, dtype::i32, out.end, b_.binary(ir::binary_op::add, dtype::i32, out.begin, i32(max_trips)));
       out.hi = out.lo + max_trips;
     }
+    if (r_.chance(0.1)) {  // bounds of a wider type, narrowed by ir::op::bound (always in range here)
+      out.begin = b_.bound(b_.cast(dtype::i64, out.begin), std::numeric_limits<std::int32_t>::max());
+      out.end = b_.bound(b_.cast(r_.chance(0.5) ? dtype::i64 : dtype::u32, out.end),
+                         std::numeric_limits<std::int32_t>::min());
+    }
     return out;
   }
 
