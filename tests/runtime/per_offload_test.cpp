@@ -102,6 +102,60 @@ TEST_CASE("the seed's three kernels fall back with their reasons and compute wha
   qd::reset();
 }
 
+TEST_CASE("a re-read of an element no later loop can write splits, with the whole kernel's results") {
+  qd_test::temp_dir cache("disjoint");
+  // a[0] is read first; the loops write a[i] for i >= 1 and m's column 0 only.
+  auto edges = qd::kernel("edges", {"a", "m", "out"},
+      [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 2> m, qd::types::ndarray<float, 1> out) {
+        qd::f32 left = a[0];
+        qd::f32 corner = m(0, 1);
+        qd::range_for(1, a.shape(0), [&](qd::i32 i) { a[i] = a[i] * 2.0f + left; });
+        qd::range_for(0, a.shape(0) - 1, [&](qd::i32 i) { a[i + 1] += 1.0f; });
+        qd::range_for(qd::ndrange(m.shape(0), 1), [&](qd::i32 i, qd::i32 j) { m(i, j) = left + corner; });
+        qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = left * 10.0f + corner; });
+      });
+  // The same with a loop that may write a[0]: it stays whole.
+  auto overlapping = qd::kernel("overlapping", {"a", "out"},
+      [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> out) {
+        qd::f32 left = a[0];
+        qd::range_for(0, a.shape(0) - 1, [&](qd::i32 i) { a[i] = 5.0f; });
+        qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = left; });
+      });
+  const int n = 9;
+  std::vector<std::vector<float>> results[2];
+  for (auto mode : {qd::per_offload_mode::on, qd::per_offload_mode::off}) {
+    CAPTURE(mode);
+    init_split(cache, mode);
+    qd::ndarray<float, 1> a(n), out(n);
+    qd::ndarray<float, 2> m({4, 3});
+    a.from_host(iota(n, 0.5f));
+    m.from_host(iota(12, 0.25f));
+    edges(a, m, out);
+    auto o = edges.per_offload_cache_observations();
+    const bool split = mode == qd::per_offload_mode::on;
+    CHECK(o.frontend_constructs_total == (split ? 4 : -1));
+    CHECK(o.fallback == (split ? qd::fallback_reason::none : qd::fallback_reason::policy_per_offload_off));
+    results[split].push_back(a.to_host());
+    results[split].push_back(m.to_host());
+    results[split].push_back(out.to_host());
+    const float left = 1.0f, corner = 1.25f;
+    CHECK(out.to_host()[3] == left * 10.0f + corner);
+    CHECK(a.to_host()[0] == left);
+    CHECK(a.to_host()[4] == (4 * 0.5f + 1.0f) * 2.0f + left + 1.0f);
+    CHECK(m.to_host()[6] == left + corner);  // m(2, 0)
+    CHECK(m.to_host()[7] == 7 * 0.25f + 1.0f);  // m(2, 1) untouched
+
+    a.from_host(iota(n, 0.5f));
+    overlapping(a, out);
+    o = overlapping.per_offload_cache_observations();
+    CHECK(o.frontend_constructs_total == -1);
+    if (split) CHECK(o.fallback == qd::fallback_reason::stale_reread);
+    CHECK(out.to_host()[2] == 1.0f);
+    qd::reset();
+  }
+  CHECK(results[0] == results[1]);
+}
+
 TEST_CASE("a random draw or a volatile read that would be recomputed keeps the kernel whole") {
   qd_test::temp_dir cache("side-effect");
   init_split(cache);

@@ -74,6 +74,85 @@ constexpr task split_task(const kernel_structure& s, std::int32_t c, const std::
   return t;
 }
 
+// Compile-time bounds of an integer index, inclusive, each side known or not.
+struct index_range {
+  bool has_lo = false, has_hi = false;
+  std::int64_t lo = 0, hi = 0;
+};
+
+inline constexpr std::int64_t index_range_limit = std::int64_t{1} << 40;  // beyond: not tracked
+
+constexpr index_range known_range(bool has_lo, std::int64_t lo, bool has_hi, std::int64_t hi) {
+  index_range r;
+  if (has_lo && lo > -index_range_limit && lo < index_range_limit) r.has_lo = true, r.lo = lo;
+  if (has_hi && hi > -index_range_limit && hi < index_range_limit) r.has_hi = true, r.hi = hi;
+  return r;
+}
+
+// The range of an index expression built from constants, loop indices, value-preserving
+// integer casts, and i32/i64 + and -. Loop indices lie in their loop's [begin, end).
+// Wrap-around: a sum that overflows upwards wraps to a negative index, outside every
+// array, and an out-of-range access leaves a kernel's results undefined in both
+// variants (with check_out_of_bound both fail the launch), so a lower bound survives
+// it. One that underflows wraps to a large positive index that may be in range, so an
+// upper bound is only given with a lower bound that rules the underflow out.
+constexpr index_range range_of_index(const ir::function& fn, ir::id i, int depth = 0) {
+  const ir::node& n = fn.at(i);
+  if (depth > 16 || !is_integral(n.type)) return {};
+  switch (n.code) {
+    case ir::op::constant: {
+      std::int64_t v = n.imm;
+      if (n.type == dtype::i32) v = static_cast<std::int32_t>(n.imm);
+      if (n.type == dtype::u32) v = static_cast<std::uint32_t>(n.imm);
+      if (n.type == dtype::u8) v = static_cast<std::uint8_t>(n.imm);
+      return known_range(true, v, true, v);
+    }
+    case ir::op::cast: {
+      const dtype from = fn.at(n.a).type;
+      const bool preserving = (from == dtype::i32 && n.type == dtype::i64) || (from == dtype::u32 && n.type == dtype::i64) ||
+                              (from == dtype::u8 && n.type != dtype::boolean);
+      return preserving ? range_of_index(fn, n.a, depth + 1) : index_range{};
+    }
+    case ir::op::loop_index: {
+      const ir::node& loop = fn.at(n.a);
+      if (loop.imm == 1) {
+        index_range b = range_of_index(fn, loop.a, depth + 1), e = range_of_index(fn, loop.b, depth + 1);
+        return known_range(b.has_lo, b.lo, e.has_hi, e.hi - 1);
+      }
+      index_range e = range_of_index(fn, fn.list(loop, static_cast<std::int32_t>(n.imm)), depth + 1);
+      return known_range(true, 0, e.has_hi, e.hi - 1);
+    }
+    case ir::op::binary: {
+      const auto o = static_cast<ir::binary_op>(n.sub);
+      if ((o != ir::binary_op::add && o != ir::binary_op::sub) || (n.type != dtype::i32 && n.type != dtype::i64))
+        return {};
+      index_range a = range_of_index(fn, n.a, depth + 1), b = range_of_index(fn, n.b, depth + 1);
+      if (o == ir::binary_op::sub) b = known_range(b.has_hi, -b.hi, b.has_lo, -b.lo);  // a - b = a + (-b)
+      index_range sum = known_range(a.has_lo && b.has_lo, a.lo + b.lo, a.has_hi && b.has_hi, a.hi + b.hi);
+      const std::int64_t min = n.type == dtype::i32 ? std::int64_t{-2147483647} - 1 : -index_range_limit;
+      const std::int64_t max = n.type == dtype::i32 ? std::int64_t{2147483647} : index_range_limit;
+      if (!sum.has_lo || sum.lo < min) return {};  // it may underflow: nothing is known
+      if (sum.has_hi && sum.hi > max) sum.has_hi = false;  // it may overflow, to a negative index
+      return sum;
+    }
+    default: return {};
+  }
+}
+
+// Whether two accesses of one buffer touch different elements whatever the run-time
+// values: in some dimension their index ranges do not meet (a[0] against a[i] for i
+// in [1, n), say). A clamped access may land anywhere, so it is never disjoint.
+constexpr bool provably_disjoint(const ir::function& fn, ir::id first, ir::id second) {
+  const ir::node& a = fn.at(first);
+  const ir::node& b = fn.at(second);
+  if (((a.flags | b.flags) & ir::access::clamp) != 0 || a.list_size != b.list_size) return false;
+  for (std::int32_t d = 0; d < a.list_size; ++d) {
+    index_range x = range_of_index(fn, fn.list(a, d)), y = range_of_index(fn, fn.list(b, d));
+    if ((x.has_hi && y.has_lo && x.hi < y.lo) || (y.has_hi && x.has_lo && y.hi < x.lo)) return true;
+  }
+  return false;
+}
+
 }  // namespace detail
 
 // The split's tasks with none of the checks below: what the per-offload variant would
@@ -138,6 +217,7 @@ constexpr split_decision plan_split(const ir::function& fn, const kernel_structu
           for (const array_access& wr : s.statements[static_cast<std::size_t>(w)].writes) {
             bool same_buffer = r.param == wr.param && r.grad == wr.grad;
             if (same_buffer) {
+              if (detail::provably_disjoint(fn, r.node, wr.node)) continue;  // another element
               fail(fallback_reason::stale_reread, k);
             } else if (r.grad || wr.grad) {
               fail(fallback_reason::aliasing_gradient, k);
