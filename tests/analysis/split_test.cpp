@@ -41,11 +41,7 @@ constexpr ir::function grad_snapshot_ir(bool read_grad, bool write_grad) {
   std::array<ir::id, 1> i{b.loop_index_of(loop1)};
   b.global_store(1, write_grad ? ir::access::grad : 0, i, b.constant_float(dtype::f32, 0.0));
   b.pop_block();
-  ir::id loop2 = b.range_for(b.constant_int(dtype::i32, 0), b.shape(2, 0));
-  b.push_block(fn.at(loop2).block0);
-  std::array<ir::id, 1> j{b.loop_index_of(loop2)};
-  b.global_store(2, 0, j, g);
-  b.pop_block();
+  test::fill_loop(fn, b, 2, g);
   return fn;
 }
 static_assert(reason_of(grad_snapshot_ir(true, true)) == fallback_reason::aliasing_gradient);
@@ -177,11 +173,7 @@ constexpr ir::function snapshot_vs_loop(std::int64_t k, std::int64_t begin, std:
   std::array<ir::id, 1> w{i};
   b.global_store(0, 0, w, b.constant_float(dtype::f32, 0.0));
   b.pop_block();
-  ir::id loop2 = b.range_for(b.constant_int(dtype::i32, 0), b.shape(1, 0));
-  b.push_block(fn.at(loop2).block0);
-  std::array<ir::id, 1> j{b.loop_index_of(loop2)};
-  b.global_store(1, 0, j, first);
-  b.pop_block();
+  test::fill_loop(fn, b, 1, first);
   return fn;
 }
 constexpr auto none = fallback_reason::none;
@@ -241,11 +233,7 @@ constexpr ir::function snapshot_vs_column(std::int64_t column) {
   std::array<ir::id, 2> w{b.loop_index_of(loop1, 0), column < 0 ? b.loop_index_of(loop1, 1) : b.constant_int(dtype::i32, column)};
   b.global_store(0, 0, w, b.constant_float(dtype::f32, 0.0));
   b.pop_block();
-  ir::id loop2 = b.range_for(b.constant_int(dtype::i32, 0), b.shape(1, 0));
-  b.push_block(fn.at(loop2).block0);
-  std::array<ir::id, 1> j{b.loop_index_of(loop2)};
-  b.global_store(1, 0, j, first);
-  b.pop_block();
+  test::fill_loop(fn, b, 1, first);
   return fn;
 }
 static_assert(reason_of(snapshot_vs_column(0)) == none);

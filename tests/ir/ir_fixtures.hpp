@@ -7,6 +7,16 @@
 
 namespace qd::test {
 
+// A top-level loop over the 1-D array parameter `out` storing `value`, a node defined
+// before the loop, in every element.
+constexpr void fill_loop(ir::function& fn, ir::builder& b, std::int32_t out, ir::id value) {
+  ir::id loop = b.range_for(b.constant_int(dtype::i32, 0), b.shape(out, 0));
+  b.push_block(fn.at(loop).block0);
+  std::array<ir::id, 1> j{b.loop_index_of(loop)};
+  b.global_store(out, 0, j, value);
+  b.pop_block();
+}
+
 // The seed's running_total: total reduced in loop 1, read by loop 2.
 constexpr ir::function running_total_ir(float init = 0.0f) {
   ir::function fn;
@@ -22,9 +32,8 @@ constexpr ir::function running_total_ir(float init = 0.0f) {
   b.pop_block();
   ir::id loop2 = b.range_for(b.constant_int(dtype::i32, 0), b.shape(1, 0));
   b.push_block(fn.at(loop2).block0);
-  ir::id j = b.loop_index_of(loop2);
-  std::array<ir::id, 1> jdx{j};
-  b.global_store(1, 0, jdx, b.local_load(total));
+  std::array<ir::id, 1> jdx{b.loop_index_of(loop2)};
+  b.global_store(1, 0, jdx, b.local_load(total));  // the load inside loop 2
   b.pop_block();
   return fn;
 }
@@ -42,11 +51,7 @@ constexpr ir::function stale_snapshot_ir(std::uint8_t read_flags = 0) {
   std::array<ir::id, 1> i{b.loop_index_of(loop1)};
   b.global_store(0, 0, i, b.constant_float(dtype::f32, 0.0));
   b.pop_block();
-  ir::id loop2 = b.range_for(b.constant_int(dtype::i32, 0), b.shape(1, 0));
-  b.push_block(fn.at(loop2).block0);
-  std::array<ir::id, 1> j{b.loop_index_of(loop2)};
-  b.global_store(1, 0, j, first);
-  b.pop_block();
+  fill_loop(fn, b, 1, first);
   return fn;
 }
 
