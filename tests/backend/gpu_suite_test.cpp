@@ -17,10 +17,12 @@
 #include "backend/compile_only_support.hpp"
 #include "backend/suite_kernels.hpp"
 #include "runtime/runtime_test_support.hpp"
+#include "support/host_semantics.hpp"
 
 namespace {
 
 namespace kernels = qd_test::kernels;
+using namespace qd_test;  // host_semantics.hpp
 template <class T>
 using lim = std::numeric_limits<T>;
 
@@ -59,96 +61,11 @@ constexpr bool on_gpu() {
   return A::arch != qd::arch::cpu;
 }
 
-// ---------------------------------------------------------------------------
-// Host reference semantics (as tests/runtime/statements_test.cpp).
-
-template <class R>
-R wrap_add(R a, R b) {
-  using U = std::make_unsigned_t<R>;
-  return static_cast<R>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-}
-template <class R>
-R wrap_sub(R a, R b) {
-  using U = std::make_unsigned_t<R>;
-  return static_cast<R>(static_cast<U>(static_cast<U>(a) - static_cast<U>(b)));
-}
-template <class R>
-R wrap_mul(R a, R b) {
-  using U = std::make_unsigned_t<R>;
-  return static_cast<R>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
-}
-template <class R>
-R wrap_neg(R a) {
-  return wrap_sub<R>(R(0), a);
-}
-template <class R>
-R host_div(R a, R b) {
-  if (b == 0) return 0;
-  if constexpr (std::is_signed_v<R>)
-    if (b == -1) return wrap_neg(a);
-  return static_cast<R>(a / b);
-}
-template <class R>
-R host_mod(R a, R b) {
-  if (b == 0) return 0;
-  if constexpr (std::is_signed_v<R>)
-    if (b == -1) return 0;
-  return static_cast<R>(a % b);
-}
-template <class R>
-R host_shl(R a, R b) {
-  using U = std::make_unsigned_t<R>;
-  constexpr R mask = static_cast<R>(sizeof(R) * 8 - 1);
-  return static_cast<R>(static_cast<U>(static_cast<U>(a) << (b & mask)));
-}
-template <class R>
-R host_shr(R a, R b) {
-  constexpr R mask = static_cast<R>(sizeof(R) * 8 - 1);
-  return static_cast<R>(a >> (b & mask));
-}
-
-template <class T>
-std::vector<T> interesting_values() {
-  if constexpr (std::is_same_v<T, std::uint8_t>)
-    return {0, 1, 2, 7, 8, 13, 31, 100, 200, 255};
-  else if constexpr (std::is_unsigned_v<T>)
-    return {0, 1, 2, 7, 13, 31, 32, 33, 100, 123456789, lim<T>::max() / 2 + 1, lim<T>::max()};
-  else
-    return {0, 1, -1, 2, -2, 7, -7, 13, 31, 33, -33, 63, 65, 100, 123456789, lim<T>::max(), lim<T>::min()};
-}
-
-template <class R>
-std::vector<R> integer_row(R a, R b) {
-  auto r = [](bool v) { return static_cast<R>(v); };
-  R abs_a = a;
-  if constexpr (std::is_signed_v<R>) abs_a = a < 0 ? wrap_neg(a) : a;
-  return {wrap_add(a, b), wrap_sub(a, b), wrap_mul(a, b), host_div(a, b), host_mod(a, b),
-          static_cast<R>(a & b), static_cast<R>(a | b), static_cast<R>(a ^ b), host_shl(a, b), host_shr(a, b),
-          std::min(a, b), std::max(a, b), wrap_neg(a), static_cast<R>(~a), abs_a, a,
-          r(a == b), r(a != b), r(a < b), r(a <= b), r(a > b), r(a >= b),
-          r(a > 0 && b > 0), r(a > 0 || b > 0), r(!(a > b)),
-          wrap_sub(wrap_mul(a, R(3)), R(7)), host_div(a, R(2)), host_mod(a, R(3)), wrap_sub(R(7), a),
-          host_div(R(100), a), host_shl(a, R(3)), host_shr(a, R(1)), static_cast<R>(a & 0x5a),
-          r(a != 0 && host_div(b, a) > 1)};
-}
-
-template <class T>
-bool same_float(T a, T b) {
-  return (std::isnan(a) && std::isnan(b)) || a == b;
-}
-
 template <class T>
 bool close_ulps(T got, T want, int ulps) {
   if (same_float(got, want)) return true;
   T scale = std::max(std::abs(want), lim<T>::min());
   return std::abs(got - want) <= scale * lim<T>::epsilon() * ulps;
-}
-
-template <class T>
-std::vector<T> float_row(T a, T b) {
-  auto r = [](bool v) { return static_cast<T>(v); };
-  return {a + b, a - b, a * b, a / b, -a, a, a * T(2.0), a + T(1), T(1.5) - a, T(3) / a,
-          r(a == b), r(a != b), r(a < b), r(a <= b), r(a > b), r(a >= b), r(a < 0 || b < 0), r(a > 0 && b > 0)};
 }
 
 template <class T>
