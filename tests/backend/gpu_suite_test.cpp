@@ -68,9 +68,19 @@ bool close_ulps(T got, T want, int ulps) {
   return std::abs(got - want) <= scale * lim<T>::epsilon() * ulps;
 }
 
+// u8 operands promote to i32 like C++'s int; the other integer types keep their own.
+template <class T>
+using promoted = typename decltype(std::declval<qd::expr<T>>() + std::declval<qd::expr<T>>())::value_type;
+static_assert(std::is_same_v<promoted<std::uint8_t>, std::int32_t> && std::is_same_v<promoted<std::int32_t>, std::int32_t> &&
+              std::is_same_v<promoted<std::int64_t>, std::int64_t> && std::is_same_v<promoted<std::uint32_t>, std::uint32_t>);
+// Literals adopt the traced operand's type: x_f32 * 2.0 stays f32.
+static_assert(std::is_same_v<decltype(std::declval<qd::f32>() * 2.0), qd::f32>);
+static_assert(std::is_same_v<decltype(std::declval<qd::f64>() + 1), qd::f64>);
+static_assert(std::is_same_v<decltype(1.5f - std::declval<qd::f64>()), qd::f64>);
+
 template <class T>
 void check_integer_operators() {
-  using R = typename decltype(std::declval<qd::expr<T>>() + std::declval<qd::expr<T>>())::value_type;
+  using R = promoted<T>;
   auto k = kernels::integer_operators<T>();
   std::vector<T> xs, ys;
   for (T a : interesting_values<T>())
@@ -87,8 +97,15 @@ void check_integer_operators() {
   for (std::int64_t row = 0; row < n; ++row) {
     auto want = integer_row<R>(static_cast<R>(xs[static_cast<std::size_t>(row)]),
                                static_cast<R>(ys[static_cast<std::size_t>(row)]));
-    for (std::int64_t col = 0; col < columns; ++col)
-      mismatches += got[static_cast<std::size_t>(row * columns + col)] != want[static_cast<std::size_t>(col)];
+    for (std::int64_t col = 0; col < columns; ++col) {
+      R g = got[static_cast<std::size_t>(row * columns + col)];
+      if (g != want[static_cast<std::size_t>(col)] && ++mismatches <= 10) {  // the first ten, in detail
+        CAPTURE(+xs[static_cast<std::size_t>(row)]);
+        CAPTURE(+ys[static_cast<std::size_t>(row)]);
+        CAPTURE(col);
+        CHECK(+g == +want[static_cast<std::size_t>(col)]);
+      }
+    }
   }
   CHECK(mismatches == 0);
 }
@@ -112,8 +129,15 @@ void check_float_operators() {
   int mismatches = 0;
   for (std::int64_t row = 0; row < n; ++row) {
     auto want = float_row<T>(xs[static_cast<std::size_t>(row)], ys[static_cast<std::size_t>(row)]);
-    for (std::int64_t col = 0; col < columns; ++col)
-      mismatches += !same_float(got[static_cast<std::size_t>(row * columns + col)], want[static_cast<std::size_t>(col)]);
+    for (std::int64_t col = 0; col < columns; ++col) {
+      T g = got[static_cast<std::size_t>(row * columns + col)];
+      if (!same_float(g, want[static_cast<std::size_t>(col)]) && ++mismatches <= 10) {
+        CAPTURE(xs[static_cast<std::size_t>(row)]);
+        CAPTURE(ys[static_cast<std::size_t>(row)]);
+        CAPTURE(col);
+        CHECK(g == want[static_cast<std::size_t>(col)]);
+      }
+    }
   }
   CHECK(mismatches == 0);
 }
@@ -132,6 +156,7 @@ void check_math_functions(int ulps) {
   }
   const T eps = std::is_same_v<T, float> ? T(1.0 / 1048576) : T(1.0 / 33554432.0 / 33554432.0);
   xs.push_back(T(1) + eps), ys.push_back(T(1) + eps), zs.push_back(T(-1));  // fused and unfused differ
+  REQUIRE(std::fma(xs.back(), ys.back(), zs.back()) != xs.back() * ys.back() + zs.back());
   const auto n = static_cast<std::int64_t>(xs.size());
   const std::int64_t columns = 13;
   qd::ndarray<T, 1> x(n), y(n), z(n);
