@@ -66,6 +66,8 @@ inline std::vector<compiled_kernel_result> compile_suite_kernels() {
   add("variables", k::variables());
   add("ndranges", k::ndranges());
   add("ranges", k::ranges());
+  add("branches", k::branches());
+  add("overflow_compare", k::overflow_compare());
   add("nested_loops", k::nested_loops());
   add("serial_control_flow", k::serial_control_flow());
   add("atomics_serial", k::atomics_serial());

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <utility>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -301,7 +302,7 @@ TEST_CASE_TEMPLATE("suite: qd::var is per iteration inside a loop and a top-leve
   for (int i = 0; i < 200; ++i) xs.push_back((i * 37) % 101 - 50);
   const auto n = static_cast<std::int64_t>(xs.size());
   qd::ndarray<std::int32_t, 1> x(n);
-  qd::ndarray<std::int32_t, 2> out({n, 13});
+  qd::ndarray<std::int32_t, 2> out({n, 14});
   qd::ndarray<float, 1> fout(n);
   qd::ndarray<std::int32_t, 0> top;
   x.from_host(xs);
@@ -326,7 +327,14 @@ TEST_CASE_TEMPLATE("suite: qd::var is per iteration inside a loop and a top-leve
     std::int32_t w = v + 1000;
     want.push_back(v), want.push_back(w), want.push_back(0), want.push_back(w * 2);
     want.push_back(t + static_cast<std::int32_t>(i));
-    for (std::size_t c = 0; c < want.size(); ++c) mismatches += got[i * 13 + c] != want[c];
+    want.push_back(xs[i] * xs[i] * xs[i]);
+    for (std::size_t c = 0; c < want.size(); ++c) {
+      if (got[i * 14 + c] != want[c] && ++mismatches <= 10) {
+        CAPTURE(i);
+        CAPTURE(c);
+        CHECK(got[i * 14 + c] == want[c]);
+      }
+    }
     float f = 1.5f;
     f *= static_cast<float>(xs[i]);
     f /= 4.0f;
@@ -372,21 +380,26 @@ TEST_CASE_TEMPLATE("suite: range bounds from parameters, empty and negative exte
     std::int64_t rows, cols;
     std::int32_t h, w;
   };
+  // One compiled kernel serves every bound and array shape, empty and negative ones too.
   for (bounds b : {bounds{3, 10, 3, 5, 2, 3}, bounds{0, n, 0, 4, 0, 5}, bounds{5, 5, 1000, 1, -2, 3},
-                   bounds{8, 2, 7, 0, -1, -1}}) {
+                   bounds{8, 2, 7, 0, -1, -1}, bounds{0, 1, 1, 1, 4, -1}}) {
     CAPTURE(b.lo);
     CAPTURE(b.hi);
-    qd::ndarray<std::int32_t, 1> hits(n), values(n);
+    CAPTURE(b.h);
+    CAPTURE(b.w);
+    qd::ndarray<std::int32_t, 1> hits(n), values(n), fixed(n);
     qd::ndarray<float, 2> m({b.rows, b.cols});
     qd::ndarray<std::int32_t, 0> count;
     values.fill(-1);
-    k(hits, values, b.lo, b.hi, m, count, b.h, b.w);
+    k(hits, values, b.lo, b.hi, m, count, b.h, b.w, fixed);
     auto h = hits.to_host();
     auto v = values.to_host();
+    auto f = fixed.to_host();
     for (std::int32_t i = 0; i < n; ++i) {
       bool inside = i >= b.lo && i < b.hi;
       CHECK(h[static_cast<std::size_t>(i)] == (inside ? 1 : 0));
       CHECK(v[static_cast<std::size_t>(i)] == (inside ? i * 2 : -1));
+      CHECK(f[static_cast<std::size_t>(i)] == (i < 7 ? i + 1 : 0));
     }
     std::vector<float> want;
     for (std::int64_t i = 0; i < b.rows * b.cols; ++i) want.push_back(static_cast<float>(i));
@@ -432,16 +445,80 @@ TEST_CASE_TEMPLATE("suite: loops, branches and while_ nested in a parallel const
   qd::ndarray<std::int32_t, 1> x(len), prefix(len), g(2);
   qd::ndarray<std::int32_t, 0> sign;
   x.from_host(xs);
-  serial(x, prefix, sign, 1, g, 1071, 462);
   std::vector<std::int32_t> want(xs.size());
   std::partial_sum(xs.begin(), xs.end(), want.begin());
-  CHECK(prefix.to_host() == want);  // a serial loop sees its own earlier iterations
-  CHECK(sign.to_host()[0] == ((len - 1) % 2 == 0 ? 1 : -1));
-  CHECK(g.to_host() == std::vector<std::int32_t>{21, 3});
-  serial(x, prefix, sign, 0, g, 7, 0);
-  CHECK(prefix.to_host()[6] == -6);
-  CHECK(sign.to_host()[0] == 1);
-  CHECK(g.to_host() == std::vector<std::int32_t>{7, 0});
+  // A loop inside a top-level if_ is serial: it sees its own earlier iterations. The
+  // while_ (Euclid) repeats while its condition holds, also zero times.
+  for (auto [a, b] : {std::pair{1071, 462}, std::pair{12, 18}, std::pair{7, 0}, std::pair{0, 5}}) {
+    CAPTURE(a);
+    CAPTURE(b);
+    for (std::int32_t flag : {1, 0}) {
+      CAPTURE(flag);
+      serial(x, prefix, sign, flag, g, a, b);
+      auto got = prefix.to_host();
+      if (flag) {
+        CHECK(got == want);
+        CHECK(sign.to_host()[0] == ((len - 1) % 2 == 0 ? 1 : -1));
+      } else {
+        for (std::size_t i = 0; i < xs.size(); i += 97) CHECK(got[i] == -xs[i]);
+        CHECK(sign.to_host()[0] == 1);
+      }
+      std::int32_t p = a, q = b, rounds = 0;
+      while (q != 0) {
+        std::int32_t t = q;
+        q = p % q;
+        p = t;
+        ++rounds;
+      }
+      CHECK(p == std::gcd(a, b));
+      CHECK(g.to_host() == std::vector<std::int32_t>{p, rounds});
+    }
+  }
+}
+
+TEST_CASE_TEMPLATE("suite: if_ and else_ branch per element inside loops and at the top level", A, QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  auto k = kernels::branches();
+  std::vector<std::int32_t> xs;
+  for (int i = -40; i <= 40; ++i) xs.push_back(i);
+  const auto n = static_cast<std::int64_t>(xs.size());
+  qd::ndarray<std::int32_t, 1> x(n), cls(n), big(n);
+  qd::ndarray<std::int32_t, 0> top;
+  x.from_host(xs);
+  for (std::int32_t s : {9, 5}) {
+    k(x, cls, big, top, s);
+    auto c = cls.to_host();
+    auto b = big.to_host();
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      std::int32_t v = xs[i];
+      CAPTURE(v);
+      CHECK(c[i] == (v < 0 ? -1 : v == 0 ? 0 : 1) + (v % 2 == 0 ? 10 : 0));
+      CHECK(b[i] == (v > 0) + (v > 10) + (v > 20) + (v > 0 ? 100 : 0));
+    }
+    CHECK(top.to_host()[0] == (s > 5 ? 1 : 2));
+  }
+}
+
+TEST_CASE_TEMPLATE("suite: signed overflow wraps instead of being assumed away by the compiler", A, QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  auto k = kernels::overflow_compare();
+  std::vector<std::int32_t> xs = {0, 5, -5, lim<std::int32_t>::max(), lim<std::int32_t>::min(), 1 << 30,
+                                  lim<std::int32_t>::max(), 1 << 30};
+  qd::ndarray<std::int32_t, 1> x(static_cast<std::int64_t>(xs.size())), out(static_cast<std::int64_t>(xs.size()));
+  qd::ndarray<std::int32_t, 0> total;
+  x.from_host(xs);
+  k(x, out, total);
+  std::int32_t sum = 0;
+  for (std::int32_t v : xs) sum = wrap_add(sum, v);
+  CHECK(total.to_host()[0] == sum);
+  auto got = out.to_host();
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    std::int32_t v = xs[i];
+    std::int32_t want = static_cast<std::int32_t>(wrap_add(v, 1) > v) + 2 * static_cast<std::int32_t>(wrap_neg(v) < 0) +
+                        4 * static_cast<std::int32_t>(host_div(wrap_mul(v, 2), 2) == v);
+    CAPTURE(v);
+    CHECK(got[i] == want);
+  }
 }
 
 TEST_CASE_TEMPLATE("suite: scalar parameters of every type, needs_grad buffers, volatile reads, clamped indexing", A,

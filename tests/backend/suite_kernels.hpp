@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <limits>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -107,12 +108,12 @@ inline auto variables() {
       "variables", {"x", "out", "fout", "s", "top"},
       [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 2> out,
          qd::types::ndarray<float, 1> fout, qd::i32 s, qd::types::ndarray<std::int32_t, 0> top) {
-        qd::var<std::int32_t> t = s;
+        qd::var<std::int32_t> t = s;  // a top-level value, updated at the top level
         t *= 3;
         t += 4;
         t %= 1000;
         qd::range_for(x.shape(0), [&](qd::i32 i) {
-          qd::var<std::int32_t> v = x[i];
+          qd::var<std::int32_t> v = x[i];  // one per iteration
           v += 3;
           out(i, 0) = v;
           v -= 10;
@@ -129,17 +130,21 @@ inline auto variables() {
           out(i, 6) = v;
           v ^= 0x55;
           out(i, 7) = v;
-          qd::var<std::int32_t> w = v;
+          qd::var<std::int32_t> w = v;  // a copy is a new variable, not an alias
           w += 1000;
           out(i, 8) = v;
           out(i, 9) = w;
-          qd::var<std::int32_t> z;
+          qd::var<qd::i32> z;  // zero-initialized; qd::var<qd::i32> is qd::var<std::int32_t>
           out(i, 10) = z;
           z = w;
           z = z * 2;
           out(i, 11) = z;
           out(i, 12) = t + i;
-          qd::var<float> f = 1.5f;
+          qd::i32 cube = x[i];  // a C++ loop runs while tracing; rebinding a handle in its own block is allowed
+          for (int power = 1; power < 3; ++power) cube = cube * x[i];
+          out(i, 13) = cube;
+          qd::var<qd::f32> f = 1.5f;
+          static_assert(std::is_base_of_v<qd::var<float>, qd::var<qd::f32>>);
           f *= x[i];
           f /= 4;
           f -= 0.25;
@@ -153,6 +158,7 @@ inline auto ndranges() {
   return qd::kernel("ndranges", {"a2", "a3", "a4"},
                     [](qd::types::ndarray<std::int32_t, 2> a2, qd::types::ndarray<std::int32_t, 3> a3,
                        qd::types::ndarray<std::int32_t, 4> a4) {
+                      // += is atomic: an index visited twice would show as a doubled value.
                       qd::range_for(qd::ndrange(a2.shape(0), a2.shape(1)),
                                     [&](qd::i32 i, qd::i32 j) { a2(i, j) += i * 100 + j + 1; });
                       qd::range_for(qd::ndrange(a3.shape(0), a3.shape(1), a3.shape(2)),
@@ -164,14 +170,16 @@ inline auto ndranges() {
 }
 
 inline auto ranges() {
-  return qd::kernel("ranges", {"hits", "values", "lo", "hi", "m", "count", "h", "w"},
+  return qd::kernel("ranges", {"hits", "values", "lo", "hi", "m", "count", "h", "w", "fixed"},
                     [](qd::types::ndarray<std::int32_t, 1> hits, qd::types::ndarray<std::int32_t, 1> values,
                        qd::i32 lo, qd::i64 hi, qd::types::ndarray<float, 2> m,
-                       qd::types::ndarray<std::int32_t, 0> count, qd::i32 h, qd::i32 w) {
+                       qd::types::ndarray<std::int32_t, 0> count, qd::i32 h, qd::i32 w,
+                       qd::types::ndarray<std::int32_t, 1> fixed) {
                       qd::range_for(lo, hi, [&](qd::i32 i) {
                         hits[i] += 1;
                         values[i] = i * 2;
                       });
+                      qd::range_for(7, [&](qd::i32 i) { fixed[i] += i + 1; });  // a literal bound
                       qd::range_for(qd::ndrange(m.shape(0), m.shape(1)),
                                     [&](qd::i32 i, qd::i32 j) { m(i, j) = qd::cast<float>(i * m.shape(1) + j); });
                       qd::range_for(qd::ndrange(h, w), [&](qd::i32, qd::i32) { count() += 1; });
@@ -188,13 +196,13 @@ inline auto nested_loops() {
           qd::var<std::int32_t> dot = 0;
           qd::range_for(a.shape(1), [&](qd::i32 j) { dot += a(i, j) * v[j]; });
           y(i, 0) = dot;
-          qd::var<std::int32_t> pairs = 0;
+          qd::var<std::int32_t> pairs = 0;  // sum over j < i of (i - j), with a bound from the outer index
           qd::range_for(i, [&](qd::i32 j) { qd::range_for(j, i, [&](qd::i32) { pairs += 1; }); });
           y(i, 1) = pairs;
           qd::var<std::int32_t> evens = 0;
           qd::range_for(a.shape(1), [&](qd::i32 j) { qd::if_(v[j] % 2 == 0, [&] { evens += a(i, j); }); });
           y(i, 2) = evens;
-          qd::var<std::int64_t> c = i + 1;
+          qd::var<std::int64_t> c = i + 1;  // Collatz steps of i + 1
           qd::var<std::int32_t> steps = 0;
           qd::while_([&] { return c != 1; }, [&] {
             qd::if_(c % 2 == 0, [&] { c = c / 2; }).else_([&] { c = c * 3 + 1; });
@@ -215,7 +223,7 @@ inline auto serial_control_flow() {
                         prefix[0] = x[0];
                         qd::range_for(1, x.shape(0), [&](qd::i32 i) {
                           prefix[i] = prefix[i - 1] + x[i];
-                          alternating *= -1;
+                          alternating *= -1;  // allowed: this loop is not a parallel construct
                         });
                       }).else_([&] { qd::range_for(x.shape(0), [&](qd::i32 i) { prefix[i] = -x[i]; }); });
                       sign() = alternating;
@@ -228,6 +236,43 @@ inline auto serial_control_flow() {
                       });
                       g[0] = p;
                       g[1] = rounds;
+                    });
+}
+
+inline auto branches() {
+  return qd::kernel(
+      "branches", {"x", "cls", "big", "top", "s"},
+      [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 1> cls,
+         qd::types::ndarray<std::int32_t, 1> big, qd::types::ndarray<std::int32_t, 0> top, qd::i32 s) {
+        qd::range_for(x.shape(0), [&](qd::i32 i) {
+          auto v = x[i];
+          qd::if_(v < 0, [&] { cls[i] = -1; }).else_([&] {
+            qd::if_(v == 0, [&] { cls[i] = 0; }).else_([&] { cls[i] = 1; });
+          });
+          qd::if_(v % 2 == 0, [&] { cls[i] += 10; });  // no else_
+          qd::var<std::int32_t> count = 0;
+          qd::range_for(3, [&](qd::i32 j) { qd::if_(v > j * 10, [&] { count += 1; }); });
+          qd::var<bool> negative = v < 0;  // a boolean variable as a condition
+          qd::if_(!negative && v != 0, [&] { count += 100; });
+          big[i] = count;
+        });
+        qd::if_(s > 5, [&] { top() = 1; }).else_([&] { top() = 2; });
+      });
+}
+
+// Signed overflow wraps: the generated code must not let the compiler assume it away.
+inline auto overflow_compare() {
+  return qd::kernel("overflow_compare", {"x", "out", "total"},
+                    [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 1> out,
+                       qd::types::ndarray<std::int32_t, 0> total) {
+                      qd::var<std::int32_t> sum = 0;
+                      qd::range_for(x.shape(0), [&](qd::i32 i) {
+                        qd::i32 v = x[i];
+                        out[i] = qd::cast<std::int32_t>(v + 1 > v) + 2 * qd::cast<std::int32_t>(-v < 0) +
+                                 4 * qd::cast<std::int32_t>(v * 2 / 2 == v);
+                        sum += v;  // a reduction: wraps like the additions it stands for
+                      });
+                      total() = sum;
                     });
 }
 
