@@ -637,7 +637,7 @@ TEST_CASE_TEMPLATE("suite: contended atomics and top-level reductions in a paral
   if (!start<A>()) return;
   auto k = kernels::atomics_parallel();
   const std::int64_t n = 20000;
-  std::vector<std::int32_t> xs;
+  std::vector<std::int32_t> xs;  // distinct values: 7919 is invertible modulo the prime 100003
   for (std::int64_t i = 0; i < n; ++i) xs.push_back(static_cast<std::int32_t>((i * 7919) % 100003 - 50000));
   qd::ndarray<std::int32_t, 1> x(n), acc(4), tops(4), mine(n);
   qd::ndarray<std::int32_t, 2> olds({n, 2});
@@ -653,14 +653,26 @@ TEST_CASE_TEMPLATE("suite: contended atomics and top-level reductions in a paral
   CHECK(acc.to_host() == want);
   CHECK(tops.to_host() == want);
   CHECK(facc.to_host() == std::vector<float>{static_cast<float>(n), 0.5f * static_cast<float>(mn), 0.5f * static_cast<float>(mx)});
+  // Old values: only the first update in the element's modification order sees the
+  // initial value; every old value is the initial one or some x; the iteration holding
+  // the extreme value saw something less extreme.
   auto o = olds.to_host();
   int saw_initial_min = 0, saw_initial_max = 0;
+  bool olds_are_values = true;
   for (std::int64_t i = 0; i < n; ++i) {
-    saw_initial_min += o[static_cast<std::size_t>(i * 2)] == lim<std::int32_t>::max();
-    saw_initial_max += o[static_cast<std::size_t>(i * 2 + 1)] == lim<std::int32_t>::min();
+    std::int32_t omin = o[static_cast<std::size_t>(i * 2)], omax = o[static_cast<std::size_t>(i * 2 + 1)];
+    saw_initial_min += omin == lim<std::int32_t>::max();
+    saw_initial_max += omax == lim<std::int32_t>::min();
+    if (omin != lim<std::int32_t>::max() && (omin < mn || std::find(xs.begin(), xs.end(), omin) == xs.end()))
+      olds_are_values = false;
+    if (omax != lim<std::int32_t>::min() && (omax > mx || std::find(xs.begin(), xs.end(), omax) == xs.end()))
+      olds_are_values = false;
+    if (xs[static_cast<std::size_t>(i)] == mn) CHECK(omin > mn);
+    if (xs[static_cast<std::size_t>(i)] == mx) CHECK(omax < mx);
   }
   CHECK(saw_initial_min == 1);
   CHECK(saw_initial_max == 1);
+  CHECK(olds_are_values);
   auto m = mine.to_host();
   for (std::int64_t i = 0; i < n; i += 101) CHECK(m[static_cast<std::size_t>(i)] == i * 1000 + i + 2);
 
@@ -671,6 +683,7 @@ TEST_CASE_TEMPLATE("suite: contended atomics and top-level reductions in a paral
   std::vector<std::int32_t> picked_want;
   std::copy_if(cs.begin(), cs.end(), std::back_inserter(picked_want), [](std::int32_t v) { return v % 3 == 0; });
   std::sort(picked_want.begin(), picked_want.end());
+  REQUIRE(picked_want.size() > 1000);
   qd::ndarray<std::int32_t, 1> cx(len), picked(len), picked2(len);
   qd::ndarray<std::int32_t, 0> count, count2;
   cx.from_host(cs);

@@ -288,7 +288,7 @@ inline auto atomics_serial() {
                       folds[1] = qd::atomic_sub(f[1], 0.5f);
                       folds[2] = qd::atomic_min(f[2], 0.5f);
                       folds[3] = qd::atomic_max(f[3], 0.5f);
-                      qd::var<std::int32_t> v = a[4];
+                      qd::var<qd::i32> v = a[4];  // the traced name works for qd::var and its atomics
                       olds[4] = qd::atomic_add(v, 3);
                       olds[5] = qd::atomic_sub(v, 1);
                       olds[6] = qd::atomic_min(v, 7);
@@ -314,11 +314,11 @@ inline auto atomics_parallel() {
           qd::atomic_add(facc[0], 1.0f);
           qd::atomic_min(facc[1], qd::cast<float>(v) * 0.5f);
           qd::atomic_max(facc[2], qd::cast<float>(v) * 0.5f);
-          sum += v;
+          sum += v;  // += / -= on a top-level var inside a parallel loop: a reduction
           down -= v;
           qd::atomic_min(lo, v);
           qd::atomic_max(hi, v);
-          qd::var<std::int32_t> own = i;
+          qd::var<std::int32_t> own = i;  // per iteration: its atomics are plain updates
           auto old = qd::atomic_add(own, 2);
           mine[i] = old * 1000 + own;
         });
@@ -339,7 +339,7 @@ inline auto compaction() {
                         qd::if_(x[i] % 3 == 0, [&] {
                           auto slot = qd::atomic_add(count(), 1);
                           picked[slot] = x[i];
-                          auto slot2 = qd::atomic_add(c, 1);
+                          auto slot2 = qd::atomic_add(c, 1);  // a top-level var: one shared counter
                           picked2[slot2] = x[i];
                         });
                       });
