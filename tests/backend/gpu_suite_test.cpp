@@ -5,11 +5,13 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <utility>
 #include <string>
 #include <type_traits>
@@ -521,32 +523,54 @@ TEST_CASE_TEMPLATE("suite: signed overflow wraps instead of being assumed away b
   }
 }
 
-TEST_CASE_TEMPLATE("suite: scalar parameters of every type, needs_grad buffers, volatile reads, clamped indexing", A,
-                   QD_SUITE_ARCHES) {
+TEST_CASE_TEMPLATE("suite: scalar parameters of every type arrive with their run-time values", A, QD_SUITE_ARCHES) {
   if (!start<A>()) return;
   auto k = kernels::scalars();
   qd::ndarray<double, 1> floats(6);
   qd::ndarray<std::int64_t, 1> ints(8);
   qd::ndarray<std::uint32_t, 1> wide(5);
-  k(1.5f, -2.25e-10, -7, -(std::int64_t{1} << 40) - 3, 4000000000u, 200, true, floats, ints, wide);
-  std::vector<double> want_floats = {1.5, -2.25e-10};
-  std::vector<std::int64_t> want_ints = {-7, -(std::int64_t{1} << 40) - 3, 200, 1};
-  std::vector<std::uint32_t> want_wide = {4000000000u};
-  for (int k2 = 0; k2 < 4; ++k2) {
-    want_floats.push_back(static_cast<double>(1.5f * static_cast<float>(k2)) + -2.25e-10);
-    want_ints.push_back(-(std::int64_t{1} << 40) - 3 - k2);
-    want_wide.push_back(4000000000u + static_cast<std::uint32_t>(k2));
+  struct args {
+    float f;
+    double d;
+    std::int32_t i;
+    std::int64_t l;
+    std::uint32_t u;
+    std::uint8_t b;
+    bool flag;
+  };
+  for (args a : {args{1.5f, -2.25e-10, -7, -(std::int64_t{1} << 40) - 3, 4000000000u, 200, true},
+                 args{-0.1f, 1e300, lim<std::int32_t>::min(), lim<std::int64_t>::max() - 1, 7u, 255, false}}) {
+    k(a.f, a.d, a.i, a.l, a.u, a.b, a.flag, floats, ints, wide);  // the same compiled kernel, new values
+    std::vector<double> want_floats = {a.f, a.d};
+    std::vector<std::int64_t> want_ints = {a.i, a.l, a.b, a.flag ? 1 : 0};
+    std::vector<std::uint32_t> want_wide = {a.u};
+    for (int k2 = 0; k2 < 4; ++k2) {
+      want_floats.push_back(static_cast<double>(a.f * static_cast<float>(k2)) + a.d);
+      want_ints.push_back(a.l - k2);
+      want_wide.push_back(a.u + static_cast<std::uint32_t>(k2));
+    }
+    CHECK(floats.to_host() == want_floats);
+    CHECK(ints.to_host() == want_ints);
+    CHECK(wide.to_host() == want_wide);
   }
-  CHECK(floats.to_host() == want_floats);
-  CHECK(ints.to_host() == want_ints);
-  CHECK(wide.to_host() == want_wide);
+  // C++ numbers convert to the parameter's type as static_cast does.
+  k(2, 3, 4.9, 5, 6, 7, 1, floats, ints, wide);
+  CHECK(floats.to_host()[0] == 2.0);
+  CHECK(ints.to_host()[0] == 4);
+}
 
-  auto grads = kernels::gradients();
+TEST_CASE_TEMPLATE("suite: needs_grad arrays carry a gradient buffer of the same shape, read and written through .grad()",
+                   A, QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  auto k = kernels::gradients();
   const std::int64_t n = 8;
   qd::ndarray<float, 1> x(n, qd::needs_grad);
   qd::ndarray<double, 2> m({3, 5}, qd::needs_grad);
   qd::ndarray<float, 0> s(qd::needs_grad);
-  qd::ndarray<float, 1> plain(n);
+  qd::ndarray<float, 1> plain(n, qd::needs_grad);  // a gradient the parameter does not ask for is fine
+  REQUIRE(x.has_grad());
+  CHECK(x.grad().shape() == x.shape());
+  CHECK(m.grad().shape() == m.shape());
   std::vector<float> xs;
   for (int i = 0; i < n; ++i) xs.push_back(static_cast<float>(i) - 2.5f);
   std::vector<double> ms, mgrad;
@@ -554,51 +578,132 @@ TEST_CASE_TEMPLATE("suite: scalar parameters of every type, needs_grad buffers, 
   x.from_host(xs), m.from_host(ms), m.grad().from_host(mgrad);
   s.from_host(std::vector<float>{1.5f});
   s.grad().from_host(std::vector<float>{0.25f});
-  grads(x, m, s, plain);
+  CHECK(x.grad().to_host() == std::vector<float>(static_cast<std::size_t>(n), 0.0f));  // zero-initialized
+  k(x, m, s, plain);
   std::vector<float> want_xgrad, want_plain;
   for (float v : xs) want_xgrad.push_back(v * 2), want_plain.push_back(v * 2 + 1);
   std::vector<double> want_mgrad;
   for (std::size_t i = 0; i < ms.size(); ++i) want_mgrad.push_back(mgrad[i] + ms[i] * 3);
   CHECK(x.grad().to_host() == want_xgrad);
+  CHECK(x.to_host() == xs);  // the primal is untouched
   CHECK(plain.to_host() == want_plain);
+  CHECK(plain.grad().to_host() == std::vector<float>(static_cast<std::size_t>(n), 0.0f));
   CHECK(m.grad().to_host() == want_mgrad);
+  CHECK(m.to_host() == ms);
   CHECK(s.grad().to_host() == std::vector<float>{1.5f * 4 + 0.25f});
+}
 
-  auto reads = kernels::volatile_reads();
-  std::vector<std::int32_t> vs = {3, -4, 0, 100, 7};
-  qd::ndarray<std::int32_t, 1> v(5);
-  qd::ndarray<std::int32_t, 2> out({5, 3});
-  v.from_host(vs);
-  reads(v, out);
+TEST_CASE_TEMPLATE("suite: volatile_load re-reads memory where a plain element read is a snapshot", A, QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  auto k = kernels::volatile_reads();
+  std::vector<std::int32_t> xs = {3, -4, 0, 100, 7};
+  const auto n = static_cast<std::int64_t>(xs.size());
+  qd::ndarray<std::int32_t, 1> x(n);
+  qd::ndarray<std::int32_t, 2> out({n, 3});
+  x.from_host(xs);
+  k(x, out);
   auto got = out.to_host();
-  for (std::size_t i = 0; i < vs.size(); ++i) {
-    CHECK(got[i * 3 + 0] == vs[i]);
-    CHECK(got[i * 3 + 1] == vs[i] * 2 + 1);
-    CHECK(got[i * 3 + 2] == vs[i] * 2 + 1);
+  auto now = x.to_host();
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    CHECK(now[i] == xs[i] * 2 + 1);
+    CHECK(got[i * 3 + 0] == xs[i]);
+    CHECK(got[i * 3 + 1] == xs[i] * 2 + 1);
+    CHECK(got[i * 3 + 2] == xs[i] * 2 + 1);
   }
+}
 
-  auto clamp = kernels::clamped();
-  const std::int64_t len = 10, h = 4, w = 6;
-  std::vector<float> cx;
-  for (int i = 0; i < len; ++i) cx.push_back(static_cast<float>(i * i) + 0.5f);
-  std::vector<std::int32_t> cm;
-  for (int i = 0; i < h * w; ++i) cm.push_back(i * 3 + 1);
-  qd::ndarray<float, 1> dx(len), edges(6), blur(len), hits(len);
-  qd::ndarray<std::int32_t, 2> dm({h, w});
+TEST_CASE_TEMPLATE("suite: clamped indexing moves an out-of-range index to the nearest edge, for reads and writes", A,
+                   QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  auto k = kernels::clamped();
+  const std::int64_t n = 10, h = 4, w = 6;
+  std::vector<float> xs;
+  for (int i = 0; i < n; ++i) xs.push_back(static_cast<float>(i * i) + 0.5f);
+  std::vector<std::int32_t> ms;
+  for (int i = 0; i < h * w; ++i) ms.push_back(i * 3 + 1);
+  qd::ndarray<float, 1> x(n), edges(6), blur(n), hits(n);
+  qd::ndarray<std::int32_t, 2> m({h, w});
   qd::ndarray<std::int32_t, 1> medges(6);
-  dx.from_host(cx), dm.from_host(cm);
-  clamp(dx, dm, edges, medges, blur, hits);
-  auto c1 = [&](std::int64_t i) { return cx[static_cast<std::size_t>(std::clamp<std::int64_t>(i, 0, len - 1))]; };
+  x.from_host(xs), m.from_host(ms);
+  k(x, m, edges, medges, blur, hits);
+  auto c1 = [&](std::int64_t i) { return xs[static_cast<std::size_t>(std::clamp<std::int64_t>(i, 0, n - 1))]; };
   auto c2 = [&](std::int64_t i, std::int64_t j) {
-    return cm[static_cast<std::size_t>(std::clamp<std::int64_t>(i, 0, h - 1) * w + std::clamp<std::int64_t>(j, 0, w - 1))];
+    return ms[static_cast<std::size_t>(std::clamp<std::int64_t>(i, 0, h - 1) * w + std::clamp<std::int64_t>(j, 0, w - 1))];
   };
-  CHECK(edges.to_host() == std::vector<float>{c1(-5), c1(-1), c1(2), c1(len - 1), c1(len), c1(len + 1000)});
+  CHECK(edges.to_host() == std::vector<float>{c1(-5), c1(-1), c1(2), c1(n - 1), c1(n), c1(n + 1000)});
   CHECK(medges.to_host() == std::vector<std::int32_t>{c2(-1, -1), c2(h, w), c2(-3, 2), c2(1, w + 10), c2(h + 1, -2), c2(1, 2)});
-  std::vector<float> want_blur, want_hits(static_cast<std::size_t>(len), 0.0f);
-  for (std::int64_t i = 0; i < len; ++i) want_blur.push_back(c1(i - 1) + c1(i + 1));
-  for (std::int64_t i = 0; i < len + 4; ++i) want_hits[static_cast<std::size_t>(std::clamp<std::int64_t>(i - 2, 0, len - 1))] += 1.0f;
+  std::vector<float> want_blur, want_hits(static_cast<std::size_t>(n), 0.0f);
+  for (std::int64_t i = 0; i < n; ++i) want_blur.push_back(c1(i - 1) + c1(i + 1));
+  for (std::int64_t i = 0; i < n + 4; ++i) want_hits[static_cast<std::size_t>(std::clamp<std::int64_t>(i - 2, 0, n - 1))] += 1.0f;
   CHECK(blur.to_host() == want_blur);
   CHECK(hits.to_host() == want_hits);
+  CHECK(want_hits.front() == 3.0f);  // the edges really were hit from outside
+}
+
+namespace {
+
+// in * 2 + 1 over every element of an N-dimensional array of T, and the extents seen in the kernel.
+template <class T, int N>
+void check_copy_scale() {
+  auto k = qd::kernel("copy_scale", {"in", "out", "extents"},
+                      [](qd::types::ndarray<T, N> in, qd::types::ndarray<T, N> out,
+                         qd::types::ndarray<std::int32_t, 1> extents) {
+                        if constexpr (N == 0) {
+                          out() = qd::cast<T>(in() * 2 + 1);
+                        } else {
+                          [&]<std::size_t... D>(std::index_sequence<D...>) {
+                            qd::range_for(qd::ndrange(in.shape(static_cast<int>(D))...), [&](auto... index) {
+                              out(index...) = qd::cast<T>(in(index...) * 2 + 1);
+                            });
+                          }(std::make_index_sequence<N>{});
+                        }
+                        for (int d = 0; d < N; ++d) extents[d] = in.shape(d);  // a trace-time C++ loop
+                      });
+  std::array<std::int64_t, N> shape{};
+  const std::array<std::int64_t, 4> dims = {5, 3, 4, 2};
+  for (int d = 0; d < N; ++d) shape[static_cast<std::size_t>(d)] = dims[static_cast<std::size_t>(d)];
+  auto make = [&] {
+    if constexpr (N == 0) return qd::ndarray<T, 0>();
+    else return qd::ndarray<T, N>(shape);
+  };
+  qd::ndarray<T, N> in = make(), out = make();
+  qd::ndarray<std::int32_t, 1> extents(4);
+  std::vector<T> values, want;
+  for (std::int64_t i = 0; i < in.size(); ++i) {
+    T v = std::is_floating_point_v<T> ? static_cast<T>(static_cast<double>(i) * 0.5 - 3.25)
+          : std::is_signed_v<T>       ? static_cast<T>(i % 23 - 5)
+                                      : static_cast<T>(i % 23);
+    values.push_back(v);
+    want.push_back(static_cast<T>(v * 2 + 1));
+  }
+  in.from_host(values);
+  k(in, out, extents);
+  CHECK(out.to_host() == want);
+  auto e = extents.to_host();
+  for (int d = 0; d < N; ++d) CHECK(e[static_cast<std::size_t>(d)] == shape[static_cast<std::size_t>(d)]);
+}
+
+template <class T>
+void check_copy_scale_all_ranks() {
+  const std::string element_type(qd::name(qd::dtype_of<T>));
+  CAPTURE(element_type);
+  check_copy_scale<T, 0>();
+  check_copy_scale<T, 1>();
+  check_copy_scale<T, 2>();
+  check_copy_scale<T, 3>();
+  check_copy_scale<T, 4>();
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("suite: every element type works in arrays of 0 to 4 dimensions", A, QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  check_copy_scale_all_ranks<float>();
+  check_copy_scale_all_ranks<double>();
+  check_copy_scale_all_ranks<std::int32_t>();
+  check_copy_scale_all_ranks<std::int64_t>();
+  check_copy_scale_all_ranks<std::uint32_t>();
+  check_copy_scale_all_ranks<std::uint8_t>();
 }
 
 // ---------------------------------------------------------------------------
@@ -711,35 +816,90 @@ TEST_CASE_TEMPLATE("suite: x[i] += v, -= v, min and max are atomic for every ele
 // ---------------------------------------------------------------------------
 // Random numbers, print, bounds checks.
 
-TEST_CASE_TEMPLATE("suite: qd::random is uniform and reproducible for a seed", A, QD_SUITE_ARCHES) {
-  auto draw = [] {
-    auto k = kernels::uniforms();
-    const std::int64_t n = 100000;
-    qd::ndarray<float, 1> f(n);
-    qd::ndarray<double, 1> d(n);
-    qd::ndarray<std::uint32_t, 1> u(n);
-    qd::ndarray<std::int32_t, 1> s(n);
-    qd::ndarray<float, 0> serial;
-    qd::ndarray<float, 2> grid({300, 200});
-    k(f, d, u, s, serial, grid);
-    return std::make_pair(f.to_host(), grid.to_host());
-  };
-  if (!start<A>({.random_seed = 7})) return;
-  auto [f, grid] = draw();
-  double mean = 0;
-  for (float v : f) mean += v;
-  mean /= static_cast<double>(f.size());
-  CHECK(mean == doctest::Approx(0.5).epsilon(0.02));
-  CHECK(std::all_of(f.begin(), f.end(), [](float v) { return v >= 0.0f && v < 1.0f; }));
-  start<A>({.random_seed = 7});
-  auto [f2, grid2] = draw();
-  CHECK(f == f2);
-  CHECK(grid == grid2);
-  start<A>({.random_seed = 8});
-  auto [f3, grid3] = draw();
-  std::size_t same = 0;
-  for (std::size_t i = 0; i < f.size(); ++i) same += f[i] == f3[i];
-  CHECK(same < 100);
+namespace {
+
+struct random_draws {
+  std::vector<float> f;
+  std::vector<double> d;
+  std::vector<std::uint32_t> u;
+  std::vector<std::int32_t> s;
+  float serial = 0;
+  std::vector<float> grid;
+};
+
+// A fresh program with `seed`, then `launches` launches of the same kernel: the last
+// one's draws; nothing where the arch is absent (the test reports the skip).
+template <class A>
+std::optional<random_draws> draw(std::uint64_t seed, int launches) {
+  if (!start<A>({.random_seed = seed})) return std::nullopt;
+  auto k = kernels::uniforms();
+  const std::int64_t n = 100000;
+  qd::ndarray<float, 1> f(n);
+  qd::ndarray<double, 1> d(n);
+  qd::ndarray<std::uint32_t, 1> u(n);
+  qd::ndarray<std::int32_t, 1> s(n);
+  qd::ndarray<float, 0> serial;
+  qd::ndarray<float, 2> grid({300, 200});
+  for (int l = 0; l < launches; ++l) k(f, d, u, s, serial, grid);
+  return random_draws{f.to_host(), d.to_host(), u.to_host(), s.to_host(), serial.to_host()[0], grid.to_host()};
+}
+
+template <class T>
+std::pair<double, double> mean_and_variance(const std::vector<T>& v) {
+  double mean = 0, var = 0;
+  for (T x : v) mean += static_cast<double>(x);
+  mean /= static_cast<double>(v.size());
+  for (T x : v) var += (static_cast<double>(x) - mean) * (static_cast<double>(x) - mean);
+  return {mean, var / static_cast<double>(v.size())};
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("suite: qd::random draws uniform values, reproducible for a seed, different across seeds and launches",
+                   A, QD_SUITE_ARCHES) {
+  const std::optional<random_draws> drawn = draw<A>(7, 1);
+  if (!drawn) return;
+  const random_draws& a = *drawn;
+  SUBCASE("floats lie in [0, 1) with mean 1/2 and variance 1/12; integers have balanced bits") {
+    for (const auto& [mean, var] : {mean_and_variance(a.f), mean_and_variance(a.d)}) {
+      CHECK(mean == doctest::Approx(0.5).epsilon(0.02));
+      CHECK(var == doctest::Approx(1.0 / 12).epsilon(0.03));
+    }
+    CHECK(std::all_of(a.f.begin(), a.f.end(), [](float x) { return x >= 0.0f && x < 1.0f; }));
+    CHECK(std::all_of(a.d.begin(), a.d.end(), [](double x) { return x >= 0.0 && x < 1.0; }));
+    CHECK((a.serial >= 0.0f && a.serial < 1.0f));
+    for (const std::vector<float>* draws : {&a.f, &a.grid}) {  // 1-d and 2-d iteration spaces
+      std::vector<float> sorted = *draws;
+      std::sort(sorted.begin(), sorted.end());
+      auto distinct = std::unique(sorted.begin(), sorted.end()) - sorted.begin();
+      CHECK(static_cast<double>(distinct) > 0.99 * static_cast<double>(draws->size()));  // 2^24 possible values
+    }
+    CHECK(mean_and_variance(a.grid).first == doctest::Approx(0.5).epsilon(0.02));
+    double low_bit = 0, high_bit = 0, negative = 0;
+    for (std::uint32_t x : a.u) low_bit += x & 1u, high_bit += x >> 31;
+    for (std::int32_t x : a.s) negative += x < 0;
+    const double n = static_cast<double>(a.u.size());
+    CHECK(low_bit / n == doctest::Approx(0.5).epsilon(0.02));
+    CHECK(high_bit / n == doctest::Approx(0.5).epsilon(0.02));
+    CHECK(negative / n == doctest::Approx(0.5).epsilon(0.02));
+  }
+  SUBCASE("the same seed after a re-init reproduces every draw") {
+    random_draws b = *draw<A>(7, 1);
+    CHECK(a.f == b.f);
+    CHECK(a.d == b.d);
+    CHECK(a.u == b.u);
+    CHECK(a.s == b.s);
+    CHECK(a.serial == b.serial);
+    CHECK(a.grid == b.grid);
+  }
+  SUBCASE("another seed, or a later launch, draws different values") {
+    for (const random_draws& other : {*draw<A>(8, 1), *draw<A>(7, 2)}) {
+      std::size_t same = 0;
+      for (std::size_t i = 0; i < a.f.size(); ++i) same += a.f[i] == other.f[i];
+      CHECK(same < 100);
+      CHECK(a.u != other.u);
+    }
+  }
 }
 
 TEST_CASE_TEMPLATE("suite: qd::print writes one line per call, in program order across constructs", A,
@@ -762,8 +922,14 @@ TEST_CASE_TEMPLATE("suite: qd::print writes one line per call, in program order 
   });
   auto lines = qd_test::lines_of(out);
   REQUIRE(lines.size() == 7);
-  CHECK(lines.front() == "before");
+  CHECK(lines.front() == "before");  // constructs print in program order
   CHECK(lines.back() == "after");
+  lines.erase(lines.begin());
+  lines.pop_back();
+  std::sort(lines.begin(), lines.end());  // iterations print in any order
+  std::vector<std::string> want;
+  for (int i = 0; i < 5; ++i) want.push_back("item " + std::to_string(i) + " squared " + std::to_string(i * i));
+  CHECK(lines == want);
 }
 
 TEST_CASE_TEMPLATE("suite: an out-of-range index under check_out_of_bound is an error naming the parameter", A,

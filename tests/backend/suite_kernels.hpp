@@ -407,10 +407,10 @@ inline auto volatile_reads() {
   return qd::kernel("volatile_reads", {"x", "out"},
                     [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 2> out) {
                       qd::range_for(x.shape(0), [&](qd::i32 i) {
-                        auto before = x[i];
+                        auto before = x[i];  // the load happens here
                         x[i] = before * 2 + 1;
                         out(i, 0) = before;
-                        out(i, 1) = qd::volatile_load(before);
+                        out(i, 1) = qd::volatile_load(before);  // loads again, after the store
                         out(i, 2) = qd::volatile_load(x[i]);
                       });
                     });
@@ -448,7 +448,7 @@ inline auto gradients() {
          qd::types::ndarray<float, 0, qd::needs_grad> s, qd::types::ndarray<float, 1> plain) {
         qd::range_for(x.shape(0), [&](qd::i32 i) {
           x.grad()[i] = x[i] * 2;
-          plain[i] = x.grad()[i] + 1;
+          plain[i] = x.grad()[i] + 1;  // reads the gradient just written
         });
         qd::range_for(qd::ndrange(m.grad().shape(0), m.grad().shape(1)),
                       [&](qd::i32 i, qd::i32 j) { m.grad()(i, j) += m(i, j) * 3; });
