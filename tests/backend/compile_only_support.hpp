@@ -93,6 +93,11 @@ inline std::vector<compiled_kernel_result> compile_suite_kernels() {
   add("relay", k::relay());
   add("forty_values", k::forty_values());
   add("shared_draw", k::shared_draw());
+  add("serial_between_loops", k::serial_between_loops());
+  add("bound_from_var", k::bound_from_var());
+  add("nan_bounds", k::nan_bounds());
+  add("nan_reduction", k::nan_reduction());
+  add("assign_then_add", k::assign_then_add());
   add("split_many_values", k::split_many_values());
   add("seed_running_total", k::seed_running_total());
   add("seed_stale_snapshot", k::seed_stale_snapshot());

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -957,63 +958,99 @@ qd::per_offload_mode per_offload_mode_subcase() {
 
 }  // namespace
 
-TEST_CASE_TEMPLATE("suite: top-level values cross constructs: reductions, snapshots, bounds loaded from arrays", A,
-                   QD_SUITE_ARCHES) {
+// Kernels whose constructs communicate through top-level values: reductions,
+// snapshots taken before a loop overwrites their array, loop bounds loaded from
+// memory, serial constructs between loops. Every kernel runs under each
+// per_offload mode: the results must not depend on how the kernel is split.
+
+TEST_CASE_TEMPLATE("suite: a reduction into a top-level qd::var is read by a later loop", A, QD_SUITE_ARCHES) {
   if (!start<A>({.per_offload = per_offload_mode_subcase()})) return;
-  {
-    auto k = kernels::running_total();
-    const std::int64_t n = 100000;
-    auto xs = iota_values(n, 3, -7);
-    qd::ndarray<std::int32_t, 1> x(n), out(10);
-    qd::ndarray<float, 1> fx(100), fout(10);
-    x.from_host(xs);
-    fx.from_host(std::vector<float>(100, 1.0f));
-    for (int launch = 0; launch < 2; ++launch) {  // the variable starts from its initializer every launch
-      k(x, out, fx, fout);
-      const auto total = static_cast<std::int32_t>(std::accumulate(xs.begin(), xs.end(), std::int64_t{0}));
-      CHECK(out.to_host() == iota_values(10, 1, total));
-      CHECK(fout.to_host() == std::vector<float>(10, 100.0f));
-    }
+  auto k = kernels::running_total();
+  const std::int64_t n = 100000;
+  auto xs = iota_values(n, 3, -7);
+  qd::ndarray<std::int32_t, 1> x(n), out(10);
+  qd::ndarray<float, 1> fx(100), fout(10);
+  x.from_host(xs);
+  fx.from_host(std::vector<float>(100, 1.0f));
+  k(x, out, fx, fout);
+  const auto total = static_cast<std::int32_t>(std::accumulate(xs.begin(), xs.end(), std::int64_t{0}));
+  CHECK(out.to_host() == iota_values(10, 1, total));
+  CHECK(fout.to_host() == std::vector<float>(10, 100.0f));
+  k(x, out, fx, fout);  // the variable starts from its initializer on every launch
+  CHECK(out.to_host() == iota_values(10, 1, total));
+}
+
+TEST_CASE_TEMPLATE("suite: an element read at the top level before a loop overwrites its array keeps the original value", A, QD_SUITE_ARCHES) {
+  if (!start<A>({.per_offload = per_offload_mode_subcase()})) return;
+  auto k = kernels::stale_snapshot();
+  const std::int64_t n = 1000;
+  auto as = iota_values(n, 2, 5);
+  auto ms = iota_values(12, 7, 1);
+  qd::ndarray<std::int32_t, 1> a(n);
+  qd::ndarray<std::int32_t, 2> m({3, 4}), out({8, 4});
+  a.from_host(as);
+  m.from_host(ms);
+  k(a, m, out);
+  auto got = out.to_host();
+  for (std::int32_t i = 0; i < 8; ++i) {
+    CAPTURE(i);
+    CHECK(got[static_cast<std::size_t>(i * 4 + 0)] == as[0] + i);
+    CHECK(got[static_cast<std::size_t>(i * 4 + 1)] == as.back());
+    CHECK(got[static_cast<std::size_t>(i * 4 + 2)] == ms[1 * 4 + 2]);
+    CHECK(got[static_cast<std::size_t>(i * 4 + 3)] == as[0] * 10 + as[0]);
   }
-  {
-    auto k = kernels::stale_snapshot();
-    auto as = iota_values(1000, 2, 5);
-    auto ms = iota_values(12, 7, 1);
-    qd::ndarray<std::int32_t, 1> a(1000);
-    qd::ndarray<std::int32_t, 2> m({3, 4}), out({8, 4});
-    a.from_host(as);
-    m.from_host(ms);
-    k(a, m, out);
-    auto got = out.to_host();
-    for (std::int32_t i = 0; i < 8; ++i) {
-      CHECK(got[static_cast<std::size_t>(i * 4 + 0)] == as[0] + i);
-      CHECK(got[static_cast<std::size_t>(i * 4 + 1)] == as.back());
-      CHECK(got[static_cast<std::size_t>(i * 4 + 2)] == ms[1 * 4 + 2]);
-      CHECK(got[static_cast<std::size_t>(i * 4 + 3)] == as[0] * 10 + as[0]);
-    }
+  std::vector<std::int32_t> want_a;
+  for (std::int32_t v : as) want_a.push_back(v * 10 + as[0]);
+  CHECK(a.to_host() == want_a);
+  CHECK(m.to_host() == std::vector<std::int32_t>(12, -1));
+}
+
+TEST_CASE_TEMPLATE("suite: loop bounds may be loaded from an array, including one an earlier construct wrote", A, QD_SUITE_ARCHES) {
+  if (!start<A>({.per_offload = per_offload_mode_subcase()})) return;
+  auto k = kernels::bounds_from_arrays();
+  const std::int64_t n = 30;
+  auto xs = iota_values(n, 1, 1);
+  qd::ndarray<std::int32_t, 1> bounds(3), x(n), out(n);
+  qd::ndarray<std::int32_t, 0> count;
+  x.from_host(xs);
+  for (std::vector<std::int32_t> b : {std::vector<std::int32_t>{12, 20, 25}, std::vector<std::int32_t>{0, 5, 5},
+                                      std::vector<std::int32_t>{30, 29, 30}}) {
+    CAPTURE(b[0]);
+    bounds.from_host(b);
+    out.fill(7);
+    count.fill(-1);
+    k(bounds, x, out, count);
+    std::vector<std::int32_t> want(static_cast<std::size_t>(n), 7);
+    for (std::int32_t i = 0; i < b[0]; ++i) want[static_cast<std::size_t>(i)] = xs[static_cast<std::size_t>(i)] * 2;
+    for (std::int32_t i = b[1]; i < b[2]; ++i) want[static_cast<std::size_t>(i)] = -xs[static_cast<std::size_t>(i)];
+    for (std::int32_t i = 0; i < n / 3; ++i) want[static_cast<std::size_t>(i)] += 1000;
+    CHECK(out.to_host() == want);
+    CHECK(count.to_host()[0] == n / 3);
   }
-  {
-    auto k = kernels::bounds_from_arrays();
-    const std::int64_t n = 30;
-    auto xs = iota_values(n, 1, 1);
-    qd::ndarray<std::int32_t, 1> bounds(3), x(n), out(n);
-    qd::ndarray<std::int32_t, 0> count;
-    x.from_host(xs);
-    for (std::vector<std::int32_t> b : {std::vector<std::int32_t>{12, 20, 25}, std::vector<std::int32_t>{0, 5, 5}}) {
-      bounds.from_host(b);
-      out.fill(7);
-      k(bounds, x, out, count);
-      std::vector<std::int32_t> want(static_cast<std::size_t>(n), 7);
-      for (std::int32_t i = 0; i < b[0]; ++i) want[static_cast<std::size_t>(i)] = xs[static_cast<std::size_t>(i)] * 2;
-      for (std::int32_t i = b[1]; i < b[2]; ++i) want[static_cast<std::size_t>(i)] = -xs[static_cast<std::size_t>(i)];
-      for (std::int32_t i = 0; i < n / 3; ++i) want[static_cast<std::size_t>(i)] += 1000;
-      CHECK(out.to_host() == want);
-    }
-  }
-  {
-    auto k = kernels::relay();
-    const std::int64_t n = 12, len = 777;
-    auto xs = iota_values(len, -1, 3);
+}
+
+TEST_CASE_TEMPLATE("suite: a serial construct between loops sees the first loop's stores and feeds the next loop", A, QD_SUITE_ARCHES) {
+  if (!start<A>({.per_offload = per_offload_mode_subcase()})) return;
+  auto k = kernels::serial_between_loops();
+  const std::int64_t n = 500;
+  auto xs = iota_values(n, 3, 1);
+  qd::ndarray<std::int32_t, 1> x(n), scratch(2), out(16);
+  x.from_host(xs);
+  k(x, scratch, out);
+  const std::int32_t s0 = (xs.front() + 1) + (xs.back() + 1);
+  CHECK(scratch.to_host() == std::vector<std::int32_t>{s0, s0 * 2});
+  std::vector<std::int32_t> want;
+  for (std::int32_t i = 0; i < 16; ++i) want.push_back(s0 * i + s0 * 2);
+  CHECK(out.to_host() == want);
+}
+
+TEST_CASE_TEMPLATE("suite: top-level values and variables cross several constructs", A, QD_SUITE_ARCHES) {
+  if (!start<A>({.per_offload = per_offload_mode_subcase()})) return;
+  auto k = kernels::relay();
+  const std::int64_t n = 12, len = 777;
+  for (std::int32_t scale : {1, -1}) {
+    CAPTURE(scale);
+    auto xs = iota_values(len, scale, 3);
     qd::ndarray<std::int32_t, 1> x(len);
     qd::ndarray<std::int32_t, 2> out({n, 4});
     qd::ndarray<std::int32_t, 0> sign;
@@ -1026,43 +1063,118 @@ TEST_CASE_TEMPLATE("suite: top-level values cross constructs: reductions, snapsh
     CHECK(sign.to_host()[0] == s);
     auto got = out.to_host();
     for (std::int32_t i = 0; i < n; ++i) {
+      CAPTURE(i);
       CHECK(got[static_cast<std::size_t>(i * 4 + 0)] == a + i);
       CHECK(got[static_cast<std::size_t>(i * 4 + 1)] == a + b);
       CHECK(got[static_cast<std::size_t>(i * 4 + 2)] == sum);
       CHECK(got[static_cast<std::size_t>(i * 4 + 3)] == a - b + s);
     }
   }
-  {
-    auto k = kernels::forty_values();
-    const std::int64_t len = 64, rows = 3;
-    auto xs = iota_values(len, 5, -100);
-    qd::ndarray<std::int32_t, 1> x(len);
-    qd::ndarray<std::int32_t, 2> out({rows, 80});
-    x.from_host(xs);
-    k(x, out);
-    const auto total = static_cast<std::int32_t>(std::accumulate(xs.begin(), xs.end(), std::int64_t{0}));
-    auto got = out.to_host();
-    int mismatches = 0;
-    for (std::int32_t i = 0; i < rows; ++i)
-      for (std::int32_t c = 0; c < 40; ++c) {
-        mismatches += got[static_cast<std::size_t>(i * 80 + c)] != xs[static_cast<std::size_t>(c)] * (c + 1) + c + i;
-        mismatches += got[static_cast<std::size_t>(i * 80 + 40 + c)] != c + total * c;
-      }
-    CHECK(mismatches == 0);
+}
+
+TEST_CASE_TEMPLATE("suite: a top-level qd::var changed in qd::if_ and qd::while_ at the top level bounds a later loop", A, QD_SUITE_ARCHES) {
+  if (!start<A>({.per_offload = per_offload_mode_subcase()})) return;
+  auto k = kernels::bound_from_var();
+  const std::int64_t len = 40;
+  auto xs = iota_values(len, 1, 0);
+  qd::ndarray<std::int32_t, 1> x(len), out(len);
+  x.from_host(xs);
+  for (std::int32_t limit : {10, 100, 0}) {
+    CAPTURE(limit);
+    out.fill(0);
+    k(x, out, limit);
+    std::vector<std::int32_t> want(static_cast<std::size_t>(len), 0);
+    const std::int64_t bound = std::min<std::int64_t>(limit, len);
+    for (std::int64_t i = 0; i < bound; ++i) want[static_cast<std::size_t>(i)] = xs[static_cast<std::size_t>(i)] + 1;
+    std::int32_t root = 0;
+    while ((root + 1) * (root + 1) <= len) ++root;
+    for (std::int32_t i = 0; i < root; ++i) want[static_cast<std::size_t>(i)] += 100;
+    CHECK(out.to_host() == want);
   }
-  {
-    auto k = kernels::shared_draw();
-    qd::ndarray<std::int32_t, 1> flag(3);
-    qd::ndarray<float, 2> out({50, 3});
-    flag.from_host(std::vector<std::int32_t>{41, 0, 0});
-    k(flag, out);
-    auto first = out.to_host();
-    for (std::size_t i = 0; i < 50; ++i) {
-      CHECK(first[i * 3 + 0] == first[0]);  // one draw, seen by every construct
-      CHECK(first[i * 3 + 1] == first[0]);
-      CHECK(first[i * 3 + 2] == 41.0f);
+}
+
+TEST_CASE_TEMPLATE("suite: forty top-level values and forty reduced variables cross constructs without mixing up their slots", A, QD_SUITE_ARCHES) {
+  if (!start<A>({.per_offload = per_offload_mode_subcase()})) return;
+  constexpr int count = 40;
+  auto k = kernels::forty_values();
+  const std::int64_t len = 64, rows = 3;
+  auto xs = iota_values(len, 5, -100);
+  qd::ndarray<std::int32_t, 1> x(len);
+  qd::ndarray<std::int32_t, 2> out({rows, 2 * count});
+  x.from_host(xs);
+  k(x, out);
+  const auto total = static_cast<std::int32_t>(std::accumulate(xs.begin(), xs.end(), std::int64_t{0}));
+  auto got = out.to_host();
+  for (std::int32_t i = 0; i < rows; ++i)
+    for (std::int32_t c = 0; c < count; ++c) {
+      CAPTURE(i);
+      CAPTURE(c);
+      CHECK(got[static_cast<std::size_t>(i * 2 * count + c)] == xs[static_cast<std::size_t>(c)] * (c + 1) + c + i);
+      CHECK(got[static_cast<std::size_t>(i * 2 * count + count + c)] == c + total * c);
     }
+  CHECK(x.to_host() == std::vector<std::int32_t>(static_cast<std::size_t>(len), -1));
+}
+
+TEST_CASE_TEMPLATE("suite: a random draw and a volatile read at the top level happen once and every construct sees the same value", A, QD_SUITE_ARCHES) {
+  if (!start<A>({.per_offload = per_offload_mode_subcase(), .random_seed = 11})) return;
+  auto k = kernels::shared_draw();
+  qd::ndarray<std::int32_t, 1> flag(3);
+  qd::ndarray<float, 2> out({50, 3});
+  flag.from_host(std::vector<std::int32_t>{41, 0, 0});
+  k(flag, out);
+  auto first = out.to_host();
+  const float r = first[0];
+  CHECK((r >= 0.0f && r < 1.0f));
+  for (std::size_t i = 0; i < 50; ++i) {
+    CHECK(first[i * 3 + 0] == r);
+    CHECK(first[i * 3 + 1] == r);
+    CHECK(first[i * 3 + 2] == 41.0f);  // read before the loop incremented it
   }
+  k(flag, out);  // a new launch draws anew and reads the updated flag
+  auto second = out.to_host();
+  CHECK(second[0] != r);
+  CHECK(second[1] == second[0]);
+  CHECK(second[2] == 42.0f);
+  CHECK(flag.to_host() == std::vector<std::int32_t>{43, 2, 2});
+}
+
+// Found by the differential fuzzer (kernels::nan_bounds says how).
+TEST_CASE_TEMPLATE("suite: qd::atomic_min and atomic_max on a top-level qd::var ignore a NaN and keep the old zero, however it is kept", A, QD_SUITE_ARCHES) {
+  if (!start<A>({.per_offload = per_offload_mode_subcase()})) return;
+  auto k = kernels::nan_bounds();
+  qd::ndarray<float, 1> x(2);
+  qd::ndarray<float, 2> out({4, 3});
+  x.from_host(std::vector<float>{std::numeric_limits<float>::quiet_NaN(), -0.0f});
+  k(x, out);
+  auto got = out.to_host();
+  for (std::size_t i = 0; i < 4; ++i) {
+    CHECK(got[i * 3 + 0] == 1.0f);
+    CHECK(got[i * 3 + 1] == -1.0f);
+    CHECK_FALSE(std::signbit(got[i * 3 + 2]));  // -0 < +0 is false: +0 stays
+  }
+}
+
+TEST_CASE_TEMPLATE("suite: a min reduction into a top-level qd::var skips NaN elements wherever they are", A, QD_SUITE_ARCHES) {
+  if (!start<A>({.per_offload = per_offload_mode_subcase()})) return;
+  auto k = kernels::nan_reduction();
+  qd::ndarray<float, 1> x(3), out(1);
+  x.from_host(std::vector<float>{0.0f, std::numeric_limits<float>::quiet_NaN(), 5.0f});
+  k(x, out);
+  CHECK(out.to_host()[0] == 0.0f);  // the accumulator used to restart after the NaN and give 5
+}
+
+// Found by the differential fuzzer (kernels::assign_then_add says how).
+TEST_CASE_TEMPLATE("suite: a loop that assigns a top-level qd::var and reduces into it gives the result of some order of its iterations", A, QD_SUITE_ARCHES) {
+  if (!start<A>({.per_offload = per_offload_mode_subcase()})) return;
+  auto k = kernels::assign_then_add();
+  qd::ndarray<std::int32_t, 1> x(6), out(1);
+  x.fill(5);
+  k(x, out);
+  // Each iteration's reset follows its own addition, so at most five additions can follow
+  // the last reset; the per-chunk accumulator used to add all six (30) after it.
+  const std::int32_t v = out.to_host()[0];
+  CHECK(v % 5 == 0);
+  CHECK(v <= 25);
 }
 
 TEST_CASE_TEMPLATE("suite: split and whole variants give bitwise-identical results", A, QD_SUITE_ARCHES) {

@@ -482,106 +482,171 @@ inline auto out_of_bounds() {
   });
 }
 
-// Top-level values crossing constructs (tests/runtime/top_level_values_test.cpp).
+// Top-level values crossing constructs, each run under every per_offload mode.
 
 inline auto running_total() {
   return qd::kernel("running_total", {"x", "out", "fx", "fout"},
-                    [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 1> out,
-                       qd::types::ndarray<float, 1> fx, qd::types::ndarray<float, 1> fout) {
-                      qd::var<std::int32_t> total = 0;
-                      qd::range_for(x.shape(0), [&](qd::i32 i) { total += x[i]; });
-                      qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = total + i; });
-                      qd::var<float> ftotal = 0.0f;
-                      qd::range_for(fx.shape(0), [&](qd::i32 i) { ftotal += fx[i]; });
-                      qd::range_for(fout.shape(0), [&](qd::i32 i) { fout[i] = ftotal; });
-                    });
+                      [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 1> out,
+                         qd::types::ndarray<float, 1> fx, qd::types::ndarray<float, 1> fout) {
+                        qd::var<std::int32_t> total = 0;
+                        qd::range_for(x.shape(0), [&](qd::i32 i) { total += x[i]; });
+                        qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = total + i; });
+                        qd::var<float> ftotal = 0.0f;  // the SPEC's example, in floating point
+                        qd::range_for(fx.shape(0), [&](qd::i32 i) { ftotal += fx[i]; });
+                        qd::range_for(fout.shape(0), [&](qd::i32 i) { fout[i] = ftotal; });
+                      });
 }
 
 inline auto stale_snapshot() {
   return qd::kernel("stale_snapshot", {"a", "m", "out"},
-                    [](qd::types::ndarray<std::int32_t, 1> a, qd::types::ndarray<std::int32_t, 2> m,
-                       qd::types::ndarray<std::int32_t, 2> out) {
-                      qd::i32 first = a[0];
-                      qd::var<std::int32_t> last = a[a.shape(0) - 1];
-                      qd::i32 corner = m(1, 2);
-                      qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = a[i] * 10 + first; });
-                      qd::range_for(qd::ndrange(m.shape(0), m.shape(1)), [&](qd::i32 i, qd::i32 j) { m(i, j) = -1; });
-                      qd::i32 fresh = a[0];
-                      qd::range_for(out.shape(0), [&](qd::i32 i) {
-                        out(i, 0) = first + i;
-                        out(i, 1) = last;
-                        out(i, 2) = corner;
-                        out(i, 3) = fresh;
+                      [](qd::types::ndarray<std::int32_t, 1> a, qd::types::ndarray<std::int32_t, 2> m,
+                         qd::types::ndarray<std::int32_t, 2> out) {
+                        qd::i32 first = a[0];           // a snapshot, as a traced value
+                        qd::var<std::int32_t> last = a[a.shape(0) - 1];  // and as a variable
+                        qd::i32 corner = m(1, 2);
+                        qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = a[i] * 10 + first; });
+                        qd::range_for(qd::ndrange(m.shape(0), m.shape(1)), [&](qd::i32 i, qd::i32 j) { m(i, j) = -1; });
+                        qd::i32 fresh = a[0];  // read after the loop: the new value
+                        qd::range_for(out.shape(0), [&](qd::i32 i) {
+                          out(i, 0) = first + i;
+                          out(i, 1) = last;
+                          out(i, 2) = corner;
+                          out(i, 3) = fresh;
+                        });
                       });
-                    });
 }
 
 inline auto bounds_from_arrays() {
   return qd::kernel("bounds_from_arrays", {"bounds", "x", "out", "count"},
-                    [](qd::types::ndarray<std::int32_t, 1> bounds, qd::types::ndarray<std::int32_t, 1> x,
-                       qd::types::ndarray<std::int32_t, 1> out, qd::types::ndarray<std::int32_t, 0> count) {
-                      qd::range_for(bounds[0], [&](qd::i32 i) { out[i] = x[i] * 2; });
-                      qd::range_for(bounds[1], bounds[2], [&](qd::i32 i) { out[i] = -x[i]; });
-                      count() = x.shape(0) / 3;
-                      qd::range_for(count(), [&](qd::i32 i) { out[i] += 1000; });
-                    });
+                      [](qd::types::ndarray<std::int32_t, 1> bounds, qd::types::ndarray<std::int32_t, 1> x,
+                         qd::types::ndarray<std::int32_t, 1> out, qd::types::ndarray<std::int32_t, 0> count) {
+                        qd::range_for(bounds[0], [&](qd::i32 i) { out[i] = x[i] * 2; });
+                        qd::range_for(bounds[1], bounds[2], [&](qd::i32 i) { out[i] = -x[i]; });
+                        count() = x.shape(0) / 3;  // a serial construct writes the next bound
+                        qd::range_for(count(), [&](qd::i32 i) { out[i] += 1000; });
+                      });
 }
 
 inline auto relay() {
   return qd::kernel("relay", {"x", "out", "sign"},
-                    [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 2> out,
-                       qd::types::ndarray<std::int32_t, 0> sign) {
-                      auto n = out.shape(0);
-                      qd::i32 a = x[0] * 2 + n;
-                      qd::var<std::int32_t> acc = a;
-                      qd::range_for(n, [&](qd::i32 i) { out(i, 0) = a + i; });
-                      qd::range_for(x.shape(0), [&](qd::i32 i) { acc += x[i]; });
-                      qd::i32 b = acc * 3;
-                      qd::range_for(n, [&](qd::i32 i) { out(i, 1) = a + b; });
-                      qd::if_(b > 0, [&] { sign() = 1; }).else_([&] { sign() = -1; });
-                      acc -= a;
-                      qd::range_for(n, [&](qd::i32 i) {
-                        out(i, 2) = acc;
-                        out(i, 3) = a - b + sign();
+                      [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 2> out,
+                         qd::types::ndarray<std::int32_t, 0> sign) {
+                        auto n = out.shape(0);
+                        qd::i32 a = x[0] * 2 + n;  // a load and arithmetic at the top level
+                        qd::var<std::int32_t> acc = a;
+                        qd::range_for(n, [&](qd::i32 i) { out(i, 0) = a + i; });
+                        qd::range_for(x.shape(0), [&](qd::i32 i) { acc += x[i]; });
+                        qd::i32 b = acc * 3;  // computed from the reduced variable
+                        qd::range_for(n, [&](qd::i32 i) { out(i, 1) = a + b; });
+                        qd::if_(b > 0, [&] { sign() = 1; }).else_([&] { sign() = -1; });
+                        acc -= a;  // a top-level update between constructs
+                        qd::range_for(n, [&](qd::i32 i) {
+                          out(i, 2) = acc;
+                          out(i, 3) = a - b + sign();
+                        });
                       });
-                    });
 }
 
 inline auto forty_values() {
   constexpr int count = 40;
   return qd::kernel("forty_values", {"x", "out"},
-                    [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 2> out) {
-                      std::vector<qd::i32> values;
-                      std::deque<qd::var<std::int32_t>> sums;
-                      for (int c = 0; c < count; ++c) {
-                        values.push_back(x[c] * (c + 1) + c);
-                        sums.emplace_back(c);
-                      }
-                      qd::range_for(x.shape(0), [&](qd::i32 i) {
-                        for (int c = 0; c < count; ++c) sums[static_cast<std::size_t>(c)] += x[i] * c;
-                      });
-                      qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = -1; });
-                      qd::range_for(out.shape(0), [&](qd::i32 i) {
+                      [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 2> out) {
+                        std::vector<qd::i32> values;  // trace-time C++ containers of traced handles
+                        std::deque<qd::var<std::int32_t>> sums;
                         for (int c = 0; c < count; ++c) {
-                          out(i, c) = values[static_cast<std::size_t>(c)] + i;
-                          out(i, c + count) = sums[static_cast<std::size_t>(c)];
+                          values.push_back(x[c] * (c + 1) + c);
+                          sums.emplace_back(c);
                         }
+                        qd::range_for(x.shape(0), [&](qd::i32 i) {
+                          for (int c = 0; c < count; ++c) sums[static_cast<std::size_t>(c)] += x[i] * c;
+                        });
+                        qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = -1; });  // the snapshots must survive
+                        qd::range_for(out.shape(0), [&](qd::i32 i) {
+                          for (int c = 0; c < count; ++c) {
+                            out(i, c) = values[static_cast<std::size_t>(c)] + i;
+                            out(i, c + count) = sums[static_cast<std::size_t>(c)];
+                          }
+                        });
                       });
-                    });
 }
 
 inline auto shared_draw() {
   return qd::kernel("shared_draw", {"flag", "out"},
-                    [](qd::types::ndarray<std::int32_t, 1> flag, qd::types::ndarray<float, 2> out) {
-                      qd::f32 r = qd::random<float>();
-                      qd::i32 seen = qd::volatile_load(flag[0]);
-                      qd::range_for(flag.shape(0), [&](qd::i32 i) { flag[i] = flag[i] + 1; });
-                      qd::range_for(out.shape(0), [&](qd::i32 i) { out(i, 0) = r; });
-                      qd::range_for(out.shape(0), [&](qd::i32 i) {
-                        out(i, 1) = r;
-                        out(i, 2) = qd::cast<float>(seen);
+                      [](qd::types::ndarray<std::int32_t, 1> flag, qd::types::ndarray<float, 2> out) {
+                        qd::f32 r = qd::random<float>();
+                        qd::i32 seen = qd::volatile_load(flag[0]);
+                        qd::range_for(flag.shape(0), [&](qd::i32 i) { flag[i] = flag[i] + 1; });
+                        qd::range_for(out.shape(0), [&](qd::i32 i) { out(i, 0) = r; });
+                        qd::range_for(out.shape(0), [&](qd::i32 i) {
+                          out(i, 1) = r;
+                          out(i, 2) = qd::cast<float>(seen);
+                        });
                       });
-                    });
+}
+
+inline auto serial_between_loops() {
+  return qd::kernel("serial_between_loops", {"x", "scratch", "out"},
+                      [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 1> scratch,
+                         qd::types::ndarray<std::int32_t, 1> out) {
+                        qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] + 1; });
+                        scratch[0] = x[0] + x[x.shape(0) - 1];  // top-level stores: a serial construct
+                        scratch[1] = scratch[0] * 2;             // reads the store just made
+                        qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = scratch[0] * i + scratch[1]; });
+                      });
+}
+
+inline auto bound_from_var() {
+  return qd::kernel("bound_from_var", {"x", "out", "limit"},
+                      [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 1> out,
+                         qd::i32 limit) {
+                        qd::var<std::int32_t> n = x.shape(0);
+                        qd::if_(limit < n, [&] { n = limit; });
+                        qd::range_for(n, [&](qd::i32 i) { out[i] = x[i] + 1; });
+                        qd::var<std::int32_t> root = x.shape(0);  // integer square root, serially
+                        qd::while_([&] { return root * root > x.shape(0); }, [&] { root -= 1; });
+                        qd::range_for(root, [&](qd::i32 i) { out[i] += 100; });
+                      });
+}
+
+// Found by the differential fuzzer (tests/fuzz): a top-level variable kept in a global
+// temporary (whole kernel) was updated with the atomics' rule (v < old ? v : old), the
+// same variable recomputed task-locally (split) with old < v ? old : v, so a NaN or a
+// zero of the other sign gave different results in the two variants.
+inline auto nan_bounds() {
+  return qd::kernel("nan_bounds", {"x", "out"}, [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 2> out) {
+    qd::var<float> lo = 1.0f, hi = -1.0f, zero = 0.0f;
+    qd::atomic_min(lo, x[0]);
+    qd::atomic_max(hi, x[0]);
+    qd::atomic_min(zero, x[1]);
+    qd::range_for(out.shape(0), [&](qd::i32 i) {
+      out(i, 0) = lo;
+      out(i, 1) = hi;
+      out(i, 2) = zero;
+    });
+  });
+}
+
+inline auto nan_reduction() {
+  return qd::kernel("nan_reduction", {"x", "out"}, [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> out) {
+    qd::var<float> lo = 100.0f;
+    qd::range_for(x.shape(0), [&](qd::i32 i) { qd::atomic_min(lo, x[i]); });
+    out[0] = lo;
+  });
+}
+
+// Found by the differential fuzzer: a loop that both assigned a top-level qd::var (a
+// race, allowed) and reduced into it accumulated the reduction per chunk and flushed
+// it after the chunk's last assignment, a result no order of the iterations gives.
+inline auto assign_then_add() {
+  return qd::kernel("assign_then_add", {"x", "out"},
+                      [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 1> out) {
+                        qd::var<std::int32_t> v = 0;
+                        qd::range_for(x.shape(0), [&](qd::i32 i) {
+                          v += x[i];
+                          v = 0;  // every iteration resets it after its own update
+                        });
+                        out[0] = v;
+                      });
 }
 
 // Per-offload (tests/runtime/per_offload_test.cpp): a kernel that splits, and the seed's fallbacks.
