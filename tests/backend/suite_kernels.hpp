@@ -656,15 +656,15 @@ inline auto split_many_values() {
                     [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y,
                        qd::types::ndarray<std::int32_t, 2> z, qd::types::ndarray<std::int32_t, 1> w, qd::f32 s) {
                       qd::i32 n = x.shape(0);
-                      qd::f32 head = x[0] * s;
-                      qd::i32 bound = w[1] % n + 1;
+                      qd::f32 head = x[0] * s;       // read once; nothing overwrites x
+                      qd::i32 bound = w[1] % n + 1;  // a loop bound loaded from an array nothing overwrites
                       qd::range_for(n, [&](qd::i32 i) { y[i] = qd::sin(x[i]) * head + qd::sqrt(qd::abs(x[i])); });
                       qd::range_for(qd::ndrange(z.shape(0), z.shape(1)), [&](qd::i32 i, qd::i32 j) {
                         qd::var<std::int32_t> acc = 0;
                         qd::range_for(j + 1, [&](qd::i32 k2) { acc += k2 * i; });
                         qd::if_(acc > 10, [&] { z(i, j) = acc; }).else_([&] { z(i, j) = -acc; });
                       });
-                      y[0] = head + qd::cast<float>(bound);
+                      y[0] = head + qd::cast<float>(bound);  // a serial construct
                       qd::range_for(bound, [&](qd::i32 i) { y[i + 1] = y[i + 1] * 0.5f + qd::random<float>(); });
                     });
 }
