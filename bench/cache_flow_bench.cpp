@@ -5,6 +5,8 @@
 // construct alone. Every configuration runs in the same process, interleaved.
 #include <quadrants/quadrants.hpp>
 
+#include "bench_support.hpp"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -18,39 +20,9 @@
 
 namespace {
 
+using namespace qd_bench;  // bench_support.hpp
+
 namespace fs = std::filesystem;
-using clock_type = std::chrono::steady_clock;
-
-double ms(const std::function<void()>& f) {
-  auto t0 = clock_type::now();
-  f();
-  return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// A construct of about 30 floating-point operations reading three arrays, as in LIMITS.md.
-// `salt` makes constructs (and kernels) differ.
-void construct(qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b, qd::types::ndarray<float, 1> c,
-               qd::types::ndarray<float, 1> out, int salt) {
-  qd::range_for(out.shape(0), [&](qd::i32 i) {
-    qd::f32 p = a[i], q = b[i], s = c[i];
-    qd::f32 acc = p * q + s * static_cast<float>(salt + 1);
-    for (int k = 0; k < 9; ++k) acc = acc * p - q * s + acc * 0.5f;
-    out[i] = acc;
-  });
-}
-
-// A kernel of `n` constructs; construct `edited` gets salt `edit_salt`.
-auto make_kernel(std::string name, int n, int kernel_salt, int edited = -1, int edit_salt = 0) {
-  return qd::kernel(std::move(name), [=](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b,
-                                         qd::types::ndarray<float, 1> c, qd::types::ndarray<float, 1> out) {
-    for (int k = 0; k < n; ++k) construct(a, b, c, out, k == edited ? edit_salt : kernel_salt * 100 + k);
-  });
-}
 
 void warm_process(const fs::path& root) {
   auto run = [&](bool measure) {

@@ -4,6 +4,8 @@
 // side, rounds interleaved, medians reported.
 #include <quadrants/quadrants.hpp>
 
+#include "bench_support.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -22,18 +24,7 @@
 
 namespace {
 
-using clock_type = std::chrono::steady_clock;
-
-double seconds(const std::function<void()>& f) {
-  auto t0 = clock_type::now();
-  f();
-  return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using namespace qd_bench;  // bench_support.hpp
 
 // Hand-written task entry points with the generated code's ABI, so they launch
 // through the same device and thread pool.
@@ -233,17 +224,7 @@ void compile_times() {
   std::vector<double> times;
   for (int r = 0; r < 5; ++r) {
     qd::init({.arch = qd::arch::cpu, .offline_cache = false});
-    auto k = qd::kernel("sixteen", [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b,
-                                      qd::types::ndarray<float, 1> c, qd::types::ndarray<float, 1> out) {
-      for (int construct = 0; construct < 16; ++construct) {  // trace-time loop: 16 constructs
-        qd::range_for(out.shape(0), [&](qd::i32 i) {
-          qd::f32 p = a[i], q = b[i], s = c[i];
-          qd::f32 acc = p * q + s * static_cast<float>(construct + 1);
-          for (int op = 0; op < 9; ++op) acc = acc * p - q * s + acc * 0.5f;  // ~27 more operations
-          out[i] = acc;
-        });
-      }
-    });
+    auto k = make_kernel("sixteen", 16, 0);  // 16 constructs of ~30 operations
     times.push_back(seconds([&] { k.compile(); }));
   }
   fmt::print("  16-construct kernel (whole, one translation unit): compile {:.1f} ms (median of 5)\n",

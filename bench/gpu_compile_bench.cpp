@@ -7,6 +7,8 @@
 // that must not even load NVRTC. Configurations are interleaved; figures are medians.
 #include <quadrants/quadrants.hpp>
 
+#include "bench_support.hpp"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -27,20 +29,9 @@
 
 namespace {
 
+using namespace qd_bench;  // bench_support.hpp
+
 namespace fs = std::filesystem;
-using clock_type = std::chrono::steady_clock;
-
-double ms(const std::function<void()>& f) {
-  auto t0 = clock_type::now();
-  f();
-  return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 // The compile-only target of one GPU compiler.
 struct target {
   const char* compiler;  // "NVRTC", "hipRTC"
@@ -54,24 +45,6 @@ struct target {
   }
 };
 
-// A construct of about 30 floating-point operations reading three arrays, as in
-// LIMITS.md and bench/cache_flow_bench.cpp; `salt` makes constructs differ.
-void construct(qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b, qd::types::ndarray<float, 1> c,
-               qd::types::ndarray<float, 1> out, int salt) {
-  qd::range_for(out.shape(0), [&](qd::i32 i) {
-    qd::f32 p = a[i], q = b[i], s = c[i];
-    qd::f32 acc = p * q + s * static_cast<float>(salt + 1);
-    for (int k = 0; k < 9; ++k) acc = acc * p - q * s + acc * 0.5f;
-    out[i] = acc;
-  });
-}
-
-auto make_kernel(std::string name, int n, int kernel_salt, int edited = -1, int edit_salt = 0) {
-  return qd::kernel(std::move(name), [=](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b,
-                                         qd::types::ndarray<float, 1> c, qd::types::ndarray<float, 1> out) {
-    for (int k = 0; k < n; ++k) construct(a, b, c, out, k == edited ? edit_salt : kernel_salt * 100 + k);
-  });
-}
 
 bool library_mapped(std::string_view name) {
   std::ifstream maps("/proc/self/maps");
