@@ -23,8 +23,13 @@ ir::id bound_id(const A& a) {
     return a.id();
   } else {
     static_assert(std::is_integral_v<std::remove_cvref_t<A>>, "qd::range_for bounds must be integers");
-    if (!std::in_range<std::int32_t>(a))
-      throw_bound_literal(std::to_string(a));
+    using L = std::remove_cvref_t<A>;
+    bool fits = false;
+    if constexpr (std::is_signed_v<L>)
+      fits = static_cast<std::int64_t>(a) >= -2147483647 - 1 && static_cast<std::int64_t>(a) <= 2147483647;
+    else
+      fits = static_cast<std::uint64_t>(a) <= 2147483647u;
+    if (!fits) throw_bound_literal(std::to_string(a));
     return emit_int_constant(dtype::i32, static_cast<std::int64_t>(a));
   }
 }
