@@ -490,6 +490,19 @@ class machine {
     return ctx_.temps + slot * 8;
   }
 
+  // An atomic read-modify-write of the element of `type` at p (an array element or a
+  // global temporary); the old value.
+  cell atomic_update(unsigned char* p, dtype type, ir::atomic_op op, cell v) {
+    return with_type(type, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T old;
+      std::memcpy(&old, p, sizeof(T));
+      T now = atomic_result(op, old, get<T>(v));
+      std::memcpy(p, &now, sizeof(T));
+      return put(old);
+    });
+  }
+
   // A loop bound that does not fit in i32: the launch fails as compiled code's does.
   void report_bound(std::int64_t value) {
     if (ctx_.error) {
@@ -782,15 +795,7 @@ class machine {
           value(i) = 0;
           break;
         }
-        cell v = value(n.a);
-        value(i) = with_type(n.type, [&](auto tag) {
-          using T = typename decltype(tag)::type;
-          T old;
-          std::memcpy(&old, p, sizeof(T));
-          T now = atomic_result(static_cast<ir::atomic_op>(n.sub), old, get<T>(v));
-          std::memcpy(p, &now, sizeof(T));
-          return put(old);
-        });
+        value(i) = atomic_update(p, n.type, static_cast<ir::atomic_op>(n.sub), value(n.a));
         break;
       }
       case ir::op::local_decl: value(i) = value(n.a); break;
@@ -826,15 +831,7 @@ class machine {
           value(i) = 0;
           break;
         }
-        unsigned char* p = temp(n.imm);
-        value(i) = with_type(n.type, [&](auto tag) {
-          using T = typename decltype(tag)::type;
-          T old;
-          std::memcpy(&old, p, sizeof(T));
-          T now = atomic_result(static_cast<ir::atomic_op>(n.sub), old, get<T>(v));
-          std::memcpy(p, &now, sizeof(T));
-          return put(old);
-        });
+        value(i) = atomic_update(temp(n.imm), n.type, static_cast<ir::atomic_op>(n.sub), v);
         break;
       }
       case ir::op::range_for: serial_loop(i, n); break;
