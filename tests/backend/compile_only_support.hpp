@@ -67,6 +67,7 @@ inline std::vector<compiled_kernel_result> compile_suite_kernels() {
   add("ndranges", k::ndranges());
   add("ranges", k::ranges());
   add("branches", k::branches());
+  add("wide_bounds", k::wide_bounds());
   add("overflow_compare", k::overflow_compare());
   add("nested_loops", k::nested_loops());
   add("serial_control_flow", k::serial_control_flow());

@@ -42,6 +42,15 @@ struct on_amdgpu {
   static constexpr qd::arch arch = qd::arch::amdgpu;
   static constexpr const char* name = "amdgpu";
 };
+struct on_reference {  // the IR interpreter, for the tests that check what it reports too
+  static constexpr qd::arch arch = qd::arch::reference;
+  static constexpr const char* name = "reference";
+};
+
+template <class A>
+constexpr bool on_gpu() {
+  return A::arch == qd::arch::cuda || A::arch == qd::arch::amdgpu;
+}
 
 // Starts a program on the arch, with no fallback; on a machine without that GPU the
 // test reports itself skipped, saying why, and returns false.
@@ -53,16 +62,11 @@ bool start(qd::config c = {}) {
     qd::init(c);
     return true;
   } catch (const qd::error& e) {
-    if (A::arch == qd::arch::cpu) throw;
+    if (!on_gpu<A>()) throw;
     const std::string why = std::string("skipped on ") + A::name + ": " + e.what();
     MESSAGE(why);
     return false;
   }
-}
-
-template <class A>
-constexpr bool on_gpu() {
-  return A::arch != qd::arch::cpu;
 }
 
 template <class T>
@@ -228,6 +232,7 @@ std::vector<float> iota_floats(int n, float scale) {
 TYPE_TO_STRING(on_cpu);
 TYPE_TO_STRING(on_cuda);
 TYPE_TO_STRING(on_amdgpu);
+TYPE_TO_STRING(on_reference);
 #define QD_SUITE_ARCHES on_cpu, on_cuda, on_amdgpu
 
 // ---------------------------------------------------------------------------
@@ -476,6 +481,44 @@ TEST_CASE_TEMPLATE("suite: loops, branches and while_ nested in a parallel const
       CHECK(p == std::gcd(a, b));
       CHECK(g.to_host() == std::vector<std::int32_t>{p, rounds});
     }
+  }
+}
+
+TEST_CASE_TEMPLATE("suite: a loop bound beyond qd::i32 fails the launch and runs no iteration, instead of wrapping", A,
+                   on_cpu, on_reference, on_cuda, on_amdgpu) {
+  for (auto mode : {qd::per_offload_mode::off, qd::per_offload_mode::on}) {
+    CAPTURE(mode);
+    if (!start<A>({.per_offload = mode})) return;
+    auto k = kernels::wide_bounds();
+    qd::ndarray<std::int32_t, 1> hits(3);
+    auto launch = [&](std::int64_t lo, std::int64_t hi, std::uint32_t n, std::int64_t rows) {
+      hits.fill(0);
+      k(hits, lo, hi, n, rows);
+    };
+    launch(-3, 4, 5, 3);  // i64 and u32 bounds that fit are used as they are
+    CHECK(hits.to_host() == std::vector<std::int32_t>{7, 5, 6});
+    launch(2147483640, 2147483647, 0, 0);
+    CHECK(hits.to_host() == std::vector<std::int32_t>{7, 0, 0});
+    const std::string message = "kernel 'wide_bounds': a qd::range_for bound is ";
+    using doctest::Contains;
+    CHECK_THROWS_WITH_AS(launch(0, 3000000000, 0, 0), Contains((message + "3000000000").c_str()), qd::user_error);
+    CHECK(hits.to_host()[0] == 0);  // 3000000000 wraps to a negative i32; 4294967296 + 5 would wrap to 5
+    CHECK_THROWS_WITH_AS(launch(0, 4294967301, 0, 0), Contains((message + "4294967301").c_str()), qd::user_error);
+    CHECK(hits.to_host()[0] == 0);
+    CHECK_THROWS_WITH_AS(launch(-4294967296, 3, 0, 0), Contains((message + "-4294967296").c_str()), qd::user_error);
+    CHECK(hits.to_host()[0] == 0);
+    CHECK_THROWS_WITH_AS(launch(0, 0, 4294967295u, 0), Contains((message + "4294967295").c_str()), qd::user_error);
+    CHECK(hits.to_host()[1] == 0);
+    CHECK_THROWS_WITH_AS(launch(0, 0, 0, 4294967298), Contains("does not fit in qd::i32"), qd::user_error);
+    CHECK(hits.to_host()[2] == 0);
+    launch(1, 2, 1, 1);  // the kernel still runs afterwards: the error record was reset
+    CHECK(hits.to_host() == std::vector<std::int32_t>{1, 1, 2});
+
+    auto literal = qd::kernel("wide_literal", {"hits"}, [](qd::types::ndarray<std::int32_t, 1> hits) {
+      qd::range_for(5000000000LL, [&](qd::i32) { hits[0] += 1; });
+    });
+    CHECK_THROWS_WITH_AS(literal(hits), Contains("kernel 'wide_literal': a qd::range_for bound of 5000000000 does not fit"),
+                         qd::user_error);
   }
 }
 

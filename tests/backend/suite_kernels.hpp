@@ -239,6 +239,16 @@ inline auto serial_control_flow() {
                     });
 }
 
+// Loop bounds of types wider than the i32 index: checked at every launch.
+inline auto wide_bounds() {
+  return qd::kernel("wide_bounds", {"hits", "lo", "hi", "n", "rows"},
+                    [](qd::types::ndarray<std::int32_t, 1> hits, qd::i64 lo, qd::i64 hi, qd::u32 n, qd::i64 rows) {
+                      qd::range_for(lo, hi, [&](qd::i32) { hits[0] += 1; });
+                      qd::range_for(n, [&](qd::i32) { hits[1] += 1; });
+                      qd::range_for(qd::ndrange(rows, 2), [&](qd::i32, qd::i32) { hits[2] += 1; });
+                    });
+}
+
 inline auto branches() {
   return qd::kernel(
       "branches", {"x", "cls", "big", "top", "s"},

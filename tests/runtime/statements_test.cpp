@@ -1,7 +1,5 @@
-// Statement behaviour outside the per-backend suite (tests/backend/gpu_suite_test.cpp,
-// which runs every statement and expression kind on the CPU and on each GPU present):
-// the typing rules of mixed operands, and loop bounds beyond qd::i32, which the CPU
-// and the reference backend report at every launch (a GPU only with check_out_of_bound).
+// The typing rules of mixed operands. Every statement and expression kind runs in the
+// per-backend suite (tests/backend/gpu_suite_test.cpp), on the CPU and each GPU present.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -116,49 +114,3 @@ TEST_CASE("mixed operand types promote as documented") {
     }
   }
 }
-
-TEST_CASE("a loop bound beyond qd::i32 fails the launch and runs no iteration, instead of wrapping") {
-  for (qd::arch arch : {qd::arch::cpu, qd::arch::reference})
-    for (auto mode : {qd::per_offload_mode::off, qd::per_offload_mode::on}) {
-      CAPTURE(arch);
-      CAPTURE(mode);
-      qd::init({.arch = arch, .per_offload = mode});
-      auto k = qd::kernel("wide_bounds", {"hits", "lo", "hi", "n", "rows"},
-                          [](qd::types::ndarray<std::int32_t, 1> hits, qd::i64 lo, qd::i64 hi, qd::u32 n,
-                             qd::i64 rows) {
-                            qd::range_for(lo, hi, [&](qd::i32) { hits[0] += 1; });
-                            qd::range_for(n, [&](qd::i32) { hits[1] += 1; });
-                            qd::range_for(qd::ndrange(rows, 2), [&](qd::i32, qd::i32) { hits[2] += 1; });
-                          });
-      qd::ndarray<std::int32_t, 1> hits(3);
-      auto launch = [&](std::int64_t lo, std::int64_t hi, std::uint32_t n, std::int64_t rows) {
-        hits.fill(0);
-        k(hits, lo, hi, n, rows);
-      };
-      launch(-3, 4, 5, 3);  // i64 and u32 bounds that fit are used as they are
-      CHECK(hits.to_host() == std::vector<std::int32_t>{7, 5, 6});
-      launch(2147483640, 2147483647, 0, 0);
-      CHECK(hits.to_host() == std::vector<std::int32_t>{7, 0, 0});
-      const std::string message = "kernel 'wide_bounds': a qd::range_for bound is ";
-      CHECK_THROWS_WITH_AS(launch(0, 3000000000, 0, 0), Contains((message + "3000000000").c_str()), qd::user_error);
-      CHECK(hits.to_host()[0] == 0);  // 3000000000 wraps to a negative i32; 4294967296 + 5 would wrap to 5
-      CHECK_THROWS_WITH_AS(launch(0, 4294967301, 0, 0), Contains((message + "4294967301").c_str()), qd::user_error);
-      CHECK(hits.to_host()[0] == 0);
-      CHECK_THROWS_WITH_AS(launch(-4294967296, 3, 0, 0), Contains((message + "-4294967296").c_str()), qd::user_error);
-      CHECK(hits.to_host()[0] == 0);
-      CHECK_THROWS_WITH_AS(launch(0, 0, 4294967295u, 0), Contains((message + "4294967295").c_str()), qd::user_error);
-      CHECK(hits.to_host()[1] == 0);
-      CHECK_THROWS_WITH_AS(launch(0, 0, 0, 4294967298), Contains("does not fit in qd::i32"), qd::user_error);
-      CHECK(hits.to_host()[2] == 0);
-      launch(1, 2, 1, 1);  // the kernel still runs afterwards
-      CHECK(hits.to_host() == std::vector<std::int32_t>{1, 1, 2});
-
-      auto literal = qd::kernel("wide_literal", {"hits"}, [](qd::types::ndarray<std::int32_t, 1> hits) {
-        qd::range_for(5000000000LL, [&](qd::i32) { hits[0] += 1; });
-      });
-      CHECK_THROWS_WITH_AS(literal(hits), Contains("kernel 'wide_literal': a qd::range_for bound of 5000000000 does not fit"),
-                           qd::user_error);
-      qd::reset();
-    }
-}
-

@@ -31,6 +31,7 @@ struct launch_context {
   std::uint64_t rng_stream = 0;
   std::int64_t* error = nullptr;       // host [flag, param, dim, index, extent], filled after the launch
   bool check_errors = false;           // bounds checks are on: the backend must fill `error` before returning
+  bool wide_bounds = false;            // a loop bound may not fit i32: a GPU must bring its error record back too
 };
 
 class loaded_module {

@@ -3,6 +3,7 @@
 // without allocating, hashing or locking.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -57,6 +58,7 @@ struct variant {
 struct compiled_kernel {
   std::uint64_t program_id = 0;
   bool bounds_checks = false;
+  bool wide_bounds = false;  // the IR narrows an i64/u32 loop bound (ir::op::bound): its failure must be read back
   bool split = false;
   variant primary;                              // the split variant, or the whole kernel
   std::vector<analysis::disjoint_pair> pairs;   // checked before each split launch
@@ -523,6 +525,7 @@ QD_FUNC compiled_kernel* prepare(kernel_state& k, program& p) {
   auto c = std::make_shared<compiled_kernel>();
   c->program_id = p.id();
   c->bounds_checks = cfg.check_out_of_bound;
+  c->wide_bounds = std::any_of(k.ir.nodes.begin(), k.ir.nodes.end(), [](const ir::node& n) { return n.code == ir::op::bound; });
 
   per_offload_observations obs;
   fallback_reason reason = fallback_reason::none;
@@ -654,10 +657,10 @@ QD_FUNC void run_variant(const kernel_state& k, program& p, const compiled_kerne
       }
     }
     backend::launch_context ctx{arrays, scalars, n, static_cast<unsigned char*>(v.temps),
-                                mix_stream(p.config().random_seed, launch_no, t.rng_salt), error, c.bounds_checks};
+                                mix_stream(p.config().random_seed, launch_no, t.rng_salt), error, c.bounds_checks, c.wide_bounds};
     v.device->launch(t.entry, t.parallel, ctx);
-    // The CPU and the reference backend always fill the record; GPUs only when
-    // bounds checks are on (reading it back costs a synchronization).
+    // The CPU and the reference backend always fill the record; a GPU brings it back
+    // (a synchronization) when bounds checks are on or the kernel has wide loop bounds.
     if (error[0] == 2)
       throw user_error(fmt::format("kernel '{}': a qd::range_for bound is {}, which does not fit in qd::i32; loop "
                                    "indices are 32-bit, so that loop ran no iterations. Split the iteration space "

@@ -215,7 +215,7 @@ class amdgpu_device final : public device {
     const unsigned threads = codegen::gpu_threads_per_block;
     QD_HIP_CHECK(g.api().hipModuleLaunchKernel(f->function, parallel ? f->grid : 1, 1, 1, parallel ? threads : 1, 1, 1,
                                                0, nullptr, nullptr, config));
-    if (c.check_errors) {
+    if (c.check_errors || c.wide_bounds) {
       std::int64_t record[5] = {0, 0, 0, 0, 0};
       QD_HIP_CHECK(g.api().hipMemcpy(record, error_record_, sizeof(record), hip_memcpy_device_to_host));
       if (record[0] != 0) {

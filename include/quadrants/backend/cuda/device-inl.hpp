@@ -211,7 +211,7 @@ class cuda_device final : public device {
     const unsigned threads = codegen::gpu_threads_per_block;
     QD_CUDA_CHECK(g.api().cuLaunchKernel(f->function, parallel ? f->grid : 1, 1, 1, parallel ? threads : 1, 1, 1, 0,
                                          nullptr, args, nullptr));
-    if (c.check_errors) {
+    if (c.check_errors || c.wide_bounds) {
       // Bounds checks are on: the launch must report its first out-of-range access.
       std::int64_t record[5] = {0, 0, 0, 0, 0};
       QD_CUDA_CHECK(g.api().cuMemcpyDtoH(record, reinterpret_cast<CUdeviceptr>(error_record_), sizeof(record)));
