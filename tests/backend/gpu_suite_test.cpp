@@ -86,15 +86,17 @@ static_assert(std::is_same_v<decltype(std::declval<qd::f32>() * 2.0), qd::f32>);
 static_assert(std::is_same_v<decltype(std::declval<qd::f64>() + 1), qd::f64>);
 static_assert(std::is_same_v<decltype(1.5f - std::declval<qd::f64>()), qd::f64>);
 
-template <class T>
-void check_integer_operators() {
-  using R = promoted<T>;
-  auto k = kernels::integer_operators<T>();
+// Runs an operator-table kernel (one row per operand pair, one column per operator)
+// over every pair of `values` and compares each row with `row(a, b)` computed on the
+// host, in the result type R; `same` is the comparison. The first ten mismatches are
+// reported in detail.
+template <class T, class R, class Kernel, class Row, class Same>
+void check_operator_table(Kernel&& k, const std::vector<T>& values, Row&& row, Same&& same) {
   std::vector<T> xs, ys;
-  for (T a : interesting_values<T>())
-    for (T b : interesting_values<T>()) xs.push_back(a), ys.push_back(b);
+  for (T a : values)
+    for (T b : values) xs.push_back(a), ys.push_back(b);
   const auto n = static_cast<std::int64_t>(xs.size());
-  const auto columns = static_cast<std::int64_t>(integer_row<R>(0, 1).size());
+  const auto columns = static_cast<std::int64_t>(row(R(0), R(1)).size());
   qd::ndarray<T, 1> x(n), y(n);
   qd::ndarray<R, 2> out({n, columns});
   x.from_host(xs);
@@ -102,16 +104,15 @@ void check_integer_operators() {
   k(x, y, out);
   auto got = out.to_host();
   int mismatches = 0;
-  for (std::int64_t row = 0; row < n; ++row) {
-    auto want = integer_row<R>(static_cast<R>(xs[static_cast<std::size_t>(row)]),
-                               static_cast<R>(ys[static_cast<std::size_t>(row)]));
-    for (std::int64_t col = 0; col < columns; ++col) {
-      R g = got[static_cast<std::size_t>(row * columns + col)];
-      if (g != want[static_cast<std::size_t>(col)] && ++mismatches <= 10) {  // the first ten, in detail
-        CAPTURE(+xs[static_cast<std::size_t>(row)]);
-        CAPTURE(+ys[static_cast<std::size_t>(row)]);
+  for (std::size_t r = 0; r < xs.size(); ++r) {
+    auto want = row(static_cast<R>(xs[r]), static_cast<R>(ys[r]));
+    for (std::size_t col = 0; col < want.size(); ++col) {
+      R g = got[r * static_cast<std::size_t>(columns) + col];
+      if (!same(g, want[col]) && ++mismatches <= 10) {
+        CAPTURE(+xs[r]);
+        CAPTURE(+ys[r]);
         CAPTURE(col);
-        CHECK(+g == +want[static_cast<std::size_t>(col)]);
+        CHECK(+g == +want[col]);
       }
     }
   }
@@ -119,35 +120,17 @@ void check_integer_operators() {
 }
 
 template <class T>
+void check_integer_operators() {
+  using R = promoted<T>;
+  check_operator_table<T, R>(kernels::integer_operators<T>(), interesting_values<T>(), integer_row<R>,
+                             [](R a, R b) { return a == b; });
+}
+
+template <class T>
 void check_float_operators() {
-  auto k = kernels::float_operators<T>();
   const std::vector<T> values = {T(0), T(-0.0), T(1), T(-1), T(0.1), T(-2.5), T(3.75), T(1e30), T(-7e-20),
                                  lim<T>::infinity(), lim<T>::max(), lim<T>::denorm_min()};
-  std::vector<T> xs, ys;
-  for (T a : values)
-    for (T b : values) xs.push_back(a), ys.push_back(b);
-  const auto n = static_cast<std::int64_t>(xs.size());
-  const auto columns = static_cast<std::int64_t>(float_row<T>(0, 0).size());
-  qd::ndarray<T, 1> x(n), y(n);
-  qd::ndarray<T, 2> out({n, columns});
-  x.from_host(xs);
-  y.from_host(ys);
-  k(x, y, out);
-  auto got = out.to_host();
-  int mismatches = 0;
-  for (std::int64_t row = 0; row < n; ++row) {
-    auto want = float_row<T>(xs[static_cast<std::size_t>(row)], ys[static_cast<std::size_t>(row)]);
-    for (std::int64_t col = 0; col < columns; ++col) {
-      T g = got[static_cast<std::size_t>(row * columns + col)];
-      if (!same_float(g, want[static_cast<std::size_t>(col)]) && ++mismatches <= 10) {
-        CAPTURE(xs[static_cast<std::size_t>(row)]);
-        CAPTURE(ys[static_cast<std::size_t>(row)]);
-        CAPTURE(col);
-        CHECK(g == want[static_cast<std::size_t>(col)]);
-      }
-    }
-  }
-  CHECK(mismatches == 0);
+  check_operator_table<T, T>(kernels::float_operators<T>(), values, float_row<T>, same_float<T>);
 }
 
 // Correctly rounded functions agree exactly; the others within `ulps` of <cmath>
