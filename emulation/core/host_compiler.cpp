@@ -2,7 +2,9 @@
 
 #include <sys/stat.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <sstream>
 
 #include "core/kernel_scan.hpp"
 #include "core/process.hpp"
@@ -78,7 +80,12 @@ host_compile_result compile_for_host(const host_compile& r) {
                            "-DQD_EMU_ENTRY_CAPACITY=" + std::to_string(scan.kernels.size())});
   argv.insert(argv.end(), r.preprocessor_flags.begin(), r.preprocessor_flags.end());
   argv.insert(argv.end(), r.codegen_flags.begin(), r.codegen_flags.end());
-  argv.insert(argv.end(), {"-fPIC", "-shared", "-fvisibility=hidden", "-fno-exceptions", "-fno-rtti",
+  // QD_EMULATED_GPU_CXXFLAGS comes last, so "-O0 -g" (to step through a kernel) wins.
+  if (const char* extra = std::getenv("QD_EMULATED_GPU_CXXFLAGS"); extra && *extra) {
+    std::istringstream words(extra);
+    for (std::string w; words >> w;) argv.push_back(w);
+  }
+  argv.insert(argv.end(), {"-pipe", "-fPIC", "-shared", "-fvisibility=hidden", "-fno-exceptions", "-fno-rtti",
                            "-fno-math-errno", "-fno-strict-aliasing", "-fno-semantic-interposition", "-w", glued,
                            "-o", shared_object, "-lm"});
   if (run_process(argv, log) != 0) {

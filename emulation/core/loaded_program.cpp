@@ -27,15 +27,18 @@ std::shared_ptr<loaded_program> loaded_program::load(const blob_view& blob, std:
     done += static_cast<std::size_t>(n);
   }
   const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  // The descriptor stays open while the module is loaded: dlopen knows a library by its
+  // path, and a closed descriptor's number (so its path) is given to the next module.
   void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  ::close(fd);  // the mapping stays
   if (handle == nullptr) {
     const char* why = ::dlerror();
     error = std::string("dlopen failed: ") + (why ? why : "unknown error");
+    ::close(fd);
     return nullptr;
   }
   std::shared_ptr<loaded_program> p(new loaded_program);
   p->handle_ = handle;
+  p->fd_ = fd;
   auto info = reinterpret_cast<qd_emu_module_fn>(::dlsym(handle, QD_EMU_MODULE_SYMBOL));
   const qd_emu_module* m = info ? info() : nullptr;
   if (m == nullptr || m->abi_version != QD_EMU_ABI_VERSION) {
@@ -57,6 +60,7 @@ std::shared_ptr<loaded_program> loaded_program::load(const blob_view& blob, std:
 
 loaded_program::~loaded_program() {
   if (handle_) ::dlclose(handle_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 const loaded_kernel* loaded_program::find(const std::string& symbol) const {

@@ -30,6 +30,7 @@ class loaded_program {
  private:
   loaded_program() = default;
   void* handle_ = nullptr;
+  int fd_ = -1;
   std::vector<loaded_kernel> kernels_;
 };
 

@@ -1,0 +1,33 @@
+# The GPU backends on the emulated GPUs (emulation/, docs/testing.md "Emulated GPUs"):
+# test executables registered a second time, as emulated_<api>/<name>, with the
+# variables scripts/with-emulated-gpu sets. A GPU test that reports itself skipped
+# fails here: under the emulation the GPU is always there.
+if(NOT TARGET qd_emulated_gpus)
+  return()
+endif()
+
+set(qd_emulated_cuda_env "QD_CUDA_PATH=$<TARGET_FILE:qd_emulated_cuda>;QD_NVRTC_PATH=$<TARGET_FILE:qd_emulated_nvrtc>")
+set(qd_emulated_amdgpu_env "QD_HIP_PATH=$<TARGET_FILE:qd_emulated_hip>;QD_HIPRTC_PATH=$<TARGET_FILE:qd_emulated_hiprtc>")
+
+# qd_add_emulated_test(<api: cuda|amdgpu> <name> <target> [ARGS ...] [ENV ...] [TIMEOUT s])
+function(qd_add_emulated_test api name target)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "ARGS;ENV" ${ARGN})
+  set(test emulated_${api}/${name})
+  add_test(NAME ${test} COMMAND ${target} ${ARG_ARGS})
+  add_dependencies(${target} qd_emulated_gpus)
+  set(env "XDG_CACHE_HOME=${CMAKE_CURRENT_BINARY_DIR}/cache/emulated_${api}_${name}" "QD_LOG_LEVEL=warn"
+          ${qd_emulated_${api}_env} ${ARG_ENV})
+  set_tests_properties(${test} PROPERTIES ENVIRONMENT "${env}" FAIL_REGULAR_EXPRESSION "skipped on ${api}"
+                                          LABELS emulated_gpu)
+  if(ARG_TIMEOUT)
+    set_tests_properties(${test} PROPERTIES TIMEOUT ${ARG_TIMEOUT})
+  endif()
+endfunction()
+
+foreach(api cuda amdgpu)
+  # The per-backend suite's instances for this GPU.
+  qd_add_emulated_test(${api} gpu_suite backend_gpu_suite_test ARGS "--test-case=*<on_${api}>*")
+  # The fuzzer's GPU batch, blocks in order on one host thread (deterministic).
+  qd_add_emulated_test(${api} fuzz_batch fuzz_gpu_batch_test ENV "QD_FUZZ_GPU=${api}" "QD_EMULATED_GPU_THREADS=1"
+                       TIMEOUT 900)
+endforeach()
