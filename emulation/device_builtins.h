@@ -62,6 +62,9 @@ static inline void __syncthreads() {
   self->trap(self, 1);
   __builtin_unreachable();
 }
+#ifdef QD_EMU_HIP
+#define abort() __trap()  /* HIP's device abort */
+#endif
 static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 static inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 static inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }

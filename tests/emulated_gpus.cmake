@@ -8,8 +8,12 @@ endif()
 
 set(qd_emulated_cuda_env "QD_CUDA_PATH=$<TARGET_FILE:qd_emulated_cuda>;QD_NVRTC_PATH=$<TARGET_FILE:qd_emulated_nvrtc>")
 set(qd_emulated_amdgpu_env "QD_HIP_PATH=$<TARGET_FILE:qd_emulated_hip>;QD_HIPRTC_PATH=$<TARGET_FILE:qd_emulated_hiprtc>")
+set(qd_emulated_gpus_env ${qd_emulated_cuda_env} ${qd_emulated_amdgpu_env})
+set(qd_emulated_cuda_skip "skipped on cuda")
+set(qd_emulated_amdgpu_skip "skipped on amdgpu")
+set(qd_emulated_gpus_skip "skipped on (cuda|amdgpu)")
 
-# qd_add_emulated_test(<api: cuda|amdgpu> <name> <target> [ARGS ...] [ENV ...] [TIMEOUT s])
+# qd_add_emulated_test(<api: cuda|amdgpu|gpus (both)> <name> <target> [ARGS ...] [ENV ...] [TIMEOUT s])
 function(qd_add_emulated_test api name target)
   cmake_parse_arguments(ARG "" "TIMEOUT" "ARGS;ENV" ${ARGN})
   set(test emulated_${api}/${name})
@@ -17,7 +21,7 @@ function(qd_add_emulated_test api name target)
   add_dependencies(${target} qd_emulated_gpus)
   set(env "XDG_CACHE_HOME=${CMAKE_CURRENT_BINARY_DIR}/cache/emulated_${api}_${name}" "QD_LOG_LEVEL=warn"
           ${qd_emulated_${api}_env} ${ARG_ENV})
-  set_tests_properties(${test} PROPERTIES ENVIRONMENT "${env}" FAIL_REGULAR_EXPRESSION "skipped on ${api}"
+  set_tests_properties(${test} PROPERTIES ENVIRONMENT "${env}" FAIL_REGULAR_EXPRESSION "${qd_emulated_${api}_skip}"
                                           LABELS emulated_gpu)
   if(ARG_TIMEOUT)
     set_tests_properties(${test} PROPERTIES TIMEOUT ${ARG_TIMEOUT})
@@ -28,6 +32,15 @@ foreach(api cuda amdgpu)
   # The per-backend suite's instances for this GPU.
   qd_add_emulated_test(${api} gpu_suite backend_gpu_suite_test ARGS "--test-case=*<on_${api}>*")
   # The fuzzer's GPU batch, blocks in order on one host thread (deterministic).
-  qd_add_emulated_test(${api} fuzz_batch fuzz_gpu_batch_test ENV "QD_FUZZ_GPU=${api}" "QD_EMULATED_GPU_THREADS=1"
-                       TIMEOUT 900)
+  # The real compilers are left out here: they already compile every suite kernel in the
+  # compile-only tests, and would double this batch's time (hipRTC: ~140 ms a program).
+  qd_add_emulated_test(${api} fuzz_batch fuzz_gpu_batch_test TIMEOUT 900
+                       ENV "QD_FUZZ_GPU=${api}" "QD_EMULATED_GPU_THREADS=1" "QD_EMULATION_REAL_NVRTC=off"
+                           "QD_EMULATION_REAL_HIPRTC=off")
 endforeach()
+
+# The emulation itself: bad input as the drivers answer it, streams, barriers, traps.
+add_executable(backend_emulated_gpu_test ${CMAKE_CURRENT_SOURCE_DIR}/backend/emulated_gpu_test.cpp)
+target_link_libraries(backend_emulated_gpu_test PRIVATE quadrants::quadrants qd_doctest_main fmt::fmt)
+target_include_directories(backend_emulated_gpu_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+qd_add_emulated_test(gpus emulation backend_emulated_gpu_test)

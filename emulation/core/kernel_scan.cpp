@@ -178,6 +178,10 @@ bool is_template(std::string_view s, std::size_t at) {
 
 kernel_scan scan_kernels(std::string_view text) {
   kernel_scan out;
+  // Anywhere, kernel bodies included (a false hit in a string literal only costs fibers).
+  for (std::size_t at = text.find("__syncthreads"); at != std::string_view::npos && !out.synchronizes;
+       at = text.find("__syncthreads", at + 1))
+    out.synchronizes = at == 0 || !ident_char(text[at - 1]);
   cursor c(text);
   while (true) {
     c.skip_space();
@@ -188,7 +192,6 @@ kernel_scan scan_kernels(std::string_view text) {
     }
     const std::size_t word_at = c.at();
     const std::string_view word = c.ident();
-    if (word.rfind("__syncthreads", 0) == 0) out.synchronizes = true;
     if (word != "__global__") continue;
 
     // The declarator: attributes, the return type, the (qualified) name, the parameters.

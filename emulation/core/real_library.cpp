@@ -6,8 +6,6 @@
 #include <cstdlib>
 #include <cstring>
 
-extern "C" __attribute__((visibility("default"))) const char qd_emulated_gpu_library[] = "Quadrants emulated GPU";
-
 namespace qd::emulation {
 namespace {
 

@@ -21,7 +21,7 @@ void* open_real_library(const real_library_search& search, std::string& path);
 
 }  // namespace qd::emulation
 
-// Exported by every emulated library, so that a search for the real one skips it.
-extern "C" {
-__attribute__((visibility("default"))) extern const char qd_emulated_gpu_library[];
-}
+// Every emulated library exports this marker, so that a search for the real one skips
+// it (and a test can tell the emulation from a driver).
+#define QD_EMULATED_GPU_LIBRARY_MARKER \
+  extern "C" __attribute__((visibility("default"))) const char qd_emulated_gpu_library[] = "Quadrants emulated GPU";

@@ -55,6 +55,7 @@ const runtime_compiler::real_api& runtime_compiler::real() {
 }
 
 void* runtime_compiler::real_handle() { return real().library; }
+const std::string& runtime_compiler::real_path() { return real().path; }
 
 bool runtime_compiler::real_version(int* major, int* minor) {
   return real().library && real().version(major, minor) == rtc_success;

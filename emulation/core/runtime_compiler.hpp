@@ -61,6 +61,8 @@ class runtime_compiler {
   bool real_version(int* major, int* minor);
   // The real library's handle (null when absent), for API-specific queries.
   void* real_handle();
+  // The real library's path, or why there is none ("not installed", "turned off by ...").
+  const std::string& real_path();
 
  private:
   struct program;

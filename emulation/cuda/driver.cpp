@@ -12,8 +12,11 @@
 #include <string>
 
 #include "core/gpu.hpp"
+#include "core/real_library.hpp"
 
 #define QD_EMU_EXPORT extern "C" __attribute__((visibility("default")))
+
+QD_EMULATED_GPU_LIBRARY_MARKER
 
 using CUresult = int;
 using CUdevice = int;

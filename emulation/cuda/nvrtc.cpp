@@ -14,6 +14,8 @@
 
 #define QD_EMU_EXPORT extern "C" __attribute__((visibility("default")))
 
+QD_EMULATED_GPU_LIBRARY_MARKER
+
 using nvrtcResult = int;
 using nvrtcProgram = struct nvrtc_program_st*;
 
@@ -184,3 +186,8 @@ QD_EMU_EXPORT nvrtcResult nvrtcGetProgramLogSize(nvrtcProgram p, std::size_t* si
   return compiler().log_size(p, size);
 }
 QD_EMU_EXPORT nvrtcResult nvrtcGetProgramLog(nvrtcProgram p, char* out) { return compiler().log(p, out); }
+
+// The emulation's own: the file of the real NVRTC each program is checked with; null if none.
+QD_EMU_EXPORT const char* qd_emulation_real_compiler() {
+  return compiler().real_handle() ? compiler().real_path().c_str() : nullptr;
+}

@@ -12,6 +12,8 @@
 
 #define QD_EMU_EXPORT extern "C" __attribute__((visibility("default")))
 
+QD_EMULATED_GPU_LIBRARY_MARKER
+
 using hiprtcResult = int;
 using hiprtcProgram = struct hiprtc_program_st*;
 
@@ -128,3 +130,8 @@ QD_EMU_EXPORT hiprtcResult hiprtcGetProgramLogSize(hiprtcProgram p, std::size_t*
   return compiler().log_size(p, size);
 }
 QD_EMU_EXPORT hiprtcResult hiprtcGetProgramLog(hiprtcProgram p, char* out) { return compiler().log(p, out); }
+
+// The emulation's own: the file of the real hipRTC each program is checked with; null if none.
+QD_EMU_EXPORT const char* qd_emulation_real_compiler() {
+  return compiler().real_handle() ? compiler().real_path().c_str() : nullptr;
+}
