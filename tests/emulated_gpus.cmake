@@ -35,8 +35,8 @@ foreach(api cuda amdgpu)
   # The real compilers are left out here: they already compile every suite kernel in the
   # compile-only tests, and would double this batch's time (hipRTC: ~140 ms a program).
   qd_add_emulated_test(${api} fuzz_batch fuzz_gpu_batch_test TIMEOUT 900
-                       ENV "QD_FUZZ_GPU=${api}" "QD_EMULATED_GPU_THREADS=1" "QD_EMULATION_REAL_NVRTC=off"
-                           "QD_EMULATION_REAL_HIPRTC=off")
+                       ENV "QD_FUZZ_GPU=${api}" "QD_EMULATED_GPU_THREADS=1" "QD_EMULATED_GPU_REAL_NVRTC=off"
+                           "QD_EMULATED_GPU_REAL_HIPRTC=off")
 endforeach()
 
 # The emulation itself: bad input as the drivers answer it, streams, barriers, traps.
@@ -44,3 +44,8 @@ add_executable(backend_emulated_gpu_test ${CMAKE_CURRENT_SOURCE_DIR}/backend/emu
 target_link_libraries(backend_emulated_gpu_test PRIVATE quadrants::quadrants qd_doctest_main fmt::fmt)
 target_include_directories(backend_emulated_gpu_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 qd_add_emulated_test(gpus emulation backend_emulated_gpu_test)
+
+# The GPU benchmark's correctness check: generated against hand-written CUDA, same results.
+if(TARGET gpu_run_bench)
+  qd_add_emulated_test(cuda gpu_run_bench gpu_run_bench ARGS --check)
+endif()

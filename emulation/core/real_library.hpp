@@ -9,7 +9,7 @@
 namespace qd::emulation {
 
 struct real_library_search {
-  const char* variable;                 // QD_EMULATION_REAL_NVRTC: a library file, or "off"
+  const char* variable;                 // QD_EMULATED_GPU_REAL_NVRTC: a library file, or "off"
   std::vector<std::string> names;       // libnvrtc.so.13, ...
   std::vector<std::string> directories; // searched in order
   const char* required_symbol;          // the library must export it (nvrtcCompileProgram)

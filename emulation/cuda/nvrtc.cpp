@@ -1,6 +1,6 @@
 // The emulated NVRTC (libqd_emulated_nvrtc.so): NVRTC's C API, compiling CUDA
 // source with the host C++ compiler into an emulated CUBIN for the emulated CUDA
-// driver. Where the real NVRTC is installed (QD_EMULATION_REAL_NVRTC, else the usual
+// driver. Where the real NVRTC is installed (QD_EMULATED_GPU_REAL_NVRTC, else the usual
 // places) it compiles every program too, first: what NVRTC rejects fails here with
 // NVRTC's own result and log.
 #include <dlfcn.h>
@@ -133,7 +133,7 @@ emu::runtime_compiler& compiler() {
       dirs.emplace_back(d);
     return new emu::runtime_compiler({"NVRTC",
                                       "nvrtc",
-                                      {"QD_EMULATION_REAL_NVRTC",
+                                      {"QD_EMULATED_GPU_REAL_NVRTC",
                                        {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so"},
                                        dirs,
                                        "nvrtcCompileProgram"},

@@ -1,6 +1,6 @@
 // The emulated hipRTC (libqd_emulated_hiprtc.so): hipRTC's C API, compiling HIP
 // source with the host C++ compiler into an emulated code object for the emulated HIP
-// runtime. Where the real hipRTC is installed (QD_EMULATION_REAL_HIPRTC, else the
+// runtime. Where the real hipRTC is installed (QD_EMULATED_GPU_REAL_HIPRTC, else the
 // usual places) it compiles each distinct program once too, first (its ~140 ms a
 // program would otherwise double the emulated AMD runs' time): what it rejects fails
 // here with its own result and log.
@@ -87,7 +87,7 @@ emu::runtime_compiler& compiler() {
       dirs.emplace_back(d);
     return new emu::runtime_compiler({"hipRTC",
                                       "hiprtc",
-                                      {"QD_EMULATION_REAL_HIPRTC",
+                                      {"QD_EMULATED_GPU_REAL_HIPRTC",
                                        {"libhiprtc.so.6", "libhiprtc.so", "libamdhip64.so.5", "libamdhip64.so"},
                                        dirs,
                                        "hiprtcCompileProgram"},
