@@ -18,7 +18,6 @@ function(qd_add_emulated_test api name target)
   cmake_parse_arguments(ARG "" "TIMEOUT" "ARGS;ENV" ${ARGN})
   set(test emulated_${api}/${name})
   add_test(NAME ${test} COMMAND ${target} ${ARG_ARGS})
-  add_dependencies(${target} qd_emulated_gpus)
   set(env "XDG_CACHE_HOME=${CMAKE_CURRENT_BINARY_DIR}/cache/emulated_${api}_${name}" "QD_LOG_LEVEL=warn"
           ${qd_emulated_${api}_env} ${ARG_ENV})
   set_tests_properties(${test} PROPERTIES ENVIRONMENT "${env}" FAIL_REGULAR_EXPRESSION "${qd_emulated_${api}_skip}"

@@ -265,10 +265,7 @@ kernel_scan scan_kernels(std::string_view text) {
       break;
     }
     k.end = c.at();
-    if (is_template(text, word_at)) {
-      out.error = "kernel '" + k.name + "' is a template; the emulated compiler runs only kernels that are not";
-      continue;
-    }
+    if (is_template(text, word_at)) continue;  // not launchable without name expressions (not emulated)
     const auto list = split_top_level(params);
     if (list.size() == 1 && (list[0] == "void" || list[0].empty())) {
       k.param_count = 0;

@@ -3,6 +3,7 @@
 // trampolines that unpack cuLaunchKernel's void** into the typed call, and an entry
 // of the module's table (abi.h). Types come from the compiler (decltype of the kernel),
 // so only names, parameter counts and __launch_bounds__ are read from the text.
+// Template kernels are left out (launching one needs NVRTC's name expressions).
 #pragma once
 
 #include <string>
@@ -21,7 +22,7 @@ struct kernel_definition {
 struct kernel_scan {
   std::vector<kernel_definition> kernels;
   bool synchronizes = false;  // the text names __syncthreads (or a variant)
-  std::string error;          // a kernel the scanner cannot handle (a template, variadic parameters)
+  std::string error;          // a kernel the scanner cannot handle (variadic parameters, no end)
 };
 
 kernel_scan scan_kernels(std::string_view preprocessed);
