@@ -30,8 +30,13 @@ struct dim3 {
 };
 static inline uint3 make_uint3(unsigned x, unsigned y, unsigned z) { return {x, y, z}; }
 
-/* The thread running on this host thread (or fiber; __syncthreads restores it). */
-static thread_local qd_emu_thread* qd_emu_self;
+/* The thread running on this host thread (or fiber; __syncthreads restores it). Read
+   through qd_emu_slot(): a call the compiler may hoist out of loops (const: its value,
+   the slot's address, is fixed for a host thread), where an inlined thread-local access
+   of a dlopen'ed module costs a __tls_get_addr call in every emulated thread. */
+static thread_local qd_emu_thread* qd_emu_self_slot;
+__attribute__((const, noinline)) static qd_emu_thread** qd_emu_slot() { return &qd_emu_self_slot; }
+#define qd_emu_self (*qd_emu_slot())
 #define threadIdx (qd_emu_self->thread_idx)
 #define blockIdx (qd_emu_self->block_idx)
 #define blockDim (qd_emu_self->block_dim)

@@ -33,7 +33,19 @@ void resolve(void* library, const std::string& name, F& f) {
 }
 }  // namespace
 
-runtime_compiler::runtime_compiler(rtc_flavor flavor) : flavor_(std::move(flavor)) {}
+runtime_compiler::runtime_compiler(rtc_flavor flavor) : flavor_(std::move(flavor)) {
+  for (const char* r : {"SUCCESS", "ERROR_OUT_OF_MEMORY", "ERROR_PROGRAM_CREATION_FAILURE", "ERROR_INVALID_INPUT",
+                        "ERROR_INVALID_PROGRAM", "ERROR_INVALID_OPTION", "ERROR_COMPILATION",
+                        "ERROR_BUILTIN_OPERATION_FAILURE", "ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION",
+                        "ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION", "ERROR_NAME_EXPRESSION_NOT_VALID",
+                        "ERROR_INTERNAL_ERROR", "ERROR unknown"})
+    result_names_.push_back(std::string(flavor_.result_prefix) + "_" + r);
+}
+
+const char* runtime_compiler::result_name(int result) const {
+  const auto last = static_cast<int>(result_names_.size()) - 1;
+  return result_names_[static_cast<std::size_t>(result >= 0 && result < last ? result : last)].c_str();
+}
 runtime_compiler::~runtime_compiler() = default;
 
 const runtime_compiler::real_api& runtime_compiler::real() {

@@ -29,6 +29,7 @@ enum rtc_result : int {
 
 struct rtc_flavor {
   const char* name;    // "NVRTC", for messages
+  const char* result_prefix;  // "NVRTC": results are named NVRTC_SUCCESS, NVRTC_ERROR_...
   const char* prefix;  // "nvrtc": the real library's symbols are <prefix>CreateProgram, ...
   real_library_search search;
   // The API's options as host compiler flags; false (with the compiler's message) for
@@ -56,6 +57,8 @@ class runtime_compiler {
   int binary(void* program, char* out);
   int log_size(void* program, std::size_t* size);
   int log(void* program, char* out);
+  // "NVRTC_ERROR_COMPILATION" for 6 (nvrtcGetErrorString, hiprtcGetErrorString).
+  const char* result_name(int result) const;
 
   // The real compiler's version, or false when it is absent.
   bool real_version(int* major, int* minor);
@@ -78,6 +81,7 @@ class runtime_compiler {
   std::mutex mutex_;
   std::set<void*> programs_;
   std::unordered_set<std::string> accepted_;  // check_once: what the real compiler accepted
+  std::vector<std::string> result_names_;
 };
 
 }  // namespace qd::emulation

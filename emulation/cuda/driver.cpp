@@ -451,10 +451,15 @@ QD_EMU_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, 
     auto f = gpu().function(h);
     if (!f) return emu::gpu_status::invalid_handle;
     if (!blocks) return emu::gpu_status::invalid_value;
-    // An emulated multiprocessor runs one block at a time: one resident block, if it fits.
+    // What an H200 holds when registers do not limit it: 2048 threads and 32 blocks per
+    // SM, 228 KiB of shared memory. (The emulation has no register file; the answer sizes
+    // the backends' grids as on the GPU, and each thread then strides through memory only
+    // a few times, which is also what keeps the emulated launch fast.)
     const bool fits = block_size > 0 && static_cast<unsigned>(block_size) <= block_limit(*f) &&
                       dynamic_shared <= static_cast<std::size_t>(shared_memory_per_block);
-    *blocks = fits ? 1 : 0;
+    int resident = fits ? std::min(32, 2048 / block_size) : 0;
+    if (dynamic_shared > 0) resident = std::min(resident, static_cast<int>(233472 / dynamic_shared));
+    *blocks = resident;
     return emu::gpu_status::ok;
   });
 }

@@ -23,18 +23,6 @@ namespace {
 
 namespace emu = qd::emulation;
 
-const char* const result_names[] = {"NVRTC_SUCCESS",
-                                    "NVRTC_ERROR_OUT_OF_MEMORY",
-                                    "NVRTC_ERROR_PROGRAM_CREATION_FAILURE",
-                                    "NVRTC_ERROR_INVALID_INPUT",
-                                    "NVRTC_ERROR_INVALID_PROGRAM",
-                                    "NVRTC_ERROR_INVALID_OPTION",
-                                    "NVRTC_ERROR_COMPILATION",
-                                    "NVRTC_ERROR_BUILTIN_OPERATION_FAILURE",
-                                    "NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION",
-                                    "NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION",
-                                    "NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID",
-                                    "NVRTC_ERROR_INTERNAL_ERROR"};
 
 emu::runtime_compiler& compiler();
 
@@ -132,6 +120,7 @@ emu::runtime_compiler& compiler() {
                           "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/opt/cuda/lib64"})
       dirs.emplace_back(d);
     return new emu::runtime_compiler({"NVRTC",
+                                      "NVRTC",
                                       "nvrtc",
                                       {"QD_EMULATED_GPU_REAL_NVRTC",
                                        {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so"},
@@ -146,10 +135,7 @@ emu::runtime_compiler& compiler() {
 
 }  // namespace
 
-QD_EMU_EXPORT const char* nvrtcGetErrorString(nvrtcResult r) {
-  if (r >= 0 && r < static_cast<int>(sizeof(result_names) / sizeof(result_names[0]))) return result_names[r];
-  return "NVRTC_ERROR unknown";
-}
+QD_EMU_EXPORT const char* nvrtcGetErrorString(nvrtcResult r) { return compiler().result_name(r); }
 
 QD_EMU_EXPORT nvrtcResult nvrtcVersion(int* major, int* minor) {
   if (!major || !minor) return emu::rtc_invalid_input;

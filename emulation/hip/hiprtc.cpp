@@ -21,18 +21,6 @@ namespace {
 
 namespace emu = qd::emulation;
 
-const char* const result_names[] = {"HIPRTC_SUCCESS",
-                                    "HIPRTC_ERROR_OUT_OF_MEMORY",
-                                    "HIPRTC_ERROR_PROGRAM_CREATION_FAILURE",
-                                    "HIPRTC_ERROR_INVALID_INPUT",
-                                    "HIPRTC_ERROR_INVALID_PROGRAM",
-                                    "HIPRTC_ERROR_INVALID_OPTION",
-                                    "HIPRTC_ERROR_COMPILATION",
-                                    "HIPRTC_ERROR_BUILTIN_OPERATION_FAILURE",
-                                    "HIPRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION",
-                                    "HIPRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION",
-                                    "HIPRTC_ERROR_NAME_EXPRESSION_NOT_VALID",
-                                    "HIPRTC_ERROR_INTERNAL_ERROR"};
 
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
@@ -86,6 +74,7 @@ emu::runtime_compiler& compiler() {
     for (const char* d : {"/opt/rocm/lib", "/opt/rocm/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"})
       dirs.emplace_back(d);
     return new emu::runtime_compiler({"hipRTC",
+                                      "HIPRTC",
                                       "hiprtc",
                                       {"QD_EMULATED_GPU_REAL_HIPRTC",
                                        {"libhiprtc.so.6", "libhiprtc.so", "libamdhip64.so.5", "libamdhip64.so"},
@@ -100,10 +89,7 @@ emu::runtime_compiler& compiler() {
 
 }  // namespace
 
-QD_EMU_EXPORT const char* hiprtcGetErrorString(hiprtcResult r) {
-  if (r >= 0 && r < static_cast<int>(sizeof(result_names) / sizeof(result_names[0]))) return result_names[r];
-  return r == 100 ? "HIPRTC_ERROR_LINKING" : "HIPRTC_ERROR unknown";
-}
+QD_EMU_EXPORT const char* hiprtcGetErrorString(hiprtcResult r) { return compiler().result_name(r); }
 
 QD_EMU_EXPORT hiprtcResult hiprtcVersion(int* major, int* minor) {
   if (!major || !minor) return emu::rtc_invalid_input;

@@ -205,6 +205,16 @@ unsigned block_limit(const emu::function_record& f) {
   return bound ? std::min<unsigned>(bound, max_threads_per_block) : max_threads_per_block;
 }
 
+// Blocks of `block_size` threads a compute unit holds when registers do not limit it
+// (the emulation has none): 2048 threads (32 waves of 64), 64 KiB of LDS. The answer sizes
+// the backend's grid as on the GPU.
+int resident_blocks(int block_size, std::size_t dynamic_shared) {
+  if (block_size <= 0 || dynamic_shared > static_cast<std::size_t>(shared_memory_per_block)) return 0;
+  int blocks = std::max(1, 2048 / block_size);
+  if (dynamic_shared > 0) blocks = std::min(blocks, static_cast<int>(shared_memory_per_block / dynamic_shared));
+  return blocks;
+}
+
 }  // namespace
 
 // --- the device ---------------------------------------------------------------------------------
@@ -335,7 +345,7 @@ QD_EMU_EXPORT hipError_t hipModuleOccupancyMaxPotentialBlockSize(int* grid, int*
     unsigned b = block_limit(*f);
     if (block_limit_arg > 0) b = std::min(b, static_cast<unsigned>(block_limit_arg));
     *block = static_cast<int>(b);
-    *grid = compute_units;  // an emulated compute unit runs one block at a time
+    *grid = compute_units * resident_blocks(static_cast<int>(b), dynamic_shared);
     return emu::gpu_status::ok;
   });
 }
@@ -346,9 +356,8 @@ QD_EMU_EXPORT hipError_t hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(int*
     auto f = gpu().function(h);
     if (!f) return emu::gpu_status::invalid_handle;
     if (!blocks) return emu::gpu_status::invalid_value;
-    *blocks = block_size > 0 && static_cast<unsigned>(block_size) <= block_limit(*f) &&
-                      dynamic_shared <= static_cast<std::size_t>(shared_memory_per_block)
-                  ? 1
+    *blocks = block_size > 0 && static_cast<unsigned>(block_size) <= block_limit(*f)
+                  ? resident_blocks(block_size, dynamic_shared)
                   : 0;
     return emu::gpu_status::ok;
   });

@@ -54,6 +54,18 @@ std::string real_compiler(const qd::backend::library_search& search) {
   return path ? path : "";
 }
 
+// `call` must throw a qd::driver_error with the driver's `code`, named in its message.
+template <class Call>
+void expect_driver_error(Call&& call, int code, const char* name) {
+  try {
+    call();
+    FAIL("the emulated driver accepted it");
+  } catch (const qd::driver_error& e) {
+    CHECK(e.code() == code);
+    CHECK(std::string(e.what()).find(name) != std::string::npos);
+  }
+}
+
 template <class F>
 F entry(const qd::backend::shared_library& lib, const char* name) {
   return reinterpret_cast<F>(lib.symbol(name));
@@ -161,15 +173,7 @@ TEST_CASE("emulated cuda: a copy beyond an allocation or through a freed pointer
   auto* p = f.allocate<char>(64);
   f.device->copy_from_host(p, host.data(), 64);  // exactly the allocation: fine
   f.device->copy_to_host(host.data(), p + 60, 4);
-  auto expect_invalid = [](auto&& call) {
-    try {
-      call();
-      FAIL("the emulated driver accepted an out-of-range copy");
-    } catch (const qd::driver_error& e) {
-      CHECK(e.code() == 1);  // CUDA_ERROR_INVALID_VALUE, as the driver answers
-      CHECK(std::string(e.what()).find("CUDA_ERROR_INVALID_VALUE") != std::string::npos);
-    }
-  };
+  auto expect_invalid = [](auto&& call) { expect_driver_error(call, 1, "CUDA_ERROR_INVALID_VALUE"); };
   expect_invalid([&] { f.device->copy_from_host(p, host.data(), 65); });
   expect_invalid([&] { f.device->copy_to_host(host.data(), p + 60, 5); });
   expect_invalid([&] { f.device->copy_to_host(host.data(), p - 8, 8); });
@@ -551,15 +555,7 @@ TEST_CASE("emulated amdgpu: a copy beyond an allocation or through a freed point
   std::vector<char> host(256, 7);
   auto* p = static_cast<char*>(f.device->allocate(64));
   f.device->copy_from_host(p, host.data(), 64);
-  auto expect_invalid = [](auto&& call) {
-    try {
-      call();
-      FAIL("the emulated runtime accepted an out-of-range copy");
-    } catch (const qd::driver_error& e) {
-      CHECK(e.code() == 1);  // hipErrorInvalidValue
-      CHECK(std::string(e.what()).find("hipErrorInvalidValue") != std::string::npos);
-    }
-  };
+  auto expect_invalid = [](auto&& call) { expect_driver_error(call, 1, "hipErrorInvalidValue"); };
   expect_invalid([&] { f.device->copy_from_host(p, host.data(), 65); });
   expect_invalid([&] { f.device->copy_to_host(host.data(), p + 32, 40); });
   f.device->release(p);
