@@ -73,7 +73,6 @@ bool translate(int count, const char* const* options, emu::host_compile& hc, boo
         return false;
       }
       hc.target = value;
-      hc.preprocessor_flags.push_back("-D__CUDA_ARCH__=" + std::to_string(arch * 10));
     } else if (take({"-std", "--std"})) {
       hc.language = value == "c++03" ? "c++11" : value;
     } else if (take({"-D", "--define-macro"}) || (starts_with(o, "-D") && (value = o.substr(2), true))) {
@@ -105,6 +104,8 @@ bool translate(int count, const char* const* options, emu::host_compile& hc, boo
       return false;
     }
   }
+  const std::size_t digits = hc.target.find('_') + 1;
+  hc.preprocessor_flags.push_back("-D__CUDA_ARCH__=" + std::to_string(std::atoi(hc.target.c_str() + digits) * 10));
   hc.preprocessor_flags.insert(hc.preprocessor_flags.end(),
                                {"-D__CUDACC__", "-D__CUDACC_RTC__", "-D__CUDACC_VER_MAJOR__=13",
                                 "-D__CUDACC_VER_MINOR__=0", "-DQD_EMU_CUDA", "-DQD_EMU_WARP_SIZE=32"});

@@ -93,6 +93,15 @@ extern "C" __global__ void wait_for(volatile int* flag, int* saw) {
 }
 extern "C" __global__ void set_flag(int* flag) { atomicExch(flag, 1); }
 extern "C" __global__ void add_one(int* x) { x[threadIdx.x] += 1; }
+extern "C" __global__ void compiled_for(int* p) {
+#if defined(__CUDA_ARCH__)
+  *p = __CUDA_ARCH__;
+#elif defined(__gfx90a__) && defined(__HIP_DEVICE_COMPILE__)
+  *p = 90;
+#else
+  *p = -1;
+#endif
+}
 #ifdef __HIP__
 #define STOP() abort()
 #else
@@ -164,6 +173,13 @@ TEST_CASE("emulated cuda: the device is an H200 (sm_90, 132 SMs) whose name says
   CHECK(f.device->target() == "sm_90");
   int value = 0;
   CHECK(f.api->cuDeviceGetAttribute(&value, 100000, 0) == 1);  // an attribute no driver has: INVALID_VALUE
+  // The program was compiled for sm_90, with NVRTC's predefined macros.
+  int* p = f.allocate<int>(1);
+  void* args[] = {&p};
+  QD_CUDA_CHECK(f.api->cuLaunchKernel(f.function("compiled_for"), 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr));
+  f.device->copy_to_host(&value, p, sizeof(int));
+  CHECK(value == 900);
+  f.device->release(p);
 }
 
 TEST_CASE("emulated cuda: a copy beyond an allocation or through a freed pointer is a qd::driver_error") {
@@ -547,6 +563,14 @@ TEST_CASE("emulated amdgpu: the device is an MI210 (gfx90a) whose name says it i
   CHECK(std::string(reinterpret_cast<const char*>(props.data())) == "Quadrants emulated AMD Instinct MI210 (gfx90a)");
   CHECK(std::string(reinterpret_cast<const char*>(props.data()) + 396) == "gfx90a:sramecc+:xnack-");  // gcnArchName
   CHECK(f.device->target() == "gfx90a:sramecc+:xnack-");
+  // The program was compiled for gfx90a, with hipRTC's predefined macros.
+  auto* p = static_cast<int*>(f.device->allocate(sizeof(int)));
+  void* args[] = {&p};
+  QD_HIP_CHECK(f.api->hipModuleLaunchKernel(f.function("compiled_for"), 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr));
+  int value = 0;
+  f.device->copy_to_host(&value, p, sizeof(int));
+  CHECK(value == 90);
+  f.device->release(p);
 }
 
 TEST_CASE("emulated amdgpu: a copy beyond an allocation or through a freed pointer is a qd::driver_error") {
