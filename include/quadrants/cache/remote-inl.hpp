@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <limits>
@@ -695,7 +696,9 @@ QD_FUNC remote_address parse_remote_url(std::string_view url) {
     if (a.host.find(':') != std::string::npos) throw bad("write an IPv6 address in brackets: redis://[::1]:6379");
   }
   if (a.host.empty()) throw bad("the host is missing");
-  if (a.host.find_first_of(" /\\") != std::string::npos) throw bad("the host contains a space or a slash");
+  for (char c : a.host)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_' && c != ':')
+      throw bad(fmt::format("the host contains '{}'", c));
   if (!port.empty() || hostport.ends_with(":")) {
     a.port = detail::parse_url_number(port, 65535, "the port", url);
     if (a.port == 0) throw bad("the port must be from 1 to 65535");
@@ -711,19 +714,24 @@ QD_FUNC bool remote_supported() noexcept {
 #endif
 }
 
-QD_FUNC remote::remote(remote_options options) : state_(std::make_unique<detail::remote_state>()) {
-  detail::remote_state& s = *state_;
-  s.address = parse_remote_url(options.url);
+QD_FUNC void check_remote_options(const remote_options& options) {
+  remote_address address = parse_remote_url(options.url);
   if (options.secret.empty() && !options.unauthenticated)
     throw user_error(fmt::format(
         "remote_cache '{}' is set without remote_cache_secret: entries from a shared server are native code, so "
         "they are authenticated with an HMAC under a secret the team shares. Set remote_cache_secret "
         "(QD_REMOTE_CACHE_SECRET), or accept unauthenticated entries with remote_cache_unauthenticated = true "
         "(QD_REMOTE_CACHE_UNAUTHENTICATED=1) on a server only you can write to",
-        s.address.text()));
+        address.text()));
   if (options.timeout.count() < 1)
-    throw user_error(fmt::format("remote_cache_timeout_ms = {}; use 1 or more (the default is 100)",
+    throw user_error(fmt::format("remote_cache_timeout_ms = {}; use 1 or more (milliseconds; the default is 100)",
                                  options.timeout.count()));
+}
+
+QD_FUNC remote::remote(remote_options options) : state_(std::make_unique<detail::remote_state>()) {
+  detail::remote_state& s = *state_;
+  check_remote_options(options);
+  s.address = parse_remote_url(options.url);
   if (options.lock_ttl.count() < 1) options.lock_ttl = std::chrono::milliseconds(1);
   if (options.retry_after.count() < 1) options.retry_after = std::chrono::milliseconds(1);
   s.options = std::move(options);

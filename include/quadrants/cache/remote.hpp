@@ -50,6 +50,10 @@ struct remote_options {
   int zstd_level = 1;
 };
 
+// What remote's constructor checks: a qd::user_error for a malformed URL, a missing
+// secret without `unauthenticated`, or a timeout under 1 ms.
+QD_FUNC void check_remote_options(const remote_options& options);
+
 // Counters since the remote was constructed.
 struct remote_stats {
   std::uint64_t hits = 0;         // entries fetched and validated

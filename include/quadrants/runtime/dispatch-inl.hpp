@@ -252,6 +252,8 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
       record->tasks.push_back({entries[t], lowered[t].parallel, has_print(lowered[t].fn), lowered[t].param_map});
     counts.compiled = constructs;
   } else if (p.store()) {
+    // [remote tier, issue 17] one round trip for the record and its module.
+    if (p.store()->remote_tier() && !p.find_module(key)) p.store()->prefetch(cache::entry_kind::kernel, {&key, 1});
     if (auto bytes = p.store()->load(cache::entry_kind::kernel, key)) {
       record = cache::decode_kernel_record(*bytes);
       // The record must describe exactly the tasks this IR lowers to.
@@ -347,6 +349,14 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
     v.modules.push_back(std::move(module));
     counts.compiled = static_cast<int>(offloads.size());
     return;
+  }
+  // [remote tier, issue 17] the records and modules this process lacks, in one round trip
+  // (a fully warm disk costs one access() per key and no round trip).
+  if (p.store() && p.store()->remote_tier()) {
+    std::vector<cache::key> wanted;
+    for (const auto& o : offloads)
+      if (!p.find_module(o.key)) wanted.push_back(o.key);
+    p.store()->prefetch(cache::entry_kind::offload, wanted);
   }
   // Memory, then disk.
   std::vector<std::size_t> misses;
