@@ -426,3 +426,48 @@ TEST_CASE("a server answering garbage, or closing connections, is a fault like a
   ::close(listener);
   answering.join();
 }
+
+#ifdef QD_CACHE_TOOL
+TEST_CASE("qd-cache push uploads what the server lacks, and stats shows the remote tier") {
+  if (!can_test()) return;
+  redis_server server;
+  qd_test::temp_dir dir;
+  kernel_entries k;
+  {
+    store local({.root = dir / "root"});  // a compile-only build machine's cache
+    k.save(local);
+  }
+  ::setenv("QD_REMOTE_CACHE_SECRET", "team secret", 1);
+  std::vector<std::string> base = {QD_CACHE_TOOL, "--root", dir / "root", "--remote", server.url()};
+  auto run = [&](std::string command, int* status) {
+    std::vector<std::string> args = base;
+    args.push_back(std::move(command));
+    return qd_test::run_program(args, status);
+  };
+  int status = -1;
+  std::string pushed = run("push", &status);
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(pushed.find("3 entries checked, 3 uploaded") != std::string::npos);
+  CHECK(run("push", &status).find("0 uploaded") != std::string::npos);
+  // What was pushed is what a process with the secret fetches.
+  remote reader(options_for(server));
+  key records[] = {k.first, k.second};
+  CHECK(reader.prefetch(entry_kind::offload, records) == 3);
+  CHECK(reader.take(entry_kind::module, k.module) == k.code);
+  std::string stats = run("stats", &status);
+  INFO(stats);
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(stats.find("namespace " + reader.namespace_id()) != std::string::npos);
+  CHECK(stats.find("Redis ") != std::string::npos);
+  CHECK(stats.find("stores 3") != std::string::npos);  // the push's own counters
+  ::unsetenv("QD_REMOTE_CACHE_SECRET");
+  // No secret: refused, as for the runtime.
+  CHECK(run("push", &status).find("remote_cache_secret") != std::string::npos);
+  CHECK(WEXITSTATUS(status) == 2);
+  server.stop();
+  ::setenv("QD_REMOTE_CACHE_SECRET", "team secret", 1);
+  CHECK(run("stats", &status).find("unreachable") != std::string::npos);
+  CHECK(WEXITSTATUS(status) == 1);
+  ::unsetenv("QD_REMOTE_CACHE_SECRET");
+}
+#endif

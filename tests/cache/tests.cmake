@@ -18,6 +18,8 @@ if(TARGET qd-cache)
   qd_add_test(cache qd_cache_tool)
   add_dependencies(cache_qd_cache_tool_test qd-cache)
   target_compile_definitions(cache_qd_cache_tool_test PRIVATE QD_CACHE_TOOL="$<TARGET_FILE:qd-cache>")
+  add_dependencies(cache_remote_test qd-cache)
+  target_compile_definitions(cache_remote_test PRIVATE QD_CACHE_TOOL="$<TARGET_FILE:qd-cache>")
 endif()
 
 # The same store used in header-only mode (no compiled library).

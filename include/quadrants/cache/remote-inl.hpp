@@ -409,8 +409,8 @@ QD_FUNC std::optional<std::vector<reply_ptr>> send(remote_state& s, const std::v
       if (err == REDIS_ERR_IO && (why.find("Resource temporarily unavailable") != std::string::npos ||
                                   why.find("timed out") != std::string::npos))
         why = fmt::format("no answer within remote_cache_timeout_ms = {}", s.options.timeout.count());
-      else if (err == REDIS_ERR_EOF)
-        why = "the server closed the connection";
+      else if (err == REDIS_ERR_EOF || err == REDIS_ERR_IO)
+        why = fmt::format("the connection was lost ({})", why);
       else if (err == REDIS_ERR_PROTOCOL)
         why = fmt::format("the server's answer is not the Redis protocol ({})", why);
       fault(s, why);
@@ -513,9 +513,7 @@ QD_FUNC std::optional<remote_fetch> fetch_scripted(remote_state& s, entry_kind k
     remote_status status = remote_status::absent;
     if (is_string(v)) {
       if (accept_value(s, kind, keys[i], v, f.entries)) status = remote_status::hit;
-      else s.misses.fetch_add(1, std::memory_order_relaxed);
     } else if (v->type == REDIS_REPLY_INTEGER) {
-      s.misses.fetch_add(1, std::memory_order_relaxed);
       if (v->integer & 1) status = remote_status::claimed;
       else if (v->integer & 2) status = remote_status::locked_elsewhere;
       if (v->integer & 4) note_foreign(s, kind, keys[i]);
@@ -558,7 +556,6 @@ QD_FUNC std::optional<remote_fetch> fetch_pipelined(remote_state& s, entry_kind 
     const redisReply* holder = (*replies)[keys.size() + i].get();
     if (is_string(v)) {
       bool ok = accept_value(s, kind, keys[i], v, f.entries);
-      if (!ok) s.misses.fetch_add(1, std::memory_order_relaxed);
       f.status.push_back(ok ? remote_status::hit : remote_status::absent);
       if (ok && v->len >= remote_value_header) {
         std::string link(v->str + 4 + hmac_size, remote_link_size);
@@ -566,7 +563,6 @@ QD_FUNC std::optional<remote_fetch> fetch_pipelined(remote_state& s, entry_kind 
       }
       continue;
     }
-    s.misses.fetch_add(1, std::memory_order_relaxed);
     if (is_string(holder)) {
       bool mine = std::string_view(holder->str, holder->len) == s.token;
       f.status.push_back(mine ? remote_status::claimed : remote_status::locked_elsewhere);
@@ -598,8 +594,9 @@ QD_FUNC std::optional<remote_fetch> fetch_pipelined(remote_state& s, entry_kind 
 
 #endif  // QD_WITH_REMOTE_CACHE
 
-// The caller holds s.mutex.
-QD_FUNC remote_fetch fetch_locked(remote_state& s, entry_kind kind, std::span<const key> keys, bool claim) {
+// The caller holds s.mutex. Polls while waiting for a lock do not count their misses again.
+QD_FUNC remote_fetch fetch_locked(remote_state& s, entry_kind kind, std::span<const key> keys, bool claim,
+                                  bool count_misses = true) {
   claim = claim && !s.options.read_only;
   std::optional<remote_fetch> f;
 #if defined(QD_WITH_REMOTE_CACHE)
@@ -612,9 +609,11 @@ QD_FUNC remote_fetch fetch_locked(remote_state& s, entry_kind kind, std::span<co
     f->status.assign(keys.size(), remote_status::unavailable);
     return std::move(*f);
   }
-  for (std::size_t i = 0; i < keys.size(); ++i)
+  for (std::size_t i = 0; i < keys.size(); ++i) {
     if (f->status[i] == remote_status::claimed && s.held.insert({kind, keys[i]}).second)
       s.locks_taken.fetch_add(1, std::memory_order_relaxed);
+    if (count_misses && f->status[i] != remote_status::hit) s.misses.fetch_add(1, std::memory_order_relaxed);
+  }
   return std::move(*f);
 }
 
@@ -761,6 +760,7 @@ QD_FUNC remote::~remote() {
   detail::remote_state& s = *state_;
   try {
     std::lock_guard lock(s.mutex);
+    s.warned_fault = true;  // a server gone by the time the program ends is not worth a warning
     std::vector<std::string> names;
     for (const detail::remote_slot& h : s.held) names.push_back(detail::remote_key(s, h.kind, h.k) + ":lock");
     std::vector<detail::remote_command> commands;
@@ -839,7 +839,7 @@ QD_FUNC std::size_t remote::prefetch(entry_kind kind, std::span<const key> keys)
       std::this_thread::sleep_for(pause);
       pause = std::min(pause * 3 / 2 + std::chrono::milliseconds(1), std::chrono::milliseconds(50));
       lock.lock();
-      remote_fetch g = detail::fetch_locked(s, kind, pending, true);
+      remote_fetch g = detail::fetch_locked(s, kind, pending, true, false);
       std::vector<key> still;
       bool stop = false;
       for (std::size_t i = 0; i < pending.size(); ++i) switch (g.status[i]) {
