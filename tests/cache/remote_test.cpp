@@ -322,7 +322,7 @@ TEST_CASE("a dead server costs at most the timeout once, then nothing until the 
   server.stop(SIGKILL);  // killed mid-run
   auto t0 = std::chrono::steady_clock::now();
   CHECK(!tier.take(entry_kind::module, key_of(1)));
-  CHECK(elapsed_ms(t0) <= o.timeout.count() + 50);
+  CHECK(elapsed_ms(t0) <= o.timeout.count());
   CHECK(!tier.available());
   t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < 1000; ++i) tier.take(entry_kind::module, key_of(1));
@@ -350,8 +350,8 @@ TEST_CASE("a slow server (DEBUG SLEEP) costs the timeout once, with one warning"
   auto t0 = std::chrono::steady_clock::now();
   CHECK(!tier.take(entry_kind::module, key_of(1)));
   double first = elapsed_ms(t0);
-  CHECK(first >= 90);
-  CHECK(first <= 100 + 60);
+  CHECK(first >= 80);
+  CHECK(first <= 100 + 20);
   t0 = std::chrono::steady_clock::now();
   CHECK(!tier.take(entry_kind::module, key_of(1)));
   CHECK(elapsed_ms(t0) < 1);
