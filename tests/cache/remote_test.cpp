@@ -26,15 +26,9 @@ namespace {
 
 // True when the tier can be tested here; otherwise says why, as a skip.
 bool can_test() {
-  if (!remote_supported()) {
-    MESSAGE("skipped: this build has no remote cache tier (hiredis and libsodium were not found)");
-    return false;
-  }
-  if (redis_server::binary().empty() || redis_server::cli().empty()) {
-    MESSAGE("skipped: redis-server or redis-cli is not installed (scripts/install-deps installs redis-server)");
-    return false;
-  }
-  return true;
+  std::string why = qd_test::remote_tier_skip_reason();
+  if (!why.empty()) MESSAGE(why);
+  return why.empty();
 }
 
 remote_options options_for(const redis_server& server, std::string secret = "team secret") {

@@ -26,15 +26,9 @@ using qd_test::redis_server;
 namespace {
 
 bool can_test() {
-  if (!qd::cache::remote_supported()) {
-    MESSAGE("skipped: this build has no remote cache tier (hiredis and libsodium were not found)");
-    return false;
-  }
-  if (redis_server::binary().empty() || redis_server::cli().empty()) {
-    MESSAGE("skipped: redis-server or redis-cli is not installed (scripts/install-deps installs redis-server)");
-    return false;
-  }
-  return true;
+  std::string why = qd_test::remote_tier_skip_reason();
+  if (!why.empty()) MESSAGE(why);
+  return why.empty();
 }
 
 // A worker's environment: its own disk cache under `disk`, the server, the team secret.

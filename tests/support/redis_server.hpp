@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "quadrants/cache/remote.hpp"
+
 extern char** environ;
 
 namespace qd_test {
@@ -171,5 +173,14 @@ class redis_server {
   std::string dir_, socket_;
   pid_t pid_ = -1;
 };
+
+// Empty when the remote tier can be tested here, else why not (for a skip message).
+inline std::string remote_tier_skip_reason() {
+  if (!qd::cache::remote_supported())
+    return "skipped: this build has no remote cache tier (hiredis and libsodium were not found)";
+  if (redis_server::binary().empty() || redis_server::cli().empty())
+    return "skipped: redis-server or redis-cli is not installed (scripts/install-deps installs redis-server)";
+  return {};
+}
 
 }  // namespace qd_test
