@@ -27,3 +27,11 @@ add_executable(cache_header_only_test ${CMAKE_CURRENT_SOURCE_DIR}/cache/header_o
 target_link_libraries(cache_header_only_test PRIVATE quadrants::header-only qd_doctest_main)
 target_include_directories(cache_header_only_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 add_test(NAME cache/header_only COMMAND cache_header_only_test)
+
+# The cache layer without the remote tier's libraries (header-only, no QD_WITH_REMOTE_CACHE).
+add_executable(cache_remote_unsupported_test ${CMAKE_CURRENT_SOURCE_DIR}/cache/remote_unsupported_test.cpp)
+target_link_libraries(cache_remote_unsupported_test PRIVATE qd_doctest_main fmt::fmt qd_deps::zstd qd_deps::xxhash
+                                                            Threads::Threads)
+target_include_directories(cache_remote_unsupported_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${QD_INCLUDE_DIR})
+target_compile_features(cache_remote_unsupported_test PRIVATE cxx_std_20)
+add_test(NAME cache/remote_unsupported COMMAND cache_remote_unsupported_test)
