@@ -34,7 +34,8 @@ bool can_test() {
 // A worker's environment: its own disk cache under `disk`, the server, the team secret.
 std::vector<std::string> worker_env(const redis_server& server, const fs::path& disk) {
   return {"QD_OFFLINE_CACHE_FILE_PATH=" + (disk / "qdcache").string(), "QD_REMOTE_CACHE=" + server.url(),
-          "QD_REMOTE_CACHE_SECRET=team secret", "QD_LOG_LEVEL=warn", "QD_REMOTE_CACHE_RETRY_MS=200"};
+          "QD_REMOTE_CACHE_SECRET=team secret", "QD_LOG_LEVEL=warn", "QD_REMOTE_CACHE_RETRY_MS=200",
+          "QD_PER_OFFLOAD=on"};
 }
 
 // A number printed by the worker as name=value.
@@ -76,6 +77,27 @@ TEST_CASE("a fresh process with an empty disk cache gets every kernel from the s
   CHECK(field(local.output, "round_trips") == 0);
   CHECK(field(local.output, "remote_errors") == 0);
   CHECK(local.output.find("warn") == std::string::npos);
+}
+
+TEST_CASE("whole kernels come from the server too: a record and its module in one round trip") {
+  if (!can_test()) return;
+  redis_server server;
+  qd_test::temp_dir first("remote-whole-first"), second("remote-whole-second");
+  auto whole = [&](const qd_test::temp_dir& disk) {
+    auto env = worker_env(server, disk.path());
+    env.back() = "QD_PER_OFFLOAD=off";
+    return qd_test::run_worker(env, "3 2");
+  };
+  auto cold = whole(first);
+  REQUIRE_MESSAGE(cold.exit_code == 0, cold.output);
+  CHECK(field(cold.output, "compiles") == 3);
+  auto fresh = whole(second);
+  INFO(cold.output, fresh.output);
+  CHECK(fresh.exit_code == 0);
+  CHECK(field(fresh.output, "compiles") == 0);
+  CHECK(field(fresh.output, "loaded") == 6);
+  CHECK(field(fresh.output, "remote_hits") == 6);  // per kernel: its record and its module
+  CHECK(field(fresh.output, "round_trips") == 3);
 }
 
 TEST_CASE("eight processes started at once on a cold server compile each construct about once") {

@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
   int failures = 0, compiled = 0, loaded = 0;
   double ready_ms = 0;
   try {
-    qd::init({.arch = qd::arch::cpu, .per_offload = qd::per_offload_mode::on});
+    qd::init({.arch = qd::arch::cpu});  // QD_PER_OFFLOAD and the rest from the environment
     qd::ndarray<float, 1> x(n), y(static_cast<std::int64_t>(constructs) * n);
     std::vector<float> hx(n);
     for (int i = 0; i < n; ++i) hx[static_cast<std::size_t>(i)] = static_cast<float>(i) * 0.25f;
