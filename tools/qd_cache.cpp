@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,7 @@ constexpr const char* usage_text =
     "  clean --to-size SIZE        remove least recently used entries down to SIZE\n"
     "                              (bytes, or with K, M, G, T: 500M, 1.5G; powers of 1024)\n"
     "  push                        upload the valid local entries the remote tier lacks\n"
+    "  pull                        download (and validate) the remote entries missing here\n"
     "\n"
     "The remote tier is --remote, else $QD_REMOTE_CACHE (redis://host:port/db or\n"
     "unix:///path.sock), with $QD_REMOTE_CACHE_SECRET (or QD_REMOTE_CACHE_UNAUTHENTICATED=1).\n"
@@ -278,6 +280,48 @@ int cmd_push(const std::string& root, const remote_options& options) {
   return failed ? 1 : 0;
 }
 
+// Downloads every entry of the namespace that the local root lacks: a GPU node warms its
+// disk before a job. Each is validated (HMAC, then as a disk entry) before it is written.
+int cmd_pull(const std::string& root, remote_options options) {
+  options.read_only = true;
+  remote tier(options);
+  std::optional<std::vector<remote::listed_entry>> listed = tier.list();
+  if (!listed) {
+    fmt::print(stderr, "qd-cache: {} is unreachable: {}\n", tier.address().text(), tier.last_error());
+    return 1;
+  }
+  store local({.root = root, .max_size = 0});
+  if (!local.writable()) {
+    fmt::print(stderr, "qd-cache: cannot write the cache directory {}\n", root);
+    return 1;
+  }
+  std::uint64_t listed_count = listed->size(), present = 0, downloaded = 0, refused = 0;
+  for (entry_kind kind : all_entry_kinds) {
+    std::vector<key> wanted;
+    for (const remote::listed_entry& e : *listed)
+      if (e.kind == kind) {
+        if (std::filesystem::exists(entry_path(root, kind, e.k))) ++present;
+        else wanted.push_back(e.k);
+      }
+    for (std::size_t start = 0; start < wanted.size(); start += 256) {
+      std::span<const key> batch(wanted.data() + start, std::min<std::size_t>(256, wanted.size() - start));
+      remote_fetch f = tier.fetch(kind, batch, false);
+      for (remote_status st : f.status) {
+        if (st == remote_status::unavailable) {
+          fmt::print(stderr, "qd-cache: {} is unreachable: {}\n", tier.address().text(), tier.last_error());
+          return 1;
+        }
+        if (st != remote_status::hit) ++refused;
+      }
+      for (const remote_entry& e : f.entries)  // records come with their modules
+        if (e.kind == kind && local.save(e.kind, e.k, e.payload)) ++downloaded;
+    }
+  }
+  fmt::print("{} on the server, {} downloaded, {} already here, {} refused (bad tag or invalid)\n",
+             count(listed_count, "entry", "entries"), downloaded, present, refused);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -323,6 +367,14 @@ int main(int argc, char** argv) {
   if (command == "stats" && options.empty()) {
     int rc = cmd_stats(*root);
     return tier ? std::max(rc, cmd_remote_stats(*tier)) : rc;
+  }
+  if (command == "pull" && options.empty()) {
+    if (!tier) return usage_error("pull needs a remote tier: --remote URL or QD_REMOTE_CACHE");
+    if (!remote_supported()) {
+      fmt::print(stderr, "qd-cache: this build has no remote cache tier (hiredis, libsodium)\n");
+      return 1;
+    }
+    return cmd_pull(*root, *tier);
   }
   if (command == "push" && options.empty()) {
     if (!tier) return usage_error("push needs a remote tier: --remote URL or QD_REMOTE_CACHE");

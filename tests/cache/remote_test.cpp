@@ -422,7 +422,7 @@ TEST_CASE("a server answering garbage, or closing connections, is a fault like a
 }
 
 #ifdef QD_CACHE_TOOL
-TEST_CASE("qd-cache push uploads what the server lacks, and stats shows the remote tier") {
+TEST_CASE("qd-cache push uploads what the server lacks, pull downloads it, and stats shows the remote tier") {
   if (!can_test()) return;
   redis_server server;
   qd_test::temp_dir dir;
@@ -454,6 +454,15 @@ TEST_CASE("qd-cache push uploads what the server lacks, and stats shows the remo
   CHECK(stats.find("namespace " + reader.namespace_id()) != std::string::npos);
   CHECK(stats.find("Redis ") != std::string::npos);
   CHECK(stats.find("stores 3") != std::string::npos);  // the push's own counters
+  // pull fills an empty root with validated entries.
+  qd_test::temp_dir node;
+  std::vector<std::string> pull = {QD_CACHE_TOOL, "--root", node / "root", "--remote", server.url(), "pull"};
+  std::string pulled = qd_test::run_program(pull, &status);
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(pulled.find("3 entries on the server, 3 downloaded") != std::string::npos);
+  CHECK(verify_entry(entry_path(node / "root", entry_kind::module, k.module)));
+  CHECK(verify_entry(entry_path(node / "root", entry_kind::offload, k.second)));
+  CHECK(qd_test::run_program(pull, &status).find("0 downloaded, 3 already here") != std::string::npos);
   ::unsetenv("QD_REMOTE_CACHE_SECRET");
   // No secret: refused, as for the runtime.
   CHECK(run("push", &status).find("remote_cache_secret") != std::string::npos);

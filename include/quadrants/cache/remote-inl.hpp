@@ -976,7 +976,7 @@ QD_FUNC std::optional<remote::server_report> remote::report() {
   detail::remote_state& s = *state_;
 #if defined(QD_WITH_REMOTE_CACHE)
   try {
-    std::lock_guard lock(s.mutex);
+    std::unique_lock lock(s.mutex);
     std::string stats_key = s.prefix + "stats";
     auto replies = detail::round_trip(s, {{"HGETALL", stats_key}, {"INFO", "server"}, {"INFO", "memory"}});
     if (!replies) return std::nullopt;
@@ -1000,37 +1000,62 @@ QD_FUNC std::optional<remote::server_report> remote::report() {
     rep.used_memory = std::strtoull(field((*replies)[2].get(), "used_memory").c_str(), nullptr, 10);
     rep.maxmemory = std::strtoull(field((*replies)[2].get(), "maxmemory").c_str(), nullptr, 10);
     rep.maxmemory_policy = field((*replies)[2].get(), "maxmemory_policy");
-    // The namespace's entries, by kind: a SCAN, then their sizes, a batch per round trip.
+    lock.unlock();
+    std::optional<std::vector<listed_entry>> entries = list();
+    if (!entries) return std::nullopt;
+    for (const listed_entry& e : *entries) {
+      rep.entries[static_cast<int>(e.kind)] += 1;
+      rep.bytes[static_cast<int>(e.kind)] += e.size;
+    }
+    return rep;
+  } catch (...) {
+    return std::nullopt;
+  }
+#else
+  (void)s;
+  return std::nullopt;
+#endif
+}
+
+QD_FUNC std::optional<std::vector<remote::listed_entry>> remote::list() {
+  detail::remote_state& s = *state_;
+#if defined(QD_WITH_REMOTE_CACHE)
+  try {
+    std::lock_guard lock(s.mutex);
+    // A SCAN of the namespace, then the values' sizes: a page per round trip.
+    std::vector<listed_entry> out;
     std::string cursor = "0", pattern = s.prefix + "*";
     do {
       auto page = detail::round_trip(s, {{"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}});
       if (!page) return std::nullopt;
       const redisReply* p = (*page)[0].get();
-      if (p->type != REDIS_REPLY_ARRAY || p->elements != 2 || !detail::is_string(p->element[0])) break;
+      if (p->type != REDIS_REPLY_ARRAY || p->elements != 2 || !detail::is_string(p->element[0]) ||
+          p->element[1]->type != REDIS_REPLY_ARRAY)
+        return std::nullopt;
       cursor.assign(p->element[0]->str, p->element[0]->len);
       const redisReply* names = p->element[1];
       std::vector<detail::remote_command> sizes;
-      std::vector<int> kinds;
+      std::size_t first = out.size();
       for (std::size_t i = 0; i < names->elements; ++i) {
+        if (!detail::is_string(names->element[i])) continue;
         std::string_view n(names->element[i]->str, names->element[i]->len);
-        std::string_view rest = n.substr(s.prefix.size());
+        std::string_view rest = n.substr(s.prefix.size());  // <kind>:<32 hex>, nothing else
         std::size_t colon = rest.find(':');
-        if (colon == std::string_view::npos || rest.ends_with(":lock")) continue;
+        if (colon == std::string_view::npos) continue;
         std::optional<entry_kind> kind = entry_kind_from_name(rest.substr(0, colon));
-        if (!kind) continue;
-        kinds.push_back(static_cast<int>(*kind));
+        std::optional<key> k = key::from_hex(rest.substr(colon + 1));
+        if (!kind || !k) continue;
+        out.push_back({*kind, *k, 0});
         sizes.push_back({"STRLEN", n});
       }
       if (sizes.empty()) continue;
       auto lengths = detail::round_trip(s, sizes);
       if (!lengths) return std::nullopt;
-      for (std::size_t i = 0; i < kinds.size(); ++i) {
-        rep.entries[kinds[i]] += 1;
+      for (std::size_t i = 0; i < sizes.size(); ++i)
         if ((*lengths)[i]->type == REDIS_REPLY_INTEGER)
-          rep.bytes[kinds[i]] += static_cast<std::uint64_t>((*lengths)[i]->integer);
-      }
+          out[first + i].size = static_cast<std::uint64_t>((*lengths)[i]->integer);
     } while (cursor != "0");
-    return rep;
+    return out;
   } catch (...) {
     return std::nullopt;
   }

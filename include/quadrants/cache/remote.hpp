@@ -141,6 +141,13 @@ class remote {
     std::uint64_t bytes[4] = {0, 0, 0, 0};
   };
   QD_FUNC std::optional<server_report> report();
+  // Every entry of this namespace on the server (a SCAN), for qd-cache pull and stats.
+  struct listed_entry {
+    entry_kind kind = entry_kind::module;
+    key k;
+    std::uint64_t size = 0;  // bytes of the value
+  };
+  QD_FUNC std::optional<std::vector<listed_entry>> list();
   QD_FUNC std::string last_error() const;
 
   QD_FUNC remote_stats stats() const noexcept;
