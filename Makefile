@@ -13,7 +13,7 @@ TSAN_DIR ?= build-tsan
 LIBFUZZER_DIR ?= build-libfuzzer
 LIBFUZZER_SECONDS ?= 30
 FUZZ_SECONDS ?= 600
-SANITIZER_FLAGS = -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" \
+SANITIZER_FLAGS = -DQD_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" \
 	-DQD_BUILD_EXAMPLES=OFF -DQD_BUILD_BENCH=OFF
 ASAN_TESTS = ir_serialize_test ir_dce_test ir_printer_test analysis_constructs_test analysis_task_plan_test \
 	analysis_split_test backend_thread_pool_test backend_cpu_compiler_test backend_reference_test backend_gpu_suite_test cache_key_test \
@@ -35,7 +35,7 @@ deps:
 	@scripts/install-deps
 
 configure: deps
-	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DQD_WERROR=ON $(CMAKE_FLAGS) >/dev/null
 
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)

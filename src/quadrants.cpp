@@ -2,6 +2,7 @@
 // Header-only mode includes the same files from each public header instead.
 #include "quadrants/base/log-inl.hpp"
 #include "quadrants/ir/printer-inl.hpp"
+#include "quadrants/ir/verify-inl.hpp"
 #include "quadrants/lang/trace-inl.hpp"
 #include "quadrants/codegen/lower-inl.hpp"
 #include "quadrants/codegen/cpp_emitter-inl.hpp"

@@ -495,8 +495,15 @@ QD_FUNC std::string fallback_detail(const kernel_state& k, const analysis::split
       return fmt::format("construct {} would recompute {}", construct(d.construct), what);
     }
     case fallback_reason::autodiff: return "a gradient kernel";
-    default: return std::string(describe(d.reason));
+    case fallback_reason::concurrent:
+    case fallback_reason::diagnostic:
+    case fallback_reason::mesh:
+    case fallback_reason::none:
+    case fallback_reason::policy_backend:
+    case fallback_reason::policy_offline_cache_off:
+    case fallback_reason::policy_per_offload_off: return std::string(describe(d.reason));
   }
+  return std::string(describe(d.reason));
 }
 
 QD_FUNC bool split_enabled_by_policy(const settings& s, fallback_reason& why) {
