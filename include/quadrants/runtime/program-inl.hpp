@@ -1,10 +1,7 @@
 // Implementation of runtime/program.hpp, qd::init and qd::reset.
 #pragma once
 
-#include "quadrants/backend/amdgpu/device.hpp"
-#include "quadrants/backend/cpu/device.hpp"
-#include "quadrants/backend/cuda/device.hpp"
-#include "quadrants/backend/reference/device.hpp"
+#include "quadrants/backend/registry.hpp"
 #include "quadrants/cache/store.hpp"
 #include "quadrants/base/error.hpp"
 #include "quadrants/detail/format.hpp"
@@ -23,54 +20,38 @@ QD_FUNC std::mutex& init_mutex() {
   return m;
 }
 
-// A CUDA or AMD GPU device (or a compile-only one), per the settings.
-QD_FUNC std::shared_ptr<backend::device> make_gpu_device(const settings& s) {
-  if (s.arch == arch::cuda) {
-    backend::cuda::device_options o;
-    o.arch = s.cuda_arch;
-    o.compile_only = s.compile_only;
-    o.opt_level = s.opt_level;
-    o.fast_math = s.fast_math;
-    return backend::cuda::make_device(o);
-  }
-  backend::amdgpu::device_options o;
-  o.arch = s.amdgpu_arch;
-  o.compile_only = s.compile_only;
-  o.opt_level = s.opt_level;
-  o.fast_math = s.fast_math;
-  return backend::amdgpu::make_device(o);
-}
-
 // The device for the requested arch, or the CPU with one warning when that arch
-// is unavailable and fallback is enabled.
+// is unavailable and fallback is enabled. Settings the device decides (bounds checks
+// of a backend that always checks) are written back.
 QD_FUNC std::shared_ptr<backend::device> make_device(settings& s) {
-  backend::cpu::device_options cpu_options;
-  cpu_options.compile.opt_level = s.opt_level;
-  cpu_options.compile.fast_math = s.fast_math;
-  cpu_options.threads = static_cast<unsigned>(s.cpu_max_num_threads);
-  if (s.arch == arch::cpu) return backend::cpu::make_device(cpu_options);
-  if (s.arch == arch::reference) {
-    s.check_out_of_bound = true;  // the interpreter checks every index; errors name the parameter
-    return backend::reference::make_device();
-  }
+  backend::device_request r;
+  r.compile_only = s.compile_only;
+  r.opt_level = s.opt_level;
+  r.fast_math = s.fast_math;
+  r.cuda_arch = s.cuda_arch;
+  r.amdgpu_arch = s.amdgpu_arch;
+  r.cpu_threads = static_cast<unsigned>(s.cpu_max_num_threads);
+  std::shared_ptr<backend::device> d;
   std::string why;
-  if (s.arch == arch::cuda || s.arch == arch::amdgpu) {
-    try {
-      return make_gpu_device(s);
-    } catch (const driver_error& e) {  // a library, a symbol or the GPU is missing
-      why = e.what();
-    }
-  } else {
-    why = fmt::format("the {} backend is not available in this build of Quadrants (not supported on this platform)",
-                      name(s.arch));
+  try {
+    d = backend::make_device(s.arch, r);
+    if (!d)
+      why = fmt::format("the {} backend is not available in this build of Quadrants (not supported on this platform)",
+                        name(s.arch));
+  } catch (const driver_error& e) {  // a library, a symbol or the GPU is missing
+    why = e.what();
   }
-  if (!s.enable_fallback)
-    throw user_error(fmt::format("qd::init(arch = {}): {}. Use arch = cpu, or set enable_fallback = true to fall back "
-                                 "to the CPU",
-                                 name(s.arch), why));
-  log_fmt(log_level::warn, "qd::init(arch = {}): {}; falling back to arch = cpu", name(s.arch), why);
-  s.arch = arch::cpu;
-  return backend::cpu::make_device(cpu_options);
+  if (!d) {
+    if (!s.enable_fallback || s.arch == arch::cpu)
+      throw user_error(fmt::format("qd::init(arch = {}): {}. Use arch = cpu, or set enable_fallback = true to fall "
+                                   "back to the CPU",
+                                   name(s.arch), why));
+    log_fmt(log_level::warn, "qd::init(arch = {}): {}; falling back to arch = cpu", name(s.arch), why);
+    s.arch = arch::cpu;
+    d = backend::make_device(arch::cpu, r);
+  }
+  if (d->traits().always_checks_bounds) s.check_out_of_bound = true;  // errors then name the parameter
+  return d;
 }
 
 QD_FUNC program::program(settings s, std::uint64_t id) : settings_(std::move(s)), id_(id) {

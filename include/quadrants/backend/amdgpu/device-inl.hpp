@@ -160,6 +160,8 @@ class amdgpu_device final : public device {
   }
 
   std::string_view name() const override { return "amdgpu"; }
+  // hipRTC compiles one program at a time.
+  device_traits traits() const override { return {.splits_by_default = true, .concurrent_compile = false}; }
   std::string target() const override { return options_.arch; }
   std::string compiler_identity() const override { return "hiprtc " + hiprtc_fingerprint(); }
   std::string code_options() const override {
@@ -198,7 +200,6 @@ class amdgpu_device final : public device {
   std::vector<std::byte> compile(std::string_view source, std::string_view what) override {
     return compile_code_object(source, compiler_, what);
   }
-  bool compiles_concurrently() const override { return false; }  // hipRTC compiles one program at a time
   std::unique_ptr<loaded_module> load(std::span<const std::byte> binary, std::string_view what) override {
     if (!gpu_) return std::make_unique<compile_only_module>();
     return std::make_unique<hip_module>(gpu_, binary, what);

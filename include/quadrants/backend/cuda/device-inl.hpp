@@ -156,6 +156,7 @@ class cuda_device final : public device {
   }
 
   std::string_view name() const override { return "cuda"; }
+  device_traits traits() const override { return {.splits_by_default = true}; }
   std::string target() const override { return fmt::format("sm_{}", options_.arch); }
   std::string compiler_identity() const override { return "nvrtc " + nvrtc_fingerprint(); }
   std::string code_options() const override {
