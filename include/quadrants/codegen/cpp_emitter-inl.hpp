@@ -267,7 +267,7 @@ class emitter {
     emit_reduction_functions();
     line(fmt::format("struct {}_frame {{", entry_));
     ++indent_;
-    line("qd_i64 qd_base; qd_i64 qd_dims[4]; qd_i64 qd_count;");
+    line("qd_i64 qd_base; qd_i64 qd_dims[QD_MAX_NDIM]; qd_i64 qd_count;");
     for (ir::id f : frame) line(fmt::format("{} {};", c_type(fn_.at(f).type), member(f)));
     --indent_;
     line("};");

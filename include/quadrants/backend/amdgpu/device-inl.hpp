@@ -14,7 +14,7 @@
 #include "quadrants/backend/compile_only_module.hpp"
 #include "quadrants/backend/gpu_task_params.hpp"
 #include "quadrants/base/error.hpp"
-#include "quadrants/codegen/prelude.hpp"
+#include "quadrants/backend/amdgpu/prelude.hpp"
 #include "quadrants/detail/format.hpp"
 
 namespace qd::backend::amdgpu {
@@ -109,9 +109,9 @@ class hip_module final : public loaded_module {
     // The smallest grid that reaches full occupancy with our block size.
     int grid = 0, block = 0;
     QD_HIP_CHECK(api.hipModuleOccupancyMaxPotentialBlockSize(&grid, &block, f.function, 0,
-                                                             static_cast<int>(codegen::gpu_threads_per_block)));
-    if (block > 0 && block < static_cast<int>(codegen::gpu_threads_per_block))
-      grid = grid * block / static_cast<int>(codegen::gpu_threads_per_block);
+                                                             static_cast<int>(limits::gpu_threads_per_block)));
+    if (block > 0 && block < static_cast<int>(limits::gpu_threads_per_block))
+      grid = grid * block / static_cast<int>(limits::gpu_threads_per_block);
     f.grid = static_cast<unsigned>(std::max(1, grid));
     functions_.push_back(f);
     entries_.emplace(name, &functions_.back());
@@ -147,7 +147,7 @@ class amdgpu_device final : public device {
     compiler_.arch = options_.arch;
     compiler_.opt_level = o.opt_level;
     compiler_.fast_math = o.fast_math;
-    prelude_ = codegen::amdgpu_translation_unit_prelude();
+    prelude_ = translation_unit_prelude();
     if (gpu_) {
       void* p = nullptr;
       QD_HIP_CHECK(gpu_->api().hipMalloc(&p, 64));
@@ -213,7 +213,7 @@ class amdgpu_device final : public device {
     // HIP_LAUNCH_PARAM_BUFFER_POINTER, HIP_LAUNCH_PARAM_BUFFER_SIZE, HIP_LAUNCH_PARAM_END.
     void* config[] = {reinterpret_cast<void*>(1), &params, reinterpret_cast<void*>(2), &size,
                       reinterpret_cast<void*>(3)};
-    const unsigned threads = codegen::gpu_threads_per_block;
+    const unsigned threads = limits::gpu_threads_per_block;
     QD_HIP_CHECK(g.api().hipModuleLaunchKernel(f->function, parallel ? f->grid : 1, 1, 1, parallel ? threads : 1, 1, 1,
                                                0, nullptr, nullptr, config));
     if (c.check_errors || c.wide_bounds) {
