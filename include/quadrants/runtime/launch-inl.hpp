@@ -9,6 +9,7 @@
 #include "quadrants/base/limits.hpp"
 #include "quadrants/base/log.hpp"
 #include "quadrants/detail/format.hpp"
+#include "quadrants/lang/trace.hpp"
 #include "quadrants/runtime/kernel_state.hpp"
 #include "quadrants/runtime/program.hpp"
 #include "quadrants/runtime/variant_choice.hpp"
@@ -97,9 +98,18 @@ QD_FUNC void run_variant(const kernel_state& k, program& p, const compiled_kerne
   }
 }
 
+[[noreturn]] QD_FUNC void throw_launch_while_tracing(const kernel_state& k) {
+  throw user_error(fmt::format("kernel '{}' launched while tracing kernel '{}': a kernel lambda runs once, at the "
+                               "first launch, to record the kernel, so it cannot launch kernels; launch '{}' "
+                               "before or after, from host code",
+                               k.name, active_tracer->kernel, k.name));
+}
+
 QD_FUNC void launch(kernel_state& k, const launch_arg* args, std::size_t count) {
-  program* p = active_program.load(std::memory_order_acquire);
-  if (p == nullptr) current_program(fmt::format("kernel '{}'", k.name));  // throws the not-initialized error
+  if (active_tracer != nullptr) throw_launch_while_tracing(k);
+  program_use use(std::nothrow);  // qd::reset() waits until this launch is done
+  if (!use) throw_not_initialized(fmt::format("kernel '{}'", k.name));
+  program* p = &*use;
   compiled_kernel* c = k.ready.load(std::memory_order_acquire);
   if (c == nullptr || c->program_id != p->id()) {
     if (p->config().compile_only)

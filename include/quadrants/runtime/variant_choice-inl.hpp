@@ -5,6 +5,7 @@
 
 #include "quadrants/base/log.hpp"
 #include "quadrants/detail/format.hpp"
+#include "quadrants/lang/trace.hpp"
 #include "quadrants/runtime/variant_builder.hpp"
 #include "quadrants/runtime/variant_choice.hpp"
 
@@ -144,8 +145,12 @@ QD_FUNC variant& whole_variant(kernel_state& k, program& p, compiled_kernel& c) 
 }
 
 QD_FUNC void compile(kernel_state& k) {
-  program& p = current_program(fmt::format("kernel '{}'", k.name));
-  prepare(k, p);
+  if (active_tracer != nullptr)
+    throw user_error(fmt::format("kernel '{}' compiled while tracing kernel '{}': compile it from host code", k.name,
+                                 active_tracer->kernel));
+  program_use use(std::nothrow);
+  if (!use) throw_not_initialized(fmt::format("kernel '{}'", k.name));
+  prepare(k, *use);
 }
 
 }  // namespace qd::detail
