@@ -19,7 +19,7 @@
 
 #include "quadrants/backend/cpu/compiler.hpp"
 #include "quadrants/backend/cpu/module.hpp"
-#include "quadrants/codegen/prelude.hpp"
+#include "quadrants/backend/cpu/prelude.hpp"
 #include "quadrants/runtime/program.hpp"
 
 namespace {
@@ -62,7 +62,7 @@ struct hand_code {
 
 hand_code compile_hand_code(int opt_level) {
   auto& dev = qd::detail::current_program("bench").device();
-  std::string source = qd::codegen::cpu_translation_unit_prelude() + hand_source;
+  std::string source = qd::backend::cpu::translation_unit_prelude() + hand_source;
   (void)opt_level;
   auto binary = dev.compile(source, "hand-written benchmark code");
   hand_code h;
@@ -147,7 +147,7 @@ void launch_overhead() {
                   launches);
   // The same work through a hand-written entry point called directly: the floor.
   auto& dev = qd::detail::current_program("bench").device();
-  std::string source = qd::codegen::cpu_translation_unit_prelude() + R"(
+  std::string source = qd::backend::cpu::translation_unit_prelude() + R"(
 extern "C" __attribute__((visibility("default"))) void bare(const qd_ctx* ctx) { ((qd_f32*)ctx->arrays[0].data)[0] += 1.0f; }
 )";
   auto module = dev.load(dev.compile(source, "bare"), "bare");

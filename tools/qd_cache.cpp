@@ -68,7 +68,7 @@ std::optional<std::int64_t> parse_duration(std::string_view text) {
   char* end = nullptr;
   errno = 0;
   double value = std::strtod(number.c_str(), &end);
-  if (end != number.c_str() + number.size() || errno != 0 || !(value >= 0) || value * unit > 1e15)
+  if (end != number.c_str() + number.size() || errno != 0 || !(value >= 0) || value * static_cast<double>(unit) > 1e15)
     return std::nullopt;
   return static_cast<std::int64_t>(value * static_cast<double>(unit));
 }

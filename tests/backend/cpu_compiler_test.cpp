@@ -12,6 +12,7 @@
 
 #include "quadrants/backend/cpu/compiler.hpp"
 #include "quadrants/backend/cpu/module.hpp"
+#include "quadrants/backend/cpu/prelude.hpp"
 #include "quadrants/base/error.hpp"
 
 using namespace qd::backend::cpu;
@@ -44,6 +45,22 @@ TEST_CASE("a compile failure is a qd::compile_error with the log, the source and
     CHECK(e.log().find("undeclared_name") != std::string::npos);
     CHECK(e.source() == source);
     CHECK(e.kernel() == "kernel 'broken'");
+  }
+}
+
+TEST_CASE("generated code checks its structs' layout against the runtime's, member by member") {
+  // The prelude alone compiles: qd_array and qd_ctx lie as array_abi and ctx_abi.
+  CHECK(compile_shared_object(translation_unit_prelude(), {}, "prelude").size() > 0);
+  // A member the runtime places elsewhere fails the compile, naming the member.
+  const std::string drifted = translation_unit_prelude() +
+                              qd::backend::member_at("qd_ctx", "error", offsetof(ctx_abi, error) + 8) +
+                              qd::backend::member_at("qd_array", "grad", 0);
+  try {
+    compile_shared_object(drifted, {}, "prelude");
+    FAIL("a drifted layout should not compile");
+  } catch (const qd::compile_error& e) {
+    CHECK(e.log().find("qd_ctx.error must lie where the runtime puts it") != std::string::npos);
+    CHECK(e.log().find("qd_array.grad must lie where the runtime puts it") != std::string::npos);
   }
 }
 

@@ -73,7 +73,7 @@ template <class T>
 bool close_ulps(T got, T want, int ulps) {
   if (same_float(got, want)) return true;
   T scale = std::max(std::abs(want), lim<T>::min());
-  return std::abs(got - want) <= scale * lim<T>::epsilon() * ulps;
+  return std::abs(got - want) <= scale * lim<T>::epsilon() * static_cast<T>(ulps);
 }
 
 // u8 operands promote to i32 like C++'s int; the other integer types keep their own.
@@ -446,12 +446,12 @@ TEST_CASE_TEMPLATE("suite: loops, branches and while_ nested in a parallel const
     for (std::int32_t flag : {1, 0}) {
       CAPTURE(flag);
       serial(x, prefix, sign, flag, g, a, b);
-      auto got = prefix.to_host();
+      auto scanned = prefix.to_host();
       if (flag) {
-        CHECK(got == want);
+        CHECK(scanned == want);
         CHECK(sign.to_host()[0] == ((len - 1) % 2 == 0 ? 1 : -1));
       } else {
-        for (std::size_t i = 0; i < xs.size(); i += 97) CHECK(got[i] == -xs[i]);
+        for (std::size_t i = 0; i < xs.size(); i += 97) CHECK(scanned[i] == -xs[i]);
         CHECK(sign.to_host()[0] == 1);
       }
       std::int32_t p = a, q = b, rounds = 0;

@@ -277,7 +277,9 @@ class kernel_generator {
         case dtype::u32: lo = 0, hi = 4.0e9; break;
         case dtype::i64: lo = -9.0e18, hi = 9.0e18; break;
         case dtype::u8: lo = 0, hi = 255; break;
-        default: break;
+        case dtype::boolean:
+        case dtype::f32:
+        case dtype::f64: break;
       }
       ir::id is_nan = b_.binary(ir::binary_op::ne, dtype::boolean, v, v);
       ir::id clamped = b_.binary(ir::binary_op::min, from, b_.binary(ir::binary_op::max, from, v, b_.constant_float(from, lo)),

@@ -212,6 +212,36 @@ TEST_CASE("misuse found while tracing is a qd::user_error naming the kernel") {
   }
 }
 
+TEST_CASE("qd::reset, qd::init and kernel launches inside a kernel lambda are errors at trace time") {
+  init_cpu();
+  qd::ndarray<float, 1> x(4);
+  auto inner = qd::kernel("inner", {"x"}, [](qd::types::ndarray<float, 1> x) { x[0] = 1.0f; });
+  auto resets = qd::kernel("resets", {"x"}, [](qd::types::ndarray<float, 1> x) {
+    x[0] = 1.0f;
+    qd::reset();
+  });
+  CHECK_THROWS_WITH_AS(resets(x), Contains("qd::reset() called while tracing kernel 'resets'"), qd::user_error);
+  auto inits = qd::kernel("inits", {"x"}, [](qd::types::ndarray<float, 1> x) {
+    x[0] = 1.0f;
+    qd::init({.arch = qd::arch::cpu});
+  });
+  CHECK_THROWS_WITH_AS(inits(x), Contains("qd::init called while tracing kernel 'inits'"), qd::user_error);
+  auto launches = qd::kernel("launches", {"x"}, [&inner, &x](qd::types::ndarray<float, 1> y) {
+    y[0] = 2.0f;
+    inner(x);
+  });
+  CHECK_THROWS_WITH_AS(launches(x), Contains("kernel 'inner' launched while tracing kernel 'launches'"), qd::user_error);
+  auto compiles = qd::kernel("compiles", {"x"}, [&inner](qd::types::ndarray<float, 1> y) {
+    y[0] = 2.0f;
+    inner.compile();
+  });
+  CHECK_THROWS_WITH_AS(compiles(x), Contains("kernel 'inner' compiled while tracing kernel 'compiles'"),
+                       qd::user_error);
+  // The program survived all of it.
+  inner(x);
+  CHECK(x.to_host()[0] == 1.0f);
+}
+
 TEST_CASE("DSL operations outside a kernel body are errors") {
   init_cpu();
   CHECK_THROWS_WITH_AS(qd::var<std::int32_t>(0), Contains("Quadrants DSL operation used outside a kernel body"),

@@ -61,7 +61,7 @@ TEST_CASE("the statements SPEC §2 lists, as a user would write them") {
           });
         });
         qd::var<int32_t> count = 0;
-        qd::range_for(x.shape(0), [&](qd::i32 i) { qd::atomic_add(count, 1); });
+        qd::range_for(x.shape(0), [&](qd::i32) { qd::atomic_add(count, 1); });
         qd::f32 r = qd::random<float>();
         qd::f32 first = qd::volatile_load(x[0]);
         qd::f32 edge = x.at(x.shape(0) + 5, qd::boundary::clamp);

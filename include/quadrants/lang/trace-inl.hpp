@@ -62,7 +62,9 @@ QD_FUNC ir::id emit_int_constant(dtype t, std::int64_t value) {
     case dtype::u8: value = static_cast<std::uint8_t>(value); break;
     case dtype::i32: value = static_cast<std::int32_t>(value); break;
     case dtype::u32: value = static_cast<std::uint32_t>(value); break;
-    default: break;
+    case dtype::f32:
+    case dtype::f64:
+    case dtype::i64: break;
   }
   return b.constant_int(t, value);
 }
@@ -174,8 +176,19 @@ QD_FUNC std::string_view operator_symbol(ir::binary_op o) {
     case ir::binary_op::bit_xor: return "^";
     case ir::binary_op::shl: return "<<";
     case ir::binary_op::shr: return ">>";
-    default: return name(o);
+    case ir::binary_op::eq:
+    case ir::binary_op::ge:
+    case ir::binary_op::gt:
+    case ir::binary_op::le:
+    case ir::binary_op::logical_and:
+    case ir::binary_op::logical_or:
+    case ir::binary_op::lt:
+    case ir::binary_op::max:
+    case ir::binary_op::min:
+    case ir::binary_op::ne:
+    case ir::binary_op::pow: return name(o);
   }
+  return name(o);
 }
 
 QD_FUNC void emit_local_update(ir::binary_op o, ir::id decl, ir::id value) {

@@ -17,18 +17,6 @@
 
 namespace qd {
 
-QD_FUNC std::string_view name(arch a) noexcept {
-  switch (a) {
-    case arch::cpu: return "cpu";
-    case arch::cuda: return "cuda";
-    case arch::amdgpu: return "amdgpu";
-    case arch::metal: return "metal";
-    case arch::vulkan: return "vulkan";
-    case arch::reference: return "reference";
-  }
-  return "?";
-}
-
 QD_FUNC std::string_view name(per_offload_mode m) noexcept {
   switch (m) {
     case per_offload_mode::automatic: return "auto";

@@ -8,15 +8,13 @@
 #include <string_view>
 
 #include "quadrants/base/api.hpp"
+#include "quadrants/base/arch.hpp"
 #include "quadrants/base/log.hpp"
 
 namespace qd {
 
-// reference: the IR interpreter (docs/testing.md), deterministic and always bounds-checked.
-enum class arch : std::uint8_t { cpu, cuda, amdgpu, metal, vulkan, reference };
 enum class per_offload_mode : std::uint8_t { automatic, on, off };
 
-QD_FUNC std::string_view name(arch a) noexcept;
 QD_FUNC std::string_view name(per_offload_mode m) noexcept;
 
 // Fields in the order SPEC §8 fixes (designated initializers must follow it).

@@ -12,9 +12,9 @@
 namespace qd::detail {
 
 QD_FUNC buffer::buffer(std::size_t bytes) {
-  program& p = current_program("creating a qd::ndarray");
-  device_ = p.device_ptr();
-  program_id_ = p.id();
+  program_use p("creating a qd::ndarray");  // qd::reset() waits for it
+  device_ = p->device_ptr();
+  program_id_ = p->id();
   bytes_ = bytes;
   data_ = device_->allocate(bytes);
   std::vector<unsigned char> zeros(std::min<std::size_t>(bytes, 1 << 20), 0);
@@ -49,8 +49,8 @@ QD_FUNC buffer& buffer::operator=(buffer&& other) noexcept {
 
 QD_FUNC void buffer::check_alive(std::string_view what) const {
   if (!device_) throw user_error(fmt::format("{}: the qd::ndarray was moved from", what));
-  program* p = active_program.load(std::memory_order_acquire);
-  if (p == nullptr || p->id() != program_id_)
+  program_use p(std::nothrow);
+  if (!p || p->id() != program_id_)
     throw user_error(fmt::format("{}: this qd::ndarray was created before qd::reset() (or a later qd::init()); arrays "
                                  "belong to the program that created them. Create it again after qd::init()",
                                  what));

@@ -9,7 +9,8 @@
 namespace qd {
 
 QD_FUNC cache_statistics offline_cache_statistics() {
-  detail::program& p = detail::current_program("qd::offline_cache_statistics");
+  detail::program_use use("qd::offline_cache_statistics");
+  detail::program& p = *use;
   cache_statistics s;
   if (cache::store* st = p.store()) {
     cache::store_stats d = st->stats();

@@ -7,26 +7,11 @@
 
 #include "quadrants/backend/cpu/device.hpp"
 #include "quadrants/backend/cpu/module.hpp"
-#include "quadrants/codegen/prelude.hpp"
+#include "quadrants/backend/cpu/prelude.hpp"
 #include "quadrants/detail/format.hpp"
 
 namespace qd::backend::cpu {
 namespace detail {
-
-// Layout-compatible with qd_ctx and qd_cpu_runtime in codegen/prelude.hpp.
-struct ctx_abi {
-  const array_abi* arrays;
-  const std::uint64_t* scalars;
-  unsigned char* temps;
-  std::uint64_t rng_stream;
-  std::int64_t* error;
-  const void* runtime;
-};
-using chunk_abi = void (*)(const void* frame, const ctx_abi* ctx, std::int64_t lo, std::int64_t hi);
-struct runtime_abi {
-  void (*parallel_for)(const ctx_abi* ctx, std::int64_t begin, std::int64_t end, chunk_abi chunk, const void* frame);
-  thread_pool* pool;
-};
 
 class cpu_module final : public loaded_module {
  public:
@@ -47,6 +32,7 @@ class cpu_device final : public device {
   }
 
   std::string_view name() const override { return "cpu"; }
+  device_traits traits() const override { return {}; }
   std::string target() const override {
 #if defined(__x86_64__)
     return "x86_64-linux";
@@ -72,7 +58,7 @@ class cpu_device final : public device {
   void copy_from_host(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
 
-  std::string prelude() const override { return codegen::cpu_translation_unit_prelude(); }
+  std::string prelude() const override { return translation_unit_prelude(); }
   std::vector<std::byte> compile(std::string_view source, std::string_view what) override {
     return compile_shared_object(source, options_.compile, what);
   }

@@ -42,6 +42,7 @@ class interpreted_module final : public loaded_module {
 class reference_device final : public device {
  public:
   std::string_view name() const override { return "reference"; }
+  device_traits traits() const override { return {.runs_ir = true, .always_checks_bounds = true}; }
   std::string target() const override { return "reference-interpreter"; }
   std::string compiler_identity() const override { return "none"; }
   std::string code_options() const override { return ""; }
@@ -63,7 +64,6 @@ class reference_device final : public device {
     throw internal_error(fmt::format("{}: the reference backend interprets IR and loads no binaries", what));
   }
 
-  bool runs_ir() const override { return true; }
   std::unique_ptr<loaded_module> load_ir(const std::vector<codegen::lowered_task>& tasks,
                                          const std::vector<std::string>& entries) override {
     return std::make_unique<interpreted_module>(tasks, entries);
