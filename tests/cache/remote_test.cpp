@@ -101,10 +101,8 @@ TEST_CASE("the tier is refused without a secret unless unauthenticated is chosen
   CHECK_THROWS_WITH_AS(remote{o}, doctest::Contains("remote_cache_secret"), qd::user_error);
   o.unauthenticated = true;
   CHECK_NOTHROW(check_remote_options(o));
-  o.secret = "s";
-  o.unauthenticated = false;
-  o.timeout = ms(0);
-  CHECK_THROWS_WITH_AS(check_remote_options(o), doctest::Contains("remote_cache_timeout_ms"), qd::user_error);
+  remote_options no_time{.url = o.url, .secret = "s", .timeout = ms(0)};
+  CHECK_THROWS_WITH_AS(check_remote_options(no_time), doctest::Contains("remote_cache_timeout_ms"), qd::user_error);
 }
 
 TEST_CASE("an empty disk cache is filled from the server: hit, written through, then local") {
@@ -401,10 +399,7 @@ TEST_CASE("a server answering garbage, or closing connections, is a fault like a
     }
   });
   qd_test::log_capture logs;
-  remote_options o;
-  o.url = "unix://" + path;
-  o.secret = "s";
-  o.retry_after = ms(50);
+  remote_options o{.url = "unix://" + path, .secret = "s", .retry_after = ms(50)};
   remote tier(o);
   auto t0 = std::chrono::steady_clock::now();
   CHECK(!tier.take(entry_kind::module, key_of(1)));
