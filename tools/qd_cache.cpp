@@ -368,21 +368,13 @@ int main(int argc, char** argv) {
     int rc = cmd_stats(*root);
     return tier ? std::max(rc, cmd_remote_stats(*tier)) : rc;
   }
-  if (command == "pull" && options.empty()) {
-    if (!tier) return usage_error("pull needs a remote tier: --remote URL or QD_REMOTE_CACHE");
+  if ((command == "push" || command == "pull") && options.empty()) {
+    if (!tier) return usage_error(fmt::format("{} needs a remote tier: --remote URL or QD_REMOTE_CACHE", command));
     if (!remote_supported()) {
       fmt::print(stderr, "qd-cache: this build has no remote cache tier (hiredis, libsodium)\n");
       return 1;
     }
-    return cmd_pull(*root, *tier);
-  }
-  if (command == "push" && options.empty()) {
-    if (!tier) return usage_error("push needs a remote tier: --remote URL or QD_REMOTE_CACHE");
-    if (!remote_supported()) {
-      fmt::print(stderr, "qd-cache: this build has no remote cache tier (hiredis, libsodium)\n");
-      return 1;
-    }
-    return cmd_push(*root, *tier);
+    return command == "push" ? cmd_push(*root, *tier) : cmd_pull(*root, *tier);
   }
   if (command == "list" && options.empty()) return cmd_list(*root);
   if (command == "verify") {
