@@ -57,6 +57,7 @@ QD_FUNC void force_unchecked_split(kernel_state& k) {
   std::lock_guard lock(k.mutex);
   k.unchecked_split = true;
   k.ready.store(nullptr, std::memory_order_release);
+  k.ready_program.store(0, std::memory_order_release);
 }
 
 QD_FUNC std::string kernel_ir_text(kernel_state& k) {

@@ -66,8 +66,13 @@ class kernel_state {
   ir::function ir;
   analysis::kernel_structure structure;
   per_offload_observations obs;
+  // The compiled kernel of the program that last prepared it. A launch reads
+  // ready_program first and `ready` only when it names its own program: a launch
+  // never dereferences a compiled kernel that another thread's prepare (for a newer
+  // program) may be freeing.
   std::shared_ptr<compiled_kernel> compiled;
   std::atomic<compiled_kernel*> ready{nullptr};
+  std::atomic<std::uint64_t> ready_program{0};
   std::atomic<std::uint64_t> runtime_fallbacks{0};
   std::atomic<bool> fallback_warned{false};
   bool unchecked_split = false;  // test-only: see force_unchecked_split
