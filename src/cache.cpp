@@ -3,3 +3,5 @@
 #include "quadrants/cache/key-inl.hpp"
 #include "quadrants/cache/store-inl.hpp"
 #include "quadrants/cache/records-inl.hpp"
+#include "quadrants/cache/hmac-inl.hpp"
+#include "quadrants/cache/remote-inl.hpp"

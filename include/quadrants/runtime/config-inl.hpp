@@ -3,11 +3,13 @@
 
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <vector>
 #include <cstdlib>
 #include <thread>
 
 #include "quadrants/base/error.hpp"
+#include "quadrants/cache/remote.hpp"
 #include "quadrants/cache/store.hpp"
 #include "quadrants/detail/format.hpp"
 #include "quadrants/runtime/config.hpp"
@@ -111,6 +113,22 @@ T pick(const std::optional<T>& field, const char* field_name, const char* var, P
   return fallback;
 }
 
+// The remote tier's options from the settings. QD_REMOTE_CACHE_LOCK_TTL_MS and
+// QD_REMOTE_CACHE_RETRY_MS tune the compile lock's life and the first back-off.
+QD_FUNC cache::remote_options remote_options_for(const settings& s) {
+  cache::remote_options o;
+  o.url = s.remote_cache;
+  o.secret = s.remote_cache_secret;
+  o.unauthenticated = s.remote_cache_unauthenticated;
+  o.read_only = s.remote_cache_read_only;
+  o.timeout = std::chrono::milliseconds(s.remote_cache_timeout_ms);
+  if (const char* v = env("QD_REMOTE_CACHE_LOCK_TTL_MS"))
+    o.lock_ttl = std::chrono::milliseconds(parse_int("QD_REMOTE_CACHE_LOCK_TTL_MS", v));
+  if (const char* v = env("QD_REMOTE_CACHE_RETRY_MS"))
+    o.retry_after = std::chrono::milliseconds(parse_int("QD_REMOTE_CACHE_RETRY_MS", v));
+  return o;
+}
+
 QD_FUNC settings resolve_settings(const config& c) {
   settings s;
   std::vector<std::string> overrides;
@@ -143,6 +161,21 @@ QD_FUNC settings resolve_settings(const config& c) {
   s.enable_fallback = pick(c.enable_fallback, "enable_fallback", "QD_ENABLE_FALLBACK", parse_bool, true, overrides);
   s.random_seed = pick(c.random_seed, "random_seed", "QD_RANDOM_SEED", as_u64, std::uint64_t{0}, overrides);
   s.cpu_max_num_threads = pick(c.cpu_max_num_threads, "cpu_max_num_threads", "QD_CPU_MAX_NUM_THREADS", as_int, hw, overrides);
+  s.remote_cache = pick(c.remote_cache, "remote_cache", "QD_REMOTE_CACHE", as_string, std::string(), overrides);
+  s.remote_cache_read_only = pick(c.remote_cache_read_only, "remote_cache_read_only", "QD_REMOTE_CACHE_READ_ONLY",
+                                  parse_bool, false, overrides);
+  // The secret never reaches a log line.
+  if (c.remote_cache_secret && env("QD_REMOTE_CACHE_SECRET"))
+    overrides.push_back("config.remote_cache_secret overrides QD_REMOTE_CACHE_SECRET");
+  s.remote_cache_secret = c.remote_cache_secret ? *c.remote_cache_secret
+                          : env("QD_REMOTE_CACHE_SECRET") ? std::string(env("QD_REMOTE_CACHE_SECRET"))
+                                                          : std::string();
+  s.remote_cache_timeout_ms = pick(c.remote_cache_timeout_ms, "remote_cache_timeout_ms", "QD_REMOTE_CACHE_TIMEOUT_MS",
+                                   as_int, 100, overrides);
+  s.remote_cache_unauthenticated = pick(c.remote_cache_unauthenticated, "remote_cache_unauthenticated",
+                                        "QD_REMOTE_CACHE_UNAUTHENTICATED", parse_bool, false, overrides);
+  // Configuration mistakes are errors now; the server itself is reached lazily.
+  if (!s.remote_cache.empty()) cache::check_remote_options(remote_options_for(s));
   if (s.cpu_max_num_threads < 1)
     throw user_error(fmt::format("config.cpu_max_num_threads = {}; use 1 or more", s.cpu_max_num_threads));
   if (s.opt_level < 0 || s.opt_level > 3)

@@ -39,6 +39,12 @@ struct config {
   std::optional<bool> enable_fallback;                     // default true
   std::optional<std::uint64_t> random_seed;                // qd::random's seed; default 0
   std::optional<int> cpu_max_num_threads;                  // CPU backend threads; default: all cores
+  // The shared remote tier (SPEC §12.2, docs/cache.md): redis://host:port/db or unix:///path.sock.
+  std::optional<std::string> remote_cache;                 // QD_REMOTE_CACHE; empty: off
+  std::optional<bool> remote_cache_read_only;              // never write to it; default false
+  std::optional<std::string> remote_cache_secret;          // HMAC key shared by the team
+  std::optional<int> remote_cache_timeout_ms;              // default 100
+  std::optional<bool> remote_cache_unauthenticated;        // opt out of the secret; default false
 };
 
 // The configuration in effect: every field decided.
@@ -63,6 +69,11 @@ struct settings {
   bool enable_fallback = true;
   std::uint64_t random_seed = 0;
   int cpu_max_num_threads = 1;
+  std::string remote_cache;
+  bool remote_cache_read_only = false;
+  std::string remote_cache_secret;
+  int remote_cache_timeout_ms = 100;
+  bool remote_cache_unauthenticated = false;
 };
 
 // Starts the runtime (ending a previous one first). Throws qd::error for an

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "quadrants/backend/registry.hpp"
+#include "quadrants/cache/remote.hpp"
 #include "quadrants/cache/store.hpp"
 #include "quadrants/base/error.hpp"
 #include "quadrants/detail/format.hpp"
@@ -66,6 +67,13 @@ QD_FUNC program::program(settings s, std::uint64_t id) : settings_(std::move(s))
     options.root = settings_.offline_cache_file_path;
     options.max_size = settings_.offline_cache_max_size;
     store_ = std::make_unique<cache::store>(std::move(options));
+  }
+  // The remote tier sits behind the disk (docs/cache.md); it connects at its first use.
+  if (!settings_.remote_cache.empty()) {
+    if (store_)
+      store_->set_remote(std::make_shared<cache::remote>(remote_options_for(settings_)));
+    else
+      log_fmt(log_level::warn, "remote_cache is ignored: offline_cache = false turns every cache tier off");
   }
 }
 

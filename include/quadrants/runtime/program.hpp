@@ -17,6 +17,7 @@
 
 namespace qd::cache {
 class store;
+struct remote_options;
 }
 
 namespace qd::detail {
@@ -93,6 +94,8 @@ QD_FUNC program& current_program(std::string_view what);
 
 // Resolves a config against QD_* variables and defaults (logging overrides).
 QD_FUNC settings resolve_settings(const config& c);
+// The remote tier's options (cache/remote.hpp) from the settings.
+QD_FUNC cache::remote_options remote_options_for(const settings& s);
 
 }  // namespace qd::detail
 

@@ -112,6 +112,8 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
     if ((module = p.find_module(record.module))) {  // this process holds it (another kernel object's)
       p.memory_hits.fetch_add(1, std::memory_order_relaxed);
     } else if (p.store()) {
+      // [remote tier, issue 17] one round trip for the record and its module.
+      if (p.store()->remote_tier()) p.store()->prefetch(cache::entry_kind::kernel, {&record.module, 1});
       if (auto bytes = p.store()->load(cache::entry_kind::kernel, record.module)) {
         // The stored record must describe exactly the tasks this IR lowers to.
         auto stored = cache::decode_kernel_record(*bytes);
@@ -170,6 +172,14 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
     v.modules.push_back(std::move(module));
     counts.compiled = static_cast<int>(lowered.size());
     return;
+  }
+  // [remote tier, issue 17] the records and modules this process lacks, in one round trip
+  // (a fully warm disk costs one access() per key and no round trip).
+  if (p.store() && p.store()->remote_tier()) {
+    std::vector<cache::key> wanted;
+    for (const offload& o : offloads)
+      if (!p.find_module(o.key)) wanted.push_back(o.key);
+    p.store()->prefetch(cache::entry_kind::offload, wanted);
   }
   // Memory, then disk.
   std::vector<std::size_t> misses;
