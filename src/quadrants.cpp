@@ -6,6 +6,7 @@
 #include "quadrants/codegen/lower-inl.hpp"
 #include "quadrants/codegen/cpp_emitter-inl.hpp"
 #include "quadrants/backend/cpu/thread_pool-inl.hpp"
+#include "quadrants/backend/cpu/scratch_dir-inl.hpp"
 #include "quadrants/backend/cpu/compiler-inl.hpp"
 #include "quadrants/backend/cpu/module-inl.hpp"
 #include "quadrants/backend/cpu/device-inl.hpp"

@@ -2,10 +2,16 @@
 // kernel, the parameter or construct, and what to do; none crashes.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "runtime/runtime_test_support.hpp"
 
@@ -261,6 +267,59 @@ TEST_CASE("invalid QD_* environment variables make qd::init fail, naming the var
     CHECK_THROWS_WITH_AS(qd_test::init_cpu({.opt_level = 7}), Contains("opt_level = 7"), qd::user_error);
     CHECK_THROWS_WITH_AS(qd_test::init_cpu({.num_compile_threads = 0}), Contains("num_compile_threads = 0"),
                          qd::user_error);
+    CHECK_THROWS_WITH_AS(qd_test::init_cpu({.cuda_arch = -90}), Contains("cuda_arch = -90"), qd::user_error);
+    CHECK_THROWS_WITH_AS(qd_test::init_cpu({.compile_timeout = -1}), Contains("compile_timeout = -1"),
+                         qd::user_error);
+  }
+  SUBCASE("numbers are read strictly: anything but the plain decimal value the field holds is an error") {
+    // Each of these was once read as some other number (strtoll stops at '.', 'e' or
+    // a space; 4294967298 truncated to int is 2; strtod reads nan, inf and 1e30).
+    struct bad {
+      const char* var;
+      const char* value;
+    };
+    for (bad b : {bad{"QD_OPT_LEVEL", "4294967298"}, bad{"QD_OPT_LEVEL", "0.5"}, bad{"QD_OPT_LEVEL", "-0"},
+                  bad{"QD_OPT_LEVEL", "2e0"}, bad{"QD_OPT_LEVEL", " 2"}, bad{"QD_OPT_LEVEL", "2 "},
+                  bad{"QD_OPT_LEVEL", "+2"}, bad{"QD_OPT_LEVEL", "4"}, bad{"QD_OPT_LEVEL", "nan"},
+                  bad{"QD_NUM_COMPILE_THREADS", "0"}, bad{"QD_NUM_COMPILE_THREADS", "1e30"},
+                  bad{"QD_NUM_COMPILE_THREADS", "99999999999999999999999"},
+                  bad{"QD_CPU_MAX_NUM_THREADS", "-1"}, bad{"QD_CPU_MAX_NUM_THREADS", "inf"},
+                  bad{"QD_RANDOM_SEED", "-1"}, bad{"QD_RANDOM_SEED", "18446744073709551616"},
+                  bad{"QD_RANDOM_SEED", "0x10"}, bad{"QD_CUDA_ARCH", "9.0"},
+                  bad{"QD_OFFLINE_CACHE_MAX_SIZE", "nan"}, bad{"QD_OFFLINE_CACHE_MAX_SIZE", "inf"},
+                  bad{"QD_OFFLINE_CACHE_MAX_SIZE", "1e30"}, bad{"QD_OFFLINE_CACHE_MAX_SIZE", "0.5"},
+                  bad{"QD_OFFLINE_CACHE_MAX_SIZE", "-0"}, bad{"QD_OFFLINE_CACHE_MAX_SIZE", "-1G"},
+                  bad{"QD_OFFLINE_CACHE_MAX_SIZE", "17179869184G"}, bad{"QD_OFFLINE_CACHE_MAX_SIZE", "1.5"},
+                  bad{"QD_OFFLINE_CACHE_MAX_SIZE", "0.3K"}, bad{"QD_OFFLINE_CACHE_MAX_SIZE", "G"},
+                  bad{"QD_OFFLINE_CACHE_MAX_SIZE", "1.G"}, bad{"QD_COMPILE_TIMEOUT", "0.5"},
+                  bad{"QD_COMPILE_TIMEOUT", "-5"}, bad{"QD_COMPILE_TIMEOUT", "1e3"}}) {
+      CAPTURE(b.var);
+      CAPTURE(b.value);
+      qd_test::scoped_env env(b.var, b.value);
+      CHECK_THROWS_WITH_AS(qd_test::init_cpu(), Contains(fmt::format("{}='{}' is not valid", b.var, b.value).c_str()),
+                           qd::user_error);
+      CHECK_FALSE(qd::is_initialized());
+    }
+  }
+  SUBCASE("valid numbers are read exactly") {
+    {
+      qd_test::scoped_env a("QD_OPT_LEVEL", "3"), b("QD_RANDOM_SEED", "18446744073709551615"),
+          c("QD_OFFLINE_CACHE_MAX_SIZE", "1.5G"), d("QD_COMPILE_TIMEOUT", "30"), e("QD_NUM_COMPILE_THREADS", "007");
+      qd_test::init_cpu();
+      CHECK(qd::current_settings().opt_level == 3);
+      CHECK(qd::current_settings().random_seed == 18446744073709551615ull);
+      CHECK(qd::current_settings().offline_cache_max_size == 3ull << 29);
+      CHECK(qd::current_settings().compile_timeout == 30);
+      CHECK(qd::current_settings().num_compile_threads == 7);
+    }
+    {
+      qd_test::scoped_env a("QD_OFFLINE_CACHE_MAX_SIZE", "0.25K"), b("QD_COMPILE_TIMEOUT", "0");
+      qd_test::init_cpu();
+      CHECK(qd::current_settings().offline_cache_max_size == 256);
+      CHECK(qd::current_settings().compile_timeout == 0);  // no limit
+    }
+    qd_test::init_cpu();
+    CHECK(qd::current_settings().compile_timeout == 600);  // the default
   }
   qd_test::init_cpu();  // the variables are restored: a plain init works again
   CHECK(qd::is_initialized());
@@ -305,4 +364,30 @@ TEST_CASE("a moved-from qd::ndarray passed to a kernel is an error, not a crash"
   CHECK_THROWS_WITH_AS(k(y), Contains("moved from"), qd::user_error);
   k(z);
   CHECK(z.to_host() == std::vector<std::int32_t>{0, 1, 2});
+}
+
+TEST_CASE("a blank QD_CXX makes qd::init on the CPU fail, naming it") {
+  qd_test::scoped_env env("QD_CXX", "  ");
+  CHECK_THROWS_WITH_AS(qd_test::init_cpu(), Contains("QD_CXX='  ' is set but blank"), qd::user_error);
+  CHECK_FALSE(qd::is_initialized());
+}
+
+TEST_CASE("QD_COMPILE_TIMEOUT stops a host compiler that never returns: the launch is a qd::compile_error") {
+  char dir[] = "/tmp/qd-hang-XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  std::string script = std::string(dir) + "/hang.sh";
+  std::ofstream(script) << "#!/bin/sh\ncase \"$*\" in *--version*) echo 'fake 1.0'; exit 0;; esac\nexec sleep 300\n";
+  ::chmod(script.c_str(), 0700);
+  {
+    qd_test::scoped_env cxx("QD_CXX", script.c_str()), timeout("QD_COMPILE_TIMEOUT", "1");
+    qd_test::init_cpu({.offline_cache = false});
+    CHECK(qd::current_settings().compile_timeout == 1);
+    auto k = qd::kernel("never_compiled", [](qd::types::ndarray<float, 1> x) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = 1.0f; });
+    });
+    qd::ndarray<float, 1> x(4);
+    CHECK_THROWS_WITH_AS(k(x), Contains("did not finish within compile_timeout = 1 s"), qd::compile_error);
+  }
+  std::filesystem::remove_all(dir);
+  qd_test::init_cpu();
 }

@@ -41,6 +41,7 @@ struct config {
   std::optional<bool> enable_fallback;                     // default true
   std::optional<std::uint64_t> random_seed;                // qd::random's seed; default 0
   std::optional<int> cpu_max_num_threads;                  // CPU backend threads; default: all cores
+  std::optional<int> compile_timeout;                      // seconds a host compiler may run; 0: no limit; default 600
 };
 
 // The configuration in effect: every field decided.
@@ -65,6 +66,7 @@ struct settings {
   bool enable_fallback = true;
   std::uint64_t random_seed = 0;
   int cpu_max_num_threads = 1;
+  int compile_timeout = 600;
 };
 
 // Starts the runtime (ending a previous one first). Throws qd::error for an

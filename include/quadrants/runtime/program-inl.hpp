@@ -47,6 +47,7 @@ QD_FUNC std::shared_ptr<backend::device> make_device(settings& s) {
   backend::cpu::device_options cpu_options;
   cpu_options.compile.opt_level = s.opt_level;
   cpu_options.compile.fast_math = s.fast_math;
+  cpu_options.compile.timeout_seconds = s.compile_timeout;
   cpu_options.threads = static_cast<unsigned>(s.cpu_max_num_threads);
   if (s.arch == arch::cpu) return backend::cpu::make_device(cpu_options);
   if (s.arch == arch::reference) {

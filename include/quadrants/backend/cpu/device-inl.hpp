@@ -42,6 +42,7 @@ class cpu_device final : public device {
   explicit cpu_device(const device_options& options)
       : options_(options),
         pool_(options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency())) {
+    (void)compiler_command();  // a blank QD_CXX is an error at qd::init, not at the first launch
     runtime_.parallel_for = &parallel_for;
     runtime_.pool = &pool_;
   }
