@@ -5,6 +5,7 @@
 #include "quadrants/lang/trace-inl.hpp"
 #include "quadrants/codegen/lower-inl.hpp"
 #include "quadrants/codegen/cpp_emitter-inl.hpp"
+#include "quadrants/backend/host_memory-inl.hpp"
 #include "quadrants/backend/cpu/thread_pool-inl.hpp"
 #include "quadrants/backend/cpu/scratch_dir-inl.hpp"
 #include "quadrants/backend/cpu/compiler-inl.hpp"

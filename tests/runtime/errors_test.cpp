@@ -18,6 +18,16 @@
 using doctest::Contains;
 using qd_test::init_cpu;
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) && !defined(__SANITIZE_ADDRESS__)
+#define __SANITIZE_ADDRESS__ 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+// An 8 PiB request must fail as it does without ASan (null, then a qd::error), not abort.
+extern "C" const char* __asan_default_options() { return "allocator_may_return_null=1"; }
+#endif
+
 TEST_CASE("launching or compiling a kernel before qd::init or after qd::reset is an error naming the kernel") {
   auto k = qd::kernel("lonely", {"n"}, [](qd::i32 n) { qd::print("n is", n); });
 
@@ -80,6 +90,34 @@ TEST_CASE("from_host with the wrong number of elements and impossible shapes are
   qd::external_array<float, 1> ext(raw, {6});
   CHECK(ext.shape(0) == 6);
   CHECK_THROWS_WITH_AS((void)ext.shape(1), Contains("qd::external_array::shape(1)"), qd::user_error);
+}
+
+TEST_CASE("array sizes that overflow are a qd::user_error; an allocation the system refuses is a qd::error") {
+  for (qd::arch a : {qd::arch::cpu, qd::arch::reference}) {
+    CAPTURE(qd::name(a));
+    qd::init({.arch = a});
+    // 2^62 floats = 2^64 bytes: the byte size once wrapped to 0 and kernels wrote past the buffer.
+    CHECK_THROWS_WITH_AS((qd::ndarray<float, 3>({1 << 21, 1 << 21, 1 << 20})),
+                         Contains("qd::ndarray({2097152, 2097152, 1048576}): the size in bytes"), qd::user_error);
+    // The element count itself past 2^63 (it overflowed std::int64_t).
+    CHECK_THROWS_WITH_AS((qd::ndarray<std::uint8_t, 4>({2147483647, 2147483647, 2147483647, 2147483647})),
+                         Contains("make the array smaller"), qd::user_error);
+    CHECK_THROWS_AS((qd::ndarray<double, 2>({1 << 30, 1 << 30}, qd::needs_grad)), qd::user_error);  // 2^63 bytes
+    // 2^53 bytes (8 PiB) is a possible size that no allocation gives: a qd::error, not std::bad_alloc.
+    try {
+      qd::ndarray<float, 2> huge({1 << 30, 1 << 21});
+      FAIL("an 8 PiB array was allocated");
+    } catch (const qd::driver_error& e) {
+      CHECK(std::string(e.what()).find("cannot allocate 9007199254740992 bytes") != std::string::npos);
+    }
+    // Sizes just inside the limits and empty arrays still work.
+    qd::ndarray<float, 4> empty({0, 2147483647, 2147483647, 2147483647});
+    CHECK(empty.size() == 0);
+    CHECK(empty.to_host().empty());
+    qd::ndarray<std::int32_t, 2> fine({3, 5});
+    CHECK(fine.size() == 15);
+  }
+  qd_test::init_cpu();
 }
 
 TEST_CASE("gradients: a needs_grad parameter rejects an array without one; .grad() on such an array throws") {
