@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "quadrants/base/error.hpp"
+#include "quadrants/base/float_to_int.hpp"
 #include "quadrants/detail/format.hpp"
 #include "quadrants/ir/printer.hpp"
 #include "quadrants/lang/trace.hpp"
@@ -67,9 +68,18 @@ QD_FUNC ir::id emit_int_constant(dtype t, std::int64_t value) {
   return b.constant_int(t, value);
 }
 
+// A C++ floating literal converted to t as a run-time cast would (qd::cast<qd::i32>(1e30)).
 QD_FUNC ir::id emit_float_constant(dtype t, double value) {
-  if (!is_float(t)) return emit_int_constant(t, static_cast<std::int64_t>(value));
-  return current_tracer().b.constant_float(t, value);
+  switch (t) {
+    case dtype::f32:
+    case dtype::f64: return current_tracer().b.constant_float(t, value);
+    case dtype::boolean: return emit_int_constant(t, value != 0.0);
+    case dtype::u8: return emit_int_constant(t, float_to_int<std::uint8_t>(value));
+    case dtype::i32: return emit_int_constant(t, float_to_int<std::int32_t>(value));
+    case dtype::u32: return emit_int_constant(t, float_to_int<std::uint32_t>(value));
+    case dtype::i64: return emit_int_constant(t, float_to_int<std::int64_t>(value));
+  }
+  return emit_int_constant(t, 0);
 }
 
 QD_FUNC ir::id convert(ir::id v, dtype to) {
