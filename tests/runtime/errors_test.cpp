@@ -429,3 +429,68 @@ TEST_CASE("QD_COMPILE_TIMEOUT stops a host compiler that never returns: the laun
   std::filesystem::remove_all(dir);
   qd_test::init_cpu();
 }
+
+namespace {
+
+// Nests `depth` levels of `kind` ('i' qd::if_, 'e' its .else_, 'w' qd::while_, 'l' a
+// serial qd::range_for) around `x[0] += 1`, by C++ recursion while the kernel is traced.
+void nest(int depth, char kind, const qd::types::ndarray<std::int32_t, 1>& x) {
+  if (depth == 0) {
+    x[0] = x[0] + 1;
+    return;
+  }
+  auto inner = [&] { nest(depth - 1, kind, x); };
+  switch (kind) {
+    case 'i': qd::if_(x[0] >= 0, inner); break;
+    case 'e': qd::if_(x[0] < 0, [] {}).else_(inner); break;
+    case 'w': {
+      qd::var<std::int32_t> once = 0;
+      qd::while_([&] { return once < 1; }, [&] {
+        once += 1;
+        inner();
+      });
+      break;
+    }
+    default: qd::range_for(0, 1, [&](qd::i32) { inner(); });
+  }
+}
+
+}  // namespace
+
+TEST_CASE("control flow nested past the documented depth is a qd::user_error while tracing, not a stack overflow") {
+  for (char kind : {'i', 'e', 'w', 'l'}) {
+    CAPTURE(kind);
+    for (qd::arch a : {qd::arch::cpu, qd::arch::reference}) {
+      qd::init({.arch = a});
+      // 20,000 levels overflowed the stack (in lowering) before; now tracing stops at 201.
+      auto deep = qd::kernel("too_deep", [&](qd::types::ndarray<std::int32_t, 1> x) { nest(20000, kind, x); });
+      qd::ndarray<std::int32_t, 1> x(1);
+      CHECK_THROWS_WITH_AS(deep(x), Contains("kernel 'too_deep': control flow is nested 201 levels deep here; at most 200"),
+                           qd::user_error);
+      // The limit itself compiles and runs, on the CPU with the host compiler too.
+      auto limit = qd::kernel("deepest", [&](qd::types::ndarray<std::int32_t, 1> x) { nest(200, kind, x); });
+      limit(x);
+      CHECK(x.to_host() == std::vector<std::int32_t>{1});
+    }
+  }
+  // Each dimension of a nested ndrange counts one level.
+  qd_test::init_cpu();
+  auto wrap = [](int ifs) {
+    return qd::kernel("ndrange_nest", [ifs](qd::types::ndarray<std::int32_t, 1> x) {
+      auto body = [&](auto& self, int left) -> void {
+        if (left == 0) {
+          qd::range_for(qd::ndrange(1, 1, 1, 1), [&](qd::i32, qd::i32, qd::i32, qd::i32) { x[0] = x[0] + 1; });
+          return;
+        }
+        qd::if_(x[0] >= 0, [&] { self(self, left - 1); });
+      };
+      body(body, ifs);
+    });
+  };
+  qd::ndarray<std::int32_t, 1> x(1);
+  auto fits = wrap(196);
+  fits(x);
+  CHECK(x.to_host() == std::vector<std::int32_t>{1});
+  auto over = wrap(197);
+  CHECK_THROWS_WITH_AS(over(x), Contains("nested 201 levels deep"), qd::user_error);
+}
