@@ -169,6 +169,26 @@ TEST_CASE("saving the same key again replaces the entry atomically") {
   CHECK(count_temporaries(dir.path) == 0);
 }
 
+TEST_CASE("an entry the caller could not use is discarded unless another one took its place") {
+  temp_dir dir;
+  store s({.root = dir.path});
+  const key k = key_of(4);
+  const auto unusable = qd_test::code_like_payload(3000, 7);
+  REQUIRE(s.save(entry_kind::module, k, unusable));
+  auto loaded = s.load(entry_kind::module, k);
+  REQUIRE(loaded);
+  CHECK(s.discard(entry_kind::module, k, *loaded));
+  CHECK_FALSE(s.load(entry_kind::module, k));  // a plain miss: nothing is decoded twice
+  CHECK(s.stats().rejected == 0);
+  // Another process has meanwhile stored a different entry: it stays.
+  const auto fresh = qd_test::code_like_payload(3000, 8);
+  REQUIRE(s.save(entry_kind::module, k, fresh));
+  CHECK_FALSE(s.discard(entry_kind::module, k, unusable));
+  CHECK(*s.load(entry_kind::module, k) == fresh);
+  CHECK_FALSE(s.discard(entry_kind::kernel, k, fresh));  // another kind's entry: nothing there
+  CHECK_FALSE(s.discard(entry_kind::module, key_of(5), fresh));
+}
+
 TEST_CASE("an empty payload is an entry like any other") {
   temp_dir dir;
   store s({.root = dir.path});

@@ -9,6 +9,10 @@
 #include <sys/types.h>
 #include <unistd.h>
 #include <zstd.h>
+#ifndef XXH_STATIC_LINKING_ONLY
+#define XXH_STATIC_LINKING_ONLY
+#endif
+#include <xxhash.h>
 
 #include <algorithm>
 #include <atomic>
@@ -488,9 +492,9 @@ QD_FUNC bool store::save(entry_kind kind, const key& k, std::span<const std::byt
   detail::store_state& s = *state_;
   if (!s.writable.load(std::memory_order_relaxed) || !s.kind_trusted[static_cast<int>(kind)]) return false;
   try {
-    if (payload.size() > max_payload_size) {
-      qd::detail::log_fmt(log_level::debug, "offline cache: not storing a {}-byte payload (maximum {})", payload.size(),
-                      max_payload_size);
+    if (payload.size() > max_payload_size_of(kind)) {
+      qd::detail::log_fmt(log_level::debug, "offline cache: not storing a {}-byte {} payload (maximum {})",
+                          payload.size(), name(kind), max_payload_size_of(kind));
       return false;
     }
     std::vector<std::byte> bytes = encode_entry(kind, k, payload, s.options.zstd_level);
@@ -542,6 +546,28 @@ QD_FUNC bool store::save(entry_kind kind, const key& k, std::span<const std::byt
   } catch (...) {
     return false;
   }
+}
+
+QD_FUNC bool store::discard(entry_kind kind, const key& k, std::span<const std::byte> payload) {
+  detail::store_state& s = *state_;
+  if (!s.writable.load(std::memory_order_relaxed)) return false;
+  // Compare the header only: the same payload checksum and size mean the same entry, so a
+  // different one another process has just renamed into place is kept.
+  std::string path = detail::kind_dir(s.root, kind) + '/' + k.hex() + ".qdc";
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return false;
+  std::byte header[entry_header_size];
+  struct stat st {};
+  bool same = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && detail::read_all(fd, header, sizeof header);
+  ::close(fd);
+  if (!same) return false;
+  std::optional<entry_header> h = parse_entry_header(header, static_cast<std::uint64_t>(st.st_size));
+  if (!h || h->kind != kind || h->k != k || h->payload_size != payload.size() ||
+      h->payload_checksum != XXH3_64bits(payload.data(), payload.size()))
+    return false;
+  struct stat now {};
+  if (::lstat(path.c_str(), &now) != 0 || now.st_ino != st.st_ino || now.st_dev != st.st_dev) return false;
+  return ::unlink(path.c_str()) == 0;
 }
 
 QD_FUNC store_stats store::stats() const noexcept {

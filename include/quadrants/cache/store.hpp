@@ -84,6 +84,10 @@ class store {
   // False when the store is degraded or the write failed; a failed write degrades the
   // store with one warning. Never throws.
   QD_FUNC bool save(entry_kind kind, const key& k, std::span<const std::byte> payload);
+  // The caller could not use `payload`, which load just returned (a module that does not
+  // load): the entry is removed if it still holds that payload, so that looking again
+  // before recompiling is a plain miss instead of a second decode. Never throws.
+  QD_FUNC bool discard(entry_kind kind, const key& k, std::span<const std::byte> payload);
 
   QD_FUNC store_stats stats() const noexcept;
 
