@@ -494,3 +494,23 @@ TEST_CASE("control flow nested past the documented depth is a qd::user_error whi
   auto over = wrap(197);
   CHECK_THROWS_WITH_AS(over(x), Contains("nested 201 levels deep"), qd::user_error);
 }
+
+TEST_CASE("an offline cache path that is / or a directory of other files makes qd::init fail instead of filling it") {
+  char dir[] = "/tmp/qd-foreign-XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  std::ofstream(std::string(dir) + "/report.txt") << "mine";
+  CHECK_THROWS_WITH_AS(qd_test::init_cpu({.offline_cache_file_path = std::string(dir)}),
+                       Contains("is not a Quadrants cache directory"), qd::user_error);
+  CHECK_THROWS_WITH_AS(qd_test::init_cpu({.offline_cache_file_path = std::string(dir)}),
+                       Contains("offline_cache_file_path"), qd::user_error);
+  CHECK_FALSE(qd::is_initialized());
+  CHECK_FALSE(std::filesystem::exists(std::string(dir) + "/kernel"));
+  {
+    qd_test::scoped_env env("QD_OFFLINE_CACHE_FILE_PATH", "/");
+    CHECK_THROWS_WITH_AS(qd_test::init_cpu(), Contains("it is the file system's root"), qd::user_error);
+  }
+  qd_test::init_cpu({.offline_cache = false, .offline_cache_file_path = std::string(dir)});  // not used: fine
+  CHECK(qd::is_initialized());
+  std::filesystem::remove_all(dir);
+  qd_test::init_cpu();
+}

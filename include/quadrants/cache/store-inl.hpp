@@ -15,6 +15,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <climits>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -136,6 +137,19 @@ QD_FUNC bool is_temp_name(std::string_view name, std::string_view stem) {
 QD_FUNC std::optional<key> entry_name_key(std::string_view name) {
   if (name.size() != 36 || !name.ends_with(".qdc")) return std::nullopt;
   return key::from_hex(name.substr(0, 32));
+}
+
+// The tag that marks the root as a cache directory, for backup tools too (bford.info/cachedir).
+inline constexpr std::string_view cachedir_tag_name = "CACHEDIR.TAG";
+inline constexpr std::string_view cachedir_tag =
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by Quadrants for its offline cache.\n"
+    "# For information about cache directory tags, see https://bford.info/cachedir/\n";
+
+// Names the store makes at the root.
+QD_FUNC bool is_root_name(std::string_view name) {
+  return name == "locks" || name == "scan-stamp" || name == cachedir_tag_name || entry_kind_from_name(name) ||
+         is_temp_name(name, "scan-stamp");
 }
 
 // Largest file an entry can be; anything bigger is refused before it is read.
@@ -354,6 +368,35 @@ QD_FUNC read_result read_entry_file(const std::string& dir, const std::string& p
   return r;
 }
 
+// Why the store must not fill `root` (empty: it may): "/" never; a non-empty directory
+// only when it has the tag or holds nothing but names the store makes (a cache from before
+// the tag), so that a mistaken path is never filled with kernel/, module/, ...
+QD_FUNC std::string foreign_root_problem(const std::string& root) {
+  char resolved[PATH_MAX];
+  if (::realpath(root.c_str(), resolved) != nullptr && std::string_view(resolved) == "/")
+    return "it is the file system's root";
+  bool tagged = false;
+  std::vector<std::string> others;
+  for (const dir_item& item : read_directory(root)) {
+    if (item.name == cachedir_tag_name) tagged = true;
+    else if (!is_root_name(item.name)) others.push_back(item.name);
+  }
+  if (tagged || others.empty()) return {};
+  std::sort(others.begin(), others.end());
+  std::string names;
+  for (std::size_t i = 0; i < others.size() && i < 3; ++i) names += fmt::format("{}'{}'", i ? ", " : "", others[i]);
+  return fmt::format("it holds files Quadrants did not make ({}{}) and no {}", names, others.size() > 3 ? ", ..." : "",
+                     cachedir_tag_name);
+}
+
+QD_FUNC void write_cachedir_tag(const std::string& root) {
+  int fd = ::open((root + '/' + std::string(cachedir_tag_name)).c_str(),
+                  O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return;  // there already, or a read-only root: nothing to do
+  (void)write_all(fd, reinterpret_cast<const std::byte*>(cachedir_tag.data()), cachedir_tag.size());
+  ::close(fd);
+}
+
 // Creates and checks the root and kind directories, and decides what the store may do.
 QD_FUNC void open_root(store_state& s) {
   auto degrade = [&](std::string why) {
@@ -367,6 +410,11 @@ QD_FUNC void open_root(store_state& s) {
   if (err != 0) return degrade(fmt::format("cannot create the cache directory {} ({})", s.root, errno_text(err)));
   if (::stat(s.root.c_str(), &st) != 0)
     return degrade(fmt::format("cannot use the cache directory {} ({})", s.root, errno_text(errno)));
+  if (std::string problem = foreign_root_problem(s.root); !problem.empty())
+    throw user_error(fmt::format("offline cache: {} is not a Quadrants cache directory: {}. Point "
+                                 "offline_cache_file_path (QD_OFFLINE_CACHE_FILE_PATH) at a directory of its own, "
+                                 "new or empty, or set offline_cache = false",
+                                 s.root, problem));
   if (std::string problem = trust_problem(st); !problem.empty()) {
     s.warned_trust = true;
     qd::detail::log_fmt(log_level::warn,
@@ -378,6 +426,7 @@ QD_FUNC void open_root(store_state& s) {
   s.readable = true;
   bool can_write = ::access(s.root.c_str(), W_OK | X_OK) == 0;
   int write_error = errno;
+  if (can_write) write_cachedir_tag(s.root);
   for (entry_kind kind : all_entry_kinds) {
     std::string dir = kind_dir(s.root, kind);
     if (can_write && ::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
@@ -502,8 +551,15 @@ QD_FUNC bool store::save(entry_kind kind, const key& k, std::span<const std::byt
     std::string dir = detail::kind_dir(s.root, kind);
     std::string path = dir + '/' + hex + ".qdc";
     std::string tmp = detail::temp_name(dir, hex);
+    // A vanished directory (ENOENT, ENOTDIR: a concurrent clean, a root being replaced)
+    // loses this save only; a full, read-only or forbidden disk stops saving for good.
     auto fail = [&](const char* step, int e) {
       ::unlink(tmp.c_str());
+      if (e == ENOENT || e == ENOTDIR) {
+        qd::detail::log_fmt(log_level::debug, "offline cache: not stored {} ({}: {}); later saves try again", path, step,
+                            detail::errno_text(e));
+        return false;
+      }
       s.writable = false;
       if (!s.warned_degraded.exchange(true))
         qd::detail::log_fmt(log_level::warn, "offline cache: cannot write {} ({}: {}); caching in memory only from now on",
@@ -511,7 +567,7 @@ QD_FUNC bool store::save(entry_kind kind, const key& k, std::span<const std::byt
       return false;
     };
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 && (errno == ENOENT || errno == ENOTDIR)) {
+    for (int attempt = 0; attempt < 3 && fd < 0 && (errno == ENOENT || errno == ENOTDIR); ++attempt) {
       // The kind directory is missing, or something else took its place.
       struct stat st;
       if (::lstat(dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) detail::remove_path(dir);
@@ -675,6 +731,37 @@ QD_FUNC store::compile_lock store::lock_for_compile(const key& k, std::chrono::m
 QD_FUNC std::vector<entry_info> list_entries(const std::string& root) {
   std::vector<entry_info> out;
   for (detail::found_entry& e : detail::walk_entries(root, false, nullptr)) out.push_back(std::move(e.info));
+  return out;
+}
+
+QD_FUNC std::vector<layout_problem> check_layout(const std::string& root, bool fix) {
+  std::vector<layout_problem> out;
+  struct stat st;
+  if (::stat(root.c_str(), &st) != 0) return out;  // no cache yet
+  if (!S_ISDIR(st.st_mode)) return {{root, "not a directory"}};
+  if (std::string problem = detail::foreign_root_problem(root); !problem.empty())
+    out.push_back({root, "not a Quadrants cache directory: " + problem});
+  // Our own directory writable by others: remove that permission. Another user's: report.
+  auto check_dir = [&](const std::string& path, const struct stat& dst) {
+    std::string problem = detail::trust_problem(dst);
+    if (problem.empty()) return;
+    bool fixed = fix && dst.st_uid == ::geteuid() && ::chmod(path.c_str(), dst.st_mode & 0700) == 0;
+    out.push_back({path, "untrusted: " + problem, fixed});
+  };
+  check_dir(root, st);
+  for (entry_kind kind : all_entry_kinds) {
+    std::string dir = detail::kind_dir(root, kind);
+    if (::lstat(dir.c_str(), &st) != 0) continue;  // made by the first save
+    if (S_ISDIR(st.st_mode)) {
+      check_dir(dir, st);
+      continue;
+    }
+    // The store's saves replace it too; verify reports it rather than let it pass silently.
+    bool fixed = fix && detail::remove_path(dir);
+    out.push_back({dir, fmt::format("{} where the {} directory belongs", S_ISLNK(st.st_mode) ? "a symbolic link" : "a file",
+                                    name(kind)),
+                   fixed});
+  }
   return out;
 }
 
