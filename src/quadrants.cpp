@@ -25,6 +25,7 @@
 #include "quadrants/runtime/config-inl.hpp"
 #include "quadrants/runtime/program-inl.hpp"
 #include "quadrants/runtime/ndarray-inl.hpp"
+#include "quadrants/runtime/dump_path-inl.hpp"
 #include "quadrants/runtime/dispatch-inl.hpp"
 #include "quadrants/runtime/statistics-inl.hpp"
 #include "quadrants/codegen/reductions-inl.hpp"

@@ -24,6 +24,7 @@
 #include "quadrants/ir/serialize.hpp"
 #include "quadrants/lang/trace.hpp"
 #include "quadrants/runtime/dispatch.hpp"
+#include "quadrants/runtime/dump_path.hpp"
 #include "quadrants/runtime/program.hpp"
 
 namespace qd::detail {
@@ -144,8 +145,8 @@ QD_FUNC void dump_debug_files(const program& p, const kernel_state& k, const std
   std::error_code ec;
   fs::path dir = p.config().debug_dump_path;
   fs::create_directories(dir, ec);
-  std::ofstream(dir / (k.name + ".ir.txt")) << ir::to_text(k.ir);
-  std::ofstream out(dir / (k.name + suffix));
+  std::ofstream(dir / (dump_file_stem(k.name) + ".ir.txt")) << ir::to_text(k.ir);
+  std::ofstream out(dir / (dump_file_stem(k.name) + suffix));
   out << source;
   if (ec || !out)
     log_fmt(log_level::warn, "kernel '{}': cannot write the debug dump to {}", k.name, dir.string());
@@ -274,6 +275,7 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
     // Interpreted: counted above.
   } else if (module && record) {
     counts.loaded = constructs;
+    if (p.config().print_ir) log_nothing_dumped(k.name);
   } else if (!module) {
     record = cache::kernel_record{key, static_cast<std::uint32_t>(constructs), !plan.temps.empty(), {}};
     for (std::size_t t = 0; t < lowered.size(); ++t)
@@ -286,6 +288,7 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
     (built.compiled ? counts.compiled : counts.loaded) = constructs;
   } else {
     // In memory without a record (kernels compiled in this process): rebuild the names.
+    if (p.config().print_ir) log_nothing_dumped(k.name);
     record = cache::kernel_record{key, static_cast<std::uint32_t>(constructs), !plan.temps.empty(), {}};
     for (std::size_t t = 0; t < lowered.size(); ++t)
       record->tasks.push_back({entries[t], lowered[t].parallel, false, lowered[t].param_map});
