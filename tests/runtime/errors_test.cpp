@@ -468,7 +468,7 @@ TEST_CASE("control flow nested past the documented depth is a qd::user_error whi
       CHECK_THROWS_WITH_AS(deep(x), Contains("kernel 'too_deep': control flow is nested 201 levels deep here; at most 200"),
                            qd::user_error);
       // The limit itself compiles and runs, on the CPU with the host compiler too.
-      auto limit = qd::kernel("deepest", [&](qd::types::ndarray<std::int32_t, 1> x) { nest(200, kind, x); });
+      auto limit = qd::kernel("deepest", [&](qd::types::ndarray<std::int32_t, 1> a) { nest(200, kind, a); });
       limit(x);
       CHECK(x.to_host() == std::vector<std::int32_t>{1});
     }
