@@ -339,6 +339,16 @@ TEST_CASE("invalid QD_* environment variables make qd::init fail, naming the var
       CHECK_FALSE(qd::is_initialized());
     }
   }
+  SUBCASE("the GPU device ordinals too, before any library is looked for") {
+    for (auto [var, a] : {std::pair{"QD_CUDA_DEVICE", qd::arch::cuda}, std::pair{"QD_AMDGPU_DEVICE", qd::arch::amdgpu}})
+      for (const char* value : {"1.5", "-1", "one", "4294967297"}) {
+        CAPTURE(value);
+        qd_test::scoped_env env(var, value);
+        // A user_error even with enable_fallback: atoi read these as 1, -1, 0 and 1.
+        CHECK_THROWS_WITH_AS(qd::init({.arch = a, .enable_fallback = true}),
+                             Contains(fmt::format("{}='{}' is not valid", var, value).c_str()), qd::user_error);
+      }
+  }
   SUBCASE("valid numbers are read exactly") {
     {
       qd_test::scoped_env a("QD_OPT_LEVEL", "3"), b("QD_RANDOM_SEED", "18446744073709551615"),

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "quadrants/base/env_integer.hpp"
 #include "quadrants/base/error.hpp"
 #include "quadrants/cache/store.hpp"
 #include "quadrants/detail/format.hpp"
@@ -54,23 +55,6 @@ QD_FUNC bool parse_bool(std::string_view var, std::string_view v) {
   if (s == "1" || s == "true" || s == "on" || s == "yes") return true;
   if (s == "0" || s == "false" || s == "off" || s == "no") return false;
   bad_variable(var, v, "1/0, true/false, on/off");
-}
-
-// A plain decimal integer in [min, max]: digits only, no sign, space, fraction or
-// exponent, so a value is never read as a different number than the one written.
-QD_FUNC std::uint64_t parse_uint(std::string_view var, std::string_view v, std::uint64_t min, std::uint64_t max) {
-  std::uint64_t x = 0;
-  bool ok = !v.empty();
-  for (char c : v) {
-    auto d = static_cast<std::uint64_t>(c - '0');
-    if (c < '0' || c > '9' || d > max || x > (max - d) / 10) {
-      ok = false;
-      break;
-    }
-    x = x * 10 + d;
-  }
-  if (!ok || x < min) bad_variable(var, v, fmt::format("an integer in {}..{}", min, max));
-  return x;
 }
 
 // Bytes: digits, an optional fraction of up to 6 digits, an optional unit (K, M, G,
@@ -165,10 +149,10 @@ QD_FUNC settings resolve_settings(const config& c) {
   // An int field's variable, parsed strictly within the field's range.
   auto int_in = [](int min, int max) {
     return [=](std::string_view var, std::string_view v) {
-      return static_cast<int>(parse_uint(var, v, static_cast<std::uint64_t>(min), static_cast<std::uint64_t>(max)));
+      return static_cast<int>(parse_env_integer(var, v, static_cast<std::uint64_t>(min), static_cast<std::uint64_t>(max)));
     };
   };
-  auto as_u64 = [](std::string_view var, std::string_view v) { return parse_uint(var, v, 0, ~std::uint64_t{0}); };
+  auto as_u64 = [](std::string_view var, std::string_view v) { return parse_env_integer(var, v, 0, ~std::uint64_t{0}); };
   s.requested_arch = pick(c.arch, "arch", "QD_ARCH", parse_arch, arch::cpu, overrides);
   s.arch = s.requested_arch;
   s.offline_cache = pick(c.offline_cache, "offline_cache", "QD_OFFLINE_CACHE", parse_bool, true, overrides);
