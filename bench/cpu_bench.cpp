@@ -52,12 +52,24 @@ extern "C" __attribute__((visibility("default"))) void hand_stencil(const qd_ctx
   stencil_frame f{(const qd_f32*)ctx->arrays[0].data, (qd_f32*)ctx->arrays[1].data, ctx->arrays[0].shape[1]};
   ((const qd_cpu_runtime*)ctx->runtime)->parallel_for(ctx, 0, ctx->arrays[0].shape[0] - 2, &stencil_chunk, &f);
 }
+/* A plain C++ conversion: what generated code did before float-to-integer casts were
+   defined for NaN and out-of-range values (undefined there); the floor of their cost. */
+struct cast_frame { const qd_f32* x; qd_i32* y; };
+static void cast_chunk(const void* fp, const qd_ctx*, qd_i64 lo, qd_i64 hi) {
+  const cast_frame f = *(const cast_frame*)fp;
+  for (qd_i64 i = lo; i < hi; ++i) f.y[i] = (qd_i32)f.x[i];
+}
+extern "C" __attribute__((visibility("default"))) void hand_cast(const qd_ctx* ctx) {
+  cast_frame f{(const qd_f32*)ctx->arrays[0].data, (qd_i32*)ctx->arrays[1].data};
+  ((const qd_cpu_runtime*)ctx->runtime)->parallel_for(ctx, 0, ctx->arrays[0].shape[0], &cast_chunk, &f);
+}
 )";
 
 struct hand_code {
   std::unique_ptr<qd::backend::loaded_module> module;
   void* saxpy = nullptr;
   void* stencil = nullptr;
+  void* cast = nullptr;
 };
 
 hand_code compile_hand_code(int opt_level) {
@@ -69,6 +81,7 @@ hand_code compile_hand_code(int opt_level) {
   h.module = dev.load(binary, "hand-written benchmark code");
   h.saxpy = h.module->entry("hand_saxpy");
   h.stencil = h.module->entry("hand_stencil");
+  h.cast = h.module->entry("hand_cast");
   return h;
 }
 
@@ -113,22 +126,43 @@ void compare_loops(int threads, int rounds) {
   });
   stencil.compile();
 
-  std::vector<double> gs, hs, gt, ht;
+  // Values of every kind (in range, out of range, NaN) so that no branch is predictable.
+  qd::ndarray<float, 1> floats(n);
+  qd::ndarray<std::int32_t, 1> ints(n);
+  {
+    std::vector<float> mixed(static_cast<std::size_t>(n));
+    const float kinds[] = {1.5f, -7.25f, 3e9f, -3e9f, __builtin_nanf(""), 12345.0f, -0.5f, 1e30f};
+    for (std::size_t i = 0; i < mixed.size(); ++i) mixed[i] = kinds[(i * 2654435761u >> 7) % 8];
+    floats.from_host(mixed);
+  }
+  auto cast = qd::kernel("cast", [](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 1> y) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = qd::cast<std::int32_t>(x[i]); });
+  });
+  cast.compile();
+  qd::backend::array_abi ints_abi{ints.storage().data(), nullptr, {n, 0, 0, 0}};
+
+  std::vector<double> gs, hs, gt, ht, gc, hc;
   for (int r = 0; r < rounds + 1; ++r) {
     double g1 = seconds([&] { saxpy(x, y, a); });
     double h1 = seconds([&] { launch_hand(hand.saxpy, {abi(x), abi(y)}, {a_bits}); });
     double g2 = seconds([&] { stencil(u, out); });
     double h2 = seconds([&] { launch_hand(hand.stencil, {abi(u), abi(out)}, {}); });
+    double g3 = seconds([&] { cast(floats, ints); });
+    double h3 = seconds([&] { launch_hand(hand.cast, {abi(floats), ints_abi}, {}); });
     if (r == 0) continue;  // warm-up: first touch of pages
     gs.push_back(g1);
     hs.push_back(h1);
     gt.push_back(g2);
     ht.push_back(h2);
+    gc.push_back(g3);
+    hc.push_back(h3);
   }
   fmt::print("  {} thread{}: saxpy 16M   generated {:7.2f} ms  hand-written {:7.2f} ms  ratio {:.3f}\n", threads,
              threads == 1 ? " " : "s", median(gs) * 1e3, median(hs) * 1e3, median(gs) / median(hs));
   fmt::print("  {} thread{}: stencil 16M generated {:7.2f} ms  hand-written {:7.2f} ms  ratio {:.3f}\n", threads,
              threads == 1 ? " " : "s", median(gt) * 1e3, median(ht) * 1e3, median(gt) / median(ht));
+  fmt::print("  {} thread{}: f32->i32 16M generated {:7.2f} ms  plain (int) cast {:7.2f} ms  ratio {:.3f}\n", threads,
+             threads == 1 ? " " : "s", median(gc) * 1e3, median(hc) * 1e3, median(gc) / median(hc));
 }
 
 void launch_overhead() {

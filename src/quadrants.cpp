@@ -1,12 +1,15 @@
 // Compiled mode of the library: every implementation header (-inl), built once.
 // Header-only mode includes the same files from each public header instead.
 #include "quadrants/base/log-inl.hpp"
+#include "quadrants/base/env_integer-inl.hpp"
 #include "quadrants/ir/printer-inl.hpp"
 #include "quadrants/ir/verify-inl.hpp"
 #include "quadrants/lang/trace-inl.hpp"
 #include "quadrants/codegen/lower-inl.hpp"
 #include "quadrants/codegen/cpp_emitter-inl.hpp"
+#include "quadrants/backend/host_memory-inl.hpp"
 #include "quadrants/backend/cpu/thread_pool-inl.hpp"
+#include "quadrants/backend/cpu/scratch_dir-inl.hpp"
 #include "quadrants/backend/cpu/compiler-inl.hpp"
 #include "quadrants/backend/cpu/module-inl.hpp"
 #include "quadrants/backend/cpu/device-inl.hpp"
@@ -25,6 +28,7 @@
 #include "quadrants/runtime/config-inl.hpp"
 #include "quadrants/runtime/program-inl.hpp"
 #include "quadrants/runtime/ndarray-inl.hpp"
+#include "quadrants/runtime/dump_path-inl.hpp"
 #include "quadrants/runtime/kernel_state-inl.hpp"
 #include "quadrants/runtime/code_lookup-inl.hpp"
 #include "quadrants/runtime/variant_builder-inl.hpp"

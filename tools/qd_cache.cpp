@@ -32,8 +32,9 @@ constexpr const char* usage_text =
     "  stats                       entries, bytes, oldest and newest use, per kind;\n"
     "                              with a remote tier, its entries and counters too\n"
     "  list                        one line per entry: kind, key, bytes, last use, path\n"
-    "  verify [--fix]              check every entry; --fix removes the bad ones\n"
-    "                              (exit status 1 while bad entries remain)\n"
+    "  verify [--fix]              check the directories as programs do, and every entry;\n"
+    "                              --fix removes bad entries and repairs what it can\n"
+    "                              (exit status 1 while problems remain)\n"
     "  clean                       remove every entry\n"
     "  clean --older-than AGE      remove entries unused for AGE (e.g. 30m, 12h, 7d, 2w)\n"
     "  clean --to-size SIZE        remove least recently used entries down to SIZE\n"
@@ -161,6 +162,12 @@ int cmd_list(const std::string& root) {
 }
 
 int cmd_verify(const std::string& root, bool fix) {
+  // The root and kind directories first, by the store's own trust rules.
+  std::uint64_t layout_bad = 0;
+  for (const layout_problem& p : check_layout(root, fix)) {
+    layout_bad += !p.fixed;
+    fmt::print("{} {}: {}\n", p.fixed ? "fixed   " : "bad     ", p.path, p.problem);
+  }
   std::uint64_t checked = 0, bad = 0, removed = 0;
   for (const entry_info& e : list_entries(root)) {
     ++checked;
@@ -176,7 +183,8 @@ int cmd_verify(const std::string& root, bool fix) {
     }
   }
   fmt::print("{} checked, {} bad, {} removed\n", count(checked, "entry", "entries"), bad, removed);
-  return bad > removed ? 1 : 0;
+  if (layout_bad) fmt::print("{} with the cache directory remain\n", count(layout_bad, "problem", "problems"));
+  return bad > removed || layout_bad ? 1 : 0;
 }
 
 void print_clean(const clean_result& r) {

@@ -1,7 +1,7 @@
 # Cache layer: keys, the entry format, the store (in one process and across several), the
 # qd-cache tool, and the header-only mode. Each test makes its own temporary cache roots.
 qd_add_test(cache key LIBS qd_deps::xxhash)
-qd_add_test(cache entry LIBS qd_deps::xxhash)
+qd_add_test(cache entry LIBS qd_deps::xxhash qd_deps::zstd)
 qd_add_test(cache records)
 qd_add_test(cache store LIBS qd_deps::xxhash)
 qd_add_test(cache remote)  # the remote tier against a redis-server it starts (skipped without one)

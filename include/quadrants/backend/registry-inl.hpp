@@ -15,6 +15,7 @@ QD_FUNC std::unique_ptr<device> make_device(arch a, const device_request& r) {
       cpu::device_options o;
       o.compile.opt_level = r.opt_level;
       o.compile.fast_math = r.fast_math;
+      o.compile.timeout_seconds = r.compile_timeout_seconds;
       o.threads = r.cpu_threads;
       return cpu::make_device(o);
     }

@@ -19,6 +19,7 @@ struct device_request {
   int cuda_arch = 0;          // sm as major * 10 + minor; 0: the GPU's own
   std::string amdgpu_arch;    // "gfx90a"; empty: the GPU's own
   unsigned cpu_threads = 0;   // 0: all hardware threads
+  int compile_timeout_seconds = 600;  // the host compiler's limit; 0: none (CPU)
 };
 
 // The device for `a`; null when this build has no backend for it. A backend whose

@@ -423,6 +423,8 @@ class emitter {
       case ir::op::cast:
         if (n.type == dtype::boolean)
           line(fmt::format("const qd_bool {} = {} != 0;", v(i), v(n.a)));
+        else if (is_float(fn_.at(n.a).type) && !is_float(n.type))  // defined for NaN and out-of-range values
+          line(fmt::format("const {} {} = qd_to_{}({});", type, v(i), name(n.type), v(n.a)));
         else
           line(fmt::format("const {} {} = ({}){};", type, v(i), type, v(n.a)));
         break;

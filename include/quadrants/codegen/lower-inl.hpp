@@ -7,6 +7,7 @@
 #include "quadrants/ir/builder.hpp"
 #include "quadrants/ir/verify.hpp"
 #include "quadrants/ir/walk.hpp"
+#include "quadrants/ir/nesting.hpp"
 
 namespace qd::codegen {
 namespace detail {
@@ -203,6 +204,11 @@ class lowering {
 
 QD_FUNC lowered_task lower_task(const ir::function& kernel, const analysis::kernel_structure& s,
                                 const analysis::task& t, const analysis::task_plan& plan) {
+  // The tracer refuses deeper kernels; IR built otherwise must not take the recursive
+  // passes below (lowering, emitter, interpreter) deeper than they are meant to go.
+  if (int depth = ir::nesting_depth(kernel); depth > ir::max_nesting_depth)
+    throw internal_error(fmt::format("lowering: the kernel nests {} levels, over the limit of {} that tracing enforces",
+                                     depth, ir::max_nesting_depth));
   return detail::lowering(kernel, s, plan).run(t);
 }
 

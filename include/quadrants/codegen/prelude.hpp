@@ -63,6 +63,17 @@ QD_FN qd_i64 qd_max_value_i64() { return 9223372036854775807ll; }
 QD_FN qd_i64 qd_lowest_value_i64() { return -9223372036854775807ll - 1; }
 QD_FN qd_u8 qd_max_value_u8() { return 255; }
 QD_FN qd_u8 qd_lowest_value_u8() { return 0; }
+/* Float to integer (docs/dsl.md; base/float_to_int.hpp is the host's copy): truncation
+   toward zero, saturating at the target's range, NaN gives 0. The bounds are powers of
+   two, exact in f32 and f64; plain comparisons, so loops still vectorise. */
+#define QD_TO_INT(NAME, T, HI, LO, MAX, MIN)                                                              \
+  QD_FN T NAME(qd_f32 x) { return x >= (qd_f32)HI ? MAX : x >= (qd_f32)LO ? (T)x : x != x ? (T)0 : MIN; } \
+  QD_FN T NAME(qd_f64 x) { return x >= (qd_f64)HI ? MAX : x >= (qd_f64)LO ? (T)x : x != x ? (T)0 : MIN; }
+QD_TO_INT(qd_to_u8, qd_u8, 0x1p8, 0.0, (qd_u8)255, (qd_u8)0)
+QD_TO_INT(qd_to_i32, qd_i32, 0x1p31, -0x1p31, 2147483647, -2147483647 - 1)
+QD_TO_INT(qd_to_u32, qd_u32, 0x1p32, 0.0, 4294967295u, 0u)
+QD_TO_INT(qd_to_i64, qd_i64, 0x1p63, -0x1p63, 9223372036854775807ll, -9223372036854775807ll - 1)
+#undef QD_TO_INT
 QD_FN qd_i64 qd_clamp_index(qd_i64 i, qd_i64 extent) { return i < 0 ? 0 : (i >= extent ? extent - 1 : i); }
 QD_FN qd_bool qd_check_index(const qd_ctx* ctx, qd_i32 param, qd_i32 dim, qd_i64 index, qd_i64 extent) {
   if ((qd_u64)index < (qd_u64)extent) return true;

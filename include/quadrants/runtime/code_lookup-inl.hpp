@@ -25,6 +25,7 @@ QD_FUNC std::shared_ptr<backend::loaded_module> load_cached_module(program& p, c
   } catch (const error& e) {
     // A validated entry that does not load (another library version's object?) is a miss.
     log_fmt(log_level::warn, "{}: a cached module did not load ({}); recompiling", what, e.what());
+    p.store()->discard(cache::entry_kind::module, module_key, *binary);  // not decoded again before the compile
     return nullptr;
   }
   p.remember_module(module_key, m);

@@ -45,6 +45,7 @@ struct config {
   std::optional<std::string> remote_cache_secret;          // HMAC key shared by the team
   std::optional<int> remote_cache_timeout_ms;              // default 100
   std::optional<bool> remote_cache_unauthenticated;        // opt out of the secret; default false
+  std::optional<int> compile_timeout;                      // seconds a host compiler may run; 0: no limit; default 600
 };
 
 // The configuration in effect: every field decided.
@@ -74,6 +75,7 @@ struct settings {
   std::string remote_cache_secret;
   int remote_cache_timeout_ms = 100;
   bool remote_cache_unauthenticated = false;
+  int compile_timeout = 600;
 };
 
 // Starts the runtime (ending a previous one first). Throws qd::error for an

@@ -37,6 +37,7 @@ QD_FUNC std::shared_ptr<backend::device> make_device(settings& s) {
   r.cuda_arch = s.cuda_arch;
   r.amdgpu_arch = s.amdgpu_arch;
   r.cpu_threads = static_cast<unsigned>(s.cpu_max_num_threads);
+  r.compile_timeout_seconds = s.compile_timeout;
   std::shared_ptr<backend::device> d;
   std::string why;
   try {

@@ -18,6 +18,7 @@
 #include "quadrants/ir/serialize.hpp"
 #include "quadrants/ir/walk.hpp"
 #include "quadrants/runtime/code_lookup.hpp"
+#include "quadrants/runtime/dump_path.hpp"
 #include "quadrants/runtime/variant_builder.hpp"
 
 namespace qd::detail {
@@ -28,8 +29,8 @@ QD_FUNC void dump_debug_files(const program& p, const kernel_state& k, const std
   std::error_code ec;
   fs::path dir = p.config().debug_dump_path;
   fs::create_directories(dir, ec);
-  std::ofstream(dir / (k.name + ".ir.txt")) << ir::to_text(k.ir);
-  std::ofstream out(dir / (k.name + suffix));
+  std::ofstream(dir / (dump_file_stem(k.name) + ".ir.txt")) << ir::to_text(k.ir);
+  std::ofstream out(dir / (dump_file_stem(k.name) + suffix));
   out << source;
   if (ec || !out)
     log_fmt(log_level::warn, "kernel '{}': cannot write the debug dump to {}", k.name, dir.string());
@@ -130,6 +131,8 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
       module = built.module;
       if (p.store()) p.store()->save(cache::entry_kind::kernel, record.module, cache::encode(record));
       (built.compiled ? counts.compiled : counts.loaded) = constructs;
+    } else if (p.config().print_ir) {
+      log_nothing_dumped(k.name);  // from memory or the disk: nothing was compiled
     }
   }
   for (std::size_t t = 0; t < lowered.size(); ++t) v.tasks.push_back(launchable_task(*module, entries[t], lowered[t], t));

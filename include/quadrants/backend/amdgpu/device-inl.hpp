@@ -13,6 +13,7 @@
 #include "quadrants/backend/amdgpu/hiprtc.hpp"
 #include "quadrants/backend/compile_only_module.hpp"
 #include "quadrants/backend/gpu_task_params.hpp"
+#include "quadrants/base/env_integer.hpp"
 #include "quadrants/base/error.hpp"
 #include "quadrants/backend/amdgpu/prelude.hpp"
 #include "quadrants/detail/format.hpp"
@@ -135,7 +136,7 @@ class amdgpu_device final : public device {
       int ordinal = o.ordinal;
       if (ordinal < 0) {
         const char* env = std::getenv("QD_AMDGPU_DEVICE");
-        ordinal = env && *env ? std::atoi(env) : 0;
+        ordinal = env && *env ? static_cast<int>(qd::detail::parse_env_integer("QD_AMDGPU_DEVICE", env, 0, 1023)) : 0;
       }
       gpu_ = std::make_shared<const gpu>(ordinal);
       if (options_.arch.empty()) options_.arch = gpu_->arch();

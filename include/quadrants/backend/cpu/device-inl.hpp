@@ -6,6 +6,7 @@
 #include <new>
 
 #include "quadrants/backend/cpu/device.hpp"
+#include "quadrants/backend/host_memory.hpp"
 #include "quadrants/backend/cpu/module.hpp"
 #include "quadrants/backend/cpu/prelude.hpp"
 #include "quadrants/detail/format.hpp"
@@ -27,6 +28,7 @@ class cpu_device final : public device {
   explicit cpu_device(const device_options& options)
       : options_(options),
         pool_(options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency())) {
+    (void)compiler_command();  // a blank QD_CXX is an error at qd::init, not at the first launch
     runtime_.parallel_for = &parallel_for;
     runtime_.pool = &pool_;
   }
@@ -49,12 +51,8 @@ class cpu_device final : public device {
     return s;
   }
 
-  void* allocate(std::size_t bytes) override {
-    void* p = std::aligned_alloc(64, (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64);
-    if (p == nullptr) throw std::bad_alloc();
-    return p;
-  }
-  void release(void* p) noexcept override { std::free(p); }
+  void* allocate(std::size_t bytes) override { return allocate_host_memory(bytes); }
+  void release(void* p) noexcept override { release_host_memory(p); }
   void copy_from_host(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
 

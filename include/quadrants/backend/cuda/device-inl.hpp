@@ -12,6 +12,7 @@
 #include "quadrants/backend/cuda/driver.hpp"
 #include "quadrants/backend/cuda/nvrtc.hpp"
 #include "quadrants/backend/gpu_task_params.hpp"
+#include "quadrants/base/env_integer.hpp"
 #include "quadrants/base/error.hpp"
 #include "quadrants/backend/cuda/prelude.hpp"
 #include "quadrants/detail/format.hpp"
@@ -127,7 +128,7 @@ class cuda_device final : public device {
       int ordinal = o.ordinal;
       if (ordinal < 0) {
         const char* env = std::getenv("QD_CUDA_DEVICE");
-        ordinal = env && *env ? std::atoi(env) : 0;
+        ordinal = env && *env ? static_cast<int>(qd::detail::parse_env_integer("QD_CUDA_DEVICE", env, 0, 1023)) : 0;
       }
       context_ = std::make_shared<const gpu_context>(ordinal);
       if (options_.arch == 0) options_.arch = context_->sm();

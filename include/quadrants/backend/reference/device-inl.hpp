@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "quadrants/backend/reference/device.hpp"
+#include "quadrants/backend/host_memory.hpp"
 #include "quadrants/backend/reference/interpreter.hpp"
 #include "quadrants/base/error.hpp"
 #include "quadrants/detail/format.hpp"
@@ -47,12 +48,8 @@ class reference_device final : public device {
   std::string compiler_identity() const override { return "none"; }
   std::string code_options() const override { return ""; }
 
-  void* allocate(std::size_t bytes) override {
-    void* p = std::aligned_alloc(64, (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64);
-    if (p == nullptr) throw std::bad_alloc();
-    return p;
-  }
-  void release(void* p) noexcept override { std::free(p); }
+  void* allocate(std::size_t bytes) override { return allocate_host_memory(bytes); }
+  void release(void* p) noexcept override { release_host_memory(p); }
   void copy_from_host(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
 

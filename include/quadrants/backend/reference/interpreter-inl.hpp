@@ -11,6 +11,7 @@
 
 #include "quadrants/backend/reference/interpreter.hpp"
 #include "quadrants/base/error.hpp"
+#include "quadrants/base/float_to_int.hpp"
 #include "quadrants/detail/format.hpp"
 #include "quadrants/ir/walk.hpp"
 
@@ -64,24 +65,6 @@ cell put(T v) {
 template <class T>
 inline constexpr bool is_wrapping_signed = std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t>;
 
-// x86-64 truncating conversions as GCC emits them (i32 and u8 through the 32-bit
-// instruction, i64 and u32 through the 64-bit one): NaN and out-of-range values give
-// the "integer indefinite" INT_MIN of that width. C++ leaves these undefined, and the
-// fuzzer never produces them; this only keeps the interpreter itself well-defined.
-template <class From>
-std::int32_t truncate_32(From v) {
-  double d = static_cast<double>(v);
-  if (!(d > -2147483649.0 && d < 2147483648.0)) return INT32_MIN;
-  return static_cast<std::int32_t>(v);
-}
-
-template <class From>
-std::int64_t truncate_64(From v) {
-  double d = static_cast<double>(v);
-  if (!(d >= -0x1p63 && d < 0x1p63)) return INT64_MIN;
-  return static_cast<std::int64_t>(v);
-}
-
 // C++'s conversion from From to To, as the generated code's casts and assignments perform it.
 template <class To, class From>
 To convert(From x) {
@@ -90,10 +73,7 @@ To convert(From x) {
   } else if constexpr (std::is_same_v<From, bool>) {
     return static_cast<To>(x ? 1 : 0);
   } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
-    if constexpr (std::is_same_v<To, std::int32_t>) return truncate_32(x);
-    else if constexpr (std::is_same_v<To, std::uint8_t>) return static_cast<std::uint8_t>(truncate_32(x));
-    else if constexpr (std::is_same_v<To, std::int64_t>) return truncate_64(x);
-    else return static_cast<To>(truncate_64(x));  // u32
+    return float_to_int<To>(x);  // saturating, NaN gives 0 (docs/dsl.md)
   } else {
     return static_cast<To>(x);  // integer narrowing is modular (C++20), float narrowing rounds
   }
