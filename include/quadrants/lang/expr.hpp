@@ -17,6 +17,10 @@ template <element_type T> class element_ref;
 
 namespace detail {
 
+// false, but only once T is known: for static_asserts in templates that must not be used.
+template <class T>
+inline constexpr bool dependent_false = false;
+
 template <class A> struct traced_traits {
   static constexpr bool value = false;
 };
