@@ -1,6 +1,7 @@
 # Packaging: the installed package works with find_package, and the source tree
-# works with add_subdirectory (both build and run a small consumer).
-foreach(mode install subdirectory)
+# works with add_subdirectory (both build and run a small consumer); installing
+# after `make demo` works; a missing dependency names its Debian package.
+foreach(mode install subdirectory demo_install missing_dependency)
   add_test(NAME package/${mode}
            COMMAND ${CMAKE_COMMAND} -DMODE=${mode} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DBUILD_DIR=${PROJECT_BINARY_DIR}
                    -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/package -DCXX=${CMAKE_CXX_COMPILER}
