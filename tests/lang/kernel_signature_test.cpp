@@ -70,3 +70,29 @@ TEST_CASE("value-preserving scalar arguments reach the kernel unchanged") {
   CHECK(out_i.to_host() == std::vector<std::int64_t>{-7, 4294967295LL});
   CHECK(out_f.to_host() == std::vector<double>{static_cast<double>(0.1f), -30000.0});
 }
+
+TEST_CASE("C++ values a kernel lambda captures are read once, when it is traced (docs/dsl.md)") {
+  init_cpu();
+  float scale = 2.0f;
+  auto k = qd::kernel("captured_scale", [&](qd::types::ndarray<float, 1> x) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] * scale; });
+  });
+  qd::ndarray<float, 1> x(3);
+  x.fill(1.0f);
+  k(x);
+  CHECK(x.to_host() == std::vector<float>{2.0f, 2.0f, 2.0f});
+  scale = 10.0f;  // no effect on k: its trace holds 2.0f
+  k(x);
+  CHECK(x.to_host() == std::vector<float>{4.0f, 4.0f, 4.0f});
+  init_cpu();  // not even in a new program: the kernel object keeps its trace
+  qd::ndarray<float, 1> y(3);
+  y.fill(1.0f);
+  k(y);
+  CHECK(y.to_host() == std::vector<float>{2.0f, 2.0f, 2.0f});
+  // A new kernel object traces again and sees the new value.
+  auto k2 = qd::kernel("captured_scale", [&](qd::types::ndarray<float, 1> x) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] * scale; });
+  });
+  k2(y);
+  CHECK(y.to_host() == std::vector<float>{20.0f, 20.0f, 20.0f});
+}
