@@ -8,3 +8,5 @@ foreach(mode install subdirectory demo_install missing_dependency)
                    -P ${CMAKE_CURRENT_LIST_DIR}/check.cmake)
   set_tests_properties(package/${mode} PROPERTIES TIMEOUT 600)
 endforeach()
+add_test(NAME package/implementation_lists
+         COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -P ${CMAKE_CURRENT_LIST_DIR}/implementation_check.cmake)
