@@ -47,6 +47,8 @@
 #include "quadrants/cache/key-inl.hpp"
 #include "quadrants/cache/store-inl.hpp"
 #include "quadrants/cache/records-inl.hpp"
+#include "quadrants/cache/hmac-inl.hpp"
+#include "quadrants/cache/remote-inl.hpp"
 #include "quadrants/runtime/config-inl.hpp"
 #include "quadrants/runtime/program-inl.hpp"
 #include "quadrants/runtime/ndarray-inl.hpp"
