@@ -3,7 +3,7 @@
 //
 // Three ways to build with Quadrants (docs/architecture.md, "Header-only, three ways"):
 //  - everything inline: include <quadrants/quadrants.hpp> and nothing else; each TU
-//    compiles the whole implementation (about 9 s at -O2; fine for one-file programs);
+//    compiles the whole implementation (about 10 s at -O2; fine for one-file programs);
 //  - once per program, still header-only: define QD_SEPARATE_COMPILATION in every
 //    TU and include this header in exactly one (the CMake target
 //    quadrants::header-only does both: it adds share/quadrants/implementation.cpp);
