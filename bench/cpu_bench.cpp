@@ -263,19 +263,26 @@ void compile_times() {
   }
   fmt::print("  16-construct kernel (whole, one translation unit): compile {:.1f} ms (median of 5)\n",
              median(times) * 1e3);
-  // A user translation unit with five kernels, as the build compiles it.
-  std::vector<double> tu;
-  for (const char* mode : {"-DQD_SEPARATE_COMPILATION", ""}) {
+  // A user translation unit with five kernels, as the build compiles it, in each way
+  // of building (docs/architecture.md), and the implementation TU quadrants::header-only adds.
+  struct tu {
+    const char* flags;
+    const char* file;
+    const char* what;
+  };
+  for (const tu& c : {tu{"-DQD_SEPARATE_COMPILATION", QD_BENCH_USER_TU,
+                         "user TU with 5 kernels, quadrants::quadrants or quadrants::header-only"},
+                      tu{"", QD_BENCH_IMPLEMENTATION_TU, "implementation TU of quadrants::header-only, once per target"},
+                      tu{"", QD_BENCH_USER_TU, "user TU with 5 kernels, all inline (g++ main.cpp)"}}) {
     std::vector<double> t;
     for (int r = 0; r < 3; ++r) {
-      std::string cmd = fmt::format("{} -std=c++20 -O2 {} -I{} -c {} -o /dev/null", QD_BENCH_CXX, mode,
-                                    QD_BENCH_INCLUDE, QD_BENCH_USER_TU);
+      std::string cmd =
+          fmt::format("{} -std=c++20 -O2 {} -I{} -c {} -o /dev/null", QD_BENCH_CXX, c.flags, QD_BENCH_INCLUDE, c.file);
       t.push_back(seconds([&] {
         if (std::system(cmd.c_str()) != 0) fmt::print("  WARNING: '{}' failed\n", cmd);
       }));
     }
-    fmt::print("  user translation unit with 5 kernels ({}): {:.2f} s to compile at -O2\n",
-               *mode ? "quadrants::quadrants, separate compilation" : "header-only mode", median(t));
+    fmt::print("  {}: {:.2f} s to compile at -O2\n", c.what, median(t));
   }
 }
 

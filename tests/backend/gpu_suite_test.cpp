@@ -654,10 +654,13 @@ TEST_CASE_TEMPLATE("suite: scalar parameters of every type arrive with their run
     CHECK(ints.to_host() == want_ints);
     CHECK(wide.to_host() == want_wide);
   }
-  // C++ numbers convert to the parameter's type as static_cast does.
-  k(2, 3, 4.9, 5, 6, 7, 1, floats, ints, wide);
+  // C++ numbers convert where no value can change (int -> qd::f64, int -> qd::i64, std::int16_t -> qd::f32);
+  // others need a static_cast (tests/compile_fail/scalar_argument_*.cpp).
+  k(std::int16_t{2}, 3, static_cast<std::int32_t>(4.9), 5, 6u, std::uint8_t{7}, true, floats, ints, wide);
   CHECK(floats.to_host()[0] == 2.0);
+  CHECK(floats.to_host()[1] == 3.0);
   CHECK(ints.to_host()[0] == 4);
+  CHECK(ints.to_host()[1] == 5);
 }
 
 TEST_CASE_TEMPLATE("suite: needs_grad arrays carry a gradient buffer of the same shape, read and written through .grad()",
@@ -1012,7 +1015,7 @@ TEST_CASE_TEMPLATE("suite: qd::print writes one line per call, in program order 
   x.from_host(std::vector<float>{2.5f});
   // A GPU's printf output reaches stdout at the next synchronization: the copy back.
   std::string out = qd_test::capture_stdout([&] {
-    serial(x, 7, -9000000000LL, 4000000000u, 200, true, 0.125);
+    serial(x, 7, -9000000000LL, 4000000000u, std::uint8_t{200}, true, 0.125);
     x.to_host();
   });
   CHECK(qd_test::lines_of(out) == std::vector<std::string>{"x0 = 2.5 n = 7 100% done",

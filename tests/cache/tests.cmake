@@ -22,9 +22,9 @@ if(TARGET qd-cache)
   target_compile_definitions(cache_remote_test PRIVATE QD_CACHE_TOOL="$<TARGET_FILE:qd-cache>")
 endif()
 
-# The same store used in header-only mode (no compiled library).
+# The same store used in the all-inline header-only mode (no compiled library).
 add_executable(cache_header_only_test ${CMAKE_CURRENT_SOURCE_DIR}/cache/header_only_test.cpp)
-target_link_libraries(cache_header_only_test PRIVATE quadrants::header-only qd_doctest_main)
+target_link_libraries(cache_header_only_test PRIVATE qd_all_inline qd_doctest_main)
 target_include_directories(cache_header_only_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 add_test(NAME cache/header_only COMMAND cache_header_only_test)
 

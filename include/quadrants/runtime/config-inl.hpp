@@ -201,6 +201,23 @@ QD_FUNC settings resolve_settings(const config& c) {
                                    int_in(1, max_remote_timeout_ms), 100, overrides);
   s.remote_cache_unauthenticated = pick(c.remote_cache_unauthenticated, "remote_cache_unauthenticated",
                                         "QD_REMOTE_CACHE_UNAUTHENTICATED", parse_bool, false, overrides);
+  // A bad value is blamed on where it came from: the field if set, else its variable.
+  auto source = [](bool field_set, const char* field, const char* var, int value) {
+    return field_set ? fmt::format("config.{} = {}", field, value) : fmt::format("environment variable {}={}", var, value);
+  };
+  if (s.cpu_max_num_threads < 1)
+    throw user_error(fmt::format("{}: use 1 or more", source(c.cpu_max_num_threads.has_value(), "cpu_max_num_threads",
+                                                              "QD_CPU_MAX_NUM_THREADS", s.cpu_max_num_threads)));
+  if (s.opt_level < 0 || s.opt_level > 3)
+    throw user_error(fmt::format("{} is out of range; use 0, 1, 2 or 3",
+                                 source(c.opt_level.has_value(), "opt_level", "QD_OPT_LEVEL", s.opt_level)));
+  if (s.num_compile_threads < 1)
+    throw user_error(fmt::format("{}: use 1 or more", source(c.num_compile_threads.has_value(), "num_compile_threads",
+                                                              "QD_NUM_COMPILE_THREADS", s.num_compile_threads)));
+  if (!s.remote_cache.empty() && s.remote_cache_timeout_ms < 1)
+    throw user_error(fmt::format("{}: use 1 or more (milliseconds; the default is 100)",
+                                 source(c.remote_cache_timeout_ms.has_value(), "remote_cache_timeout_ms",
+                                        "QD_REMOTE_CACHE_TIMEOUT_MS", s.remote_cache_timeout_ms)));
   // Configuration mistakes are errors now; the server itself is reached lazily.
   if (!s.remote_cache.empty()) cache::check_remote_options(remote_options_for(s));
   s.compile_timeout = pick(c.compile_timeout, "compile_timeout", "QD_COMPILE_TIMEOUT", int_in(0, max_compile_timeout),
@@ -222,4 +239,24 @@ QD_FUNC settings resolve_settings(const config& c) {
 }
 
 }  // namespace detail
+
+QD_FUNC qd::arch init_best_available(const config& c) {
+  // An arch asked for, or compile-only mode (which needs no device), is the user's choice.
+  if (!c.arch && !detail::env("QD_ARCH") && !c.compile_only && !detail::env("QD_COMPILE_ONLY")) {
+    for (qd::arch gpu : {arch::cuda, arch::amdgpu}) {
+      config probe = c;
+      probe.arch = gpu;
+      probe.enable_fallback = false;  // a missing GPU throws instead of warning and falling back
+      try {
+        init(probe);
+        return gpu;
+      } catch (const user_error&) {
+        // this GPU, its driver or its compiler is missing: try the next
+      }
+    }
+  }
+  init(c);
+  return current_settings().arch;
+}
+
 }  // namespace qd

@@ -81,6 +81,10 @@ struct settings {
 // Starts the runtime (ending a previous one first). Throws qd::error for an
 // invalid field or variable, or an unavailable arch with enable_fallback off.
 QD_FUNC void init(const config& c = {});
+// qd::init(c) on the best available arch when neither c.arch nor QD_ARCH names
+// one: a CUDA GPU, else an AMD GPU, else the CPU (docs/configuration.md). A GPU
+// that is missing is skipped silently. Returns the arch in effect.
+QD_FUNC qd::arch init_best_available(const config& c = {});
 // Ends the runtime: compiled kernels are dropped, arrays it created become unusable.
 QD_FUNC void reset();
 QD_FUNC bool is_initialized() noexcept;
