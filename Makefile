@@ -13,17 +13,17 @@ TSAN_DIR ?= build-tsan
 LIBFUZZER_DIR ?= build-libfuzzer
 LIBFUZZER_SECONDS ?= 30
 FUZZ_SECONDS ?= 600
-SANITIZER_FLAGS = -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" \
+SANITIZER_FLAGS = -DQD_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" \
 	-DQD_BUILD_EXAMPLES=OFF -DQD_BUILD_BENCH=OFF
-ASAN_TESTS = ir_serialize_test ir_dce_test ir_printer_test analysis_constructs_test analysis_task_plan_test \
+ASAN_TESTS = ir_serialize_test ir_dce_test ir_printer_test ir_op_table_test ir_nesting_test codegen_golden_test analysis_constructs_test analysis_task_plan_test \
 	analysis_split_test backend_thread_pool_test backend_cpu_compiler_test backend_reference_test backend_gpu_suite_test cache_key_test \
-	cache_entry_test cache_records_test cache_store_test runtime_statements_test \
-	runtime_errors_test runtime_threads_test runtime_per_offload_test kernel_worker fuzz_differential_test \
+	cache_entry_test cache_records_test cache_store_test cache_remote_test runtime_statements_test \
+	runtime_errors_test runtime_threads_test runtime_fork_test runtime_per_offload_test kernel_worker fuzz_differential_test \
 	fuzz_regressions_test
-ASAN_REGEX = ^(ir|analysis)/|^backend/(thread_pool|cpu_compiler|reference|gpu_suite)$$|^cache/(key|entry|records|store)$$|^runtime/(statements|errors|threads|per_offload)$$|^fuzz/(differential|regressions)$$
-TSAN_TESTS = backend_thread_pool_test cache_store_test cache_store_processes_test cache_store_worker runtime_threads_test \
+ASAN_REGEX = ^(ir|analysis|codegen)/|^backend/(thread_pool|cpu_compiler|reference|gpu_suite)$$|^cache/(key|entry|records|store|remote)$$|^runtime/(statements|errors|threads|fork|per_offload)$$|^fuzz/(differential|regressions)$$
+TSAN_TESTS = backend_thread_pool_test cache_store_test cache_store_processes_test cache_store_worker cache_remote_test runtime_threads_test \
 	runtime_per_offload_test kernel_worker
-TSAN_REGEX = ^backend/thread_pool$$|^cache/(store|store_processes)$$|^runtime/(threads|per_offload)$$
+TSAN_REGEX = ^backend/thread_pool$$|^cache/(store|store_processes|remote)$$|^runtime/(threads|per_offload)$$
 SANITIZER_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 
@@ -35,7 +35,7 @@ deps:
 	@scripts/install-deps
 
 configure: deps
-	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DQD_WERROR=ON $(CMAKE_FLAGS) >/dev/null
 
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)

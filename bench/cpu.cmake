@@ -6,5 +6,6 @@ get_target_property(QD_BENCH_BOOST_INCLUDES Boost::headers INTERFACE_INCLUDE_DIR
 target_compile_definitions(cpu_bench PRIVATE
   QD_BENCH_CXX="${CMAKE_CXX_COMPILER}"
   QD_BENCH_INCLUDE="${PROJECT_SOURCE_DIR}/include"
-  QD_BENCH_USER_TU="${CMAKE_CURRENT_SOURCE_DIR}/user_tu.cpp")
+  QD_BENCH_USER_TU="${CMAKE_CURRENT_SOURCE_DIR}/user_tu.cpp"
+  QD_BENCH_IMPLEMENTATION_TU="${PROJECT_SOURCE_DIR}/src/implementation.cpp")
 add_dependencies(benchmarks cpu_bench)

@@ -19,7 +19,7 @@
 
 #include "quadrants/backend/cpu/compiler.hpp"
 #include "quadrants/backend/cpu/module.hpp"
-#include "quadrants/codegen/prelude.hpp"
+#include "quadrants/backend/cpu/prelude.hpp"
 #include "quadrants/runtime/program.hpp"
 
 namespace {
@@ -52,23 +52,36 @@ extern "C" __attribute__((visibility("default"))) void hand_stencil(const qd_ctx
   stencil_frame f{(const qd_f32*)ctx->arrays[0].data, (qd_f32*)ctx->arrays[1].data, ctx->arrays[0].shape[1]};
   ((const qd_cpu_runtime*)ctx->runtime)->parallel_for(ctx, 0, ctx->arrays[0].shape[0] - 2, &stencil_chunk, &f);
 }
+/* A plain C++ conversion: what generated code did before float-to-integer casts were
+   defined for NaN and out-of-range values (undefined there); the floor of their cost. */
+struct cast_frame { const qd_f32* x; qd_i32* y; };
+static void cast_chunk(const void* fp, const qd_ctx*, qd_i64 lo, qd_i64 hi) {
+  const cast_frame f = *(const cast_frame*)fp;
+  for (qd_i64 i = lo; i < hi; ++i) f.y[i] = (qd_i32)f.x[i];
+}
+extern "C" __attribute__((visibility("default"))) void hand_cast(const qd_ctx* ctx) {
+  cast_frame f{(const qd_f32*)ctx->arrays[0].data, (qd_i32*)ctx->arrays[1].data};
+  ((const qd_cpu_runtime*)ctx->runtime)->parallel_for(ctx, 0, ctx->arrays[0].shape[0], &cast_chunk, &f);
+}
 )";
 
 struct hand_code {
   std::unique_ptr<qd::backend::loaded_module> module;
   void* saxpy = nullptr;
   void* stencil = nullptr;
+  void* cast = nullptr;
 };
 
 hand_code compile_hand_code(int opt_level) {
   auto& dev = qd::detail::current_program("bench").device();
-  std::string source = qd::codegen::cpu_translation_unit_prelude() + hand_source;
+  std::string source = qd::backend::cpu::translation_unit_prelude() + hand_source;
   (void)opt_level;
   auto binary = dev.compile(source, "hand-written benchmark code");
   hand_code h;
   h.module = dev.load(binary, "hand-written benchmark code");
   h.saxpy = h.module->entry("hand_saxpy");
   h.stencil = h.module->entry("hand_stencil");
+  h.cast = h.module->entry("hand_cast");
   return h;
 }
 
@@ -113,22 +126,43 @@ void compare_loops(int threads, int rounds) {
   });
   stencil.compile();
 
-  std::vector<double> gs, hs, gt, ht;
+  // Values of every kind (in range, out of range, NaN) so that no branch is predictable.
+  qd::ndarray<float, 1> floats(n);
+  qd::ndarray<std::int32_t, 1> ints(n);
+  {
+    std::vector<float> mixed(static_cast<std::size_t>(n));
+    const float kinds[] = {1.5f, -7.25f, 3e9f, -3e9f, __builtin_nanf(""), 12345.0f, -0.5f, 1e30f};
+    for (std::size_t i = 0; i < mixed.size(); ++i) mixed[i] = kinds[(i * 2654435761u >> 7) % 8];
+    floats.from_host(mixed);
+  }
+  auto cast = qd::kernel("cast", [](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 1> y) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = qd::cast<std::int32_t>(x[i]); });
+  });
+  cast.compile();
+  qd::backend::array_abi ints_abi{ints.storage().data(), nullptr, {n, 0, 0, 0}};
+
+  std::vector<double> gs, hs, gt, ht, gc, hc;
   for (int r = 0; r < rounds + 1; ++r) {
     double g1 = seconds([&] { saxpy(x, y, a); });
     double h1 = seconds([&] { launch_hand(hand.saxpy, {abi(x), abi(y)}, {a_bits}); });
     double g2 = seconds([&] { stencil(u, out); });
     double h2 = seconds([&] { launch_hand(hand.stencil, {abi(u), abi(out)}, {}); });
+    double g3 = seconds([&] { cast(floats, ints); });
+    double h3 = seconds([&] { launch_hand(hand.cast, {abi(floats), ints_abi}, {}); });
     if (r == 0) continue;  // warm-up: first touch of pages
     gs.push_back(g1);
     hs.push_back(h1);
     gt.push_back(g2);
     ht.push_back(h2);
+    gc.push_back(g3);
+    hc.push_back(h3);
   }
   fmt::print("  {} thread{}: saxpy 16M   generated {:7.2f} ms  hand-written {:7.2f} ms  ratio {:.3f}\n", threads,
              threads == 1 ? " " : "s", median(gs) * 1e3, median(hs) * 1e3, median(gs) / median(hs));
   fmt::print("  {} thread{}: stencil 16M generated {:7.2f} ms  hand-written {:7.2f} ms  ratio {:.3f}\n", threads,
              threads == 1 ? " " : "s", median(gt) * 1e3, median(ht) * 1e3, median(gt) / median(ht));
+  fmt::print("  {} thread{}: f32->i32 16M generated {:7.2f} ms  plain (int) cast {:7.2f} ms  ratio {:.3f}\n", threads,
+             threads == 1 ? " " : "s", median(gc) * 1e3, median(hc) * 1e3, median(gc) / median(hc));
 }
 
 void launch_overhead() {
@@ -147,7 +181,7 @@ void launch_overhead() {
                   launches);
   // The same work through a hand-written entry point called directly: the floor.
   auto& dev = qd::detail::current_program("bench").device();
-  std::string source = qd::codegen::cpu_translation_unit_prelude() + R"(
+  std::string source = qd::backend::cpu::translation_unit_prelude() + R"(
 extern "C" __attribute__((visibility("default"))) void bare(const qd_ctx* ctx) { ((qd_f32*)ctx->arrays[0].data)[0] += 1.0f; }
 )";
   auto module = dev.load(dev.compile(source, "bare"), "bare");
@@ -229,19 +263,26 @@ void compile_times() {
   }
   fmt::print("  16-construct kernel (whole, one translation unit): compile {:.1f} ms (median of 5)\n",
              median(times) * 1e3);
-  // A user translation unit with five kernels, as the build compiles it.
-  std::vector<double> tu;
-  for (const char* mode : {"-DQD_SEPARATE_COMPILATION", ""}) {
+  // A user translation unit with five kernels, as the build compiles it, in each way
+  // of building (docs/architecture.md), and the implementation TU quadrants::header-only adds.
+  struct tu {
+    const char* flags;
+    const char* file;
+    const char* what;
+  };
+  for (const tu& c : {tu{"-DQD_SEPARATE_COMPILATION", QD_BENCH_USER_TU,
+                         "user TU with 5 kernels, quadrants::quadrants or quadrants::header-only"},
+                      tu{"", QD_BENCH_IMPLEMENTATION_TU, "implementation TU of quadrants::header-only, once per target"},
+                      tu{"", QD_BENCH_USER_TU, "user TU with 5 kernels, all inline (g++ main.cpp)"}}) {
     std::vector<double> t;
     for (int r = 0; r < 3; ++r) {
-      std::string cmd = fmt::format("{} -std=c++20 -O2 {} -I{} -c {} -o /dev/null", QD_BENCH_CXX, mode,
-                                    QD_BENCH_INCLUDE, QD_BENCH_USER_TU);
+      std::string cmd =
+          fmt::format("{} -std=c++20 -O2 {} -I{} -c {} -o /dev/null", QD_BENCH_CXX, c.flags, QD_BENCH_INCLUDE, c.file);
       t.push_back(seconds([&] {
         if (std::system(cmd.c_str()) != 0) fmt::print("  WARNING: '{}' failed\n", cmd);
       }));
     }
-    fmt::print("  user translation unit with 5 kernels ({}): {:.2f} s to compile at -O2\n",
-               *mode ? "quadrants::quadrants, separate compilation" : "header-only mode", median(t));
+    fmt::print("  {}: {:.2f} s to compile at -O2\n", c.what, median(t));
   }
 }
 

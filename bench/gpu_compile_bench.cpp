@@ -25,7 +25,7 @@
 
 #include "quadrants/backend/amdgpu/hiprtc.hpp"
 #include "quadrants/backend/cuda/nvrtc.hpp"
-#include "quadrants/codegen/prelude.hpp"
+#include "quadrants/backend/cuda/prelude.hpp"
 
 namespace {
 
@@ -158,7 +158,7 @@ void cold_compile(const target& t, const fs::path& base, int constructs, int rou
 
 // NVRTC's --minimal, measured on the CUDA prelude and `tasks` generated-style tasks of ~30 float operations.
 void minimal_option(int tasks, int rounds) {
-  std::string source = qd::codegen::cuda_translation_unit_prelude();
+  std::string source = qd::backend::cuda::translation_unit_prelude();
   for (int t = 0; t < tasks; ++t) {
     source += fmt::format(R"(
 struct t{0}_frame {{ qd_i64 qd_base; qd_i64 qd_dims[4]; qd_i64 qd_count; }};

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -11,10 +12,12 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "quadrants/cache/remote.hpp"
 #include "quadrants/cache/store.hpp"
 
 namespace {
@@ -22,18 +25,25 @@ namespace {
 using namespace qd::cache;
 
 constexpr const char* usage_text =
-    "usage: qd-cache [--root DIR] COMMAND\n"
+    "usage: qd-cache [--root DIR] [--remote URL] COMMAND\n"
     "\n"
     "commands:\n"
     "  path                        print the cache directory\n"
-    "  stats                       entries, bytes, oldest and newest use, per kind\n"
+    "  stats                       entries, bytes, oldest and newest use, per kind;\n"
+    "                              with a remote tier, its entries and counters too\n"
     "  list                        one line per entry: kind, key, bytes, last use, path\n"
-    "  verify [--fix]              check every entry; --fix removes the bad ones\n"
-    "                              (exit status 1 while bad entries remain)\n"
+    "  verify [--fix]              check the directories as programs do, and every entry;\n"
+    "                              --fix removes bad entries and repairs what it can\n"
+    "                              (exit status 1 while problems remain)\n"
     "  clean                       remove every entry\n"
     "  clean --older-than AGE      remove entries unused for AGE (e.g. 30m, 12h, 7d, 2w)\n"
     "  clean --to-size SIZE        remove least recently used entries down to SIZE\n"
     "                              (bytes, or with K, M, G, T: 500M, 1.5G; powers of 1024)\n"
+    "  push                        upload the valid local entries the remote tier lacks\n"
+    "  pull                        download (and validate) the remote entries missing here\n"
+    "\n"
+    "The remote tier is --remote, else $QD_REMOTE_CACHE (redis://host:port/db or\n"
+    "unix:///path.sock), with $QD_REMOTE_CACHE_SECRET (or QD_REMOTE_CACHE_UNAUTHENTICATED=1).\n"
     "\n"
     "The directory is --root, else $QD_OFFLINE_CACHE_FILE_PATH, else\n"
     "$XDG_CACHE_HOME/quadrants/qdcache, else ~/.cache/quadrants/qdcache.\n";
@@ -59,7 +69,7 @@ std::optional<std::int64_t> parse_duration(std::string_view text) {
   char* end = nullptr;
   errno = 0;
   double value = std::strtod(number.c_str(), &end);
-  if (end != number.c_str() + number.size() || errno != 0 || !(value >= 0) || value * unit > 1e15)
+  if (end != number.c_str() + number.size() || errno != 0 || !(value >= 0) || value * static_cast<double>(unit) > 1e15)
     return std::nullopt;
   return static_cast<std::int64_t>(value * static_cast<double>(unit));
 }
@@ -152,6 +162,12 @@ int cmd_list(const std::string& root) {
 }
 
 int cmd_verify(const std::string& root, bool fix) {
+  // The root and kind directories first, by the store's own trust rules.
+  std::uint64_t layout_bad = 0;
+  for (const layout_problem& p : check_layout(root, fix)) {
+    layout_bad += !p.fixed;
+    fmt::print("{} {}: {}\n", p.fixed ? "fixed   " : "bad     ", p.path, p.problem);
+  }
   std::uint64_t checked = 0, bad = 0, removed = 0;
   for (const entry_info& e : list_entries(root)) {
     ++checked;
@@ -167,7 +183,8 @@ int cmd_verify(const std::string& root, bool fix) {
     }
   }
   fmt::print("{} checked, {} bad, {} removed\n", count(checked, "entry", "entries"), bad, removed);
-  return bad > removed ? 1 : 0;
+  if (layout_bad) fmt::print("{} with the cache directory remain\n", count(layout_bad, "problem", "problems"));
+  return bad > removed || layout_bad ? 1 : 0;
 }
 
 void print_clean(const clean_result& r) {
@@ -176,10 +193,147 @@ void print_clean(const clean_result& r) {
              count(r.remaining_entries, "entry", "entries"), human_bytes(r.remaining_bytes));
 }
 
+// The remote tier from --remote or the environment; nullopt (with a message) when unusable.
+std::optional<remote_options> remote_from(const std::optional<std::string>& url_option) {
+  const char* env_url = std::getenv("QD_REMOTE_CACHE");
+  std::string url = url_option ? *url_option : env_url ? env_url : "";
+  if (url.empty()) return std::nullopt;
+  remote_options o;
+  o.url = url;
+  if (const char* secret = std::getenv("QD_REMOTE_CACHE_SECRET")) o.secret = secret;
+  if (const char* open = std::getenv("QD_REMOTE_CACHE_UNAUTHENTICATED")) {
+    std::string v = open;
+    o.unauthenticated = v == "1" || v == "true" || v == "on" || v == "yes";
+  }
+  o.timeout = std::chrono::milliseconds(2000);  // a tool can wait longer than a launch
+  return o;
+}
+
+int cmd_remote_stats(remote_options options) {
+  options.read_only = true;  // looking adds nothing to the counters
+  remote tier(options);
+  fmt::print("\nremote   {} (namespace {})\n", tier.address().text(), tier.namespace_id());
+  std::optional<remote::server_report> r = tier.report();
+  if (!r) {
+    fmt::print("unreachable: {}\n", tier.last_error());
+    return 1;
+  }
+  fmt::print("server   Redis {}, {} used of {} (maxmemory-policy {})\n", r->version, human_bytes(r->used_memory),
+             r->maxmemory ? human_bytes(r->maxmemory) : std::string("no limit"), r->maxmemory_policy);
+  std::uint64_t entries = 0, bytes = 0;
+  fmt::print("{:<8} {:>8} {:>14} {:>11}\n", "kind", "entries", "bytes", "");
+  for (entry_kind kind : all_entry_kinds) {
+    auto i = static_cast<std::size_t>(kind);
+    fmt::print("{:<8} {:>8} {:>14} {:>11}\n", name(kind), r->entries[i], r->bytes[i], human_bytes(r->bytes[i]));
+    entries += r->entries[i];
+    bytes += r->bytes[i];
+  }
+  fmt::print("{:<8} {:>8} {:>14} {:>11}\n", "total", entries, bytes, human_bytes(bytes));
+  // Added by every process that used this namespace, when it ended.
+  std::map<std::string, std::string> counters(r->counters.begin(), r->counters.end());
+  auto get = [&](const char* field) { return counters.count(field) ? counters[field] : std::string("0"); };
+  fmt::print("counters (all processes): hits {}, misses {}, stores {}, rejected {}, errors {}, lock waits {}, "
+             "bytes read {}, bytes written {}, processes {}\n",
+             get("hits"), get("misses"), get("stores"), get("rejected"), get("errors"), get("lock_waits"),
+             get("bytes_read"), get("bytes_written"), get("processes"));
+  return 0;
+}
+
+// Uploads every valid local entry the server lacks: a compile-only build machine warms
+// the shared tier with it.
+int cmd_push(const std::string& root, const remote_options& options) {
+  remote tier(options);
+  store local({.root = root, .max_size = 0});
+  std::uint64_t checked = 0, uploaded = 0, present = 0, bad = 0, failed = 0, bytes = 0;
+  std::vector<entry_info> entries = list_entries(root);
+  constexpr std::size_t batch = 256;
+  for (std::size_t start = 0; start < entries.size(); start += batch) {
+    std::size_t end = std::min(entries.size(), start + batch);
+    for (entry_kind kind : all_entry_kinds) {
+      std::vector<const entry_info*> group;
+      std::vector<key> keys;
+      for (std::size_t i = start; i < end; ++i)
+        if (entries[i].kind == kind) {
+          group.push_back(&entries[i]);
+          keys.push_back(entries[i].k);
+        }
+      if (keys.empty()) continue;
+      std::optional<std::vector<bool>> on_server = tier.contains(kind, keys);
+      if (!on_server) {
+        fmt::print(stderr, "qd-cache: {} is unreachable: {}\n", tier.address().text(), tier.last_error());
+        return 1;
+      }
+      for (std::size_t j = 0; j < group.size(); ++j) {
+        ++checked;
+        if ((*on_server)[j]) {
+          ++present;
+          continue;
+        }
+        std::optional<std::vector<std::byte>> payload = local.load(kind, group[j]->k);
+        if (!payload) {
+          ++bad;
+          continue;
+        }
+        if (tier.put(kind, group[j]->k, *payload)) {
+          ++uploaded;
+          bytes += group[j]->file_size;
+        } else {
+          ++failed;
+        }
+      }
+    }
+  }
+  fmt::print("{} checked, {} uploaded ({}), {} already there, {} invalid locally, {} failed\n",
+             count(checked, "entry", "entries"), uploaded, human_bytes(bytes), present, bad, failed);
+  return failed ? 1 : 0;
+}
+
+// Downloads every entry of the namespace that the local root lacks: a GPU node warms its
+// disk before a job. Each is validated (HMAC, then as a disk entry) before it is written.
+int cmd_pull(const std::string& root, remote_options options) {
+  options.read_only = true;
+  remote tier(options);
+  std::optional<std::vector<remote::listed_entry>> listed = tier.list();
+  if (!listed) {
+    fmt::print(stderr, "qd-cache: {} is unreachable: {}\n", tier.address().text(), tier.last_error());
+    return 1;
+  }
+  store local({.root = root, .max_size = 0});
+  if (!local.writable()) {
+    fmt::print(stderr, "qd-cache: cannot write the cache directory {}\n", root);
+    return 1;
+  }
+  std::uint64_t listed_count = listed->size(), present = 0, downloaded = 0, refused = 0;
+  for (entry_kind kind : all_entry_kinds) {
+    std::vector<key> wanted;
+    for (const remote::listed_entry& e : *listed)
+      if (e.kind == kind) {
+        if (std::filesystem::exists(entry_path(root, kind, e.k))) ++present;
+        else wanted.push_back(e.k);
+      }
+    for (std::size_t start = 0; start < wanted.size(); start += 256) {
+      std::span<const key> batch(wanted.data() + start, std::min<std::size_t>(256, wanted.size() - start));
+      remote_fetch f = tier.fetch(kind, batch, false);
+      for (remote_status st : f.status) {
+        if (st == remote_status::unavailable) {
+          fmt::print(stderr, "qd-cache: {} is unreachable: {}\n", tier.address().text(), tier.last_error());
+          return 1;
+        }
+        if (st != remote_status::hit) ++refused;
+      }
+      for (const remote_entry& e : f.entries)  // records come with their modules
+        if (e.kind == kind && local.save(e.kind, e.k, e.payload)) ++downloaded;
+    }
+  }
+  fmt::print("{} on the server, {} downloaded, {} already here, {} refused (bad tag or invalid)\n",
+             count(listed_count, "entry", "entries"), downloaded, present, refused);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::optional<std::string> root;
+  std::optional<std::string> root, remote_url;
   std::vector<std::string_view> args;
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
@@ -188,6 +342,11 @@ int main(int argc, char** argv) {
       root = argv[i];
     } else if (a.starts_with("--root=")) {
       root = std::string(a.substr(7));
+    } else if (a == "--remote") {
+      if (++i == argc) return usage_error("--remote needs a URL");
+      remote_url = argv[i];
+    } else if (a.starts_with("--remote=")) {
+      remote_url = std::string(a.substr(9));
     } else if (a == "-h" || a == "--help" || a == "help") {
       fmt::print("{}", usage_text);
       return 0;
@@ -206,7 +365,25 @@ int main(int argc, char** argv) {
     fmt::print("{}\n", *root);
     return 0;
   }
-  if (command == "stats" && options.empty()) return cmd_stats(*root);
+  std::optional<remote_options> tier;
+  try {
+    tier = remote_from(remote_url);
+    if (tier) check_remote_options(*tier);
+  } catch (const std::exception& e) {
+    return usage_error(e.what());
+  }
+  if (command == "stats" && options.empty()) {
+    int rc = cmd_stats(*root);
+    return tier ? std::max(rc, cmd_remote_stats(*tier)) : rc;
+  }
+  if ((command == "push" || command == "pull") && options.empty()) {
+    if (!tier) return usage_error(fmt::format("{} needs a remote tier: --remote URL or QD_REMOTE_CACHE", command));
+    if (!remote_supported()) {
+      fmt::print(stderr, "qd-cache: this build has no remote cache tier (hiredis, libsodium)\n");
+      return 1;
+    }
+    return command == "push" ? cmd_push(*root, *tier) : cmd_pull(*root, *tier);
+  }
   if (command == "list" && options.empty()) return cmd_list(*root);
   if (command == "verify") {
     if (options.size() > 1 || (options.size() == 1 && options[0] != "--fix"))

@@ -3,15 +3,25 @@
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
-
+#include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "quadrants/backend/cpu/compiler.hpp"
+#include "quadrants/backend/cpu/scratch_dir.hpp"
 #include "quadrants/backend/cpu/module.hpp"
+#include "quadrants/backend/cpu/prelude.hpp"
 #include "quadrants/base/error.hpp"
 
 using namespace qd::backend::cpu;
@@ -47,6 +57,22 @@ TEST_CASE("a compile failure is a qd::compile_error with the log, the source and
   }
 }
 
+TEST_CASE("generated code checks its structs' layout against the runtime's, member by member") {
+  // The prelude alone compiles: qd_array and qd_ctx lie as array_abi and ctx_abi.
+  CHECK(compile_shared_object(translation_unit_prelude(), {}, "prelude").size() > 0);
+  // A member the runtime places elsewhere fails the compile, naming the member.
+  const std::string drifted = translation_unit_prelude() +
+                              qd::backend::member_at("qd_ctx", "error", offsetof(ctx_abi, error) + 8) +
+                              qd::backend::member_at("qd_array", "grad", 0);
+  try {
+    compile_shared_object(drifted, {}, "prelude");
+    FAIL("a drifted layout should not compile");
+  } catch (const qd::compile_error& e) {
+    CHECK(e.log().find("qd_ctx.error must lie where the runtime puts it") != std::string::npos);
+    CHECK(e.log().find("qd_array.grad must lie where the runtime puts it") != std::string::npos);
+  }
+}
+
 TEST_CASE("the compiler fingerprint names the resolved executable without running it") {
   std::string f = compiler_fingerprint();
   CHECK(f.find("c++") != std::string::npos);
@@ -60,4 +86,193 @@ TEST_CASE("code-affecting flags follow the options") {
   CHECK(std::find(plain.begin(), plain.end(), "-ffp-contract=off") != plain.end());
   CHECK(std::find(fast.begin(), fast.end(), "-O3") != fast.end());
   CHECK(std::find(fast.begin(), fast.end(), "-ffast-math") != fast.end());
+}
+
+namespace {
+
+// A private TMPDIR and fake compilers (shell scripts) in it; QD_CXX and TMPDIR are
+// restored on exit. Each fake answers --version as a compiler would.
+class fake_compiler_dir {
+ public:
+  fake_compiler_dir() {
+    char pattern[] = "/tmp/qd-fake-cxx-XXXXXX";
+    REQUIRE(::mkdtemp(pattern) != nullptr);
+    root_ = pattern;
+    save("TMPDIR");
+    save("QD_CXX");
+    save("PATH");
+    ::setenv("TMPDIR", root_.c_str(), 1);
+  }
+  ~fake_compiler_dir() {
+    for (auto& [name, value] : saved_) {
+      if (value) ::setenv(name.c_str(), value->c_str(), 1);
+      else ::unsetenv(name.c_str());
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(root_, ec);
+  }
+  // Writes an executable script whose body runs for a compile; QD_CXX then names it.
+  std::string use(const std::string& name, const std::string& body) {
+    std::string path = root_ + "/" + name;
+    std::ofstream(path) << "#!/bin/sh\ncase \"$*\" in *--version*) echo 'fake 1.0'; exit 0;; esac\n" << body << "\n";
+    ::chmod(path.c_str(), 0700);
+    ::setenv("QD_CXX", path.c_str(), 1);
+    return path;
+  }
+  const std::string& root() const { return root_; }
+
+ private:
+  void save(const char* name) {
+    const char* v = std::getenv(name);
+    saved_.emplace_back(name, v ? std::optional<std::string>(v) : std::nullopt);
+  }
+  std::string root_;
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+std::string compile_failure(const compile_options& options) {
+  try {
+    compile_shared_object("extern \"C\" int f() { return 1; }\n", options, "kernel 'k'");
+  } catch (const qd::compile_error& e) {
+    return e.what();
+  }
+  return "no qd::compile_error";
+}
+
+bool process_gone(pid_t pid) {
+  for (int i = 0; i < 500; ++i) {  // an orphan is reaped by init shortly after its group dies
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return true;
+    auto state = line.find(") ");
+    if (state != std::string::npos && line[state + 2] == 'Z') return true;
+    ::usleep(10000);
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("a compiler that never returns is stopped after the timeout, with its whole process group") {
+  fake_compiler_dir fake;
+  std::string pid_file = fake.root() + "/child.pid";
+  fake.use("hang.sh", "sleep 300 & echo $! > " + pid_file + "\nwait");
+  auto start = std::chrono::steady_clock::now();
+  std::string what = compile_failure({.timeout_seconds = 1});
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(what.find("kernel 'k': the host C++ compiler") != std::string::npos);
+  CHECK(what.find("did not finish within compile_timeout = 1 s") != std::string::npos);
+  CHECK(what.find("QD_COMPILE_TIMEOUT") != std::string::npos);
+  CHECK(what.find("bug in Quadrants") == std::string::npos);
+  CHECK(seconds >= 1.0);
+  CHECK(seconds < 10.0);
+  pid_t child = 0;
+  std::ifstream(pid_file) >> child;
+  REQUIRE(child > 0);
+  CHECK(process_gone(child));  // the compiler's own child died with it
+}
+
+TEST_CASE("a compiler killed by a signal, writing nothing, or missing its parts is reported as such") {
+  fake_compiler_dir fake;
+  SUBCASE("killed by a signal") {
+    fake.use("crash.sh", "kill -SEGV $$");
+    std::string what = compile_failure({});
+    CHECK(what.find("was killed by signal 11") != std::string::npos);
+    CHECK(what.find("the compiler crashed") != std::string::npos);
+    CHECK(what.find("bug in Quadrants") == std::string::npos);
+    fake.use("oom.sh", "kill -KILL $$");
+    what = compile_failure({});
+    CHECK(what.find("was killed by signal 9") != std::string::npos);
+    CHECK(what.find("out-of-memory killer") != std::string::npos);
+  }
+  SUBCASE("an empty log: the compiler could not write, as on a full TMPDIR") {
+    fake.use("silent.sh", "exit 1");
+    std::string what = compile_failure({});
+    CHECK(what.find("exited with status 1 without a message") != std::string::npos);
+    CHECK(what.find("TMPDIR (" + fake.root()) != std::string::npos);
+    CHECK(what.find("bytes free") != std::string::npos);
+    CHECK(what.find("bug in Quadrants") == std::string::npos);
+  }
+  SUBCASE("a full disk, in the compiler's words") {
+    fake.use("full.sh", "echo 'cc1plus: error writing to /tmp/ccX.s: No space left on device'; exit 1");
+    std::string what = compile_failure({});
+    CHECK(what.find("could not write its files (cc1plus: error writing to /tmp/ccX.s: No space left on device)") !=
+          std::string::npos);
+    CHECK(what.find("bug in Quadrants") == std::string::npos);
+  }
+  SUBCASE("a real compiler that cannot find its assembler") {
+    // g++ runs `as` from PATH: with an empty PATH it cannot.
+    std::string cxx;
+    for (const char* candidate : {"/usr/bin/g++", "/usr/bin/c++"})
+      if (::access(candidate, X_OK) == 0 && cxx.empty()) cxx = candidate;
+    if (cxx.empty()) {
+      MESSAGE("skipped: no /usr/bin/g++ or /usr/bin/c++");
+      return;
+    }
+    ::setenv("QD_CXX", cxx.c_str(), 1);
+    ::setenv("PATH", fake.root().c_str(), 1);
+    std::string what = compile_failure({});
+    CHECK(what.find("could not run one of its own programs") != std::string::npos);
+    CHECK(what.find("bug in Quadrants") == std::string::npos);
+  }
+  SUBCASE("code the compiler rejects is still reported as a code generation bug") {
+    fake.use("reject.sh", "echo 'src.cpp:1:1: error: nope'; exit 1");
+    std::string what = compile_failure({});
+    CHECK(what.find("rejected generated code (exit 1)") != std::string::npos);
+    CHECK(what.find("bug in Quadrants' code generation") != std::string::npos);
+  }
+}
+
+TEST_CASE("a blank QD_CXX is an error naming it") {
+  fake_compiler_dir fake;
+  for (const char* blank : {"", " ", "\t "}) {
+    ::setenv("QD_CXX", blank, 1);
+    CHECK_THROWS_WITH_AS(compiler_command(), doctest::Contains("QD_CXX='"), qd::user_error);
+    CHECK_THROWS_WITH_AS(compiler_command(), doctest::Contains("set but blank"), qd::user_error);
+  }
+  ::setenv("QD_CXX", "g++ -Wall", 1);
+  CHECK(compiler_command() == std::vector<std::string>{"g++", "-Wall"});
+  ::unsetenv("QD_CXX");
+  CHECK(compiler_command() == std::vector<std::string>{"c++"});
+}
+
+TEST_CASE("scratch directories of processes that died mid-compile are removed; live ones are kept") {
+  fake_compiler_dir fake;
+  // A process that dies holding its scratch directory, as under SIGKILL.
+  int pipe_fds[2];
+  REQUIRE(::pipe(pipe_fds) == 0);
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    auto* dir = new scratch_dir();  // never destroyed: the process ends without cleaning up
+    std::string path = dir->path();
+    (void)!::write(pipe_fds[1], path.c_str(), path.size());
+    ::_exit(0);
+  }
+  ::close(pipe_fds[1]);
+  char buffer[512] = {};
+  REQUIRE(::read(pipe_fds[0], buffer, sizeof buffer - 1) > 0);
+  ::close(pipe_fds[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  std::string dead = buffer;
+  REQUIRE(std::filesystem::is_directory(dead));
+  std::ofstream(dead + "/src.cpp") << "left behind";
+
+  scratch_dir live;
+  std::string unrelated = fake.root() + "/qd-cxx-not-one-of-ours";  // a name the library does not make
+  std::filesystem::create_directory(unrelated);
+  auto age = [](const std::string& path) {
+    struct timeval old[2] = {{std::time(nullptr) - 3600, 0}, {std::time(nullptr) - 3600, 0}};
+    ::utimes(path.c_str(), old);
+  };
+  for (const auto& p : {dead, live.path(), unrelated}) age(p);
+  std::string fresh_dead = fake.root() + "/qd-cxx-AbC123";  // unlocked but just made: may be a live one's
+  std::filesystem::create_directory(fresh_dead);
+
+  CHECK(remove_abandoned_scratch_dirs(fake.root()) == 1);
+  CHECK_FALSE(std::filesystem::exists(dead));
+  CHECK(std::filesystem::is_directory(live.path()));
+  CHECK(std::filesystem::is_directory(fresh_dead));
+  CHECK(std::filesystem::is_directory(unrelated));
 }

@@ -73,7 +73,7 @@ template <class T>
 bool close_ulps(T got, T want, int ulps) {
   if (same_float(got, want)) return true;
   T scale = std::max(std::abs(want), lim<T>::min());
-  return std::abs(got - want) <= scale * lim<T>::epsilon() * ulps;
+  return std::abs(got - want) <= scale * lim<T>::epsilon() * static_cast<T>(ulps);
 }
 
 // u8 operands promote to i32 like C++'s int; the other integer types keep their own.
@@ -286,6 +286,80 @@ TEST_CASE_TEMPLATE("suite: casts convert, truncate toward zero and narrow modulo
   }
 }
 
+// The documented float-to-integer rule, computed independently of the library: the
+// truncated value in long double (exact for every bound involved), clamped; NaN gives 0.
+template <class I, class F>
+I saturated(F x) {
+  if (std::isnan(x)) return 0;
+  const long double t = std::trunc(static_cast<long double>(x));
+  if (t <= static_cast<long double>(lim<I>::min())) return lim<I>::min();
+  if (t >= static_cast<long double>(lim<I>::max())) return lim<I>::max();
+  return static_cast<I>(t);
+}
+
+TEST_CASE_TEMPLATE("suite: float-to-integer casts of NaN, infinities and out-of-range values saturate, NaN gives 0, at "
+                   "every opt level",
+                   A, on_cpu, on_reference, on_cuda, on_amdgpu) {
+  const double inf = lim<double>::infinity(), nan = lim<double>::quiet_NaN();
+  const std::vector<double> specials = {
+      nan, -nan, inf, -inf, 1e30, -1e30, 3.4e38, -3.4e38, 0.0, -0.0, 0.5, -0.5, 3.7, -3.7, -0.99, -1.0, 1e-40,
+      255.0, 255.99, 256.0, 300.5, -255.5, 2147483647.0, 2147483647.5, 2147483648.0, 2147483900.0, -2147483648.0,
+      -2147483648.9, -2147483649.0, -2147483904.0, 4294967295.0, 4294967295.9, 4294967296.0, 5e9, -5e9,
+      9223372036854774784.0, 9223372036854775808.0, -9223372036854775808.0, -9223372036854777856.0, 1.8446744073709552e19};
+  // Each value at every position of a long loop: a vectorised body and its remainder
+  // once disagreed at opt_level 3.
+  const std::int64_t n = 1031;
+  std::vector<double> ds(static_cast<std::size_t>(n));
+  std::vector<float> fs(ds.size());
+  for (std::size_t k = 0; k < ds.size(); ++k) {
+    ds[k] = specials[(k * 7) % specials.size()];
+    fs[k] = static_cast<float>(ds[k]);  // every special is within float's range
+  }
+  for (int opt = 0; opt <= 3; ++opt) {
+    CAPTURE(opt);
+    if (!start<A>({.opt_level = opt})) return;
+    auto k = kernels::float_to_int();
+    qd::ndarray<float, 1> f(n);
+    qd::ndarray<double, 1> d(n);
+    qd::ndarray<std::int32_t, 1> i32f(n), i32d(n);
+    qd::ndarray<std::int64_t, 1> i64f(n), i64d(n);
+    qd::ndarray<std::uint32_t, 1> u32f(n), u32d(n);
+    qd::ndarray<std::uint8_t, 1> u8f(n), u8d(n);
+    f.from_host(fs), d.from_host(ds);
+    k(f, d, i32f, i32d, i64f, i64d, u32f, u32d, u8f, u8d);
+    int mismatches = 0;
+    auto compare = [&](const char* what, const auto& got, const auto& source) {
+      using I = typename std::decay_t<decltype(got)>::value_type;
+      for (std::size_t e = 0; e < got.size(); ++e) {
+        const I want = saturated<I>(source[e]);
+        if (got[e] != want && ++mismatches <= 10) {
+          CAPTURE(what);
+          CAPTURE(e);
+          CAPTURE(source[e]);
+          CHECK(+got[e] == +want);
+        }
+      }
+    };
+    compare("i32 from f32", i32f.to_host(), fs), compare("i32 from f64", i32d.to_host(), ds);
+    compare("i64 from f32", i64f.to_host(), fs), compare("i64 from f64", i64d.to_host(), ds);
+    compare("u32 from f32", u32f.to_host(), fs), compare("u32 from f64", u32d.to_host(), ds);
+    compare("u8 from f32", u8f.to_host(), fs), compare("u8 from f64", u8d.to_host(), ds);
+    CHECK(mismatches == 0);
+  }
+  // A C++ literal converts as a run-time value does (it was converted with undefined behaviour).
+  if (!start<A>()) return;
+  auto literals = qd::kernel("cast_literals", {"out"}, [](qd::types::ndarray<std::int64_t, 1> out) {
+    out[0] = qd::cast<std::int64_t>(qd::cast<std::int32_t>(1e30));
+    out[1] = qd::cast<std::int64_t>(qd::cast<std::uint8_t>(-5.5));
+    out[2] = qd::cast<std::int64_t>(qd::cast<std::uint32_t>(std::numeric_limits<double>::quiet_NaN()));
+    out[3] = qd::cast<std::int64_t>(-1e300);
+    out[4] = qd::cast<std::int64_t>(qd::cast<bool>(std::numeric_limits<double>::quiet_NaN()));
+  });
+  qd::ndarray<std::int64_t, 1> out(5);
+  literals(out);
+  CHECK(out.to_host() == std::vector<std::int64_t>{lim<std::int32_t>::max(), 0, 0, lim<std::int64_t>::min(), 1});
+}
+
 TEST_CASE_TEMPLATE("suite: qd::var is per iteration inside a loop and a top-level value outside", A, QD_SUITE_ARCHES) {
   if (!start<A>()) return;
   auto k = kernels::variables();
@@ -446,12 +520,12 @@ TEST_CASE_TEMPLATE("suite: loops, branches and while_ nested in a parallel const
     for (std::int32_t flag : {1, 0}) {
       CAPTURE(flag);
       serial(x, prefix, sign, flag, g, a, b);
-      auto got = prefix.to_host();
+      auto scanned = prefix.to_host();
       if (flag) {
-        CHECK(got == want);
+        CHECK(scanned == want);
         CHECK(sign.to_host()[0] == ((len - 1) % 2 == 0 ? 1 : -1));
       } else {
-        for (std::size_t i = 0; i < xs.size(); i += 97) CHECK(got[i] == -xs[i]);
+        for (std::size_t i = 0; i < xs.size(); i += 97) CHECK(scanned[i] == -xs[i]);
         CHECK(sign.to_host()[0] == 1);
       }
       std::int32_t p = a, q = b, rounds = 0;
@@ -580,10 +654,13 @@ TEST_CASE_TEMPLATE("suite: scalar parameters of every type arrive with their run
     CHECK(ints.to_host() == want_ints);
     CHECK(wide.to_host() == want_wide);
   }
-  // C++ numbers convert to the parameter's type as static_cast does.
-  k(2, 3, 4.9, 5, 6, 7, 1, floats, ints, wide);
+  // C++ numbers convert where no value can change (int -> qd::f64, int -> qd::i64, std::int16_t -> qd::f32);
+  // others need a static_cast (tests/compile_fail/scalar_argument_*.cpp).
+  k(std::int16_t{2}, 3, static_cast<std::int32_t>(4.9), 5, 6u, std::uint8_t{7}, true, floats, ints, wide);
   CHECK(floats.to_host()[0] == 2.0);
+  CHECK(floats.to_host()[1] == 3.0);
   CHECK(ints.to_host()[0] == 4);
+  CHECK(ints.to_host()[1] == 5);
 }
 
 TEST_CASE_TEMPLATE("suite: needs_grad arrays carry a gradient buffer of the same shape, read and written through .grad()",
@@ -938,7 +1015,7 @@ TEST_CASE_TEMPLATE("suite: qd::print writes one line per call, in program order 
   x.from_host(std::vector<float>{2.5f});
   // A GPU's printf output reaches stdout at the next synchronization: the copy back.
   std::string out = qd_test::capture_stdout([&] {
-    serial(x, 7, -9000000000LL, 4000000000u, 200, true, 0.125);
+    serial(x, 7, -9000000000LL, 4000000000u, std::uint8_t{200}, true, 0.125);
     x.to_host();
   });
   CHECK(qd_test::lines_of(out) == std::vector<std::string>{"x0 = 2.5 n = 7 100% done",

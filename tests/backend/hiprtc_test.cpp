@@ -12,7 +12,7 @@
 
 #include "quadrants/backend/amdgpu/hiprtc.hpp"
 #include "quadrants/base/error.hpp"
-#include "quadrants/codegen/prelude.hpp"
+#include "quadrants/backend/amdgpu/prelude.hpp"
 #include "runtime/runtime_test_support.hpp"
 
 namespace {
@@ -60,7 +60,7 @@ TEST_CASE("hipRTC compiles the HIP prelude and a task to a gfx90a code object") 
 QD_FN void t_run(const qd_ctx* ctx) { ((qd_f32*)ctx->arrays[0].data)[0] = qd_sqrt(2.0f); }
 QD_SERIAL_TASK(t)
 )";
-  auto code = compile_code_object(qd::codegen::amdgpu_translation_unit_prelude() + task, options, "kernel 'root'");
+  auto code = compile_code_object(qd::backend::amdgpu::translation_unit_prelude() + task, options, "kernel 'root'");
   REQUIRE(code.size() > 4);
   CHECK(std::string(reinterpret_cast<const char*>(code.data()), 4) == "\x7f" "ELF");
 }
@@ -87,7 +87,7 @@ TEST_CASE("gfx targets are checked before hipRTC sees them: it aborts the proces
                        qd::user_error);
 
   if (!hiprtc_installed()) return;
-  const std::string source = qd::codegen::amdgpu_translation_unit_prelude();
+  const std::string source = qd::backend::amdgpu::translation_unit_prelude();
   hiprtc_options options;
   options.arch = "gfx90a";
   CHECK(compile_code_object(source, options, "k").size() > 4);
@@ -106,7 +106,7 @@ TEST_CASE("gfx targets are checked before hipRTC sees them: it aborts the proces
 
 TEST_CASE("a program hipRTC rejects is a qd::compile_error with hipRTC's log and the generated line") {
   if (!hiprtc_installed()) return;
-  const std::string source = qd::codegen::amdgpu_translation_unit_prelude() +
+  const std::string source = qd::backend::amdgpu::translation_unit_prelude() +
                              "QD_FN void qd_broken(const qd_ctx* ctx) {\n  qd_no_such_value = 1;\n}\n";
   try {
     compile_code_object(source, hiprtc_options{}, "kernel 'broken'");
@@ -122,7 +122,7 @@ TEST_CASE("a program hipRTC rejects is a qd::compile_error with hipRTC's log and
 
 TEST_CASE("hipRTC is safe to call from several threads at once (the wrapper serializes it)") {
   if (!hiprtc_installed()) return;
-  const std::string source = qd::codegen::amdgpu_translation_unit_prelude() + R"(
+  const std::string source = qd::backend::amdgpu::translation_unit_prelude() + R"(
 QD_FN void t_run(const qd_ctx* ctx) { ((qd_f32*)ctx->arrays[0].data)[0] = qd_exp(1.0f); }
 QD_SERIAL_TASK(t)
 )";

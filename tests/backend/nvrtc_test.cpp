@@ -12,7 +12,7 @@
 
 #include "quadrants/backend/cuda/nvrtc.hpp"
 #include "quadrants/base/error.hpp"
-#include "quadrants/codegen/prelude.hpp"
+#include "quadrants/backend/cuda/prelude.hpp"
 #include "runtime/runtime_test_support.hpp"
 
 namespace {
@@ -75,7 +75,7 @@ TEST_CASE("NVRTC compiles the CUDA prelude and a task to a CUBIN for sm_90, with
   CHECK(std::find(flags.begin(), flags.end(), "-arch=sm_90") != flags.end());
   CHECK(std::find(flags.begin(), flags.end(), "--minimal") != flags.end());
   CHECK(std::find(flags.begin(), flags.end(), "--fmad=false") != flags.end());
-  auto cubin = compile_cubin(qd::codegen::cuda_translation_unit_prelude() + scale_task, options, "kernel 'scale'");
+  auto cubin = compile_cubin(qd::backend::cuda::translation_unit_prelude() + scale_task, options, "kernel 'scale'");
   REQUIRE(cubin.size() > 4);
   CHECK(std::string(reinterpret_cast<const char*>(cubin.data()), 4) == "\x7f" "ELF");
   options.fast_math = true;
@@ -88,7 +88,7 @@ TEST_CASE("an arch this NVRTC cannot target is a qd::user_error listing the ones
   const auto supported = nvrtc_supported_archs();
   REQUIRE_FALSE(supported.empty());
   CHECK(std::find(supported.begin(), supported.end(), 90) != supported.end());
-  const std::string source = qd::codegen::cuda_translation_unit_prelude();
+  const std::string source = qd::backend::cuda::translation_unit_prelude();
   for (int sm : {12, 91, 999}) {
     CAPTURE(sm);
     nvrtc_options options;
@@ -103,7 +103,7 @@ TEST_CASE("an arch this NVRTC cannot target is a qd::user_error listing the ones
 
 TEST_CASE("a program NVRTC rejects is a qd::compile_error with NVRTC's log and the generated line") {
   if (!nvrtc_installed()) return;
-  const std::string source = qd::codegen::cuda_translation_unit_prelude() +
+  const std::string source = qd::backend::cuda::translation_unit_prelude() +
                              "QD_FN void qd_broken(const qd_ctx* ctx) {\n  qd_no_such_value = 1;\n}\n";
   try {
     compile_cubin(source, nvrtc_options{}, "kernel 'broken'");

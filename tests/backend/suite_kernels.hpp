@@ -103,6 +103,26 @@ inline auto casts() {
       });
 }
 
+// Every float-to-integer conversion, one plain loop per pair (so the compiler may vectorise each).
+inline auto float_to_int() {
+  return qd::kernel(
+      "float_to_int", {"f", "d", "i32f", "i32d", "i64f", "i64d", "u32f", "u32d", "u8f", "u8d"},
+      [](qd::types::ndarray<float, 1> f, qd::types::ndarray<double, 1> d, qd::types::ndarray<std::int32_t, 1> i32f,
+         qd::types::ndarray<std::int32_t, 1> i32d, qd::types::ndarray<std::int64_t, 1> i64f,
+         qd::types::ndarray<std::int64_t, 1> i64d, qd::types::ndarray<std::uint32_t, 1> u32f,
+         qd::types::ndarray<std::uint32_t, 1> u32d, qd::types::ndarray<std::uint8_t, 1> u8f,
+         qd::types::ndarray<std::uint8_t, 1> u8d) {
+        qd::range_for(f.shape(0), [&](qd::i32 k) { i32f[k] = qd::cast<std::int32_t>(f[k]); });
+        qd::range_for(f.shape(0), [&](qd::i32 k) { i32d[k] = qd::cast<std::int32_t>(d[k]); });
+        qd::range_for(f.shape(0), [&](qd::i32 k) { i64f[k] = qd::cast<std::int64_t>(f[k]); });
+        qd::range_for(f.shape(0), [&](qd::i32 k) { i64d[k] = qd::cast<std::int64_t>(d[k]); });
+        qd::range_for(f.shape(0), [&](qd::i32 k) { u32f[k] = qd::cast<std::uint32_t>(f[k]); });
+        qd::range_for(f.shape(0), [&](qd::i32 k) { u32d[k] = qd::cast<std::uint32_t>(d[k]); });
+        qd::range_for(f.shape(0), [&](qd::i32 k) { u8f[k] = qd::cast<std::uint8_t>(f[k]); });
+        qd::range_for(f.shape(0), [&](qd::i32 k) { u8d[k] = qd::cast<std::uint8_t>(d[k]); });
+      });
+}
+
 inline auto variables() {
   return qd::kernel(
       "variables", {"x", "out", "fout", "s", "top"},

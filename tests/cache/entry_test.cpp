@@ -4,7 +4,9 @@
 #include <doctest/doctest.h>
 #include <sys/mman.h>
 #include <xxhash.h>
+#include <zstd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -237,5 +239,84 @@ TEST_CASE("arbitrary bytes never crash the reader and are never accepted") {
       if (round % 3 == 0) file.resize(qd_test::splitmix(state) % file.size());
     }
     CHECK(!decode_entry(file, entry_kind::module, k1));
+  }
+}
+
+namespace {
+
+// A well-formed entry, checksums and all, whose zstd frame holds `payload_size` zero bytes:
+// built by streaming, so the test never holds the payload (it compresses about 32,000 times).
+bytes zeros_entry(entry_kind kind, const key& k, std::uint64_t payload_size) {
+  ZSTD_CCtx* cctx = ZSTD_createCCtx();
+  ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, 1);
+  ZSTD_CCtx_setPledgedSrcSize(cctx, payload_size);
+  XXH3_state_t* hash = XXH3_createState();
+  XXH3_64bits_reset(hash);
+  const bytes chunk(1 << 20);
+  bytes frame(entry_header_size);
+  bytes out(ZSTD_CStreamOutSize());
+  for (std::uint64_t done = 0; done < payload_size;) {
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(chunk.size(), payload_size - done));
+    done += n;
+    XXH3_64bits_update(hash, chunk.data(), n);
+    ZSTD_inBuffer in{chunk.data(), n, 0};
+    const ZSTD_EndDirective mode = done == payload_size ? ZSTD_e_end : ZSTD_e_continue;
+    for (bool finished = false; !finished;) {
+      ZSTD_outBuffer o{out.data(), out.size(), 0};
+      const std::size_t left = ZSTD_compressStream2(cctx, &o, &in, mode);
+      REQUIRE_FALSE(ZSTD_isError(left));
+      frame.insert(frame.end(), out.begin(), out.begin() + static_cast<std::ptrdiff_t>(o.pos));
+      finished = mode == ZSTD_e_end ? left == 0 : in.pos == in.size;
+    }
+  }
+  // The header exactly as encode_entry writes it.
+  const bytes reference = encode_entry(kind, k, bytes(), 0);
+  std::memcpy(frame.data(), reference.data(), entry_header_size);
+  frame[13] = std::byte{1};  // zstd
+  put_u64(frame, 32, frame.size() - entry_header_size);
+  put_u64(frame, 40, payload_size);
+  put_u64(frame, 48, XXH3_64bits_digest(hash));
+  reseal(frame);
+  XXH3_freeState(hash);
+  ZSTD_freeCCtx(cctx);
+  return frame;
+}
+
+}  // namespace
+
+TEST_CASE("an entry that expands absurdly is refused from its header, before anything is decompressed") {
+  // 1 GiB of zeros in about 32 KB: every checksum right, and once accepted after
+  // allocating and decompressing the whole gigabyte (twice per process).
+  const bytes forged = zeros_entry(entry_kind::module, k1, max_payload_size);
+  CHECK(forged.size() < (64u << 10));
+  std::string why = rejection(forged, entry_kind::module);
+  CHECK(why.find("declare a 1073741824-byte payload") != std::string::npos);
+  CHECK(why.find("256-fold expansion") != std::string::npos);
+  // The writer keeps such a payload raw rather than write what a reader refuses.
+  const bytes sparse(1 << 20);
+  const bytes written = encode_entry(entry_kind::module, k1, sparse, 1);
+  CHECK(written.size() == entry_header_size + sparse.size());
+  CHECK(decode_entry(written, entry_kind::module, k1) == sparse);
+  const bytes code = qd_test::code_like_payload(50000, 3);
+  CHECK(encode_entry(entry_kind::module, k1, code, 1).size() < code.size() / 2);  // real code still compresses
+}
+
+TEST_CASE("each kind's payload is bounded by what the library writes for it") {
+  CHECK(max_payload_size_of(entry_kind::module) == max_payload_size);
+  CHECK(max_payload_size_of(entry_kind::kernel) == 16u << 20);
+  CHECK(max_payload_size_of(entry_kind::offload) == 1u << 20);
+  for (entry_kind kind : {entry_kind::kernel, entry_kind::offload}) {
+    CAPTURE(name(kind));
+    const bytes over(static_cast<std::size_t>(max_payload_size_of(kind) + 1));
+    CHECK_THROWS_WITH_AS(encode_entry(kind, k1, over, 1), doctest::Contains("exceeds the"), qd::user_error);
+    // A raw record of that size, resealed, is refused by the reader.
+    bytes file = encode_entry(kind, k1, bytes(over.size() - 1), 0);
+    file.push_back(std::byte{0});
+    put_u64(file, 32, over.size());
+    put_u64(file, 40, over.size());
+    put_u64(file, 48, XXH3_64bits(file.data() + entry_header_size, over.size()));
+    reseal(file);
+    CHECK(rejection(file, kind).find("absurd payload size " + std::to_string(over.size()) + " for a " +
+                                     std::string(name(kind)) + " entry") != std::string::npos);
   }
 }

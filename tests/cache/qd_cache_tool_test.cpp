@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -156,6 +157,42 @@ TEST_CASE("qd-cache stats, list, verify and clean work on a real cache") {
   // The store keeps working on the cleaned root.
   CHECK(s.save(entry_kind::kernel, key_of(7), qd_test::random_payload(10, 7)));
   CHECK(s.load(entry_kind::kernel, key_of(7)));
+}
+
+TEST_CASE("qd-cache verify applies the store's trust checks to the directories and --fix repairs them") {
+  temp_dir dir;
+  const std::string root = "--root '" + dir.path + "' ";
+  {
+    store s({.root = dir.path});
+    REQUIRE(s.save(entry_kind::kernel, key_of(1), qd_test::random_payload(100, 1)));
+  }
+  // A root anyone may write (a program refuses the whole cache) and a file where a kind
+  // directory belongs: every entry was valid, and verify used to call this cache clean.
+  REQUIRE(::chmod(dir.path.c_str(), 0777) == 0);
+  std::filesystem::remove_all(dir.path + "/offload");
+  std::ofstream(dir.path + "/offload") << "x";
+  tool_result r = run_tool(root + "verify");
+  CHECK(r.status == 1);
+  CHECK(r.output.find("bad      " + dir.path + ": untrusted: it is writable by group or others (mode 0777)") !=
+        std::string::npos);
+  CHECK(r.output.find("bad      " + dir.path + "/offload: a file where the offload directory belongs") !=
+        std::string::npos);
+  CHECK(r.output.find("2 problems with the cache directory remain") != std::string::npos);
+  r = run_tool(root + "verify --fix");
+  CHECK(r.status == 0);
+  CHECK(r.output.find("fixed    " + dir.path + ": untrusted") != std::string::npos);
+  CHECK(r.output.find("fixed    " + dir.path + "/offload: a file") != std::string::npos);
+  r = run_tool(root + "verify");
+  CHECK(r.status == 0);
+  CHECK(r.output.find("1 entry checked, 0 bad, 0 removed") != std::string::npos);
+  CHECK(store({.root = dir.path}).load(entry_kind::kernel, key_of(1)));  // a program trusts it again
+  // A directory that is not a cache is reported as such.
+  temp_dir other;
+  std::ofstream(other.path + "/thesis.tex") << "x";
+  r = run_tool("--root '" + other.path + "' verify --fix");
+  CHECK(r.status == 1);
+  CHECK(r.output.find("not a Quadrants cache directory") != std::string::npos);
+  CHECK(std::filesystem::exists(other.path + "/thesis.tex"));
 }
 
 TEST_CASE("qd-cache reports misuse with exit status 2 and copes with a missing root") {

@@ -169,6 +169,26 @@ TEST_CASE("saving the same key again replaces the entry atomically") {
   CHECK(count_temporaries(dir.path) == 0);
 }
 
+TEST_CASE("an entry the caller could not use is discarded unless another one took its place") {
+  temp_dir dir;
+  store s({.root = dir.path});
+  const key k = key_of(4);
+  const auto unusable = qd_test::code_like_payload(3000, 7);
+  REQUIRE(s.save(entry_kind::module, k, unusable));
+  auto loaded = s.load(entry_kind::module, k);
+  REQUIRE(loaded);
+  CHECK(s.discard(entry_kind::module, k, *loaded));
+  CHECK_FALSE(s.load(entry_kind::module, k));  // a plain miss: nothing is decoded twice
+  CHECK(s.stats().rejected == 0);
+  // Another process has meanwhile stored a different entry: it stays.
+  const auto fresh = qd_test::code_like_payload(3000, 8);
+  REQUIRE(s.save(entry_kind::module, k, fresh));
+  CHECK_FALSE(s.discard(entry_kind::module, k, unusable));
+  CHECK(*s.load(entry_kind::module, k) == fresh);
+  CHECK_FALSE(s.discard(entry_kind::kernel, k, fresh));  // another kind's entry: nothing there
+  CHECK_FALSE(s.discard(entry_kind::module, key_of(5), fresh));
+}
+
 TEST_CASE("an empty payload is an entry like any other") {
   temp_dir dir;
   store s({.root = dir.path});
@@ -367,6 +387,82 @@ TEST_CASE("an untrusted entry or directory is refused with one warning") {
     CHECK(logs.count(qd::log_level::warn) == 1);
     CHECK(logs.all().find("owned by uid 65534") != std::string::npos);
   }
+}
+
+TEST_CASE("a root that is / or a directory of other files is refused with an error, not filled") {
+  for (const char* slash : {"/", "/tmp/..", "//"}) {
+    CAPTURE(slash);
+    CHECK_THROWS_WITH_AS(store({.root = slash}), doctest::Contains("is not a Quadrants cache directory: it is the file "
+                                                                   "system's root"),
+                         qd::user_error);
+  }
+  CHECK_FALSE(std::filesystem::exists("/module"));
+  temp_dir dir;
+  write_file(dir / "notes.txt", bytes(3));
+  std::filesystem::create_directory(dir / "src");
+  CHECK_THROWS_WITH_AS(store({.root = dir.path}), doctest::Contains("holds files Quadrants did not make ('notes.txt', "
+                                                                    "'src') and no CACHEDIR.TAG"),
+                       qd::user_error);
+  for (const char* made : {"kernel", "module", "offload", "locks", "CACHEDIR.TAG"})
+    CHECK_FALSE(std::filesystem::exists(dir / made));
+  // An empty directory becomes a cache, tagged for backup tools too.
+  temp_dir empty;
+  {
+    store s({.root = empty.path});
+    CHECK(s.writable());
+  }
+  CHECK(read_file(empty / "CACHEDIR.TAG").size() > 43);
+  // A tagged cache may hold other files; an untagged one made before the tag is adopted.
+  write_file(empty / "README", bytes(1));
+  CHECK_NOTHROW(store({.root = empty.path}));
+  temp_dir legacy;
+  std::filesystem::create_directory(legacy / "module");
+  std::filesystem::create_directory(legacy / "locks");
+  write_file(legacy / "scan-stamp", bytes(8));
+  CHECK(store({.root = legacy.path}).writable());
+  CHECK(std::filesystem::exists(legacy / "CACHEDIR.TAG"));
+}
+
+TEST_CASE("a save that finds its directory gone loses that save only, not the store") {
+  temp_dir dir;
+  const std::string root = dir / "cache";
+  store s({.root = root});
+  REQUIRE(s.save(entry_kind::kernel, key_of(40), bytes(5)));
+  // The whole cache vanishes and a file takes its place for a moment.
+  std::filesystem::remove_all(root);
+  write_file(root, bytes(1));
+  log_capture logs;
+  CHECK_FALSE(s.save(entry_kind::kernel, key_of(41), bytes(5)));
+  CHECK(s.writable());  // it used to switch to memory-only for the life of the process
+  CHECK(logs.count(qd::log_level::warn) == 0);
+  std::filesystem::remove(root);
+  CHECK(s.save(entry_kind::kernel, key_of(42), bytes(5)));  // the directories are made again
+  CHECK(s.load(entry_kind::kernel, key_of(42)) == bytes(5));
+}
+
+TEST_CASE("check_layout reports what a store refuses about its directories, and fixes what it can") {
+  temp_dir dir;
+  { store s({.root = dir.path}); }
+  CHECK(check_layout(dir.path, false).empty());
+  REQUIRE(::chmod(dir.path.c_str(), 0777) == 0);
+  std::filesystem::remove_all(dir / "module");
+  write_file(dir / "module", bytes(4));
+  auto problems = check_layout(dir.path, false);
+  REQUIRE(problems.size() == 2);
+  CHECK(problems[0].path == dir.path);
+  CHECK(problems[0].problem == "untrusted: it is writable by group or others (mode 0777)");
+  CHECK(problems[1].path == dir / "module");
+  CHECK(problems[1].problem == "a file where the module directory belongs");
+  CHECK_FALSE(problems[0].fixed);
+  problems = check_layout(dir.path, true);
+  REQUIRE(problems.size() == 2);
+  CHECK(problems[0].fixed);
+  CHECK(problems[1].fixed);
+  CHECK(check_layout(dir.path, false).empty());
+  struct stat st;
+  REQUIRE(::stat(dir.path.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0700);
+  CHECK(check_layout(dir / "absent", false).empty());
 }
 
 TEST_CASE("a root that cannot be created degrades to memory with one warning") {

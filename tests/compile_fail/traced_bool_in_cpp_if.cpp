@@ -1,5 +1,5 @@
-// A traced boolean has no C++ truth value: a C++ `if` on it must not compile.
-// expect: deleted function
+// A traced boolean has no C++ truth value: a C++ `if` on it must not compile, and the error names qd::if_.
+// expect: use qd::if_
 #include <quadrants/quadrants.hpp>
 auto k = qd::kernel("k", [](qd::types::ndarray<float, 1> x) {
   qd::range_for(x.shape(0), [&](qd::i32 i) {

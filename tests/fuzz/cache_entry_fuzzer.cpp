@@ -50,6 +50,8 @@ bool valid_entry(std::span<const std::byte> f, qd::cache::entry_kind kind, const
   if (le(h + 12, 1) != static_cast<std::uint64_t>(kind) || le(h + 16, 8) != k.lo || le(h + 24, 8) != k.hi) return false;
   const std::uint64_t stored = le(h + 32, 8), size = le(h + 40, 8);
   if (stored != f.size() - qd::cache::entry_header_size || size != payload.size()) return false;
+  // Each kind's maximum payload; a zstd payload at most 256 times its stored bytes.
+  if (size > qd::cache::max_payload_size_of(kind) || (le(h + 13, 1) == 1 && size > stored * 256)) return false;
   if (le(h + 48, 8) != XXH3_64bits(payload.data(), payload.size())) return false;
   std::span<const std::byte> body = f.subspan(qd::cache::entry_header_size);
   switch (le(h + 13, 1)) {

@@ -100,12 +100,13 @@ inline const std::string& cache_root() {
 
 // One call of the case in a fresh program (so launch numbers, and thus random
 // streams, start alike for every variant).
-inline outcome run(const fuzz_case& c, qd::arch arch, variant v) {
+inline outcome run(const fuzz_case& c, qd::arch arch, variant v, int opt_level = 2) {
   qd::init({.arch = arch,
             .offline_cache = v != variant::whole,
             .offline_cache_file_path = detail::cache_root(),
             .per_offload = v == variant::whole ? qd::per_offload_mode::off : qd::per_offload_mode::on,
             .log_level = qd::log_level::error,
+            .opt_level = opt_level,
             .enable_fallback = false,
             .random_seed = c.random_seed});
   outcome out;
@@ -296,6 +297,7 @@ struct check_options {
   bool cpu = false;        // also run the CPU backend (compiles: slow)
   bool unchecked = true;   // run the unchecked split of kernels that fell back
   bool source = true;      // compare with the kernel as written where comparable
+  int opt_level = 2;       // of the CPU runs: callers cycle it so that every level is fuzzed
   std::optional<qd::arch> gpu;  // also run on this GPU, whole and split (see gpu_comparable)
 };
 
@@ -355,10 +357,11 @@ inline case_report check(const fuzz_case& c, const check_options& o) {
     if (!same(c, source, whole, &why)) found(finding::source_differs, why);
   }
   if (o.cpu) {
-    const outcome cpu_whole = run(c, qd::arch::cpu, variant::whole);
-    if (!same(c, cpu_whole, whole, &why)) found(finding::cpu_whole_differs, why);
-    const outcome cpu_split = run(c, qd::arch::cpu, variant::split);
-    if (!same(c, cpu_split, whole, &why)) found(finding::cpu_split_differs, why);
+    const std::string at = " (CPU at opt_level " + std::to_string(o.opt_level) + ")";
+    const outcome cpu_whole = run(c, qd::arch::cpu, variant::whole, o.opt_level);
+    if (!same(c, cpu_whole, whole, &why)) found(finding::cpu_whole_differs, why + at);
+    const outcome cpu_split = run(c, qd::arch::cpu, variant::split, o.opt_level);
+    if (!same(c, cpu_split, whole, &why)) found(finding::cpu_split_differs, why + at);
   }
   if (o.gpu) {
     const outcome gpu_whole = run(c, *o.gpu, variant::whole);
@@ -369,32 +372,6 @@ inline case_report check(const fuzz_case& c, const check_options& o) {
   return r;
 }
 
-// Whether a float-to-integer conversion can see NaN or an out-of-range value (undefined in
-// C++): the generator always converts select(x != x, 0, min(max(x, lo), hi)), and a
-// shrinking edit must not take that apart.
-inline bool has_unguarded_conversion(const qd::ir::function& fn) {
-  using qd::ir::op;
-  auto is = [&](qd::ir::id i, op o) { return i != qd::ir::none && fn.at(i).code == o; };
-  for (const auto& block : fn.blocks)
-    for (qd::ir::id i : block) {
-      const auto& n = fn.at(i);
-      if (n.code != op::cast || !qd::is_float(fn.at(n.a).type) || qd::is_float(n.type) || n.type == qd::dtype::boolean)
-        continue;
-      const auto& sel = fn.at(n.a);
-      bool guarded = sel.code == op::select && is(sel.a, op::binary) && is(sel.b, op::constant) && is(sel.c, op::binary);
-      if (guarded) {
-        const auto& nan_test = fn.at(sel.a);
-        const auto& upper = fn.at(sel.c);
-        guarded = static_cast<qd::ir::binary_op>(nan_test.sub) == qd::ir::binary_op::ne && nan_test.a == nan_test.b &&
-                  static_cast<qd::ir::binary_op>(upper.sub) == qd::ir::binary_op::min && is(upper.b, op::constant) &&
-                  is(upper.a, op::binary) && static_cast<qd::ir::binary_op>(fn.at(upper.a).sub) == qd::ir::binary_op::max &&
-                  is(fn.at(upper.a).b, op::constant) && fn.at(upper.a).a == nan_test.a;
-      }
-      if (!guarded) return true;
-    }
-  return false;
-}
-
 // The GPU that GPU findings are re-checked on while shrinking (set by the GPU batch).
 inline std::optional<qd::arch>& gpu_under_test() {
   static std::optional<qd::arch> arch;
@@ -402,9 +379,9 @@ inline std::optional<qd::arch>& gpu_under_test() {
 }
 
 // Whether `candidate` still shows `f` (used while shrinking).
-inline bool still_shows(const fuzz_case& candidate, finding f) {
-  if (has_unguarded_conversion(candidate.fn)) return false;
+inline bool still_shows(const fuzz_case& candidate, finding f, int opt_level = 2) {
   check_options o;
+  o.opt_level = opt_level;
   o.cpu = f == finding::cpu_whole_differs || f == finding::cpu_split_differs;
   if (f == finding::gpu_whole_differs || f == finding::gpu_split_differs) o.gpu = gpu_under_test();
   o.unchecked = false;

@@ -12,10 +12,11 @@
 namespace {
 
 // A finding fails the test with the shrunk case in the file form of tests/fuzz/regressions.
-void report(const qd_fuzz::fuzz_case& c, const qd_fuzz::case_report& r) {
+void report(const qd_fuzz::fuzz_case& c, const qd_fuzz::case_report& r, int opt_level) {
   qd_fuzz::fuzz_case small = c;
   if (r.what != qd_fuzz::finding::invalid_kernel)
-    small = qd_fuzz::shrink(c, [&](const qd_fuzz::fuzz_case& x) { return qd_fuzz::still_shows(x, r.what); }, 300);
+    small = qd_fuzz::shrink(
+        c, [&](const qd_fuzz::fuzz_case& x) { return qd_fuzz::still_shows(x, r.what, opt_level); }, 300);
   small.note = c.note + "; finding: " + qd_fuzz::name(r.what) + "\n" + r.detail;
   FAIL_CHECK(c.name << ": " << qd_fuzz::name(r.what) << ": " << r.detail
                     << "\nshrunk (save it as tests/fuzz/regressions/<what>.qdfuzz):\n"
@@ -28,9 +29,10 @@ qd_fuzz::figures run_batch(std::uint64_t first_seed, int count, bool cpu) {
     const qd_fuzz::fuzz_case c = qd_fuzz::generate(first_seed + static_cast<std::uint64_t>(k));
     qd_fuzz::check_options o;
     o.cpu = cpu;
+    o.opt_level = k % 4;  // every opt level, so vectorised code meets NaN and out-of-range casts too
     const qd_fuzz::case_report r = qd_fuzz::check(c, o);
     f.add(c, r);
-    if (r.what != qd_fuzz::finding::none) report(c, r);
+    if (r.what != qd_fuzz::finding::none) report(c, r, o.opt_level);
   }
   return f;
 }

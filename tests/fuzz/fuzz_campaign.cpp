@@ -81,9 +81,13 @@ int main(int argc, char** argv) {
   options o = parse(argc, argv);
   if (!o.replay.empty()) {
     qd_fuzz::fuzz_case c = qd_fuzz::from_file_text(read_file(o.replay));
-    qd_fuzz::check_options co;
-    co.cpu = true;
-    auto r = qd_fuzz::check(c, co);
+    qd_fuzz::case_report r;
+    for (int opt = 0; opt <= 3 && r.what == qd_fuzz::finding::none; ++opt) {
+      qd_fuzz::check_options co;
+      co.cpu = true;
+      co.opt_level = opt;
+      r = qd_fuzz::check(c, co);
+    }
     std::printf("%s\ndecision: %s\nfinding: %s %s\n", qd::ir::to_text(c.fn).c_str(), std::string(qd::name(r.decision)).c_str(),
                 qd_fuzz::name(r.what), r.detail.c_str());
     return r.what == qd_fuzz::finding::none ? 0 : 1;
@@ -101,6 +105,7 @@ int main(int argc, char** argv) {
     qd_fuzz::fuzz_case c = qd_fuzz::generate(seed);
     qd_fuzz::check_options co;
     co.cpu = o.cpu_every > 0 && k % o.cpu_every == 0;
+    co.opt_level = o.cpu_every > 0 ? static_cast<int>((k / o.cpu_every) % 4) : 2;  // each CPU case at the next level
     if (o.gpu && qd_fuzz::gpu_comparable(c)) co.gpu = o.gpu;
     qd_fuzz::case_report r;
     try {
@@ -117,7 +122,6 @@ int main(int argc, char** argv) {
       qd_fuzz::fuzz_case small = qd_fuzz::shrink(
           c,
           [&](const qd_fuzz::fuzz_case& x) {
-            if (qd_fuzz::has_unguarded_conversion(x.fn)) return false;
             try {
               auto rx = qd_fuzz::check(x, {});
               return rx.what == qd_fuzz::finding::none && rx.decision == reason && rx.unchecked_equal.value_or(false);
@@ -137,7 +141,8 @@ int main(int argc, char** argv) {
       qd_fuzz::fuzz_case small = c;
       if (r.what != qd_fuzz::finding::invalid_kernel) {
         const auto what = r.what;
-        small = qd_fuzz::shrink(c, [&](const qd_fuzz::fuzz_case& x) { return qd_fuzz::still_shows(x, what); },
+        const int opt = co.opt_level;
+        small = qd_fuzz::shrink(c, [&](const qd_fuzz::fuzz_case& x) { return qd_fuzz::still_shows(x, what, opt); },
                                 o.shrink_budget);
       }
       small.note = "seed " + std::to_string(seed) + " (qd_fuzz --seed " + std::to_string(seed) +

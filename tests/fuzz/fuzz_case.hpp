@@ -98,8 +98,28 @@ inline std::string sub_name(const qd::ir::node& n) {
     case qd::ir::op::global_atomic:
     case qd::ir::op::local_atomic:
     case qd::ir::op::temp_atomic: return std::string(qd::ir::name(static_cast<qd::ir::atomic_op>(n.sub)));
-    default: return std::to_string(n.sub);
+    case qd::ir::op::arg:
+    case qd::ir::op::bound:
+    case qd::ir::op::cast:
+    case qd::ir::op::constant:
+    case qd::ir::op::fma:
+    case qd::ir::op::global_load:
+    case qd::ir::op::global_store:
+    case qd::ir::op::if_:
+    case qd::ir::op::local_decl:
+    case qd::ir::op::local_load:
+    case qd::ir::op::local_store:
+    case qd::ir::op::loop_index:
+    case qd::ir::op::print:
+    case qd::ir::op::random:
+    case qd::ir::op::range_for:
+    case qd::ir::op::select:
+    case qd::ir::op::shape:
+    case qd::ir::op::temp_load:
+    case qd::ir::op::temp_store:
+    case qd::ir::op::while_: return std::to_string(n.sub);
   }
+  return std::to_string(n.sub);
 }
 
 inline std::uint8_t sub_named(qd::ir::op code, const std::string& s) {
@@ -115,8 +135,28 @@ inline std::uint8_t sub_named(qd::ir::op code, const std::string& s) {
     case qd::ir::op::local_atomic:
     case qd::ir::op::temp_atomic:
       return find(qd::ir::atomic_op::max, [](qd::ir::atomic_op o) { return qd::ir::name(o); });
-    default: return static_cast<std::uint8_t>(std::stoi(s));
+    case qd::ir::op::arg:
+    case qd::ir::op::bound:
+    case qd::ir::op::cast:
+    case qd::ir::op::constant:
+    case qd::ir::op::fma:
+    case qd::ir::op::global_load:
+    case qd::ir::op::global_store:
+    case qd::ir::op::if_:
+    case qd::ir::op::local_decl:
+    case qd::ir::op::local_load:
+    case qd::ir::op::local_store:
+    case qd::ir::op::loop_index:
+    case qd::ir::op::print:
+    case qd::ir::op::random:
+    case qd::ir::op::range_for:
+    case qd::ir::op::select:
+    case qd::ir::op::shape:
+    case qd::ir::op::temp_load:
+    case qd::ir::op::temp_store:
+    case qd::ir::op::while_: return static_cast<std::uint8_t>(std::stoi(s));
   }
+  return static_cast<std::uint8_t>(std::stoi(s));
 }
 
 }  // namespace detail

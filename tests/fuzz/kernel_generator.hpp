@@ -83,7 +83,11 @@ inline std::uint64_t interesting_bits(rng& r, dtype t) {
       if (k < 55) v = r.range(-16, 16) * 0.25;
       else if (k < 72) v = (static_cast<double>(r.next() >> 11) * 0x1p-53 - 0.5) * 200.0;
       else if (k < 88) {
-        static const std::vector<double> edges = {0.0, -0.0, -0.0, 1e30, -1e-30, 3.4e38, 1e-40, 0.1, -7.0};
+        // Also the edges of float-to-integer conversions (u8, i32, u32, i64).
+        static const std::vector<double> edges = {0.0,    -0.0,          -0.0,          1e30,         -1e-30,
+                                                  3.4e38, 1e-40,         0.1,           -7.0,         255.9,
+                                                  256.0,  -0.9,          2147483648.0,  -2147483904.0, 4294967296.0,
+                                                  -1e30,  0x1p63,        -0x1p63,       9.3e18,       -3.4e38};
         v = r.pick(edges);
       } else if (k < 93) v = std::numeric_limits<double>::infinity() * (r.chance(0.5) ? 1 : -1);
       else v = std::numeric_limits<double>::quiet_NaN() * (r.chance(0.5) ? 1 : -1);
@@ -264,29 +268,12 @@ class kernel_generator {
   }
   static constexpr dtype dtype_any = static_cast<dtype>(255);
 
-  // A value of type t built from a value of any type without undefined behaviour:
-  // float-to-integer conversions first replace NaN and clamp into the target's range.
+  // A value of type t built from a value of any type. Every conversion is defined, so
+  // NaN, infinities and out-of-range floats reach float-to-integer casts as they are.
   ir::id convert(ir::id v, dtype to) {
     const dtype from = type_of(v);
     if (from == to) return v;
     if (to == dtype::boolean) return b_.cast(to, v);
-    if (qd::is_float(from) && !qd::is_float(to)) {
-      double lo = 0, hi = 0;
-      switch (to) {
-        case dtype::i32: lo = -2.0e9, hi = 2.0e9; break;
-        case dtype::u32: lo = 0, hi = 4.0e9; break;
-        case dtype::i64: lo = -9.0e18, hi = 9.0e18; break;
-        case dtype::u8: lo = 0, hi = 255; break;
-        default: break;
-      }
-      ir::id is_nan = b_.binary(ir::binary_op::ne, dtype::boolean, v, v);
-      ir::id clamped = b_.binary(ir::binary_op::min, from, b_.binary(ir::binary_op::max, from, v, b_.constant_float(from, lo)),
-                                 b_.constant_float(from, hi));
-      ir::id safe = b_.select(from, is_nan, b_.constant_float(from, 0.0), clamped);
-      ir::id out = b_.cast(to, safe);
-      mark(out, opaque(v));
-      return out;
-    }
     ir::id out = b_.cast(to, v);
     mark(out, opaque(v) && from != dtype::boolean);
     return out;

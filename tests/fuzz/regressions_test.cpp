@@ -1,5 +1,5 @@
 // Replays every case the differential fuzzer found (tests/fuzz/regressions/*.qdfuzz):
-// whole, split, unchecked split, the kernel as written and the CPU must agree now.
+// whole, split, unchecked split, the kernel as written and the CPU (at every opt level) must agree now.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -23,9 +23,12 @@ TEST_CASE("every saved fuzzer finding now gives the same results in every varian
     std::stringstream text;
     text << in.rdbuf();
     const qd_fuzz::fuzz_case c = qd_fuzz::from_file_text(text.str());
-    qd_fuzz::check_options o;
-    o.cpu = true;
-    const qd_fuzz::case_report r = qd_fuzz::check(c, o);
-    CHECK_MESSAGE(r.what == qd_fuzz::finding::none, qd_fuzz::name(r.what) << ": " << r.detail);
+    for (int opt = 0; opt <= 3; ++opt) {
+      qd_fuzz::check_options o;
+      o.cpu = true;
+      o.opt_level = opt;
+      const qd_fuzz::case_report r = qd_fuzz::check(c, o);
+      CHECK_MESSAGE(r.what == qd_fuzz::finding::none, qd_fuzz::name(r.what) << ": " << r.detail);
+    }
   }
 }

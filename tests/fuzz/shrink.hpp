@@ -120,7 +120,28 @@ class copier {
         clone_block(n.block1, 0);
         b_.pop_block();
         return;
-      default: {
+      case qd::ir::op::arg:
+      case qd::ir::op::binary:
+      case qd::ir::op::bound:
+      case qd::ir::op::cast:
+      case qd::ir::op::constant:
+      case qd::ir::op::fma:
+      case qd::ir::op::global_atomic:
+      case qd::ir::op::global_load:
+      case qd::ir::op::global_store:
+      case qd::ir::op::local_atomic:
+      case qd::ir::op::local_decl:
+      case qd::ir::op::local_load:
+      case qd::ir::op::local_store:
+      case qd::ir::op::loop_index:
+      case qd::ir::op::print:
+      case qd::ir::op::random:
+      case qd::ir::op::select:
+      case qd::ir::op::shape:
+      case qd::ir::op::temp_atomic:
+      case qd::ir::op::temp_load:
+      case qd::ir::op::temp_store:
+      case qd::ir::op::unary: {
         qd::ir::node copy = n;
         copy.a = m(n.a);
         copy.b = m(n.b);

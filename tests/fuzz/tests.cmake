@@ -14,7 +14,7 @@ target_include_directories(qd_fuzz PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 # a seed corpus first, then QD_LIBFUZZER_SECONDS of fuzzing (default 60).
 if(QD_LIBFUZZER)
   add_executable(cache_entry_fuzzer ${CMAKE_CURRENT_LIST_DIR}/cache_entry_fuzzer.cpp)
-  target_link_libraries(cache_entry_fuzzer PRIVATE quadrants::header-only)
+  target_link_libraries(cache_entry_fuzzer PRIVATE qd_all_inline)
   target_compile_options(cache_entry_fuzzer PRIVATE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
   target_link_options(cache_entry_fuzzer PRIVATE -fsanitize=fuzzer,address,undefined)
   set(QD_LIBFUZZER_SECONDS 60 CACHE STRING "How long the ctest libFuzzer run lasts")

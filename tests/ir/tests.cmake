@@ -1,3 +1,5 @@
 qd_add_test(ir serialize)
 qd_add_test(ir dce)
 qd_add_test(ir printer)
+qd_add_test(ir op_table)
+qd_add_test(ir nesting)

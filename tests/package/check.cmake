@@ -1,6 +1,10 @@
 # Packaging test. MODE=install: install the build tree into a fresh prefix, then
-# configure, build and run a consumer that uses find_package(quadrants).
+# configure, build and run a consumer that uses find_package(quadrants); a
+# dependency hidden from that consumer is reported with its Debian package.
 # MODE=subdirectory: build a consumer that add_subdirectory()s the source tree.
+# MODE=demo_install: a fresh build of only what `make demo` builds installs whole.
+# MODE=missing_dependency: configuring the source tree without a dependency
+# stops with the dependency's Debian package.
 set(work ${WORK_DIR}/${MODE})
 file(REMOVE_RECURSE ${work})
 file(MAKE_DIRECTORY ${work})
@@ -8,6 +12,18 @@ function(run)
   execute_process(COMMAND ${ARGV} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "failed (${rc}): ${ARGV}\n${out}\n${err}")
+  endif()
+endfunction()
+# run_fails(<expected text> <command...>): the command must fail and say <expected text>.
+function(run_fails expected)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(rc EQUAL 0)
+    message(FATAL_ERROR "succeeded but should have failed: ${ARGN}\n${out}\n${err}")
+  endif()
+  string(REGEX REPLACE "[ \t\r\n]+" " " said "${out}${err}")  # CMake wraps long messages
+  string(FIND "${said}" "${expected}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "failed without saying '${expected}': ${ARGN}\n${out}\n${err}")
   endif()
 endfunction()
 set(generator_args -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=${CXX})
@@ -22,10 +38,29 @@ if(MODE STREQUAL "install")
   run(${CMAKE_COMMAND} --build ${work}/build -j 2)
   run(${work}/build/consumer)
   run(${work}/build/consumer_header_only)
+  run_fails("Debian package libfmt-dev" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/consumer
+            -B ${work}/build-without-fmt ${generator_args} -DCMAKE_PREFIX_PATH=${work}/prefix
+            -DCMAKE_DISABLE_FIND_PACKAGE_fmt=ON)
+elseif(MODE STREQUAL "demo_install")
+  # As `make demo`: only the demo target, at -O0 to keep the test short.
+  run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${work}/build -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=
+      -DQD_BUILD_TESTS=OFF -DQD_BUILD_BENCH=OFF)
+  run(${CMAKE_COMMAND} --build ${work}/build -j 2 --target heat_diffusion)
+  run(${CMAKE_COMMAND} --install ${work}/build --prefix ${work}/prefix)
+  run(${work}/prefix/bin/qd-cache path)
+elseif(MODE STREQUAL "missing_dependency")
+  set(configure ${CMAKE_COMMAND} -S ${SOURCE_DIR} -DCMAKE_CXX_COMPILER=${CXX} -DQD_BUILD_TESTS=OFF
+      -DQD_BUILD_BENCH=OFF -DQD_BUILD_EXAMPLES=OFF)
+  run_fails("Debian package libfmt-dev" ${configure} -B ${work}/no-fmt -DCMAKE_DISABLE_FIND_PACKAGE_fmt=ON)
+  run_fails("Debian package libboost-dev" ${configure} -B ${work}/no-boost -DCMAKE_DISABLE_FIND_PACKAGE_Boost=ON)
+  file(MAKE_DIRECTORY ${work}/empty-pkgconfig)
+  run_fails("Debian package libzstd-dev" ${CMAKE_COMMAND} -E env PKG_CONFIG_LIBDIR=${work}/empty-pkgconfig
+            PKG_CONFIG_PATH= ${configure} -B ${work}/no-zstd)
 else()
   run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/subdirectory -B ${work}/build ${generator_args}
       -DQD_SOURCE_DIR=${SOURCE_DIR})
-  run(${CMAKE_COMMAND} --build ${work}/build -j 2 --target consumer)
+  run(${CMAKE_COMMAND} --build ${work}/build -j 2 --target consumer consumer_header_only)
   run(${work}/build/consumer)
+  run(${work}/build/consumer_header_only)
 endif()
 message(STATUS "package test (${MODE}): ok")

@@ -1,9 +1,12 @@
 # Packaging: the installed package works with find_package, and the source tree
-# works with add_subdirectory (both build and run a small consumer).
-foreach(mode install subdirectory)
+# works with add_subdirectory (both build and run a small consumer); installing
+# after `make demo` works; a missing dependency names its Debian package.
+foreach(mode install subdirectory demo_install missing_dependency)
   add_test(NAME package/${mode}
            COMMAND ${CMAKE_COMMAND} -DMODE=${mode} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DBUILD_DIR=${PROJECT_BINARY_DIR}
                    -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/package -DCXX=${CMAKE_CXX_COMPILER}
                    -P ${CMAKE_CURRENT_LIST_DIR}/check.cmake)
   set_tests_properties(package/${mode} PROPERTIES TIMEOUT 600)
 endforeach()
+add_test(NAME package/implementation_lists
+         COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -P ${CMAKE_CURRENT_LIST_DIR}/implementation_check.cmake)

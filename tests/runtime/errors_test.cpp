@@ -2,15 +2,31 @@
 // kernel, the parameter or construct, and what to do; none crashes.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "runtime/runtime_test_support.hpp"
 
 using doctest::Contains;
 using qd_test::init_cpu;
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) && !defined(__SANITIZE_ADDRESS__)
+#define __SANITIZE_ADDRESS__ 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+// An 8 PiB request must fail as it does without ASan (null, then a qd::error), not abort.
+extern "C" const char* __asan_default_options() { return "allocator_may_return_null=1"; }
+#endif
 
 TEST_CASE("launching or compiling a kernel before qd::init or after qd::reset is an error naming the kernel") {
   auto k = qd::kernel("lonely", {"n"}, [](qd::i32 n) { qd::print("n is", n); });
@@ -74,6 +90,34 @@ TEST_CASE("from_host with the wrong number of elements and impossible shapes are
   qd::external_array<float, 1> ext(raw, {6});
   CHECK(ext.shape(0) == 6);
   CHECK_THROWS_WITH_AS((void)ext.shape(1), Contains("qd::external_array::shape(1)"), qd::user_error);
+}
+
+TEST_CASE("array sizes that overflow are a qd::user_error; an allocation the system refuses is a qd::error") {
+  for (qd::arch a : {qd::arch::cpu, qd::arch::reference}) {
+    CAPTURE(qd::name(a));
+    qd::init({.arch = a});
+    // 2^62 floats = 2^64 bytes: the byte size once wrapped to 0 and kernels wrote past the buffer.
+    CHECK_THROWS_WITH_AS((qd::ndarray<float, 3>({1 << 21, 1 << 21, 1 << 20})),
+                         Contains("qd::ndarray({2097152, 2097152, 1048576}): the size in bytes"), qd::user_error);
+    // The element count itself past 2^63 (it overflowed std::int64_t).
+    CHECK_THROWS_WITH_AS((qd::ndarray<std::uint8_t, 4>({2147483647, 2147483647, 2147483647, 2147483647})),
+                         Contains("make the array smaller"), qd::user_error);
+    CHECK_THROWS_AS((qd::ndarray<double, 2>({1 << 30, 1 << 30}, qd::needs_grad)), qd::user_error);  // 2^63 bytes
+    // 2^53 bytes (8 PiB) is a possible size that no allocation gives: a qd::error, not std::bad_alloc.
+    try {
+      qd::ndarray<float, 2> huge({1 << 30, 1 << 21});
+      FAIL("an 8 PiB array was allocated");
+    } catch (const qd::driver_error& e) {
+      CHECK(std::string(e.what()).find("cannot allocate 9007199254740992 bytes") != std::string::npos);
+    }
+    // Sizes just inside the limits and empty arrays still work.
+    qd::ndarray<float, 4> empty({0, 2147483647, 2147483647, 2147483647});
+    CHECK(empty.size() == 0);
+    CHECK(empty.to_host().empty());
+    qd::ndarray<std::int32_t, 2> fine({3, 5});
+    CHECK(fine.size() == 15);
+  }
+  qd_test::init_cpu();
 }
 
 TEST_CASE("gradients: a needs_grad parameter rejects an array without one; .grad() on such an array throws") {
@@ -212,6 +256,36 @@ TEST_CASE("misuse found while tracing is a qd::user_error naming the kernel") {
   }
 }
 
+TEST_CASE("qd::reset, qd::init and kernel launches inside a kernel lambda are errors at trace time") {
+  init_cpu();
+  qd::ndarray<float, 1> x(4);
+  auto inner = qd::kernel("inner", {"x"}, [](qd::types::ndarray<float, 1> x) { x[0] = 1.0f; });
+  auto resets = qd::kernel("resets", {"x"}, [](qd::types::ndarray<float, 1> x) {
+    x[0] = 1.0f;
+    qd::reset();
+  });
+  CHECK_THROWS_WITH_AS(resets(x), Contains("qd::reset() called while tracing kernel 'resets'"), qd::user_error);
+  auto inits = qd::kernel("inits", {"x"}, [](qd::types::ndarray<float, 1> x) {
+    x[0] = 1.0f;
+    qd::init({.arch = qd::arch::cpu});
+  });
+  CHECK_THROWS_WITH_AS(inits(x), Contains("qd::init called while tracing kernel 'inits'"), qd::user_error);
+  auto launches = qd::kernel("launches", {"x"}, [&inner, &x](qd::types::ndarray<float, 1> y) {
+    y[0] = 2.0f;
+    inner(x);
+  });
+  CHECK_THROWS_WITH_AS(launches(x), Contains("kernel 'inner' launched while tracing kernel 'launches'"), qd::user_error);
+  auto compiles = qd::kernel("compiles", {"x"}, [&inner](qd::types::ndarray<float, 1> y) {
+    y[0] = 2.0f;
+    inner.compile();
+  });
+  CHECK_THROWS_WITH_AS(compiles(x), Contains("kernel 'inner' compiled while tracing kernel 'compiles'"),
+                       qd::user_error);
+  // The program survived all of it.
+  inner(x);
+  CHECK(x.to_host()[0] == 1.0f);
+}
+
 TEST_CASE("DSL operations outside a kernel body are errors") {
   init_cpu();
   CHECK_THROWS_WITH_AS(qd::var<std::int32_t>(0), Contains("Quadrants DSL operation used outside a kernel body"),
@@ -261,6 +335,69 @@ TEST_CASE("invalid QD_* environment variables make qd::init fail, naming the var
     CHECK_THROWS_WITH_AS(qd_test::init_cpu({.opt_level = 7}), Contains("opt_level = 7"), qd::user_error);
     CHECK_THROWS_WITH_AS(qd_test::init_cpu({.num_compile_threads = 0}), Contains("num_compile_threads = 0"),
                          qd::user_error);
+    CHECK_THROWS_WITH_AS(qd_test::init_cpu({.cuda_arch = -90}), Contains("cuda_arch = -90"), qd::user_error);
+    CHECK_THROWS_WITH_AS(qd_test::init_cpu({.compile_timeout = -1}), Contains("compile_timeout = -1"),
+                         qd::user_error);
+  }
+  SUBCASE("numbers are read strictly: anything but the plain decimal value the field holds is an error") {
+    // Each of these was once read as some other number (strtoll stops at '.', 'e' or
+    // a space; 4294967298 truncated to int is 2; strtod reads nan, inf and 1e30).
+    struct bad {
+      const char* var;
+      const char* value;
+    };
+    for (bad b : {bad{"QD_OPT_LEVEL", "4294967298"}, bad{"QD_OPT_LEVEL", "0.5"}, bad{"QD_OPT_LEVEL", "-0"},
+                  bad{"QD_OPT_LEVEL", "2e0"}, bad{"QD_OPT_LEVEL", " 2"}, bad{"QD_OPT_LEVEL", "2 "},
+                  bad{"QD_OPT_LEVEL", "+2"}, bad{"QD_OPT_LEVEL", "4"}, bad{"QD_OPT_LEVEL", "nan"},
+                  bad{"QD_NUM_COMPILE_THREADS", "0"}, bad{"QD_NUM_COMPILE_THREADS", "1e30"},
+                  bad{"QD_NUM_COMPILE_THREADS", "99999999999999999999999"},
+                  bad{"QD_CPU_MAX_NUM_THREADS", "-1"}, bad{"QD_CPU_MAX_NUM_THREADS", "inf"},
+                  bad{"QD_RANDOM_SEED", "-1"}, bad{"QD_RANDOM_SEED", "18446744073709551616"},
+                  bad{"QD_RANDOM_SEED", "0x10"}, bad{"QD_CUDA_ARCH", "9.0"},
+                  bad{"QD_OFFLINE_CACHE_MAX_SIZE", "nan"}, bad{"QD_OFFLINE_CACHE_MAX_SIZE", "inf"},
+                  bad{"QD_OFFLINE_CACHE_MAX_SIZE", "1e30"}, bad{"QD_OFFLINE_CACHE_MAX_SIZE", "0.5"},
+                  bad{"QD_OFFLINE_CACHE_MAX_SIZE", "-0"}, bad{"QD_OFFLINE_CACHE_MAX_SIZE", "-1G"},
+                  bad{"QD_OFFLINE_CACHE_MAX_SIZE", "17179869184G"}, bad{"QD_OFFLINE_CACHE_MAX_SIZE", "1.5"},
+                  bad{"QD_OFFLINE_CACHE_MAX_SIZE", "0.3K"}, bad{"QD_OFFLINE_CACHE_MAX_SIZE", "G"},
+                  bad{"QD_OFFLINE_CACHE_MAX_SIZE", "1.G"}, bad{"QD_COMPILE_TIMEOUT", "0.5"},
+                  bad{"QD_COMPILE_TIMEOUT", "-5"}, bad{"QD_COMPILE_TIMEOUT", "1e3"}}) {
+      CAPTURE(b.var);
+      CAPTURE(b.value);
+      qd_test::scoped_env env(b.var, b.value);
+      CHECK_THROWS_WITH_AS(qd_test::init_cpu(), Contains(fmt::format("{}='{}' is not valid", b.var, b.value).c_str()),
+                           qd::user_error);
+      CHECK_FALSE(qd::is_initialized());
+    }
+  }
+  SUBCASE("the GPU device ordinals too, before any library is looked for") {
+    for (auto [var, a] : {std::pair{"QD_CUDA_DEVICE", qd::arch::cuda}, std::pair{"QD_AMDGPU_DEVICE", qd::arch::amdgpu}})
+      for (const char* value : {"1.5", "-1", "one", "4294967297"}) {
+        CAPTURE(value);
+        qd_test::scoped_env env(var, value);
+        // A user_error even with enable_fallback: atoi read these as 1, -1, 0 and 1.
+        CHECK_THROWS_WITH_AS(qd::init({.arch = a, .enable_fallback = true}),
+                             Contains(fmt::format("{}='{}' is not valid", var, value).c_str()), qd::user_error);
+      }
+  }
+  SUBCASE("valid numbers are read exactly") {
+    {
+      qd_test::scoped_env a("QD_OPT_LEVEL", "3"), b("QD_RANDOM_SEED", "18446744073709551615"),
+          c("QD_OFFLINE_CACHE_MAX_SIZE", "1.5G"), d("QD_COMPILE_TIMEOUT", "30"), e("QD_NUM_COMPILE_THREADS", "007");
+      qd_test::init_cpu();
+      CHECK(qd::current_settings().opt_level == 3);
+      CHECK(qd::current_settings().random_seed == 18446744073709551615ull);
+      CHECK(qd::current_settings().offline_cache_max_size == 3ull << 29);
+      CHECK(qd::current_settings().compile_timeout == 30);
+      CHECK(qd::current_settings().num_compile_threads == 7);
+    }
+    {
+      qd_test::scoped_env a("QD_OFFLINE_CACHE_MAX_SIZE", "0.25K"), b("QD_COMPILE_TIMEOUT", "0");
+      qd_test::init_cpu();
+      CHECK(qd::current_settings().offline_cache_max_size == 256);
+      CHECK(qd::current_settings().compile_timeout == 0);  // no limit
+    }
+    qd_test::init_cpu();
+    CHECK(qd::current_settings().compile_timeout == 600);  // the default
   }
   qd_test::init_cpu();  // the variables are restored: a plain init works again
   CHECK(qd::is_initialized());
@@ -305,4 +442,115 @@ TEST_CASE("a moved-from qd::ndarray passed to a kernel is an error, not a crash"
   CHECK_THROWS_WITH_AS(k(y), Contains("moved from"), qd::user_error);
   k(z);
   CHECK(z.to_host() == std::vector<std::int32_t>{0, 1, 2});
+}
+
+TEST_CASE("a blank QD_CXX makes qd::init on the CPU fail, naming it") {
+  qd_test::scoped_env env("QD_CXX", "  ");
+  CHECK_THROWS_WITH_AS(qd_test::init_cpu(), Contains("QD_CXX='  ' is set but blank"), qd::user_error);
+  CHECK_FALSE(qd::is_initialized());
+}
+
+TEST_CASE("QD_COMPILE_TIMEOUT stops a host compiler that never returns: the launch is a qd::compile_error") {
+  char dir[] = "/tmp/qd-hang-XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  std::string script = std::string(dir) + "/hang.sh";
+  std::ofstream(script) << "#!/bin/sh\ncase \"$*\" in *--version*) echo 'fake 1.0'; exit 0;; esac\nexec sleep 300\n";
+  ::chmod(script.c_str(), 0700);
+  {
+    qd_test::scoped_env cxx("QD_CXX", script.c_str()), timeout("QD_COMPILE_TIMEOUT", "1");
+    qd_test::init_cpu({.offline_cache = false});
+    CHECK(qd::current_settings().compile_timeout == 1);
+    auto k = qd::kernel("never_compiled", [](qd::types::ndarray<float, 1> x) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = 1.0f; });
+    });
+    qd::ndarray<float, 1> x(4);
+    CHECK_THROWS_WITH_AS(k(x), Contains("did not finish within compile_timeout = 1 s"), qd::compile_error);
+  }
+  std::filesystem::remove_all(dir);
+  qd_test::init_cpu();
+}
+
+namespace {
+
+// Nests `depth` levels of `kind` ('i' qd::if_, 'e' its .else_, 'w' qd::while_, 'l' a
+// serial qd::range_for) around `x[0] += 1`, by C++ recursion while the kernel is traced.
+void nest(int depth, char kind, const qd::types::ndarray<std::int32_t, 1>& x) {
+  if (depth == 0) {
+    x[0] = x[0] + 1;
+    return;
+  }
+  auto inner = [&] { nest(depth - 1, kind, x); };
+  switch (kind) {
+    case 'i': qd::if_(x[0] >= 0, inner); break;
+    case 'e': qd::if_(x[0] < 0, [] {}).else_(inner); break;
+    case 'w': {
+      qd::var<std::int32_t> once = 0;
+      qd::while_([&] { return once < 1; }, [&] {
+        once += 1;
+        inner();
+      });
+      break;
+    }
+    default: qd::range_for(0, 1, [&](qd::i32) { inner(); });
+  }
+}
+
+}  // namespace
+
+TEST_CASE("control flow nested past the documented depth is a qd::user_error while tracing, not a stack overflow") {
+  for (char kind : {'i', 'e', 'w', 'l'}) {
+    CAPTURE(kind);
+    for (qd::arch a : {qd::arch::cpu, qd::arch::reference}) {
+      qd::init({.arch = a});
+      // 20,000 levels overflowed the stack (in lowering) before; now tracing stops at 201.
+      auto deep = qd::kernel("too_deep", [&](qd::types::ndarray<std::int32_t, 1> x) { nest(20000, kind, x); });
+      qd::ndarray<std::int32_t, 1> x(1);
+      CHECK_THROWS_WITH_AS(deep(x), Contains("kernel 'too_deep': control flow is nested 201 levels deep here; at most 200"),
+                           qd::user_error);
+      // The limit itself compiles and runs, on the CPU with the host compiler too.
+      auto limit = qd::kernel("deepest", [&](qd::types::ndarray<std::int32_t, 1> a) { nest(200, kind, a); });
+      limit(x);
+      CHECK(x.to_host() == std::vector<std::int32_t>{1});
+    }
+  }
+  // Each dimension of a nested ndrange counts one level.
+  qd_test::init_cpu();
+  auto wrap = [](int ifs) {
+    return qd::kernel("ndrange_nest", [ifs](qd::types::ndarray<std::int32_t, 1> x) {
+      auto body = [&](auto& self, int left) -> void {
+        if (left == 0) {
+          qd::range_for(qd::ndrange(1, 1, 1, 1), [&](qd::i32, qd::i32, qd::i32, qd::i32) { x[0] = x[0] + 1; });
+          return;
+        }
+        qd::if_(x[0] >= 0, [&] { self(self, left - 1); });
+      };
+      body(body, ifs);
+    });
+  };
+  qd::ndarray<std::int32_t, 1> x(1);
+  auto fits = wrap(196);
+  fits(x);
+  CHECK(x.to_host() == std::vector<std::int32_t>{1});
+  auto over = wrap(197);
+  CHECK_THROWS_WITH_AS(over(x), Contains("nested 201 levels deep"), qd::user_error);
+}
+
+TEST_CASE("an offline cache path that is / or a directory of other files makes qd::init fail instead of filling it") {
+  char dir[] = "/tmp/qd-foreign-XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  std::ofstream(std::string(dir) + "/report.txt") << "mine";
+  CHECK_THROWS_WITH_AS(qd_test::init_cpu({.offline_cache_file_path = std::string(dir)}),
+                       Contains("is not a Quadrants cache directory"), qd::user_error);
+  CHECK_THROWS_WITH_AS(qd_test::init_cpu({.offline_cache_file_path = std::string(dir)}),
+                       Contains("offline_cache_file_path"), qd::user_error);
+  CHECK_FALSE(qd::is_initialized());
+  CHECK_FALSE(std::filesystem::exists(std::string(dir) + "/kernel"));
+  {
+    qd_test::scoped_env env("QD_OFFLINE_CACHE_FILE_PATH", "/");
+    CHECK_THROWS_WITH_AS(qd_test::init_cpu(), Contains("it is the file system's root"), qd::user_error);
+  }
+  qd_test::init_cpu({.offline_cache = false, .offline_cache_file_path = std::string(dir)});  // not used: fine
+  CHECK(qd::is_initialized());
+  std::filesystem::remove_all(dir);
+  qd_test::init_cpu();
 }

@@ -82,6 +82,16 @@ TEST_CASE("every corrupted entry is a miss, a recompile, a correct result, and t
          f.put('X');
        }},
       {"zero-length file", [](const fs::path& p) { fs::resize_file(p, 0); }},
+      {"a valid entry whose payload is garbage (a module that does not load)",
+       [](const fs::path& p) {
+         auto kind = qd::cache::entry_kind_from_name(p.parent_path().filename().string());
+         auto k = qd::cache::key::from_hex(p.stem().string());
+         REQUIRE((kind && k));
+         std::vector<std::byte> garbage(4096, std::byte{0x5a});
+         auto file = qd::cache::encode_entry(*kind, *k, garbage, 1);
+         std::ofstream(p, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(file.data()),
+                                                                    static_cast<std::streamsize>(file.size()));
+       }},
       {"a directory where the file should be",
        [](const fs::path& p) {
          fs::remove(p);

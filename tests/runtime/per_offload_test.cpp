@@ -5,6 +5,7 @@
 
 #include <quadrants/quadrants.hpp>
 
+#include <filesystem>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -190,6 +191,63 @@ TEST_CASE("a gradient kernel and a debug dump keep kernels whole") {
   CHECK(k.per_offload_cache_observations().fallback == qd::fallback_reason::diagnostic);
   CHECK(std::filesystem::exists(cache.path() / "dump" / "two_loops.ir.txt"));
   CHECK(x.to_host()[2] == 2.0f);
+  qd::reset();
+}
+
+TEST_CASE("debug dumps stay inside debug_dump_path whatever the kernel's name, and a warm cache says why none was written") {
+  qd_test::temp_dir cache("dumps");
+  const auto dump = cache.path() / "deep" / "dump";
+  const auto root = cache.path() / "cache";
+  auto start = [&] {
+    qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = root.string(), .log_level = qd::log_level::info,
+              .debug_dump_path = dump.string(), .print_ir = true});
+  };
+  start();
+  std::vector<std::string> names = {"../escape", "../../escape_more", "/tmp/absolute", "a/b", "..", ".", "",
+                                    "name with spaces", "plain"};
+  float value = 3.0f;
+  for (const auto& name : names) {
+    value += 1.0f;  // a body of its own: each kernel is compiled, so each is dumped
+    auto k = qd::kernel(name, [value](qd::types::ndarray<float, 1> x) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = value; });
+    });
+    qd::ndarray<float, 1> x(2);
+    k(x);
+    CHECK(x.to_host()[1] == value);
+  }
+  // Every file is directly in the dump directory, one pair per kernel, none elsewhere.
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(cache.path())) {
+    if (!e.is_regular_file()) continue;
+    const auto rel = std::filesystem::relative(e.path(), cache.path()).string();
+    if (rel.starts_with("cache/")) continue;
+    CHECK_MESSAGE(e.path().parent_path() == dump, rel);
+    files.push_back(e.path().filename().string());
+  }
+  CHECK(files.size() == 2 * names.size());
+  CHECK(std::filesystem::exists(dump / "plain.ir.txt"));  // a safe name is kept as it is
+  CHECK(std::filesystem::exists(dump / "plain.whole.cpp"));
+  CHECK_FALSE(std::filesystem::exists(cache.path() / "deep" / "escape.ir.txt"));
+  CHECK_FALSE(std::filesystem::exists("/tmp/absolute.ir.txt"));
+  for (const auto& f : files) CHECK((f.find('/') == std::string::npos && !f.starts_with(".")));
+
+  // A second program finds the kernel in the offline cache: nothing compiled, nothing
+  // dumped, and one info line says so.
+  std::filesystem::remove_all(dump);
+  start();
+  qd_test::log_capture logs;
+  auto k = qd::kernel("plain", [value](qd::types::ndarray<float, 1> x) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = value; });
+  });
+  qd::ndarray<float, 1> x(2);
+  k(x);
+  k(x);
+  CHECK_FALSE(std::filesystem::exists(dump / "plain.whole.cpp"));
+  int said = 0;
+  for (const auto& line : logs.at(qd::log_level::info))
+    said += line.find("kernel 'plain': print_ir is on, but nothing was dumped for it: it was not compiled") !=
+            std::string::npos;
+  CHECK(said == 1);
   qd::reset();
 }
 

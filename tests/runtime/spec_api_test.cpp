@@ -61,7 +61,7 @@ TEST_CASE("the statements SPEC §2 lists, as a user would write them") {
           });
         });
         qd::var<int32_t> count = 0;
-        qd::range_for(x.shape(0), [&](qd::i32 i) { qd::atomic_add(count, 1); });
+        qd::range_for(x.shape(0), [&](qd::i32) { qd::atomic_add(count, 1); });
         qd::f32 r = qd::random<float>();
         qd::f32 first = qd::volatile_load(x[0]);
         qd::f32 edge = x.at(x.shape(0) + 5, qd::boundary::clamp);
@@ -74,7 +74,7 @@ TEST_CASE("the statements SPEC §2 lists, as a user would write them") {
   qd::ndarray<float, 1> x(8), out(8), g(8, qd::needs_grad);
   qd::ndarray<int32_t, 2> m({3, 4});
   x.from_host(std::vector<float>{0.5f, 1.0f, 1.5f, 2.0f, 2.5f, 3.0f, 3.5f, 4.0f});
-  k(x, g, m, out, 2.0f, 3, true, 4, 5u, int64_t{6}, 7.0);
+  k(x, g, m, out, 2.0f, 3, true, std::uint8_t{4}, 5u, int64_t{6}, 7.0);  // an int for qd::u8 would not compile
   auto o = out.to_host();
   // count 8, steps 3, flag 1, small 4, mask&1 1, big 6, precise 7, first 0.5, edge 4, min(r, 0) 0, pow(..., 0) 1,
   // fma(0.5, 2, 1) 2

@@ -3,6 +3,8 @@
 qd_add_test(runtime statements)
 qd_add_test(runtime errors)
 qd_add_test(runtime threads)  # several host threads at once; also run under ThreadSanitizer
+qd_add_test(runtime fork)     # a child of fork() launching kernels (not under ThreadSanitizer)
+qd_add_test(runtime config)   # where a bad setting came from; qd::init_best_available
 
 # Per-offload caching and the offline cache from the user's side; both run
 # kernel_worker in separate processes sharing a cache directory.
@@ -15,3 +17,11 @@ foreach(name per_offload offline_cache)
   add_dependencies(runtime_${name}_test kernel_worker)
 endforeach()
 set_tests_properties(runtime/offline_cache PROPERTIES TIMEOUT 600)
+
+# The remote cache tier (issue 17): remote_worker processes on a redis-server the test starts.
+add_executable(remote_worker ${CMAKE_CURRENT_LIST_DIR}/remote_worker.cpp)
+target_link_libraries(remote_worker PRIVATE quadrants::quadrants)
+qd_add_test(runtime remote_cache)
+target_compile_definitions(runtime_remote_cache_test PRIVATE QD_KERNEL_WORKER="$<TARGET_FILE:remote_worker>")
+add_dependencies(runtime_remote_cache_test remote_worker)
+set_tests_properties(runtime/remote_cache PROPERTIES TIMEOUT 300)

@@ -1,10 +1,12 @@
 // Several host threads using one program at once: compiling the same kernel, and
-// compiling and launching different kernels (each thread its own arrays). Run under
+// compiling and launching different kernels (each thread its own arrays); and
+// qd::reset()/qd::init() while other threads launch. Run under
 // ThreadSanitizer by make sanitize (docs/testing.md); the thread pool and the cache
 // store have tests of their own.
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -91,4 +93,46 @@ TEST_CASE("one kernel launched from several host threads at once: each launch se
     CHECK(k.per_offload_cache_observations().frontend_constructs_total == -1);
     qd::reset();
   }
+}
+
+TEST_CASE("qd::init and qd::reset while other threads launch: every launch completes or is refused, none touches a "
+          "freed program") {
+  auto k = qd::kernel("square_plus_one", {"x", "y"}, [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = x[i] * x[i] + 1.0f; });
+  });
+  qd::init({.arch = qd::arch::cpu});
+  constexpr int threads = 3, n = 3000;
+  std::atomic<bool> stop{false};
+  std::atomic<int> completed{0}, refused{0}, wrong{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      while (!stop.load()) {
+        try {
+          qd::ndarray<float, 1> x(n), y(n);
+          x.fill(static_cast<float>(t + 2));
+          k(x, y);
+          const float want = static_cast<float>((t + 2) * (t + 2) + 1);
+          for (float v : y.to_host()) wrong += v != want;
+          ++completed;
+        } catch (const qd::user_error&) {  // not initialized, or arrays of an ended program
+          ++refused;
+        } catch (...) {
+          ++wrong;
+        }
+      }
+    });
+  for (int round = 0; round < 20; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    if (round % 2 == 0) qd::reset();
+    else qd::init({.arch = qd::arch::cpu});
+  }
+  qd::init({.arch = qd::arch::cpu});
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  stop = true;
+  for (auto& th : pool) th.join();
+  CHECK(wrong == 0);
+  CHECK(completed > 0);
+  MESSAGE("launch rounds completed: " << completed.load() << ", refused by a reset: " << refused.load());
+  qd::reset();
 }

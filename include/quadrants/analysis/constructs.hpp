@@ -59,23 +59,6 @@ constexpr void add_unique(std::vector<ir::id>& v, ir::id x) {
   if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
 }
 
-constexpr bool is_invariant_op(ir::op o) {
-  switch (o) {
-    case ir::op::constant:
-    case ir::op::arg:
-    case ir::op::shape:
-    case ir::op::unary:
-    case ir::op::binary:
-    case ir::op::select:
-    case ir::op::fma:
-    case ir::op::cast:
-    case ir::op::bound:
-      return true;
-    default:
-      return false;
-  }
-}
-
 }  // namespace detail
 
 constexpr kernel_structure analyze_structure(const ir::function& fn) {
@@ -94,38 +77,42 @@ constexpr kernel_structure analyze_structure(const ir::function& fn) {
       ir::for_each_operand(fn, n, [&](ir::id operand) {
         if (fn.is_top_level(operand) && operand != root) detail::add_unique(info.uses, operand);
       });
-      switch (n.code) {
-        case ir::op::global_load:
-          info.reads.push_back({n.param, (n.flags & ir::access::grad) != 0, (n.flags & ir::access::clamp) != 0, i});
+      const array_access access{n.param, (n.flags & ir::access::grad) != 0, (n.flags & ir::access::clamp) != 0, i};
+      // A declaration names its own variable; the other local nodes name it in `a`.
+      const ir::id variable = n.code == ir::op::local_decl ? i : n.a;
+      switch (ir::properties(n.code).effect) {
+        case ir::effect::global_read:
+          info.reads.push_back(access);
           if (n.flags & ir::access::is_volatile) info.has_volatile = true;
           break;
-        case ir::op::global_store:
-          info.writes.push_back({n.param, (n.flags & ir::access::grad) != 0, (n.flags & ir::access::clamp) != 0, i});
+        case ir::effect::global_write:
+          info.writes.push_back(access);
           info.has_global_store = true;
           break;
-        case ir::op::global_atomic:
-          info.reads.push_back({n.param, (n.flags & ir::access::grad) != 0, (n.flags & ir::access::clamp) != 0, i});
-          info.writes.push_back({n.param, (n.flags & ir::access::grad) != 0, (n.flags & ir::access::clamp) != 0, i});
+        case ir::effect::global_update:
+          info.reads.push_back(access);
+          info.writes.push_back(access);
           info.has_atomic = true;
           break;
-        case ir::op::print: info.has_print = true; break;
-        case ir::op::random: info.has_random = true; break;
-        case ir::op::local_decl:
-          if (fn.is_top_level(i)) detail::add_unique(info.writes_vars, i);
+        case ir::effect::output: info.has_print = true; break;
+        case ir::effect::random_draw: info.has_random = true; break;
+        case ir::effect::local_read:
+          if (fn.is_top_level(variable)) detail::add_unique(info.reads_vars, variable);
           break;
-        case ir::op::local_load:
-          if (fn.is_top_level(n.a)) detail::add_unique(info.reads_vars, n.a);
+        case ir::effect::local_write:
+          if (fn.is_top_level(variable)) detail::add_unique(info.writes_vars, variable);
           break;
-        case ir::op::local_store:
-          if (fn.is_top_level(n.a)) detail::add_unique(info.writes_vars, n.a);
-          break;
-        case ir::op::local_atomic:
-          if (fn.is_top_level(n.a)) {
-            detail::add_unique(info.reads_vars, n.a);
-            detail::add_unique(info.writes_vars, n.a);
+        case ir::effect::local_update:
+          if (fn.is_top_level(variable)) {
+            detail::add_unique(info.reads_vars, variable);
+            detail::add_unique(info.writes_vars, variable);
           }
           break;
-        default: break;
+        case ir::effect::temp_read:   // global temporaries exist only after lowering
+        case ir::effect::temp_write:
+        case ir::effect::temp_update:
+        case ir::effect::compute:
+        case ir::effect::control: break;
       }
     };
     visit(root);
@@ -140,7 +127,7 @@ constexpr kernel_structure analyze_structure(const ir::function& fn) {
   // Invariance: a pure arithmetic top-level statement whose operands are invariant.
   for (auto& info : s.statements) {
     const ir::node& n = fn.at(info.node);
-    if (!detail::is_invariant_op(n.code)) continue;
+    if (!ir::is_invariant(n.code)) continue;
     bool all = true;
     ir::for_each_operand(fn, n, [&](ir::id operand) {
       std::int32_t st = s.statement_of[static_cast<std::size_t>(operand)];

@@ -135,8 +135,29 @@ constexpr index_range range_of_index(const ir::function& fn, ir::id i, int depth
       if (sum.has_hi && sum.hi > max) sum.has_hi = false;  // it may overflow, to a negative index
       return sum;
     }
-    default: return {};
+    case ir::op::arg:
+    case ir::op::bound:
+    case ir::op::fma:
+    case ir::op::global_atomic:
+    case ir::op::global_load:
+    case ir::op::global_store:
+    case ir::op::if_:
+    case ir::op::local_atomic:
+    case ir::op::local_decl:
+    case ir::op::local_load:
+    case ir::op::local_store:
+    case ir::op::print:
+    case ir::op::random:
+    case ir::op::range_for:
+    case ir::op::select:
+    case ir::op::shape:
+    case ir::op::temp_atomic:
+    case ir::op::temp_load:
+    case ir::op::temp_store:
+    case ir::op::unary:
+    case ir::op::while_: return {};
   }
+  return {};
 }
 
 // Whether two accesses of one buffer touch different elements whatever the run-time

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "quadrants/analysis/constructs.hpp"
+#include "quadrants/base/limits.hpp"
 #include "quadrants/ir/serialize.hpp"
 
 namespace qd::analysis {
@@ -35,9 +36,9 @@ struct task_plan {
   }
 };
 
-// Global temporaries: 8-byte slots, assigned by content hash with linear probing,
-// so editing one statement does not move the slots of the others.
-inline constexpr std::int64_t temp_slot_count = 4096;
+// Global temporaries: limits::temp_slot_count slots, assigned by content hash with
+// linear probing, so editing one statement does not move the slots of the others.
+using limits::temp_slot_count;
 
 namespace detail {
 

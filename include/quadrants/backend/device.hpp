@@ -11,7 +11,11 @@
 #include <vector>
 
 #include "quadrants/base/error.hpp"
-#include "quadrants/codegen/lower.hpp"
+#include "quadrants/base/limits.hpp"
+
+namespace qd::codegen {
+struct lowered_task;
+}
 
 namespace qd::backend {
 
@@ -19,7 +23,7 @@ namespace qd::backend {
 struct array_abi {
   void* data = nullptr;
   void* grad = nullptr;
-  std::int64_t shape[4] = {0, 0, 0, 0};
+  std::int64_t shape[limits::max_ndim] = {0, 0, 0, 0};
 };
 
 // Everything one task launch needs, in task-parameter order.
@@ -40,10 +44,21 @@ class loaded_module {
   virtual void* entry(const std::string& name) const = 0;
 };
 
+// What the runtime needs to know about a backend, declared by the backend itself,
+// so that the runtime branches on data and a new backend touches no runtime code.
+struct device_traits {
+  bool splits_by_default = false;     // per-offload caching is the default (SPEC §4: CUDA and AMD GPUs)
+  bool runs_ir = false;               // interprets lowered IR (load_ir) instead of compiling source;
+                                      // nothing is compiled or cached on disk for it
+  bool concurrent_compile = true;     // compile() may run on several threads at once (hipRTC cannot)
+  bool always_checks_bounds = false;  // checks every access whatever check_out_of_bound says
+};
+
 class device {
  public:
   virtual ~device() = default;
   virtual std::string_view name() const = 0;  // "cpu", "cuda", ...
+  virtual device_traits traits() const = 0;
   // What compiled code depends on, for cache keys: the target and the compiler.
   // compiler_identity must not load or run the compiler: a warm process never does.
   virtual std::string target() const = 0;
@@ -59,14 +74,8 @@ class device {
   virtual std::string prelude() const = 0;
   virtual std::vector<std::byte> compile(std::string_view source, std::string_view what) = 0;
   virtual std::unique_ptr<loaded_module> load(std::span<const std::byte> binary, std::string_view what) = 0;
-  // Whether compile() runs concurrently when called from several threads (hipRTC
-  // does not): if not, misses are not spread over several programs.
-  virtual bool compiles_concurrently() const { return true; }
-
-  // A backend that runs the lowered IR itself (the reference interpreter) instead
-  // of compiling source: the runtime hands it the tasks, named by `entries`, and
-  // caches nothing on disk for it.
-  virtual bool runs_ir() const { return false; }
+  // A backend whose traits say runs_ir is handed the lowered tasks, named by
+  // `entries`, instead of source.
   virtual std::unique_ptr<loaded_module> load_ir(const std::vector<codegen::lowered_task>& tasks,
                                                  const std::vector<std::string>& entries) {
     (void)tasks;

@@ -14,6 +14,19 @@
 #define QD_FUNC inline
 #endif
 
+// Checked builds verify the IR after tracing and after lowering (ir::verify): any
+// build without NDEBUG, this project's sanitizer builds, or one defining QD_CHECKED.
+#if !defined(QD_CHECKED) && !defined(NDEBUG)
+#define QD_CHECKED 1
+#endif
+namespace qd::detail {
+#if defined(QD_CHECKED)
+inline constexpr bool checked_build = true;
+#else
+inline constexpr bool checked_build = false;
+#endif
+}  // namespace qd::detail
+
 #define QD_VERSION_MAJOR 0
 #define QD_VERSION_MINOR 1
 #define QD_VERSION_PATCH 0

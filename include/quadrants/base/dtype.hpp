@@ -76,7 +76,10 @@ constexpr bool implicitly_convertible(dtype from, dtype to) {
     case dtype::i32: return from == dtype::u8;
     case dtype::u32: return from == dtype::u8;
     case dtype::i64: return from == dtype::u8 || from == dtype::i32 || from == dtype::u32;
-    default: return false;
+    case dtype::boolean:
+    case dtype::u8:
+    case dtype::f32:
+    case dtype::f64: return false;
   }
 }
 

@@ -71,9 +71,9 @@ QD_FUNC std::vector<std::byte> encode_entry(entry_kind kind, const key& k, std::
                                             int level) {
   if (level < 0 || level > ZSTD_maxCLevel())
     throw user_error(fmt::format("cache entry: zstd level {} is outside 0..{}; use 1-3", level, ZSTD_maxCLevel()));
-  if (payload.size() > max_payload_size)
-    throw user_error(fmt::format("cache entry: payload of {} bytes exceeds the {}-byte maximum", payload.size(),
-                                 max_payload_size));
+  if (payload.size() > max_payload_size_of(kind))
+    throw user_error(fmt::format("cache entry: a {} payload of {} bytes exceeds the {}-byte maximum", name(kind),
+                                 payload.size(), max_payload_size_of(kind)));
   std::vector<std::byte> out;
   entry_codec codec = entry_codec::none;
   std::size_t stored = payload.size();
@@ -83,7 +83,8 @@ QD_FUNC std::vector<std::byte> encode_entry(entry_kind kind, const key& k, std::
     std::size_t n = cctx ? ZSTD_compressCCtx(cctx, out.data() + entry_header_size, out.size() - entry_header_size,
                                              payload.data(), payload.size(), level)
                          : 0;
-    if (cctx && !ZSTD_isError(n) && n < payload.size()) {
+    // Kept raw when compression does not pay, or pays more than a reader accepts.
+    if (cctx && !ZSTD_isError(n) && n < payload.size() && payload.size() <= n * max_expansion) {
       codec = entry_codec::zstd;
       stored = n;
     }
@@ -138,8 +139,13 @@ QD_FUNC std::optional<entry_header> parse_entry_header(std::span<const std::byte
   if (e.stored_size != file_size - entry_header_size)
     return reject(why, fmt::format("size mismatch: header says {} payload bytes, file has {}", e.stored_size,
                                  file_size - entry_header_size));
-  if (e.payload_size > max_payload_size)
-    return reject(why, fmt::format("absurd payload size {} (maximum {})", e.payload_size, max_payload_size));
+  if (e.payload_size > max_payload_size_of(e.kind))
+    return reject(why, fmt::format("absurd payload size {} for a {} entry (maximum {})", e.payload_size, name(e.kind),
+                                   max_payload_size_of(e.kind)));
+  if (e.codec == entry_codec::zstd && e.stored_size < (e.payload_size + max_expansion - 1) / max_expansion)
+    return reject(why, fmt::format("{} stored bytes declare a {}-byte payload: more than the {}-fold expansion the "
+                                   "writer ever produces",
+                                   e.stored_size, e.payload_size, max_expansion));
   if (e.codec == entry_codec::none && e.stored_size != e.payload_size)
     return reject(why, fmt::format("raw payload: stored size {} != payload size {}", e.stored_size, e.payload_size));
   if (e.codec == entry_codec::zstd && e.stored_size > ZSTD_compressBound(e.payload_size))

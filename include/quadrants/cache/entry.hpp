@@ -37,6 +37,24 @@ inline constexpr std::size_t entry_header_size = 64;
 // which therefore never allocates more than this for one entry.
 inline constexpr std::uint64_t max_payload_size = std::uint64_t{1} << 30;
 
+// The largest payload of each kind, from what the library writes: a module is a compiled
+// binary (up to max_payload_size); a kernel record takes tens of bytes per task, an offload
+// record tens of bytes. Writer and reader both refuse more.
+constexpr std::uint64_t max_payload_size_of(entry_kind kind) noexcept {
+  switch (kind) {
+    case entry_kind::module: return max_payload_size;
+    case entry_kind::kernel: return std::uint64_t{16} << 20;
+    case entry_kind::offload: return std::uint64_t{1} << 20;
+  }
+  return 0;
+}
+
+// A zstd entry's payload is at most this many times its stored bytes, so decoding costs
+// time and memory in proportion to the file read (a 32 KB entry once declared, validly,
+// 1 GiB of zeros). Compiled code compresses 3-10 times; the writer stores a payload raw
+// rather than pass this.
+inline constexpr std::uint64_t max_expansion = 256;
+
 struct entry_header {
   std::uint32_t version = 0;
   entry_kind kind = entry_kind::module;
@@ -50,13 +68,13 @@ struct entry_header {
 // The entry file for `payload`. `level` 1..22 compresses with zstd at that level (1-3 is
 // the useful range: higher levels cost up to 100 ms for 5-30 % smaller files); 0 stores
 // the payload raw, and so does any level when compression would not make it smaller.
-// Throws qd::user_error for a level outside 0..22 or a payload over max_payload_size.
+// Throws qd::user_error for a level outside 0..22 or a payload over max_payload_size_of(kind).
 QD_FUNC std::vector<std::byte> encode_entry(entry_kind kind, const key& k, std::span<const std::byte> payload,
                                             int level);
 
 // Checks the header alone (size, magic, version, header checksum, reserved bits, kind,
-// codec, sizes against `file_size` and max_payload_size). nullopt with the reason in
-// `why` on any mismatch.
+// codec, sizes against `file_size`, max_payload_size_of(kind) and max_expansion).
+// nullopt with the reason in `why` on any mismatch.
 QD_FUNC std::optional<entry_header> parse_entry_header(std::span<const std::byte> bytes, std::uint64_t file_size,
                                                        std::string* why = nullptr);
 

@@ -9,8 +9,13 @@
 #include <sys/types.h>
 #include <unistd.h>
 #include <zstd.h>
+#ifndef XXH_STATIC_LINKING_ONLY
+#define XXH_STATIC_LINKING_ONLY
+#endif
+#include <xxhash.h>
 
 #include <algorithm>
+#include <climits>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -23,6 +28,7 @@
 
 #include "quadrants/base/error.hpp"
 #include "quadrants/cache/entry.hpp"
+#include "quadrants/cache/remote.hpp"
 #include "quadrants/cache/store.hpp"
 #include "quadrants/detail/format.hpp"
 
@@ -46,6 +52,8 @@ struct store_state {
   std::atomic<bool> scan_known{false};
   std::atomic<std::uint64_t> scanned_bytes{0}, written_since_scan{0};
   std::atomic<std::int64_t> last_scan{0};
+
+  std::shared_ptr<remote> tier;  // the remote tier behind the disk, or null
 };
 
 QD_FUNC std::string errno_text(int e) { return std::error_code(e, std::generic_category()).message(); }
@@ -132,6 +140,19 @@ QD_FUNC bool is_temp_name(std::string_view name, std::string_view stem) {
 QD_FUNC std::optional<key> entry_name_key(std::string_view name) {
   if (name.size() != 36 || !name.ends_with(".qdc")) return std::nullopt;
   return key::from_hex(name.substr(0, 32));
+}
+
+// The tag that marks the root as a cache directory, for backup tools too (bford.info/cachedir).
+inline constexpr std::string_view cachedir_tag_name = "CACHEDIR.TAG";
+inline constexpr std::string_view cachedir_tag =
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by Quadrants for its offline cache.\n"
+    "# For information about cache directory tags, see https://bford.info/cachedir/\n";
+
+// Names the store makes at the root.
+QD_FUNC bool is_root_name(std::string_view name) {
+  return name == "locks" || name == "scan-stamp" || name == cachedir_tag_name || entry_kind_from_name(name) ||
+         is_temp_name(name, "scan-stamp");
 }
 
 // Largest file an entry can be; anything bigger is refused before it is read.
@@ -350,6 +371,35 @@ QD_FUNC read_result read_entry_file(const std::string& dir, const std::string& p
   return r;
 }
 
+// Why the store must not fill `root` (empty: it may): "/" never; a non-empty directory
+// only when it has the tag or holds nothing but names the store makes (a cache from before
+// the tag), so that a mistaken path is never filled with kernel/, module/, ...
+QD_FUNC std::string foreign_root_problem(const std::string& root) {
+  char resolved[PATH_MAX];
+  if (::realpath(root.c_str(), resolved) != nullptr && std::string_view(resolved) == "/")
+    return "it is the file system's root";
+  bool tagged = false;
+  std::vector<std::string> others;
+  for (const dir_item& item : read_directory(root)) {
+    if (item.name == cachedir_tag_name) tagged = true;
+    else if (!is_root_name(item.name)) others.push_back(item.name);
+  }
+  if (tagged || others.empty()) return {};
+  std::sort(others.begin(), others.end());
+  std::string names;
+  for (std::size_t i = 0; i < others.size() && i < 3; ++i) names += fmt::format("{}'{}'", i ? ", " : "", others[i]);
+  return fmt::format("it holds files Quadrants did not make ({}{}) and no {}", names, others.size() > 3 ? ", ..." : "",
+                     cachedir_tag_name);
+}
+
+QD_FUNC void write_cachedir_tag(const std::string& root) {
+  int fd = ::open((root + '/' + std::string(cachedir_tag_name)).c_str(),
+                  O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return;  // there already, or a read-only root: nothing to do
+  (void)write_all(fd, reinterpret_cast<const std::byte*>(cachedir_tag.data()), cachedir_tag.size());
+  ::close(fd);
+}
+
 // Creates and checks the root and kind directories, and decides what the store may do.
 QD_FUNC void open_root(store_state& s) {
   auto degrade = [&](std::string why) {
@@ -363,6 +413,11 @@ QD_FUNC void open_root(store_state& s) {
   if (err != 0) return degrade(fmt::format("cannot create the cache directory {} ({})", s.root, errno_text(err)));
   if (::stat(s.root.c_str(), &st) != 0)
     return degrade(fmt::format("cannot use the cache directory {} ({})", s.root, errno_text(errno)));
+  if (std::string problem = foreign_root_problem(s.root); !problem.empty())
+    throw user_error(fmt::format("offline cache: {} is not a Quadrants cache directory: {}. Point "
+                                 "offline_cache_file_path (QD_OFFLINE_CACHE_FILE_PATH) at a directory of its own, "
+                                 "new or empty, or set offline_cache = false",
+                                 s.root, problem));
   if (std::string problem = trust_problem(st); !problem.empty()) {
     s.warned_trust = true;
     qd::detail::log_fmt(log_level::warn,
@@ -374,6 +429,7 @@ QD_FUNC void open_root(store_state& s) {
   s.readable = true;
   bool can_write = ::access(s.root.c_str(), W_OK | X_OK) == 0;
   int write_error = errno;
+  if (can_write) write_cachedir_tag(s.root);
   for (entry_kind kind : all_entry_kinds) {
     std::string dir = kind_dir(s.root, kind);
     if (can_write && ::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
@@ -481,16 +537,44 @@ QD_FUNC std::optional<std::vector<std::byte>> store::load(entry_kind kind, const
     // Only allocation can throw here; a miss is always a correct answer.
   }
   s.misses.fetch_add(1, std::memory_order_relaxed);
+  // The remote tier: a validated hit is written to disk, then used.
+  if (s.tier)
+    if (std::optional<std::vector<std::byte>> payload = s.tier->take(kind, k)) {
+      save_to_disk(kind, k, *payload);
+      return payload;
+    }
   return std::nullopt;
 }
 
 QD_FUNC bool store::save(entry_kind kind, const key& k, std::span<const std::byte> payload) {
+  bool saved = save_to_disk(kind, k, payload);
+  if (state_->tier) state_->tier->put(kind, k, payload);
+  return saved;
+}
+
+QD_FUNC void store::set_remote(std::shared_ptr<remote> tier) { state_->tier = std::move(tier); }
+QD_FUNC remote* store::remote_tier() const noexcept { return state_->tier.get(); }
+
+QD_FUNC void store::prefetch(entry_kind kind, std::span<const key> keys) {
+  detail::store_state& s = *state_;
+  if (!s.tier || keys.empty() || !s.tier->available()) return;
+  try {
+    std::vector<key> missing;
+    bool disk = s.readable.load(std::memory_order_relaxed) && s.kind_trusted[static_cast<int>(kind)];
+    for (const key& k : keys)
+      if (!disk || ::access(entry_path(s.root, kind, k).c_str(), F_OK) != 0) missing.push_back(k);
+    if (!missing.empty()) s.tier->prefetch(kind, missing);
+  } catch (...) {
+  }
+}
+
+QD_FUNC bool store::save_to_disk(entry_kind kind, const key& k, std::span<const std::byte> payload) {
   detail::store_state& s = *state_;
   if (!s.writable.load(std::memory_order_relaxed) || !s.kind_trusted[static_cast<int>(kind)]) return false;
   try {
-    if (payload.size() > max_payload_size) {
-      qd::detail::log_fmt(log_level::debug, "offline cache: not storing a {}-byte payload (maximum {})", payload.size(),
-                      max_payload_size);
+    if (payload.size() > max_payload_size_of(kind)) {
+      qd::detail::log_fmt(log_level::debug, "offline cache: not storing a {}-byte {} payload (maximum {})",
+                          payload.size(), name(kind), max_payload_size_of(kind));
       return false;
     }
     std::vector<std::byte> bytes = encode_entry(kind, k, payload, s.options.zstd_level);
@@ -498,8 +582,15 @@ QD_FUNC bool store::save(entry_kind kind, const key& k, std::span<const std::byt
     std::string dir = detail::kind_dir(s.root, kind);
     std::string path = dir + '/' + hex + ".qdc";
     std::string tmp = detail::temp_name(dir, hex);
+    // A vanished directory (ENOENT, ENOTDIR: a concurrent clean, a root being replaced)
+    // loses this save only; a full, read-only or forbidden disk stops saving for good.
     auto fail = [&](const char* step, int e) {
       ::unlink(tmp.c_str());
+      if (e == ENOENT || e == ENOTDIR) {
+        qd::detail::log_fmt(log_level::debug, "offline cache: not stored {} ({}: {}); later saves try again", path, step,
+                            detail::errno_text(e));
+        return false;
+      }
       s.writable = false;
       if (!s.warned_degraded.exchange(true))
         qd::detail::log_fmt(log_level::warn, "offline cache: cannot write {} ({}: {}); caching in memory only from now on",
@@ -507,7 +598,7 @@ QD_FUNC bool store::save(entry_kind kind, const key& k, std::span<const std::byt
       return false;
     };
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 && (errno == ENOENT || errno == ENOTDIR)) {
+    for (int attempt = 0; attempt < 3 && fd < 0 && (errno == ENOENT || errno == ENOTDIR); ++attempt) {
       // The kind directory is missing, or something else took its place.
       struct stat st;
       if (::lstat(dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) detail::remove_path(dir);
@@ -542,6 +633,28 @@ QD_FUNC bool store::save(entry_kind kind, const key& k, std::span<const std::byt
   } catch (...) {
     return false;
   }
+}
+
+QD_FUNC bool store::discard(entry_kind kind, const key& k, std::span<const std::byte> payload) {
+  detail::store_state& s = *state_;
+  if (!s.writable.load(std::memory_order_relaxed)) return false;
+  // Compare the header only: the same payload checksum and size mean the same entry, so a
+  // different one another process has just renamed into place is kept.
+  std::string path = detail::kind_dir(s.root, kind) + '/' + k.hex() + ".qdc";
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return false;
+  std::byte header[entry_header_size];
+  struct stat st {};
+  bool same = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && detail::read_all(fd, header, sizeof header);
+  ::close(fd);
+  if (!same) return false;
+  std::optional<entry_header> h = parse_entry_header(header, static_cast<std::uint64_t>(st.st_size));
+  if (!h || h->kind != kind || h->k != k || h->payload_size != payload.size() ||
+      h->payload_checksum != XXH3_64bits(payload.data(), payload.size()))
+    return false;
+  struct stat now {};
+  if (::lstat(path.c_str(), &now) != 0 || now.st_ino != st.st_ino || now.st_dev != st.st_dev) return false;
+  return ::unlink(path.c_str()) == 0;
 }
 
 QD_FUNC store_stats store::stats() const noexcept {
@@ -649,6 +762,37 @@ QD_FUNC store::compile_lock store::lock_for_compile(const key& k, std::chrono::m
 QD_FUNC std::vector<entry_info> list_entries(const std::string& root) {
   std::vector<entry_info> out;
   for (detail::found_entry& e : detail::walk_entries(root, false, nullptr)) out.push_back(std::move(e.info));
+  return out;
+}
+
+QD_FUNC std::vector<layout_problem> check_layout(const std::string& root, bool fix) {
+  std::vector<layout_problem> out;
+  struct stat st;
+  if (::stat(root.c_str(), &st) != 0) return out;  // no cache yet
+  if (!S_ISDIR(st.st_mode)) return {{root, "not a directory"}};
+  if (std::string problem = detail::foreign_root_problem(root); !problem.empty())
+    out.push_back({root, "not a Quadrants cache directory: " + problem});
+  // Our own directory writable by others: remove that permission. Another user's: report.
+  auto check_dir = [&](const std::string& path, const struct stat& dst) {
+    std::string problem = detail::trust_problem(dst);
+    if (problem.empty()) return;
+    bool fixed = fix && dst.st_uid == ::geteuid() && ::chmod(path.c_str(), dst.st_mode & 0700) == 0;
+    out.push_back({path, "untrusted: " + problem, fixed});
+  };
+  check_dir(root, st);
+  for (entry_kind kind : all_entry_kinds) {
+    std::string dir = detail::kind_dir(root, kind);
+    if (::lstat(dir.c_str(), &st) != 0) continue;  // made by the first save
+    if (S_ISDIR(st.st_mode)) {
+      check_dir(dir, st);
+      continue;
+    }
+    // The store's saves replace it too; verify reports it rather than let it pass silently.
+    bool fixed = fix && detail::remove_path(dir);
+    out.push_back({dir, fmt::format("{} where the {} directory belongs", S_ISLNK(st.st_mode) ? "a symbolic link" : "a file",
+                                    name(kind)),
+                   fixed});
+  }
   return out;
 }
 

@@ -59,13 +59,16 @@ struct store_stats {
 namespace detail {
 struct store_state;
 }
+class remote;  // cache/remote.hpp
 
 class store {
  public:
-  // Creates the root (0700) and the kind directories. Never throws for I/O: a root that
-  // cannot be created, is not writable, or is not trusted (owned by another user,
-  // writable by group or others) gives one warning; see readable() and writable().
-  // Throws qd::user_error for a zstd_level outside 0..22.
+  // Creates the root (0700, with a CACHEDIR.TAG) and the kind directories. Never throws
+  // for I/O: a root that cannot be created, is not writable, or is not trusted (owned by
+  // another user, writable by group or others) gives one warning; see readable() and
+  // writable(). Throws qd::user_error for a zstd_level outside 0..22, and for a root that
+  // is not a cache directory: "/", or a non-empty directory without CACHEDIR.TAG that
+  // holds names the store does not make (it would be filled with kernel/, module/, ...).
   QD_FUNC explicit store(store_options options);
   QD_FUNC store(store&&) noexcept;
   QD_FUNC store& operator=(store&&) noexcept;
@@ -84,6 +87,10 @@ class store {
   // False when the store is degraded or the write failed; a failed write degrades the
   // store with one warning. Never throws.
   QD_FUNC bool save(entry_kind kind, const key& k, std::span<const std::byte> payload);
+  // The caller could not use `payload`, which load just returned (a module that does not
+  // load): the entry is removed if it still holds that payload, so that looking again
+  // before recompiling is a plain miss instead of a second decode. Never throws.
+  QD_FUNC bool discard(entry_kind kind, const key& k, std::span<const std::byte> payload);
 
   QD_FUNC store_stats stats() const noexcept;
 
@@ -114,8 +121,18 @@ class store {
   // holder may just have saved it), compile and save on a miss, then let it go.
   QD_FUNC compile_lock lock_for_compile(const key& k, std::chrono::milliseconds timeout);
 
+  // The remote tier (cache/remote.hpp) behind this store, or null: load() asks it after a
+  // disk miss and writes what it returns to disk; save() writes to it too.
+  QD_FUNC void set_remote(std::shared_ptr<remote> tier);
+  QD_FUNC remote* remote_tier() const noexcept;
+  // Before a kernel's loads: fetches from the remote tier, in one round trip, the entries
+  // of `keys` that are not on disk and the modules their records name, and takes the
+  // compile locks of those nobody has (remote::prefetch). Without a remote tier, nothing.
+  QD_FUNC void prefetch(entry_kind kind, std::span<const key> keys);
+
  private:
   QD_FUNC void maybe_scan(std::uint64_t bytes_written);
+  QD_FUNC bool save_to_disk(entry_kind kind, const key& k, std::span<const std::byte> payload);
   std::unique_ptr<detail::store_state> state_;
 };
 
@@ -133,6 +150,18 @@ QD_FUNC std::vector<entry_info> list_entries(const std::string& root);
 // Everything load() checks for the entry at `path` (trust, type, header, kind and key
 // from the path, sizes, checksum); the reason in `why` when it fails.
 QD_FUNC bool verify_entry(const std::string& path, std::string* why = nullptr);
+
+// What a store refuses about the root and its kind directories (the trust rules above; a
+// root that is "/" or a directory of other files; a file where a kind directory belongs),
+// one problem per path. With `fix`, what this user can repair is repaired and marked
+// fixed: write permission for group and others removed from our own directories, and
+// whatever stands where a kind directory belongs removed.
+struct layout_problem {
+  std::string path;
+  std::string problem;
+  bool fixed = false;
+};
+QD_FUNC std::vector<layout_problem> check_layout(const std::string& root, bool fix);
 
 struct clean_result {
   std::uint64_t removed_entries = 0, removed_bytes = 0;

@@ -86,8 +86,14 @@ QD_FUNC std::string_view infix(ir::binary_op o, dtype operand_type) {
     case ir::binary_op::le: return "<=";
     case ir::binary_op::gt: return ">";
     case ir::binary_op::ge: return ">=";
-    default: return "";
+    case ir::binary_op::max:
+    case ir::binary_op::min:
+    case ir::binary_op::mod:
+    case ir::binary_op::pow:
+    case ir::binary_op::shl:
+    case ir::binary_op::shr: return "";
   }
+  return "";
 }
 
 QD_FUNC std::string_view helper(ir::binary_op o) {
@@ -99,8 +105,22 @@ QD_FUNC std::string_view helper(ir::binary_op o) {
     case ir::binary_op::pow: return "qd_pow";
     case ir::binary_op::shl: return "qd_shl";
     case ir::binary_op::shr: return "qd_shr";
-    default: return "?";
+    case ir::binary_op::add:
+    case ir::binary_op::bit_and:
+    case ir::binary_op::bit_or:
+    case ir::binary_op::bit_xor:
+    case ir::binary_op::eq:
+    case ir::binary_op::ge:
+    case ir::binary_op::gt:
+    case ir::binary_op::le:
+    case ir::binary_op::logical_and:
+    case ir::binary_op::logical_or:
+    case ir::binary_op::lt:
+    case ir::binary_op::mul:
+    case ir::binary_op::ne:
+    case ir::binary_op::sub: return "?";
   }
+  return "?";
 }
 
 // The unsigned type signed arithmetic wraps through: signed overflow is
@@ -109,8 +129,13 @@ QD_FUNC std::string_view wrapping_type(dtype t) {
   switch (t) {
     case dtype::i32: return "qd_u32";
     case dtype::i64: return "qd_u64";
-    default: return "";
+    case dtype::boolean:
+    case dtype::f32:
+    case dtype::f64:
+    case dtype::u32:
+    case dtype::u8: return "";
   }
+  return "";
 }
 
 // `a op b` for +, - and *: two's-complement wrap-around for signed integers.
@@ -242,7 +267,7 @@ class emitter {
     emit_reduction_functions();
     line(fmt::format("struct {}_frame {{", entry_));
     ++indent_;
-    line("qd_i64 qd_base; qd_i64 qd_dims[4]; qd_i64 qd_count;");
+    line("qd_i64 qd_base; qd_i64 qd_dims[QD_MAX_NDIM]; qd_i64 qd_count;");
     for (ir::id f : frame) line(fmt::format("{} {};", c_type(fn_.at(f).type), member(f)));
     --indent_;
     line("};");
@@ -398,6 +423,8 @@ class emitter {
       case ir::op::cast:
         if (n.type == dtype::boolean)
           line(fmt::format("const qd_bool {} = {} != 0;", v(i), v(n.a)));
+        else if (is_float(fn_.at(n.a).type) && !is_float(n.type))  // defined for NaN and out-of-range values
+          line(fmt::format("const {} {} = qd_to_{}({});", type, v(i), name(n.type), v(n.a)));
         else
           line(fmt::format("const {} {} = ({}){};", type, v(i), type, v(n.a)));
         break;
@@ -515,7 +542,9 @@ class emitter {
             case dtype::f64: format += "%g"; args += fmt::format(", (qd_f64){}", v(item)); break;
             case dtype::i64: format += "%lld"; args += fmt::format(", (long long){}", v(item)); break;
             case dtype::u32: format += "%u"; args += fmt::format(", (unsigned){}", v(item)); break;
-            default: format += "%d"; args += fmt::format(", (int){}", v(item)); break;
+            case dtype::boolean:
+            case dtype::i32:
+            case dtype::u8: format += "%d"; args += fmt::format(", (int){}", v(item)); break;
           }
         }
         line(fmt::format("qd_printf(\"{}\\n\"{});", format, args));

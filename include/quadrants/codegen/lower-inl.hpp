@@ -5,6 +5,9 @@
 #include "quadrants/codegen/lower.hpp"
 #include "quadrants/detail/format.hpp"
 #include "quadrants/ir/builder.hpp"
+#include "quadrants/ir/verify.hpp"
+#include "quadrants/ir/walk.hpp"
+#include "quadrants/ir/nesting.hpp"
 
 namespace qd::codegen {
 namespace detail {
@@ -142,7 +145,24 @@ class lowering {
         b_.pop_block();
         break;
       }
-      default: {
+      case ir::op::arg:
+      case ir::op::binary:
+      case ir::op::bound:
+      case ir::op::cast:
+      case ir::op::constant:
+      case ir::op::fma:
+      case ir::op::global_atomic:
+      case ir::op::global_load:
+      case ir::op::global_store:
+      case ir::op::loop_index:
+      case ir::op::print:
+      case ir::op::random:
+      case ir::op::select:
+      case ir::op::shape:
+      case ir::op::temp_atomic:
+      case ir::op::temp_load:
+      case ir::op::temp_store:
+      case ir::op::unary: {
         ir::node copy = n;
         copy.a = operand(n.a);
         copy.b = operand(n.b);
@@ -184,7 +204,35 @@ class lowering {
 
 QD_FUNC lowered_task lower_task(const ir::function& kernel, const analysis::kernel_structure& s,
                                 const analysis::task& t, const analysis::task_plan& plan) {
+  // The tracer refuses deeper kernels; IR built otherwise must not take the recursive
+  // passes below (lowering, emitter, interpreter) deeper than they are meant to go.
+  if (int depth = ir::nesting_depth(kernel); depth > ir::max_nesting_depth)
+    throw internal_error(fmt::format("lowering: the kernel nests {} levels, over the limit of {} that tracing enforces",
+                                     depth, ir::max_nesting_depth));
   return detail::lowering(kernel, s, plan).run(t);
+}
+
+QD_FUNC void verify(const lowered_task& t) {
+  ir::verify(t.fn, ir::stage::lowered);
+  if (!t.parallel) return;
+  const auto& top = t.fn.block(0);
+  auto fail = [](ir::id i, std::string_view what) {
+    throw internal_error(fmt::format("IR verifier: node {} {}; the lowered task is malformed (a bug in Quadrants; "
+                                     "please report it with the kernel)",
+                                     i, what));
+  };
+  if (top.empty() || t.fn.at(top.back()).code != ir::op::range_for)
+    fail(top.empty() ? ir::none : top.back(), "ends a parallel task that must end with its loop");
+  // The prologue runs once per thread on a GPU: a draw there would differ by thread.
+  for (std::size_t k = 0; k + 1 < top.size(); ++k) {
+    auto no_random = [&](ir::id i) {
+      if (t.fn.at(i).code == ir::op::random) fail(i, "draws a random number in a parallel task's prologue");
+    };
+    no_random(top[k]);
+    const ir::node& n = t.fn.at(top[k]);
+    if (n.block0 >= 0) ir::walk(t.fn, n.block0, [&](ir::id i, int) { no_random(i); });
+    if (n.block1 >= 0) ir::walk(t.fn, n.block1, [&](ir::id i, int) { no_random(i); });
+  }
 }
 
 }  // namespace qd::codegen

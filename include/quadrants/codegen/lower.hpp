@@ -23,6 +23,11 @@ struct lowered_task {
 QD_FUNC lowered_task lower_task(const ir::function& kernel, const analysis::kernel_structure& s,
                                 const analysis::task& t, const analysis::task_plan& plan);
 
+// Verifies a lowered task (ir::verify, and the shape every backend relies on: a
+// parallel task ends with its loop and draws no random number before it); throws
+// qd::internal_error. Checked builds run it on every lowered task.
+QD_FUNC void verify(const lowered_task& t);
+
 }  // namespace qd::codegen
 
 #ifdef QD_HEADER_ONLY

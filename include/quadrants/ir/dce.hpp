@@ -8,23 +8,6 @@
 
 namespace qd::ir {
 
-// Effects are roots of liveness. Random draws and local atomics are removable:
-// an unused draw changes nothing but the draw counter, identically in every variant.
-constexpr bool is_liveness_root(const node& n) {
-  switch (n.code) {
-    case op::global_store:
-    case op::global_atomic:
-    case op::temp_store:
-    case op::temp_atomic:
-    case op::print:
-      return true;
-    case op::global_load:
-      return (n.flags & access::is_volatile) != 0;
-    default:
-      return false;
-  }
-}
-
 constexpr void eliminate_dead_code(function& fn) {
   const std::size_t count = fn.nodes.size();
   std::vector<std::vector<id>> writers(count);  // local_decl -> its stores and atomics

@@ -14,52 +14,83 @@ namespace qd::ir {
 using id = std::int32_t;
 inline constexpr id none = -1;
 
-// X(name, operands used) -- the operand notes document each kind's layout.
-#define QD_IR_OPS(X)                                                                 \
-  X(constant)      /* imm: the value's bits (int64 or double bits)                */ \
-  X(arg)           /* param: scalar parameter                                     */ \
-  X(shape)         /* param, imm: dimension; type i32                             */ \
-  X(loop_index)    /* a: the range_for node, imm: its dimension; type i32         */ \
-  X(unary)         /* sub: unary_op, a                                            */ \
-  X(binary)        /* sub: binary_op, a, b                                        */ \
-  X(select)        /* a ? b : c                                                   */ \
-  X(fma)           /* a * b + c, one rounding                                     */ \
-  X(cast)          /* a converted to type                                         */ \
-  X(bound)         /* a: a loop bound wider than i32, narrowed to i32; imm: the   */ \
-                   /* value used when it does not fit (the launch then fails)     */ \
-  X(global_load)   /* param, flags, list: indices                                 */ \
-  X(global_store)  /* param, flags, list: indices, a: value                       */ \
-  X(global_atomic) /* param, flags, list: indices, sub: atomic_op, a: value; old  */ \
-  X(local_decl)    /* a: initial value; the node id is the variable               */ \
-  X(local_load)    /* a: local_decl                                               */ \
-  X(local_store)   /* a: local_decl, b: value                                     */ \
-  X(local_atomic)  /* a: local_decl, b: value, sub: atomic_op; result: old value  */ \
-  X(temp_load)     /* imm: global-temporary slot (whole-kernel lowering only)     */ \
-  X(temp_store)    /* imm: slot, a: value                                         */ \
-  X(temp_atomic)   /* imm: slot, a: value, sub: atomic_op; result: old value      */ \
-  X(range_for)     /* imm: rank; rank 1: a..b; else list: extents from 0; block0: */ \
-                   /* body, starting with one loop_index per dimension            */ \
-  X(if_)           /* a: condition, block0: then, block1: else                    */ \
-  X(while_)        /* block0: condition block, a: its value, block1: body         */ \
-  X(random)        /* type: uniform [0,1) for floats, uniform bits for integers   */ \
-  X(print)         /* list: node ids, or -2 - string index for text pieces        */
+// Every node kind, once, with its properties (the one place they are decided):
+//   X(name, value, effect, invariant)
+//   value:     yields a value usable as an operand (has_value)
+//   effect:    what executing it touches (ir::effect below)
+//   invariant: pure arithmetic that is recomputable anywhere from its operands
+//              (top-level values built only from invariant nodes are recomputed
+//              wherever they are used, never carried)
+// The operand notes document each kind's layout.
+#define QD_IR_OPS(X)                                                                                       \
+  X(constant, 1, compute, 1)      /* imm: the value's bits (int64 or double bits)                     */ \
+  X(arg, 1, compute, 1)           /* param: scalar parameter                                          */ \
+  X(shape, 1, compute, 1)         /* param, imm: dimension; type i32                                  */ \
+  X(loop_index, 1, compute, 0)    /* a: the range_for node, imm: its dimension; type i32              */ \
+  X(unary, 1, compute, 1)         /* sub: unary_op, a                                                 */ \
+  X(binary, 1, compute, 1)        /* sub: binary_op, a, b                                             */ \
+  X(select, 1, compute, 1)        /* a ? b : c                                                        */ \
+  X(fma, 1, compute, 1)           /* a * b + c, one rounding                                          */ \
+  X(cast, 1, compute, 1)          /* a converted to type                                              */ \
+  X(bound, 1, compute, 1)         /* a: a loop bound wider than i32, narrowed to i32; imm: the value  */ \
+                                  /* used when it does not fit (the launch then fails)                */ \
+  X(global_load, 1, global_read, 0)   /* param, flags, list: indices                                  */ \
+  X(global_store, 0, global_write, 0) /* param, flags, list: indices, a: value                        */ \
+  X(global_atomic, 1, global_update, 0) /* param, flags, list: indices, sub: atomic_op, a: value; old */ \
+  X(local_decl, 1, local_write, 0)  /* a: initial value; the node id is the variable                  */ \
+  X(local_load, 1, local_read, 0)   /* a: local_decl                                                  */ \
+  X(local_store, 0, local_write, 0) /* a: local_decl, b: value                                        */ \
+  X(local_atomic, 1, local_update, 0) /* a: local_decl, b: value, sub: atomic_op; result: old value   */ \
+  X(temp_load, 1, temp_read, 0)     /* imm: global-temporary slot (whole-kernel lowering only)        */ \
+  X(temp_store, 0, temp_write, 0)   /* imm: slot, a: value                                            */ \
+  X(temp_atomic, 1, temp_update, 0) /* imm: slot, a: value, sub: atomic_op; result: old value         */ \
+  X(range_for, 0, control, 0)  /* imm: rank; rank 1: a..b; else list: extents from 0; block0: body,  */ \
+                               /* starting with one loop_index per dimension                          */ \
+  X(if_, 0, control, 0)        /* a: condition, block0: then, block1: else                            */ \
+  X(while_, 0, control, 0)     /* block0: condition block, a: its value, block1: body                 */ \
+  X(random, 1, random_draw, 0) /* type: uniform [0,1) for floats, uniform bits for integers           */ \
+  X(print, 0, output, 0)       /* list: node ids, or -2 - string index for text pieces                */
 
 enum class op : std::uint8_t {
-#define QD_IR_ENUM(name) name,
+#define QD_IR_ENUM(name, value, effect, invariant) name,
   QD_IR_OPS(QD_IR_ENUM)
 #undef QD_IR_ENUM
 };
 
-constexpr std::string_view name(op o) {
-  switch (o) {
-#define QD_IR_NAME(name) \
-  case op::name:         \
-    return #name;
-    QD_IR_OPS(QD_IR_NAME)
-#undef QD_IR_NAME
-  }
-  return "?";
-}
+// What executing a node touches. Reads and writes of global memory go through
+// parameters (arrays); local and temp ones through variables and slots.
+enum class effect : std::uint8_t {
+  compute,        // nothing: a function of its operands (and of the enclosing loop)
+  local_read,     // reads a local variable
+  local_write,    // writes a local variable (a declaration initialises it)
+  local_update,   // atomic read-modify-write of a local variable
+  temp_read,      // reads a global-temporary slot
+  temp_write,     // writes a slot
+  temp_update,    // atomic read-modify-write of a slot
+  global_read,    // reads array memory (an effect when volatile)
+  global_write,   // writes array memory
+  global_update,  // atomic read-modify-write of array memory
+  random_draw,    // advances the random stream: removable, but never recomputed
+  output,         // prints
+  control,        // owns blocks: loops and branches
+};
+
+struct op_properties {
+  std::string_view name;
+  bool has_value;
+  ir::effect effect;
+  bool invariant;
+};
+
+inline constexpr op_properties op_table[] = {
+#define QD_IR_ROW(name, value, eff, invariant) {#name, (value) != 0, effect::eff, (invariant) != 0},
+    QD_IR_OPS(QD_IR_ROW)
+#undef QD_IR_ROW
+};
+inline constexpr std::size_t op_count = sizeof(op_table) / sizeof(op_table[0]);
+
+constexpr const op_properties& properties(op o) { return op_table[static_cast<std::size_t>(o)]; }
+constexpr std::string_view name(op o) { return properties(o).name; }
 
 #define QD_IR_UNARY_OPS(X) X(neg) X(logical_not) X(bit_not) X(sqrt) X(exp) X(log) X(sin) X(cos) X(tanh) X(abs) X(floor) X(ceil)
 #define QD_IR_BINARY_OPS(X)                                                                                  \
@@ -156,42 +187,51 @@ constexpr bool is_text(std::int32_t arg) { return arg <= -2; }
 constexpr std::int32_t text_index(std::int32_t arg) { return -2 - arg; }
 
 // Nodes that produce a value usable as an operand.
-constexpr bool has_value(op o) {
-  switch (o) {
-    case op::global_store:
-    case op::local_store:
-    case op::temp_store:
-    case op::range_for:
-    case op::if_:
-    case op::while_:
-    case op::print:
-      return false;
-    default:
-      return true;
-  }
-}
+constexpr bool has_value(op o) { return properties(o).has_value; }
 
 // Pure nodes: removable when unused, and free of any observable effect.
 constexpr bool is_pure(const node& n) {
-  switch (n.code) {
-    case op::constant:
-    case op::arg:
-    case op::shape:
-    case op::loop_index:
-    case op::unary:
-    case op::binary:
-    case op::select:
-    case op::fma:
-    case op::cast:
-    case op::bound:
-    case op::local_load:
-    case op::temp_load:
-      return true;
-    case op::global_load:
-      return (n.flags & access::is_volatile) == 0;
-    default:
-      return false;
+  switch (properties(n.code).effect) {
+    case effect::compute:
+    case effect::local_read:
+    case effect::temp_read: return true;
+    case effect::global_read: return (n.flags & access::is_volatile) == 0;
+    case effect::local_write:
+    case effect::local_update:
+    case effect::temp_write:
+    case effect::temp_update:
+    case effect::global_write:
+    case effect::global_update:
+    case effect::random_draw:
+    case effect::output:
+    case effect::control: return false;
   }
+  return false;
 }
+
+// Effects are roots of liveness: dead-code elimination keeps them and what they
+// use. Random draws and local updates are removable: an unused draw changes
+// nothing but the draw counter, identically in every variant.
+constexpr bool is_liveness_root(const node& n) {
+  switch (properties(n.code).effect) {
+    case effect::global_write:
+    case effect::global_update:
+    case effect::temp_write:
+    case effect::temp_update:
+    case effect::output: return true;
+    case effect::global_read: return (n.flags & access::is_volatile) != 0;
+    case effect::compute:
+    case effect::local_read:
+    case effect::local_write:
+    case effect::local_update:
+    case effect::temp_read:
+    case effect::random_draw:
+    case effect::control: return false;
+  }
+  return false;
+}
+
+// Pure arithmetic whose value depends only on its operands (SPEC §3's top-level values).
+constexpr bool is_invariant(op o) { return properties(o).invariant; }
 
 }  // namespace qd::ir

@@ -20,8 +20,12 @@ QD_FUNC std::string constant_text(const node& n) {
     case dtype::f32: return fmt::format("{}", std::bit_cast<float>(static_cast<std::uint32_t>(n.imm)));
     case dtype::f64: return fmt::format("{}", std::bit_cast<double>(n.imm));
     case dtype::boolean: return n.imm ? "true" : "false";
-    default: return fmt::format("{}", n.imm);
+    case dtype::u8:
+    case dtype::i32:
+    case dtype::u32:
+    case dtype::i64: return fmt::format("{}", n.imm);
   }
+  return fmt::format("{}", n.imm);
 }
 }  // namespace detail
 
@@ -83,7 +87,14 @@ QD_FUNC std::string to_text(const function& fn) {
           break;
         case op::loop_index: line += fmt::format(" {} dim {}", ref(n.a), n.imm); break;
         case op::bound: line += fmt::format(" {} else {}", ref(n.a), n.imm); break;
-        default:
+        case op::select:
+        case op::fma:
+        case op::cast:
+        case op::local_decl:
+        case op::local_load:
+        case op::local_store:
+        case op::if_:
+        case op::random:
           for (id operand : {n.a, n.b, n.c})
             if (operand != none) line += " " + ref(operand);
           break;

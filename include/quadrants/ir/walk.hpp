@@ -9,14 +9,28 @@
 namespace qd::ir {
 
 // Calls visit(node_id, depth) for every statement reachable from `block`, in
-// program order: a control-flow node before the contents of its blocks.
+// program order: a control-flow node before the contents of its blocks. An explicit
+// stack rather than recursion, so no nesting depth can exhaust the thread's stack.
 template <class Visit>
 constexpr void walk(const function& fn, std::int32_t block, Visit&& visit, int depth = 0) {
-  for (id i : fn.block(block)) {
-    visit(i, depth);
+  struct cursor {
+    std::int32_t block;
+    std::size_t next;
+    int depth;
+  };
+  std::vector<cursor> open = {{block, 0, depth}};
+  while (!open.empty()) {
+    cursor& c = open.back();
+    if (c.next == fn.block(c.block).size()) {
+      open.pop_back();
+      continue;
+    }
+    const id i = fn.block(c.block)[c.next++];
+    const int d = c.depth;
+    visit(i, d);
     const node& n = fn.at(i);
-    if (n.block0 >= 0) walk(fn, n.block0, visit, depth + 1);
-    if (n.block1 >= 0) walk(fn, n.block1, visit, depth + 1);
+    if (n.block1 >= 0) open.push_back({n.block1, 0, d + 1});  // walked after block0
+    if (n.block0 >= 0) open.push_back({n.block0, 0, d + 1});
   }
 }
 

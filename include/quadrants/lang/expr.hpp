@@ -17,6 +17,31 @@ template <element_type T> class element_ref;
 
 namespace detail {
 
+// false, but only once T is known: for static_asserts in templates that must not be used.
+template <class T>
+inline constexpr bool dependent_false = false;
+
+// The body of a traced value's `operator bool`, instantiated only where C++ uses
+// one as a bool or a number (`if (x[i] > 0)`, `float v = x[i]`, `acc += x[i]`).
+template <class T>
+constexpr bool no_cpp_value() {
+  static_assert(dependent_false<T>,
+                "a traced value (qd::f32, qd::boolean, a qd::var, an array element) has no C++ value while the kernel "
+                "is traced, so a C++ if, ?: or loop on it would decide once, at trace time. For a run-time decision "
+                "use qd::if_(cond, [&] { ... }).else_([&] { ... }), qd::select(cond, a, b) or qd::while_; to keep "
+                "a traced value, use qd::f32 v = x[i]; to accumulate one, use a qd::var (qd::var<float> acc = "
+                "0.0f; acc += x[i];)");
+  return false;
+}
+
+// The body of `acc += x[i]` where acc is a C++ number.
+template <class A>
+void no_number_update() {
+  static_assert(dependent_false<A>,
+                "a C++ number cannot accumulate a traced value: `acc += x[i]` on a float or int would run once, at "
+                "trace time. Declare the accumulator as a qd::var, e.g. qd::var<float> acc = 0.0f; acc += x[i];");
+}
+
 template <class A> struct traced_traits {
   static constexpr bool value = false;
 };
@@ -142,8 +167,8 @@ class expr {
   }
 
   // A traced boolean has no C++ truth value: use qd::if_ / qd::select, or a
-  // plain C++ bool for trace-time decisions.
-  operator bool() const = delete;
+  // plain C++ bool for trace-time decisions. Using it is a compile error that says so.
+  operator bool() const { return detail::no_cpp_value<T>(); }
 
   ir::id id() const { return id_; }
   static expr from_id(ir::id i) { return expr(detail::from_id_tag<T>{}, i); }
@@ -240,6 +265,25 @@ template <class A, class B> requires detail::binary_operands<A, B>
 expr<bool> operator&&(const A& a, const B& b) { return detail::logical<ir::binary_op::logical_and>(a, b); }
 template <class A, class B> requires detail::binary_operands<A, B>
 expr<bool> operator||(const A& a, const B& b) { return detail::logical<ir::binary_op::logical_or>(a, b); }
+
+// `acc += x[i]` with a C++ number acc does not compile, with a message pointing to qd::var.
+#define QD_NUMBER_COMPOUND(symbol)                 \
+  template <literal L, traced A>                   \
+  L& operator symbol(L& target, const A&) {        \
+    detail::no_number_update<A>();                 \
+    return target;                                 \
+  }
+QD_NUMBER_COMPOUND(+=)
+QD_NUMBER_COMPOUND(-=)
+QD_NUMBER_COMPOUND(*=)
+QD_NUMBER_COMPOUND(/=)
+QD_NUMBER_COMPOUND(%=)
+QD_NUMBER_COMPOUND(&=)
+QD_NUMBER_COMPOUND(|=)
+QD_NUMBER_COMPOUND(^=)
+QD_NUMBER_COMPOUND(<<=)
+QD_NUMBER_COMPOUND(>>=)
+#undef QD_NUMBER_COMPOUND
 
 template <traced A>
 auto operator-(const A& a) {

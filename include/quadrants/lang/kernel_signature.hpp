@@ -27,6 +27,11 @@ struct call_operator<R (C::*)(A...) const> {
 };
 template <class C, class R, class... A>
 struct call_operator<R (C::*)(A...)> : call_operator<R (C::*)(A...) const> {};
+// noexcept is part of the function type since C++17: `[](...) noexcept {...}`, `mutable noexcept`.
+template <class C, class R, class... A>
+struct call_operator<R (C::*)(A...) const noexcept> : call_operator<R (C::*)(A...) const> {};
+template <class C, class R, class... A>
+struct call_operator<R (C::*)(A...) noexcept> : call_operator<R (C::*)(A...) const> {};
 
 template <class F>
 concept kernel_lambda = requires { &std::remove_cvref_t<F>::operator(); };

@@ -58,7 +58,7 @@ class element_ref {
   QD_ELEMENT_COMPOUND(^=, bit_xor)
 #undef QD_ELEMENT_COMPOUND
 
-  operator bool() const = delete;  // use qd::if_ for run-time decisions
+  operator bool() const { return detail::no_cpp_value<T>(); }  // a compile error naming qd::if_
 
   ir::id id() const { return load_; }
   const detail::place& where() const { return place_; }

@@ -5,7 +5,9 @@
 #include <limits>
 
 #include "quadrants/base/error.hpp"
+#include "quadrants/base/float_to_int.hpp"
 #include "quadrants/detail/format.hpp"
+#include "quadrants/ir/nesting.hpp"
 #include "quadrants/ir/printer.hpp"
 #include "quadrants/lang/trace.hpp"
 
@@ -62,14 +64,25 @@ QD_FUNC ir::id emit_int_constant(dtype t, std::int64_t value) {
     case dtype::u8: value = static_cast<std::uint8_t>(value); break;
     case dtype::i32: value = static_cast<std::int32_t>(value); break;
     case dtype::u32: value = static_cast<std::uint32_t>(value); break;
-    default: break;
+    case dtype::f32:
+    case dtype::f64:
+    case dtype::i64: break;
   }
   return b.constant_int(t, value);
 }
 
+// A C++ floating literal converted to t as a run-time cast would (qd::cast<qd::i32>(1e30)).
 QD_FUNC ir::id emit_float_constant(dtype t, double value) {
-  if (!is_float(t)) return emit_int_constant(t, static_cast<std::int64_t>(value));
-  return current_tracer().b.constant_float(t, value);
+  switch (t) {
+    case dtype::f32:
+    case dtype::f64: return current_tracer().b.constant_float(t, value);
+    case dtype::boolean: return emit_int_constant(t, value != 0.0);
+    case dtype::u8: return emit_int_constant(t, float_to_int<std::uint8_t>(value));
+    case dtype::i32: return emit_int_constant(t, float_to_int<std::int32_t>(value));
+    case dtype::u32: return emit_int_constant(t, float_to_int<std::uint32_t>(value));
+    case dtype::i64: return emit_int_constant(t, float_to_int<std::int64_t>(value));
+  }
+  return emit_int_constant(t, 0);
 }
 
 QD_FUNC ir::id convert(ir::id v, dtype to) {
@@ -174,8 +187,19 @@ QD_FUNC std::string_view operator_symbol(ir::binary_op o) {
     case ir::binary_op::bit_xor: return "^";
     case ir::binary_op::shl: return "<<";
     case ir::binary_op::shr: return ">>";
-    default: return name(o);
+    case ir::binary_op::eq:
+    case ir::binary_op::ge:
+    case ir::binary_op::gt:
+    case ir::binary_op::le:
+    case ir::binary_op::logical_and:
+    case ir::binary_op::logical_or:
+    case ir::binary_op::lt:
+    case ir::binary_op::max:
+    case ir::binary_op::min:
+    case ir::binary_op::ne:
+    case ir::binary_op::pow: return name(o);
   }
+  return name(o);
 }
 
 QD_FUNC void emit_local_update(ir::binary_op o, ir::id decl, ir::id value) {
@@ -195,6 +219,19 @@ QD_FUNC void emit_local_update(ir::binary_op o, ir::id decl, ir::id value) {
   emit_local_store(decl, emit_binary(o, type, emit_local_load(decl), value));
 }
 
+// Enters `levels` more levels of control flow, refusing to pass ir::max_nesting_depth
+// before anything deeper is traced (a 20,000-deep nest used to overflow the stack).
+QD_FUNC void enter_nesting(tracer& t, int levels) {
+  if (t.nesting + levels > ir::max_nesting_depth)
+    throw_trace_error(fmt::format(
+        "control flow is nested {} levels deep here; at most {} are supported (each qd::if_ or .else_ body, qd::while_ "
+        "and each dimension of a nested qd::range_for counts one), so that the generated code compiles with every "
+        "backend's compiler (clang and hipRTC refuse more than 256 nested brackets). Flatten the nesting: combine "
+        "conditions with && or compute them with qd::select",
+        t.nesting + levels, ir::max_nesting_depth));
+  t.nesting += levels;
+}
+
 // A loop bound as the i32 a loop index has. A wider bound (i64, u32) is narrowed by
 // an ir::op::bound, which fails the launch instead of wrapping when the value does
 // not fit, and leaves the loop empty by substituting on_overflow.
@@ -211,6 +248,7 @@ QD_FUNC ir::id begin_range_for(ir::id begin, ir::id end) {
     if (!is_integral(type_of(bound)))
       throw_trace_error(fmt::format("qd::range_for bounds must be integers, got {}", name(type_of(bound))));
   bool parallel = t.at_top_level();
+  enter_nesting(t, 1);
   ir::id loop = t.b.range_for(loop_bound(begin, std::numeric_limits<std::int32_t>::max()),
                               loop_bound(end, std::numeric_limits<std::int32_t>::min()));
   t.last_if = ir::none;
@@ -230,6 +268,7 @@ QD_FUNC std::vector<ir::id> begin_range_for_nd(const std::vector<ir::id>& extent
     converted.push_back(loop_bound(e, 0));
   }
   bool parallel = t.at_top_level();
+  enter_nesting(t, static_cast<int>(converted.size()));
   ir::id loop = t.b.range_for_nd(converted);
   t.last_if = ir::none;
   t.b.push_block(t.fn.at(loop).block0);
@@ -241,6 +280,7 @@ QD_FUNC std::vector<ir::id> begin_range_for_nd(const std::vector<ir::id>& extent
 
 QD_FUNC void end_range_for() {
   auto& t = current_tracer();
+  t.nesting -= ir::nesting_weight(t.fn, t.b.current_block());
   t.b.pop_block();
   t.last_if = ir::none;
   if (t.at_top_level()) --t.parallel_depth;
@@ -251,6 +291,7 @@ QD_FUNC ir::id begin_if(ir::id cond) {
   if (type_of(cond) != dtype::boolean)
     throw_trace_error(fmt::format("qd::if_ needs a boolean condition, got {}; compare it, e.g. x != 0",
                                   name(type_of(cond))));
+  enter_nesting(t, 1);
   ir::id n = t.b.if_(cond);
   t.b.push_block(t.fn.at(n).block0);
   t.last_if = ir::none;
@@ -259,6 +300,7 @@ QD_FUNC ir::id begin_if(ir::id cond) {
 
 QD_FUNC void end_if(ir::id if_node) {
   auto& t = current_tracer();
+  --t.nesting;
   t.b.pop_block();
   t.last_if = if_node;
 }
@@ -270,17 +312,20 @@ QD_FUNC void begin_else(ir::id if_node) {
     throw_trace_error(
         ".else_ must follow its qd::if_ directly, as qd::if_(c, then).else_(otherwise), and at most once");
   t.last_if = ir::none;
+  enter_nesting(t, 1);
   t.b.push_block(t.fn.at(if_node).block1);
 }
 
 QD_FUNC void end_else() {
   auto& t = current_tracer();
+  --t.nesting;
   t.b.pop_block();
   t.last_if = ir::none;
 }
 
 QD_FUNC ir::id begin_while_condition() {
   auto& t = current_tracer();
+  enter_nesting(t, 1);
   ir::id n = t.b.while_();
   t.last_if = ir::none;
   t.b.push_block(t.fn.at(n).block0);
@@ -298,6 +343,7 @@ QD_FUNC void begin_while_body(ir::id while_node, ir::id cond) {
 
 QD_FUNC void end_while() {
   auto& t = current_tracer();
+  --t.nesting;
   t.b.pop_block();
   t.last_if = ir::none;
 }

@@ -27,6 +27,7 @@ class tracer {
   std::string kernel;
   std::vector<std::string> param_names;
   int parallel_depth = 0;      // > 0 inside the body of a top-level range_for
+  int nesting = 0;             // levels of control flow around the current block (ir/nesting.hpp)
   ir::id last_if = ir::none;   // the if_ an else_ may still attach to
 
   bool at_top_level() const { return b.current_block() == 0; }

@@ -2,9 +2,22 @@
 // top-level value; += / -= on it from a parallel construct are atomic reductions.
 #pragma once
 
+#include <concepts>
+#include <utility>
+
 #include "quadrants/lang/expr.hpp"
 
 namespace qd {
+
+namespace detail {
+template <class V>
+constexpr void reject_var_by_value() {
+  static_assert(dependent_false<V>,
+                "a qd::var is captured by value ([=] or [v]) or direct-initialized from another qd::var: the lambda "
+                "would update a copy and the kernel would read the unchanged original. Capture qd::var by reference "
+                "([&] or [&v]); for a new variable holding v's current value write `qd::var<T> w = v;`");
+}
+}  // namespace detail
 
 template <class T>
 class var {
@@ -19,8 +32,19 @@ class var {
   template <operand A>
   var(const A& init) : decl_(detail::emit_local_decl(type, checked_value(init))) {}
 
-  // A copy is a new variable holding the current value, never an alias.
+  // Copy-initialization (`qd::var<T> w = v;`) starts a new variable holding v's
+  // current value, never an alias.
   var(const var& other) : decl_(detail::emit_local_decl(type, other.id())) {}
+
+  // Direct-initialization from a mutable var is what a lambda's by-value capture
+  // (`[=]`) does: the body would update a copy while the kernel reads the
+  // original, so it does not compile. Being explicit, this constructor is no
+  // candidate for `qd::var<T> w = v;`, which keeps the copy above.
+  template <class V>
+    requires std::same_as<V, var>
+  explicit var(V& other) : var(std::as_const(other)) {
+    detail::reject_var_by_value<V>();
+  }
 
   var& operator=(const var& other) {
     detail::emit_local_store(decl_, other.id());
@@ -48,7 +72,7 @@ class var {
   QD_VAR_COMPOUND(^=, bit_xor)
 #undef QD_VAR_COMPOUND
 
-  operator bool() const = delete;  // use qd::if_ for run-time decisions
+  operator bool() const { return detail::no_cpp_value<T>(); }  // a compile error naming qd::if_
 
   ir::id id() const { return detail::emit_local_load(decl_); }  // the current value
   ir::id decl() const { return decl_; }
@@ -69,6 +93,12 @@ class var<expr<T>> : public var<T> {
  public:
   using var<T>::var;
   using var<T>::operator=;
+  var(const var& other) : var<T>(other) {}
+  template <class V>
+    requires std::same_as<V, var>
+  explicit var(V& other) : var<T>(std::as_const(other)) {
+    detail::reject_var_by_value<V>();
+  }
 };
 
 }  // namespace qd

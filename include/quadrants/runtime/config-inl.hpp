@@ -1,31 +1,23 @@
 // Implementation of runtime/config.hpp: names and the QD_* variable parsing.
 #pragma once
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <vector>
 #include <cstdlib>
 #include <thread>
 
+#include "quadrants/base/env_integer.hpp"
 #include "quadrants/base/error.hpp"
+#include "quadrants/cache/remote.hpp"
 #include "quadrants/cache/store.hpp"
 #include "quadrants/detail/format.hpp"
 #include "quadrants/runtime/config.hpp"
 #include "quadrants/runtime/program.hpp"
 
 namespace qd {
-
-QD_FUNC std::string_view name(arch a) noexcept {
-  switch (a) {
-    case arch::cpu: return "cpu";
-    case arch::cuda: return "cuda";
-    case arch::amdgpu: return "amdgpu";
-    case arch::metal: return "metal";
-    case arch::vulkan: return "vulkan";
-    case arch::reference: return "reference";
-  }
-  return "?";
-}
 
 QD_FUNC std::string_view name(per_offload_mode m) noexcept {
   switch (m) {
@@ -55,29 +47,40 @@ QD_FUNC bool parse_bool(std::string_view var, std::string_view v) {
   bad_variable(var, v, "1/0, true/false, on/off");
 }
 
-QD_FUNC std::int64_t parse_int(std::string_view var, std::string_view v) {
-  std::string s(v);
-  char* end = nullptr;
-  errno = 0;
-  long long x = std::strtoll(s.c_str(), &end, 10);
-  if (s.empty() || *end != '\0' || errno == ERANGE) bad_variable(var, v, "an integer");
-  return x;
-}
-
+// Bytes: digits, an optional fraction of up to 6 digits, an optional unit (K, M, G,
+// T: powers of 1024); the result must be a whole number of bytes that fits 64 bits.
 QD_FUNC std::uint64_t parse_size(std::string_view var, std::string_view v) {
-  std::string s(v);
-  char* end = nullptr;
-  double x = std::strtod(s.c_str(), &end);
-  if (s.empty() || end == s.c_str() || x < 0) bad_variable(var, v, "a size such as 1073741824, 512M or 2G");
-  std::string unit = lower(end);
-  double scale = 1;
-  if (unit == "" || unit == "b") scale = 1;
-  else if (unit == "k" || unit == "kb" || unit == "kib") scale = 1024.0;
-  else if (unit == "m" || unit == "mb" || unit == "mib") scale = 1024.0 * 1024;
-  else if (unit == "g" || unit == "gb" || unit == "gib") scale = 1024.0 * 1024 * 1024;
-  else if (unit == "t" || unit == "tb" || unit == "tib") scale = 1024.0 * 1024 * 1024 * 1024;
-  else bad_variable(var, v, "a size such as 1073741824, 512M or 2G");
-  return static_cast<std::uint64_t>(x * scale);
+  auto fail = [&] { bad_variable(var, v, "a whole number of bytes such as 1073741824, 512M, 1.5G"); };
+  std::size_t digits = 0;
+  while (digits < v.size() && v[digits] >= '0' && v[digits] <= '9') ++digits;
+  std::size_t frac_begin = digits, frac_end = digits;
+  if (digits < v.size() && v[digits] == '.') {
+    frac_begin = frac_end = digits + 1;
+    while (frac_end < v.size() && v[frac_end] >= '0' && v[frac_end] <= '9') ++frac_end;
+    if (frac_end == frac_begin || frac_end - frac_begin > 6) fail();
+  }
+  if (digits == 0) fail();
+  std::string unit = lower(v.substr(frac_end));
+  int shift = 0;
+  if (unit == "" || unit == "b") shift = 0;
+  else if (unit == "k" || unit == "kb" || unit == "kib") shift = 10;
+  else if (unit == "m" || unit == "mb" || unit == "mib") shift = 20;
+  else if (unit == "g" || unit == "gb" || unit == "gib") shift = 30;
+  else if (unit == "t" || unit == "tb" || unit == "tib") shift = 40;
+  else fail();
+  std::uint64_t whole = 0;
+  for (std::size_t i = 0; i < digits; ++i)
+    if (__builtin_mul_overflow(whole, 10u, &whole) || __builtin_add_overflow(whole, v[i] - '0', &whole)) fail();
+  std::uint64_t fraction = 0, denominator = 1;
+  for (std::size_t i = frac_begin; i < frac_end; ++i) {
+    fraction = fraction * 10 + static_cast<std::uint64_t>(v[i] - '0');
+    denominator *= 10;
+  }
+  std::uint64_t scaled = fraction << shift;  // < 10^6 * 2^40: no overflow
+  if (whole > (~std::uint64_t{0} >> shift) || scaled % denominator != 0) fail();
+  std::uint64_t bytes = whole << shift;
+  if (__builtin_add_overflow(bytes, scaled / denominator, &bytes)) fail();
+  return bytes;
 }
 
 QD_FUNC arch parse_arch(std::string_view var, std::string_view v) {
@@ -123,12 +126,40 @@ T pick(const std::optional<T>& field, const char* field_name, const char* var, P
   return fallback;
 }
 
+// The remote tier's options from the settings. QD_REMOTE_CACHE_LOCK_TTL_MS and
+// QD_REMOTE_CACHE_RETRY_MS tune the compile lock's life and the first back-off.
+QD_FUNC cache::remote_options remote_options_for(const settings& s) {
+  cache::remote_options o;
+  o.url = s.remote_cache;
+  o.secret = s.remote_cache_secret;
+  o.unauthenticated = s.remote_cache_unauthenticated;
+  o.read_only = s.remote_cache_read_only;
+  o.timeout = std::chrono::milliseconds(s.remote_cache_timeout_ms);
+  if (const char* v = env("QD_REMOTE_CACHE_LOCK_TTL_MS"))
+    o.lock_ttl = std::chrono::milliseconds(parse_env_integer("QD_REMOTE_CACHE_LOCK_TTL_MS", v, 1, 24ull * 3600 * 1000));
+  if (const char* v = env("QD_REMOTE_CACHE_RETRY_MS"))
+    o.retry_after = std::chrono::milliseconds(parse_env_integer("QD_REMOTE_CACHE_RETRY_MS", v, 1, 24ull * 3600 * 1000));
+  return o;
+}
+
+// Upper bounds of int fields: no machine has more threads; sm numbers have 2-3 digits;
+// a year is longer than any compile should take.
+inline constexpr int max_threads = 4096;
+inline constexpr int max_cuda_arch = 999;
+inline constexpr int max_compile_timeout = 365 * 24 * 3600;
+inline constexpr int max_remote_timeout_ms = 3600 * 1000;  // an hour: a remote tier is of no use beyond
+
 QD_FUNC settings resolve_settings(const config& c) {
   settings s;
   std::vector<std::string> overrides;
   auto as_string = [](std::string_view, std::string_view v) { return std::string(v); };
-  auto as_int = [](std::string_view var, std::string_view v) { return static_cast<int>(parse_int(var, v)); };
-  auto as_u64 = [](std::string_view var, std::string_view v) { return static_cast<std::uint64_t>(parse_int(var, v)); };
+  // An int field's variable, parsed strictly within the field's range.
+  auto int_in = [](int min, int max) {
+    return [=](std::string_view var, std::string_view v) {
+      return static_cast<int>(parse_env_integer(var, v, static_cast<std::uint64_t>(min), static_cast<std::uint64_t>(max)));
+    };
+  };
+  auto as_u64 = [](std::string_view var, std::string_view v) { return parse_env_integer(var, v, 0, ~std::uint64_t{0}); };
   s.requested_arch = pick(c.arch, "arch", "QD_ARCH", parse_arch, arch::cpu, overrides);
   s.arch = s.requested_arch;
   s.offline_cache = pick(c.offline_cache, "offline_cache", "QD_OFFLINE_CACHE", parse_bool, true, overrides);
@@ -138,11 +169,12 @@ QD_FUNC settings resolve_settings(const config& c) {
                                   parse_size, std::uint64_t{1} << 30, overrides);
   s.per_offload = pick(c.per_offload, "per_offload", "QD_PER_OFFLOAD", parse_per_offload,
                        per_offload_mode::automatic, overrides);
-  int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  s.num_compile_threads = pick(c.num_compile_threads, "num_compile_threads", "QD_NUM_COMPILE_THREADS", as_int, hw, overrides);
+  int hw = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, unsigned{max_threads}));
+  s.num_compile_threads = pick(c.num_compile_threads, "num_compile_threads", "QD_NUM_COMPILE_THREADS",
+                               int_in(1, max_threads), hw, overrides);
   s.log_level = pick(c.log_level, "log_level", "QD_LOG_LEVEL", parse_log_level, log_level::info, overrides);
   s.fast_math = pick(c.fast_math, "fast_math", "QD_FAST_MATH", parse_bool, false, overrides);
-  s.opt_level = pick(c.opt_level, "opt_level", "QD_OPT_LEVEL", as_int, 2, overrides);
+  s.opt_level = pick(c.opt_level, "opt_level", "QD_OPT_LEVEL", int_in(0, 3), 2, overrides);
   s.check_out_of_bound = pick(c.check_out_of_bound, "check_out_of_bound", "QD_CHECK_OUT_OF_BOUND", parse_bool, false, overrides);
   s.debug_dump_path = pick(c.debug_dump_path, "debug_dump_path", "QD_DEBUG_DUMP_PATH", as_string,
                            std::string("qd_dump"), overrides);
@@ -150,21 +182,81 @@ QD_FUNC settings resolve_settings(const config& c) {
   s.print_ir = pick(c.print_ir, "print_ir", "QD_PRINT_IR", parse_bool, dump_ir, overrides);
   s.kernel_coverage = pick(c.kernel_coverage, "kernel_coverage", "QD_KERNEL_COVERAGE", parse_bool, false, overrides);
   s.compile_only = pick(c.compile_only, "compile_only", "QD_COMPILE_ONLY", parse_bool, false, overrides);
-  s.cuda_arch = pick(c.cuda_arch, "cuda_arch", "QD_CUDA_ARCH", as_int, 0, overrides);
+  s.cuda_arch = pick(c.cuda_arch, "cuda_arch", "QD_CUDA_ARCH", int_in(0, max_cuda_arch), 0, overrides);
   s.amdgpu_arch = pick(c.amdgpu_arch, "amdgpu_arch", "QD_AMDGPU_ARCH", as_string, std::string(), overrides);
   s.enable_fallback = pick(c.enable_fallback, "enable_fallback", "QD_ENABLE_FALLBACK", parse_bool, true, overrides);
   s.random_seed = pick(c.random_seed, "random_seed", "QD_RANDOM_SEED", as_u64, std::uint64_t{0}, overrides);
-  s.cpu_max_num_threads = pick(c.cpu_max_num_threads, "cpu_max_num_threads", "QD_CPU_MAX_NUM_THREADS", as_int, hw, overrides);
+  s.cpu_max_num_threads = pick(c.cpu_max_num_threads, "cpu_max_num_threads", "QD_CPU_MAX_NUM_THREADS",
+                               int_in(1, max_threads), hw, overrides);
+  s.remote_cache = pick(c.remote_cache, "remote_cache", "QD_REMOTE_CACHE", as_string, std::string(), overrides);
+  s.remote_cache_read_only = pick(c.remote_cache_read_only, "remote_cache_read_only", "QD_REMOTE_CACHE_READ_ONLY",
+                                  parse_bool, false, overrides);
+  // The secret never reaches a log line.
+  if (c.remote_cache_secret && env("QD_REMOTE_CACHE_SECRET"))
+    overrides.push_back("config.remote_cache_secret overrides QD_REMOTE_CACHE_SECRET");
+  s.remote_cache_secret = c.remote_cache_secret ? *c.remote_cache_secret
+                          : env("QD_REMOTE_CACHE_SECRET") ? std::string(env("QD_REMOTE_CACHE_SECRET"))
+                                                          : std::string();
+  s.remote_cache_timeout_ms = pick(c.remote_cache_timeout_ms, "remote_cache_timeout_ms", "QD_REMOTE_CACHE_TIMEOUT_MS",
+                                   int_in(1, max_remote_timeout_ms), 100, overrides);
+  s.remote_cache_unauthenticated = pick(c.remote_cache_unauthenticated, "remote_cache_unauthenticated",
+                                        "QD_REMOTE_CACHE_UNAUTHENTICATED", parse_bool, false, overrides);
+  // A bad value is blamed on where it came from: the field if set, else its variable.
+  auto source = [](bool field_set, const char* field, const char* var, int value) {
+    return field_set ? fmt::format("config.{} = {}", field, value) : fmt::format("environment variable {}={}", var, value);
+  };
   if (s.cpu_max_num_threads < 1)
-    throw user_error(fmt::format("config.cpu_max_num_threads = {}; use 1 or more", s.cpu_max_num_threads));
+    throw user_error(fmt::format("{}: use 1 or more", source(c.cpu_max_num_threads.has_value(), "cpu_max_num_threads",
+                                                              "QD_CPU_MAX_NUM_THREADS", s.cpu_max_num_threads)));
   if (s.opt_level < 0 || s.opt_level > 3)
-    throw user_error(fmt::format("config.opt_level = {} is out of range; use 0, 1, 2 or 3", s.opt_level));
+    throw user_error(fmt::format("{} is out of range; use 0, 1, 2 or 3",
+                                 source(c.opt_level.has_value(), "opt_level", "QD_OPT_LEVEL", s.opt_level)));
   if (s.num_compile_threads < 1)
-    throw user_error(fmt::format("config.num_compile_threads = {}; use 1 or more", s.num_compile_threads));
+    throw user_error(fmt::format("{}: use 1 or more", source(c.num_compile_threads.has_value(), "num_compile_threads",
+                                                              "QD_NUM_COMPILE_THREADS", s.num_compile_threads)));
+  if (!s.remote_cache.empty() && s.remote_cache_timeout_ms < 1)
+    throw user_error(fmt::format("{}: use 1 or more (milliseconds; the default is 100)",
+                                 source(c.remote_cache_timeout_ms.has_value(), "remote_cache_timeout_ms",
+                                        "QD_REMOTE_CACHE_TIMEOUT_MS", s.remote_cache_timeout_ms)));
+  // Configuration mistakes are errors now; the server itself is reached lazily.
+  if (!s.remote_cache.empty()) cache::check_remote_options(remote_options_for(s));
+  s.compile_timeout = pick(c.compile_timeout, "compile_timeout", "QD_COMPILE_TIMEOUT", int_in(0, max_compile_timeout),
+                           600, overrides);
+  // Fields set in code: the same ranges as their variables.
+  auto check = [](const char* field, int value, int min, int max) {
+    if (value < min || value > max)
+      throw user_error(fmt::format("config.{} = {} is out of range; use {}..{}", field, value, min, max));
+  };
+  check("opt_level", s.opt_level, 0, 3);
+  check("num_compile_threads", s.num_compile_threads, 1, max_threads);
+  check("cpu_max_num_threads", s.cpu_max_num_threads, 1, max_threads);
+  check("cuda_arch", s.cuda_arch, 0, max_cuda_arch);
+  check("compile_timeout", s.compile_timeout, 0, max_compile_timeout);
+  check("remote_cache_timeout_ms", s.remote_cache_timeout_ms, 1, max_remote_timeout_ms);
   set_log_level(s.log_level);
   for (const auto& o : overrides) log_write(log_level::info, o);
   return s;
 }
 
 }  // namespace detail
+
+QD_FUNC qd::arch init_best_available(const config& c) {
+  // An arch asked for, or compile-only mode (which needs no device), is the user's choice.
+  if (!c.arch && !detail::env("QD_ARCH") && !c.compile_only && !detail::env("QD_COMPILE_ONLY")) {
+    for (qd::arch gpu : {arch::cuda, arch::amdgpu}) {
+      config probe = c;
+      probe.arch = gpu;
+      probe.enable_fallback = false;  // a missing GPU throws instead of warning and falling back
+      try {
+        init(probe);
+        return gpu;
+      } catch (const user_error&) {
+        // this GPU, its driver or its compiler is missing: try the next
+      }
+    }
+  }
+  init(c);
+  return current_settings().arch;
+}
+
 }  // namespace qd

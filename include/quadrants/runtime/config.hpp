@@ -8,15 +8,13 @@
 #include <string_view>
 
 #include "quadrants/base/api.hpp"
+#include "quadrants/base/arch.hpp"
 #include "quadrants/base/log.hpp"
 
 namespace qd {
 
-// reference: the IR interpreter (docs/testing.md), deterministic and always bounds-checked.
-enum class arch : std::uint8_t { cpu, cuda, amdgpu, metal, vulkan, reference };
 enum class per_offload_mode : std::uint8_t { automatic, on, off };
 
-QD_FUNC std::string_view name(arch a) noexcept;
 QD_FUNC std::string_view name(per_offload_mode m) noexcept;
 
 // Fields in the order SPEC §8 fixes (designated initializers must follow it).
@@ -41,6 +39,13 @@ struct config {
   std::optional<bool> enable_fallback;                     // default true
   std::optional<std::uint64_t> random_seed;                // qd::random's seed; default 0
   std::optional<int> cpu_max_num_threads;                  // CPU backend threads; default: all cores
+  // The shared remote tier (SPEC §12.2, docs/cache.md): redis://host:port/db or unix:///path.sock.
+  std::optional<std::string> remote_cache;                 // QD_REMOTE_CACHE; empty: off
+  std::optional<bool> remote_cache_read_only;              // never write to it; default false
+  std::optional<std::string> remote_cache_secret;          // HMAC key shared by the team
+  std::optional<int> remote_cache_timeout_ms;              // default 100
+  std::optional<bool> remote_cache_unauthenticated;        // opt out of the secret; default false
+  std::optional<int> compile_timeout;                      // seconds a host compiler may run; 0: no limit; default 600
 };
 
 // The configuration in effect: every field decided.
@@ -65,11 +70,21 @@ struct settings {
   bool enable_fallback = true;
   std::uint64_t random_seed = 0;
   int cpu_max_num_threads = 1;
+  std::string remote_cache;
+  bool remote_cache_read_only = false;
+  std::string remote_cache_secret;
+  int remote_cache_timeout_ms = 100;
+  bool remote_cache_unauthenticated = false;
+  int compile_timeout = 600;
 };
 
 // Starts the runtime (ending a previous one first). Throws qd::error for an
 // invalid field or variable, or an unavailable arch with enable_fallback off.
 QD_FUNC void init(const config& c = {});
+// qd::init(c) on the best available arch when neither c.arch nor QD_ARCH names
+// one: a CUDA GPU, else an AMD GPU, else the CPU (docs/configuration.md). A GPU
+// that is missing is skipped silently. Returns the arch in effect.
+QD_FUNC qd::arch init_best_available(const config& c = {});
 // Ends the runtime: compiled kernels are dropped, arrays it created become unusable.
 QD_FUNC void reset();
 QD_FUNC bool is_initialized() noexcept;

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <limits>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -22,6 +24,29 @@ template <class A> struct is_qd_ndarray : std::false_type {};
 template <class T, int N> struct is_qd_ndarray<ndarray<T, N>> : std::true_type {};
 template <class A> struct is_external_array : std::false_type {};
 template <class T, int N> struct is_external_array<external_array<T, N>> : std::true_type {};
+
+// Whether every value of the C++ arithmetic type A is exactly a value of T: the
+// rule for scalar arguments (docs/dsl.md). Same type; integers (and bool) into an
+// integer type whose range holds theirs; integers into a floating type whose
+// mantissa holds their bits; float into double. Nothing converts into bool.
+template <class A, class T>
+constexpr bool preserves_value() {
+  using from = std::numeric_limits<A>;
+  using to = std::numeric_limits<T>;
+  if constexpr (std::is_same_v<A, T>) {
+    return true;
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return false;
+  } else if constexpr (std::is_floating_point_v<A>) {
+    return std::is_floating_point_v<T> && from::digits <= to::digits && from::max_exponent <= to::max_exponent;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return from::digits <= to::digits;
+  } else {
+    bool min_fits = !from::is_signed || (to::is_signed && static_cast<std::intmax_t>(from::min()) >=
+                                                              static_cast<std::intmax_t>(to::min()));
+    return min_fits && static_cast<std::uintmax_t>(from::max()) <= static_cast<std::uintmax_t>(to::max());
+  }
+}
 
 // Packs argument `a` for kernel parameter type P, rejecting mismatches at compile time.
 template <class P, class A>
@@ -58,6 +83,11 @@ launch_arg pack_argument(const A& a) {
     static_assert(std::is_arithmetic_v<A>,
                   "kernel argument mismatch: this parameter is a scalar (qd::f32, qd::i32, ...); pass a C++ number");
     if constexpr (std::is_arithmetic_v<A>) {
+      static_assert(preserves_value<A, T>(),
+                    "kernel argument mismatch: this C++ number would change on conversion to the scalar parameter's "
+                    "type (3.7 to a qd::i32, a double to a qd::f32, an int to a qd::u32 or qd::f32); pass the "
+                    "parameter's own type (2.0f for qd::f32, 3u for qd::u32) or convert explicitly with "
+                    "static_cast<T>(value)");
       T v = static_cast<T>(a);
       std::memcpy(&out.scalar_bits, &v, sizeof(T));
     }

@@ -12,9 +12,9 @@
 namespace qd::detail {
 
 QD_FUNC buffer::buffer(std::size_t bytes) {
-  program& p = current_program("creating a qd::ndarray");
-  device_ = p.device_ptr();
-  program_id_ = p.id();
+  program_use p("creating a qd::ndarray");  // qd::reset() waits for it
+  device_ = p->device_ptr();
+  program_id_ = p->id();
   bytes_ = bytes;
   data_ = device_->allocate(bytes);
   std::vector<unsigned char> zeros(std::min<std::size_t>(bytes, 1 << 20), 0);
@@ -49,8 +49,8 @@ QD_FUNC buffer& buffer::operator=(buffer&& other) noexcept {
 
 QD_FUNC void buffer::check_alive(std::string_view what) const {
   if (!device_) throw user_error(fmt::format("{}: the qd::ndarray was moved from", what));
-  program* p = active_program.load(std::memory_order_acquire);
-  if (p == nullptr || p->id() != program_id_)
+  program_use p(std::nothrow);
+  if (!p || p->id() != program_id_)
     throw user_error(fmt::format("{}: this qd::ndarray was created before qd::reset() (or a later qd::init()); arrays "
                                  "belong to the program that created them. Create it again after qd::init()",
                                  what));
@@ -80,12 +80,29 @@ QD_FUNC void buffer::fill(const void* value, std::size_t value_size) {
     device_->copy_from_host(static_cast<unsigned char*>(data_) + done, pattern.data(), std::min(pattern.size(), bytes_ - done));
 }
 
-QD_FUNC void check_shape(const std::int64_t* shape, int ndim) {
+QD_FUNC std::size_t checked_bytes(const std::int64_t* shape, int ndim, std::size_t element_size) {
+  auto dims = [&] {
+    std::string text;
+    for (int d = 0; d < ndim; ++d) text += fmt::format("{}{}", d ? ", " : "", shape[d]);
+    return text;
+  };
   for (int d = 0; d < ndim; ++d)
     if (shape[d] < 0 || shape[d] > (std::int64_t{1} << 31) - 1)
-      throw user_error(fmt::format("qd::ndarray: extent {} of dimension {} is out of range; extents must be in "
+      throw user_error(fmt::format("qd::ndarray({{{}}}): extent {} of dimension {} is out of range; extents must be in "
                                    "0..2147483647",
-                                   shape[d], d));
+                                   dims(), shape[d], d));
+  // Elements and bytes below 2^63, so that element counts, byte offsets and the
+  // generated code's 64-bit index arithmetic never wrap.
+  constexpr std::uint64_t limit = std::uint64_t{1} << 63;
+  std::uint64_t bytes = element_size;
+  bool any_zero = false;
+  for (int d = 0; d < ndim; ++d) any_zero |= shape[d] == 0;
+  for (int d = 0; d < ndim && !any_zero; ++d)
+    if (__builtin_mul_overflow(bytes, static_cast<std::uint64_t>(shape[d]), &bytes) || bytes >= limit)
+      throw user_error(fmt::format("qd::ndarray({{{}}}): the size in bytes (the product of the extents times {}) "
+                                   "is 2^63 or more, which no machine can hold; make the array smaller",
+                                   dims(), element_size));
+  return any_zero ? 0 : static_cast<std::size_t>(bytes);
 }
 
 QD_FUNC void throw_bad_dimension(std::string_view what, int d, int ndim) {

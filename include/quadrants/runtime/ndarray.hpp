@@ -46,7 +46,9 @@ class buffer {
   std::uint64_t program_id_ = 0;
 };
 
-QD_FUNC void check_shape(const std::int64_t* shape, int ndim);
+// The byte size of an array of this shape; a qd::user_error for an extent outside
+// 0..2^31-1 or a size that 64-bit arithmetic cannot hold (it used to wrap to 0 bytes).
+QD_FUNC std::size_t checked_bytes(const std::int64_t* shape, int ndim, std::size_t element_size);
 [[noreturn]] QD_FUNC void throw_size_mismatch(std::string_view what, std::size_t expected, std::size_t got);
 [[noreturn]] QD_FUNC void throw_bad_dimension(std::string_view what, int d, int ndim);
 
@@ -72,10 +74,8 @@ class ndarray {
   explicit ndarray(needs_grad_t) requires(N == 0) : ndarray(std::array<std::int64_t, 0>{}, needs_grad) {}
   explicit ndarray(std::int64_t n) requires(N == 1) : ndarray(std::array<std::int64_t, 1>{n}) {}
   ndarray(std::int64_t n, needs_grad_t) requires(N == 1) : ndarray(std::array<std::int64_t, 1>{n}, needs_grad) {}
-  explicit ndarray(const std::array<std::int64_t, N>& shape) : shape_(shape) {
-    detail::check_shape(shape_.data(), N);
-    buffer_ = detail::buffer(static_cast<std::size_t>(size()) * sizeof(T));
-  }
+  explicit ndarray(const std::array<std::int64_t, N>& shape)
+      : shape_(shape), buffer_(detail::checked_bytes(shape_.data(), N, sizeof(T))) {}
   ndarray(const std::array<std::int64_t, N>& shape, needs_grad_t) : ndarray(shape) {
     grad_ = std::make_unique<ndarray>(shape);
   }

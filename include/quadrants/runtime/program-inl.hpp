@@ -1,13 +1,16 @@
 // Implementation of runtime/program.hpp, qd::init and qd::reset.
 #pragma once
 
-#include "quadrants/backend/amdgpu/device.hpp"
-#include "quadrants/backend/cpu/device.hpp"
-#include "quadrants/backend/cuda/device.hpp"
-#include "quadrants/backend/reference/device.hpp"
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "quadrants/backend/registry.hpp"
+#include "quadrants/cache/remote.hpp"
 #include "quadrants/cache/store.hpp"
 #include "quadrants/base/error.hpp"
 #include "quadrants/detail/format.hpp"
+#include "quadrants/lang/trace.hpp"
 #include "quadrants/runtime/program.hpp"
 
 namespace qd {
@@ -23,54 +26,39 @@ QD_FUNC std::mutex& init_mutex() {
   return m;
 }
 
-// A CUDA or AMD GPU device (or a compile-only one), per the settings.
-QD_FUNC std::shared_ptr<backend::device> make_gpu_device(const settings& s) {
-  if (s.arch == arch::cuda) {
-    backend::cuda::device_options o;
-    o.arch = s.cuda_arch;
-    o.compile_only = s.compile_only;
-    o.opt_level = s.opt_level;
-    o.fast_math = s.fast_math;
-    return backend::cuda::make_device(o);
-  }
-  backend::amdgpu::device_options o;
-  o.arch = s.amdgpu_arch;
-  o.compile_only = s.compile_only;
-  o.opt_level = s.opt_level;
-  o.fast_math = s.fast_math;
-  return backend::amdgpu::make_device(o);
-}
-
 // The device for the requested arch, or the CPU with one warning when that arch
-// is unavailable and fallback is enabled.
+// is unavailable and fallback is enabled. Settings the device decides (bounds checks
+// of a backend that always checks) are written back.
 QD_FUNC std::shared_ptr<backend::device> make_device(settings& s) {
-  backend::cpu::device_options cpu_options;
-  cpu_options.compile.opt_level = s.opt_level;
-  cpu_options.compile.fast_math = s.fast_math;
-  cpu_options.threads = static_cast<unsigned>(s.cpu_max_num_threads);
-  if (s.arch == arch::cpu) return backend::cpu::make_device(cpu_options);
-  if (s.arch == arch::reference) {
-    s.check_out_of_bound = true;  // the interpreter checks every index; errors name the parameter
-    return backend::reference::make_device();
-  }
+  backend::device_request r;
+  r.compile_only = s.compile_only;
+  r.opt_level = s.opt_level;
+  r.fast_math = s.fast_math;
+  r.cuda_arch = s.cuda_arch;
+  r.amdgpu_arch = s.amdgpu_arch;
+  r.cpu_threads = static_cast<unsigned>(s.cpu_max_num_threads);
+  r.compile_timeout_seconds = s.compile_timeout;
+  std::shared_ptr<backend::device> d;
   std::string why;
-  if (s.arch == arch::cuda || s.arch == arch::amdgpu) {
-    try {
-      return make_gpu_device(s);
-    } catch (const driver_error& e) {  // a library, a symbol or the GPU is missing
-      why = e.what();
-    }
-  } else {
-    why = fmt::format("the {} backend is not available in this build of Quadrants (not supported on this platform)",
-                      name(s.arch));
+  try {
+    d = backend::make_device(s.arch, r);
+    if (!d)
+      why = fmt::format("the {} backend is not available in this build of Quadrants (not supported on this platform)",
+                        name(s.arch));
+  } catch (const driver_error& e) {  // a library, a symbol or the GPU is missing
+    why = e.what();
   }
-  if (!s.enable_fallback)
-    throw user_error(fmt::format("qd::init(arch = {}): {}. Use arch = cpu, or set enable_fallback = true to fall back "
-                                 "to the CPU",
-                                 name(s.arch), why));
-  log_fmt(log_level::warn, "qd::init(arch = {}): {}; falling back to arch = cpu", name(s.arch), why);
-  s.arch = arch::cpu;
-  return backend::cpu::make_device(cpu_options);
+  if (!d) {
+    if (!s.enable_fallback || s.arch == arch::cpu)
+      throw user_error(fmt::format("qd::init(arch = {}): {}. Use arch = cpu, or set enable_fallback = true to fall "
+                                   "back to the CPU",
+                                   name(s.arch), why));
+    log_fmt(log_level::warn, "qd::init(arch = {}): {}; falling back to arch = cpu", name(s.arch), why);
+    s.arch = arch::cpu;
+    d = backend::make_device(arch::cpu, r);
+  }
+  if (d->traits().always_checks_bounds) s.check_out_of_bound = true;  // errors then name the parameter
+  return d;
 }
 
 QD_FUNC program::program(settings s, std::uint64_t id) : settings_(std::move(s)), id_(id) {
@@ -80,6 +68,13 @@ QD_FUNC program::program(settings s, std::uint64_t id) : settings_(std::move(s))
     options.root = settings_.offline_cache_file_path;
     options.max_size = settings_.offline_cache_max_size;
     store_ = std::make_unique<cache::store>(std::move(options));
+  }
+  // The remote tier sits behind the disk (docs/cache.md); it connects at its first use.
+  if (!settings_.remote_cache.empty()) {
+    if (store_)
+      store_->set_remote(std::make_shared<cache::remote>(remote_options_for(settings_)));
+    else
+      log_fmt(log_level::warn, "remote_cache is ignored: offline_cache = false turns every cache tier off");
   }
 }
 
@@ -112,13 +107,115 @@ QD_FUNC void program::remember_module(const cache::key& k, std::shared_ptr<backe
   modules_.emplace(k, std::move(m));
 }
 
+[[noreturn]] QD_FUNC void throw_not_initialized(std::string_view what) {
+  throw user_error(fmt::format("{}: Quadrants is not initialized; call qd::init() first (qd::reset() ends a "
+                               "program, and a new qd::init() starts another)",
+                               what));
+}
+
 QD_FUNC program& current_program(std::string_view what) {
   program* p = active_program.load(std::memory_order_acquire);
-  if (p == nullptr)
-    throw user_error(fmt::format("{}: Quadrants is not initialized; call qd::init() first (qd::reset() ends a "
-                                 "program, and a new qd::init() starts another)",
-                                 what));
+  if (p == nullptr) throw_not_initialized(what);
   return *p;
+}
+
+// Per-thread slots naming the program a thread uses. Slots live for the process
+// (a thread that exits returns its slot for reuse), so a reset may read any of them.
+struct use_slot {
+  alignas(64) std::atomic<program*> in_use{nullptr};
+  use_slot* next_free = nullptr;
+};
+
+struct use_slots {
+  std::mutex mutex;
+  std::vector<use_slot*> all;
+  use_slot* free = nullptr;
+};
+
+QD_FUNC use_slots& slots() {
+  static use_slots* s = new use_slots;  // never destroyed: threads may outlive static destruction
+  return *s;
+}
+
+class thread_slot {
+ public:
+  thread_slot() {
+    use_slots& s = slots();
+    std::lock_guard lock(s.mutex);
+    if (s.free) {
+      slot_ = s.free;
+      s.free = slot_->next_free;
+    } else {
+      slot_ = new use_slot;
+      s.all.push_back(slot_);
+    }
+  }
+  ~thread_slot() {
+    use_slots& s = slots();
+    std::lock_guard lock(s.mutex);
+    slot_->in_use.store(nullptr, std::memory_order_release);
+    slot_->next_free = s.free;
+    s.free = slot_;
+  }
+  thread_slot(const thread_slot&) = delete;
+  thread_slot& operator=(const thread_slot&) = delete;
+  use_slot& get() { return *slot_; }
+
+ private:
+  use_slot* slot_;
+};
+
+QD_FUNC use_slot& this_thread_slot() {
+  thread_local thread_slot slot;
+  return slot.get();
+}
+
+QD_FUNC program_use::program_use(std::nothrow_t) noexcept {
+  use_slot& slot = this_thread_slot();
+  previous_ = slot.in_use.load(std::memory_order_relaxed);
+  // Announce, then confirm: a reset stores null and then reads every slot (both
+  // sequentially consistent), so either it sees this use or this sees its null.
+  for (;;) {
+    program* p = active_program.load(std::memory_order_seq_cst);
+    if (p == nullptr) return;
+    slot.in_use.store(p, std::memory_order_seq_cst);
+    if (active_program.load(std::memory_order_seq_cst) == p) {
+      p_ = p;
+      return;
+    }
+    slot.in_use.store(previous_, std::memory_order_seq_cst);
+  }
+}
+
+QD_FUNC program_use::program_use(std::string_view what) : program_use(std::nothrow) {
+  if (p_ == nullptr) throw_not_initialized(what);
+}
+
+QD_FUNC program_use::~program_use() {
+  if (p_ != nullptr) this_thread_slot().in_use.store(previous_, std::memory_order_release);
+}
+
+// Ends the active program: no new use can start, running ones finish, then it is destroyed.
+QD_FUNC void end_program(std::string_view caller) {
+  program* p = program_slot().get();
+  if (p == nullptr) return;
+  if (active_tracer != nullptr)
+    throw user_error(fmt::format("{} called while tracing kernel '{}': a kernel lambda runs once, at its first "
+                                 "launch, to record the kernel; start and end Quadrants outside it",
+                                 caller, active_tracer->kernel));
+  if (this_thread_slot().in_use.load(std::memory_order_relaxed) == p)
+    throw user_error(fmt::format("{} called while this thread is launching or compiling a kernel (from a log sink?); "
+                                 "call it after the launch returns",
+                                 caller));
+  active_program.store(nullptr, std::memory_order_seq_cst);
+  std::vector<use_slot*> all;
+  {
+    std::lock_guard lock(slots().mutex);
+    all = slots().all;
+  }
+  for (use_slot* slot : all)
+    while (slot->in_use.load(std::memory_order_seq_cst) == p) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  program_slot().reset();
 }
 
 }  // namespace detail
@@ -126,21 +223,17 @@ QD_FUNC program& current_program(std::string_view what) {
 QD_FUNC void init(const config& c) {
   std::lock_guard lock(detail::init_mutex());
   static std::uint64_t next_id = 1;
-  if (detail::program_slot()) {
-    detail::active_program.store(nullptr, std::memory_order_release);
-    detail::program_slot().reset();
-  }
+  detail::end_program("qd::init");
   settings s = detail::resolve_settings(c);
   auto p = std::make_unique<detail::program>(std::move(s), next_id++);
-  detail::active_program.store(p.get(), std::memory_order_release);
+  detail::active_program.store(p.get(), std::memory_order_seq_cst);
   detail::program_slot() = std::move(p);
   detail::log_fmt(log_level::debug, "qd::init: arch = {}", name(detail::program_slot()->config().arch));
 }
 
 QD_FUNC void reset() {
   std::lock_guard lock(detail::init_mutex());
-  detail::active_program.store(nullptr, std::memory_order_release);
-  detail::program_slot().reset();
+  detail::end_program("qd::reset()");
 }
 
 QD_FUNC bool is_initialized() noexcept { return detail::active_program.load(std::memory_order_acquire) != nullptr; }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <unordered_map>
 
@@ -16,6 +17,7 @@
 
 namespace qd::cache {
 class store;
+struct remote_options;
 }
 
 namespace qd::detail {
@@ -61,11 +63,39 @@ class program {
 // The program of the last qd::init, or null. Read without a lock on every launch.
 inline std::atomic<program*> active_program{nullptr};
 
+// The active program, held for the current thread's use while alive: a launch, a
+// compile, an array's creation. qd::reset() and qd::init() wait until no thread
+// holds the program they end (docs/architecture.md, "Threads and processes").
+// Costs a store and a load on this thread's own slot: no shared write, no lock.
+class program_use {
+ public:
+  // Throws the not-initialized qd::user_error naming `what` when there is no program.
+  QD_FUNC explicit program_use(std::string_view what);
+  // Holds nothing (operator bool is false) when there is no program.
+  QD_FUNC explicit program_use(std::nothrow_t) noexcept;
+  QD_FUNC ~program_use();
+  program_use(const program_use&) = delete;
+  program_use& operator=(const program_use&) = delete;
+
+  explicit operator bool() const { return p_ != nullptr; }
+  program& operator*() const { return *p_; }
+  program* operator->() const { return p_; }
+
+ private:
+  program* p_ = nullptr;
+  program* previous_ = nullptr;  // what this thread held before (nested uses)
+};
+
+[[noreturn]] QD_FUNC void throw_not_initialized(std::string_view what);
+
 // The active program; a qd::user_error naming `what` before qd::init or after qd::reset.
+// Only for callers that already hold a program_use, or that run no concurrent reset.
 QD_FUNC program& current_program(std::string_view what);
 
 // Resolves a config against QD_* variables and defaults (logging overrides).
 QD_FUNC settings resolve_settings(const config& c);
+// The remote tier's options (cache/remote.hpp) from the settings.
+QD_FUNC cache::remote_options remote_options_for(const settings& s);
 
 }  // namespace qd::detail
 

@@ -13,8 +13,9 @@
 #include "quadrants/backend/amdgpu/hiprtc.hpp"
 #include "quadrants/backend/compile_only_module.hpp"
 #include "quadrants/backend/gpu_task_params.hpp"
+#include "quadrants/base/env_integer.hpp"
 #include "quadrants/base/error.hpp"
-#include "quadrants/codegen/prelude.hpp"
+#include "quadrants/backend/amdgpu/prelude.hpp"
 #include "quadrants/detail/format.hpp"
 
 namespace qd::backend::amdgpu {
@@ -109,9 +110,9 @@ class hip_module final : public loaded_module {
     // The smallest grid that reaches full occupancy with our block size.
     int grid = 0, block = 0;
     QD_HIP_CHECK(api.hipModuleOccupancyMaxPotentialBlockSize(&grid, &block, f.function, 0,
-                                                             static_cast<int>(codegen::gpu_threads_per_block)));
-    if (block > 0 && block < static_cast<int>(codegen::gpu_threads_per_block))
-      grid = grid * block / static_cast<int>(codegen::gpu_threads_per_block);
+                                                             static_cast<int>(limits::gpu_threads_per_block)));
+    if (block > 0 && block < static_cast<int>(limits::gpu_threads_per_block))
+      grid = grid * block / static_cast<int>(limits::gpu_threads_per_block);
     f.grid = static_cast<unsigned>(std::max(1, grid));
     functions_.push_back(f);
     entries_.emplace(name, &functions_.back());
@@ -135,7 +136,7 @@ class amdgpu_device final : public device {
       int ordinal = o.ordinal;
       if (ordinal < 0) {
         const char* env = std::getenv("QD_AMDGPU_DEVICE");
-        ordinal = env && *env ? std::atoi(env) : 0;
+        ordinal = env && *env ? static_cast<int>(qd::detail::parse_env_integer("QD_AMDGPU_DEVICE", env, 0, 1023)) : 0;
       }
       gpu_ = std::make_shared<const gpu>(ordinal);
       if (options_.arch.empty()) options_.arch = gpu_->arch();
@@ -147,7 +148,7 @@ class amdgpu_device final : public device {
     compiler_.arch = options_.arch;
     compiler_.opt_level = o.opt_level;
     compiler_.fast_math = o.fast_math;
-    prelude_ = codegen::amdgpu_translation_unit_prelude();
+    prelude_ = translation_unit_prelude();
     if (gpu_) {
       void* p = nullptr;
       QD_HIP_CHECK(gpu_->api().hipMalloc(&p, 64));
@@ -160,6 +161,8 @@ class amdgpu_device final : public device {
   }
 
   std::string_view name() const override { return "amdgpu"; }
+  // hipRTC compiles one program at a time.
+  device_traits traits() const override { return {.splits_by_default = true, .concurrent_compile = false}; }
   std::string target() const override { return options_.arch; }
   std::string compiler_identity() const override { return "hiprtc " + hiprtc_fingerprint(); }
   std::string code_options() const override {
@@ -198,7 +201,6 @@ class amdgpu_device final : public device {
   std::vector<std::byte> compile(std::string_view source, std::string_view what) override {
     return compile_code_object(source, compiler_, what);
   }
-  bool compiles_concurrently() const override { return false; }  // hipRTC compiles one program at a time
   std::unique_ptr<loaded_module> load(std::span<const std::byte> binary, std::string_view what) override {
     if (!gpu_) return std::make_unique<compile_only_module>();
     return std::make_unique<hip_module>(gpu_, binary, what);
@@ -212,7 +214,7 @@ class amdgpu_device final : public device {
     // HIP_LAUNCH_PARAM_BUFFER_POINTER, HIP_LAUNCH_PARAM_BUFFER_SIZE, HIP_LAUNCH_PARAM_END.
     void* config[] = {reinterpret_cast<void*>(1), &params, reinterpret_cast<void*>(2), &size,
                       reinterpret_cast<void*>(3)};
-    const unsigned threads = codegen::gpu_threads_per_block;
+    const unsigned threads = limits::gpu_threads_per_block;
     QD_HIP_CHECK(g.api().hipModuleLaunchKernel(f->function, parallel ? f->grid : 1, 1, 1, parallel ? threads : 1, 1, 1,
                                                0, nullptr, nullptr, config));
     if (c.check_errors || c.wide_bounds) {

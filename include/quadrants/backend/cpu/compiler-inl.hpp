@@ -2,21 +2,30 @@
 #pragma once
 
 #include <fcntl.h>
+#include <poll.h>
 #include <spawn.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <sstream>
+#include <thread>
 
+#include "quadrants/backend/compiler_log.hpp"
 #include "quadrants/backend/cpu/compiler.hpp"
+#include "quadrants/backend/cpu/scratch_dir.hpp"
 #include "quadrants/backend/shared_library.hpp"
 #include "quadrants/base/error.hpp"
 #include "quadrants/detail/format.hpp"
@@ -26,8 +35,10 @@ extern char** environ;
 namespace qd::backend::cpu {
 namespace detail {
 
-// Runs argv, capturing stdout and stderr into `log`; returns the exit status.
-QD_FUNC int run_process(const std::vector<std::string>& argv, const std::string& log_path) {
+// Runs argv in its own process group, stdout and stderr into `log_path`; past
+// `timeout_seconds` (0: none) the whole group is killed.
+QD_FUNC process_result run_process(const std::vector<std::string>& argv, const std::string& log_path,
+                                   int timeout_seconds) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -36,18 +47,56 @@ QD_FUNC int run_process(const std::vector<std::string>& argv, const std::string&
   posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);  // a group of its own: its children die with it on a timeout
   pid_t pid = 0;
-  int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  int rc = posix_spawnp(&pid, args[0], &actions, &attributes, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
   if (rc != 0)
     throw driver_error(fmt::format("cannot start the host C++ compiler '{}': {}. Install g++ or point QD_CXX at a "
                                    "C++ compiler",
                                    argv[0], std::strerror(rc)),
                        "posix_spawnp", rc);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  process_result result;
+  if (timeout_seconds > 0) {
+    // Wait on a pidfd where the kernel has them (5.3+), else poll waitpid.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds);
+    int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    auto nap = std::chrono::microseconds(500);
+    for (;;) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        result.timed_out = true;
+        break;
+      }
+      if (pidfd >= 0) {
+        pollfd p{pidfd, POLLIN, 0};
+        if (::poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left.count() + 1, 60000))) > 0) break;
+      } else {
+        int status = 0;
+        if (::waitpid(pid, &status, WNOHANG) == pid) {
+          result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+          result.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+          return result;
+        }
+        std::this_thread::sleep_for(nap);
+        nap = std::min(nap * 2, std::chrono::microseconds(20000));
+      }
+    }
+    if (pidfd >= 0) ::close(pidfd);
+    if (result.timed_out) ::kill(-pid, SIGKILL);
   }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!result.timed_out) {
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    result.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  }
+  return result;
 }
 
 QD_FUNC std::string read_text(const std::filesystem::path& p) {
@@ -57,89 +106,120 @@ QD_FUNC std::string read_text(const std::filesystem::path& p) {
   return ss.str();
 }
 
-// A private scratch directory, removed on scope exit.
-struct scratch_dir {
-  std::filesystem::path path;
-  scratch_dir() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/qd-cxx-XXXXXX";
-    if (mkdtemp(pattern.data()) == nullptr)
-      throw driver_error(fmt::format("cannot create a scratch directory for compiling ({}): {}; set TMPDIR to a "
-                                     "writable directory",
-                                     pattern, std::strerror(errno)),
-                         "mkdtemp", errno);
-    path = pattern;
+// The first line of `log` holding one of `needles`, or "".
+QD_FUNC std::string_view line_with(std::string_view log, std::initializer_list<std::string_view> needles) {
+  for (std::string_view needle : needles) {
+    auto at = log.find(needle);
+    if (at == std::string_view::npos) continue;
+    auto begin = log.rfind('\n', at);
+    begin = begin == std::string_view::npos ? 0 : begin + 1;
+    return log.substr(begin, log.find('\n', at) - begin);
   }
-  ~scratch_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
+  return {};
+}
 
-// The generated line a compiler message points at ("src.cpp:LINE:").
-QD_FUNC std::string offending_line(const std::string& log, std::string_view source) {
-  // The first "src.cpp:<line>:" (skipping "src.cpp: In function ..." headers).
-  int line = 0;
-  for (auto at = log.find("src.cpp:"); at != std::string::npos && line <= 0; at = log.find("src.cpp:", at + 1))
-    line = std::atoi(log.c_str() + at + 8);
-  if (line <= 0) return {};
-  std::size_t pos = 0;
-  for (int l = 1; l < line && pos != std::string_view::npos; ++l) {
-    pos = source.find('\n', pos);
-    if (pos != std::string_view::npos) ++pos;
-  }
-  if (pos == std::string_view::npos) return {};
-  auto end = source.find('\n', pos);
-  return fmt::format("generated line {}: {}", line, source.substr(pos, end == std::string_view::npos ? end : end - pos));
+// Why a compile failed, when the cause is not the generated code: the compiler was
+// stopped or crashed, could not write its files, or could not run its own programs.
+// Empty when the compiler rejected the code.
+QD_FUNC std::string failure_not_in_the_code(const process_result& r, const std::string& log, const std::string& dir,
+                                            int timeout_seconds) {
+  if (r.timed_out)
+    return fmt::format("did not finish within compile_timeout = {} s and was stopped (its process group killed). "
+                       "Raise compile_timeout (QD_COMPILE_TIMEOUT; 0: no limit) for kernels this large, or check "
+                       "that QD_CXX is a compiler",
+                       timeout_seconds);
+  if (r.signal != 0)
+    return fmt::format("was killed by signal {} ({}){}; it did not reject the generated code", r.signal,
+                       ::strsignal(r.signal),
+                       r.signal == SIGKILL ? ", often the out-of-memory killer: check the memory available to this "
+                                             "process"
+                                           : ": the compiler crashed");
+  struct statvfs fs {};
+  std::string space = ::statvfs(dir.c_str(), &fs) == 0
+                          ? fmt::format("{} bytes free", static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize)
+                          : std::string("free space unknown");
+  if (log.find_first_not_of(" \t\r\n") == std::string::npos)
+    return fmt::format("exited with status {} without a message, which happens when it cannot write its files: is "
+                       "the file system of TMPDIR ({}, {}) full or read-only? Free space there or set TMPDIR to "
+                       "another directory",
+                       r.exit_code, scratch_root(), space);
+  if (auto line = line_with(log, {"No space left on device", "Disk quota exceeded", "File too large"}); !line.empty())
+    return fmt::format("could not write its files ({}): the file system of TMPDIR ({}, {}) is full; free space "
+                       "there or set TMPDIR to another directory",
+                       line, scratch_root(), space);
+  if (auto line = line_with(log, {"cannot execute", "error trying to exec", "installation problem, cannot exec",
+                                  "collect2: fatal error: cannot find", "unable to execute command",
+                                  "command not found"});
+      !line.empty() || r.exit_code == 126 || r.exit_code == 127)
+    return fmt::format("could not run one of its own programs ({}): the compiler installation is incomplete or not "
+                       "on PATH. Reinstall it, or point QD_CXX at a complete compiler",
+                       line.empty() ? fmt::format("exit status {}", r.exit_code) : std::string(line));
+  return {};
 }
 
 }  // namespace detail
 
-QD_FUNC const compiler_identity& host_compiler() {
-  static const compiler_identity identity = [] {
-    compiler_identity id;
-    const char* env = std::getenv("QD_CXX");
-    std::istringstream words(env && *env ? env : "c++");
-    for (std::string w; words >> w;) id.command.push_back(w);
-    detail::scratch_dir dir;
-    auto argv = id.command;
-    argv.push_back("--version");
-    auto log = (dir.path / "version.txt").string();
-    if (detail::run_process(argv, log) != 0)
-      throw driver_error(fmt::format("the host C++ compiler '{}' does not run ('--version' failed): {}",
-                                     id.command[0], detail::read_text(log)),
-                         "c++ --version", 0);
-    std::string text = detail::read_text(log);
-    id.version = text.substr(0, text.find('\n'));
-    return id;
-  }();
-  return identity;
+QD_FUNC std::vector<std::string> compiler_command() {
+  const char* env = std::getenv("QD_CXX");
+  if (env == nullptr) return {"c++"};
+  std::vector<std::string> command;
+  std::istringstream words(env);
+  for (std::string w; words >> w;) command.push_back(w);
+  if (command.empty())
+    throw user_error(fmt::format("QD_CXX='{}' is set but blank; unset it to use c++, or set it to a C++ compiler "
+                                 "such as g++ or clang++ (with options after the program)",
+                                 env));
+  return command;
+}
+
+QD_FUNC const compiler_identity& host_compiler(int timeout_seconds) {
+  // One identity per command: QD_CXX may change between programs.
+  static std::mutex mutex;
+  static std::map<std::vector<std::string>, compiler_identity> resolved;
+  std::vector<std::string> command = compiler_command();
+  std::lock_guard lock(mutex);
+  if (auto it = resolved.find(command); it != resolved.end()) return it->second;
+  compiler_identity id;
+  id.command = command;
+  scratch_dir dir;
+  auto argv = id.command;
+  argv.push_back("--version");
+  auto log = dir.path() + "/version.txt";
+  detail::process_result r = detail::run_process(argv, log, timeout_seconds);
+  std::string text = detail::read_text(log);
+  if (r.timed_out || r.signal != 0 || r.exit_code != 0) {
+    std::string why = detail::failure_not_in_the_code(r, text, dir.path(), timeout_seconds);
+    throw driver_error(fmt::format("the host C++ compiler '{}' does not run ('{} --version' {}): {}", id.command[0],
+                                   id.command[0], why.empty() ? fmt::format("failed, exit status {}", r.exit_code) : why,
+                                   text),
+                       "c++ --version", r.exit_code);
+  }
+  id.version = text.substr(0, text.find('\n'));
+  return resolved.emplace(std::move(command), std::move(id)).first->second;
 }
 
 QD_FUNC std::string compiler_fingerprint() {
-  static const std::string fingerprint = [] {
-    const char* env = std::getenv("QD_CXX");
-    std::istringstream words(env && *env ? env : "c++");
-    std::vector<std::string> command;
-    for (std::string w; words >> w;) command.push_back(w);
-    std::string out;
-    for (const auto& w : command) out += w + ' ';
-    // Resolve the program as posix_spawnp would: a path, or the first match on PATH.
-    std::string exe = command.empty() ? std::string() : command[0];
-    if (exe.find('/') == std::string::npos) {
-      const char* path = std::getenv("PATH");
-      std::istringstream dirs(path ? path : "/usr/bin:/bin");
-      for (std::string dir; std::getline(dirs, dir, ':');) {
-        std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + exe;
-        if (::access(candidate.c_str(), X_OK) == 0) {
-          exe = candidate;
-          break;
-        }
+  static std::mutex mutex;
+  static std::map<std::vector<std::string>, std::string> fingerprints;
+  std::vector<std::string> command = compiler_command();
+  std::lock_guard lock(mutex);
+  if (auto it = fingerprints.find(command); it != fingerprints.end()) return it->second;
+  std::string out;
+  for (const auto& w : command) out += w + ' ';
+  // Resolve the program as posix_spawnp would: a path, or the first match on PATH.
+  std::string exe = command[0];
+  if (exe.find('/') == std::string::npos) {
+    const char* path = std::getenv("PATH");
+    std::istringstream dirs(path ? path : "/usr/bin:/bin");
+    for (std::string dir; std::getline(dirs, dir, ':');) {
+      std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + exe;
+      if (::access(candidate.c_str(), X_OK) == 0) {
+        exe = candidate;
+        break;
       }
     }
-    return out + "| " + file_fingerprint(exe);
-  }();
-  return fingerprint;
+  }
+  return fingerprints.emplace(std::move(command), out + "| " + file_fingerprint(exe)).first->second;
 }
 
 QD_FUNC std::vector<std::string> compile_flags(const compile_options& options) {
@@ -152,34 +232,47 @@ QD_FUNC std::vector<std::string> compile_flags(const compile_options& options) {
 
 QD_FUNC std::vector<std::byte> compile_shared_object(std::string_view source, const compile_options& options,
                                                      std::string_view what) {
-  const compiler_identity& cxx = host_compiler();
-  detail::scratch_dir dir;
-  auto src = dir.path / "src.cpp";
-  auto out = dir.path / "out.so";
-  auto log = (dir.path / "log.txt").string();
+  const compiler_identity& cxx = host_compiler(options.timeout_seconds);
+  scratch_dir dir;
+  std::string src = dir.path() + "/src.cpp";
+  std::string out = dir.path() + "/out.so";
+  std::string log = dir.path() + "/log.txt";
   {
     std::ofstream f(src, std::ios::binary);
     f.write(source.data(), static_cast<std::streamsize>(source.size()));
-    if (!f)
-      throw driver_error(fmt::format("cannot write generated source to {}: disk full or not writable?", src.string()),
+    f.close();  // a full disk shows when the buffer is written out
+    if (f.fail())
+      throw driver_error(fmt::format("{}: cannot write the generated source to {}: is the file system of TMPDIR full "
+                                     "or read-only? Free space there or set TMPDIR to another directory",
+                                     what, src),
                          "write", errno);
   }
   std::vector<std::string> argv = cxx.command;
   auto flags = compile_flags(options);
   argv.insert(argv.end(), flags.begin(), flags.end());
-  argv.insert(argv.end(), {src.string(), "-o", out.string(), "-lm"});
-  int status = detail::run_process(argv, log);
-  if (status != 0) {
-    std::string text = detail::read_text(log);
-    std::string options_text;
-    for (const auto& f : flags) options_text += f + " ";
+  argv.insert(argv.end(), {src, "-o", out, "-lm"});
+  detail::process_result r = detail::run_process(argv, log, options.timeout_seconds);
+  std::string text = detail::read_text(log);
+  std::string options_text;
+  for (const auto& f : flags) options_text += f + " ";
+  if (r.timed_out || r.signal != 0 || r.exit_code != 0) {
+    std::string why = detail::failure_not_in_the_code(r, text, dir.path(), options.timeout_seconds);
+    if (!why.empty())
+      throw compile_error(fmt::format("{}: the host C++ compiler '{}' {}.\n{}", what, cxx.command[0], why, text),
+                          std::string(what), options_text, std::string(source), text);
     throw compile_error(fmt::format("{}: the host C++ compiler '{}' rejected generated code (exit {}).\n{}\n{}\nThis is "
                                     "a bug in Quadrants' code generation unless QD_CXX points at an unsuitable "
                                     "compiler; please report it with this message",
-                                    what, cxx.command[0], status, detail::offending_line(text, source), text),
+                                    what, cxx.command[0], r.exit_code, quote_generated_line(text, source, "src.cpp"),
+                                    text),
                         std::string(what), options_text, std::string(source), text);
   }
   std::string bytes = detail::read_text(out);
+  if (bytes.empty())
+    throw compile_error(fmt::format("{}: the host C++ compiler '{}' reported success but wrote no shared object "
+                                    "({}); is the file system of TMPDIR ({}) full?\n{}",
+                                    what, cxx.command[0], out, scratch_root(), text),
+                        std::string(what), options_text, std::string(source), text);
   std::vector<std::byte> binary(bytes.size());
   std::memcpy(binary.data(), bytes.data(), bytes.size());
   return binary;

@@ -11,19 +11,31 @@
 #include "quadrants/base/api.hpp"
 
 namespace qd::backend::cpu {
+namespace detail {
+struct process_result {
+  bool timed_out = false;
+  int exit_code = 0;  // -1 when killed by a signal
+  int signal = 0;
+};
+}  // namespace detail
 
 struct compile_options {
   int opt_level = 2;
   bool fast_math = false;
+  int timeout_seconds = 600;  // the compiler's process group is killed after this; 0: no limit. Not in cache keys
 };
 
-// The compiler command (QD_CXX split on spaces, else "c++") and its --version
-// line; resolved once per process, on first use.
+// The compiler command: QD_CXX split on spaces, else "c++". A QD_CXX that is set
+// but blank is a qd::user_error naming it.
+QD_FUNC std::vector<std::string> compiler_command();
+
+// The compiler command and its --version line; resolved once per command, on
+// first use (--version must finish within `timeout_seconds`).
 struct compiler_identity {
   std::vector<std::string> command;
   std::string version;
 };
-QD_FUNC const compiler_identity& host_compiler();
+QD_FUNC const compiler_identity& host_compiler(int timeout_seconds = 600);
 
 // Identifies the compiler for cache keys without running it: the command, and the
 // resolved executable's path, size and modification time (an upgrade changes them).
@@ -33,7 +45,9 @@ QD_FUNC std::string compiler_fingerprint();
 QD_FUNC std::vector<std::string> compile_flags(const compile_options& options);
 
 // Compiles `source`; a failure is a qd::compile_error carrying the compiler's
-// log and the generated line it points at. `what` names the kernel(s).
+// log and the generated line it points at. `what` names the kernel(s). A compiler
+// that runs past the timeout, is killed by a signal, cannot write its files or
+// cannot run its own programs is a qd::compile_error that says so.
 QD_FUNC std::vector<std::byte> compile_shared_object(std::string_view source, const compile_options& options,
                                                      std::string_view what);
 

@@ -6,27 +6,13 @@
 #include <new>
 
 #include "quadrants/backend/cpu/device.hpp"
+#include "quadrants/backend/host_memory.hpp"
 #include "quadrants/backend/cpu/module.hpp"
-#include "quadrants/codegen/prelude.hpp"
+#include "quadrants/backend/cpu/prelude.hpp"
 #include "quadrants/detail/format.hpp"
 
 namespace qd::backend::cpu {
 namespace detail {
-
-// Layout-compatible with qd_ctx and qd_cpu_runtime in codegen/prelude.hpp.
-struct ctx_abi {
-  const array_abi* arrays;
-  const std::uint64_t* scalars;
-  unsigned char* temps;
-  std::uint64_t rng_stream;
-  std::int64_t* error;
-  const void* runtime;
-};
-using chunk_abi = void (*)(const void* frame, const ctx_abi* ctx, std::int64_t lo, std::int64_t hi);
-struct runtime_abi {
-  void (*parallel_for)(const ctx_abi* ctx, std::int64_t begin, std::int64_t end, chunk_abi chunk, const void* frame);
-  thread_pool* pool;
-};
 
 class cpu_module final : public loaded_module {
  public:
@@ -42,11 +28,13 @@ class cpu_device final : public device {
   explicit cpu_device(const device_options& options)
       : options_(options),
         pool_(options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency())) {
+    (void)compiler_command();  // a blank QD_CXX is an error at qd::init, not at the first launch
     runtime_.parallel_for = &parallel_for;
     runtime_.pool = &pool_;
   }
 
   std::string_view name() const override { return "cpu"; }
+  device_traits traits() const override { return {}; }
   std::string target() const override {
 #if defined(__x86_64__)
     return "x86_64-linux";
@@ -63,16 +51,12 @@ class cpu_device final : public device {
     return s;
   }
 
-  void* allocate(std::size_t bytes) override {
-    void* p = std::aligned_alloc(64, (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64);
-    if (p == nullptr) throw std::bad_alloc();
-    return p;
-  }
-  void release(void* p) noexcept override { std::free(p); }
+  void* allocate(std::size_t bytes) override { return allocate_host_memory(bytes); }
+  void release(void* p) noexcept override { release_host_memory(p); }
   void copy_from_host(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
 
-  std::string prelude() const override { return codegen::cpu_translation_unit_prelude(); }
+  std::string prelude() const override { return translation_unit_prelude(); }
   std::vector<std::byte> compile(std::string_view source, std::string_view what) override {
     return compile_shared_object(source, options_.compile, what);
   }

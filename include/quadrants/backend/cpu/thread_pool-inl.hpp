@@ -3,12 +3,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <pthread.h>
 
 #include "quadrants/backend/cpu/thread_pool.hpp"
 
 namespace qd::backend::cpu {
 
 namespace detail {
+
 QD_FUNC void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -16,10 +18,40 @@ QD_FUNC void cpu_relax() {
   std::this_thread::yield();
 #endif
 }
+
+// Children of fork() counted by a pthread_atfork handler, registered once per process.
+inline std::atomic<std::uint64_t> forks{0};
+
+QD_FUNC std::uint64_t fork_count() {
+  static const bool registered = [] {
+    pthread_atfork(nullptr, nullptr, [] { forks.fetch_add(1, std::memory_order_relaxed); });
+    return true;
+  }();
+  (void)registered;
+  return forks.load(std::memory_order_relaxed);
+}
 }  // namespace detail
 
 QD_FUNC thread_pool::thread_pool(unsigned threads) {
-  for (unsigned t = 1; t < std::max(threads, 1u); ++t) workers_.emplace_back([this] { worker_loop(); });
+  forks_seen_ = detail::fork_count();
+  start_workers(std::max(threads, 1u) - 1);
+}
+
+QD_FUNC void thread_pool::start_workers(unsigned count) {
+  for (unsigned t = 0; t < count; ++t) workers_.emplace_back([this] { worker_loop(); });
+}
+
+QD_FUNC void thread_pool::restart_after_fork() {
+  // The parent's workers do not exist here: their handles are abandoned (joining or
+  // destroying them would wait for, or abort on, threads of another process).
+  const unsigned count = static_cast<unsigned>(workers_.size());
+  new std::vector<std::thread>(std::move(workers_));  // never destroyed, on purpose
+  workers_.clear();  // moved from: make it certainly empty
+  generation_.store(0, std::memory_order_relaxed);
+  remaining_.store(0, std::memory_order_relaxed);
+  busy_.store(false, std::memory_order_relaxed);
+  forks_seen_ = detail::fork_count();
+  start_workers(count);
 }
 
 QD_FUNC thread_pool::~thread_pool() {
@@ -64,6 +96,10 @@ QD_FUNC void thread_pool::parallel_for(std::int64_t begin, std::int64_t end, chu
                                        const void* ctx) {
   std::int64_t n = end - begin;
   if (n <= 0) return;
+  if (detail::forks.load(std::memory_order_relaxed) != forks_seen_) [[unlikely]] {
+    // Only the forking thread runs in the child, so nothing races with the restart.
+    restart_after_fork();
+  }
   bool expected = false;
   if (workers_.empty() || n <= inline_threshold ||
       !busy_.compare_exchange_strong(expected, true, std::memory_order_acquire)) {

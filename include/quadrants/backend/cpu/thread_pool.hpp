@@ -33,6 +33,9 @@ class thread_pool {
  private:
   QD_FUNC void worker_loop();
   QD_FUNC void run_chunks();
+  QD_FUNC void start_workers(unsigned count);
+  // In a child of fork() only the forking thread exists: the pool starts new workers.
+  QD_FUNC void restart_after_fork();
 
   struct alignas(64) job {
     chunk_fn fn = nullptr;
@@ -48,6 +51,7 @@ class thread_pool {
   std::atomic<bool> busy_{false};
   std::atomic<bool> stop_{false};
   std::vector<std::thread> workers_;
+  std::uint64_t forks_seen_ = 0;  // the process's fork count when the workers started
 };
 
 }  // namespace qd::backend::cpu

@@ -12,8 +12,9 @@
 #include "quadrants/backend/cuda/driver.hpp"
 #include "quadrants/backend/cuda/nvrtc.hpp"
 #include "quadrants/backend/gpu_task_params.hpp"
+#include "quadrants/base/env_integer.hpp"
 #include "quadrants/base/error.hpp"
-#include "quadrants/codegen/prelude.hpp"
+#include "quadrants/backend/cuda/prelude.hpp"
 #include "quadrants/detail/format.hpp"
 
 namespace qd::backend::cuda {
@@ -104,7 +105,7 @@ class cuda_module final : public loaded_module {
                          "cuModuleGetFunction", r);
     int blocks_per_sm = 0;
     QD_CUDA_CHECK(api.cuOccupancyMaxActiveBlocksPerMultiprocessor(
-        &blocks_per_sm, f.function, static_cast<int>(codegen::gpu_threads_per_block), 0));
+        &blocks_per_sm, f.function, static_cast<int>(limits::gpu_threads_per_block), 0));
     f.grid = static_cast<unsigned>(std::max(1, blocks_per_sm) * std::max(1, context_->multiprocessors()));
     functions_.push_back(f);
     entries_.emplace(name, &functions_.back());
@@ -127,7 +128,7 @@ class cuda_device final : public device {
       int ordinal = o.ordinal;
       if (ordinal < 0) {
         const char* env = std::getenv("QD_CUDA_DEVICE");
-        ordinal = env && *env ? std::atoi(env) : 0;
+        ordinal = env && *env ? static_cast<int>(qd::detail::parse_env_integer("QD_CUDA_DEVICE", env, 0, 1023)) : 0;
       }
       context_ = std::make_shared<const gpu_context>(ordinal);
       if (options_.arch == 0) options_.arch = context_->sm();
@@ -142,7 +143,7 @@ class cuda_device final : public device {
     compiler_.sm = options_.arch;
     compiler_.opt_level = o.opt_level;
     compiler_.fast_math = o.fast_math;
-    prelude_ = codegen::cuda_translation_unit_prelude();
+    prelude_ = translation_unit_prelude();
     if (context_) {
       context_->make_current();
       CUdeviceptr p = 0;
@@ -156,6 +157,7 @@ class cuda_device final : public device {
   }
 
   std::string_view name() const override { return "cuda"; }
+  device_traits traits() const override { return {.splits_by_default = true}; }
   std::string target() const override { return fmt::format("sm_{}", options_.arch); }
   std::string compiler_identity() const override { return "nvrtc " + nvrtc_fingerprint(); }
   std::string code_options() const override {
@@ -208,7 +210,7 @@ class cuda_device final : public device {
     gpu_task_params params;
     fill_gpu_task_params(c, error_record_, params);
     void* args[] = {&params};
-    const unsigned threads = codegen::gpu_threads_per_block;
+    const unsigned threads = limits::gpu_threads_per_block;
     QD_CUDA_CHECK(g.api().cuLaunchKernel(f->function, parallel ? f->grid : 1, 1, 1, parallel ? threads : 1, 1, 1, 0,
                                          nullptr, args, nullptr));
     if (c.check_errors || c.wide_bounds) {

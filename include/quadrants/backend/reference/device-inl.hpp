@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "quadrants/backend/reference/device.hpp"
+#include "quadrants/backend/host_memory.hpp"
 #include "quadrants/backend/reference/interpreter.hpp"
 #include "quadrants/base/error.hpp"
 #include "quadrants/detail/format.hpp"
@@ -42,16 +43,13 @@ class interpreted_module final : public loaded_module {
 class reference_device final : public device {
  public:
   std::string_view name() const override { return "reference"; }
+  device_traits traits() const override { return {.runs_ir = true, .always_checks_bounds = true}; }
   std::string target() const override { return "reference-interpreter"; }
   std::string compiler_identity() const override { return "none"; }
   std::string code_options() const override { return ""; }
 
-  void* allocate(std::size_t bytes) override {
-    void* p = std::aligned_alloc(64, (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64);
-    if (p == nullptr) throw std::bad_alloc();
-    return p;
-  }
-  void release(void* p) noexcept override { std::free(p); }
+  void* allocate(std::size_t bytes) override { return allocate_host_memory(bytes); }
+  void release(void* p) noexcept override { release_host_memory(p); }
   void copy_from_host(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
 
@@ -63,7 +61,6 @@ class reference_device final : public device {
     throw internal_error(fmt::format("{}: the reference backend interprets IR and loads no binaries", what));
   }
 
-  bool runs_ir() const override { return true; }
   std::unique_ptr<loaded_module> load_ir(const std::vector<codegen::lowered_task>& tasks,
                                          const std::vector<std::string>& entries) override {
     return std::make_unique<interpreted_module>(tasks, entries);

@@ -11,6 +11,7 @@
 
 #include "quadrants/backend/reference/interpreter.hpp"
 #include "quadrants/base/error.hpp"
+#include "quadrants/base/float_to_int.hpp"
 #include "quadrants/detail/format.hpp"
 #include "quadrants/ir/walk.hpp"
 
@@ -64,24 +65,6 @@ cell put(T v) {
 template <class T>
 inline constexpr bool is_wrapping_signed = std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t>;
 
-// x86-64 truncating conversions as GCC emits them (i32 and u8 through the 32-bit
-// instruction, i64 and u32 through the 64-bit one): NaN and out-of-range values give
-// the "integer indefinite" INT_MIN of that width. C++ leaves these undefined, and the
-// fuzzer never produces them; this only keeps the interpreter itself well-defined.
-template <class From>
-std::int32_t truncate_32(From v) {
-  double d = static_cast<double>(v);
-  if (!(d > -2147483649.0 && d < 2147483648.0)) return INT32_MIN;
-  return static_cast<std::int32_t>(v);
-}
-
-template <class From>
-std::int64_t truncate_64(From v) {
-  double d = static_cast<double>(v);
-  if (!(d >= -0x1p63 && d < 0x1p63)) return INT64_MIN;
-  return static_cast<std::int64_t>(v);
-}
-
 // C++'s conversion from From to To, as the generated code's casts and assignments perform it.
 template <class To, class From>
 To convert(From x) {
@@ -90,10 +73,7 @@ To convert(From x) {
   } else if constexpr (std::is_same_v<From, bool>) {
     return static_cast<To>(x ? 1 : 0);
   } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
-    if constexpr (std::is_same_v<To, std::int32_t>) return truncate_32(x);
-    else if constexpr (std::is_same_v<To, std::uint8_t>) return static_cast<std::uint8_t>(truncate_32(x));
-    else if constexpr (std::is_same_v<To, std::int64_t>) return truncate_64(x);
-    else return static_cast<To>(truncate_64(x));  // u32
+    return float_to_int<To>(x);  // saturating, NaN gives 0 (docs/dsl.md)
   } else {
     return static_cast<To>(x);  // integer narrowing is modular (C++20), float narrowing rounds
   }
@@ -198,206 +178,6 @@ QD_FUNC std::uint64_t mix64(std::uint64_t z) {
 QD_FUNC std::uint64_t rng_init(std::uint64_t stream, std::uint64_t index) {
   return mix64(stream ^ mix64(index + 0x9e3779b97f4a7c15ull));
 }
-
-
-[[noreturn]] QD_FUNC void invalid(const ir::function& fn, ir::id i, std::string_view what) {
-  std::string op = i >= 0 && static_cast<std::size_t>(i) < fn.nodes.size() ? std::string(ir::name(fn.at(i).code)) : "?";
-  throw internal_error(fmt::format("reference interpreter: node {} ({}) {}; the lowered IR is malformed (a bug in "
-                                   "Quadrants; please report it with the kernel)",
-                                   i, op, what));
-}
-
-// Checks what the interpreter relies on, so malformed IR fails loudly instead of
-// computing something: operand kinds and types, parameters, block layout.
-class validator {
- public:
-  explicit validator(const codegen::lowered_task& t) : t_(t), fn_(t.fn) {}
-
-  void run() {
-    if (fn_.blocks.empty()) invalid(fn_, ir::none, "has no blocks");
-    const auto& top = fn_.block(0);
-    if (t_.parallel) {
-      if (top.empty() || fn_.at(top.back()).code != ir::op::range_for)
-        invalid(fn_, top.empty() ? ir::none : top.back(), "ends a parallel task that must end with its loop");
-      for (std::size_t k = 0; k + 1 < top.size(); ++k) check_no_random(top[k]);
-    }
-    ir::walk(fn_, 0, [&](ir::id i, int) { check(i); });
-  }
-
- private:
-  void check_no_random(ir::id root) {
-    auto visit = [&](ir::id i) {
-      if (fn_.at(i).code == ir::op::random) invalid(fn_, i, "draws a random number in a parallel task's prologue");
-    };
-    visit(root);
-    const ir::node& n = fn_.at(root);
-    if (n.block0 >= 0) ir::walk(fn_, n.block0, [&](ir::id i, int) { visit(i); });
-    if (n.block1 >= 0) ir::walk(fn_, n.block1, [&](ir::id i, int) { visit(i); });
-  }
-
-  dtype type(ir::id operand, ir::id user) const {
-    if (operand < 0 || static_cast<std::size_t>(operand) >= fn_.nodes.size()) invalid(fn_, user, "has an operand out of range");
-    const ir::node& o = fn_.at(operand);
-    if (!ir::has_value(o.code) || o.code == ir::op::local_decl)
-      invalid(fn_, user, fmt::format("uses node {} ({}) as a value", operand, ir::name(o.code)));
-    return o.type;
-  }
-  void expect(ir::id operand, dtype t, ir::id user, std::string_view role) const {
-    if (type(operand, user) != t)
-      invalid(fn_, user, fmt::format("has {} of type {}, expected {}", role, name(fn_.at(operand).type), name(t)));
-  }
-  void expect_decl(ir::id decl, ir::id user) const {
-    if (decl < 0 || static_cast<std::size_t>(decl) >= fn_.nodes.size() || fn_.at(decl).code != ir::op::local_decl)
-      invalid(fn_, user, "does not name a local_decl");
-    if (fn_.at(decl).type != fn_.at(user).type) invalid(fn_, user, "has a type other than its variable's");
-  }
-  const ir::param_desc& param(const ir::node& n, ir::id user, bool array) const {
-    if (n.param < 0 || static_cast<std::size_t>(n.param) >= fn_.params.size()) invalid(fn_, user, "names no parameter");
-    const ir::param_desc& p = fn_.params[static_cast<std::size_t>(n.param)];
-    if (p.is_array != array) invalid(fn_, user, array ? "accesses a scalar parameter" : "reads an array parameter");
-    return p;
-  }
-  void access(const ir::node& n, ir::id i) const {
-    const ir::param_desc& p = param(n, i, true);
-    if (n.type != p.type) invalid(fn_, i, "has a type other than its array's element type");
-    if (n.list_size != p.ndim) invalid(fn_, i, fmt::format("has {} indices for a {}-D array", n.list_size, p.ndim));
-    if ((n.flags & ir::access::grad) && !p.needs_grad) invalid(fn_, i, "reads the gradient of an array without one");
-    for (std::int32_t d = 0; d < n.list_size; ++d) {
-      dtype t = type(fn_.list(n, d), i);
-      if (t != dtype::i32 && t != dtype::i64) invalid(fn_, i, fmt::format("has an index of type {}", name(t)));
-    }
-  }
-  static bool helper_defined(ir::binary_op o, dtype t) {
-    switch (o) {
-      case ir::binary_op::div: return t != dtype::boolean;
-      case ir::binary_op::mod:
-      case ir::binary_op::shl:
-      case ir::binary_op::shr:
-      case ir::binary_op::bit_and:
-      case ir::binary_op::bit_or:
-      case ir::binary_op::bit_xor: return is_integral(t) || (t == dtype::boolean && o != ir::binary_op::mod &&
-                                                              o != ir::binary_op::shl && o != ir::binary_op::shr);
-      case ir::binary_op::min:
-      case ir::binary_op::max: return t != dtype::boolean;
-      case ir::binary_op::pow: return is_float(t);
-      default: return true;
-    }
-  }
-
-  void check(ir::id i) {
-    const ir::node& n = fn_.at(i);
-    switch (n.code) {
-      case ir::op::constant: break;
-      case ir::op::arg:
-        if (param(n, i, false).type != n.type) invalid(fn_, i, "has a type other than its parameter's");
-        break;
-      case ir::op::shape:
-        if (n.imm < 0 || n.imm >= param(n, i, true).ndim || n.type != dtype::i32) invalid(fn_, i, "reads a dimension the array lacks");
-        break;
-      case ir::op::loop_index:
-        if (n.a < 0 || fn_.at(n.a).code != ir::op::range_for || n.type != dtype::i32 || n.imm < 0 || n.imm >= fn_.at(n.a).imm)
-          invalid(fn_, i, "is not an index of its loop");
-        break;
-      case ir::op::unary: {
-        auto o = static_cast<ir::unary_op>(n.sub);
-        dtype t = type(n.a, i);
-        if (o == ir::unary_op::logical_not) break;
-        if (t != n.type) invalid(fn_, i, "has an operand of another type");
-        bool float_only = o != ir::unary_op::neg && o != ir::unary_op::bit_not && o != ir::unary_op::abs;
-        if ((float_only && !is_float(t)) || (o == ir::unary_op::bit_not && is_float(t)) ||
-            (o == ir::unary_op::abs && t == dtype::boolean))
-          invalid(fn_, i, fmt::format("applies {} to {}", ir::name(o), name(t)));
-        break;
-      }
-      case ir::op::binary: {
-        auto o = static_cast<ir::binary_op>(n.sub);
-        dtype t = type(n.a, i);
-        if (type(n.b, i) != t) invalid(fn_, i, "has operands of two types");
-        const bool boolean_result =
-            ir::is_comparison(o) || o == ir::binary_op::logical_and || o == ir::binary_op::logical_or;
-        if (n.type != (boolean_result ? dtype::boolean : t))
-          invalid(fn_, i, "has a result type that does not match its operands");
-        if (!helper_defined(o, t)) invalid(fn_, i, fmt::format("applies {} to {}", ir::name(o), name(t)));
-        break;
-      }
-      case ir::op::select:
-        expect(n.a, dtype::boolean, i, "a condition");
-        expect(n.b, n.type, i, "a first choice");
-        expect(n.c, n.type, i, "a second choice");
-        break;
-      case ir::op::fma:
-        if (!is_float(n.type)) invalid(fn_, i, "is not floating point");
-        for (ir::id o : {n.a, n.b, n.c}) expect(o, n.type, i, "an operand");
-        break;
-      case ir::op::cast: type(n.a, i); break;
-      case ir::op::bound:
-        if (!is_integral(type(n.a, i)) || n.type != dtype::i32) invalid(fn_, i, "narrows a non-integer or not to i32");
-        break;
-      case ir::op::global_load: access(n, i); break;
-      case ir::op::global_store:
-        access(n, i);
-        expect(n.a, n.type, i, "a stored value");
-        break;
-      case ir::op::global_atomic:
-        access(n, i);
-        expect(n.a, n.type, i, "an operand");
-        break;
-      case ir::op::local_decl: expect(n.a, n.type, i, "an initial value"); break;
-      case ir::op::local_load: expect_decl(n.a, i); break;
-      case ir::op::local_store:
-        expect_decl(n.a, i);
-        expect(n.b, n.type, i, "a stored value");
-        break;
-      case ir::op::local_atomic:
-        expect_decl(n.a, i);
-        expect(n.b, n.type, i, "an operand");
-        if (n.type == dtype::boolean) invalid(fn_, i, "updates a boolean atomically");
-        break;
-      case ir::op::temp_load:
-      case ir::op::temp_store:
-      case ir::op::temp_atomic:
-        if (n.imm < 0) invalid(fn_, i, "names a negative slot");
-        if (n.code != ir::op::temp_load) expect(n.a, n.type, i, "a value");
-        break;
-      case ir::op::range_for: {
-        if (n.imm < 1 || n.imm > 4) invalid(fn_, i, "has a rank outside 1..4");
-        if (n.imm == 1) {
-          expect(n.a, dtype::i32, i, "a begin");
-          expect(n.b, dtype::i32, i, "an end");
-        } else {
-          if (n.list_size != n.imm) invalid(fn_, i, "has a rank other than its extent count");
-          for (std::int32_t d = 0; d < n.list_size; ++d) expect(fn_.list(n, d), dtype::i32, i, "an extent");
-        }
-        const auto& body = fn_.block(n.block0);
-        for (std::int64_t d = 0; d < n.imm; ++d) {
-          if (static_cast<std::size_t>(d) >= body.size()) invalid(fn_, i, "lacks its loop indices");
-          const ir::node& index = fn_.at(body[static_cast<std::size_t>(d)]);
-          if (index.code != ir::op::loop_index || index.a != i || index.imm != d)
-            invalid(fn_, i, "does not start its body with its loop indices");
-        }
-        break;
-      }
-      case ir::op::if_: expect(n.a, dtype::boolean, i, "a condition"); break;
-      case ir::op::while_: expect(n.a, dtype::boolean, i, "a condition"); break;
-      case ir::op::random:
-        if (n.type == dtype::boolean) invalid(fn_, i, "draws a boolean");
-        break;
-      case ir::op::print:
-        for (std::int32_t k = 0; k < n.list_size; ++k) {
-          std::int32_t item = fn_.list(n, k);
-          if (ir::is_text(item)) {
-            if (static_cast<std::size_t>(ir::text_index(item)) >= fn_.strings.size()) invalid(fn_, i, "prints a missing text");
-          } else {
-            type(item, i);
-          }
-        }
-        break;
-    }
-  }
-
-  const codegen::lowered_task& t_;
-  const ir::function& fn_;
-};
 
 // One run of a task: the values of its nodes (local variables live in their
 // declaration's cell) and the random state.
@@ -584,7 +364,14 @@ class machine {
         case ir::unary_op::abs:
           if constexpr (!std::is_same_v<T, bool>) return out(abs_value(x));
           else break;
-        default: break;
+        case ir::unary_op::ceil:
+        case ir::unary_op::cos:
+        case ir::unary_op::exp:
+        case ir::unary_op::floor:
+        case ir::unary_op::log:
+        case ir::unary_op::sin:
+        case ir::unary_op::sqrt:
+        case ir::unary_op::tanh: break;
       }
       if constexpr (std::is_floating_point_v<T>) {
         switch (o) {
@@ -596,7 +383,10 @@ class machine {
           case ir::unary_op::tanh: return out(std::tanh(x));
           case ir::unary_op::floor: return out(std::floor(x));
           case ir::unary_op::ceil: return out(std::ceil(x));
-          default: break;
+          case ir::unary_op::abs:
+          case ir::unary_op::bit_not:
+          case ir::unary_op::logical_not:
+          case ir::unary_op::neg: break;
         }
       }
       throw internal_error(fmt::format("reference interpreter: unary {} on {}", ir::name(o), name(fn_.at(n.a).type)));
@@ -625,7 +415,14 @@ class machine {
         case ir::binary_op::le: return out(a <= b);
         case ir::binary_op::gt: return out(a > b);
         case ir::binary_op::ge: return out(a >= b);
-        default: break;
+        case ir::binary_op::bit_and:
+        case ir::binary_op::bit_or:
+        case ir::binary_op::bit_xor:
+        case ir::binary_op::div:
+        case ir::binary_op::mod:
+        case ir::binary_op::pow:
+        case ir::binary_op::shl:
+        case ir::binary_op::shr: break;
       }
       if constexpr (std::is_floating_point_v<T>) {
         if (o == ir::binary_op::div) return out(a / b);
@@ -643,7 +440,20 @@ class machine {
           case ir::binary_op::bit_xor: return out(a ^ b);
           case ir::binary_op::shl: return out(int_shl(a, b));
           case ir::binary_op::shr: return out(int_shr(a, b));
-          default: break;
+          case ir::binary_op::add:
+          case ir::binary_op::eq:
+          case ir::binary_op::ge:
+          case ir::binary_op::gt:
+          case ir::binary_op::le:
+          case ir::binary_op::logical_and:
+          case ir::binary_op::logical_or:
+          case ir::binary_op::lt:
+          case ir::binary_op::max:
+          case ir::binary_op::min:
+          case ir::binary_op::mul:
+          case ir::binary_op::ne:
+          case ir::binary_op::pow:
+          case ir::binary_op::sub: break;
         }
       }
       throw internal_error(fmt::format("reference interpreter: binary {} on {}", ir::name(o), name(fn_.at(n.a).type)));
@@ -862,7 +672,7 @@ class machine {
 
 QD_FUNC task_interpreter::task_interpreter(codegen::lowered_task task) : task_(std::move(task)) {
   const ir::function& fn = task_.fn;
-  detail::validator(task_).run();
+  codegen::verify(task_);  // the interpreter relies on well-formed IR, in every build
   reduction_of_.assign(fn.nodes.size(), -1);
   auto draws = [&](std::int32_t block) {
     bool found = false;

@@ -1,0 +1,17 @@
+// The HIP dialect of the GPU prelude (hipRTC includes the HIP built-ins).
+#pragma once
+
+#include <string>
+
+#include "quadrants/backend/gpu_prelude.hpp"
+
+namespace qd::backend::amdgpu {
+
+inline std::string translation_unit_prelude() {
+  return gpu_translation_unit_prelude("HIP",
+                                      "#define QD_FN __device__ inline __attribute__((always_inline))\n"
+                                      // kernel arguments are read in place from the kernarg segment
+                                      "#define QD_GRID_CONSTANT\n");
+}
+
+}  // namespace qd::backend::amdgpu

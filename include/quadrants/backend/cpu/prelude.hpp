@@ -1,0 +1,180 @@
+// The CPU backend's prelude and ABI: generated code's definitions for the host
+// compiler (builtins, __atomic, entry points handing loops to the thread pool), and
+// the C++ structs the runtime passes it, checked member by member in every compile.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "quadrants/backend/abi_check.hpp"
+#include "quadrants/backend/device.hpp"
+#include "quadrants/codegen/prelude.hpp"
+
+namespace qd::backend::cpu {
+
+class thread_pool;
+
+// qd_ctx and qd_cpu_runtime of the prelude below.
+struct ctx_abi {
+  const array_abi* arrays;
+  const std::uint64_t* scalars;
+  unsigned char* temps;
+  std::uint64_t rng_stream;
+  std::int64_t* error;
+  const void* runtime;
+};
+using chunk_abi = void (*)(const void* frame, const ctx_abi* ctx, std::int64_t lo, std::int64_t hi);
+struct runtime_abi {
+  void (*parallel_for)(const ctx_abi* ctx, std::int64_t begin, std::int64_t end, chunk_abi chunk, const void* frame);
+  thread_pool* pool;  // the runtime's own: generated code never reads it
+};
+
+inline constexpr std::string_view prelude_source = R"QD(
+#define QD_FN static inline __attribute__((always_inline, unused))
+struct qd_ctx {
+  const qd_array* arrays;
+  const qd_u64* scalars;
+  unsigned char* temps;
+  qd_u64 rng_stream;
+  qd_i64* error;
+  const void* runtime;
+};
+typedef void (*qd_chunk_fn)(const void* frame, const qd_ctx* ctx, qd_i64 lo, qd_i64 hi);
+struct qd_cpu_runtime {
+  void (*parallel_for)(const qd_ctx* ctx, qd_i64 begin, qd_i64 end, qd_chunk_fn chunk, const void* frame);
+};
+extern "C" int printf(const char*, ...);
+#define qd_printf printf
+QD_FN qd_f32 qd_f32_from_bits(qd_u32 b) { qd_f32 f; __builtin_memcpy(&f, &b, 4); return f; }
+QD_FN qd_f64 qd_f64_from_bits(qd_u64 b) { qd_f64 f; __builtin_memcpy(&f, &b, 8); return f; }
+QD_FN qd_f32 qd_sqrt(qd_f32 x) { return __builtin_sqrtf(x); }
+QD_FN qd_f64 qd_sqrt(qd_f64 x) { return __builtin_sqrt(x); }
+QD_FN qd_f32 qd_exp(qd_f32 x) { return __builtin_expf(x); }
+QD_FN qd_f64 qd_exp(qd_f64 x) { return __builtin_exp(x); }
+QD_FN qd_f32 qd_log(qd_f32 x) { return __builtin_logf(x); }
+QD_FN qd_f64 qd_log(qd_f64 x) { return __builtin_log(x); }
+QD_FN qd_f32 qd_sin(qd_f32 x) { return __builtin_sinf(x); }
+QD_FN qd_f64 qd_sin(qd_f64 x) { return __builtin_sin(x); }
+QD_FN qd_f32 qd_cos(qd_f32 x) { return __builtin_cosf(x); }
+QD_FN qd_f64 qd_cos(qd_f64 x) { return __builtin_cos(x); }
+QD_FN qd_f32 qd_tanh(qd_f32 x) { return __builtin_tanhf(x); }
+QD_FN qd_f64 qd_tanh(qd_f64 x) { return __builtin_tanh(x); }
+QD_FN qd_f32 qd_abs(qd_f32 x) { return __builtin_fabsf(x); }
+QD_FN qd_f64 qd_abs(qd_f64 x) { return __builtin_fabs(x); }
+QD_FN qd_f32 qd_floor(qd_f32 x) { return __builtin_floorf(x); }
+QD_FN qd_f64 qd_floor(qd_f64 x) { return __builtin_floor(x); }
+QD_FN qd_f32 qd_ceil(qd_f32 x) { return __builtin_ceilf(x); }
+QD_FN qd_f64 qd_ceil(qd_f64 x) { return __builtin_ceil(x); }
+QD_FN qd_f32 qd_pow(qd_f32 a, qd_f32 b) { return __builtin_powf(a, b); }
+QD_FN qd_f64 qd_pow(qd_f64 a, qd_f64 b) { return __builtin_pow(a, b); }
+QD_FN qd_f32 qd_fma(qd_f32 a, qd_f32 b, qd_f32 c) { return __builtin_fmaf(a, b, c); }
+QD_FN qd_f64 qd_fma(qd_f64 a, qd_f64 b, qd_f64 c) { return __builtin_fma(a, b, c); }
+#define QD_ATOMIC_INT(T)                                                                                   \
+  QD_FN T qd_atomic_add(T* p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }                 \
+  QD_FN T qd_atomic_sub(T* p, T v) { return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED); }                 \
+  QD_FN T qd_atomic_min(T* p, T v) { T o = __atomic_load_n(p, __ATOMIC_RELAXED);                            \
+    while (v < o && !__atomic_compare_exchange_n(p, &o, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {} return o; } \
+  QD_FN T qd_atomic_max(T* p, T v) { T o = __atomic_load_n(p, __ATOMIC_RELAXED);                            \
+    while (v > o && !__atomic_compare_exchange_n(p, &o, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {} return o; }
+QD_ATOMIC_INT(qd_u8)
+QD_ATOMIC_INT(qd_i32)
+QD_ATOMIC_INT(qd_u32)
+QD_ATOMIC_INT(qd_i64)
+#undef QD_ATOMIC_INT
+#define QD_ATOMIC_FLOAT(T, U, OP, EXPR)                                                                    \
+  QD_FN T OP(T* p, T v) {                                                                                  \
+    U* q = (U*)p; U o = __atomic_load_n(q, __ATOMIC_RELAXED), n; T f, r;                                    \
+    do { __builtin_memcpy(&f, &o, sizeof(T)); r = EXPR; __builtin_memcpy(&n, &r, sizeof(T)); }             \
+    while (!__atomic_compare_exchange_n(q, &o, n, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));              \
+    return f; }
+QD_ATOMIC_FLOAT(qd_f32, qd_u32, qd_atomic_add, f + v)
+QD_ATOMIC_FLOAT(qd_f32, qd_u32, qd_atomic_sub, f - v)
+QD_ATOMIC_FLOAT(qd_f32, qd_u32, qd_atomic_min, (v < f ? v : f))
+QD_ATOMIC_FLOAT(qd_f32, qd_u32, qd_atomic_max, (v > f ? v : f))
+QD_ATOMIC_FLOAT(qd_f64, qd_u64, qd_atomic_add, f + v)
+QD_ATOMIC_FLOAT(qd_f64, qd_u64, qd_atomic_sub, f - v)
+QD_ATOMIC_FLOAT(qd_f64, qd_u64, qd_atomic_min, (v < f ? v : f))
+QD_ATOMIC_FLOAT(qd_f64, qd_u64, qd_atomic_max, (v > f ? v : f))
+#undef QD_ATOMIC_FLOAT
+QD_FN void qd_report_out_of_bounds(const qd_ctx* ctx, qd_i32 param, qd_i32 dim, qd_i64 index, qd_i64 extent) {
+  qd_i64 expected = 0;
+  if (__atomic_compare_exchange_n(&ctx->error[0], &expected, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+    ctx->error[1] = param; ctx->error[2] = dim; ctx->error[3] = index; ctx->error[4] = extent;
+  }
+}
+/* A loop bound of a type wider than qd_i32: its value, or else the launch fails
+   (error code 2) and the loop gets on_overflow, which leaves it empty. */
+QD_FN qd_i32 qd_bound(const qd_ctx* ctx, qd_i64 value, qd_i32 on_overflow) {
+  if (value >= -2147483647 - 1 && value <= 2147483647) return (qd_i32)value;
+  qd_i64 expected = 0;
+  if (__atomic_compare_exchange_n(&ctx->error[0], &expected, 2, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+    ctx->error[3] = value;
+  return on_overflow;
+}
+#define QD_EXPORT extern "C" __attribute__((visibility("default")))
+#define QD_PARALLEL_TASK(entry, RANK)                                                                      \
+  static void entry##_chunk(const void* qd_fp, const qd_ctx* ctx, qd_i64 qd_lo, qd_i64 qd_hi) {           \
+    const entry##_frame qd_f = *(const entry##_frame*)qd_fp;                                               \
+    entry##_red qd_red;                                                                                    \
+    entry##_red_init(&qd_red);                                                                             \
+    /* Indices are i32 induction variables, as the IR types them: widening them is free. */               \
+    if (RANK == 1) {                                                                                       \
+      const qd_i32 qd_end = (qd_i32)(qd_f.qd_base + qd_hi);                                                \
+      for (qd_i32 qd_v = (qd_i32)(qd_f.qd_base + qd_lo); qd_v < qd_end; ++qd_v)                            \
+        entry##_body(ctx, qd_f, &qd_red, qd_v, 0, 0, 0);                                                   \
+      entry##_red_flush(ctx, &qd_red);                                                                     \
+      return;                                                                                              \
+    }                                                                                                      \
+    /* Row by row: one division per row, then a plain loop over the last dimension. */                    \
+    const qd_i64 qd_last = qd_f.qd_dims[RANK - 1];                                                         \
+    for (qd_i64 qd_k = qd_lo; qd_k < qd_hi;) {                                                             \
+      qd_i64 qd_outer = qd_k / qd_last, qd_j = qd_k - qd_outer * qd_last;                                   \
+      qd_i64 qd_n = qd_last - qd_j < qd_hi - qd_k ? qd_last - qd_j : qd_hi - qd_k;                          \
+      qd_i32 qd_ix[QD_MAX_NDIM] = {0, 0, 0, 0};                                                                      \
+      for (int qd_d = RANK - 2; qd_d > 0; --qd_d) {                                                        \
+        qd_ix[qd_d] = (qd_i32)(qd_outer % qd_f.qd_dims[qd_d]);                                             \
+        qd_outer /= qd_f.qd_dims[qd_d];                                                                    \
+      }                                                                                                    \
+      qd_ix[0] = (qd_i32)qd_outer;                                                                         \
+      const qd_i32 qd_e_end = (qd_i32)(qd_j + qd_n);                                                       \
+      for (qd_i32 qd_e = (qd_i32)qd_j; qd_e < qd_e_end; ++qd_e) {                                          \
+        qd_ix[RANK - 1] = qd_e;                                                                            \
+        entry##_body(ctx, qd_f, &qd_red, qd_ix[0], qd_ix[1], qd_ix[2], qd_ix[3]);                           \
+      }                                                                                                    \
+      qd_k += qd_n;                                                                                        \
+    }                                                                                                      \
+    entry##_red_flush(ctx, &qd_red);                                                                       \
+  }                                                                                                        \
+  QD_EXPORT void entry(const qd_ctx* ctx) {                                                                \
+    entry##_frame qd_f;                                                                                    \
+    entry##_prologue(ctx, &qd_f);                                                                          \
+    if (qd_f.qd_count > 0) ((const qd_cpu_runtime*)ctx->runtime)->parallel_for(ctx, 0, qd_f.qd_count, &entry##_chunk, &qd_f); \
+  }
+#define QD_SERIAL_TASK(entry) QD_EXPORT void entry(const qd_ctx* ctx) { entry##_run(ctx); }
+)QD";
+
+// Checks, in the generated code itself, that its structs are laid out as ctx_abi and runtime_abi.
+inline std::string abi_checks() {
+  return array_abi_checks() + member_at("qd_ctx", "arrays", offsetof(ctx_abi, arrays)) +
+         member_at("qd_ctx", "scalars", offsetof(ctx_abi, scalars)) +
+         member_at("qd_ctx", "temps", offsetof(ctx_abi, temps)) +
+         member_at("qd_ctx", "rng_stream", offsetof(ctx_abi, rng_stream)) +
+         member_at("qd_ctx", "error", offsetof(ctx_abi, error)) +
+         member_at("qd_ctx", "runtime", offsetof(ctx_abi, runtime)) + size_is("qd_ctx", sizeof(ctx_abi)) +
+         member_at("qd_cpu_runtime", "parallel_for", offsetof(runtime_abi, parallel_for));
+}
+
+// The whole prelude of a CPU translation unit.
+inline std::string translation_unit_prelude() {
+  std::string s = "/* Quadrants generated code: CPU */\n";
+  s += codegen::prelude_limits();
+  s += codegen::prelude_types;
+  s += prelude_source;
+  s += codegen::prelude_helpers;
+  s += abi_checks();
+  return s;
+}
+
+}  // namespace qd::backend::cpu

@@ -1,0 +1,200 @@
+// The prelude CUDA and HIP share, and its ABI: one launch per task with the task's
+// parameters by value (gpu_task_params, checked member by member in every compile),
+// grid-stride loops, reductions, atomics. Each dialect defines QD_FN and
+// QD_GRID_CONSTANT ahead of it (backend/cuda/prelude.hpp, backend/amdgpu/prelude.hpp).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "quadrants/backend/abi_check.hpp"
+#include "quadrants/backend/gpu_task_params.hpp"
+#include "quadrants/base/limits.hpp"
+#include "quadrants/codegen/prelude.hpp"
+
+namespace qd::backend {
+
+inline constexpr std::string_view gpu_prelude_source = R"QD(
+/* The task's parameters travel by value in the kernel's parameter space (3608 bytes). */
+struct qd_ctx {
+  qd_array arrays[QD_MAX_PARAMS];
+  qd_u64 scalars[QD_MAX_PARAMS];
+  unsigned char* temps;
+  qd_u64 rng_stream;
+  qd_i64* error;
+};
+#define qd_printf printf
+QD_FN qd_f32 qd_f32_from_bits(qd_u32 b) { return __int_as_float((int)b); }
+QD_FN qd_f64 qd_f64_from_bits(qd_u64 b) { return __longlong_as_double((long long)b); }
+QD_FN qd_u32 qd_f32_bits(qd_f32 f) { return (qd_u32)__float_as_int(f); }
+QD_FN qd_u64 qd_f64_bits(qd_f64 f) { return (qd_u64)__double_as_longlong(f); }
+QD_FN qd_f32 qd_sqrt(qd_f32 x) { return sqrtf(x); }
+QD_FN qd_f64 qd_sqrt(qd_f64 x) { return sqrt(x); }
+QD_FN qd_f32 qd_exp(qd_f32 x) { return expf(x); }
+QD_FN qd_f64 qd_exp(qd_f64 x) { return exp(x); }
+QD_FN qd_f32 qd_log(qd_f32 x) { return logf(x); }
+QD_FN qd_f64 qd_log(qd_f64 x) { return log(x); }
+QD_FN qd_f32 qd_sin(qd_f32 x) { return sinf(x); }
+QD_FN qd_f64 qd_sin(qd_f64 x) { return sin(x); }
+QD_FN qd_f32 qd_cos(qd_f32 x) { return cosf(x); }
+QD_FN qd_f64 qd_cos(qd_f64 x) { return cos(x); }
+QD_FN qd_f32 qd_tanh(qd_f32 x) { return tanhf(x); }
+QD_FN qd_f64 qd_tanh(qd_f64 x) { return tanh(x); }
+QD_FN qd_f32 qd_abs(qd_f32 x) { return fabsf(x); }
+QD_FN qd_f64 qd_abs(qd_f64 x) { return fabs(x); }
+QD_FN qd_f32 qd_floor(qd_f32 x) { return floorf(x); }
+QD_FN qd_f64 qd_floor(qd_f64 x) { return floor(x); }
+QD_FN qd_f32 qd_ceil(qd_f32 x) { return ceilf(x); }
+QD_FN qd_f64 qd_ceil(qd_f64 x) { return ceil(x); }
+QD_FN qd_f32 qd_pow(qd_f32 a, qd_f32 b) { return powf(a, b); }
+QD_FN qd_f64 qd_pow(qd_f64 a, qd_f64 b) { return pow(a, b); }
+QD_FN qd_f32 qd_fma(qd_f32 a, qd_f32 b, qd_f32 c) { return fmaf(a, b, c); }
+QD_FN qd_f64 qd_fma(qd_f64 a, qd_f64 b, qd_f64 c) { return fma(a, b, c); }
+/* Atomics: native where CUDA and HIP both have them, else compare-and-swap loops. */
+QD_FN qd_i32 qd_atomic_add(qd_i32* p, qd_i32 v) { return atomicAdd(p, v); }
+QD_FN qd_i32 qd_atomic_sub(qd_i32* p, qd_i32 v) { return atomicSub(p, v); }
+QD_FN qd_i32 qd_atomic_min(qd_i32* p, qd_i32 v) { return atomicMin(p, v); }
+QD_FN qd_i32 qd_atomic_max(qd_i32* p, qd_i32 v) { return atomicMax(p, v); }
+QD_FN qd_u32 qd_atomic_add(qd_u32* p, qd_u32 v) { return atomicAdd(p, v); }
+QD_FN qd_u32 qd_atomic_sub(qd_u32* p, qd_u32 v) { return atomicSub(p, v); }
+QD_FN qd_u32 qd_atomic_min(qd_u32* p, qd_u32 v) { return atomicMin(p, v); }
+QD_FN qd_u32 qd_atomic_max(qd_u32* p, qd_u32 v) { return atomicMax(p, v); }
+QD_FN qd_i64 qd_atomic_add(qd_i64* p, qd_i64 v) { return (qd_i64)atomicAdd((unsigned long long*)p, (unsigned long long)v); }
+QD_FN qd_i64 qd_atomic_sub(qd_i64* p, qd_i64 v) { return (qd_i64)atomicAdd((unsigned long long*)p, 0ull - (unsigned long long)v); }
+QD_FN qd_f32 qd_atomic_add(qd_f32* p, qd_f32 v) { return atomicAdd(p, v); }
+QD_FN qd_f32 qd_atomic_sub(qd_f32* p, qd_f32 v) { return atomicAdd(p, -v); }
+QD_FN qd_f64 qd_atomic_add(qd_f64* p, qd_f64 v) { return atomicAdd(p, v); }
+QD_FN qd_f64 qd_atomic_sub(qd_f64* p, qd_f64 v) { return atomicAdd(p, -v); }
+/* 64-bit read-modify-write by compare-and-swap; OLD is the value replaced. */
+QD_FN qd_i64 qd_from_bits_qd_i64(unsigned long long b) { return (qd_i64)b; }
+QD_FN unsigned long long qd_to_bits_qd_i64(qd_i64 v) { return (unsigned long long)v; }
+QD_FN qd_f64 qd_from_bits_qd_f64(unsigned long long b) { return qd_f64_from_bits(b); }
+QD_FN unsigned long long qd_to_bits_qd_f64(qd_f64 v) { return qd_f64_bits(v); }
+#define QD_CAS64(T, OP, EXPR)                                                                              \
+  QD_FN T OP(T* p, T v) {                                                                                \
+    unsigned long long* qd_q = (unsigned long long*)p;                                                   \
+    unsigned long long qd_seen = *(volatile unsigned long long*)qd_q, qd_prev;                            \
+    T OLD;                                                                                               \
+    do { qd_prev = qd_seen; OLD = qd_from_bits_##T(qd_prev);                                             \
+         qd_seen = atomicCAS(qd_q, qd_prev, qd_to_bits_##T(EXPR)); } while (qd_seen != qd_prev);          \
+    return OLD; }
+QD_CAS64(qd_i64, qd_atomic_min, v < OLD ? v : OLD)
+QD_CAS64(qd_i64, qd_atomic_max, v > OLD ? v : OLD)
+QD_CAS64(qd_f64, qd_atomic_min, v < OLD ? v : OLD)
+QD_CAS64(qd_f64, qd_atomic_max, v > OLD ? v : OLD)
+#undef QD_CAS64
+#define QD_CAS_F32(OP, EXPR)                                                                               \
+  QD_FN qd_f32 OP(qd_f32* p, qd_f32 v) {                                                                 \
+    unsigned int* qd_q = (unsigned int*)p;                                                               \
+    unsigned int qd_seen = *(volatile unsigned int*)qd_q, qd_prev; qd_f32 OLD;                            \
+    do { qd_prev = qd_seen; OLD = qd_f32_from_bits(qd_prev);                                             \
+         qd_seen = atomicCAS(qd_q, qd_prev, qd_f32_bits(EXPR)); } while (qd_seen != qd_prev);             \
+    return OLD; }
+QD_CAS_F32(qd_atomic_min, v < OLD ? v : OLD)
+QD_CAS_F32(qd_atomic_max, v > OLD ? v : OLD)
+#undef QD_CAS_F32
+/* u8: compare-and-swap on the aligned 32-bit word holding the byte (device
+   allocations are rounded up to 8 bytes, so the word is always mapped). */
+#define QD_CAS_U8(OP, EXPR)                                                                                \
+  QD_FN qd_u8 OP(qd_u8* p, qd_u8 v) {                                                                    \
+    unsigned int* qd_q = (unsigned int*)((unsigned long long)p & ~3ull);                                  \
+    const unsigned int qd_shift = ((unsigned int)(unsigned long long)p & 3u) * 8u;                        \
+    unsigned int qd_seen = *(volatile unsigned int*)qd_q, qd_prev; qd_u8 OLD;                             \
+    do { qd_prev = qd_seen; OLD = (qd_u8)(qd_prev >> qd_shift);                                           \
+         const unsigned int qd_new = (unsigned int)(qd_u8)(EXPR);                                        \
+         qd_seen = atomicCAS(qd_q, qd_prev, (qd_prev & ~(0xffu << qd_shift)) | (qd_new << qd_shift)); }   \
+    while (qd_seen != qd_prev);                                                                          \
+    return OLD; }
+QD_CAS_U8(qd_atomic_add, OLD + v)
+QD_CAS_U8(qd_atomic_sub, OLD - v)
+QD_CAS_U8(qd_atomic_min, v < OLD ? v : OLD)
+QD_CAS_U8(qd_atomic_max, v > OLD ? v : OLD)
+#undef QD_CAS_U8
+/* The first out-of-range access wins the device-side error record. */
+QD_FN void qd_report_out_of_bounds(const qd_ctx* ctx, qd_i32 param, qd_i32 dim, qd_i64 index, qd_i64 extent) {
+  if (atomicCAS((unsigned long long*)ctx->error, 0ull, 1ull) == 0ull) {
+    ctx->error[1] = param; ctx->error[2] = dim; ctx->error[3] = index; ctx->error[4] = extent;
+  }
+}
+/* A loop bound of a type wider than qd_i32 (error code 2 when it does not fit; the
+   host reads the record when check_out_of_bound is on). */
+QD_FN qd_i32 qd_bound(const qd_ctx* ctx, qd_i64 value, qd_i32 on_overflow) {
+  if (value >= -2147483647 - 1 && value <= 2147483647) return (qd_i32)value;
+  if (atomicCAS((unsigned long long*)ctx->error, 0ull, 2ull) == 0ull) ctx->error[3] = value;
+  return on_overflow;
+}
+/* One launch per task: every thread evaluates the prologue, then a grid-stride
+   loop over [0, qd_count); a thread reduces into its own accumulators and
+   flushes them once, if it ran any iteration. Indices are row-major. */
+#define QD_PARALLEL_TASK(entry, RANK)                                                                      \
+  extern "C" __global__ void __launch_bounds__(QD_BLOCK) entry(const QD_GRID_CONSTANT qd_ctx qd_c) {     \
+    const qd_ctx* ctx = &qd_c;                                                                             \
+    entry##_frame qd_f;                                                                                    \
+    entry##_prologue(ctx, &qd_f);                                                                          \
+    qd_i64 qd_k = (qd_i64)blockIdx.x * blockDim.x + threadIdx.x;                                           \
+    if (qd_k >= qd_f.qd_count) return;                                                                     \
+    const qd_i64 qd_stride = (qd_i64)blockDim.x * gridDim.x;                                               \
+    entry##_red qd_red;                                                                                    \
+    entry##_red_init(&qd_red);                                                                             \
+    /* Not unrolled: NVVM's 4x unrolling doubles ptxas's time per construct. */                           \
+    _Pragma("unroll 1") for (; qd_k < qd_f.qd_count; qd_k += qd_stride) {                                  \
+      if (RANK == 1) {                                                                                     \
+        entry##_body(ctx, qd_f, &qd_red, (qd_i32)(qd_f.qd_base + qd_k), 0, 0, 0);                          \
+        continue;                                                                                          \
+      }                                                                                                    \
+      qd_i32 qd_ix[QD_MAX_NDIM] = {0, 0, 0, 0};                                                                      \
+      if (qd_f.qd_count <= 0xffffffffll) { /* 32-bit division where the space allows it */                \
+        qd_u32 qd_r = (qd_u32)qd_k;                                                                        \
+        for (int qd_d = RANK - 1; qd_d > 0; --qd_d) {                                                      \
+          const qd_u32 qd_n = (qd_u32)qd_f.qd_dims[qd_d];                                                  \
+          qd_ix[qd_d] = (qd_i32)(qd_r % qd_n);                                                             \
+          qd_r /= qd_n;                                                                                    \
+        }                                                                                                  \
+        qd_ix[0] = (qd_i32)qd_r;                                                                           \
+      } else {                                                                                             \
+        qd_i64 qd_r = qd_k;                                                                                \
+        for (int qd_d = RANK - 1; qd_d > 0; --qd_d) {                                                      \
+          qd_ix[qd_d] = (qd_i32)(qd_r % qd_f.qd_dims[qd_d]);                                               \
+          qd_r /= qd_f.qd_dims[qd_d];                                                                      \
+        }                                                                                                  \
+        qd_ix[0] = (qd_i32)qd_r;                                                                           \
+      }                                                                                                    \
+      entry##_body(ctx, qd_f, &qd_red, qd_ix[0], qd_ix[1], qd_ix[2], qd_ix[3]);                            \
+    }                                                                                                      \
+    entry##_red_flush(ctx, &qd_red);                                                                       \
+  }
+/* A serial task runs on the single thread of a one-thread launch. */
+#define QD_SERIAL_TASK(entry)                                                                              \
+  extern "C" __global__ void __launch_bounds__(QD_BLOCK) entry(const QD_GRID_CONSTANT qd_ctx qd_c) {     \
+    entry##_run(&qd_c);                                                                                    \
+  }
+)QD";
+
+// Checks, in the generated code itself, that qd_ctx is laid out as gpu_task_params.
+inline std::string gpu_abi_checks() {
+  return array_abi_checks() + member_at("qd_ctx", "arrays", offsetof(gpu_task_params, arrays)) +
+         member_at("qd_ctx", "scalars", offsetof(gpu_task_params, scalars)) +
+         member_at("qd_ctx", "temps", offsetof(gpu_task_params, temps)) +
+         member_at("qd_ctx", "rng_stream", offsetof(gpu_task_params, rng_stream)) +
+         member_at("qd_ctx", "error", offsetof(gpu_task_params, error)) + size_is("qd_ctx", sizeof(gpu_task_params));
+}
+
+// A whole GPU translation unit's prelude: the dialect's definitions of QD_FN and
+// QD_GRID_CONSTANT, then everything shared. A launch runs gpu_threads_per_block
+// threads per block (the host launches with the same number).
+inline std::string gpu_translation_unit_prelude(std::string_view banner, std::string_view dialect) {
+  std::string s = "/* Quadrants generated code: ";
+  s += banner;
+  s += " */\n";
+  s += dialect;
+  s += "#define QD_BLOCK " + std::to_string(limits::gpu_threads_per_block) + "\n";
+  s += codegen::prelude_limits();
+  s += codegen::prelude_types;
+  s += gpu_prelude_source;
+  s += codegen::prelude_helpers;
+  s += gpu_abi_checks();
+  return s;
+}
+
+}  // namespace qd::backend

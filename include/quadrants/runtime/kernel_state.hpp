@@ -1,0 +1,93 @@
+// What a qd::kernel holds behind its template: the traced IR and its structure,
+// and per program the compiled variants a launch picks from. Internal.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "quadrants/analysis/constructs.hpp"
+#include "quadrants/analysis/split.hpp"
+#include "quadrants/backend/device.hpp"
+#include "quadrants/base/api.hpp"
+#include "quadrants/runtime/dispatch.hpp"
+
+namespace qd::detail {
+
+// One task of a variant, ready to launch.
+struct compiled_task {
+  void* entry = nullptr;
+  bool parallel = false;
+  std::uint64_t rng_salt = 0;
+  std::vector<std::int32_t> param_map;  // task parameter -> kernel parameter
+};
+
+// One variant of a kernel, ready to launch: its tasks in order.
+struct variant {
+  std::shared_ptr<backend::device> device;
+  std::vector<std::shared_ptr<backend::loaded_module>> modules;
+  std::vector<compiled_task> tasks;
+  void* temps = nullptr;
+  // The temporaries buffer is one per variant, so launches of this variant from
+  // several host threads take turns: 0 free, 1 in use, 2 in use with waiters.
+  mutable std::atomic<int> temps_state{0};
+  variant() = default;
+  variant(const variant&) = delete;
+  variant& operator=(const variant&) = delete;
+  ~variant() {
+    if (temps) device->release(temps);
+  }
+};
+
+// A kernel ready to launch on one program.
+struct compiled_kernel {
+  std::uint64_t program_id = 0;
+  bool bounds_checks = false;
+  bool wide_bounds = false;  // the IR narrows an i64/u32 loop bound (ir::op::bound): its failure must be read back
+  bool split = false;
+  variant primary;                              // the split variant, or the whole kernel
+  std::vector<analysis::disjoint_pair> pairs;   // checked before each split launch
+  std::unique_ptr<variant> whole;               // built on the first run-time fallback
+  std::atomic<variant*> whole_ready{nullptr};
+};
+
+class kernel_state {
+ public:
+  std::string name;
+  std::vector<std::string> param_names;
+  std::vector<ir::param_desc> params;
+  trace_function trace;
+
+  std::mutex mutex;  // this kernel's preparation only; launches never take it
+  bool traced = false;
+  ir::function ir;
+  analysis::kernel_structure structure;
+  per_offload_observations obs;
+  // The compiled kernel of the program that last prepared it. A launch reads
+  // ready_program first and `ready` only when it names its own program: a launch
+  // never dereferences a compiled kernel that another thread's prepare (for a newer
+  // program) may be freeing.
+  std::shared_ptr<compiled_kernel> compiled;
+  std::atomic<compiled_kernel*> ready{nullptr};
+  std::atomic<std::uint64_t> ready_program{0};
+  std::atomic<std::uint64_t> runtime_fallbacks{0};
+  std::atomic<bool> fallback_warned{false};
+  bool unchecked_split = false;  // test-only: see force_unchecked_split
+};
+
+// "'x'" or "#2": how messages name a parameter.
+QD_FUNC std::string param_name(const kernel_state& k, std::size_t param);
+// "parameter 'x' (#0, ndarray<f32, 1>)".
+QD_FUNC std::string param_label(const kernel_state& k, std::size_t param);
+// Traces the lambda once (the IR does not depend on the configuration), removes
+// dead code and analyses the structure; checked builds verify the IR.
+QD_FUNC void ensure_traced(kernel_state& k);
+
+}  // namespace qd::detail
+
+#ifdef QD_HEADER_ONLY
+#include "quadrants/runtime/kernel_state-inl.hpp"
+#endif

@@ -1,0 +1,154 @@
+// Launching a prepared kernel: the arrays' program, the run-time disjointness
+// check of a split kernel, then each task of the chosen variant. No allocation,
+// hashing or global lock on this path.
+#pragma once
+
+#include <atomic>
+
+#include "quadrants/base/error.hpp"
+#include "quadrants/base/limits.hpp"
+#include "quadrants/base/log.hpp"
+#include "quadrants/detail/format.hpp"
+#include "quadrants/lang/trace.hpp"
+#include "quadrants/runtime/kernel_state.hpp"
+#include "quadrants/runtime/program.hpp"
+#include "quadrants/runtime/variant_choice.hpp"
+
+namespace qd::detail {
+
+[[noreturn]] QD_FUNC void throw_launch_error(const kernel_state& k, std::size_t param, std::string_view what) {
+  throw user_error(fmt::format("kernel '{}', {}: {}", k.name, param_label(k, param), what));
+}
+
+QD_FUNC std::uint64_t mix_stream(std::uint64_t seed, std::uint64_t launch, std::uint64_t salt) {
+  auto mix = [](std::uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  return mix(seed ^ mix(launch * 0x9e3779b97f4a7c15ull ^ mix(salt + 1)));
+}
+
+// Whether the buffers of the two parameters are provably disjoint address ranges.
+QD_FUNC bool disjoint(const launch_arg& a, const launch_arg& b) {
+  if (!a.extent_known || !b.extent_known) return false;
+  auto a0 = reinterpret_cast<std::uintptr_t>(a.data), b0 = reinterpret_cast<std::uintptr_t>(b.data);
+  return a.bytes == 0 || b.bytes == 0 || a0 + a.bytes <= b0 || b0 + b.bytes <= a0;
+}
+
+// Holds a variant's temporaries for one launch. Uncontended, it costs one
+// compare-exchange and one exchange; a second thread launching the same kernel
+// sleeps on the atomic until the first is done (on a GPU, until its launches are
+// queued: the stream then runs them in order).
+class temps_turn {
+ public:
+  explicit temps_turn(const variant& v) : state_(v.temps ? &v.temps_state : nullptr) {
+    if (!state_) return;
+    int expected = 0;
+    if (state_->compare_exchange_strong(expected, 1, std::memory_order_acquire)) return;
+    while (state_->exchange(2, std::memory_order_acquire) != 0) state_->wait(2, std::memory_order_relaxed);
+  }
+  temps_turn(const temps_turn&) = delete;
+  temps_turn& operator=(const temps_turn&) = delete;
+  ~temps_turn() {
+    if (state_ && state_->exchange(0, std::memory_order_release) == 2) state_->notify_all();
+  }
+
+ private:
+  std::atomic<int>* state_;
+};
+
+QD_FUNC void run_variant(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
+                         const launch_arg* args) {
+  temps_turn turn(v);
+  std::uint64_t launch_no = p.next_launch();
+  backend::array_abi arrays[limits::max_kernel_params];
+  std::uint64_t scalars[limits::max_kernel_params];
+  std::int64_t error[5] = {0, 0, 0, 0, 0};
+  for (const compiled_task& t : v.tasks) {
+    const std::size_t n = t.param_map.size();
+    for (std::size_t j = 0; j < n; ++j) {
+      const auto kp = static_cast<std::size_t>(t.param_map[j]);
+      const launch_arg& a = args[kp];
+      if (k.params[kp].is_array) {
+        arrays[j].data = a.data;
+        arrays[j].grad = a.grad;
+        for (int d = 0; d < limits::max_ndim; ++d) arrays[j].shape[d] = a.shape[d];
+      } else {
+        scalars[j] = a.scalar_bits;
+      }
+    }
+    backend::launch_context ctx{arrays, scalars, n, static_cast<unsigned char*>(v.temps),
+                                mix_stream(p.config().random_seed, launch_no, t.rng_salt), error, c.bounds_checks, c.wide_bounds};
+    v.device->launch(t.entry, t.parallel, ctx);
+    // The CPU and the reference backend always fill the record; a GPU brings it back
+    // (a synchronization) when bounds checks are on or the kernel has wide loop bounds.
+    if (error[0] == 2)
+      throw user_error(fmt::format("kernel '{}': a qd::range_for bound is {}, which does not fit in qd::i32; loop "
+                                   "indices are 32-bit, so that loop ran no iterations. Split the iteration space "
+                                   "into loops of at most 2147483647 iterations",
+                                   k.name, error[3]));
+    if (error[0] != 0) {
+      std::size_t param = static_cast<std::size_t>(t.param_map[static_cast<std::size_t>(error[1])]);
+      throw_launch_error(k, param,
+                         fmt::format("index {} is out of range for dimension {} (extent {}); out-of-range accesses "
+                                     "were skipped (check_out_of_bound is on)",
+                                     error[3], error[2], error[4]));
+    }
+  }
+}
+
+[[noreturn]] QD_FUNC void throw_launch_while_tracing(const kernel_state& k) {
+  throw user_error(fmt::format("kernel '{}' launched while tracing kernel '{}': a kernel lambda runs once, at the "
+                               "first launch, to record the kernel, so it cannot launch kernels; launch '{}' "
+                               "before or after, from host code",
+                               k.name, active_tracer->kernel, k.name));
+}
+
+QD_FUNC void launch(kernel_state& k, const launch_arg* args, std::size_t count) {
+  if (active_tracer != nullptr) throw_launch_while_tracing(k);
+  program_use use(std::nothrow);  // qd::reset() waits until this launch is done
+  if (!use) throw_not_initialized(fmt::format("kernel '{}'", k.name));
+  program* p = &*use;
+  compiled_kernel* c = nullptr;
+  if (k.ready_program.load(std::memory_order_acquire) == p->id()) c = k.ready.load(std::memory_order_acquire);
+  if (c == nullptr) {
+    if (p->config().compile_only)
+      throw user_error(fmt::format("kernel '{}': compile_only is set, so kernels can be compiled (kernel.compile()) "
+                                   "and stored in the offline cache but not launched; unset compile_only to run them",
+                                   k.name));
+    c = prepare(k, *p);
+  }
+
+  for (std::size_t i = 0; i < count; ++i) {
+    const ir::param_desc& d = k.params[i];
+    if (!d.is_array) continue;
+    if (args[i].program_id != p->id() && args[i].program_id != external_program_id)
+      throw_launch_error(k, i,
+                         args[i].program_id == 0
+                             ? "the qd::ndarray passed was moved from"
+                             : "the qd::ndarray passed was created before qd::reset() or a later qd::init(); create it "
+                               "again in the running program");
+    if (d.needs_grad && args[i].grad == nullptr)
+      throw_launch_error(k, i, "the parameter needs a gradient buffer; construct the qd::ndarray with qd::needs_grad");
+  }
+  const variant* v = &c->primary;
+  if (c->split) {
+    for (const auto& pair : c->pairs) {
+      const launch_arg& a = args[static_cast<std::size_t>(pair.a)];
+      const launch_arg& b = args[static_cast<std::size_t>(pair.b)];
+      if (disjoint(a, b)) continue;
+      k.runtime_fallbacks.fetch_add(1, std::memory_order_relaxed);
+      if (!k.fallback_warned.exchange(true))
+        log_fmt(log_level::warn, "[PER_OFFLOAD][FALLBACK] kernel '{}': parameters '{}' and '{}' {}; using the "
+                "whole-kernel variant",
+                k.name, param_name(k, static_cast<std::size_t>(pair.a)), param_name(k, static_cast<std::size_t>(pair.b)),
+                a.extent_known && b.extent_known ? "share a buffer" : "may share a buffer (an external array's extent is unknown)");
+      v = &whole_variant(k, *p, *c);
+      break;
+    }
+  }
+  run_variant(k, *p, *c, *v, args);
+}
+
+}  // namespace qd::detail

@@ -1,0 +1,264 @@
+// Implementation of runtime/variant_builder.hpp.
+#pragma once
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string_view>
+
+#include "quadrants/base/error.hpp"
+#include "quadrants/base/limits.hpp"
+#include "quadrants/base/log.hpp"
+#include "quadrants/cache/records.hpp"
+#include "quadrants/cache/store.hpp"
+#include "quadrants/codegen/cpp_emitter.hpp"
+#include "quadrants/codegen/lower.hpp"
+#include "quadrants/detail/format.hpp"
+#include "quadrants/ir/printer.hpp"
+#include "quadrants/ir/serialize.hpp"
+#include "quadrants/ir/walk.hpp"
+#include "quadrants/runtime/code_lookup.hpp"
+#include "quadrants/runtime/dump_path.hpp"
+#include "quadrants/runtime/variant_builder.hpp"
+
+namespace qd::detail {
+
+QD_FUNC void dump_debug_files(const program& p, const kernel_state& k, const std::string& suffix,
+                              const std::string& source) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path dir = p.config().debug_dump_path;
+  fs::create_directories(dir, ec);
+  std::ofstream(dir / (dump_file_stem(k.name) + ".ir.txt")) << ir::to_text(k.ir);
+  std::ofstream out(dir / (dump_file_stem(k.name) + suffix));
+  out << source;
+  if (ec || !out)
+    log_fmt(log_level::warn, "kernel '{}': cannot write the debug dump to {}", k.name, dir.string());
+}
+
+QD_FUNC bool has_print(const ir::function& fn) {
+  bool found = false;
+  ir::walk(fn, 0, [&](ir::id i, int) { found |= fn.at(i).code == ir::op::print; });
+  return found;
+}
+
+// Random streams are numbered by construct, so every variant draws alike.
+QD_FUNC std::uint64_t rng_salt(const codegen::lowered_task& t, std::size_t index) {
+  return t.construct >= 0 ? static_cast<std::uint64_t>(t.construct) : 0x100000000ull + index;
+}
+
+// An offload is compiled from its own parameters, numbered in first-use order.
+QD_FUNC std::vector<std::int32_t> identity_params(const codegen::lowered_task& t) {
+  std::vector<std::int32_t> p(t.fn.params.size());
+  for (std::size_t i = 0; i < p.size(); ++i) p[i] = static_cast<std::int32_t>(i);
+  return p;
+}
+
+// A task's launch metadata, as the cache records it and checks it on a hit.
+QD_FUNC cache::task_record task_record_of(const codegen::lowered_task& t, const std::string& entry,
+                                          std::vector<std::int32_t> params) {
+  return {entry, t.parallel, has_print(t.fn), std::move(params)};
+}
+
+// A task ready to launch from `module`; takes the task's parameter map.
+QD_FUNC compiled_task launchable_task(const backend::loaded_module& module, const std::string& entry,
+                                      codegen::lowered_task& t, std::size_t index) {
+  compiled_task c;
+  c.entry = module.entry(entry);
+  c.parallel = t.parallel;
+  c.rng_salt = rng_salt(t, index);
+  c.param_map = std::move(t.param_map);
+  return c;
+}
+
+QD_FUNC std::vector<codegen::lowered_task> lower_all(const kernel_state& k, const analysis::task_plan& plan) {
+  std::vector<codegen::lowered_task> lowered;
+  lowered.reserve(plan.tasks.size());
+  for (const auto& t : plan.tasks) {
+    lowered.push_back(codegen::lower_task(k.ir, k.structure, t, plan));
+    if constexpr (checked_build) codegen::verify(lowered.back());
+  }
+  return lowered;
+}
+
+QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& counts) {
+  analysis::task_plan plan = analysis::plan_whole_kernel(k.ir, k.structure);
+  if (plan.temps_needed > static_cast<std::size_t>(limits::temp_slot_count))
+    throw user_error(fmt::format("kernel '{}': {} top-level values cross constructs; at most {} fit in the global "
+                                 "temporaries. Split the kernel into several kernels",
+                                 k.name, plan.temps_needed, limits::temp_slot_count));
+  v.device = p.device_ptr();
+  std::vector<codegen::lowered_task> lowered = lower_all(k, plan);
+  std::vector<std::string> entries;  // one module per whole kernel: local names
+  std::string body;
+  for (std::size_t t = 0; t < lowered.size(); ++t) {
+    entries.push_back(fmt::format("qd_task{}", t));
+    body += codegen::emit_task(lowered[t], entries.back(), {p.config().check_out_of_bound});
+  }
+  const int constructs = static_cast<int>(k.structure.constructs.size());
+  const std::string what = fmt::format("kernel '{}'", k.name);
+  cache::kernel_record record{{}, static_cast<std::uint32_t>(constructs), !plan.temps.empty(), {}};
+  for (std::size_t t = 0; t < lowered.size(); ++t)
+    record.tasks.push_back(task_record_of(lowered[t], entries[t], lowered[t].param_map));
+
+  std::shared_ptr<backend::loaded_module> module;
+  if (p.device().traits().runs_ir) {  // nothing to compile or cache
+    module = p.device().load_ir(lowered, entries);
+    counts.compiled = constructs;
+  } else {
+    // The key covers the IR and the source generated from it, so a change in the
+    // code generator is a different key, never stale native code.
+    cache::key_builder kb = p.environment();
+    record.module = kb.add("kernel").add(ir::canonical_bytes(k.ir)).add(body).finish();
+    if ((module = p.find_module(record.module))) {  // this process holds it (another kernel object's)
+      p.memory_hits.fetch_add(1, std::memory_order_relaxed);
+    } else if (p.store()) {
+      // [remote tier, issue 17] one round trip for the record and its module.
+      if (p.store()->remote_tier()) p.store()->prefetch(cache::entry_kind::kernel, {&record.module, 1});
+      if (auto bytes = p.store()->load(cache::entry_kind::kernel, record.module)) {
+        // The stored record must describe exactly the tasks this IR lowers to.
+        auto stored = cache::decode_kernel_record(*bytes);
+        if (stored && stored->module == record.module && stored->tasks == record.tasks &&
+            stored->constructs == record.constructs && stored->needs_temporaries == record.needs_temporaries)
+          module = load_cached_module(p, record.module, what);
+        if (module) counts.loaded = constructs;
+      }
+    }
+    if (!module) {
+      std::string source = p.device().prelude() + body;
+      if (p.config().print_ir) dump_debug_files(p, k, ".whole.cpp", source);
+      module_result built = compile_module(p, source, record.module, what);
+      module = built.module;
+      if (p.store()) p.store()->save(cache::entry_kind::kernel, record.module, cache::encode(record));
+      (built.compiled ? counts.compiled : counts.loaded) = constructs;
+    } else if (p.config().print_ir) {
+      log_nothing_dumped(k.name);  // from memory or the disk: nothing was compiled
+    }
+  }
+  for (std::size_t t = 0; t < lowered.size(); ++t) v.tasks.push_back(launchable_task(*module, entries[t], lowered[t], t));
+  v.modules.push_back(std::move(module));
+  // Under compile_only nothing runs (and a GPU backend has no device memory).
+  if (!plan.temps.empty() && !p.config().compile_only)
+    v.temps = p.device().allocate(static_cast<std::size_t>(limits::temp_slot_count) * limits::temp_slot_bytes);
+}
+
+QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan& plan, variant& v,
+                         build_counts& counts) {
+  v.device = p.device_ptr();
+  const std::string what = fmt::format("kernel '{}'", k.name);
+  std::vector<codegen::lowered_task> lowered = lower_all(k, plan);
+  struct offload {
+    cache::key key;
+    std::string entry;
+    std::string body;
+    std::shared_ptr<backend::loaded_module> module;
+    bool compiled = false;
+  };
+  std::vector<offload> offloads(lowered.size());
+  std::vector<std::string> entries(lowered.size());
+  for (std::size_t t = 0; t < lowered.size(); ++t) {
+    offload& o = offloads[t];
+    // Keyed on the IR and on the generated source, written with a placeholder
+    // entry name that is then replaced by one derived from the key.
+    constexpr std::string_view placeholder = "QD_OFFLOAD_ENTRY";
+    o.body = codegen::emit_task(lowered[t], placeholder, {p.config().check_out_of_bound});
+    cache::key_builder kb = p.environment();
+    o.key = kb.add("offload").add(ir::canonical_bytes(lowered[t].fn)).add(o.body).finish();
+    o.entry = "qd_o" + o.key.hex();
+    for (std::size_t at = o.body.find(placeholder); at != std::string::npos; at = o.body.find(placeholder, at))
+      o.body.replace(at, placeholder.size(), o.entry);
+    entries[t] = o.entry;
+  }
+  if (p.device().traits().runs_ir) {  // nothing to compile or cache: every construct is "compiled" now
+    std::shared_ptr<backend::loaded_module> module = p.device().load_ir(lowered, entries);
+    for (std::size_t t = 0; t < lowered.size(); ++t) v.tasks.push_back(launchable_task(*module, entries[t], lowered[t], t));
+    v.modules.push_back(std::move(module));
+    counts.compiled = static_cast<int>(lowered.size());
+    return;
+  }
+  // [remote tier, issue 17] the records and modules this process lacks, in one round trip
+  // (a fully warm disk costs one access() per key and no round trip).
+  if (p.store() && p.store()->remote_tier()) {
+    std::vector<cache::key> wanted;
+    for (const offload& o : offloads)
+      if (!p.find_module(o.key)) wanted.push_back(o.key);
+    p.store()->prefetch(cache::entry_kind::offload, wanted);
+  }
+  // Memory, then disk.
+  std::vector<std::size_t> misses;
+  for (std::size_t i = 0; i < offloads.size(); ++i) {
+    offload& o = offloads[i];
+    if (auto m = p.find_module(o.key)) {  // the offload's own module, already loaded here
+      o.module = m;
+      p.memory_hits.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    if (p.store()) {
+      if (auto bytes = p.store()->load(cache::entry_kind::offload, o.key)) {
+        auto record = cache::decode_offload_record(*bytes);
+        if (record && record->task == task_record_of(lowered[i], o.entry, identity_params(lowered[i]))) {
+          if (auto m = load_cached_module(p, record->module, what)) {
+            o.module = m;
+            p.remember_module(o.key, m);
+            ++counts.loaded;
+            continue;
+          }
+        }
+      }
+    }
+    misses.push_back(i);
+  }
+  // Identical constructs within the kernel compile once.
+  std::vector<std::size_t> unique;
+  for (std::size_t i : misses) {
+    bool seen = false;
+    for (std::size_t u : unique) seen |= offloads[u].key == offloads[i].key;
+    if (!seen) unique.push_back(i);
+  }
+  // Group the misses into programs: one, unless there are enough to keep several
+  // compiler processes busy (each program pays the compiler's fixed cost once).
+  const std::size_t threads = p.device().traits().concurrent_compile
+                                  ? static_cast<std::size_t>(std::max(1, p.config().num_compile_threads))
+                                  : 1;
+  const std::size_t groups = unique.empty() ? 0 : std::max<std::size_t>(1, std::min(threads, unique.size() / 4));
+  std::vector<std::vector<std::size_t>> batches(groups);
+  for (std::size_t j = 0; j < unique.size(); ++j) batches[j % groups].push_back(unique[j]);
+  std::vector<std::string> sources(groups);
+  std::vector<cache::key> module_keys(groups);
+  for (std::size_t g = 0; g < groups; ++g) {
+    std::string body;
+    for (std::size_t i : batches[g]) body += offloads[i].body;
+    sources[g] = p.device().prelude() + body;
+    cache::key_builder kb = p.environment();
+    module_keys[g] = kb.add("module").add(sources[g]).finish();
+  }
+  if (p.config().print_ir && groups > 0) {
+    std::string all;
+    for (const auto& s : sources) all += s;
+    dump_debug_files(p, k, ".offloads.cpp", all);
+  }
+  std::vector<module_result> modules = compile_modules(p, sources, module_keys, what);
+  for (std::size_t g = 0; g < groups; ++g)
+    for (std::size_t i : batches[g]) {
+      offload& o = offloads[i];
+      o.module = modules[g].module;
+      o.compiled = modules[g].compiled;
+      if (!o.compiled) ++counts.loaded;
+      p.remember_module(o.key, o.module);
+      if (p.store())
+        p.store()->save(cache::entry_kind::offload, o.key,
+                        cache::encode(cache::offload_record{
+                            module_keys[g], task_record_of(lowered[i], o.entry, identity_params(lowered[i]))}));
+    }
+  for (std::size_t i : misses) {
+    offload& o = offloads[i];
+    if (!o.module) o.module = p.find_module(o.key);  // a duplicate of a compiled one
+    if (o.compiled) ++counts.compiled;
+  }
+  for (std::size_t t = 0; t < offloads.size(); ++t) {
+    v.tasks.push_back(launchable_task(*offloads[t].module, offloads[t].entry, lowered[t], t));
+    v.modules.push_back(offloads[t].module);
+  }
+}
+
+}  // namespace qd::detail

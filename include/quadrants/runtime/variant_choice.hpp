@@ -1,0 +1,32 @@
+// Deciding a kernel's variant: the policy (config and the device's traits), the
+// split analysis and its fallback, then building what was chosen. Internal.
+#pragma once
+
+#include <string>
+
+#include "quadrants/analysis/split.hpp"
+#include "quadrants/base/api.hpp"
+#include "quadrants/runtime/kernel_state.hpp"
+#include "quadrants/runtime/program.hpp"
+
+namespace qd::detail {
+
+// Whether the split may run at all (SPEC §4: "also whole-kernel, without a fallback
+// warning"); else `why` is the policy reason.
+QD_FUNC bool split_enabled_by_policy(const settings& s, const backend::device_traits& traits, fallback_reason& why);
+
+// The human-readable detail of a compile-time fallback; constructs count from 1.
+QD_FUNC std::string fallback_detail(const kernel_state& k, const analysis::split_decision& d);
+
+// The kernel compiled for `p`: decided, built and published on first use (under
+// the kernel's own mutex), then read without a lock.
+QD_FUNC compiled_kernel* prepare(kernel_state& k, program& p);
+
+// The whole-kernel variant of a split kernel, built on the first run-time fallback.
+QD_FUNC variant& whole_variant(kernel_state& k, program& p, compiled_kernel& c);
+
+}  // namespace qd::detail
+
+#ifdef QD_HEADER_ONLY
+#include "quadrants/runtime/variant_choice-inl.hpp"
+#endif

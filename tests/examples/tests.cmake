@@ -1,0 +1,5 @@
+# The demo as a user runs it: `make demo` twice, and QD_ARCH honoured.
+add_test(NAME examples/heat_diffusion
+         COMMAND ${CMAKE_COMMAND} -DDEMO=$<TARGET_FILE:heat_diffusion> -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/demo
+                 -P ${CMAKE_CURRENT_LIST_DIR}/demo_check.cmake)
+set_tests_properties(examples/heat_diffusion PROPERTIES TIMEOUT 600)
