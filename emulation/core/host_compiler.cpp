@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
@@ -25,6 +26,19 @@ std::string relative_log(std::string log, const std::string& dir) {
   for (std::size_t at = log.find(prefix); at != std::string::npos; at = log.find(prefix, at))
     log.erase(at, prefix.size());
   return log;
+}
+
+// QD_EMULATED_GPU_KEEP=<dir>: each program's files (source, preprocessed, glued, the
+// shared object) are kept in <dir>/<checksum of the binary>/, for a debugger or objdump.
+void keep(const scratch_dir& dir, const std::vector<unsigned char>& binary) {
+  const char* where = std::getenv("QD_EMULATED_GPU_KEEP");
+  if (!where || !*where) return;
+  char name[17];
+  std::snprintf(name, sizeof(name), "%016llx", static_cast<unsigned long long>(fnv1a(binary.data(), binary.size())));
+  std::error_code ec;
+  const std::filesystem::path to = std::filesystem::path(where) / name;
+  std::filesystem::create_directories(to, ec);
+  std::filesystem::copy(dir.path(), to, std::filesystem::copy_options::recursive | std::filesystem::copy_options::overwrite_existing, ec);
 }
 
 }  // namespace
@@ -94,6 +108,7 @@ host_compile_result compile_for_host(const host_compile& r) {
   }
   out.binary = make_blob(r.api, r.target, read_file(shared_object));
   out.ok = true;
+  keep(dir, out.binary);
   return out;
 }
 
