@@ -13,14 +13,19 @@ set(qd_emulated_cuda_skip "skipped on cuda")
 set(qd_emulated_amdgpu_skip "skipped on amdgpu")
 set(qd_emulated_gpus_skip "skipped on (cuda|amdgpu)")
 
-# qd_add_emulated_test(<api: cuda|amdgpu|gpus (both)> <name> <target> [ARGS ...] [ENV ...] [TIMEOUT s])
+# qd_add_emulated_test(<api: cuda|amdgpu|gpus (both)> <name> <target> [ARGS ...] [ENV ...] [TIMEOUT s]
+#                      [FAIL regex]): FAIL is what else in the output fails the test.
 function(qd_add_emulated_test api name target)
-  cmake_parse_arguments(ARG "" "TIMEOUT" "ARGS;ENV" ${ARGN})
+  cmake_parse_arguments(ARG "" "TIMEOUT;FAIL" "ARGS;ENV" ${ARGN})
   set(test emulated_${api}/${name})
   add_test(NAME ${test} COMMAND ${target} ${ARG_ARGS})
   set(env "XDG_CACHE_HOME=${CMAKE_CURRENT_BINARY_DIR}/cache/emulated_${api}_${name}" "QD_LOG_LEVEL=warn"
           ${qd_emulated_${api}_env} ${ARG_ENV})
-  set_tests_properties(${test} PROPERTIES ENVIRONMENT "${env}" FAIL_REGULAR_EXPRESSION "${qd_emulated_${api}_skip}"
+  set(fail "${qd_emulated_${api}_skip}")
+  if(ARG_FAIL)
+    set(fail "${fail}|${ARG_FAIL}")
+  endif()
+  set_tests_properties(${test} PROPERTIES ENVIRONMENT "${env}" FAIL_REGULAR_EXPRESSION "${fail}"
                                           LABELS emulated_gpu)
   if(ARG_TIMEOUT)
     set_tests_properties(${test} PROPERTIES TIMEOUT ${ARG_TIMEOUT})
@@ -37,6 +42,13 @@ foreach(api cuda amdgpu)
                        ENV "QD_FUZZ_GPU=${api}" "QD_EMULATED_GPU_THREADS=1" "QD_EMULATED_GPU_REAL_NVRTC=off"
                            "QD_EMULATED_GPU_REAL_HIPRTC=off")
 endforeach()
+
+# The demo on each GPU, as a user runs it (QD_ARCH honoured; a fallback to the CPU fails).
+if(TARGET heat_diffusion)
+  foreach(api cuda amdgpu)
+    qd_add_emulated_test(${api} heat_diffusion heat_diffusion ENV "QD_ARCH=${api}" FAIL "falling back|arch = cpu")
+  endforeach()
+endif()
 
 # The emulation itself: bad input as the drivers answer it, streams, barriers, traps.
 add_executable(backend_emulated_gpu_test ${CMAKE_CURRENT_SOURCE_DIR}/backend/emulated_gpu_test.cpp)
