@@ -78,6 +78,7 @@ bench: configure
 	$(BUILD_DIR)/bench/cache_bench
 	$(BUILD_DIR)/bench/gpu_compile_bench
 	$(BUILD_DIR)/bench/gpu_run_bench
+	BUILD_DIR=$(BUILD_DIR) scripts/with-emulated-gpu $(BUILD_DIR)/bench/emulated_gpu_bench
 
 clean:
 	rm -rf $(BUILD_DIR) $(SANITIZE_DIR) $(TSAN_DIR) $(LIBFUZZER_DIR)

@@ -1,7 +1,9 @@
 // On a CUDA GPU: generated code against the same kernels written by hand in CUDA
 // and compiled by NVRTC with the same options (saxpy, a 5-point stencil; target
 // <= 1.05x), and the host-side cost of one kernel call against a bare
-// cuLaunchKernel. Without a CUDA GPU it reports a skip and exits 0.
+// cuLaunchKernel. Without a CUDA GPU it reports a skip and exits 0. With --check
+// (the emulated GPUs in CI): small arrays, one round, and exit status 1 if the
+// generated and hand-written kernels' results differ.
 #include <quadrants/quadrants.hpp>
 
 #include <fmt/format.h>
@@ -86,7 +88,10 @@ double host_us(const std::function<void()>& launch, int calls) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int rounds = argc > 1 ? std::atoi(argv[1]) : 7;
+  const bool check = argc > 1 && std::string(argv[1]) == "--check";
+  const int rounds = check ? 1 : argc > 1 ? std::atoi(argv[1]) : 7;
+  const int calls = check ? 2 : 20;
+  bool all_same = true;
   qd::set_log_level(qd::log_level::warn);
   fs::path cache = fs::temp_directory_path() / fmt::format("qd-gpu-run-{}", ::getpid());
   try {
@@ -103,8 +108,10 @@ int main(int argc, char** argv) {
   options.fast_math = qd::current_settings().fast_math;
   std::string flags;
   for (const auto& f : cu::nvrtc_flags(options)) flags += f + " ";
-  fmt::print("Quadrants GPU run benchmark on sm_{} (NVRTC {}, options {}), medians of {} rounds\n", sm,
-             cu::nvrtc_version(), flags, rounds);
+  char device_name[256] = {};
+  QD_CUDA_CHECK(api.cuDeviceGetName(device_name, sizeof(device_name) - 1, 0));
+  fmt::print("Quadrants GPU run benchmark on {}, sm_{} (NVRTC {}, options {}), medians of {} rounds{}\n", device_name,
+             sm, cu::nvrtc_version(), flags, rounds, check ? " (--check: small arrays)" : "");
 
   hand_module hand;
   auto cubin = cu::compile_cubin(hand_written, options, "hand-written kernels");
@@ -118,7 +125,7 @@ int main(int argc, char** argv) {
     auto saxpy = qd::kernel("saxpy", [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y, qd::f32 a) {
       qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = a * x[i] + y[i]; });
     });
-    const std::int64_t n = std::int64_t{1} << 26;
+    const std::int64_t n = std::int64_t{1} << (check ? 20 : 26);
     qd::ndarray<float, 1> x(n), y(n), y2(n);
     std::vector<float> hx(static_cast<std::size_t>(n)), hy(static_cast<std::size_t>(n));
     for (std::int64_t i = 0; i < n; ++i) hx[static_cast<std::size_t>(i)] = static_cast<float>(i % 1000) * 0.001f, hy[static_cast<std::size_t>(i)] = 1.0f;
@@ -135,15 +142,16 @@ int main(int argc, char** argv) {
     auto run_qd = [&] { saxpy(x, y, a); };
     run_qd(), run_hand();  // compile, load, warm up; both now hold x * a + 1
     bool same = y.to_host() == y2.to_host();
+    all_same = all_same && same;
     std::vector<double> tq, th;
     for (int r = 0; r < rounds; ++r) {
-      tq.push_back(device_ms(run_qd, 20));
-      th.push_back(device_ms(run_hand, 20));
+      tq.push_back(device_ms(run_qd, calls));
+      th.push_back(device_ms(run_hand, calls));
     }
     const double gb = 3.0 * static_cast<double>(n) * 4 / 1e9;
-    fmt::print("  saxpy, 2^26 floats: generated {:.3f} ms ({:.0f} GB/s), hand-written {:.3f} ms ({:.0f} GB/s): "
+    fmt::print("  saxpy, 2^{} floats: generated {:.3f} ms ({:.0f} GB/s), hand-written {:.3f} ms ({:.0f} GB/s): "
                "{:.3f}x (target <= 1.05); results identical: {}\n",
-               median(tq), gb / median(tq) * 1e3, median(th), gb / median(th) * 1e3, median(tq) / median(th),
+               check ? 20 : 26, median(tq), gb / median(tq) * 1e3, median(th), gb / median(th) * 1e3, median(tq) / median(th),
                same ? "yes" : "NO");
   }
 
@@ -155,7 +163,7 @@ int main(int argc, char** argv) {
                             0.125f * (in(i, j + 1) + in(i + 2, j + 1) + in(i + 1, j) + in(i + 1, j + 2));
       });
     });
-    const int h = 8192, w = 8192;
+    const int h = check ? 1024 : 8192, w = h;
     qd::ndarray<float, 2> in({h, w}), out({h, w}), out2({h, w});
     std::vector<float> hin(static_cast<std::size_t>(h) * w);
     for (std::size_t i = 0; i < hin.size(); ++i) hin[i] = static_cast<float>((i * 7) % 101) * 0.01f;
@@ -171,14 +179,15 @@ int main(int argc, char** argv) {
     auto run_qd = [&] { stencil(in, out); };
     run_qd(), run_hand();
     bool same = out.to_host() == out2.to_host();
+    all_same = all_same && same;
     std::vector<double> tq, th;
     for (int r = 0; r < rounds; ++r) {
-      tq.push_back(device_ms(run_qd, 20));
-      th.push_back(device_ms(run_hand, 20));
+      tq.push_back(device_ms(run_qd, calls));
+      th.push_back(device_ms(run_hand, calls));
     }
-    fmt::print("  5-point stencil, 8192^2 floats: generated {:.3f} ms, hand-written {:.3f} ms: {:.3f}x (target <= "
+    fmt::print("  5-point stencil, {}^2 floats: generated {:.3f} ms, hand-written {:.3f} ms: {:.3f}x (target <= "
                "1.05); results identical: {}\n",
-               median(tq), median(th), median(tq) / median(th), same ? "yes" : "NO");
+               h, median(tq), median(th), median(tq) / median(th), same ? "yes" : "NO");
   }
 
   // Host-side cost of one call: a serial one-thread kernel, against a bare launch.
@@ -189,11 +198,12 @@ int main(int argc, char** argv) {
     auto xp = reinterpret_cast<cu::CUdeviceptr>(x.storage().data());
     void* args[] = {&xp};
     std::vector<double> tq, th;
+    const int tiny_calls = check ? 10 : 200;
     for (int r = 0; r < rounds * 3; ++r) {
-      tq.push_back(host_us([&] { tiny(x); }, 200));
+      tq.push_back(host_us([&] { tiny(x); }, tiny_calls));
       th.push_back(host_us([&] {
         QD_CUDA_CHECK(api.cuLaunchKernel(hand.tiny, 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr));
-      }, 200));
+      }, tiny_calls));
     }
     fmt::print("  launch overhead (host time per call): qd kernel {:.2f} us, bare cuLaunchKernel {:.2f} us "
                "({:+.2f} us per call)\n",
@@ -202,5 +212,5 @@ int main(int argc, char** argv) {
   QD_CUDA_CHECK(api.cuModuleUnload(hand.module));
   qd::reset();
   fs::remove_all(cache);
-  return 0;
+  return all_same ? 0 : 1;
 }

@@ -107,6 +107,7 @@ inline outcome run(const fuzz_case& c, qd::arch arch, variant v, int opt_level =
             .per_offload = v == variant::whole ? qd::per_offload_mode::off : qd::per_offload_mode::on,
             .log_level = qd::log_level::error,
             .opt_level = opt_level,
+            .enable_fallback = false,
             .random_seed = c.random_seed});
   outcome out;
   auto state = qd::detail::make_kernel_state(c.name, {}, c.fn.params,
@@ -262,6 +263,8 @@ enum class finding {
   source_differs,         // reference: the whole kernel differs from the kernel run as written
   cpu_whole_differs,      // the CPU's whole kernel differs from the reference's
   cpu_split_differs,      // the CPU's split was used and differs from the reference's whole kernel
+  gpu_whole_differs,      // a GPU's whole kernel differs from the reference's
+  gpu_split_differs,      // a GPU's split differs from the reference's whole kernel
 };
 
 inline const char* name(finding f) {
@@ -272,6 +275,8 @@ inline const char* name(finding f) {
     case finding::source_differs: return "whole kernel differs from the kernel as written (reference)";
     case finding::cpu_whole_differs: return "CPU whole kernel differs from the reference";
     case finding::cpu_split_differs: return "CPU split differs from the reference's whole kernel";
+    case finding::gpu_whole_differs: return "GPU whole kernel differs from the reference";
+    case finding::gpu_split_differs: return "GPU split differs from the reference's whole kernel";
   }
   return "?";
 }
@@ -285,6 +290,7 @@ struct case_report {
   std::optional<bool> unchecked_equal;  // for a compile-time fallback: the unchecked split gave equal results
   bool source_checked = false;
   bool cpu = false;
+  bool gpu = false;
 };
 
 struct check_options {
@@ -292,11 +298,30 @@ struct check_options {
   bool unchecked = true;   // run the unchecked split of kernels that fell back
   bool source = true;      // compare with the kernel as written where comparable
   int opt_level = 2;       // of the CPU runs: callers cycle it so that every level is fuzzed
+  std::optional<qd::arch> gpu;  // also run on this GPU, whole and split (see gpu_comparable)
 };
+
+// Whether a GPU must give the reference's results bit for bit: when its blocks run in
+// order, one thread after another (the emulated GPUs with QD_EMULATED_GPU_THREADS=1),
+// iterations run in the reference's order, except that a float reduction into a
+// top-level variable adds per-thread partial sums to the variable one by one, where the
+// reference adds one partial sum: (v + a) + b against v + (a + b).
+inline bool gpu_comparable(const fuzz_case& c) {
+  const auto& fn = c.fn;
+  for (std::size_t i = 0; i < fn.nodes.size(); ++i) {
+    const auto& n = fn.nodes[i];
+    const auto op = static_cast<qd::ir::atomic_op>(n.sub);
+    if (n.code == qd::ir::op::local_atomic && qd::is_float(n.type) && fn.is_top_level(n.a) &&
+        !fn.is_top_level(static_cast<qd::ir::id>(i)) && (op == qd::ir::atomic_op::add || op == qd::ir::atomic_op::sub))
+      return false;
+  }
+  return true;
+}
 
 inline case_report check(const fuzz_case& c, const check_options& o) {
   case_report r;
   r.cpu = o.cpu;
+  r.gpu = o.gpu.has_value();
   auto found = [&](finding f, std::string detail) {
     if (r.what == finding::none) {
       r.what = f;
@@ -338,7 +363,19 @@ inline case_report check(const fuzz_case& c, const check_options& o) {
     const outcome cpu_split = run(c, qd::arch::cpu, variant::split, o.opt_level);
     if (!same(c, cpu_split, whole, &why)) found(finding::cpu_split_differs, why + at);
   }
+  if (o.gpu) {
+    const outcome gpu_whole = run(c, *o.gpu, variant::whole);
+    if (!same(c, gpu_whole, whole, &why)) found(finding::gpu_whole_differs, why);
+    const outcome gpu_split = run(c, *o.gpu, variant::split);
+    if (!same(c, gpu_split, whole, &why)) found(finding::gpu_split_differs, why);
+  }
   return r;
+}
+
+// The GPU that GPU findings are re-checked on while shrinking (set by the GPU batch).
+inline std::optional<qd::arch>& gpu_under_test() {
+  static std::optional<qd::arch> arch;
+  return arch;
 }
 
 // Whether `candidate` still shows `f` (used while shrinking).
@@ -346,6 +383,7 @@ inline bool still_shows(const fuzz_case& candidate, finding f, int opt_level = 2
   check_options o;
   o.opt_level = opt_level;
   o.cpu = f == finding::cpu_whole_differs || f == finding::cpu_split_differs;
+  if (f == finding::gpu_whole_differs || f == finding::gpu_split_differs) o.gpu = gpu_under_test();
   o.unchecked = false;
   o.source = f == finding::source_differs;
   try {
@@ -358,7 +396,7 @@ inline bool still_shows(const fuzz_case& candidate, finding f, int opt_level = 2
 // --- figures ------------------------------------------------------------------------------
 
 struct figures {
-  long kernels = 0, cpu_kernels = 0, source_checked = 0;
+  long kernels = 0, cpu_kernels = 0, gpu_kernels = 0, source_checked = 0;
   long split_ran = 0, runtime_fallbacks = 0, compile_time_fallbacks = 0;
   long unnecessary = 0, unchecked_failed = 0;
   std::map<std::string, long> fallbacks_by_reason, unnecessary_by_reason;
@@ -368,6 +406,7 @@ struct figures {
   void add(const fuzz_case& c, const case_report& r) {
     ++kernels;
     cpu_kernels += r.cpu;
+    gpu_kernels += r.gpu;
     source_checked += r.source_checked;
     aliased_calls += c.aliased();
     if (r.what != finding::none) ++findings[name(r.what)];
@@ -398,7 +437,8 @@ struct figures {
     };
     std::ostringstream s;
     s << "kernels: " << kernels << " (reference: whole, split, unchecked split where it fell back; CPU too: "
-      << cpu_kernels << "; compared with the kernel as written: " << source_checked << ")\n";
+      << cpu_kernels << "; a GPU too: " << gpu_kernels << "; compared with the kernel as written: " << source_checked
+      << ")\n";
     s << "split used: " << split_ran << " (" << pct(split_ran, kernels) << "); run-time fallbacks (aliased calls): "
       << runtime_fallbacks << " of " << aliased_calls << " aliased calls\n";
     s << "compile-time fallbacks: " << compile_time_fallbacks << " (" << pct(compile_time_fallbacks, kernels) << ")";

@@ -3,6 +3,7 @@
 // what it finds, and prints its figures as it goes and at the end.
 //
 //   qd_fuzz [--seed S] [--kernels N] [--seconds T] [--cpu-every K] [--save DIR] [--replay FILE]
+//           [--gpu cuda|amdgpu]   (each comparable kernel on that GPU too; see gpu_comparable)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -28,12 +30,13 @@ struct options {
   std::string replay;   // check one .qdfuzz file and exit
   int shrink_budget = 400;
   int explain = 0;      // shrink and print this many unnecessary fallbacks, then stop
+  std::optional<qd::arch> gpu;  // also run on this GPU, whole and split
 };
 
 [[noreturn]] void usage() {
   std::fprintf(stderr,
                "usage: qd_fuzz [--seed S] [--kernels N] [--seconds T] [--cpu-every K] [--save DIR] [--replay FILE]\n"
-               "               [--shrink-budget N] [--explain-fallbacks N]\n");
+               "               [--shrink-budget N] [--explain-fallbacks N] [--gpu cuda|amdgpu]\n");
   std::exit(2);
 }
 
@@ -54,6 +57,12 @@ options parse(int argc, char** argv) {
     else if (a == "--replay") o.replay = value();
     else if (a == "--shrink-budget") o.shrink_budget = std::stoi(value());
     else if (a == "--explain-fallbacks") o.explain = std::stoi(value());
+    else if (a == "--gpu") {
+      const std::string g = value();
+      if (g != "cuda" && g != "amdgpu") usage();
+      o.gpu = g == "cuda" ? qd::arch::cuda : qd::arch::amdgpu;
+      qd_fuzz::gpu_under_test() = o.gpu;
+    }
     else usage();
   }
   return o;
@@ -97,6 +106,7 @@ int main(int argc, char** argv) {
     qd_fuzz::check_options co;
     co.cpu = o.cpu_every > 0 && k % o.cpu_every == 0;
     co.opt_level = o.cpu_every > 0 ? static_cast<int>((k / o.cpu_every) % 4) : 2;  // each CPU case at the next level
+    if (o.gpu && qd_fuzz::gpu_comparable(c)) co.gpu = o.gpu;
     qd_fuzz::case_report r;
     try {
       r = qd_fuzz::check(c, co);

@@ -28,3 +28,9 @@ if(QD_LIBFUZZER)
   set_tests_properties(fuzz/cache_entry_libfuzzer PROPERTIES FIXTURES_REQUIRED cache_entry_corpus
                        TIMEOUT 900 LABELS libfuzzer)
 endif()
+
+# The GPU batch: registered only under the emulated GPUs (tests/emulated_gpus.cmake),
+# whose blocks can run in order; on a real GPU, math functions differ by ulps.
+add_executable(fuzz_gpu_batch_test ${CMAKE_CURRENT_LIST_DIR}/gpu_batch_test.cpp)
+target_link_libraries(fuzz_gpu_batch_test PRIVATE quadrants::quadrants qd_doctest_main fmt::fmt)
+target_include_directories(fuzz_gpu_batch_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})

@@ -1,0 +1,242 @@
+#include "core/gpu.hpp"
+
+#include <cstdint>
+#include <cstring>
+
+namespace qd::emulation {
+
+emulated_gpu::emulated_gpu(gpu_api api, std::size_t memory_bytes, bool (*accepts)(const std::string&))
+    : api_(api), accepts_(accepts), memory_(memory_bytes) {}
+
+void emulated_gpu::reset() {
+  streams_.synchronize_all();
+  for (const auto& s : stream_handles_.remove_if([](const stream_record&) { return true; })) streams_.forget(s->queue);
+  events_.remove_if([](const event_record&) { return true; });
+  std::lock_guard lock(mutex_);
+  functions_.remove_if([](const function_record&) { return true; });
+  modules_.remove_if([](const module_record&) { return true; });
+  memory_.release_all();
+  sticky_ = gpu_status::ok;
+}
+
+gpu_status emulated_gpu::allocate(std::size_t bytes, void** out) {
+  if (out == nullptr || bytes == 0) return gpu_status::invalid_value;
+  *out = memory_.allocate(bytes);
+  return *out ? gpu_status::ok : gpu_status::out_of_memory;
+}
+
+gpu_status emulated_gpu::release(void* p) {
+  if (!memory_.is_device_pointer(p)) return gpu_status::invalid_value;
+  streams_.synchronize_all();  // work queued on it finishes first, as a driver's free waits
+  return memory_.release(p) ? gpu_status::ok : gpu_status::invalid_value;
+}
+
+bool emulated_gpu::lookup_stream(void* handle, std::shared_ptr<stream>& out) const {
+  out = nullptr;
+  if (handle == nullptr) return true;
+  auto r = stream_handles_.find(handle);
+  if (!r) return false;
+  out = r->queue;
+  return true;
+}
+
+gpu_status emulated_gpu::copy(void* dst, const void* src, std::size_t bytes, bool dst_device, bool src_device,
+                              void* stream_handle, bool async) {
+  std::shared_ptr<stream> s;
+  if (!lookup_stream(stream_handle, s)) return gpu_status::invalid_handle;
+  if (bytes == 0) return gpu_status::ok;
+  if (dst == nullptr || src == nullptr) return gpu_status::invalid_value;
+  if ((dst_device && !memory_.contains(dst, bytes)) || (src_device && !memory_.contains(src, bytes)))
+    return gpu_status::invalid_value;
+  streams_.submit(async ? s : nullptr, [dst, src, bytes] { std::memmove(dst, src, bytes); });
+  return gpu_status::ok;
+}
+
+gpu_status emulated_gpu::fill(void* dst, unsigned value, std::size_t count, std::size_t width, void* stream_handle,
+                              bool async) {
+  std::shared_ptr<stream> s;
+  if (!lookup_stream(stream_handle, s)) return gpu_status::invalid_handle;
+  if (count == 0) return gpu_status::ok;
+  if (reinterpret_cast<std::uintptr_t>(dst) % width != 0 || count > SIZE_MAX / width ||
+      !memory_.contains(dst, count * width))
+    return gpu_status::invalid_value;
+  streams_.submit(async ? s : nullptr, [dst, value, count, width] {
+    if (width == 1) {
+      std::memset(dst, static_cast<int>(value & 0xffu), count);
+    } else {
+      auto* words = static_cast<std::uint32_t*>(dst);
+      for (std::size_t i = 0; i < count; ++i) words[i] = value;
+    }
+  });
+  return gpu_status::ok;
+}
+
+gpu_status emulated_gpu::load_module(const void* image, void** out) {
+  if (out == nullptr || image == nullptr) return gpu_status::invalid_value;
+  blob_view blob;
+  if (read_blob(image, blob) != blob_status::ok || blob.api != api_) return gpu_status::invalid_image;
+  if (!accepts_(blob.target)) return gpu_status::no_binary;
+  std::string error;
+  auto program = loaded_program::load(blob, error);
+  if (!program) return gpu_status::invalid_image;
+  auto m = std::make_shared<module_record>();
+  m->program = std::move(program);
+  *out = modules_.add<void*>(std::move(m));
+  return gpu_status::ok;
+}
+
+gpu_status emulated_gpu::unload_module(void* handle) {
+  std::lock_guard lock(mutex_);
+  auto m = modules_.remove(handle);
+  if (!m) return gpu_status::invalid_handle;
+  const module_record* raw = m.get();
+  functions_.remove_if([raw](const function_record& f) { return f.module == raw; });
+  return gpu_status::ok;  // launches in flight keep the code loaded until they end
+}
+
+gpu_status emulated_gpu::get_function(void* module_handle, const char* name, void** out) {
+  if (out == nullptr || name == nullptr) return gpu_status::invalid_value;
+  std::lock_guard lock(mutex_);
+  auto m = modules_.find(module_handle);
+  if (!m) return gpu_status::invalid_handle;
+  if (auto it = m->functions.find(name); it != m->functions.end()) {
+    *out = it->second;
+    return gpu_status::ok;
+  }
+  const loaded_kernel* k = m->program->find(name);
+  if (!k) return gpu_status::not_found;
+  auto f = std::make_shared<function_record>();
+  f->program = m->program;
+  f->kernel = k;
+  f->module = m.get();
+  *out = functions_.add<void*>(std::move(f));
+  m->functions.emplace(name, *out);
+  return gpu_status::ok;
+}
+
+gpu_status emulated_gpu::launch(const function_record& f, qd_emu_dim grid, qd_emu_dim block, void** kernel_params,
+                                const void* buffer, std::size_t buffer_size, void* stream_handle) {
+  std::shared_ptr<stream> s;
+  if (!lookup_stream(stream_handle, s)) return gpu_status::invalid_handle;
+  const qd_emu_entry& entry = *f.kernel->entry;
+  if (entry.param_count > 0 && kernel_params == nullptr && buffer == nullptr) return gpu_status::invalid_value;
+  auto l = std::make_shared<kernel_launch>();
+  l->program = f.program;
+  l->entry = &entry;
+  l->grid = grid;
+  l->block = block;
+  if (!capture_parameters(entry, kernel_params, buffer, buffer_size, *l)) return gpu_status::parameter_buffer_too_small;
+  streams_.submit(s, [this, l] {
+    const launch_outcome o = run_kernel(*l);
+    if (o.trap_code == 0) return;
+    const gpu_status failed = o.trap_code == 2   ? gpu_status::kernel_assert
+                              : o.trap_code == 3 ? gpu_status::kernel_no_fiber
+                                                 : gpu_status::kernel_trap;
+    gpu_status expected = gpu_status::ok;
+    sticky_.compare_exchange_strong(expected, failed);
+  });
+  return s ? gpu_status::ok : sticky_.load();  // the default stream ran it already
+}
+
+gpu_status emulated_gpu::create_stream(bool blocking, void** out) {
+  if (out == nullptr) return gpu_status::invalid_value;
+  auto rec = std::make_shared<stream_record>();
+  rec->queue = streams_.create(blocking);
+  *out = stream_handles_.add<void*>(std::move(rec));
+  return gpu_status::ok;
+}
+
+gpu_status emulated_gpu::destroy_stream(void* handle) {
+  auto rec = stream_handles_.remove(handle);
+  if (!rec) return gpu_status::invalid_handle;
+  rec->queue->synchronize();
+  streams_.forget(rec->queue);
+  return gpu_status::ok;
+}
+
+gpu_status emulated_gpu::synchronize_stream(void* handle) {
+  std::shared_ptr<stream> s;
+  if (!lookup_stream(handle, s)) return gpu_status::invalid_handle;
+  if (s) {
+    s->synchronize();
+  } else {
+    streams_.run_on_null([] {});
+  }
+  return sticky_.load();
+}
+
+gpu_status emulated_gpu::query_stream(void* handle) {
+  std::shared_ptr<stream> s;
+  if (!lookup_stream(handle, s)) return gpu_status::invalid_handle;
+  return !s || s->idle() ? gpu_status::ok : gpu_status::not_ready;
+}
+
+gpu_status emulated_gpu::host_function(void* stream_handle, void (*fn)(void*), void* data) {
+  if (fn == nullptr) return gpu_status::invalid_value;
+  std::shared_ptr<stream> s;
+  if (!lookup_stream(stream_handle, s)) return gpu_status::invalid_handle;
+  streams_.submit(s, [fn, data] { fn(data); });
+  return gpu_status::ok;
+}
+
+void emulated_gpu::synchronize() { streams_.synchronize_all(); }
+
+gpu_status emulated_gpu::create_event(bool timing, void** out) {
+  if (out == nullptr) return gpu_status::invalid_value;
+  auto rec = std::make_shared<event_record>();
+  rec->marks = std::make_shared<event>();
+  rec->timing = timing;
+  *out = events_.add<void*>(std::move(rec));
+  return gpu_status::ok;
+}
+
+gpu_status emulated_gpu::destroy_event(void* handle) {
+  return events_.remove(handle) ? gpu_status::ok : gpu_status::invalid_handle;
+}
+
+gpu_status emulated_gpu::record_event(void* handle, void* stream_handle) {
+  auto rec = events_.find(handle);
+  if (!rec) return gpu_status::invalid_handle;
+  std::shared_ptr<stream> s;
+  if (!lookup_stream(stream_handle, s)) return gpu_status::invalid_handle;
+  auto e = rec->marks;
+  const std::uint64_t mark = e->record();
+  streams_.submit(s, [e, mark] { e->complete(mark); });
+  return gpu_status::ok;
+}
+
+gpu_status emulated_gpu::query_event(void* handle) {
+  auto rec = events_.find(handle);
+  if (!rec) return gpu_status::invalid_handle;
+  return rec->marks->done() ? gpu_status::ok : gpu_status::not_ready;
+}
+
+gpu_status emulated_gpu::synchronize_event(void* handle) {
+  auto rec = events_.find(handle);
+  if (!rec) return gpu_status::invalid_handle;
+  rec->marks->wait();
+  return sticky_.load();
+}
+
+gpu_status emulated_gpu::wait_event(void* stream_handle, void* event_handle) {
+  auto rec = events_.find(event_handle);
+  if (!rec) return gpu_status::invalid_handle;
+  std::shared_ptr<stream> s;
+  if (!lookup_stream(stream_handle, s)) return gpu_status::invalid_handle;
+  auto e = rec->marks;
+  const std::uint64_t mark = e->latest();
+  streams_.submit(s, [e, mark] { e->wait(mark); });
+  return gpu_status::ok;
+}
+
+gpu_status emulated_gpu::elapsed_ms(void* start, void* end, float* ms) {
+  if (ms == nullptr) return gpu_status::invalid_value;
+  auto a = events_.find(start), b = events_.find(end);
+  if (!a || !b || !a->timing || !b->timing || !a->marks->recorded() || !b->marks->recorded())
+    return gpu_status::invalid_handle;
+  if (!a->marks->done() || !b->marks->done()) return gpu_status::not_ready;
+  *ms = std::chrono::duration<float, std::milli>(b->marks->time() - a->marks->time()).count();
+  return gpu_status::ok;
+}
+
+}  // namespace qd::emulation

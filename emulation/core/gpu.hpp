@@ -1,0 +1,115 @@
+// One emulated GPU as both driver APIs see it: device memory, loaded modules and
+// their functions, streams and events, launches, and the sticky error a failed kernel
+// leaves. The CUDA and HIP files check their API's arguments, translate statuses into
+// their result codes, and describe the device; everything else is here.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "core/blob.hpp"
+#include "core/device_memory.hpp"
+#include "core/executor.hpp"
+#include "core/handles.hpp"
+#include "core/loaded_program.hpp"
+#include "core/streams.hpp"
+
+namespace qd::emulation {
+
+enum class gpu_status {
+  ok,
+  invalid_value,
+  out_of_memory,
+  invalid_handle,
+  not_found,
+  invalid_image,  // not an emulated binary of this API, or corrupt
+  no_binary,      // an emulated binary for another target
+  not_ready,
+  parameter_buffer_too_small,
+  kernel_trap,      // __trap
+  kernel_assert,    // a failed device assert
+  kernel_no_fiber,  // __syncthreads in a kernel built without fibers (an emulation bug)
+};
+
+struct module_record {
+  std::shared_ptr<const loaded_program> program;
+  std::map<std::string, void*> functions;  // one handle per name, as drivers give
+};
+struct function_record {
+  std::shared_ptr<const loaded_program> program;
+  const loaded_kernel* kernel = nullptr;
+  const module_record* module = nullptr;
+};
+struct stream_record {
+  std::shared_ptr<stream> queue;
+};
+struct event_record {
+  std::shared_ptr<event> marks;
+  bool timing = true;
+};
+
+class emulated_gpu {
+ public:
+  // `accepts` says whether a binary compiled for a target runs on this device.
+  emulated_gpu(gpu_api api, std::size_t memory_bytes, bool (*accepts)(const std::string& target));
+  emulated_gpu(const emulated_gpu&) = delete;
+  emulated_gpu& operator=(const emulated_gpu&) = delete;
+
+  // The status of the first kernel that failed since the last reset (ok if none).
+  gpu_status sticky() const { return sticky_.load(); }
+  // Releases everything (a context's end, hipDeviceReset); handles become invalid.
+  void reset();
+
+  device_memory& memory() { return memory_; }
+  gpu_status allocate(std::size_t bytes, void** out);
+  gpu_status release(void* p);
+  // Copies or fills on a stream (null: the default stream); `*_device` says which side
+  // must lie inside one allocation. Synchronous unless `async` and a stream is given.
+  gpu_status copy(void* dst, const void* src, std::size_t bytes, bool dst_device, bool src_device, void* stream_handle,
+                  bool async);
+  gpu_status fill(void* dst, unsigned value, std::size_t count, std::size_t width, void* stream_handle, bool async);
+
+  gpu_status load_module(const void* image, void** out);
+  gpu_status unload_module(void* handle);
+  gpu_status get_function(void* module_handle, const char* name, void** out);
+  std::shared_ptr<function_record> function(void* handle) const { return functions_.find(handle); }
+
+  // A launch whose dimensions the API layer checked; parameters from kernel_params or a packed buffer.
+  gpu_status launch(const function_record& f, qd_emu_dim grid, qd_emu_dim block, void** kernel_params,
+                    const void* buffer, std::size_t buffer_size, void* stream_handle);
+
+  gpu_status create_stream(bool blocking, void** out);
+  gpu_status destroy_stream(void* handle);
+  gpu_status synchronize_stream(void* handle);
+  gpu_status query_stream(void* handle);
+  gpu_status host_function(void* stream_handle, void (*fn)(void*), void* data);
+  void synchronize();
+
+  gpu_status create_event(bool timing, void** out);
+  gpu_status destroy_event(void* handle);
+  gpu_status record_event(void* handle, void* stream_handle);
+  gpu_status query_event(void* handle);
+  gpu_status synchronize_event(void* handle);
+  gpu_status wait_event(void* stream_handle, void* event_handle);
+  gpu_status elapsed_ms(void* start, void* end, float* ms);
+
+ private:
+  bool lookup_stream(void* handle, std::shared_ptr<stream>& out) const;
+
+  const gpu_api api_;
+  bool (*const accepts_)(const std::string&);
+  std::atomic<gpu_status> sticky_{gpu_status::ok};
+  std::mutex mutex_;  // module/function bookkeeping
+  device_memory memory_;
+  stream_set streams_;
+  handle_table<module_record> modules_{handle_kind::module};
+  handle_table<function_record> functions_{handle_kind::function};
+  handle_table<stream_record> stream_handles_{handle_kind::stream};
+  handle_table<event_record> events_{handle_kind::event};
+};
+
+}  // namespace qd::emulation

@@ -1,0 +1,575 @@
+// The emulated CUDA driver (libqd_emulated_cuda.so): the driver API calls Quadrants
+// makes, and the neighbours a program around them needs (streams, events, async
+// copies), answered for one emulated H200 whose memory is host memory and whose
+// kernels are the emulated NVRTC's shared objects. Arguments are checked as the
+// driver checks them, with the driver's result codes.
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "core/gpu.hpp"
+#include "core/real_library.hpp"
+
+#define QD_EMU_EXPORT extern "C" __attribute__((visibility("default")))
+
+QD_EMULATED_GPU_LIBRARY_MARKER
+
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = struct CUctx_st*;
+using CUmodule = struct CUmod_st*;
+using CUfunction = struct CUfunc_st*;
+using CUstream = struct CUstream_st*;
+using CUevent = struct CUevent_st*;
+using CUhostFn = void (*)(void*);
+
+namespace {
+
+namespace emu = qd::emulation;
+
+// --- result codes (cuda.h) ---------------------------------------------------------------
+
+enum : CUresult {
+  cuda_success = 0,
+  cuda_invalid_value = 1,
+  cuda_out_of_memory = 2,
+  cuda_not_initialized = 3,
+  cuda_invalid_device = 101,
+  cuda_invalid_image = 200,
+  cuda_invalid_context = 201,
+  cuda_no_binary_for_gpu = 209,
+  cuda_invalid_handle = 400,
+  cuda_not_found = 500,
+  cuda_not_ready = 600,
+  cuda_launch_out_of_resources = 701,
+  cuda_assert = 710,
+  cuda_illegal_instruction = 715,
+  cuda_launch_failed = 719,
+  cuda_not_supported = 801,
+  cuda_unknown = 999,
+};
+
+struct result_text {
+  CUresult code;
+  const char* name;
+  const char* text;
+};
+const result_text results[] = {
+    {0, "CUDA_SUCCESS", "no error"},
+    {1, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {2, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {3, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {4, "CUDA_ERROR_DEINITIALIZED", "driver shutting down"},
+    {100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {101, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {200, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
+    {201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {209, "CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device"},
+    {400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {600, "CUDA_ERROR_NOT_READY", "device not ready"},
+    {700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
+    {701, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
+    {710, "CUDA_ERROR_ASSERT", "device-side assert triggered"},
+    {715, "CUDA_ERROR_ILLEGAL_INSTRUCTION", "an illegal instruction was encountered"},
+    {719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
+    {801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+    {999, "CUDA_ERROR_UNKNOWN", "unknown error"},
+};
+
+// --- the emulated device: an H200 ----------------------------------------------------------
+
+constexpr const char* device_name = "Quadrants emulated NVIDIA H200 (sm_90)";
+constexpr int sm_major = 9, sm_minor = 0;
+constexpr int multiprocessors = 132;
+constexpr int max_threads_per_block = 1024;
+constexpr std::size_t total_memory = std::size_t{141} << 30;
+constexpr int shared_memory_per_block = 48 << 10;
+
+bool attribute(int which, int& value) {
+  switch (which) {
+    case 1: value = max_threads_per_block; return true;  // MAX_THREADS_PER_BLOCK
+    case 2: value = 1024; return true;                   // MAX_BLOCK_DIM_X
+    case 3: value = 1024; return true;
+    case 4: value = 64; return true;
+    case 5: value = 2147483647; return true;  // MAX_GRID_DIM_X
+    case 6: value = 65535; return true;
+    case 7: value = 65535; return true;
+    case 8: value = shared_memory_per_block; return true;
+    case 9: value = 65536; return true;   // TOTAL_CONSTANT_MEMORY
+    case 10: value = 32; return true;     // WARP_SIZE
+    case 11: value = 2147483647; return true;  // MAX_PITCH
+    case 12: value = 65536; return true;  // MAX_REGISTERS_PER_BLOCK
+    case 13: value = 1980000; return true;  // CLOCK_RATE (kHz)
+    case 14: value = 512; return true;    // TEXTURE_ALIGNMENT
+    case 16: value = multiprocessors; return true;
+    case 17: value = 0; return true;  // KERNEL_EXEC_TIMEOUT
+    case 18: value = 0; return true;  // INTEGRATED
+    case 19: value = 1; return true;  // CAN_MAP_HOST_MEMORY
+    case 20: value = 0; return true;  // COMPUTE_MODE: default
+    case 31: value = 1; return true;  // CONCURRENT_KERNELS
+    case 32: value = 1; return true;  // ECC_ENABLED
+    case 33: value = 0; return true;  // PCI_BUS_ID
+    case 34: value = 0; return true;  // PCI_DEVICE_ID
+    case 35: value = 0; return true;  // TCC_DRIVER
+    case 36: value = 2619000; return true;  // MEMORY_CLOCK_RATE (kHz)
+    case 37: value = 6144; return true;     // GLOBAL_MEMORY_BUS_WIDTH
+    case 38: value = 60 << 20; return true;  // L2_CACHE_SIZE
+    case 39: value = 2048; return true;      // MAX_THREADS_PER_MULTIPROCESSOR
+    case 40: value = 3; return true;         // ASYNC_ENGINE_COUNT
+    case 41: value = 1; return true;         // UNIFIED_ADDRESSING
+    case 75: value = sm_major; return true;
+    case 76: value = sm_minor; return true;
+    case 81: value = 233472; return true;  // MAX_SHARED_MEMORY_PER_MULTIPROCESSOR
+    case 82: value = 65536; return true;   // MAX_REGISTERS_PER_MULTIPROCESSOR
+    case 83: value = 1; return true;       // MANAGED_MEMORY
+    case 95: value = 1; return true;       // COOPERATIVE_LAUNCH
+    case 97: value = 232448; return true;  // MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+    case 106: value = 32; return true;     // MAX_BLOCKS_PER_MULTIPROCESSOR
+    default: return false;
+  }
+}
+
+// A CUBIN runs on its own major architecture at its minor version or later; PTX
+// (compute_XY) is compiled for any device at least that new.
+bool runs_here(const std::string& target) {
+  const bool cubin = target.rfind("sm_", 0) == 0, ptx = target.rfind("compute_", 0) == 0;
+  if (!cubin && !ptx) return false;
+  const int arch = std::atoi(target.c_str() + (cubin ? 3 : 8));
+  return cubin ? arch / 10 == sm_major && arch % 10 <= sm_minor : arch <= sm_major * 10 + sm_minor;
+}
+
+// The primary context of device 0: what it holds goes when its last reference does.
+struct driver_state {
+  std::atomic<bool> initialized{false};
+  std::mutex mutex;  // the context's references
+  int references = 0;
+  std::atomic<bool> alive{false};
+  emu::emulated_gpu gpu{emu::gpu_api::cuda, total_memory, &runs_here};
+};
+
+driver_state& state() {
+  static driver_state* s = new driver_state;  // never destroyed: stream threads may outlive main
+  return *s;
+}
+
+const CUcontext primary_context = reinterpret_cast<CUcontext>(
+    static_cast<std::uintptr_t>((1u << 8) | static_cast<unsigned>(emu::handle_kind::context)));
+thread_local CUcontext current_context = nullptr;
+
+CUresult code(emu::gpu_status s) {
+  switch (s) {
+    case emu::gpu_status::ok: return cuda_success;
+    case emu::gpu_status::invalid_value: return cuda_invalid_value;
+    case emu::gpu_status::out_of_memory: return cuda_out_of_memory;
+    case emu::gpu_status::invalid_handle: return cuda_invalid_handle;
+    case emu::gpu_status::not_found: return cuda_not_found;
+    case emu::gpu_status::invalid_image: return cuda_invalid_image;
+    case emu::gpu_status::no_binary: return cuda_no_binary_for_gpu;
+    case emu::gpu_status::not_ready: return cuda_not_ready;
+    case emu::gpu_status::parameter_buffer_too_small: return cuda_invalid_value;
+    case emu::gpu_status::kernel_trap: return cuda_illegal_instruction;
+    case emu::gpu_status::kernel_assert: return cuda_assert;
+    case emu::gpu_status::kernel_no_fiber: return cuda_launch_failed;
+  }
+  return cuda_unknown;
+}
+
+// Every call that works in a context: the driver initialized, a live context current,
+// and no kernel failure since (a sticky error, returned by every later call).
+CUresult need_context() {
+  driver_state& d = state();
+  if (!d.initialized) return cuda_not_initialized;
+  if (current_context != primary_context || !d.alive) return cuda_invalid_context;
+  return code(d.gpu.sticky());
+}
+
+CUresult need_device(CUdevice dev) {
+  if (!state().initialized) return cuda_not_initialized;
+  return dev == 0 ? cuda_success : cuda_invalid_device;
+}
+
+emu::emulated_gpu& gpu() { return state().gpu; }
+
+// The most threads a block of `f` may have: its __launch_bounds__, else the device's.
+unsigned block_limit(const emu::function_record& f) {
+  const unsigned bound = f.kernel->entry->max_threads_per_block;
+  return bound ? std::min<unsigned>(bound, max_threads_per_block) : max_threads_per_block;
+}
+void* as_pointer(CUdeviceptr p) { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(p)); }
+
+// need_context(), then the call.
+template <class F>
+CUresult in_context(F&& call) {
+  if (CUresult r = need_context(); r != cuda_success) return r;
+  return code(call());
+}
+
+}  // namespace
+
+// --- initialization and the device -------------------------------------------------------
+
+QD_EMU_EXPORT CUresult cuInit(unsigned flags) {
+  if (flags != 0) return cuda_invalid_value;
+  state().initialized = true;
+  return cuda_success;
+}
+
+QD_EMU_EXPORT CUresult cuDriverGetVersion(int* version) {
+  if (!version) return cuda_invalid_value;
+  *version = 13000;
+  return cuda_success;
+}
+
+QD_EMU_EXPORT CUresult cuDeviceGetCount(int* count) {
+  if (!count) return cuda_invalid_value;
+  if (!state().initialized) return cuda_not_initialized;
+  *count = 1;
+  return cuda_success;
+}
+
+QD_EMU_EXPORT CUresult cuDeviceGet(CUdevice* dev, int ordinal) {
+  if (!dev) return cuda_invalid_value;
+  if (CUresult r = need_device(ordinal); r != cuda_success) return r;
+  *dev = ordinal;
+  return cuda_success;
+}
+
+QD_EMU_EXPORT CUresult cuDeviceGetName(char* name, int length, CUdevice dev) {
+  if (CUresult r = need_device(dev); r != cuda_success) return r;
+  if (!name || length <= 0) return cuda_invalid_value;
+  std::strncpy(name, device_name, static_cast<std::size_t>(length));
+  name[length - 1] = '\0';
+  return cuda_success;
+}
+
+QD_EMU_EXPORT CUresult cuDeviceGetAttribute(int* value, int which, CUdevice dev) {
+  if (CUresult r = need_device(dev); r != cuda_success) return r;
+  if (!value) return cuda_invalid_value;
+  return attribute(which, *value) ? cuda_success : cuda_invalid_value;
+}
+
+QD_EMU_EXPORT CUresult cuDeviceTotalMem_v2(std::size_t* bytes, CUdevice dev) {
+  if (CUresult r = need_device(dev); r != cuda_success) return r;
+  if (!bytes) return cuda_invalid_value;
+  *bytes = total_memory;
+  return cuda_success;
+}
+
+QD_EMU_EXPORT CUresult cuDeviceComputeCapability(int* major, int* minor, CUdevice dev) {
+  if (CUresult r = need_device(dev); r != cuda_success) return r;
+  if (!major || !minor) return cuda_invalid_value;
+  *major = sm_major;
+  *minor = sm_minor;
+  return cuda_success;
+}
+
+// --- contexts --------------------------------------------------------------------------------
+
+QD_EMU_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice dev) {
+  if (CUresult r = need_device(dev); r != cuda_success) return r;
+  if (!ctx) return cuda_invalid_value;
+  driver_state& d = state();
+  std::lock_guard lock(d.mutex);
+  ++d.references;
+  d.alive = true;
+  *ctx = primary_context;
+  return cuda_success;
+}
+
+QD_EMU_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  if (CUresult r = need_device(dev); r != cuda_success) return r;
+  driver_state& d = state();
+  std::lock_guard lock(d.mutex);
+  if (d.references == 0) return cuda_invalid_context;
+  if (--d.references == 0) {
+    d.gpu.reset();
+    d.alive = false;
+  }
+  return cuda_success;
+}
+
+QD_EMU_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev) { return cuDevicePrimaryCtxRelease_v2(dev); }
+
+QD_EMU_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
+  if (CUresult r = need_device(dev); r != cuda_success) return r;
+  driver_state& d = state();
+  std::lock_guard lock(d.mutex);
+  d.gpu.reset();
+  d.references = 0;
+  d.alive = false;
+  return cuda_success;
+}
+
+QD_EMU_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned* flags, int* active) {
+  if (CUresult r = need_device(dev); r != cuda_success) return r;
+  if (!flags || !active) return cuda_invalid_value;
+  *flags = 0;
+  *active = state().alive ? 1 : 0;
+  return cuda_success;
+}
+
+QD_EMU_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
+  if (!state().initialized) return cuda_not_initialized;
+  if (ctx != nullptr && ctx != primary_context) return cuda_invalid_context;
+  current_context = ctx;
+  return cuda_success;
+}
+
+QD_EMU_EXPORT CUresult cuCtxGetCurrent(CUcontext* ctx) {
+  if (!state().initialized) return cuda_not_initialized;
+  if (!ctx) return cuda_invalid_value;
+  *ctx = current_context;
+  return cuda_success;
+}
+
+QD_EMU_EXPORT CUresult cuCtxGetDevice(CUdevice* dev) {
+  if (!dev) return cuda_invalid_value;
+  return in_context([&] {
+    *dev = 0;
+    return emu::gpu_status::ok;
+  });
+}
+
+QD_EMU_EXPORT CUresult cuCtxSynchronize() {
+  if (!state().initialized) return cuda_not_initialized;
+  if (current_context != primary_context || !state().alive) return cuda_invalid_context;
+  gpu().synchronize();
+  return code(gpu().sticky());
+}
+
+// --- memory --------------------------------------------------------------------------------------
+
+QD_EMU_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* out, std::size_t bytes) {
+  return in_context([&] {
+    void* p = nullptr;
+    const emu::gpu_status s = out ? gpu().allocate(bytes, &p) : emu::gpu_status::invalid_value;
+    if (s == emu::gpu_status::ok) *out = reinterpret_cast<std::uintptr_t>(p);
+    return s;
+  });
+}
+
+QD_EMU_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
+  return in_context([&] { return p == 0 ? emu::gpu_status::ok : gpu().release(as_pointer(p)); });
+}
+
+QD_EMU_EXPORT CUresult cuMemGetInfo_v2(std::size_t* free_bytes, std::size_t* total_bytes) {
+  return in_context([&] {
+    if (!free_bytes || !total_bytes) return emu::gpu_status::invalid_value;
+    *total_bytes = total_memory;
+    *free_bytes = total_memory - gpu().memory().used();
+    return emu::gpu_status::ok;
+  });
+}
+
+QD_EMU_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr* base, std::size_t* size, CUdeviceptr p) {
+  return in_context([&] {
+    void* b = nullptr;
+    std::size_t s = 0;
+    if (!gpu().memory().range_of(as_pointer(p), &b, &s)) return emu::gpu_status::not_found;
+    if (base) *base = reinterpret_cast<std::uintptr_t>(b);
+    if (size) *size = s;
+    return emu::gpu_status::ok;
+  });
+}
+
+QD_EMU_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, std::size_t bytes) {
+  return in_context([&] { return gpu().copy(as_pointer(dst), src, bytes, true, false, nullptr, false); });
+}
+QD_EMU_EXPORT CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, std::size_t bytes) {
+  return in_context([&] { return gpu().copy(dst, as_pointer(src), bytes, false, true, nullptr, false); });
+}
+QD_EMU_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, std::size_t bytes) {
+  return in_context([&] { return gpu().copy(as_pointer(dst), as_pointer(src), bytes, true, true, nullptr, false); });
+}
+QD_EMU_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, std::size_t bytes, CUstream s) {
+  return in_context([&] { return gpu().copy(as_pointer(dst), src, bytes, true, false, s, true); });
+}
+QD_EMU_EXPORT CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, std::size_t bytes, CUstream s) {
+  return in_context([&] { return gpu().copy(dst, as_pointer(src), bytes, false, true, s, true); });
+}
+QD_EMU_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, std::size_t bytes, CUstream s) {
+  return in_context([&] { return gpu().copy(as_pointer(dst), as_pointer(src), bytes, true, true, s, true); });
+}
+QD_EMU_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char value, std::size_t count) {
+  return in_context([&] { return gpu().fill(as_pointer(dst), value, count, 1, nullptr, false); });
+}
+QD_EMU_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr dst, unsigned value, std::size_t count) {
+  return in_context([&] { return gpu().fill(as_pointer(dst), value, count, 4, nullptr, false); });
+}
+QD_EMU_EXPORT CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, std::size_t count, CUstream s) {
+  return in_context([&] { return gpu().fill(as_pointer(dst), value, count, 1, s, true); });
+}
+QD_EMU_EXPORT CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned value, std::size_t count, CUstream s) {
+  return in_context([&] { return gpu().fill(as_pointer(dst), value, count, 4, s, true); });
+}
+
+// --- modules and functions -----------------------------------------------------------------------
+
+QD_EMU_EXPORT CUresult cuModuleLoadData(CUmodule* out, const void* image) {
+  return in_context([&] { return gpu().load_module(image, reinterpret_cast<void**>(out)); });
+}
+
+QD_EMU_EXPORT CUresult cuModuleLoadDataEx(CUmodule* out, const void* image, unsigned, int*, void**) {
+  return cuModuleLoadData(out, image);
+}
+
+QD_EMU_EXPORT CUresult cuModuleUnload(CUmodule h) {
+  return in_context([&] { return gpu().unload_module(h); });
+}
+
+QD_EMU_EXPORT CUresult cuModuleGetFunction(CUfunction* out, CUmodule h, const char* name) {
+  return in_context([&] { return gpu().get_function(h, name, reinterpret_cast<void**>(out)); });
+}
+
+QD_EMU_EXPORT CUresult cuFuncGetAttribute(int* value, int which, CUfunction h) {
+  return in_context([&] {
+    auto f = gpu().function(h);
+    if (!f) return emu::gpu_status::invalid_handle;
+    if (!value) return emu::gpu_status::invalid_value;
+    switch (which) {
+      case 0: *value = static_cast<int>(block_limit(*f)); break;  // MAX_THREADS_PER_BLOCK
+      case 1: case 2: case 3: *value = 0; break;               // static shared, constant, local bytes
+      case 4: *value = 32; break;                              // registers
+      case 5: case 6: *value = sm_major * 10 + sm_minor; break;  // PTX and binary versions
+      case 7: *value = 0; break;
+      case 8: *value = shared_memory_per_block; break;
+      default: return emu::gpu_status::invalid_value;
+    }
+    return emu::gpu_status::ok;
+  });
+}
+
+QD_EMU_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunction h, int block_size,
+                                                                  std::size_t dynamic_shared) {
+  return in_context([&] {
+    auto f = gpu().function(h);
+    if (!f) return emu::gpu_status::invalid_handle;
+    if (!blocks) return emu::gpu_status::invalid_value;
+    // What an H200 holds when registers do not limit it: 2048 threads and 32 blocks per
+    // SM, 228 KiB of shared memory. (The emulation has no register file; the answer sizes
+    // the backends' grids as on the GPU, and each thread then strides through memory only
+    // a few times, which is also what keeps the emulated launch fast.)
+    const bool fits = block_size > 0 && static_cast<unsigned>(block_size) <= block_limit(*f) &&
+                      dynamic_shared <= static_cast<std::size_t>(shared_memory_per_block);
+    int resident = fits ? std::min(32, 2048 / block_size) : 0;
+    if (dynamic_shared > 0) resident = std::min(resident, static_cast<int>(233472 / dynamic_shared));
+    *blocks = resident;
+    return emu::gpu_status::ok;
+  });
+}
+
+QD_EMU_EXPORT CUresult cuLaunchKernel(CUfunction h, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                      unsigned bz, unsigned shared_bytes, CUstream stream, void** params,
+                                      void** extra) {
+  if (CUresult r = need_context(); r != cuda_success) return r;
+  auto f = gpu().function(h);
+  if (!f) return cuda_invalid_handle;
+  if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0) return cuda_invalid_value;
+  if (bx > 1024 || by > 1024 || bz > 64 || static_cast<unsigned long long>(bx) * by * bz > max_threads_per_block)
+    return cuda_invalid_value;
+  if (gx > 2147483647u || gy > 65535 || gz > 65535) return cuda_invalid_value;
+  if (shared_bytes > static_cast<unsigned>(shared_memory_per_block)) return cuda_invalid_value;
+  if (bx * by * bz > block_limit(*f)) return cuda_launch_out_of_resources;
+  // Parameters: kernelParams, or one packed buffer in `extra`, not both.
+  const void* buffer = nullptr;
+  std::size_t buffer_size = 0;
+  if (extra) {
+    if (params) return cuda_invalid_value;
+    bool have_pointer = false, have_size = false;
+    for (std::size_t i = 0; extra[i] != nullptr; i += 2) {
+      const auto key = reinterpret_cast<std::uintptr_t>(extra[i]);
+      if (key == 1) {  // CU_LAUNCH_PARAM_BUFFER_POINTER
+        buffer = extra[i + 1];
+        have_pointer = true;
+      } else if (key == 2 && extra[i + 1]) {  // CU_LAUNCH_PARAM_BUFFER_SIZE
+        buffer_size = *static_cast<const std::size_t*>(extra[i + 1]);
+        have_size = true;
+      } else {
+        return cuda_invalid_value;
+      }
+    }
+    if (!have_pointer || !have_size) return cuda_invalid_value;
+  }
+  return code(gpu().launch(*f, {gx, gy, gz}, {bx, by, bz}, params, buffer, buffer_size, stream));
+}
+
+// --- streams and events --------------------------------------------------------------------------
+
+QD_EMU_EXPORT CUresult cuStreamCreate(CUstream* out, unsigned flags) {
+  return in_context([&] {
+    if (flags > 1) return emu::gpu_status::invalid_value;
+    return gpu().create_stream(flags == 0, reinterpret_cast<void**>(out));  // 1: CU_STREAM_NON_BLOCKING
+  });
+}
+QD_EMU_EXPORT CUresult cuStreamDestroy_v2(CUstream h) {
+  return in_context([&] { return gpu().destroy_stream(h); });
+}
+QD_EMU_EXPORT CUresult cuStreamDestroy(CUstream h) { return cuStreamDestroy_v2(h); }
+QD_EMU_EXPORT CUresult cuStreamSynchronize(CUstream h) {
+  return in_context([&] { return gpu().synchronize_stream(h); });
+}
+QD_EMU_EXPORT CUresult cuStreamQuery(CUstream h) {
+  return in_context([&] { return gpu().query_stream(h); });
+}
+QD_EMU_EXPORT CUresult cuLaunchHostFunc(CUstream h, CUhostFn fn, void* data) {
+  return in_context([&] { return gpu().host_function(h, fn, data); });
+}
+QD_EMU_EXPORT CUresult cuStreamWaitEvent(CUstream stream, CUevent e, unsigned flags) {
+  return in_context([&] { return flags > 1 ? emu::gpu_status::invalid_value : gpu().wait_event(stream, e); });
+}
+
+QD_EMU_EXPORT CUresult cuEventCreate(CUevent* out, unsigned flags) {
+  return in_context([&] {
+    if ((flags & ~0x7u) != 0) return emu::gpu_status::invalid_value;
+    return gpu().create_event((flags & 0x2u) == 0, reinterpret_cast<void**>(out));  // 2: CU_EVENT_DISABLE_TIMING
+  });
+}
+QD_EMU_EXPORT CUresult cuEventDestroy_v2(CUevent h) {
+  return in_context([&] { return gpu().destroy_event(h); });
+}
+QD_EMU_EXPORT CUresult cuEventDestroy(CUevent h) { return cuEventDestroy_v2(h); }
+QD_EMU_EXPORT CUresult cuEventRecord(CUevent h, CUstream s) {
+  return in_context([&] { return gpu().record_event(h, s); });
+}
+QD_EMU_EXPORT CUresult cuEventQuery(CUevent h) {
+  return in_context([&] { return gpu().query_event(h); });
+}
+QD_EMU_EXPORT CUresult cuEventSynchronize(CUevent h) {
+  return in_context([&] { return gpu().synchronize_event(h); });
+}
+QD_EMU_EXPORT CUresult cuEventElapsedTime_v2(float* ms, CUevent start, CUevent end) {
+  return in_context([&] { return gpu().elapsed_ms(start, end, ms); });
+}
+QD_EMU_EXPORT CUresult cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
+  return cuEventElapsedTime_v2(ms, start, end);
+}
+
+// --- errors ------------------------------------------------------------------------------------------
+
+QD_EMU_EXPORT CUresult cuGetErrorName(CUresult value, const char** name) {
+  if (!name) return cuda_invalid_value;
+  for (const auto& r : results)
+    if (r.code == value) {
+      *name = r.name;
+      return cuda_success;
+    }
+  *name = nullptr;
+  return cuda_invalid_value;
+}
+
+QD_EMU_EXPORT CUresult cuGetErrorString(CUresult value, const char** text) {
+  if (!text) return cuda_invalid_value;
+  for (const auto& r : results)
+    if (r.code == value) {
+      *text = r.text;
+      return cuda_success;
+    }
+  *text = nullptr;
+  return cuda_invalid_value;
+}

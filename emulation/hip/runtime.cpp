@@ -1,0 +1,459 @@
+// The emulated HIP runtime (libqd_emulated_hip.so): the HIP calls Quadrants makes,
+// and the neighbours a program around them needs (streams, events, async copies),
+// answered for one emulated MI210 (gfx90a) whose memory is host memory and whose
+// kernels are the emulated hipRTC's shared objects. Arguments are checked as HIP
+// checks them, with HIP's error codes; each failure is also the thread's last error.
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "core/gpu.hpp"
+#include "core/real_library.hpp"
+
+#define QD_EMU_EXPORT extern "C" __attribute__((visibility("default")))
+
+QD_EMULATED_GPU_LIBRARY_MARKER
+
+using hipError_t = int;
+using hipModule_t = struct hip_module_st*;
+using hipFunction_t = struct hip_function_st*;
+using hipStream_t = struct hip_stream_st*;
+using hipEvent_t = struct hip_event_st*;
+using hipHostFn_t = void (*)(void*);
+
+namespace {
+
+namespace emu = qd::emulation;
+
+// --- error codes (hip_runtime_api.h) ------------------------------------------------------
+
+enum : hipError_t {
+  hip_success = 0,
+  hip_invalid_value = 1,
+  hip_out_of_memory = 2,
+  hip_invalid_memcpy_direction = 21,
+  hip_invalid_device = 101,
+  hip_invalid_image = 200,
+  hip_no_binary_for_gpu = 209,
+  hip_invalid_handle = 400,
+  hip_not_found = 500,
+  hip_not_ready = 600,
+  hip_assert = 710,
+  hip_launch_failure = 719,
+  hip_unknown = 999,
+};
+
+struct error_text {
+  hipError_t code;
+  const char* name;
+  const char* text;
+};
+const error_text errors[] = {
+    {0, "hipSuccess", "no error"},
+    {1, "hipErrorInvalidValue", "invalid argument"},
+    {2, "hipErrorOutOfMemory", "out of memory"},
+    {3, "hipErrorNotInitialized", "initialization error"},
+    {9, "hipErrorInvalidConfiguration", "invalid configuration argument"},
+    {17, "hipErrorInvalidDevicePointer", "invalid device pointer"},
+    {21, "hipErrorInvalidMemcpyDirection", "invalid copy direction for memcpy"},
+    {98, "hipErrorInvalidDeviceFunction", "invalid device function"},
+    {100, "hipErrorNoDevice", "no ROCm-capable device is detected"},
+    {101, "hipErrorInvalidDevice", "invalid device ordinal"},
+    {200, "hipErrorInvalidImage", "device kernel image is invalid"},
+    {201, "hipErrorInvalidContext", "invalid device context"},
+    {209, "hipErrorNoBinaryForGpu", "no kernel image is available for execution on the device"},
+    {400, "hipErrorInvalidHandle", "invalid resource handle"},
+    {500, "hipErrorNotFound", "named symbol not found"},
+    {600, "hipErrorNotReady", "device not ready"},
+    {700, "hipErrorIllegalAddress", "an illegal memory access was encountered"},
+    {701, "hipErrorLaunchOutOfResources", "too many resources requested for launch"},
+    {709, "hipErrorContextIsDestroyed", "context is destroyed"},
+    {710, "hipErrorAssert", "device-side assert triggered"},
+    {719, "hipErrorLaunchFailure", "unspecified launch failure"},
+    {801, "hipErrorNotSupported", "operation not supported"},
+    {999, "hipErrorUnknown", "unknown error"},
+};
+
+// --- the emulated device: an MI210 --------------------------------------------------------------
+
+constexpr const char* device_name = "Quadrants emulated AMD Instinct MI210 (gfx90a)";
+constexpr const char* gcn_arch_name = "gfx90a:sramecc+:xnack-";
+constexpr int compute_units = 104;
+constexpr int max_threads_per_block = 1024;
+constexpr std::size_t total_memory = std::size_t{64} << 30;
+constexpr int shared_memory_per_block = 64 << 10;
+
+// hipDeviceProp_t as HIP 5 lays it out (hipGetDeviceProperties keeps that layout).
+struct hip_device_properties {
+  char name[256];
+  std::size_t totalGlobalMem, sharedMemPerBlock;
+  int regsPerBlock, warpSize, maxThreadsPerBlock, maxThreadsDim[3], maxGridSize[3], clockRate, memoryClockRate,
+      memoryBusWidth;
+  std::size_t totalConstMem;
+  int major, minor, multiProcessorCount, l2CacheSize, maxThreadsPerMultiProcessor, computeMode, clockInstructionRate;
+  unsigned arch;  // hipDeviceArch_t: 17 one-bit feature flags
+  int concurrentKernels, pciDomainID, pciBusID, pciDeviceID;
+  std::size_t maxSharedMemoryPerMultiProcessor;
+  int isMultiGpuBoard, canMapHostMemory, gcnArch;
+  char gcnArchName[256];
+  int integrated, cooperativeLaunch, cooperativeMultiDeviceLaunch, maxTexture1DLinear, maxTexture1D, maxTexture2D[2],
+      maxTexture3D[3];
+  unsigned* hdpMemFlushCntl;
+  unsigned* hdpRegFlushCntl;
+  std::size_t memPitch, textureAlignment, texturePitchAlignment;
+  int kernelExecTimeoutEnabled, ECCEnabled, tccDriver, cooperativeMultiDeviceUnmatchedFunc,
+      cooperativeMultiDeviceUnmatchedGridDim, cooperativeMultiDeviceUnmatchedBlockDim,
+      cooperativeMultiDeviceUnmatchedSharedMem, isLargeBar, asicRevision, managedMemory,
+      directManagedMemAccessFromHost, concurrentManagedAccess, pageableMemoryAccess,
+      pageableMemoryAccessUsesHostPageTables;
+};
+static_assert(sizeof(hip_device_properties) == 792 && offsetof(hip_device_properties, gcnArchName) == 396 &&
+                  offsetof(hip_device_properties, arch) == 356,
+              "the layout of HIP 5's hipDeviceProp_t");
+
+hip_device_properties properties() {
+  hip_device_properties p{};
+  std::strncpy(p.name, device_name, sizeof(p.name) - 1);
+  p.totalGlobalMem = total_memory;
+  p.sharedMemPerBlock = shared_memory_per_block;
+  p.regsPerBlock = 65536;
+  p.warpSize = 64;
+  p.maxThreadsPerBlock = max_threads_per_block;
+  p.maxThreadsDim[0] = p.maxThreadsDim[1] = p.maxThreadsDim[2] = 1024;
+  p.maxGridSize[0] = 2147483647;
+  p.maxGridSize[1] = p.maxGridSize[2] = 65536;
+  p.clockRate = 1700000;
+  p.memoryClockRate = 1600000;
+  p.memoryBusWidth = 4096;
+  p.totalConstMem = std::size_t{2} << 30;
+  p.major = 9;
+  p.minor = 0;
+  p.multiProcessorCount = compute_units;
+  p.l2CacheSize = 8 << 20;
+  p.maxThreadsPerMultiProcessor = 2048;
+  p.clockInstructionRate = 100000;
+  p.arch = (1u << 16) - 1;  // every feature but dynamic parallelism
+  p.concurrentKernels = 1;
+  p.maxSharedMemoryPerMultiProcessor = shared_memory_per_block;
+  p.canMapHostMemory = 1;
+  p.gcnArch = 910;
+  std::strncpy(p.gcnArchName, gcn_arch_name, sizeof(p.gcnArchName) - 1);
+  p.cooperativeLaunch = 1;
+  p.memPitch = 2147483647;
+  p.textureAlignment = 256;
+  p.ECCEnabled = 1;
+  p.isLargeBar = 1;
+  p.managedMemory = 1;
+  return p;
+}
+
+// A code object runs on its processor; a feature it names (sramecc±, xnack±) must be the device's.
+bool runs_here(const std::string& target) {
+  const std::string device = gcn_arch_name;
+  if (target.substr(0, target.find(':')) != device.substr(0, device.find(':'))) return false;
+  for (std::size_t at = target.find(':'); at != std::string::npos; at = target.find(':', at + 1)) {
+    const std::string feature = target.substr(at + 1, target.find(':', at + 1) - at - 1);
+    if (device.find(":" + feature) == std::string::npos) return false;
+  }
+  return true;
+}
+
+emu::emulated_gpu& gpu() {
+  static emu::emulated_gpu* g = new emu::emulated_gpu(emu::gpu_api::hip, total_memory, &runs_here);
+  return *g;
+}
+
+thread_local hipError_t last_error = hip_success;
+
+// Every result passes here: a failure becomes the thread's last error.
+hipError_t done(hipError_t e) {
+  if (e != hip_success) last_error = e;
+  return e;
+}
+
+hipError_t code(emu::gpu_status s) {
+  switch (s) {
+    case emu::gpu_status::ok: return hip_success;
+    case emu::gpu_status::invalid_value: return hip_invalid_value;
+    case emu::gpu_status::out_of_memory: return hip_out_of_memory;
+    case emu::gpu_status::invalid_handle: return hip_invalid_handle;
+    case emu::gpu_status::not_found: return hip_not_found;
+    case emu::gpu_status::invalid_image: return hip_invalid_image;
+    case emu::gpu_status::no_binary: return hip_no_binary_for_gpu;
+    case emu::gpu_status::not_ready: return hip_not_ready;
+    case emu::gpu_status::parameter_buffer_too_small: return hip_invalid_value;
+    case emu::gpu_status::kernel_trap: return hip_launch_failure;
+    case emu::gpu_status::kernel_assert: return hip_assert;
+    case emu::gpu_status::kernel_no_fiber: return hip_launch_failure;
+  }
+  return hip_unknown;
+}
+
+// A call on the device: refused with the sticky error after a kernel failed.
+template <class F>
+hipError_t on_device(F&& call) {
+  if (const emu::gpu_status sticky = gpu().sticky(); sticky != emu::gpu_status::ok) return done(code(sticky));
+  return done(code(call()));
+}
+
+// The most threads a block of `f` may have: its __launch_bounds__, else the device's.
+unsigned block_limit(const emu::function_record& f) {
+  const unsigned bound = f.kernel->entry->max_threads_per_block;
+  return bound ? std::min<unsigned>(bound, max_threads_per_block) : max_threads_per_block;
+}
+
+// Blocks of `block_size` threads a compute unit holds when registers do not limit it
+// (the emulation has none): 2048 threads (32 waves of 64), 64 KiB of LDS. The answer sizes
+// the backend's grid as on the GPU.
+int resident_blocks(int block_size, std::size_t dynamic_shared) {
+  if (block_size <= 0 || dynamic_shared > static_cast<std::size_t>(shared_memory_per_block)) return 0;
+  int blocks = std::max(1, 2048 / block_size);
+  if (dynamic_shared > 0) blocks = std::min(blocks, static_cast<int>(shared_memory_per_block / dynamic_shared));
+  return blocks;
+}
+
+}  // namespace
+
+// --- the device ---------------------------------------------------------------------------------
+
+QD_EMU_EXPORT hipError_t hipInit(unsigned flags) { return done(flags == 0 ? hip_success : hip_invalid_value); }
+
+QD_EMU_EXPORT hipError_t hipDriverGetVersion(int* version) {
+  if (!version) return done(hip_invalid_value);
+  *version = 50221153;
+  return hip_success;
+}
+QD_EMU_EXPORT hipError_t hipRuntimeGetVersion(int* version) { return hipDriverGetVersion(version); }
+
+QD_EMU_EXPORT hipError_t hipGetDeviceCount(int* count) {
+  if (!count) return done(hip_invalid_value);
+  *count = 1;
+  return hip_success;
+}
+
+QD_EMU_EXPORT hipError_t hipSetDevice(int device) { return done(device == 0 ? hip_success : hip_invalid_device); }
+
+QD_EMU_EXPORT hipError_t hipGetDevice(int* device) {
+  if (!device) return done(hip_invalid_value);
+  *device = 0;
+  return hip_success;
+}
+
+QD_EMU_EXPORT hipError_t hipGetDeviceProperties(void* out, int device) {
+  if (!out) return done(hip_invalid_value);
+  if (device != 0) return done(hip_invalid_device);
+  const hip_device_properties p = properties();
+  std::memcpy(out, &p, sizeof(p));
+  return hip_success;
+}
+
+QD_EMU_EXPORT hipError_t hipDeviceSynchronize() {
+  gpu().synchronize();
+  return done(code(gpu().sticky()));
+}
+
+QD_EMU_EXPORT hipError_t hipDeviceReset() {
+  gpu().reset();
+  return hip_success;
+}
+
+// --- memory ------------------------------------------------------------------------------------------
+
+QD_EMU_EXPORT hipError_t hipMalloc(void** out, std::size_t bytes) {
+  return on_device([&] {
+    if (!out) return emu::gpu_status::invalid_value;
+    if (bytes == 0) {  // HIP gives a null pointer for nothing
+      *out = nullptr;
+      return emu::gpu_status::ok;
+    }
+    return gpu().allocate(bytes, out);
+  });
+}
+
+QD_EMU_EXPORT hipError_t hipFree(void* p) {
+  return on_device([&] { return p == nullptr ? emu::gpu_status::ok : gpu().release(p); });
+}
+
+QD_EMU_EXPORT hipError_t hipMemGetInfo(std::size_t* free_bytes, std::size_t* total_bytes) {
+  return on_device([&] {
+    if (!free_bytes || !total_bytes) return emu::gpu_status::invalid_value;
+    *total_bytes = total_memory;
+    *free_bytes = total_memory - gpu().memory().used();
+    return emu::gpu_status::ok;
+  });
+}
+
+namespace {
+// hipMemcpyKind: which sides are device memory; Default (4) asks the pointers.
+hipError_t copy(void* dst, const void* src, std::size_t bytes, int kind, hipStream_t stream, bool async) {
+  if (kind < 0 || kind > 4) return done(hip_invalid_memcpy_direction);
+  return on_device([&] {
+    const bool dst_device = kind == 4 ? gpu().memory().is_device_pointer(dst) : (kind == 1 || kind == 3);
+    const bool src_device = kind == 4 ? gpu().memory().is_device_pointer(src) : (kind == 2 || kind == 3);
+    return gpu().copy(dst, src, bytes, dst_device, src_device, stream, async);
+  });
+}
+}  // namespace
+
+QD_EMU_EXPORT hipError_t hipMemcpy(void* dst, const void* src, std::size_t bytes, int kind) {
+  return copy(dst, src, bytes, kind, nullptr, false);
+}
+QD_EMU_EXPORT hipError_t hipMemcpyAsync(void* dst, const void* src, std::size_t bytes, int kind, hipStream_t s) {
+  return copy(dst, src, bytes, kind, s, true);
+}
+QD_EMU_EXPORT hipError_t hipMemcpyHtoD(void* dst, void* src, std::size_t bytes) { return copy(dst, src, bytes, 1, nullptr, false); }
+QD_EMU_EXPORT hipError_t hipMemcpyDtoH(void* dst, void* src, std::size_t bytes) { return copy(dst, src, bytes, 2, nullptr, false); }
+QD_EMU_EXPORT hipError_t hipMemcpyDtoD(void* dst, void* src, std::size_t bytes) { return copy(dst, src, bytes, 3, nullptr, false); }
+QD_EMU_EXPORT hipError_t hipMemset(void* dst, int value, std::size_t bytes) {
+  return on_device([&] { return gpu().fill(dst, static_cast<unsigned>(value), bytes, 1, nullptr, false); });
+}
+QD_EMU_EXPORT hipError_t hipMemsetAsync(void* dst, int value, std::size_t bytes, hipStream_t s) {
+  return on_device([&] { return gpu().fill(dst, static_cast<unsigned>(value), bytes, 1, s, true); });
+}
+QD_EMU_EXPORT hipError_t hipMemsetD8(void* dst, unsigned char value, std::size_t count) {
+  return on_device([&] { return gpu().fill(dst, value, count, 1, nullptr, false); });
+}
+QD_EMU_EXPORT hipError_t hipMemsetD32(void* dst, int value, std::size_t count) {
+  return on_device([&] { return gpu().fill(dst, static_cast<unsigned>(value), count, 4, nullptr, false); });
+}
+
+// --- modules and functions -----------------------------------------------------------------------------
+
+QD_EMU_EXPORT hipError_t hipModuleLoadData(hipModule_t* out, const void* image) {
+  return on_device([&] { return gpu().load_module(image, reinterpret_cast<void**>(out)); });
+}
+QD_EMU_EXPORT hipError_t hipModuleLoadDataEx(hipModule_t* out, const void* image, unsigned, void*, void**) {
+  return hipModuleLoadData(out, image);
+}
+QD_EMU_EXPORT hipError_t hipModuleUnload(hipModule_t m) {
+  return on_device([&] { return gpu().unload_module(m); });
+}
+QD_EMU_EXPORT hipError_t hipModuleGetFunction(hipFunction_t* out, hipModule_t m, const char* name) {
+  return on_device([&] { return gpu().get_function(m, name, reinterpret_cast<void**>(out)); });
+}
+
+QD_EMU_EXPORT hipError_t hipModuleOccupancyMaxPotentialBlockSize(int* grid, int* block, hipFunction_t h,
+                                                                 std::size_t dynamic_shared, int block_limit_arg) {
+  return on_device([&] {
+    auto f = gpu().function(h);
+    if (!f) return emu::gpu_status::invalid_handle;
+    if (!grid || !block || block_limit_arg < 0 || dynamic_shared > static_cast<std::size_t>(shared_memory_per_block))
+      return emu::gpu_status::invalid_value;
+    unsigned b = block_limit(*f);
+    if (block_limit_arg > 0) b = std::min(b, static_cast<unsigned>(block_limit_arg));
+    *block = static_cast<int>(b);
+    *grid = compute_units * resident_blocks(static_cast<int>(b), dynamic_shared);
+    return emu::gpu_status::ok;
+  });
+}
+
+QD_EMU_EXPORT hipError_t hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, hipFunction_t h,
+                                                                            int block_size, std::size_t dynamic_shared) {
+  return on_device([&] {
+    auto f = gpu().function(h);
+    if (!f) return emu::gpu_status::invalid_handle;
+    if (!blocks) return emu::gpu_status::invalid_value;
+    *blocks = block_size > 0 && static_cast<unsigned>(block_size) <= block_limit(*f)
+                  ? resident_blocks(block_size, dynamic_shared)
+                  : 0;
+    return emu::gpu_status::ok;
+  });
+}
+
+QD_EMU_EXPORT hipError_t hipModuleLaunchKernel(hipFunction_t h, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                               unsigned by, unsigned bz, unsigned shared_bytes, hipStream_t stream,
+                                               void** params, void** extra) {
+  if (const emu::gpu_status sticky = gpu().sticky(); sticky != emu::gpu_status::ok) return done(code(sticky));
+  auto f = gpu().function(h);
+  if (!f) return done(hip_invalid_handle);
+  if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0) return done(hip_invalid_value);
+  if (gx > 2147483647u || gy > 65536 || gz > 65536) return done(hip_invalid_value);
+  if (static_cast<unsigned long long>(bx) * by * bz > max_threads_per_block) return done(hip_invalid_value);
+  if (shared_bytes > static_cast<unsigned>(shared_memory_per_block)) return done(hip_invalid_value);
+  if (params && extra) return done(hip_invalid_value);
+  if (bx * by * bz > block_limit(*f)) return done(hip_launch_failure);  // beyond __launch_bounds__
+  // extra: exactly {HIP_LAUNCH_PARAM_BUFFER_POINTER, p, HIP_LAUNCH_PARAM_BUFFER_SIZE, &size, HIP_LAUNCH_PARAM_END}.
+  const void* buffer = nullptr;
+  std::size_t buffer_size = 0;
+  if (extra) {
+    if (reinterpret_cast<std::uintptr_t>(extra[0]) != 1 || reinterpret_cast<std::uintptr_t>(extra[2]) != 2 ||
+        reinterpret_cast<std::uintptr_t>(extra[4]) != 3 || extra[3] == nullptr)
+      return done(hip_invalid_value);
+    buffer = extra[1];
+    buffer_size = *static_cast<const std::size_t*>(extra[3]);
+  }
+  return done(code(gpu().launch(*f, {gx, gy, gz}, {bx, by, bz}, params, buffer, buffer_size, stream)));
+}
+
+// --- streams and events ------------------------------------------------------------------------------
+
+QD_EMU_EXPORT hipError_t hipStreamCreateWithFlags(hipStream_t* out, unsigned flags) {
+  return on_device([&] {
+    if (flags > 1) return emu::gpu_status::invalid_value;
+    return gpu().create_stream(flags == 0, reinterpret_cast<void**>(out));  // 1: hipStreamNonBlocking
+  });
+}
+QD_EMU_EXPORT hipError_t hipStreamCreate(hipStream_t* out) { return hipStreamCreateWithFlags(out, 0); }
+QD_EMU_EXPORT hipError_t hipStreamDestroy(hipStream_t s) {
+  return on_device([&] { return gpu().destroy_stream(s); });
+}
+QD_EMU_EXPORT hipError_t hipStreamSynchronize(hipStream_t s) {
+  return on_device([&] { return gpu().synchronize_stream(s); });
+}
+QD_EMU_EXPORT hipError_t hipStreamQuery(hipStream_t s) {
+  return on_device([&] { return gpu().query_stream(s); });
+}
+QD_EMU_EXPORT hipError_t hipStreamWaitEvent(hipStream_t s, hipEvent_t e, unsigned flags) {
+  return on_device([&] { return flags != 0 ? emu::gpu_status::invalid_value : gpu().wait_event(s, e); });
+}
+QD_EMU_EXPORT hipError_t hipLaunchHostFunc(hipStream_t s, hipHostFn_t fn, void* data) {
+  return on_device([&] { return gpu().host_function(s, fn, data); });
+}
+
+QD_EMU_EXPORT hipError_t hipEventCreateWithFlags(hipEvent_t* out, unsigned flags) {
+  return on_device([&] {
+    if ((flags & ~0x7u) != 0) return emu::gpu_status::invalid_value;
+    return gpu().create_event((flags & 0x2u) == 0, reinterpret_cast<void**>(out));  // 2: hipEventDisableTiming
+  });
+}
+QD_EMU_EXPORT hipError_t hipEventCreate(hipEvent_t* out) { return hipEventCreateWithFlags(out, 0); }
+QD_EMU_EXPORT hipError_t hipEventDestroy(hipEvent_t e) {
+  return on_device([&] { return gpu().destroy_event(e); });
+}
+QD_EMU_EXPORT hipError_t hipEventRecord(hipEvent_t e, hipStream_t s) {
+  return on_device([&] { return gpu().record_event(e, s); });
+}
+QD_EMU_EXPORT hipError_t hipEventQuery(hipEvent_t e) {
+  return on_device([&] { return gpu().query_event(e); });
+}
+QD_EMU_EXPORT hipError_t hipEventSynchronize(hipEvent_t e) {
+  return on_device([&] { return gpu().synchronize_event(e); });
+}
+QD_EMU_EXPORT hipError_t hipEventElapsedTime(float* ms, hipEvent_t start, hipEvent_t end) {
+  return on_device([&] { return gpu().elapsed_ms(start, end, ms); });
+}
+
+// --- errors --------------------------------------------------------------------------------------------
+
+QD_EMU_EXPORT const char* hipGetErrorName(hipError_t e) {
+  for (const auto& x : errors)
+    if (x.code == e) return x.name;
+  return "hipErrorUnknown";
+}
+
+QD_EMU_EXPORT const char* hipGetErrorString(hipError_t e) {
+  for (const auto& x : errors)
+    if (x.code == e) return x.text;
+  return "unknown error";
+}
+
+QD_EMU_EXPORT hipError_t hipGetLastError() {
+  const hipError_t e = last_error;
+  last_error = hip_success;
+  return e;
+}
+
+QD_EMU_EXPORT hipError_t hipPeekAtLastError() { return last_error; }

@@ -1,0 +1,62 @@
+# The GPU backends on the emulated GPUs (emulation/, docs/testing.md "Emulated GPUs"):
+# test executables registered a second time, as emulated_<api>/<name>, with the
+# variables scripts/with-emulated-gpu sets. A GPU test that reports itself skipped
+# fails here: under the emulation the GPU is always there.
+if(NOT TARGET qd_emulated_gpus)
+  return()
+endif()
+
+set(qd_emulated_cuda_env "QD_CUDA_PATH=$<TARGET_FILE:qd_emulated_cuda>;QD_NVRTC_PATH=$<TARGET_FILE:qd_emulated_nvrtc>")
+set(qd_emulated_amdgpu_env "QD_HIP_PATH=$<TARGET_FILE:qd_emulated_hip>;QD_HIPRTC_PATH=$<TARGET_FILE:qd_emulated_hiprtc>")
+set(qd_emulated_gpus_env ${qd_emulated_cuda_env} ${qd_emulated_amdgpu_env})
+set(qd_emulated_cuda_skip "skipped on cuda")
+set(qd_emulated_amdgpu_skip "skipped on amdgpu")
+set(qd_emulated_gpus_skip "skipped on (cuda|amdgpu)")
+
+# qd_add_emulated_test(<api: cuda|amdgpu|gpus (both)> <name> <target> [ARGS ...] [ENV ...] [TIMEOUT s]
+#                      [FAIL regex]): FAIL is what else in the output fails the test.
+function(qd_add_emulated_test api name target)
+  cmake_parse_arguments(ARG "" "TIMEOUT;FAIL" "ARGS;ENV" ${ARGN})
+  set(test emulated_${api}/${name})
+  add_test(NAME ${test} COMMAND ${target} ${ARG_ARGS})
+  set(env "XDG_CACHE_HOME=${CMAKE_CURRENT_BINARY_DIR}/cache/emulated_${api}_${name}" "QD_LOG_LEVEL=warn"
+          ${qd_emulated_${api}_env} ${ARG_ENV})
+  set(fail "${qd_emulated_${api}_skip}")
+  if(ARG_FAIL)
+    set(fail "${fail}|${ARG_FAIL}")
+  endif()
+  set_tests_properties(${test} PROPERTIES ENVIRONMENT "${env}" FAIL_REGULAR_EXPRESSION "${fail}"
+                                          LABELS emulated_gpu)
+  if(ARG_TIMEOUT)
+    set_tests_properties(${test} PROPERTIES TIMEOUT ${ARG_TIMEOUT})
+  endif()
+endfunction()
+
+foreach(api cuda amdgpu)
+  # The per-backend suite's instances for this GPU.
+  qd_add_emulated_test(${api} gpu_suite backend_gpu_suite_test ARGS "--test-case=*<on_${api}>*")
+  # The fuzzer's GPU batch, blocks in order on one host thread (deterministic).
+  # The real compilers are left out here: they already compile every suite kernel in the
+  # compile-only tests, and would double this batch's time (hipRTC: ~140 ms a program).
+  qd_add_emulated_test(${api} fuzz_batch fuzz_gpu_batch_test TIMEOUT 900
+                       ENV "QD_FUZZ_GPU=${api}" "QD_EMULATED_GPU_THREADS=1" "QD_EMULATED_GPU_REAL_NVRTC=off"
+                           "QD_EMULATED_GPU_REAL_HIPRTC=off")
+endforeach()
+
+# The demo on each GPU, as a user runs it (QD_ARCH honoured; a fallback to the CPU fails).
+if(TARGET heat_diffusion)
+  foreach(api cuda amdgpu)
+    qd_add_emulated_test(${api} heat_diffusion heat_diffusion ENV "QD_ARCH=${api}" FAIL "falling back|arch = cpu")
+  endforeach()
+endif()
+
+# The emulation itself: bad input as the drivers answer it, streams, barriers, traps.
+add_executable(backend_emulated_gpu_test ${CMAKE_CURRENT_SOURCE_DIR}/backend/emulated_gpu_test.cpp)
+target_link_libraries(backend_emulated_gpu_test PRIVATE quadrants::quadrants qd_doctest_main fmt::fmt)
+target_include_directories(backend_emulated_gpu_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+qd_add_emulated_test(gpus emulation backend_emulated_gpu_test)
+
+# The GPU benchmark's correctness check: generated against hand-written CUDA, same results.
+if(TARGET gpu_run_bench)
+  qd_add_emulated_test(cuda gpu_run_bench gpu_run_bench ARGS --check)
+endif()

@@ -1,0 +1,82 @@
+// The differential fuzzer's GPU batch (docs/testing.md): 200 generated kernels run
+// whole and split on a GPU and compared bitwise with the reference backend's whole
+// kernel. In CI that GPU is emulated, its blocks run in order on one host thread
+// (tests/emulated_gpus.cmake), so the kernels whose results depend on the order of
+// float additions are left out (gpu_comparable). QD_FUZZ_GPU=cuda or amdgpu picks the
+// GPU; without it each one present is tried. A GPU that is absent is reported skipped.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "fuzz/differential.hpp"
+#include "fuzz/kernel_generator.hpp"
+#include "fuzz/shrink.hpp"
+
+namespace {
+
+bool available(qd::arch arch, const char* name) {
+  try {
+    qd::init({.arch = arch, .log_level = qd::log_level::error, .enable_fallback = false});
+    qd::reset();
+    return true;
+  } catch (const qd::error& e) {
+    const std::string why = std::string("skipped on ") + name + ": " + e.what();
+    MESSAGE(why);
+    return false;
+  }
+}
+
+void report(const qd_fuzz::fuzz_case& c, const qd_fuzz::case_report& r) {
+  qd_fuzz::fuzz_case small = qd_fuzz::shrink(c, [&](const qd_fuzz::fuzz_case& x) { return qd_fuzz::still_shows(x, r.what); }, 300);
+  small.note = c.note + "; finding: " + qd_fuzz::name(r.what) + "\n" + r.detail;
+  FAIL_CHECK(c.name << ": " << qd_fuzz::name(r.what) << ": " << r.detail
+                    << "\nshrunk (save it as tests/fuzz/regressions/<what>.qdfuzz):\n"
+                    << qd_fuzz::to_file_text(small));
+}
+
+}  // namespace
+
+TEST_CASE("200 generated kernels on a GPU: whole and split give the reference backend's results, bit for bit") {
+  struct gpu {
+    qd::arch arch;
+    const char* name;
+  };
+  std::vector<gpu> gpus;
+  const char* chosen = std::getenv("QD_FUZZ_GPU");
+  for (gpu g : {gpu{qd::arch::cuda, "cuda"}, gpu{qd::arch::amdgpu, "amdgpu"}})
+    if (!chosen || !*chosen || std::string(chosen) == g.name) gpus.push_back(g);
+  REQUIRE_MESSAGE(!gpus.empty(), "QD_FUZZ_GPU must be cuda or amdgpu");
+  const char* count = std::getenv("QD_FUZZ_GPU_KERNELS");  // for a quicker or a longer look; CI runs 200
+  const long kernels = count && *count ? std::atol(count) : 200;
+  for (const gpu& g : gpus) {
+    CAPTURE(g.name);
+    if (!available(g.arch, g.name)) continue;
+    qd_fuzz::gpu_under_test() = g.arch;
+    qd_fuzz::figures f;
+    long left_out = 0;
+    std::uint64_t seed = 3000001;
+    for (; f.kernels < kernels; ++seed) {
+      const qd_fuzz::fuzz_case c = qd_fuzz::generate(seed);
+      if (!qd_fuzz::gpu_comparable(c)) {
+        ++left_out;
+        continue;
+      }
+      qd_fuzz::check_options o;
+      o.gpu = g.arch;
+      o.unchecked = false;  // the reference-only checks belong to the reference batch
+      o.source = false;
+      const qd_fuzz::case_report r = qd_fuzz::check(c, o);
+      f.add(c, r);
+      if (r.what != qd_fuzz::finding::none) report(c, r);
+    }
+    MESSAGE(std::string(g.name) << " batch (seeds 3000001.." << seed - 1 << ", " << left_out
+                   << " left out for float reductions):\n"
+                   << f.text());
+    CHECK(f.gpu_kernels == kernels);
+    CHECK(f.mismatches() == 0);
+    CHECK(f.split_ran > kernels / 10);
+  }
+  qd_fuzz::gpu_under_test().reset();
+}
