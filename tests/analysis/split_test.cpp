@@ -243,6 +243,8 @@ static_assert(persists(snapshot_vs_loop(4, 0, 5, 0)), "a[4] against a[i], i in [
 static_assert(persists(snapshot_vs_loop(7, 1, -1, 0)), "a[7] against a[i], i in [1, n): n unknown");
 static_assert(persists(snapshot_vs_loop(0, 1, -1, 0, ir::access::clamp)), "a clamped re-read");
 static_assert(persists(snapshot_vs_loop(0, 2, 5, -1, ir::access::clamp)));
+static_assert(recomputes(snapshot_vs_loop(0, 3, 3, 0)), "a loop over [3, 3) writes nothing");
+static_assert(recomputes(snapshot_vs_loop(0, 5, 2, 0, ir::access::clamp)), "nor one over [5, 2)");
 
 // Symbolic bounds: first = a[n + k] with n a run-time value (the extent of a, or a
 // scalar argument); a loop over [0, n + end) writes a[i + offset]. The element the

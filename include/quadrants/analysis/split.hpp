@@ -241,6 +241,28 @@ constexpr bool provably_disjoint(const ir::function& fn, ir::id first, ir::id se
   return false;
 }
 
+// Whether node i provably never runs: an enclosing loop's iteration space is empty
+// whatever the run-time values (constant bounds, or the same value on both sides), or
+// an enclosing branch is not taken on a constant condition.
+constexpr bool never_runs(const ir::function& fn, ir::id i) {
+  for (std::int32_t b = fn.node_block[static_cast<std::size_t>(i)]; b != 0;) {
+    const ir::id owner = fn.block_owner[static_cast<std::size_t>(b)];
+    const ir::node& n = fn.at(owner);
+    if (n.code == ir::op::range_for && b == n.block0) {
+      for (std::int32_t d = 0; d < static_cast<std::int32_t>(n.imm); ++d) {
+        const ir::id begin = n.imm == 1 ? n.a : ir::none, end = n.imm == 1 ? n.b : fn.list(n, d);
+        const index_range e = range_of_index(fn, end);
+        const index_range lo = begin == ir::none ? index_range{true, true, 0, 0} : range_of_index(fn, begin);
+        if ((e.has_hi && lo.has_lo && e.hi <= lo.lo) || (begin != ir::none && same_value(fn, begin, end))) return true;
+      }
+    }
+    if (n.code == ir::op::if_ && fn.at(n.a).code == ir::op::constant)
+      if ((fn.at(n.a).imm != 0) != (b == n.block0)) return true;
+    b = fn.node_block[static_cast<std::size_t>(owner)];
+  }
+  return false;
+}
+
 constexpr bool writes_variable(const statement_info& st, ir::id v) {
   return std::find(st.writes_vars.begin(), st.writes_vars.end(), v) != st.writes_vars.end();
 }
@@ -337,8 +359,9 @@ constexpr bool recomputable(const ir::function& fn, const kernel_structure& s, c
         if (writes_variable(s.statements[static_cast<std::size_t>(w)], v)) return false;
   std::vector<disjoint_pair> found;
   for (const array_access& r : info.reads)
-    for (std::int32_t w = k + 1; w <= last_write; ++w)
+    for (std::int32_t w = never_runs(fn, r.node) ? last_write + 1 : k + 1; w <= last_write; ++w)
       for (const array_access& wr : s.statements[static_cast<std::size_t>(w)].writes) {
+        if (never_runs(fn, wr.node)) continue;
         if (r.param == wr.param && r.grad == wr.grad) {
           if (!provably_disjoint(fn, r.node, wr.node)) return false;  // a stale re-read
           continue;
