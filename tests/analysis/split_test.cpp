@@ -418,3 +418,31 @@ TEST_CASE("the constexpr split analysis gives the same answers at run time") {
   CHECK(disjoint.plan.tasks.size() == 2);
   CHECK(disjoint.plan.temps.empty());
 }
+
+TEST_CASE("more persisted values than the buffer holds: carried_value, and the whole kernel needs none") {
+  // One serial construct of 4,100 statements `if (c) { v = 1; a[0] = 2; }` each followed
+  // by a[k] = v: the whole kernel runs it as one task with local variables; the split
+  // would persist every v (written by a statement with an effect) and runs out of slots.
+  ir::function fn;
+  ir::builder b(fn);
+  b.add_param({true, dtype::f32, 1, false});
+  b.add_param({false, dtype::boolean, 0, false});
+  const int count = 4100;
+  for (int k = 0; k < count; ++k) {
+    ir::id v = b.local_decl(dtype::f32, b.constant_float(dtype::f32, 0.0));
+    ir::id branch = b.if_(b.arg(1));
+    b.push_block(fn.at(branch).block0);
+    b.local_store(v, b.constant_float(dtype::f32, 1.0));
+    std::array<ir::id, 1> zero{b.constant_int(dtype::i32, 0)};
+    b.global_store(0, 0, zero, b.constant_float(dtype::f32, 2.0));
+    b.pop_block();
+    std::array<ir::id, 1> at{b.constant_int(dtype::i32, k)};
+    b.global_store(0, 0, at, b.local_load(v));
+  }
+  const auto s = analysis::analyze_structure(fn);
+  const auto d = analysis::plan_split(fn, s);
+  CHECK(d.reason == fallback_reason::carried_value);
+  CHECK(d.construct == -1);
+  CHECK(d.plan.temps_needed == static_cast<std::size_t>(count));
+  CHECK(analysis::plan_whole_kernel(fn, s).temps_needed == 0);
+}

@@ -112,15 +112,16 @@ constexpr std::vector<temp_assignment> assign_slots(const ir::function& fn, std:
     return number[static_cast<std::size_t>(x)] < number[static_cast<std::size_t>(y)];
   });
   std::vector<std::uint64_t> memo(fn.nodes.size(), 0);
+  std::vector<std::vector<ir::id>> updates(fn.nodes.size());  // per declaration, in program order
+  ir::walk(fn, 0, [&](ir::id u, int) {
+    const ir::node& n = fn.at(u);
+    if (n.code == ir::op::local_store || n.code == ir::op::local_atomic) updates[static_cast<std::size_t>(n.a)].push_back(u);
+  });
   std::vector<std::uint64_t> hashes;
   for (ir::id item : items) {
     std::uint64_t h = detail::content_hash(fn, item, memo);
     if (fn.at(item).code == ir::op::local_decl)
-      ir::walk(fn, 0, [&](ir::id u, int) {
-        const ir::node& n = fn.at(u);
-        if ((n.code == ir::op::local_store || n.code == ir::op::local_atomic) && n.a == item)
-          h = detail::mix_hash(h, detail::expression_hash(fn, u, memo));
-      });
+      for (ir::id u : updates[static_cast<std::size_t>(item)]) h = detail::mix_hash(h, detail::expression_hash(fn, u, memo));
     hashes.push_back(h);
   }
   std::vector<temp_assignment> out;
