@@ -68,6 +68,9 @@ class kernel_state {
   per_offload_observations obs;
   std::shared_ptr<compiled_kernel> compiled;
   std::atomic<compiled_kernel*> ready{nullptr};
+  // The program `ready` was prepared for, stored after it: a launch compares this id
+  // before touching `ready`, whose kernel a later program's preparation frees.
+  std::atomic<std::uint64_t> ready_program{0};
   std::atomic<std::uint64_t> runtime_fallbacks{0};
   std::atomic<bool> fallback_warned{false};
   bool unchecked_split = false;  // test-only: see force_unchecked_split

@@ -122,8 +122,12 @@ QD_FUNC void launch(kernel_state& k, const launch_arg* args, std::size_t count) 
   program_use use(std::nothrow);  // qd::reset() waits until this launch is done
   if (!use) throw_not_initialized(fmt::format("kernel '{}'", k.name));
   program* p = &*use;
-  compiled_kernel* c = k.ready.load(std::memory_order_acquire);
-  if (c == nullptr || c->program_id != p->id()) {
+  // The program's id first: a kernel prepared for an earlier program may be freed by a
+  // thread preparing it for this one, so it is never dereferenced here.
+  compiled_kernel* c = k.ready_program.load(std::memory_order_acquire) == p->id()
+                           ? k.ready.load(std::memory_order_acquire)
+                           : nullptr;
+  if (c == nullptr) {
     if (p->config().compile_only)
       throw user_error(fmt::format("kernel '{}': compile_only is set, so kernels can be compiled (kernel.compile()) "
                                    "and stored in the offline cache but not launched; unset compile_only to run them",

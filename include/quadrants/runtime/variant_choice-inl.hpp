@@ -132,6 +132,7 @@ QD_FUNC compiled_kernel* prepare(kernel_state& k, program& p) {
   k.obs = std::move(obs);
   k.compiled = c;
   k.ready.store(c.get(), std::memory_order_release);
+  k.ready_program.store(p.id(), std::memory_order_release);
   return c.get();
 }
 
