@@ -30,6 +30,17 @@ std::vector<float> iota(int n, float scale) {
   return v;
 }
 
+// The seed's grad_snapshot: a.grad()[0] re-read after a loop writes b.grad().
+auto grad_snapshot_kernel() {
+  return qd::kernel("grad_snapshot", {"a", "b", "out"},
+                    [](qd::types::ndarray<float, 1, qd::needs_grad> a, qd::types::ndarray<float, 1, qd::needs_grad> b,
+                       qd::types::ndarray<float, 1> out) {
+                      qd::f32 g = a.grad()[0];
+                      qd::range_for(b.shape(0), [&](qd::i32 i) { b.grad()[i] = 0.0f; });
+                      qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = g; });
+                    });
+}
+
 // Runs `launch` (which creates its arrays, launches and returns every result buffer's
 // bytes) whole and split in fresh programs; returns both results and the split's
 // observations.
@@ -77,13 +88,7 @@ TEST_CASE("the seed's kernels split through the persisted buffer, bitwise equal 
         qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = 0.0f; });
         qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = first; });
       });
-  auto grad_snapshot = qd::kernel("grad_snapshot", {"a", "b", "out"},
-      [](qd::types::ndarray<float, 1, qd::needs_grad> a, qd::types::ndarray<float, 1, qd::needs_grad> b,
-         qd::types::ndarray<float, 1> out) {
-        qd::f32 g = a.grad()[0];
-        qd::range_for(b.shape(0), [&](qd::i32 i) { b.grad()[i] = 0.0f; });
-        qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = g; });
-      });
+  auto grad_snapshot = grad_snapshot_kernel();
   qd_test::log_capture logs;
   const int n = 16;
   float sum = 0;
@@ -139,13 +144,7 @@ TEST_CASE("a gradient buffer bound to another parameter runs the whole kernel, w
   qd_test::temp_dir cache("grad-alias");
   qd_test::log_capture logs;
   init_split(cache);
-  auto grad_snapshot = qd::kernel("grad_snapshot", {"a", "b", "out"},
-      [](qd::types::ndarray<float, 1, qd::needs_grad> a, qd::types::ndarray<float, 1, qd::needs_grad> b,
-         qd::types::ndarray<float, 1> out) {
-        qd::f32 g = a.grad()[0];
-        qd::range_for(b.shape(0), [&](qd::i32 i) { b.grad()[i] = 0.0f; });
-        qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = g; });
-      });
+  auto grad_snapshot = grad_snapshot_kernel();
   const int n = 8;
   qd::ndarray<float, 1> a(n, qd::needs_grad), out(n);
   a.grad().from_host(iota(n, 3.0f));
