@@ -130,6 +130,26 @@ void incremental(const target& t, const fs::path& base, int constructs, int roun
              median(split) / median(alone));
 }
 
+// The 16-construct kernel with four reductions read by later constructs (issue 15),
+// one reader or one reducer edited; see cache_flow_bench.cpp.
+void incremental_reductions(const target& t, const fs::path& base, int rounds) {
+  for (int edited : {9, 1}) {
+    std::vector<double> split, whole, alone;
+    edit_round last;
+    for (int r = 0; r < rounds; ++r) {
+      fs::path root = base / fmt::format("red-{}-{}-{}", t.compiler, edited, r);
+      last = reduction_edit_round([&](qd::per_offload_mode mode) { return t.config(root, mode); }, 16, edited, 2000 + r);
+      split.push_back(last.split), whole.push_back(last.whole), alone.push_back(last.alone);
+      fs::remove_all(root);
+    }
+    fmt::print("  {} 16 constructs, 4 reductions read later, {} edited: split {:6.1f} ms ({} of {} tasks compiled), "
+               "whole kernel {:6.1f} ms (split/whole {:.2f}); one construct alone {:5.1f} ms (split/alone {:.2f}, "
+               "target <= 1.3 for a reader)\n",
+               t.compiler, edited < 4 ? "a reducer" : "a reader", median(split), last.compiled, last.tasks, median(whole),
+               median(split) / median(whole), median(alone), median(split) / median(alone));
+  }
+}
+
 // Split (with the default num_compile_threads, and with one: a single program)
 // against whole, each from a cold cache.
 void cold_compile(const target& t, const fs::path& base, int constructs, int rounds) {
@@ -216,6 +236,7 @@ int main(int argc, char** argv) {
     fmt::print("  NVRTC {}\n", qd::backend::cuda::nvrtc_version());
     for (int tasks : {1, 16}) minimal_option(tasks, rounds);
     for (int n : {16, 64}) incremental(nvrtc, base, n, rounds);
+    incremental_reductions(nvrtc, base, rounds);
     cold_compile(nvrtc, base, 16, rounds);
   }
   if (available(qd::backend::amdgpu::hiprtc_library(), "hipRTC")) {

@@ -699,6 +699,27 @@ inline auto split_many_values() {
                     });
 }
 
+// A new user's energy kernel: two reductions and a count read by later constructs, each
+// handed on through the persisted buffer by the split.
+inline auto energy() {
+  return qd::kernel("energy", {"m", "v", "share", "count"},
+                    [](qd::types::ndarray<float, 1> m, qd::types::ndarray<float, 1> v, qd::types::ndarray<float, 1> share,
+                       qd::types::ndarray<std::int32_t, 0> count) {
+                      qd::var<float> kinetic = 0.0f;
+                      qd::var<float> heaviest = 0.0f;
+                      qd::var<std::int32_t> moving = 0;
+                      qd::range_for(m.shape(0), [&](qd::i32 i) { kinetic += 0.5f * m[i] * v[i] * v[i]; });
+                      qd::range_for(m.shape(0), [&](qd::i32 i) {
+                        qd::atomic_max(heaviest, m[i]);
+                        qd::if_(v[i] != 0.0f, [&] { moving += 1; });
+                      });
+                      qd::f32 total = kinetic;
+                      qd::range_for(share.shape(0),
+                                    [&](qd::i32 i) { share[i] = 0.5f * m[i] * v[i] * v[i] / total + heaviest; });
+                      count() = moving;  // a serial construct
+                    });
+}
+
 inline auto seed_running_total() {
   return qd::kernel("seed_running_total", {"x", "out"},
                     [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> out) {

@@ -79,11 +79,11 @@ void check_golden(const std::string& file, const std::string& got) {
 
 }  // namespace
 
-TEST_CASE("golden: the seed's running_total (a carried reduction) lowers to temporaries, whole only") {
+TEST_CASE("golden: the seed's running_total: a reduction in temporaries, whole and split (persisted buffer)") {
   check_golden("running_total.txt", golden_text(test::running_total_ir()));
 }
 
-TEST_CASE("golden: the seed's stale_snapshot falls back; its whole variant publishes the snapshot") {
+TEST_CASE("golden: the seed's stale_snapshot: a serial task publishes the snapshot, whole and split") {
   check_golden("stale_snapshot.txt", golden_text(test::stale_snapshot_ir()));
 }
 

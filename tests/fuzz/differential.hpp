@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include <quadrants/analysis/split.hpp>
 #include <quadrants/backend/reference/interpreter.hpp>
 #include <quadrants/ir/dce.hpp>
 #include <quadrants/quadrants.hpp>
@@ -281,13 +282,46 @@ inline const char* name(finding f) {
   return "?";
 }
 
+// What the split hands on through the persisted buffer, by the kind of node kept.
+struct persisted_kinds {
+  bool variable = false;  // a top-level variable (a reduction, a variable assigned in a construct)
+  bool snapshot = false;  // an array element read before a later write
+  bool draw = false;      // a random draw or a volatile read, taken once
+  bool other = false;     // another value (an atomic's old value, a value computed from those)
+  // The analysis persisted a value that the unchecked split recomputes: one whose
+  // recomputation it could not prove would see what the whole kernel sees.
+  bool beyond_unchecked = false;
+  bool any() const { return variable || snapshot || draw || other; }
+};
+
+inline persisted_kinds persisted_by_split(const fuzz_case& c) {
+  qd::ir::function fn = c.fn;
+  qd::ir::eliminate_dead_code(fn);
+  const auto s = qd::analysis::analyze_structure(fn);
+  const auto d = qd::analysis::plan_split(fn, s);
+  persisted_kinds k;
+  for (const auto& t : d.plan.temps) {
+    const auto& n = fn.at(t.node);
+    if (n.code == qd::ir::op::local_decl) k.variable = true;
+    else if (n.code == qd::ir::op::global_load && (n.flags & qd::ir::access::is_volatile) == 0) k.snapshot = true;
+    else if (n.code == qd::ir::op::random || n.code == qd::ir::op::global_load) k.draw = true;
+    else k.other = true;
+  }
+  const auto u = qd::analysis::plan_split_unchecked(fn, s);
+  k.beyond_unchecked = d.plan.temps.size() > u.temps.size();
+  return k;
+}
+
 struct case_report {
   finding what = finding::none;
   std::string detail;
   qd::fallback_reason decision = qd::fallback_reason::none;  // the analysis' decision
   bool split_ran = false;           // the split variant ran (no run-time fallback)
   bool runtime_fallback = false;    // the call aliased a checked pair: the whole variant ran
-  std::optional<bool> unchecked_equal;  // for a compile-time fallback: the unchecked split gave equal results
+  persisted_kinds persisted;        // what the split keeps in the persisted buffer
+  // For a compile-time fallback: the unchecked split gave equal results. For a split
+  // with a persisted buffer: recomputing everything instead would have too.
+  std::optional<bool> unchecked_equal;
   bool source_checked = false;
   bool cpu = false;
   bool gpu = false;
@@ -338,8 +372,9 @@ inline case_report check(const fuzz_case& c, const check_options& o) {
   r.decision = split.obs.fallback;
   r.split_ran = split.split_ran();
   r.runtime_fallback = split.obs.runtime_fallbacks > 0;
+  if (r.decision == qd::fallback_reason::none) r.persisted = persisted_by_split(c);
   if (!same(c, split, whole, &why)) found(finding::split_differs, why);
-  if (r.decision != qd::fallback_reason::none && o.unchecked) {
+  if ((r.decision != qd::fallback_reason::none || r.persisted.beyond_unchecked) && o.unchecked) {
     // A fallback was unnecessary if the unchecked split gives the whole kernel's results,
     // on this call's inputs and on two other sets (one input proves little).
     const outcome unchecked = run(c, qd::arch::reference, variant::unchecked_split);
@@ -399,6 +434,8 @@ struct figures {
   long kernels = 0, cpu_kernels = 0, gpu_kernels = 0, source_checked = 0;
   long split_ran = 0, runtime_fallbacks = 0, compile_time_fallbacks = 0;
   long unnecessary = 0, unchecked_failed = 0;
+  long persisted = 0, persisted_variable = 0, persisted_snapshot = 0, persisted_draw = 0, persisted_other = 0;
+  long persisted_checked = 0, unnecessary_persisted = 0;
   std::map<std::string, long> fallbacks_by_reason, unnecessary_by_reason;
   std::map<std::string, long> findings;
   long aliased_calls = 0;
@@ -413,6 +450,15 @@ struct figures {
     if (r.decision == qd::fallback_reason::none) {
       if (r.split_ran) ++split_ran;
       if (r.runtime_fallback) ++runtime_fallbacks;
+      if (r.persisted.any()) {
+        ++persisted;
+        persisted_variable += r.persisted.variable;
+        persisted_snapshot += r.persisted.snapshot;
+        persisted_draw += r.persisted.draw;
+        persisted_other += r.persisted.other;
+        persisted_checked += r.persisted.beyond_unchecked;
+        unnecessary_persisted += r.unchecked_equal.value_or(false);
+      }
     } else {
       ++compile_time_fallbacks;
       ++fallbacks_by_reason[std::string(qd::name(r.decision))];
@@ -448,6 +494,12 @@ struct figures {
       << pct(unnecessary, compile_time_fallbacks) << " of fallbacks)";
     for (const auto& [reason, count] : unnecessary_by_reason) s << "; " << reason << " " << count;
     s << "\n";
+    s << "split with a persisted buffer: " << persisted << " (" << pct(persisted, kernels) << "; holding variables "
+      << persisted_variable << ", snapshots " << persisted_snapshot << ", draws and volatile reads " << persisted_draw
+      << ", other values " << persisted_other << ")\n";
+    s << "values persisted because a recomputed read was not proven to see the whole kernel's data: " << persisted_checked
+      << " kernels; recomputing them (the unchecked split) also matched on 3 inputs: " << unnecessary_persisted << " ("
+      << pct(unnecessary_persisted, persisted_checked) << ")\n";
     s << "mismatches: " << mismatches();
     for (const auto& [what, count] : findings) s << "; " << what << ": " << count;
     s << "\n";

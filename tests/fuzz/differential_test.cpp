@@ -60,11 +60,14 @@ TEST_CASE("2,000 generated kernels: the split gives the whole kernel's results o
   CHECK(f.mismatches() == 0);
   // The batch exercises what it claims to: splits, every fallback, aliased calls and
   // their run-time fallbacks, comparisons with the kernel as written.
-  CHECK(f.split_ran > f.kernels / 3);
-  for (const char* reason : {"carried_value", "stale_reread", "side_effect", "aliasing_gradient"}) {
-    CAPTURE(reason);
-    CHECK(f.fallbacks_by_reason.count(reason) == 1);
-  }
+  // Since the persisted buffer (issue 15) nearly every kernel splits; of what still
+  // falls back at compile time, at most 10% may be unnecessary.
+  CHECK(f.split_ran > f.kernels * 9 / 10);
+  CHECK(f.unnecessary * 10 <= f.compile_time_fallbacks);
+  CHECK(f.persisted > f.kernels / 5);
+  CHECK(f.persisted_variable > 0);
+  CHECK(f.persisted_snapshot > 0);
+  CHECK(f.persisted_draw > 0);
   CHECK(f.aliased_calls > 100);
   CHECK(f.runtime_fallbacks > 0);
   CHECK(f.source_checked > f.kernels / 3);
@@ -75,5 +78,6 @@ TEST_CASE("50 generated kernels: whole and split on the CPU give the reference b
   MESSAGE("CPU batch (seeds 1000001..1000050):\n" << f.text());
   CHECK(f.cpu_kernels == 50);
   CHECK(f.mismatches() == 0);
-  CHECK(f.split_ran > 5);
+  CHECK(f.split_ran > 40);
+  CHECK(f.persisted > 5);
 }

@@ -318,6 +318,9 @@ class kernel_generator {
           index = c == 0 ? ix.id : b_.binary(c > 0 ? ir::binary_op::add : ir::binary_op::sub, dtype::i32, ix.id, i32(c > 0 ? c : -c));
         } else if (k < 7) {
           index = i32(r_.below(static_cast<int>(extent)));
+        } else if (k < 8) {
+          // n - c, c in [1, n]: an element counted from the end, a run-time bound.
+          index = b_.binary(ir::binary_op::sub, dtype::i32, b_.shape(a.param, dim), i32(r_.range(1, static_cast<int>(extent))));
         } else {
           index = wrap_into(gen(r_.chance(0.8) ? dtype::i32 : dtype::i64, 1), b_.shape(a.param, dim));
         }
@@ -631,12 +634,14 @@ class kernel_generator {
       const int dim = r_.below(a.spec->ndim);
       const std::int64_t extent = a.spec->shape[static_cast<std::size_t>(dim)];
       ir::id shape = b_.shape(a.param, dim);
-      int form = r_.below(4);
+      int form = r_.below(5);
       std::int64_t c = extent > 1 ? r_.range(1, static_cast<int>(std::min<std::int64_t>(extent - 1, 3))) : 0;
       if (form == 1 && c > 0) {
         out = {i32(c), shape, c, extent};
       } else if (form == 2 && c > 0) {
         out = {i32(0), b_.binary(ir::binary_op::sub, dtype::i32, shape, i32(c)), 0, extent - c};
+      } else if (form == 3 && c > 0) {  // the last c elements: [n - c, n)
+        out = {b_.binary(ir::binary_op::sub, dtype::i32, b_.shape(a.param, dim), i32(c)), shape, extent - c, extent};
       } else {
         out = {i32(0), shape, 0, extent};
       }

@@ -1,13 +1,17 @@
-// Per-offload caching (SPEC §3-§5, issue 4): the seed's fallbacks, the edit scenario
-// across processes, identical constructs shared, and the run-time aliasing fallback.
+// Per-offload caching (SPEC §3-§5, §12.1; issues 4 and 15): the seed's kernels split
+// through the persisted buffer, the edit scenario across processes and in one,
+// identical constructs shared, and the run-time aliasing fallback.
 // Identical results from both variants: tests/backend/gpu_suite_test.cpp, on every arch.
 #include <doctest/doctest.h>
 
 #include <quadrants/quadrants.hpp>
 
 #include <filesystem>
+#include <cstring>
 #include <mutex>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "runtime/worker_support.hpp"
@@ -27,9 +31,45 @@ std::vector<float> iota(int n, float scale) {
   return v;
 }
 
+// The seed's grad_snapshot: a.grad()[0] re-read after a loop writes b.grad().
+auto grad_snapshot_kernel() {
+  return qd::kernel("grad_snapshot", {"a", "b", "out"},
+                    [](qd::types::ndarray<float, 1, qd::needs_grad> a, qd::types::ndarray<float, 1, qd::needs_grad> b,
+                       qd::types::ndarray<float, 1> out) {
+                      qd::f32 g = a.grad()[0];
+                      qd::range_for(b.shape(0), [&](qd::i32 i) { b.grad()[i] = 0.0f; });
+                      qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = g; });
+                    });
+}
+
+// Runs `launch` (which creates its arrays, launches and returns every result buffer's
+// bytes) whole and split in fresh programs; returns both results and the split's
+// observations.
+template <class Launch, class Kernel>
+std::pair<std::vector<std::vector<float>>, std::vector<std::vector<float>>> whole_and_split(
+    const qd_test::temp_dir& cache, Kernel& k, Launch&& launch, qd::per_offload_observations& split_obs) {
+  std::vector<std::vector<float>> results[2];
+  for (int split = 0; split < 2; ++split) {
+    qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = cache.str(),
+              .per_offload = split ? qd::per_offload_mode::on : qd::per_offload_mode::off,
+              .log_level = qd::log_level::debug, .random_seed = 11});
+    results[split] = launch();
+    if (split) split_obs = k.per_offload_cache_observations();
+    qd::reset();
+  }
+  return {results[0], results[1]};
+}
+
+bool bitwise_equal(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t k = 0; k < a.size(); ++k)
+    if (a[k].size() != b[k].size() || std::memcmp(a[k].data(), b[k].data(), a[k].size() * sizeof(float)) != 0) return false;
+  return true;
+}
+
 }  // namespace
 
-TEST_CASE("the seed's three kernels fall back with their reasons and compute what the whole kernel computes") {
+TEST_CASE("the seed's kernels split through the persisted buffer, bitwise equal to the whole kernel") {
   qd_test::temp_dir cache("seed");
   auto running_total = qd::kernel("running_total", {"x", "out"},
       [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> out) {
@@ -49,58 +89,113 @@ TEST_CASE("the seed's three kernels fall back with their reasons and compute wha
         qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = 0.0f; });
         qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = first; });
       });
-  auto grad_snapshot = qd::kernel("grad_snapshot", {"a", "b", "out"},
-      [](qd::types::ndarray<float, 1, qd::needs_grad> a, qd::types::ndarray<float, 1, qd::needs_grad> b,
-         qd::types::ndarray<float, 1> out) {
-        qd::f32 g = a.grad()[0];
-        qd::range_for(b.shape(0), [&](qd::i32 i) { b.grad()[i] = 0.0f; });
-        qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = g; });
-      });
-
-  struct expectation {
-    const char* name;
-    qd::fallback_reason reason;
-    std::string detail;
-  };
+  auto grad_snapshot = grad_snapshot_kernel();
   qd_test::log_capture logs;
-  init_split(cache);
   const int n = 16;
-  qd::ndarray<float, 1> x(n), out(n), a(n, qd::needs_grad), b(n, qd::needs_grad);
-  x.from_host(iota(n, 1.0f));
-  a.from_host(iota(n, 2.0f));
-  a.grad().from_host(iota(n, 3.0f));
-
-  running_total(x, out);
-  auto o = running_total.per_offload_cache_observations();
-  CHECK(o.frontend_constructs_total == -1);
-  CHECK(o.fallback == qd::fallback_reason::carried_value);
   float sum = 0;
   for (float v : iota(n, 1.0f)) sum += v;
-  CHECK(out.to_host()[5] == sum);
-  CHECK(logs.count(qd::log_level::debug, "[PER_OFFLOAD] kernel 'running_total' stays whole-kernel: carried_value") == 1);
+  qd::per_offload_observations o;
 
-  stale_snapshot(a, out);
-  o = stale_snapshot.per_offload_cache_observations();
-  CHECK(o.frontend_constructs_total == -1);
-  CHECK(o.fallback == qd::fallback_reason::stale_reread);
-  CHECK(o.fallback_detail == "a[0] re-read by construct 2 after construct 1 writes a");
-  CHECK(out.to_host()[3] == 1.0f);  // the original a[0], not the overwritten 0
-  CHECK(logs.count(qd::log_level::debug, "kernel 'stale_snapshot' stays whole-kernel: stale_reread (a[0] re-read") == 1);
+  auto [whole, split] = whole_and_split(cache, running_total, [&] {
+    qd::ndarray<float, 1> x(n), out(n);
+    x.from_host(iota(n, 1.0f));
+    running_total(x, out);
+    return std::vector<std::vector<float>>{out.to_host()};
+  }, o);
+  CHECK(bitwise_equal(whole, split));
+  CHECK(whole[0][5] == sum);
+  CHECK(o.fallback == qd::fallback_reason::none);
+  CHECK(o.frontend_constructs_total == 3);  // a serial task initialising `total` in the buffer, the two loops
+  CHECK(o.constructs_compiled == 3);
 
-  a.from_host(iota(n, 2.0f));
-  stale_clamped(a, out);
-  o = stale_clamped.per_offload_cache_observations();
-  CHECK(o.fallback == qd::fallback_reason::stale_reread);
-  CHECK(o.frontend_constructs_total == -1);
-  CHECK(out.to_host()[0] == 1.0f);
+  // The snapshot (plain or clamped), taken by a serial task before loop 1 and handed on.
+  auto snapshot_case = [&](auto& k) {
+    std::tie(whole, split) = whole_and_split(cache, k, [&] {
+      qd::ndarray<float, 1> a(n), out(n);
+      a.from_host(iota(n, 2.0f));
+      k(a, out);
+      return std::vector<std::vector<float>>{a.to_host(), out.to_host()};
+    }, o);
+    CHECK(bitwise_equal(whole, split));
+    CHECK(whole[1][3] == 1.0f);  // the original a[0], not the overwritten 0
+    CHECK(o.fallback == qd::fallback_reason::none);
+    CHECK(o.frontend_constructs_total == 3);
+  };
+  snapshot_case(stale_snapshot);
+  snapshot_case(stale_clamped);
 
+  // Gradient buffers of qd::ndarrays have known extents: the re-read of a.grad()[0] is
+  // recomputed, and the launch checks that b's and out's buffers do not overlap it.
+  std::tie(whole, split) = whole_and_split(cache, grad_snapshot, [&] {
+    qd::ndarray<float, 1> a(n, qd::needs_grad), b(n, qd::needs_grad), out(n);
+    a.grad().from_host(iota(n, 3.0f));
+    b.grad().from_host(iota(n, 4.0f));
+    grad_snapshot(a, b, out);
+    return std::vector<std::vector<float>>{b.grad().to_host(), out.to_host()};
+  }, o);
+  CHECK(bitwise_equal(whole, split));
+  CHECK(whole[1][7] == 1.0f);  // a.grad()[0]
+  CHECK(o.fallback == qd::fallback_reason::none);
+  CHECK(o.frontend_constructs_total == 2);
+  CHECK(o.runtime_fallbacks == 0);
+  CHECK(logs.count(qd::log_level::debug, "stays whole-kernel") == 0);
+}
+
+TEST_CASE("a gradient buffer bound to another parameter runs the whole kernel, warning once") {
+  qd_test::temp_dir cache("grad-alias");
+  qd_test::log_capture logs;
+  init_split(cache);
+  auto grad_snapshot = grad_snapshot_kernel();
+  const int n = 8;
+  qd::ndarray<float, 1> a(n, qd::needs_grad), out(n);
+  a.grad().from_host(iota(n, 3.0f));
+  grad_snapshot(a, a, out);  // a.grad() is also b.grad(): recomputing a.grad()[0] would read the zeroed value
+  CHECK(out.to_host()[2] == 1.0f);
+  CHECK(grad_snapshot.per_offload_cache_observations().runtime_fallbacks == 1);
+  CHECK(logs.count(qd::log_level::warn, "[PER_OFFLOAD][FALLBACK] kernel 'grad_snapshot': parameters 'a.grad()' and "
+                                        "'b.grad()' share a buffer") == 1);
+  qd::ndarray<float, 1> b(n, qd::needs_grad);
+  a.grad().from_host(iota(n, 3.0f));
   grad_snapshot(a, b, out);
-  o = grad_snapshot.per_offload_cache_observations();
-  CHECK(o.frontend_constructs_total == -1);
-  CHECK(o.fallback == qd::fallback_reason::aliasing_gradient);
-  CHECK(out.to_host()[7] == 1.0f);  // a.grad()[0]
-  CHECK(logs.count(qd::log_level::debug, "kernel 'grad_snapshot' stays whole-kernel: aliasing_gradient") == 1);
+  CHECK(grad_snapshot.per_offload_cache_observations().runtime_fallbacks == 1);
+  CHECK(out.to_host()[2] == 1.0f);
   qd::reset();
+}
+
+TEST_CASE("a new user's energy kernel: reductions read by a later loop split, bitwise equal to the whole kernel") {
+  qd_test::temp_dir cache("energy");
+  // Kinetic and potential energy of n particles, then every particle's share of the total.
+  auto energy = qd::kernel("energy", {"m", "v", "h", "share"},
+      [](qd::types::ndarray<float, 1> m, qd::types::ndarray<float, 1> v, qd::types::ndarray<float, 1> h,
+         qd::types::ndarray<float, 1> share) {
+        qd::var<float> kinetic = 0.0f;
+        qd::var<float> potential = 0.0f;
+        qd::var<float> heaviest = 0.0f;
+        qd::range_for(m.shape(0), [&](qd::i32 i) { kinetic += 0.5f * m[i] * v[i] * v[i]; });
+        qd::range_for(m.shape(0), [&](qd::i32 i) {
+          potential += 9.81f * m[i] * h[i];
+          qd::atomic_max(heaviest, m[i]);
+        });
+        qd::f32 total = kinetic + potential;
+        qd::range_for(share.shape(0), [&](qd::i32 i) {
+          share[i] = (0.5f * m[i] * v[i] * v[i] + 9.81f * m[i] * h[i]) / total + heaviest;
+        });
+      });
+  for (int n : {100, 2000}) {  // up to 2048 iterations the CPU reduces in one chunk: a fixed order
+    CAPTURE(n);
+    qd::per_offload_observations o;
+    auto [whole, split] = whole_and_split(cache, energy, [&] {
+      qd::ndarray<float, 1> m(n), v(n), h(n), share(n);
+      m.from_host(iota(n, 0.25f));
+      v.from_host(iota(n, -0.125f));
+      h.from_host(iota(n, 0.5f));
+      energy(m, v, h, share);
+      return std::vector<std::vector<float>>{share.to_host()};
+    }, o);
+    CHECK(bitwise_equal(whole, split));
+    CHECK(o.fallback == qd::fallback_reason::none);
+    CHECK(o.frontend_constructs_total == 4);  // the serial task declaring the three sums, three loops
+  }
 }
 
 TEST_CASE("a re-read of an element no later loop can write splits, with the whole kernel's results") {
@@ -115,7 +210,13 @@ TEST_CASE("a re-read of an element no later loop can write splits, with the whol
         qd::range_for(qd::ndrange(m.shape(0), 1), [&](qd::i32 i, qd::i32 j) { m(i, j) = left + corner; });
         qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = left * 10.0f + corner; });
       });
-  // The same with a loop that may write a[0]: it stays whole.
+  // The last element against a loop over all but the last: n is a run-time extent.
+  auto last = qd::kernel("last", {"a", "out"}, [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> out) {
+    qd::f32 right = a[a.shape(0) - 1];
+    qd::range_for(0, a.shape(0) - 1, [&](qd::i32 i) { a[i] = a[i] + right; });
+    qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = right; });
+  });
+  // A loop that may write a[0]: the snapshot is taken once and handed on.
   auto overlapping = qd::kernel("overlapping", {"a", "out"},
       [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> out) {
         qd::f32 left = a[0];
@@ -147,19 +248,26 @@ TEST_CASE("a re-read of an element no later loop can write splits, with the whol
     CHECK(m.to_host()[7] == 7 * 0.25f + 1.0f);  // m(2, 1) untouched
 
     a.from_host(iota(n, 0.5f));
+    last(a, out);
+    CHECK(last.per_offload_cache_observations().frontend_constructs_total == (split ? 2 : -1));  // nothing persisted
+    CHECK(out.to_host()[1] == 8 * 0.5f + 1.0f);
+    CHECK(a.to_host()[2] == 2 * 0.5f + 1.0f + 8 * 0.5f + 1.0f);
+    results[split].push_back(a.to_host());
+    results[split].push_back(out.to_host());
+
+    a.from_host(iota(n, 0.5f));
     overlapping(a, out);
     o = overlapping.per_offload_cache_observations();
-    CHECK(o.frontend_constructs_total == -1);
-    if (split) CHECK(o.fallback == qd::fallback_reason::stale_reread);
+    CHECK(o.frontend_constructs_total == (split ? 3 : -1));  // a serial task takes the snapshot
     CHECK(out.to_host()[2] == 1.0f);
+    results[split].push_back(out.to_host());
     qd::reset();
   }
   CHECK(results[0] == results[1]);
 }
 
-TEST_CASE("a random draw or a volatile read that would be recomputed keeps the kernel whole") {
+TEST_CASE("a random draw or a volatile read is taken once and handed on: the whole kernel's values") {
   qd_test::temp_dir cache("side-effect");
-  init_split(cache);
   auto k = qd::kernel("draw_then_use", [](qd::types::ndarray<float, 1> x) {
     qd::f32 r = qd::random<float>();
     qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = r; });
@@ -168,14 +276,26 @@ TEST_CASE("a random draw or a volatile read that would be recomputed keeps the k
     qd::f32 r = qd::volatile_load(y[0]);
     qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = r; });
   });
-  qd::ndarray<float, 1> x(8), y(8);
-  k(x);
-  CHECK(k.per_offload_cache_observations().fallback == qd::fallback_reason::side_effect);
-  auto hx = x.to_host();
-  CHECK(hx[0] == hx[7]);  // one draw, shared by every iteration
-  v(x, y);
-  CHECK(v.per_offload_cache_observations().fallback == qd::fallback_reason::side_effect);
-  qd::reset();
+  qd::per_offload_observations o;
+  auto [whole, split] = whole_and_split(cache, k, [&] {
+    qd::ndarray<float, 1> x(8);
+    k(x);
+    k(x);  // the second launch draws from the next stream, alike in both variants
+    return std::vector<std::vector<float>>{x.to_host()};
+  }, o);
+  CHECK(bitwise_equal(whole, split));
+  CHECK(whole[0][0] == whole[0][7]);  // one draw, shared by every iteration
+  CHECK(o.fallback == qd::fallback_reason::none);
+  CHECK(o.frontend_constructs_total == 2);
+  std::tie(whole, split) = whole_and_split(cache, v, [&] {
+    qd::ndarray<float, 1> x(8), y(8);
+    y.fill(2.5f);
+    v(x, y);
+    return std::vector<std::vector<float>>{x.to_host()};
+  }, o);
+  CHECK(bitwise_equal(whole, split));
+  CHECK(whole[0][3] == 2.5f);
+  CHECK(o.fallback == qd::fallback_reason::none);
 }
 
 TEST_CASE("a gradient kernel and a debug dump keep kernels whole") {
@@ -375,5 +495,70 @@ TEST_CASE("renaming a kernel keeps every offload key") {
   CHECK(o.constructs_compiled == 0);
   CHECK(o.constructs_loaded == 2);
   CHECK(y.to_host() == std::vector<float>{1.0f, 4.0f, 7.0f, 10.0f});
+  qd::reset();
+}
+
+TEST_CASE("a whole kernel reused from another kernel object in the same process is neither compiled nor loaded") {
+  // Two kernel objects with the same body (the peer project's test of defect 1): the
+  // second finds the first's module in memory and reads no disk entry.
+  qd_test::temp_dir cache("whole-reuse");
+  for (auto mode : {qd::per_offload_mode::off, qd::per_offload_mode::on}) {
+    CAPTURE(mode);
+    init_split(cache, mode);
+    auto body = [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> out) {
+      qd::var<float> total = 0.0f;
+      qd::range_for(x.shape(0), [&](qd::i32 i) { total += x[i]; });
+      qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = total * 2.0f; });
+    };
+    auto first = qd::kernel("first", body);
+    auto second = qd::kernel("second", body);
+    qd::ndarray<float, 1> x(8), out(8);
+    x.fill(1.5f);
+    first(x, out);
+    const qd::cache_statistics before = qd::offline_cache_statistics();
+    second(x, out);
+    const qd::cache_statistics after = qd::offline_cache_statistics();
+    auto o = second.per_offload_cache_observations();
+    CHECK(o.constructs_compiled == 0);
+    CHECK(o.constructs_loaded == 0);
+    CHECK(after.hits == before.hits);      // no disk entry read ...
+    CHECK(after.misses == before.misses);  // ... nor looked up
+    CHECK(after.bytes_read == before.bytes_read);
+    CHECK(after.compiles == before.compiles);
+    CHECK(after.memory_hits > before.memory_hits);
+    CHECK(out.to_host()[3] == 24.0f);
+    qd::reset();
+  }
+}
+
+TEST_CASE("editing a kernel with persisted values recompiles the edited task, and its slot's other users only when the "
+          "slot moves") {
+  qd_test::temp_dir cache("edit-persisted");
+  // A reduction (the serial task initialising `total`, loop 1 reducing, loop 3 reading
+  // it) and an unrelated loop 2. variant 0: the base; 1: loop 2 edited; 2: loop 3 edited
+  // (the slot stays); 3: loop 1's update edited (a different variable: its slot moves).
+  auto make = [](int variant) {
+    return qd::kernel("edited", [variant](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y,
+                                          qd::types::ndarray<float, 1> out) {
+      qd::var<float> total = 0.0f;
+      qd::range_for(x.shape(0), [&](qd::i32 i) { total += variant == 3 ? x[i] * 2.0f : x[i]; });
+      qd::range_for(y.shape(0), [&](qd::i32 i) { y[i] = x[i] * (variant == 1 ? 3.0f : 2.0f); });
+      qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = total + (variant == 2 ? 1.0f : 0.0f); });
+    });
+  };
+  init_split(cache);
+  qd::ndarray<float, 1> x(8), y(8), out(8);
+  x.fill(1.0f);
+  const int expected_compiled[] = {4, 1, 1, 3};
+  const float expected_out[] = {8.0f, 8.0f, 9.0f, 16.0f};
+  for (int variant = 0; variant < 4; ++variant) {
+    CAPTURE(variant);
+    auto k = make(variant);
+    k(x, y, out);
+    auto o = k.per_offload_cache_observations();
+    CHECK(o.frontend_constructs_total == 4);
+    CHECK(o.constructs_compiled == expected_compiled[variant]);
+    CHECK(out.to_host()[5] == expected_out[variant]);
+  }
   qd::reset();
 }

@@ -38,7 +38,7 @@ TEST_CASE("the SPEC §2 example compiles and runs as written") {
   CHECK(out.shape(0) == 1024);
   CHECK(m.to_host().size() == 63);
   CHECK(a.grad().shape(0) == 1024);
-  CHECK(obs.frontend_constructs_total == -1);  // per-offload by default on CUDA; here carried_value keeps it whole
+  CHECK(obs.frontend_constructs_total == -1);  // per-offload by default on CUDA; the CPU fallback defaults to whole
   CHECK(logs.count(qd::log_level::warn, "falling back to arch = cpu") == 1);
 }
 

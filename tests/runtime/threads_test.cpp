@@ -5,8 +5,11 @@
 // store have tests of their own.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -64,35 +67,48 @@ TEST_CASE("host threads compile and launch different kernels at once, whole or s
 }
 
 TEST_CASE("one kernel launched from several host threads at once: each launch sees its own top-level values") {
-  // The whole-kernel variant keeps `first` in its global temporaries between the two
-  // constructs; concurrent launches of the same kernel take turns with that buffer.
-  for (qd::arch arch : {qd::arch::cpu, qd::arch::reference}) {
-    CAPTURE(arch);
-    qd::init({.arch = arch, .per_offload = qd::per_offload_mode::off});
-    auto k = qd::kernel("shared_temporaries", {"x", "y"},
-                        [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y) {
-                          qd::f32 first = x[0];
-                          qd::range_for(y.shape(0), [&](qd::i32 i) { y[i] = x[i] + first; });
-                          qd::range_for(y.shape(0), [&](qd::i32 i) { y[i] += first; });
-                        });
-    constexpr int threads = 4, n = 3000;
-    const int launches = arch == qd::arch::cpu ? 200 : 5;
-    std::atomic<int> wrong{0};
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] {
-        qd::ndarray<float, 1> x(n), y(n);
-        x.fill(static_cast<float>(t + 1));
-        for (int l = 0; l < launches; ++l) {
-          k(x, y);
-          for (float v : y.to_host()) wrong += v != 3.0f * static_cast<float>(t + 1);
-        }
-      });
-    for (auto& th : pool) th.join();
-    CHECK(wrong == 0);
-    CHECK(k.per_offload_cache_observations().frontend_constructs_total == -1);
-    qd::reset();
-  }
+  // The whole-kernel variant keeps `first` and `total` in its global temporaries between
+  // constructs, the split keeps `total` (a reduction read by a later loop) in its
+  // persisted buffer; concurrent launches of the same kernel take turns with the buffer.
+  for (qd::arch arch : {qd::arch::cpu, qd::arch::reference})
+    for (qd::per_offload_mode mode : {qd::per_offload_mode::off, qd::per_offload_mode::on}) {
+      CAPTURE(arch);
+      CAPTURE(mode);
+      const auto cache = std::filesystem::temp_directory_path() / ("qd-threads-" + std::to_string(::getpid()));
+      qd::init({.arch = arch, .offline_cache_file_path = cache.string(), .per_offload = mode});
+      auto k = qd::kernel("shared_temporaries", {"x", "y"},
+                          [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y) {
+                            qd::f32 first = x[0];
+                            qd::var<std::int32_t> total = 0;
+                            qd::range_for(y.shape(0), [&](qd::i32 i) {
+                              y[i] = x[i] + first;
+                              total += qd::cast<std::int32_t>(x[i]);
+                            });
+                            qd::range_for(y.shape(0), [&](qd::i32 i) { y[i] += first + qd::cast<float>(total); });
+                          });
+      constexpr int threads = 4, n = 3000;
+      const int launches = arch == qd::arch::cpu ? 200 : 5;
+      std::atomic<int> wrong{0};
+      std::vector<std::thread> pool;
+      for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+          qd::ndarray<float, 1> x(n), y(n);
+          x.fill(static_cast<float>(t + 1));
+          const float expected = 3.0f * static_cast<float>(t + 1) + static_cast<float>(n * (t + 1));
+          for (int l = 0; l < launches; ++l) {
+            k(x, y);
+            for (float v : y.to_host()) wrong += v != expected;
+          }
+        });
+      for (auto& th : pool) th.join();
+      CHECK(wrong == 0);
+      // Split: a serial task initialising `total` in the buffer, then the two loops.
+      CHECK(k.per_offload_cache_observations().frontend_constructs_total ==
+            (mode == qd::per_offload_mode::on ? 3 : -1));
+      qd::reset();
+      std::error_code ec;
+      std::filesystem::remove_all(cache, ec);
+    }
 }
 
 TEST_CASE("qd::init and qd::reset while other threads launch: every launch completes or is refused, none touches a "

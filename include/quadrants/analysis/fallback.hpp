@@ -10,7 +10,7 @@ namespace qd {
 #define QD_FALLBACK_REASONS(X)                                                                  \
   X(none, "the split is used")                                                                  \
   X(autodiff, "a gradient (adjoint) kernel links its constructs")                               \
-  X(carried_value, "a construct needs a value produced or modified inside an earlier construct") \
+  X(carried_value, "more values cross constructs than the persisted buffer holds")             \
   X(stale_reread, "a recomputed read would observe data an earlier statement overwrote")         \
   X(aliasing_gradient, "safety would depend on a gradient buffer not aliasing another buffer")   \
   X(side_effect, "recomputing a value would repeat an atomic, print, random draw or volatile read") \

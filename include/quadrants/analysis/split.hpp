@@ -1,6 +1,7 @@
-// The per-offload split (SPEC §3-§5): each construct recomputes, from the kernel's
-// parameters alone, the slice of top-level statements it needs -- when provably
-// equivalent to the whole kernel. Otherwise the first failing condition is reported.
+// The per-offload split (SPEC §3-§5, §12.1): each construct recomputes, from the
+// kernel's parameters, the slice of top-level statements it needs where that provably
+// gives the whole kernel's values; what cannot be recomputed is computed once and
+// handed on through the persisted buffer.
 #pragma once
 
 #include <algorithm>
@@ -12,9 +13,11 @@
 
 namespace qd::analysis {
 
-// Two parameters the split assumes do not share memory: checked at each launch.
+// Two buffers the split assumes do not share memory: checked at each launch. A side
+// is a parameter's data or, with `grad`, its gradient buffer; (a, a_grad) < (b, b_grad).
 struct disjoint_pair {
-  std::int32_t a = -1, b = -1;  // a < b
+  std::int32_t a = -1, b = -1;
+  bool a_grad = false, b_grad = false;
   friend constexpr bool operator==(const disjoint_pair&, const disjoint_pair&) = default;
 };
 
@@ -27,52 +30,16 @@ struct split_decision {
   ir::id read = ir::none;               // the re-read access (stale_reread, aliasing_gradient)
   ir::id write = ir::none;              // the write it conflicts with
   ir::id variable = ir::none;           // the carried variable (carried_value)
-  task_plan plan;                       // one task per construct, no temporaries (when split)
+  // When split: one task per construct, in program order, plus a serial task for each
+  // run of top-level statements outside constructs whose results must be computed once
+  // (a snapshot taken before an overwrite, a reduction's initial value, a random draw).
+  // plan.temps are the persisted buffer's slots: values and variables handed between
+  // tasks. plan.temps_needed counts them (more than temp_slot_count: carried_value).
+  task_plan plan;
   std::vector<disjoint_pair> pairs;     // run-time disjointness checks (when split)
 };
 
 namespace detail {
-
-// Statements `st` needs recomputed before `before`: its values' definitions, and
-// every earlier write of the variables it touches; transitively.
-constexpr void add_slice(const kernel_structure& s, std::int32_t st, std::int32_t before, std::vector<bool>& in) {
-  const statement_info& info = s.statements[static_cast<std::size_t>(st)];
-  for (ir::id u : info.uses) {
-    std::int32_t def = s.statement_of[static_cast<std::size_t>(u)];
-    if (def >= 0 && def < before && !in[static_cast<std::size_t>(def)]) {
-      in[static_cast<std::size_t>(def)] = true;
-      add_slice(s, def, def, in);
-    }
-  }
-  for (const auto* vars : {&info.reads_vars, &info.writes_vars})
-    for (ir::id v : *vars)
-      for (std::int32_t k = 0; k < before; ++k) {
-        const auto& writes = s.statements[static_cast<std::size_t>(k)].writes_vars;
-        if (!in[static_cast<std::size_t>(k)] && std::find(writes.begin(), writes.end(), v) != writes.end()) {
-          in[static_cast<std::size_t>(k)] = true;
-          add_slice(s, k, k, in);
-        }
-      }
-}
-
-// The statements a construct's task recomputes: every slice statement before it.
-constexpr std::vector<bool> slice_of(const kernel_structure& s, const construct& con) {
-  std::vector<bool> in(s.statements.size(), false);
-  for (std::int32_t st : con.statements) add_slice(s, st, con.statements.front(), in);
-  return in;
-}
-
-// A construct's task: its slice, then its own statements, in program order.
-constexpr task split_task(const kernel_structure& s, std::int32_t c, const std::vector<bool>& in) {
-  const construct& con = s.constructs[static_cast<std::size_t>(c)];
-  task t{con.kind == construct_kind::parallel, {}, c};
-  for (std::int32_t k = 0; k < static_cast<std::int32_t>(in.size()); ++k)
-    if (in[static_cast<std::size_t>(k)]) t.statements.push_back(k);
-  for (std::int32_t st : con.statements) t.statements.push_back(st);
-  std::sort(t.statements.begin(), t.statements.end());
-  t.statements.erase(std::unique(t.statements.begin(), t.statements.end()), t.statements.end());
-  return t;
-}
 
 // Compile-time bounds of an integer index, inclusive, each side known or not.
 struct index_range {
@@ -81,6 +48,8 @@ struct index_range {
 };
 
 inline constexpr std::int64_t index_range_limit = std::int64_t{1} << 40;  // beyond: not tracked
+inline constexpr std::int64_t i32_min = std::int64_t{-2147483647} - 1;
+inline constexpr std::int64_t i32_max = 2147483647;
 
 constexpr index_range known_range(bool has_lo, std::int64_t lo, bool has_hi, std::int64_t hi) {
   index_range r;
@@ -89,8 +58,16 @@ constexpr index_range known_range(bool has_lo, std::int64_t lo, bool has_hi, std
   return r;
 }
 
-// The range of an index expression built from constants, loop indices, value-preserving
-// integer casts, and i32/i64 + and -. Loop indices lie in their loop's [begin, end).
+constexpr std::int64_t constant_value(const ir::node& n) {
+  if (n.type == dtype::i32) return static_cast<std::int32_t>(n.imm);
+  if (n.type == dtype::u32) return static_cast<std::uint32_t>(n.imm);
+  if (n.type == dtype::u8) return static_cast<std::uint8_t>(n.imm);
+  return n.imm;
+}
+
+// The range of an index expression built from constants, extents (an array's extent is
+// in [0, 2^31), checked when a launch binds it), loop indices, value-preserving integer
+// casts, and i32/i64 + and -. Loop indices lie in their loop's [begin, end).
 // Wrap-around: a sum that overflows upwards wraps to a negative index, outside every
 // array, and an out-of-range access leaves a kernel's results undefined in both
 // variants (with check_out_of_bound both fail the launch), so a lower bound survives
@@ -101,12 +78,10 @@ constexpr index_range range_of_index(const ir::function& fn, ir::id i, int depth
   if (depth > 16 || !is_integral(n.type)) return {};
   switch (n.code) {
     case ir::op::constant: {
-      std::int64_t v = n.imm;
-      if (n.type == dtype::i32) v = static_cast<std::int32_t>(n.imm);
-      if (n.type == dtype::u32) v = static_cast<std::uint32_t>(n.imm);
-      if (n.type == dtype::u8) v = static_cast<std::uint8_t>(n.imm);
+      const std::int64_t v = constant_value(n);
       return known_range(true, v, true, v);
     }
+    case ir::op::shape: return known_range(true, 0, true, i32_max);
     case ir::op::cast: {
       const dtype from = fn.at(n.a).type;
       const bool preserving = (from == dtype::i32 && n.type == dtype::i64) || (from == dtype::u32 && n.type == dtype::i64) ||
@@ -129,8 +104,8 @@ constexpr index_range range_of_index(const ir::function& fn, ir::id i, int depth
       index_range a = range_of_index(fn, n.a, depth + 1), b = range_of_index(fn, n.b, depth + 1);
       if (o == ir::binary_op::sub) b = known_range(b.has_hi, -b.hi, b.has_lo, -b.lo);  // a - b = a + (-b)
       index_range sum = known_range(a.has_lo && b.has_lo, a.lo + b.lo, a.has_hi && b.has_hi, a.hi + b.hi);
-      const std::int64_t min = n.type == dtype::i32 ? std::int64_t{-2147483647} - 1 : -index_range_limit;
-      const std::int64_t max = n.type == dtype::i32 ? std::int64_t{2147483647} : index_range_limit;
+      const std::int64_t min = n.type == dtype::i32 ? i32_min : -index_range_limit;
+      const std::int64_t max = n.type == dtype::i32 ? i32_max : index_range_limit;
       if (!sum.has_lo || sum.lo < min) return {};  // it may underflow: nothing is known
       if (sum.has_hi && sum.hi > max) sum.has_hi = false;  // it may overflow, to a negative index
       return sum;
@@ -150,7 +125,6 @@ constexpr index_range range_of_index(const ir::function& fn, ir::id i, int depth
     case ir::op::random:
     case ir::op::range_for:
     case ir::op::select:
-    case ir::op::shape:
     case ir::op::temp_atomic:
     case ir::op::temp_load:
     case ir::op::temp_store:
@@ -160,9 +134,101 @@ constexpr index_range range_of_index(const ir::function& fn, ir::id i, int depth
   return {};
 }
 
+// An integer value as `sym + off` modulo 2^32 (the low 32 bits of any index): the
+// symbol is the node the +/- of constants and the i32/i64 casts start from (a
+// constant: sym none, off its value). Run-time bounds are compared through it.
+struct affine {
+  ir::id sym = ir::none;
+  std::int64_t off = 0;
+};
+
+inline constexpr std::int64_t affine_offset_limit = std::int64_t{1} << 30;
+
+constexpr affine affine_of(const ir::function& fn, ir::id i, int depth = 0) {
+  const ir::node& n = fn.at(i);
+  const affine self{i, 0};
+  if (depth > 16) return self;
+  if (n.code == ir::op::constant) {
+    const std::int64_t v = constant_value(n);
+    return v > -affine_offset_limit && v < affine_offset_limit ? affine{ir::none, v} : self;
+  }
+  const bool wide_int = n.type == dtype::i32 || n.type == dtype::i64;
+  if (n.code == ir::op::cast && wide_int && (fn.at(n.a).type == dtype::i32 || fn.at(n.a).type == dtype::i64))
+    return affine_of(fn, n.a, depth + 1);  // sign extension and truncation keep the low 32 bits
+  if (n.code == ir::op::binary && wide_int) {
+    const auto o = static_cast<ir::binary_op>(n.sub);
+    if (o != ir::binary_op::add && o != ir::binary_op::sub) return self;
+    const affine a = affine_of(fn, n.a, depth + 1), b = affine_of(fn, n.b, depth + 1);
+    affine r = self;
+    if (b.sym == ir::none) r = {a.sym, o == ir::binary_op::add ? a.off + b.off : a.off - b.off};
+    else if (a.sym == ir::none && o == ir::binary_op::add) r = {b.sym, a.off + b.off};
+    return r.off > -affine_offset_limit && r.off < affine_offset_limit ? r : self;
+  }
+  return self;
+}
+
+// Whether two nodes provably hold the same value wherever both are evaluated: the same
+// node (a top-level value is computed once per launch), or pure arithmetic of the same
+// shape over the same constants, scalar arguments and extents.
+constexpr bool same_value(const ir::function& fn, ir::id x, ir::id y, int depth = 0) {
+  if (x == y) return true;
+  if (x == ir::none || y == ir::none || depth > 8) return false;
+  const ir::node& a = fn.at(x);
+  const ir::node& b = fn.at(y);
+  if (!ir::is_invariant(a.code) || a.code != b.code || a.type != b.type || a.sub != b.sub || a.flags != b.flags ||
+      a.param != b.param || a.imm != b.imm || a.list_size != b.list_size)
+    return false;
+  if (!same_value(fn, a.a, b.a, depth + 1) || !same_value(fn, a.b, b.b, depth + 1) || !same_value(fn, a.c, b.c, depth + 1))
+    return false;
+  for (std::int32_t k = 0; k < a.list_size; ++k)
+    if (!same_value(fn, fn.list(a, k), fn.list(b, k), depth + 1)) return false;
+  return true;
+}
+
+// Whether `sym + off` provably never wraps in i32 (its symbol's range is known).
+constexpr bool never_wraps(const ir::function& fn, ir::id sym, std::int64_t off) {
+  const index_range r = range_of_index(fn, sym);
+  return r.has_lo && r.has_hi && r.lo + off >= i32_min && r.hi + off <= i32_max;
+}
+
+// Whether the point `p` is never the index `loop_index + k` of the loop `l` (l: the
+// loop-index form {loop_index node, k}). The colliding iteration would be i = p - k;
+// it is outside [begin, end) when it is `end` itself or `begin - 1` (whatever wraps:
+// both sides are the same value modulo 2^32), or, when nothing can wrap, when it is
+// ordered outside the bounds.
+constexpr bool point_outside_loop(const ir::function& fn, affine p, affine l) {
+  const ir::node& index = fn.at(l.sym);
+  if (p.sym == ir::none || index.code != ir::op::loop_index) return false;
+  const ir::node& loop = fn.at(index.a);
+  const affine t{p.sym, p.off - l.off};  // the colliding iteration
+  const affine begin = loop.imm == 1 ? affine_of(fn, loop.a) : affine{ir::none, 0};
+  const affine end = affine_of(fn, loop.imm == 1 ? loop.b : fn.list(loop, static_cast<std::int32_t>(index.imm)));
+  if (end.sym != ir::none && same_value(fn, end.sym, t.sym) && end.off == t.off) return true;
+  if (begin.sym != ir::none && same_value(fn, begin.sym, t.sym) && begin.off - 1 == t.off) return true;
+  if (!never_wraps(fn, t.sym, t.off)) return false;
+  if (end.sym != ir::none && same_value(fn, end.sym, t.sym) && never_wraps(fn, end.sym, end.off) && t.off > end.off)
+    return true;
+  return begin.sym != ir::none && same_value(fn, begin.sym, t.sym) && never_wraps(fn, begin.sym, begin.off) &&
+         t.off < begin.off;
+}
+
+// Whether two index expressions never name the same element, from their forms over
+// run-time values (a[n - 1] against a[i] for i in [0, n - 1), a[n - 1] against
+// a[n - 2], a[n] against a[i + 1] for i in [0, n - 1)).
+constexpr bool symbolically_apart(const ir::function& fn, ir::id x, ir::id y) {
+  const affine a = affine_of(fn, x), b = affine_of(fn, y);
+  const bool a_loop = a.sym != ir::none && fn.at(a.sym).code == ir::op::loop_index;
+  const bool b_loop = b.sym != ir::none && fn.at(b.sym).code == ir::op::loop_index;
+  if (b_loop && !a_loop) return point_outside_loop(fn, a, b);
+  if (a_loop && !b_loop) return point_outside_loop(fn, b, a);
+  if (a_loop || a.sym == ir::none || b.sym == ir::none) return false;
+  return same_value(fn, a.sym, b.sym) && a.off != b.off;  // |off| < 2^30: distinct modulo 2^32
+}
+
 // Whether two accesses of one buffer touch different elements whatever the run-time
-// values: in some dimension their index ranges do not meet (a[0] against a[i] for i
-// in [1, n), say). A clamped access may land anywhere, so it is never disjoint.
+// values: in some dimension their indices never meet -- their constant ranges do not
+// overlap (a[0] against a[i] for i in [1, n)), or their forms over the same run-time
+// values keep them apart. A clamped access may land anywhere, so it is never disjoint.
 constexpr bool provably_disjoint(const ir::function& fn, ir::id first, ir::id second) {
   const ir::node& a = fn.at(first);
   const ir::node& b = fn.at(second);
@@ -170,92 +236,242 @@ constexpr bool provably_disjoint(const ir::function& fn, ir::id first, ir::id se
   for (std::int32_t d = 0; d < a.list_size; ++d) {
     index_range x = range_of_index(fn, fn.list(a, d)), y = range_of_index(fn, fn.list(b, d));
     if ((x.has_hi && y.has_lo && x.hi < y.lo) || (y.has_hi && x.has_lo && y.hi < x.lo)) return true;
+    if (symbolically_apart(fn, fn.list(a, d), fn.list(b, d))) return true;
   }
   return false;
 }
 
-}  // namespace detail
-
-// The split's tasks with none of the checks below: what the per-offload variant would
-// run if every fallback condition were ignored. Not equivalent in general; the fuzzer
-// runs it for kernels that fell back to measure how many fallbacks were needed.
-constexpr task_plan plan_split_unchecked(const kernel_structure& s) {
-  task_plan plan;
-  for (std::int32_t c = 0; c < static_cast<std::int32_t>(s.constructs.size()); ++c)
-    plan.tasks.push_back(detail::split_task(s, c, detail::slice_of(s, s.constructs[static_cast<std::size_t>(c)])));
-  return plan;
+// Whether node i provably never runs: an enclosing loop's iteration space is empty
+// whatever the run-time values (constant bounds, or the same value on both sides), or
+// an enclosing branch is not taken on a constant condition.
+constexpr bool never_runs(const ir::function& fn, ir::id i) {
+  for (std::int32_t b = fn.node_block[static_cast<std::size_t>(i)]; b != 0;) {
+    const ir::id owner = fn.block_owner[static_cast<std::size_t>(b)];
+    const ir::node& n = fn.at(owner);
+    if (n.code == ir::op::range_for && b == n.block0) {
+      for (std::int32_t d = 0; d < static_cast<std::int32_t>(n.imm); ++d) {
+        const ir::id begin = n.imm == 1 ? n.a : ir::none, end = n.imm == 1 ? n.b : fn.list(n, d);
+        const index_range e = range_of_index(fn, end);
+        const index_range lo = begin == ir::none ? index_range{true, true, 0, 0} : range_of_index(fn, begin);
+        if ((e.has_hi && lo.has_lo && e.hi <= lo.lo) || (begin != ir::none && same_value(fn, begin, end))) return true;
+      }
+    }
+    if (n.code == ir::op::if_ && fn.at(n.a).code == ir::op::constant)
+      if ((fn.at(n.a).imm != 0) != (b == n.block0)) return true;
+    b = fn.node_block[static_cast<std::size_t>(owner)];
+  }
+  return false;
 }
 
-constexpr split_decision plan_split(const ir::function& fn, const kernel_structure& s) {
+constexpr bool writes_variable(const statement_info& st, ir::id v) {
+  return std::find(st.writes_vars.begin(), st.writes_vars.end(), v) != st.writes_vars.end();
+}
+
+// What the split decides per statement and variable, grown to a fixed point.
+struct persistence {
+  // Per statement: runs once, in its home task (its construct, or a serial task for its
+  // run), and hands its value and variable updates on through the buffer; never recomputed.
+  std::vector<bool> statement;
+  // Per node: a top-level variable that lives in the buffer (every write of it persisted).
+  std::vector<bool> variable;
+};
+
+// A variable written by a persisted statement lives in the buffer, and so every
+// statement writing a buffer variable is persisted: until nothing changes.
+constexpr void close_over_variables(const kernel_structure& s, persistence& p) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (std::size_t k = 0; k < s.statements.size(); ++k)
+      for (ir::id v : s.statements[k].writes_vars) {
+        const bool var = p.variable[static_cast<std::size_t>(v)];
+        if (p.statement[k] && !var) {
+          p.variable[static_cast<std::size_t>(v)] = true;
+          changed = true;
+        } else if (var && !p.statement[k]) {
+          p.statement[k] = true;
+          changed = true;
+        }
+      }
+  }
+}
+
+// The split's tasks before slicing: each construct's statements, and for each serial
+// run outside constructs its persisted statements (a serial task).
+constexpr std::vector<task> own_statements(const kernel_structure& s, const std::vector<std::int32_t>& runs,
+                                           const persistence& p) {
+  std::vector<task> tasks;
+  for (std::size_t k = 0; k < s.statements.size(); ++k) {
+    const std::int32_t c = s.construct_of[k];
+    if (c >= 0) {
+      const construct& con = s.constructs[static_cast<std::size_t>(c)];
+      if (con.statements.front() == static_cast<std::int32_t>(k))
+        tasks.push_back({con.kind == construct_kind::parallel, con.statements, c});
+      continue;
+    }
+    if (!p.statement[k] || s.statements[k].invariant) continue;
+    if (tasks.empty() || tasks.back().construct >= 0 || tasks.back().run != runs[k]) {
+      tasks.push_back({false, {}, -1});
+      tasks.back().run = runs[k];
+    }
+    tasks.back().statements.push_back(static_cast<std::int32_t>(k));
+  }
+  return tasks;
+}
+
+// Adds to `in` what statement `st` of a task needs recomputed before `before`: the
+// definitions of its values unless persisted (loaded from the buffer), and every
+// earlier write of the variables it touches that do not live in the buffer.
+constexpr void add_cut_slice(const kernel_structure& s, const persistence& p, std::int32_t st, std::int32_t before,
+                             const std::vector<bool>& own, std::vector<bool>& in) {
+  auto take = [&](std::int32_t d) {
+    if (own[static_cast<std::size_t>(d)] || in[static_cast<std::size_t>(d)]) return;
+    in[static_cast<std::size_t>(d)] = true;
+    add_cut_slice(s, p, d, d, own, in);
+  };
+  const statement_info& info = s.statements[static_cast<std::size_t>(st)];
+  for (ir::id u : info.uses) {
+    const std::int32_t def = s.statement_of[static_cast<std::size_t>(u)];
+    if (def >= 0 && def < before && !p.statement[static_cast<std::size_t>(def)]) take(def);
+  }
+  for (const auto* vars : {&info.reads_vars, &info.writes_vars})
+    for (ir::id v : *vars) {
+      if (p.variable[static_cast<std::size_t>(v)]) continue;
+      for (std::int32_t k = 0; k < before; ++k)
+        if (writes_variable(s.statements[static_cast<std::size_t>(k)], v)) take(k);
+    }
+}
+
+// Whether statement k, recomputed at the start of a task, gives what it gave in program
+// order: nothing between it and `last_write` (the task itself, for a loop, whose GPU
+// threads may recompute it after another iteration wrote) changes what it reads, and
+// it neither draws, has an effect, nor writes a buffer variable. A read of another
+// parameter than the write's is assumed disjoint and the pair is added to `pairs`.
+constexpr bool recomputable(const ir::function& fn, const kernel_structure& s, const persistence& p, std::int32_t k,
+                            std::int32_t last_write, bool checked, std::vector<disjoint_pair>& pairs) {
+  const statement_info& info = s.statements[static_cast<std::size_t>(k)];
+  if (info.parallel || info.unsafe_to_recompute()) return false;
+  for (ir::id v : info.writes_vars)
+    if (p.variable[static_cast<std::size_t>(v)]) return false;
+  if (!checked) return true;
+  for (ir::id v : info.reads_vars)
+    if (p.variable[static_cast<std::size_t>(v)])
+      for (std::int32_t w = k + 1; w <= last_write; ++w)
+        if (writes_variable(s.statements[static_cast<std::size_t>(w)], v)) return false;
+  std::vector<disjoint_pair> found;
+  for (const array_access& r : info.reads)
+    for (std::int32_t w = never_runs(fn, r.node) ? last_write + 1 : k + 1; w <= last_write; ++w)
+      for (const array_access& wr : s.statements[static_cast<std::size_t>(w)].writes) {
+        if (never_runs(fn, wr.node)) continue;
+        if (r.param == wr.param && r.grad == wr.grad) {
+          if (!provably_disjoint(fn, r.node, wr.node)) return false;  // a stale re-read
+          continue;
+        }
+        disjoint_pair pair{r.param, wr.param, r.grad, wr.grad};
+        if (wr.param < r.param || (wr.param == r.param && wr.grad < r.grad)) pair = {wr.param, r.param, wr.grad, r.grad};
+        found.push_back(pair);
+      }
+  for (const disjoint_pair& pair : found)
+    if (std::find(pairs.begin(), pairs.end(), pair) == pairs.end()) pairs.push_back(pair);
+  return true;
+}
+
+// The split: with `checked`, a statement is recomputed only where that provably gives
+// its value in program order; without, wherever it has no effect of its own (a test
+// hook: what the analysis' precision is measured against).
+constexpr split_decision split_with(const ir::function& fn, const kernel_structure& s, const std::vector<ir::id>& results,
+                                    bool checked) {
   split_decision d;
   if (fn.is_gradient) {
     d.reason = fallback_reason::autodiff;
     return d;
   }
-  const auto count = static_cast<std::int32_t>(s.statements.size());
-  for (std::int32_t c = 0; c < static_cast<std::int32_t>(s.constructs.size()); ++c) {
-    const construct& con = s.constructs[static_cast<std::size_t>(c)];
-    const std::int32_t first = con.statements.front();
-    const std::int32_t last = con.statements.back();
-    const std::vector<bool> in = detail::slice_of(s, con);
-    auto fail = [&](fallback_reason r, std::int32_t st) {
-      d.reason = r;
-      d.construct = c;
-      d.statement = st;
-    };
-    // A parallel construct that writes a top-level variable needs a cell that
-    // outlives its iterations: a value carried across the split.
-    if (con.kind == construct_kind::parallel) {
-      const auto& info = s.statements[static_cast<std::size_t>(first)];
-      if (!info.writes_vars.empty()) {
-        fail(fallback_reason::carried_value, first);
-        d.other_construct = c;
-        d.variable = info.writes_vars.front();
-        return d;
-      }
-    }
-    for (std::int32_t k = 0; k < count; ++k) {
-      if (!in[static_cast<std::size_t>(k)]) continue;
-      const statement_info& st = s.statements[static_cast<std::size_t>(k)];
-      if (st.invariant) continue;
-      if (st.parallel) {  // a value produced or modified inside an earlier loop
-        fail(fallback_reason::carried_value, k);
-        d.other_construct = s.construct_of[static_cast<std::size_t>(k)];
-        for (ir::id v : st.writes_vars) d.variable = v;
-        return d;
-      }
-      if (st.unsafe_to_recompute()) {
-        fail(fallback_reason::side_effect, k);
-        return d;
-      }
-      // Re-reads: every write between the read and the construct, and the construct's
-      // own writes when it is a loop -- a GPU thread may evaluate the recomputed prologue
-      // after another iteration wrote. A serial construct runs its slice once, in one
-      // thread, before its own statements: its writes come after the re-read.
-      const std::int32_t last_write = con.kind == construct_kind::parallel ? last : first - 1;
-      for (const array_access& r : st.reads)
-        for (std::int32_t w = k + 1; w <= last_write; ++w)
-          for (const array_access& wr : s.statements[static_cast<std::size_t>(w)].writes) {
-            bool same_buffer = r.param == wr.param && r.grad == wr.grad;
-            if (same_buffer) {
-              if (detail::provably_disjoint(fn, r.node, wr.node)) continue;  // another element
-              fail(fallback_reason::stale_reread, k);
-            } else if (r.grad || wr.grad) {
-              fail(fallback_reason::aliasing_gradient, k);
-            } else {
-              disjoint_pair p{std::min(r.param, wr.param), std::max(r.param, wr.param)};
-              if (std::find(d.pairs.begin(), d.pairs.end(), p) == d.pairs.end()) d.pairs.push_back(p);
-              continue;
-            }
-            d.read = r.node;
-            d.write = wr.node;
-            d.other_construct = s.construct_of[static_cast<std::size_t>(w)];
-            return d;
-          }
-    }
-    d.plan.tasks.push_back(detail::split_task(s, c, in));
+  const std::size_t count = s.statements.size();
+  const std::vector<std::int32_t> runs = serial_runs(s);
+  persistence p{std::vector<bool>(count, false), std::vector<bool>(fn.nodes.size(), false)};
+  for (std::size_t k = 0; k < count; ++k)
+    p.statement[k] = s.statements[k].parallel || s.statements[k].unsafe_to_recompute();
+  for (ir::id r : results) {
+    if (fn.at(r).code == ir::op::local_decl) p.variable[static_cast<std::size_t>(r)] = true;
+    else if (const std::int32_t def = s.statement_of[static_cast<std::size_t>(r)]; def >= 0 && !s.statements[static_cast<std::size_t>(def)].invariant)
+      p.statement[static_cast<std::size_t>(def)] = true;
   }
+  std::vector<task> tasks;
+  std::vector<std::vector<bool>> slices;
+  for (bool changed = true; changed;) {
+    changed = false;
+    close_over_variables(s, p);
+    tasks = own_statements(s, runs, p);
+    slices.assign(tasks.size(), {});
+    d.pairs.clear();
+    for (std::size_t t = 0; t < tasks.size(); ++t) {
+      const task& tk = tasks[t];
+      std::vector<bool> own(count, false);
+      for (std::int32_t st : tk.statements) own[static_cast<std::size_t>(st)] = true;
+      std::vector<bool>& in = slices[t];
+      in.assign(count, false);
+      // A construct's statements are consecutive: their slice comes before the first.
+      // A serial task's persisted statements may have statements of their run between them.
+      for (std::int32_t st : tk.statements) add_cut_slice(s, p, st, tk.construct >= 0 ? tk.statements.front() : st, own, in);
+      const std::int32_t last_write = tk.parallel ? tk.statements.back() : tk.statements.front() - 1;
+      for (std::size_t k = 0; k < count; ++k) {
+        if (!in[k] || s.statements[k].invariant) continue;
+        if (recomputable(fn, s, p, static_cast<std::int32_t>(k), last_write, checked, d.pairs)) continue;
+        p.statement[k] = true;
+        changed = true;
+      }
+    }
+  }
+  // The buffer: variables that live there, and persisted values another task uses.
+  std::vector<ir::id> persisted;
+  for (std::size_t v = 0; v < p.variable.size(); ++v)
+    if (p.variable[v]) persisted.push_back(static_cast<ir::id>(v));
+  for (std::size_t t = 0; t < tasks.size(); ++t) {
+    task& tk = tasks[t];
+    for (std::size_t k = 0; k < count; ++k)
+      if (slices[t][k]) tk.statements.push_back(static_cast<std::int32_t>(k));
+    std::sort(tk.statements.begin(), tk.statements.end());
+    for (std::int32_t st : tk.statements)
+      for (ir::id u : s.statements[static_cast<std::size_t>(st)].uses) {
+        const std::int32_t def = s.statement_of[static_cast<std::size_t>(u)];
+        if (def < 0 || s.statements[static_cast<std::size_t>(def)].invariant ||
+            std::binary_search(tk.statements.begin(), tk.statements.end(), def))
+          continue;
+        if (std::find(persisted.begin(), persisted.end(), u) == persisted.end()) persisted.push_back(u);
+      }
+  }
+  for (ir::id r : results)
+    if (std::find(persisted.begin(), persisted.end(), r) == persisted.end()) persisted.push_back(r);
+  d.plan.temps_needed = persisted.size();
+  if (persisted.size() > static_cast<std::size_t>(temp_slot_count)) {
+    d.reason = fallback_reason::carried_value;
+    d.pairs.clear();
+    return d;
+  }
+  d.plan.tasks = std::move(tasks);
+  d.plan.temps = assign_slots(fn, std::move(persisted));
   return d;
+}
+
+}  // namespace detail
+
+// The split's tasks without the checks of plan_split: every value that has no effect of
+// its own is recomputed where it is used (only loops' updates of top-level variables,
+// atomics, prints, draws and volatile reads are computed once and handed on), with no
+// run-time pair. Not equivalent in general; the fuzzer runs it to measure how many of
+// the analysis' decisions to persist a value were needed.
+constexpr task_plan plan_split_unchecked(const ir::function& fn, const kernel_structure& s) {
+  return detail::split_with(fn, s, {}, false).plan;
+}
+
+// The split. Each construct's task recomputes what it can; a statement that cannot be
+// recomputed (a loop's updates of top-level variables, an atomic's result, a random
+// draw, a volatile read, a read of data overwritten before the task runs) is persisted:
+// it runs once in its home task and what it produces lives in the buffer. `results` are
+// top-level values or variables the host reads back after the launch (a kernel's return
+// value): each gets a slot, and plan.slot_of(result) says which.
+constexpr split_decision plan_split(const ir::function& fn, const kernel_structure& s,
+                                    const std::vector<ir::id>& results = {}) {
+  return detail::split_with(fn, s, results, true);
 }
 
 }  // namespace qd::analysis

@@ -2,7 +2,9 @@
 // serial run and loop as a task and keeps crossing values in global temporaries.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -16,6 +18,9 @@ struct task {
   bool parallel = false;
   std::vector<std::int32_t> statements;  // top-level statement indices, in program order
   std::int32_t construct = -1;           // the construct this task runs, or -1 (a pure serial run)
+  // A task that runs no construct: the first statement of its serial run, which names
+  // its random stream, so that the whole and the split variant draw alike.
+  std::int32_t run = -1;
 };
 
 // A value (top-level node) or variable (top-level local_decl) kept in a slot.
@@ -42,38 +47,132 @@ using limits::temp_slot_count;
 
 namespace detail {
 
-// A content hash of a top-level node: its own fields and its operands' hashes.
-constexpr std::uint64_t content_hash(const ir::function& fn, ir::id i, std::vector<std::uint64_t>& memo) {
-  std::uint64_t& cached = memo[static_cast<std::size_t>(i)];
-  if (cached != 0) return cached;
-  const ir::node& n = fn.at(i);
+constexpr std::uint64_t mix_hash(std::uint64_t h, std::uint64_t x) { return (h ^ x) * 0x100000001b3ull + 0x9e3779b9ull; }
+
+// A node's own fields. A parameter counts by its interface and its position among the
+// parameters of that interface, so adding a parameter of another type moves no slot.
+constexpr std::uint64_t fields_hash(const ir::function& fn, const ir::node& n) {
   std::string bytes;
   bytes.push_back(static_cast<char>(n.code));
   bytes.push_back(static_cast<char>(n.type));
   bytes.push_back(static_cast<char>(n.sub));
   bytes.push_back(static_cast<char>(n.flags));
-  ir::detail::put_signed(bytes, n.param);
+  if (n.param >= 0 && static_cast<std::size_t>(n.param) < fn.params.size()) {
+    const ir::param_desc& p = fn.params[static_cast<std::size_t>(n.param)];
+    bytes.push_back(static_cast<char>(p.is_array));
+    bytes.push_back(static_cast<char>(p.type));
+    bytes.push_back(static_cast<char>(p.ndim));
+    bytes.push_back(static_cast<char>(p.needs_grad));
+    std::int64_t rank = 0;
+    for (std::int32_t q = 0; q < n.param; ++q) rank += fn.params[static_cast<std::size_t>(q)] == p;
+    ir::detail::put_signed(bytes, rank);
+  } else {
+    ir::detail::put_signed(bytes, n.param);
+  }
   ir::detail::put_signed(bytes, n.imm);
-  std::uint64_t h = ir::fnv1a(bytes);
+  return ir::fnv1a(bytes);
+}
+
+// A content hash of a top-level node: its own fields and its top-level operands'
+// hashes (a variable's loads hash its declaration, not its updates).
+constexpr std::uint64_t content_hash(const ir::function& fn, ir::id i, std::vector<std::uint64_t>& memo) {
+  std::uint64_t& cached = memo[static_cast<std::size_t>(i)];
+  if (cached != 0) return cached;
+  const ir::node& n = fn.at(i);
+  std::uint64_t h = fields_hash(fn, n);
   ir::for_each_operand(fn, n, [&](ir::id operand) {
-    std::uint64_t o = fn.is_top_level(operand) ? content_hash(fn, operand, memo) : 0x51ed27ull;
-    h = (h ^ o) * 0x100000001b3ull;
+    h = mix_hash(h, fn.is_top_level(operand) ? content_hash(fn, operand, memo) : 0x51ed27ull);
   });
   cached = h == 0 ? 1 : h;
   return cached;
 }
 
+// The hash of any expression, inside loop bodies too (a loop index counts by its
+// dimension); top-level operands by their content hash.
+constexpr std::uint64_t expression_hash(const ir::function& fn, ir::id i, std::vector<std::uint64_t>& memo, int depth = 0) {
+  if (fn.is_top_level(i)) return content_hash(fn, i, memo);
+  const ir::node& n = fn.at(i);
+  std::uint64_t h = fields_hash(fn, n);
+  if (n.code == ir::op::loop_index || depth > 8) return h;
+  ir::for_each_operand(fn, n, [&](ir::id operand) { h = mix_hash(h, expression_hash(fn, operand, memo, depth + 1)); });
+  return h;
+}
+
 }  // namespace detail
 
-constexpr task_plan plan_whole_kernel(const ir::function& fn, const kernel_structure& s) {
+// Slots for `items`: values (top-level nodes) and variables (top-level local_decls).
+// A value's slot comes from its defining expression; a variable's from its
+// declaration and every update of it, in program order (two variables declared alike
+// but updated differently do not depend on each other's order). Items of equal
+// content are told apart by their order among themselves; collisions probe linearly.
+// Unrelated items never move a slot unless their hashes collide modulo the count.
+constexpr std::vector<temp_assignment> assign_slots(const ir::function& fn, std::vector<ir::id> items) {
+  const std::vector<ir::id> number = ir::canonical_numbering(fn);
+  std::sort(items.begin(), items.end(), [&](ir::id x, ir::id y) {
+    return number[static_cast<std::size_t>(x)] < number[static_cast<std::size_t>(y)];
+  });
+  std::vector<std::uint64_t> memo(fn.nodes.size(), 0);
+  std::vector<std::vector<ir::id>> updates(fn.nodes.size());  // per declaration, in program order
+  ir::walk(fn, 0, [&](ir::id u, int) {
+    const ir::node& n = fn.at(u);
+    if (n.code == ir::op::local_store || n.code == ir::op::local_atomic) updates[static_cast<std::size_t>(n.a)].push_back(u);
+  });
+  std::vector<std::uint64_t> hashes;
+  for (ir::id item : items) {
+    std::uint64_t h = detail::content_hash(fn, item, memo);
+    if (fn.at(item).code == ir::op::local_decl)
+      for (ir::id u : updates[static_cast<std::size_t>(item)]) h = detail::mix_hash(h, detail::expression_hash(fn, u, memo));
+    hashes.push_back(h);
+  }
+  std::vector<temp_assignment> out;
+  std::vector<bool> taken(static_cast<std::size_t>(temp_slot_count), false);
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    if (out.size() >= static_cast<std::size_t>(temp_slot_count)) break;  // checked by the caller
+    std::uint64_t twins = 0;
+    for (std::size_t j = 0; j < k; ++j) twins += hashes[j] == hashes[k];
+    const std::uint64_t h = detail::mix_hash(hashes[k], twins);
+    auto slot = static_cast<std::int64_t>(h % static_cast<std::uint64_t>(temp_slot_count));
+    while (taken[static_cast<std::size_t>(slot)]) slot = (slot + 1) % temp_slot_count;
+    taken[static_cast<std::size_t>(slot)] = true;
+    out.push_back({items[k], slot});
+  }
+  return out;
+}
+
+// The first non-invariant statement of each statement's serial run (-1 for loops and
+// invariant statements): a serial run is the statements between two loops.
+constexpr std::vector<std::int32_t> serial_runs(const kernel_structure& s) {
+  std::vector<std::int32_t> run(s.statements.size(), -1);
+  std::int32_t start = -1;
+  for (std::size_t k = 0; k < s.statements.size(); ++k) {
+    const statement_info& st = s.statements[k];
+    if (st.parallel) {
+      start = -1;
+      continue;
+    }
+    if (st.invariant) continue;
+    if (start < 0) start = static_cast<std::int32_t>(k);
+    run[k] = start;
+  }
+  return run;
+}
+
+// `results`: top-level values or variables the host reads back after the launch (a
+// kernel's return value): each gets a slot, published by the task that computes it.
+constexpr task_plan plan_whole_kernel(const ir::function& fn, const kernel_structure& s,
+                                      const std::vector<ir::id>& results = {}) {
   task_plan plan;
   const std::size_t count = s.statements.size();
+  const std::vector<std::int32_t> runs = serial_runs(s);
   std::vector<std::int32_t> task_of(count, -1);
   bool in_serial_run = false;
   for (std::size_t k = 0; k < count; ++k) {
     const statement_info& st = s.statements[k];
     if (st.invariant) continue;  // recomputed wherever it is used
-    if (st.parallel || !in_serial_run) plan.tasks.push_back({st.parallel, {}, s.construct_of[k]});
+    if (st.parallel || !in_serial_run) {
+      plan.tasks.push_back({st.parallel, {}, s.construct_of[k]});
+      if (!st.parallel && s.construct_of[k] < 0) plan.tasks.back().run = runs[k];
+    }
     in_serial_run = !st.parallel;
     plan.tasks.back().statements.push_back(static_cast<std::int32_t>(k));
     task_of[k] = static_cast<std::int32_t>(plan.tasks.size() - 1);
@@ -98,17 +197,9 @@ constexpr task_plan plan_whole_kernel(const ir::function& fn, const kernel_struc
   }
   for (std::size_t v = 0; v < var_tasks.size(); ++v)
     if (var_tasks[v].size() > 1) analysis::detail::add_unique(temps, static_cast<ir::id>(v));
-  std::sort(temps.begin(), temps.end());
+  for (ir::id r : results) analysis::detail::add_unique(temps, r);
   plan.temps_needed = temps.size();
-  std::vector<std::uint64_t> memo(fn.nodes.size(), 0);
-  std::vector<bool> taken(static_cast<std::size_t>(temp_slot_count), false);
-  for (ir::id t : temps) {
-    if (plan.temps.size() >= static_cast<std::size_t>(temp_slot_count)) break;  // checked by the caller
-    auto slot = static_cast<std::int64_t>(detail::content_hash(fn, t, memo) % static_cast<std::uint64_t>(temp_slot_count));
-    while (taken[static_cast<std::size_t>(slot)]) slot = (slot + 1) % temp_slot_count;
-    taken[static_cast<std::size_t>(slot)] = true;
-    plan.temps.push_back({t, slot});
-  }
+  plan.temps = assign_slots(fn, std::move(temps));
   return plan;
 }
 

@@ -53,10 +53,11 @@ QD_FUNC per_offload_observations observations(const kernel_state& k);
 QD_FUNC const std::string& kernel_name(const kernel_state& k);
 QD_FUNC std::string kernel_ir_text(kernel_state& k);  // the traced IR after dead-code elimination
 
-// Test-only, never for users: later compiles of `k` split every construct with
-// analysis::plan_split_unchecked, ignoring the fallback conditions and the run-time
-// pair checks. Results may then differ from the kernel's; the fuzzer uses it to count
-// the fallbacks whose split would have given the same results (the analysis' precision).
+// Test-only, never for users: later compiles of `k` split with
+// analysis::plan_split_unchecked, which recomputes every value without an effect of its
+// own, ignoring what a recomputed read may observe and the run-time pair checks. Results
+// may then differ from the kernel's; the fuzzer uses it to count the values the analysis
+// persisted (or the fallbacks it took) that recomputing would have matched: its precision.
 QD_FUNC void force_unchecked_split(kernel_state& k);
 
 }  // namespace detail

@@ -29,10 +29,12 @@ QD_FUNC std::uint64_t mix_stream(std::uint64_t seed, std::uint64_t launch, std::
   return mix(seed ^ mix(launch * 0x9e3779b97f4a7c15ull ^ mix(salt + 1)));
 }
 
-// Whether the buffers of the two parameters are provably disjoint address ranges.
-QD_FUNC bool disjoint(const launch_arg& a, const launch_arg& b) {
+// Whether two parameters' buffers (data, or with `grad` the gradient buffer, which a
+// qd::ndarray allocates with the data's extent) are provably disjoint address ranges.
+QD_FUNC bool disjoint(const launch_arg& a, bool a_grad, const launch_arg& b, bool b_grad) {
   if (!a.extent_known || !b.extent_known) return false;
-  auto a0 = reinterpret_cast<std::uintptr_t>(a.data), b0 = reinterpret_cast<std::uintptr_t>(b.data);
+  auto a0 = reinterpret_cast<std::uintptr_t>(a_grad ? a.grad : a.data);
+  auto b0 = reinterpret_cast<std::uintptr_t>(b_grad ? b.grad : b.data);
   return a.bytes == 0 || b.bytes == 0 || a0 + a.bytes <= b0 || b0 + b.bytes <= a0;
 }
 
@@ -98,6 +100,16 @@ QD_FUNC void run_variant(const kernel_state& k, program& p, const compiled_kerne
   }
 }
 
+// Loop indices are i32 and the analysis relies on extents in [0, 2^31) (qd::ndarray
+// checks this when it is created; an external array when it is bound).
+QD_FUNC void check_external_extents(const kernel_state& k, std::size_t param, const launch_arg& a) {
+  for (int d = 0; d < k.params[param].ndim; ++d)
+    if (a.shape[d] < 0 || a.shape[d] > std::int64_t{2147483647})
+      throw_launch_error(k, param, fmt::format("the qd::external_array's extent {} of dimension {} is out of range; "
+                                               "extents must be in 0..2147483647",
+                                               a.shape[d], d));
+}
+
 [[noreturn]] QD_FUNC void throw_launch_while_tracing(const kernel_state& k) {
   throw user_error(fmt::format("kernel '{}' launched while tracing kernel '{}': a kernel lambda runs once, at the "
                                "first launch, to record the kernel, so it cannot launch kernels; launch '{}' "
@@ -131,18 +143,20 @@ QD_FUNC void launch(kernel_state& k, const launch_arg* args, std::size_t count) 
                                "again in the running program");
     if (d.needs_grad && args[i].grad == nullptr)
       throw_launch_error(k, i, "the parameter needs a gradient buffer; construct the qd::ndarray with qd::needs_grad");
+    if (args[i].program_id == external_program_id) check_external_extents(k, i, args[i]);
   }
   const variant* v = &c->primary;
   if (c->split) {
     for (const auto& pair : c->pairs) {
       const launch_arg& a = args[static_cast<std::size_t>(pair.a)];
       const launch_arg& b = args[static_cast<std::size_t>(pair.b)];
-      if (disjoint(a, b)) continue;
+      if (disjoint(a, pair.a_grad, b, pair.b_grad)) continue;
       k.runtime_fallbacks.fetch_add(1, std::memory_order_relaxed);
       if (!k.fallback_warned.exchange(true))
         log_fmt(log_level::warn, "[PER_OFFLOAD][FALLBACK] kernel '{}': parameters '{}' and '{}' {}; using the "
                 "whole-kernel variant",
-                k.name, param_name(k, static_cast<std::size_t>(pair.a)), param_name(k, static_cast<std::size_t>(pair.b)),
+                k.name, param_name(k, static_cast<std::size_t>(pair.a)) + (pair.a_grad ? ".grad()" : ""),
+                param_name(k, static_cast<std::size_t>(pair.b)) + (pair.b_grad ? ".grad()" : ""),
                 a.extent_known && b.extent_known ? "share a buffer" : "may share a buffer (an external array's extent is unknown)");
       v = &whole_variant(k, *p, *c);
       break;

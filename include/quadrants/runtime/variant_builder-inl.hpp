@@ -42,9 +42,11 @@ QD_FUNC bool has_print(const ir::function& fn) {
   return found;
 }
 
-// Random streams are numbered by construct, so every variant draws alike.
-QD_FUNC std::uint64_t rng_salt(const codegen::lowered_task& t, std::size_t index) {
-  return t.construct >= 0 ? static_cast<std::uint64_t>(t.construct) : 0x100000000ull + index;
+// Random streams are numbered by construct (or, outside constructs, by the serial run's
+// first statement), so every variant draws alike.
+QD_FUNC std::uint64_t rng_salt(const analysis::task& t) {
+  return t.construct >= 0 ? static_cast<std::uint64_t>(t.construct)
+                          : 0x100000000ull + static_cast<std::uint64_t>(t.run >= 0 ? t.run : 0);
 }
 
 // An offload is compiled from its own parameters, numbered in first-use order.
@@ -62,13 +64,21 @@ QD_FUNC cache::task_record task_record_of(const codegen::lowered_task& t, const 
 
 // A task ready to launch from `module`; takes the task's parameter map.
 QD_FUNC compiled_task launchable_task(const backend::loaded_module& module, const std::string& entry,
-                                      codegen::lowered_task& t, std::size_t index) {
+                                      codegen::lowered_task& t, const analysis::task& planned) {
   compiled_task c;
   c.entry = module.entry(entry);
   c.parallel = t.parallel;
-  c.rng_salt = rng_salt(t, index);
+  c.rng_salt = rng_salt(planned);
   c.param_map = std::move(t.param_map);
   return c;
+}
+
+// The global temporaries of the whole variant, or the split's persisted buffer: one per
+// variant, held by a launch for its duration (launch-inl.hpp, temps_turn). Under
+// compile_only nothing runs (and a GPU backend has no device memory).
+QD_FUNC void allocate_temporaries(program& p, const analysis::task_plan& plan, variant& v) {
+  if (!plan.temps.empty() && !p.config().compile_only)
+    v.temps = p.device().allocate(static_cast<std::size_t>(limits::temp_slot_count) * limits::temp_slot_bytes);
 }
 
 QD_FUNC std::vector<codegen::lowered_task> lower_all(const kernel_state& k, const analysis::task_plan& plan) {
@@ -135,11 +145,9 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
       log_nothing_dumped(k.name);  // from memory or the disk: nothing was compiled
     }
   }
-  for (std::size_t t = 0; t < lowered.size(); ++t) v.tasks.push_back(launchable_task(*module, entries[t], lowered[t], t));
+  for (std::size_t t = 0; t < lowered.size(); ++t) v.tasks.push_back(launchable_task(*module, entries[t], lowered[t], plan.tasks[t]));
   v.modules.push_back(std::move(module));
-  // Under compile_only nothing runs (and a GPU backend has no device memory).
-  if (!plan.temps.empty() && !p.config().compile_only)
-    v.temps = p.device().allocate(static_cast<std::size_t>(limits::temp_slot_count) * limits::temp_slot_bytes);
+  allocate_temporaries(p, plan, v);
 }
 
 QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan& plan, variant& v,
@@ -171,9 +179,10 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
   }
   if (p.device().traits().runs_ir) {  // nothing to compile or cache: every construct is "compiled" now
     std::shared_ptr<backend::loaded_module> module = p.device().load_ir(lowered, entries);
-    for (std::size_t t = 0; t < lowered.size(); ++t) v.tasks.push_back(launchable_task(*module, entries[t], lowered[t], t));
+    for (std::size_t t = 0; t < lowered.size(); ++t) v.tasks.push_back(launchable_task(*module, entries[t], lowered[t], plan.tasks[t]));
     v.modules.push_back(std::move(module));
     counts.compiled = static_cast<int>(lowered.size());
+    allocate_temporaries(p, plan, v);
     return;
   }
   // [remote tier, issue 17] the records and modules this process lacks, in one round trip
@@ -256,9 +265,10 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
     if (o.compiled) ++counts.compiled;
   }
   for (std::size_t t = 0; t < offloads.size(); ++t) {
-    v.tasks.push_back(launchable_task(*offloads[t].module, offloads[t].entry, lowered[t], t));
+    v.tasks.push_back(launchable_task(*offloads[t].module, offloads[t].entry, lowered[t], plan.tasks[t]));
     v.modules.push_back(offloads[t].module);
   }
+  allocate_temporaries(p, plan, v);
 }
 
 }  // namespace qd::detail

@@ -40,6 +40,10 @@ QD_FUNC std::string fallback_detail(const kernel_state& k, const analysis::split
                          access_text(k, d.read), construct(d.construct), construct(d.other_construct),
                          access_text(k, d.write));
     case fallback_reason::carried_value:
+      if (d.construct < 0)
+        return fmt::format("{} values and variables would cross constructs through the persisted buffer; at most {} "
+                           "fit",
+                           d.plan.temps_needed, analysis::temp_slot_count);
       if (d.other_construct == d.construct)
         return fmt::format("construct {} updates a top-level qd::var across its iterations", construct(d.construct));
       return fmt::format("construct {} needs a top-level value produced or modified inside construct {}",
@@ -95,8 +99,8 @@ QD_FUNC compiled_kernel* prepare(kernel_state& k, program& p) {
   per_offload_observations obs;
   fallback_reason reason = fallback_reason::none;
   analysis::split_decision decision;
-  if (k.unchecked_split) {  // test-only: every construct split, whatever the analysis says
-    decision.plan = analysis::plan_split_unchecked(k.structure);
+  if (k.unchecked_split) {  // test-only: every value recomputed that can be, whatever the analysis says
+    decision.plan = analysis::plan_split_unchecked(k.ir, k.structure);
   } else if (split_enabled_by_policy(cfg, p.device().traits(), reason)) {
     if (cfg.print_ir || cfg.kernel_coverage) {
       reason = fallback_reason::diagnostic;
@@ -117,7 +121,7 @@ QD_FUNC compiled_kernel* prepare(kernel_state& k, program& p) {
     build_split(k, p, decision.plan, c->primary, counts);
     c->split = true;
     c->pairs = decision.pairs;
-    obs.frontend_constructs_total = static_cast<int>(k.structure.constructs.size());
+    obs.frontend_constructs_total = static_cast<int>(decision.plan.tasks.size());
   } else {
     build_whole(k, p, c->primary, counts);
     obs.frontend_constructs_total = -1;
