@@ -16,6 +16,7 @@
 #include "quadrants/lang/kernel_signature.hpp"
 #include "quadrants/runtime/dispatch.hpp"
 #include "quadrants/runtime/ndarray.hpp"
+#include "quadrants/runtime/vec_ndarray.hpp"
 
 namespace qd {
 namespace detail {
@@ -76,7 +77,7 @@ launch_arg pack_argument(const A& a) {
       out.program_id = a.storage().program_id();
       out.bytes = a.storage().bytes();
       if (a.has_grad()) out.grad = a.grad().storage().data();
-      for (int d = 0; d < A::ndim; ++d) out.shape[d] = a.shape(d);
+      copy_launch_shape(out.shape, a);
     }
   } else {
     using T = typename P::value_type;
