@@ -134,6 +134,9 @@ namespace access {
 inline constexpr std::uint8_t grad = 1;        // the parameter's gradient buffer
 inline constexpr std::uint8_t clamp = 2;       // indices clamped into the shape
 inline constexpr std::uint8_t is_volatile = 4; // qd::volatile_load: never removed or merged
+inline constexpr std::uint8_t compound = 8;    // global_atomic of `x[i] += v` in a parallel construct
+inline constexpr std::uint8_t owned = 16;      // ... that each iteration owns: a plain read-modify-write
+                                               // (analysis/atomic_demotion.hpp)
 }  // namespace access
 
 struct node {

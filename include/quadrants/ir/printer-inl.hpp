@@ -63,7 +63,8 @@ QD_FUNC std::string to_text(const function& fn) {
           break;
         case op::global_store: line += " " + place(n) + " <- " + ref(n.a); break;
         case op::global_atomic:
-          line += fmt::format(" {} {} <- {}", name(static_cast<atomic_op>(n.sub)), place(n), ref(n.a));
+          line += fmt::format(" {} {} <- {}{}", name(static_cast<atomic_op>(n.sub)), place(n), ref(n.a),
+                              (n.flags & access::owned) ? " owned" : "");
           break;
         case op::local_atomic:
           line += fmt::format(" {} {} <- {}", name(static_cast<atomic_op>(n.sub)), ref(n.a), ref(n.b));
