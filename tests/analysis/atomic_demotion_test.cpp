@@ -16,6 +16,7 @@
 #include "quadrants/ir/dce.hpp"
 #include "quadrants/lang/kernel_signature.hpp"
 #include "quadrants/ir/builder.hpp"
+#include "backend/suite_kernels_vec.hpp"
 #include "runtime/runtime_test_support.hpp"
 
 using namespace qd;
@@ -177,47 +178,10 @@ TEST_CASE("the generated code of a demoted update has no atomic; a scatter's kee
 
 TEST_CASE_TEMPLATE("demoted and atomic updates both give plain C++'s results", A, on_cpu, on_reference) {
   qd::init({.arch = A::arch});
-  const int n = 20000, bins = 7;
-  auto k = qd::kernel("mixed_updates", {"x", "y", "rev", "idx", "hist", "total"},
-                      [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y,
-                         qd::types::ndarray<std::int32_t, 1> rev, qd::types::ndarray<std::int32_t, 1> idx,
-                         qd::types::ndarray<std::int32_t, 1> hist, qd::types::ndarray<std::int32_t, 1> total) {
-                        qd::range_for(x.shape(0), [&](qd::i32 i) {
-                          y[i] += 2.0f * x[i];                 // demoted
-                          rev[x.shape(0) - 1 - i] += i;        // demoted
-                          hist[idx[i]] += 1;                   // scatter: atomic
-                          total[0] += 1;                       // one element: atomic
-                        });
-                      });
-  std::string text = k.ir();
+  std::string text = qd_test::kernels::mixed_updates().ir();
   CHECK(owned_count(text) == 2);
   CHECK(atomic_count(text) == 4);
-  std::vector<float> hx(n), hy(n);
-  std::vector<std::int32_t> hrev(n), hidx(n);
-  for (int i = 0; i < n; ++i) {
-    hx[static_cast<std::size_t>(i)] = static_cast<float>(i % 13) * 0.5f;
-    hy[static_cast<std::size_t>(i)] = static_cast<float>(i % 5);
-    hrev[static_cast<std::size_t>(i)] = 3 * i;
-    hidx[static_cast<std::size_t>(i)] = (i * 31) % bins;
-  }
-  qd::ndarray<float, 1> x(n), y(n);
-  qd::ndarray<std::int32_t, 1> rev(n), idx(n), hist(bins), total(1);
-  x.from_host(hx);
-  y.from_host(hy);
-  rev.from_host(hrev);
-  idx.from_host(hidx);
-  k(x, y, rev, idx, hist, total);
-  std::vector<float> wy = hy;
-  std::vector<std::int32_t> wrev = hrev, whist(bins, 0);
-  for (int i = 0; i < n; ++i) {
-    wy[static_cast<std::size_t>(i)] += 2.0f * hx[static_cast<std::size_t>(i)];
-    wrev[static_cast<std::size_t>(n - 1 - i)] += i;
-    ++whist[static_cast<std::size_t>(hidx[static_cast<std::size_t>(i)])];
-  }
-  CHECK(y.to_host() == wy);
-  CHECK(rev.to_host() == wrev);
-  CHECK(hist.to_host() == whist);
-  CHECK(total.to_host()[0] == n);
+  qd_test::vec_checks::check_mixed_updates();
 }
 
 TEST_CASE("the reference interpreter refuses a demotion that two iterations contradict") {

@@ -15,6 +15,7 @@
 #include <quadrants/quadrants.hpp>
 
 #include "backend/suite_kernels.hpp"
+#include "backend/suite_kernels_vec.hpp"
 
 namespace qd_test {
 
@@ -106,6 +107,11 @@ inline std::vector<compiled_kernel_result> compile_suite_kernels() {
   add("seed_stale_clamped", k::seed_stale_clamped());
   add("seed_grad_snapshot", k::seed_grad_snapshot());
   add("copy_after_snapshot", k::copy_after_snapshot());
+  add("vec_ops", k::vec_ops());
+  add("mat_ops", k::mat_ops());
+  add("vec_vars", k::vec_vars());
+  add("vec_elements", k::vec_elements());
+  add("mixed_updates", k::mixed_updates());
   return out;
 }
 

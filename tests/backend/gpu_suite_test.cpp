@@ -20,6 +20,7 @@
 
 #include "backend/compile_only_support.hpp"
 #include "backend/suite_kernels.hpp"
+#include "backend/suite_kernels_vec.hpp"
 #include "runtime/runtime_test_support.hpp"
 #include "support/host_semantics.hpp"
 
@@ -1403,4 +1404,27 @@ TEST_CASE_TEMPLATE("suite: the seed's kernels split through the persisted buffer
   CHECK(copy.per_offload_cache_observations().runtime_fallbacks == 1);
   CHECK(c.to_host()[4] == 3.0f);
   qd::reset();
+}
+
+// Vectors and matrices (SPEC §11.1) and atomic demotion (§11.4): backend/suite_kernels_vec.hpp.
+TEST_CASE_TEMPLATE("suite: vector arithmetic and functions agree with plain C++", A, QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  vec_checks::check_vec_ops();
+}
+TEST_CASE_TEMPLATE("suite: matrix products, determinant and inverse agree with plain C++", A, QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  vec_checks::check_mat_ops();
+}
+TEST_CASE_TEMPLATE("suite: vector and matrix variables reduce per component", A, QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  vec_checks::check_vec_vars();
+}
+TEST_CASE_TEMPLATE("suite: elements of vector and matrix arrays, component updates and per-component atomics", A,
+                   QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  vec_checks::check_vec_elements();
+}
+TEST_CASE_TEMPLATE("suite: demoted updates and a scatter that stays atomic give plain C++'s results", A, QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  vec_checks::check_mixed_updates();
 }
