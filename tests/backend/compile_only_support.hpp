@@ -112,6 +112,7 @@ inline std::vector<compiled_kernel_result> compile_suite_kernels() {
   add("vec_vars", k::vec_vars());
   add("vec_elements", k::vec_elements());
   add("mixed_updates", k::mixed_updates());
+  add("loop_control", k::loop_control());
   return out;
 }
 

@@ -542,6 +542,36 @@ TEST_CASE_TEMPLATE("suite: loops, branches and while_ nested in a parallel const
   }
 }
 
+TEST_CASE_TEMPLATE("suite: break_ and continue_ in every kind of loop, a serialized top-level loop and block_dim, "
+                   "whole and split, as plain C++ runs them", A, on_cpu, on_reference, on_cuda, on_amdgpu) {
+  for (auto mode : {qd::per_offload_mode::off, qd::per_offload_mode::on}) {
+    CAPTURE(mode);
+    if (!start<A>({.per_offload = mode})) return;
+    auto k = kernels::loop_control();
+    const std::int32_t n = 500, rows = 37, cols = 29;
+    std::vector<std::int32_t> xs;
+    for (std::int32_t i = 0; i < n; ++i) xs.push_back(i == 321 ? -1 : (i * 7) % 13);
+    qd::ndarray<std::int32_t, 1> x(n), count(n), first(n), spins(n), hits(n), prefix(n);
+    qd::ndarray<std::int32_t, 0> total;
+    qd::ndarray<std::int32_t, 2> grid({rows, cols});
+    x.from_host(xs);
+    for (auto* a : {&count, &first, &spins, &hits, &prefix}) a->fill(-7);
+    k(x, count, first, spins, hits, prefix, total, grid);
+    kernels::loop_control_result got{count.to_host(), first.to_host(), spins.to_host(), hits.to_host(),
+                                     prefix.to_host(), grid.to_host(), total.to_host()[0]};
+    const kernels::loop_control_result want = kernels::loop_control_expected(xs, rows, cols);
+    using column = std::vector<std::int32_t> kernels::loop_control_result::*;
+    for (column c : {&kernels::loop_control_result::count, &kernels::loop_control_result::first,
+                     &kernels::loop_control_result::spins, &kernels::loop_control_result::hits,
+                     &kernels::loop_control_result::prefix, &kernels::loop_control_result::grid})
+      CHECK(got.*c == want.*c);
+    CHECK(got.total == want.total);
+    // Three constructs: the serialized loop and the store after it are one serial construct.
+    if (mode == qd::per_offload_mode::on) CHECK(k.per_offload_cache_observations().frontend_constructs_total == 3);
+    qd::reset();
+  }
+}
+
 TEST_CASE_TEMPLATE("suite: a loop bound beyond qd::i32 fails the launch and runs no iteration, instead of wrapping", A,
                    on_cpu, on_reference, on_cuda, on_amdgpu) {
   for (auto mode : {qd::per_offload_mode::off, qd::per_offload_mode::on}) {

@@ -5,6 +5,7 @@ qd_add_test(runtime errors)
 qd_add_test(runtime threads)  # several host threads at once; also run under ThreadSanitizer
 qd_add_test(runtime fork)     # a child of fork() launching kernels (not under ThreadSanitizer)
 qd_add_test(runtime config)   # where a bad setting came from; qd::init_best_available
+qd_add_test(runtime loop_control)  # qd::loop_config, qd::break_, qd::continue_ (SPEC §11.4)
 
 # Per-offload caching and the offline cache from the user's side; both run
 # kernel_worker in separate processes sharing a cache directory.

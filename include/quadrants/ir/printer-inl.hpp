@@ -85,9 +85,13 @@ QD_FUNC std::string to_text(const function& fn) {
         case op::range_for:
           if (n.imm == 1) line += fmt::format(" {} .. {}", ref(n.a), ref(n.b));
           else line += fmt::format(" ndrange({})", indices(n));
+          if (n.flags & loop::serialize) line += " serialize";
+          if (n.param > 0) line += fmt::format(" block_dim {}", n.param);
           break;
         case op::loop_index: line += fmt::format(" {} dim {}", ref(n.a), n.imm); break;
         case op::bound: line += fmt::format(" {} else {}", ref(n.a), n.imm); break;
+        case op::break_:
+        case op::continue_: line += " " + ref(n.a); break;
         case op::select:
         case op::fma:
         case op::cast:

@@ -22,6 +22,7 @@ struct compiled_task {
   void* entry = nullptr;
   bool parallel = false;
   std::uint64_t rng_salt = 0;
+  unsigned block_dim = 0;               // qd::loop_config{.block_dim} of a parallel task's loop
   std::vector<std::int32_t> param_map;  // task parameter -> kernel parameter
 };
 

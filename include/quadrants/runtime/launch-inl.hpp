@@ -81,7 +81,8 @@ QD_FUNC void run_variant(const kernel_state& k, program& p, const compiled_kerne
       }
     }
     backend::launch_context ctx{arrays, scalars, n, static_cast<unsigned char*>(v.temps),
-                                mix_stream(p.config().random_seed, launch_no, t.rng_salt), error, c.bounds_checks, c.wide_bounds};
+                                mix_stream(p.config().random_seed, launch_no, t.rng_salt), error, c.bounds_checks, c.wide_bounds,
+                                t.block_dim};
     v.device->launch(t.entry, t.parallel, ctx);
     // The CPU and the reference backend always fill the record; a GPU brings it back
     // (a synchronization) when bounds checks are on or the kernel has wide loop bounds.

@@ -69,6 +69,7 @@ QD_FUNC compiled_task launchable_task(const backend::loaded_module& module, cons
   c.entry = module.entry(entry);
   c.parallel = t.parallel;
   c.rng_salt = rng_salt(planned);
+  if (t.parallel) c.block_dim = static_cast<unsigned>(std::max(0, t.fn.at(t.fn.block(0).back()).param));
   c.param_map = std::move(t.param_map);
   return c;
 }
@@ -115,6 +116,7 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
   if (p.device().traits().runs_ir) {  // nothing to compile or cache
     module = p.device().load_ir(lowered, entries);
     counts.compiled = constructs;
+    counts.tasks_compiled = static_cast<int>(lowered.size());
   } else {
     // The key covers the IR and the source generated from it, so a change in the
     // code generator is a different key, never stale native code.
@@ -141,12 +143,14 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
       module = built.module;
       if (p.store()) p.store()->save(cache::entry_kind::kernel, record.module, cache::encode(record));
       (built.compiled ? counts.compiled : counts.loaded) = constructs;
+      if (built.compiled) counts.tasks_compiled = static_cast<int>(lowered.size());
     } else if (p.config().print_ir) {
       log_nothing_dumped(k.name);  // from memory or the disk: nothing was compiled
     }
   }
   for (std::size_t t = 0; t < lowered.size(); ++t) v.tasks.push_back(launchable_task(*module, entries[t], lowered[t], plan.tasks[t]));
   v.modules.push_back(std::move(module));
+  counts.tasks = static_cast<int>(lowered.size());
   allocate_temporaries(p, plan, v);
 }
 
@@ -182,6 +186,7 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
     for (std::size_t t = 0; t < lowered.size(); ++t) v.tasks.push_back(launchable_task(*module, entries[t], lowered[t], plan.tasks[t]));
     v.modules.push_back(std::move(module));
     counts.compiled = static_cast<int>(lowered.size());
+    counts.tasks = counts.tasks_compiled = counts.compiled;
     allocate_temporaries(p, plan, v);
     return;
   }
@@ -268,6 +273,8 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
     v.tasks.push_back(launchable_task(*offloads[t].module, offloads[t].entry, lowered[t], plan.tasks[t]));
     v.modules.push_back(offloads[t].module);
   }
+  counts.tasks = static_cast<int>(lowered.size());
+  counts.tasks_compiled = counts.compiled;
   allocate_temporaries(p, plan, v);
 }
 

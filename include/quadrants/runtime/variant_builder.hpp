@@ -15,6 +15,8 @@ namespace qd::detail {
 struct build_counts {
   int compiled = 0;
   int loaded = 0;
+  int tasks = 0;           // tasks of the variant built
+  int tasks_compiled = 0;  // of which the compiler produced now
 };
 
 QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& counts);

@@ -129,6 +129,13 @@ QD_FUNC compiled_kernel* prepare(kernel_state& k, program& p) {
   obs.fallback = reason;
   obs.constructs_compiled = counts.compiled;
   obs.constructs_loaded = counts.loaded;
+  if (obs.frontend_constructs_total >= 0) {
+    obs.frontend_constructs_recompiled = counts.compiled;
+    obs.frontend_constructs_cache_hit = obs.frontend_constructs_total - counts.compiled;
+  }
+  obs.tasks_total = counts.tasks;
+  obs.tasks_recompiled = counts.tasks_compiled;
+  obs.tasks_cache_hit = counts.tasks - counts.tasks_compiled;
   k.obs = std::move(obs);
   k.compiled = c;
   k.ready.store(c.get(), std::memory_order_release);
