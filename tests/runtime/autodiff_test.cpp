@@ -361,6 +361,62 @@ TEST_CASE("a top-level reduction used by a later construct, and top-level values
   });
 }
 
+TEST_CASE("top-level control flow: a reduced qd::var reassigned, a top-level if_, and a copy used by a later loop") {
+  auto k = qd::kernel("top_level_flow", {"x", "z", "y"}, [](d1 x, d1 z, d1 y) {
+    qd::var<double> t = 0.0;
+    qd::range_for(x.shape(0), [&](qd::i32 i) { t += x[i]; });
+    t = t * t;
+    qd::if_(t > 1.0, [&] { y[0] = t * z[0]; }).else_([&] { y[0] = t; });
+    qd::var<double> u = t;
+    qd::range_for(1, x.shape(0), [&](qd::i32 i) { y[i] = u * x[i] + t; });
+  });
+  for (double scale : {1.0, 0.05}) {  // both branches of the top-level if_
+    CAPTURE(scale);
+    vec x0 = positive(5, 0.6);
+    for (double& v : x0) v *= scale;
+    check_gradients(k, x0, positive(5, 1.7), [](const vec& xs, const vec& zs, const vec& w) {
+      const std::size_t n = xs.size();
+      double S = 0;
+      for (double v : xs) S += v;
+      const double t = S * S;
+      double dt = w[0] * (t > 1 ? zs[0] : 1.0);
+      for (std::size_t i = 1; i < n; ++i) dt += w[i] * (xs[i] + 1);
+      gradients g{vec(n), vec(n, 0.0)};
+      for (std::size_t j = 0; j < n; ++j) g.x[j] = dt * 2 * S + (j >= 1 ? w[j] * t : 0.0);
+      if (t > 1) g.z[0] = w[0] * t;
+      return g;
+    });
+  }
+}
+
+TEST_CASE("a loop-carried qd::var updated in branches inside a nested loop") {
+  auto k = qd::kernel("carried_branches", {"x", "z", "y"}, [](d1 x, d1 z, d1 y) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) {
+      qd::var<double> m = x[i];
+      qd::range_for(4, [&](qd::i32) {
+        qd::if_(m > 1.0, [&] { m = m * 0.5; }).else_([&] { m = m * m + z[i]; });
+      });
+      y[i] = m;
+    });
+  });
+  check_gradients(k, positive(7, 0.2), positive(7, 1.2), [](const vec& xs, const vec& zs, const vec& w) {
+    gradients g{vec(xs.size()), vec(xs.size())};
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      double m = xs[i], dmx = 1, dmz = 0;
+      for (int r = 0; r < 4; ++r) {
+        if (m > 1) {
+          dmx *= 0.5, dmz *= 0.5, m *= 0.5;
+        } else {
+          dmx = 2 * m * dmx, dmz = 2 * m * dmz + 1, m = m * m + zs[i];
+        }
+      }
+      g.x[i] = w[i] * dmx;
+      g.z[i] = w[i] * dmz;
+    }
+    return g;
+  });
+}
+
 TEST_CASE("qd::atomic_add and += on array elements accumulate without zeroing") {
   auto k = qd::kernel("atomics", {"x", "z", "y"}, [](d1 x, d1 z, d1 y) {
     qd::range_for(x.shape(0), [&](qd::i32 i) { qd::atomic_add(y[0], x[i] * z[i]); });
