@@ -17,6 +17,7 @@
 #include "quadrants/lang/vec_ndarray_param.hpp"
 #include "quadrants/analysis/fallback.hpp"
 #include "quadrants/runtime/config.hpp"
+#include "quadrants/runtime/gradient.hpp"
 #include "quadrants/runtime/kernel.hpp"
 #include "quadrants/runtime/ndarray.hpp"
 #include "quadrants/runtime/vec_ndarray.hpp"

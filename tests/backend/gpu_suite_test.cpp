@@ -728,6 +728,43 @@ TEST_CASE_TEMPLATE("suite: needs_grad arrays carry a gradient buffer of the same
   CHECK(s.grad().to_host() == std::vector<float>{1.5f * 4 + 0.25f});
 }
 
+TEST_CASE_TEMPLATE("suite: kernel.grad computes the adjoint of a reduction, a carried loop variable and a branch", A,
+                   QD_SUITE_ARCHES, on_reference) {
+  if (!start<A>()) return;
+  auto k = kernels::adjoint_chain();
+  const std::vector<float> xs{0.2f, 0.7f, -0.4f, 0.9f, 0.45f, 0.6f};
+  const auto n = static_cast<std::int64_t>(xs.size());
+  qd::ndarray<float, 1> x(n, qd::needs_grad), y(n, qd::needs_grad);
+  qd::ndarray<float, 0> loss(qd::needs_grad);
+  x.from_host(xs);
+  loss.fill(0.0f);
+  k(x, y, loss);
+  loss.grad().fill(1.0f);
+  k.grad(x, y, loss);
+  CHECK(k.grad.per_offload_cache_observations().fallback == qd::fallback_reason::autodiff);
+  // In double on the host: p = ((x + 0.5) x + 0.5) x + 0.5, y = p^2 or sin p, loss = sum(x) sum(y).
+  double total = 0, ysum = 0;
+  std::vector<double> dy;
+  for (float xf : xs) {
+    double v = xf, p = 1, dp = 0;
+    for (int r = 0; r < 3; ++r) {
+      dp = dp * v + p;
+      p = p * v + 0.5;
+    }
+    double yv = v > 0.5 ? p * p : std::sin(p);
+    dy.push_back(v > 0.5 ? 2 * p * dp : std::cos(p) * dp);
+    total += v;
+    ysum += yv;
+  }
+  auto got = x.grad().to_host();
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    CAPTURE(i);
+    double want = total * dy[i] + ysum;
+    CHECK(std::abs(got[i] - want) <= 1e-4 * std::max(1.0, std::abs(want)));
+  }
+  CHECK(y.grad().to_host() == std::vector<float>(xs.size(), 0.0f));  // the plain stores' adjoints zero them
+}
+
 TEST_CASE_TEMPLATE("suite: volatile_load re-reads memory where a plain element read is a snapshot", A, QD_SUITE_ARCHES) {
   if (!start<A>()) return;
   auto k = kernels::volatile_reads();

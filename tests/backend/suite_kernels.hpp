@@ -874,6 +874,21 @@ inline loop_control_result loop_control_expected(const std::vector<std::int32_t>
   for (std::int32_t a = 0; a < rows; ++a)
     for (std::int32_t b = 0; b < cols; ++b) r.grid.push_back((a + b) % 3 == 0 ? 1 : 2);
   return r;
+// Differentiable (issue 12): a reduction, a loop-carried qd::var, a branch and atomics,
+// for kernel.grad on every backend.
+inline auto adjoint_chain() {
+  return qd::kernel("adjoint_chain", {"x", "y", "loss"},
+                    [](qd::types::ndarray<float, 1, qd::needs_grad> x, qd::types::ndarray<float, 1, qd::needs_grad> y,
+                       qd::types::ndarray<float, 0, qd::needs_grad> loss) {
+                      qd::var<float> total = 0.0f;
+                      qd::range_for(x.shape(0), [&](qd::i32 i) {
+                        qd::var<float> p = 1.0f;
+                        qd::range_for(3, [&](qd::i32) { p = p * x[i] + 0.5f; });
+                        qd::if_(x[i] > 0.5f, [&] { y[i] = p * p; }).else_([&] { y[i] = qd::sin(p); });
+                        total += x[i];
+                      });
+                      qd::range_for(y.shape(0), [&](qd::i32 i) { loss() += y[i] * total; });
+                    });
 }
 
 }  // namespace qd_test::kernels

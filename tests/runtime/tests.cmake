@@ -27,3 +27,6 @@ target_compile_definitions(runtime_remote_cache_test PRIVATE QD_KERNEL_WORKER="$
 add_dependencies(runtime_remote_cache_test remote_worker)
 set_tests_properties(runtime/remote_cache PROPERTIES TIMEOUT 300)
 qd_add_test(runtime vec)  # qd::vec / qd::mat (SPEC §11.1) on the CPU and reference backends
+
+# Reverse-mode autodiff (issue 12): kernel.grad and qd::ad::tape on the CPU and the reference.
+qd_add_test(runtime autodiff)

@@ -15,6 +15,7 @@
 
 #include "quadrants/lang/kernel_signature.hpp"
 #include "quadrants/runtime/dispatch.hpp"
+#include "quadrants/runtime/gradient.hpp"
 #include "quadrants/runtime/ndarray.hpp"
 #include "quadrants/runtime/vec_ndarray.hpp"
 
@@ -96,7 +97,45 @@ launch_arg pack_argument(const A& a) {
   return out;
 }
 
+// Packs a launch's arguments for the parameters of F, checked at compile time.
+template <class F, class... Args>
+std::array<launch_arg, sizeof...(Args)> pack_arguments(const Args&... args) {
+  constexpr auto params = parameter_types<F>();
+  static_assert(sizeof...(Args) == decltype(boost::hana::length(params))::value,
+                "wrong number of kernel arguments: pass one per kernel parameter");
+  std::array<launch_arg, sizeof...(Args)> packed{};
+  boost::hana::unpack(params, [&](auto... p) {
+    std::size_t k = 0;
+    ((packed[k++] = pack_argument<typename decltype(p)::type>(args)), ...);
+  });
+  return packed;
+}
+
 }  // namespace detail
+
+// kernel.grad: the adjoint of a kernel (SPEC §11.5), called with the forward
+// kernel's arguments. It accumulates into the .grad() buffers of the needs_grad
+// parameters, seeded from the outputs' .grad() buffers; it always runs whole.
+template <class F>
+class adjoint_kernel {
+ public:
+  explicit adjoint_kernel(std::shared_ptr<detail::kernel_state> forward) : forward_(std::move(forward)) {}
+
+  template <class... Args>
+  void operator()(const Args&... args) const {
+    auto packed = detail::pack_arguments<F>(args...);
+    detail::launch(detail::adjoint_of(*forward_), packed.data(), packed.size());
+  }
+  void compile() const { detail::compile(detail::adjoint_of(*forward_)); }
+  per_offload_observations per_offload_cache_observations() const {
+    return detail::observations(detail::adjoint_of(*forward_));
+  }
+  // The adjoint's IR as text (derived on first use).
+  std::string ir() const { return detail::kernel_ir_text(detail::adjoint_of(*forward_)); }
+
+ private:
+  std::shared_ptr<detail::kernel_state> forward_;
+};
 
 template <class F>
 class kernel {
@@ -111,14 +150,7 @@ class kernel {
   // Launches the kernel: arrays as qd::ndarray, scalars as C++ numbers.
   template <class... Args>
   void operator()(const Args&... args) const {
-    constexpr auto params = detail::parameter_types<F>();
-    static_assert(sizeof...(Args) == decltype(boost::hana::length(params))::value,
-                  "wrong number of kernel arguments: pass one per kernel parameter");
-    std::array<detail::launch_arg, sizeof...(Args)> packed{};
-    boost::hana::unpack(params, [&](auto... p) {
-      std::size_t k = 0;
-      ((packed[k++] = detail::pack_argument<typename decltype(p)::type>(args)), ...);
-    });
+    auto packed = detail::pack_arguments<F>(args...);
     detail::launch(*state_, packed.data(), packed.size());
   }
 
@@ -132,6 +164,10 @@ class kernel {
 
  private:
   std::shared_ptr<detail::kernel_state> state_;
+
+ public:
+  // The adjoint kernel: kernel.grad(args...) (SPEC §11.5).
+  adjoint_kernel<F> grad{state_};
 };
 
 template <class F>

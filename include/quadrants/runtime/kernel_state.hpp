@@ -55,7 +55,7 @@ struct compiled_kernel {
   std::atomic<variant*> whole_ready{nullptr};
 };
 
-class kernel_state {
+class kernel_state : public std::enable_shared_from_this<kernel_state> {
  public:
   std::string name;
   std::vector<std::string> param_names;
@@ -77,6 +77,9 @@ class kernel_state {
   std::atomic<std::uint64_t> runtime_fallbacks{0};
   std::atomic<bool> fallback_warned{false};
   bool unchecked_split = false;  // test-only: see force_unchecked_split
+  // kernel.grad: the adjoint kernel, made on first use from this kernel's IR (runtime/gradient.hpp).
+  std::once_flag adjoint_once;
+  std::shared_ptr<kernel_state> adjoint;
 };
 
 // "'x'" or "#2": how messages name a parameter.

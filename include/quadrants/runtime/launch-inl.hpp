@@ -10,6 +10,7 @@
 #include "quadrants/base/log.hpp"
 #include "quadrants/detail/format.hpp"
 #include "quadrants/lang/trace.hpp"
+#include "quadrants/runtime/gradient.hpp"
 #include "quadrants/runtime/kernel_state.hpp"
 #include "quadrants/runtime/program.hpp"
 #include "quadrants/runtime/variant_choice.hpp"
@@ -164,6 +165,7 @@ QD_FUNC void launch(kernel_state& k, const launch_arg* args, std::size_t count) 
     }
   }
   run_variant(k, *p, *c, *v, args);
+  if (active_tape != nullptr) record_on_tape(k, args, count);
 }
 
 }  // namespace qd::detail

@@ -101,6 +101,11 @@ QD_FUNC compiled_kernel* prepare(kernel_state& k, program& p) {
   analysis::split_decision decision;
   if (k.unchecked_split) {  // test-only: every value recomputed that can be, whatever the analysis says
     decision.plan = analysis::plan_split_unchecked(k.ir, k.structure);
+  } else if (k.ir.is_gradient) {  // an adjoint links its constructs, whatever the backend (SPEC §4)
+    reason = decision.reason = fallback_reason::autodiff;
+    obs.fallback_detail = fallback_detail(k, decision);
+    log_fmt(log_level::debug, "[PER_OFFLOAD] kernel '{}' stays whole-kernel: {} ({})", k.name, name(reason),
+            obs.fallback_detail);
   } else if (split_enabled_by_policy(cfg, p.device().traits(), reason)) {
     if (cfg.print_ir || cfg.kernel_coverage) {
       reason = fallback_reason::diagnostic;
