@@ -25,3 +25,8 @@ qd_add_test(runtime remote_cache)
 target_compile_definitions(runtime_remote_cache_test PRIVATE QD_KERNEL_WORKER="$<TARGET_FILE:remote_worker>")
 add_dependencies(runtime_remote_cache_test remote_worker)
 set_tests_properties(runtime/remote_cache PROPERTIES TIMEOUT 300)
+
+# Graph kernels and concurrent regions (issue 13, SPEC §11.6).
+qd_add_test(runtime graph)
+target_compile_definitions(runtime_graph_test PRIVATE QD_KERNEL_WORKER="$<TARGET_FILE:kernel_worker>")
+add_dependencies(runtime_graph_test kernel_worker)

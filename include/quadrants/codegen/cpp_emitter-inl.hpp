@@ -528,6 +528,7 @@ class emitter {
         line("}");
         break;
       case ir::op::random: line(fmt::format("const {} {} = qd_random_{}(&qd_rng);", type, v(i), name(n.type))); break;
+      case ir::op::graph_mark: throw internal_error("C++ emitter: a graph mark inside a task (marks are in no task)");
       case ir::op::print: {
         std::string format, args;
         for (std::int32_t k = 0; k < n.list_size; ++k) {

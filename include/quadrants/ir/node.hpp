@@ -49,7 +49,8 @@ inline constexpr id none = -1;
   X(if_, 0, control, 0)        /* a: condition, block0: then, block1: else                            */ \
   X(while_, 0, control, 0)     /* block0: condition block, a: its value, block1: body                 */ \
   X(random, 1, random_draw, 0) /* type: uniform [0,1) for floats, uniform bits for integers           */ \
-  X(print, 0, output, 0)       /* list: node ids, or -2 - string index for text pieces                */
+  X(print, 0, output, 0)       /* list: node ids, or -2 - string index for text pieces                */ \
+  X(graph_mark, 0, control, 0) /* sub: graph_mark; top level only, in no task (ir/graph_mark.hpp)     */
 
 enum class op : std::uint8_t {
 #define QD_IR_ENUM(name, value, effect, invariant) name,

@@ -45,6 +45,7 @@ QD_FUNC void ensure_traced(kernel_state& k) {
     throw user_error(fmt::format("kernel '{}': {} parameter names given for {} parameters; name all or none",
                                  k.name, k.param_names.size(), k.params.size()));
   tracer t(k.name, k.param_names);
+  t.graph_kernel = k.graph;
   k.trace(t);
   ir::eliminate_dead_code(t.fn);
   if constexpr (checked_build) ir::verify(t.fn, ir::stage::traced);

@@ -30,6 +30,7 @@ struct variant {
   std::shared_ptr<backend::device> device;
   std::vector<std::shared_ptr<backend::loaded_module>> modules;
   std::vector<compiled_task> tasks;
+  std::vector<analysis::schedule_step> schedule;  // a graph kernel's tasks and marks; empty: the tasks in order
   void* temps = nullptr;
   // The temporaries buffer is one per variant, so launches of this variant from
   // several host threads take turns: 0 free, 1 in use, 2 in use with waiters.
@@ -76,6 +77,7 @@ class kernel_state {
   std::atomic<std::uint64_t> runtime_fallbacks{0};
   std::atomic<bool> fallback_warned{false};
   bool unchecked_split = false;  // test-only: see force_unchecked_split
+  bool graph = false;            // qd::kernel(name, qd::graph::on, ...) (runtime/graph.hpp)
 };
 
 // "'x'" or "#2": how messages name a parameter.

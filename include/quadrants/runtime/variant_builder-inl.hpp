@@ -147,6 +147,7 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
   }
   for (std::size_t t = 0; t < lowered.size(); ++t) v.tasks.push_back(launchable_task(*module, entries[t], lowered[t], plan.tasks[t]));
   v.modules.push_back(std::move(module));
+  v.schedule = analysis::build_schedule(k.ir, k.structure, plan.tasks);
   allocate_temporaries(p, plan, v);
 }
 
@@ -182,6 +183,7 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
     for (std::size_t t = 0; t < lowered.size(); ++t) v.tasks.push_back(launchable_task(*module, entries[t], lowered[t], plan.tasks[t]));
     v.modules.push_back(std::move(module));
     counts.compiled = static_cast<int>(lowered.size());
+    v.schedule = analysis::build_schedule(k.ir, k.structure, plan.tasks);
     allocate_temporaries(p, plan, v);
     return;
   }
@@ -268,6 +270,7 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
     v.tasks.push_back(launchable_task(*offloads[t].module, offloads[t].entry, lowered[t], plan.tasks[t]));
     v.modules.push_back(offloads[t].module);
   }
+  v.schedule = analysis::build_schedule(k.ir, k.structure, plan.tasks);
   allocate_temporaries(p, plan, v);
 }
 

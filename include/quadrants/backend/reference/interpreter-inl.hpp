@@ -655,6 +655,7 @@ class machine {
         break;
       case ir::op::random: value(i) = random(n.type); break;
       case ir::op::print: print(n); break;
+      case ir::op::graph_mark: throw internal_error("reference interpreter: a graph mark inside a task");
     }
   }
 

@@ -1,0 +1,265 @@
+// Graph kernels and concurrent regions (SPEC §11.6, issue 13): do_while iteration counts
+// and results against plain C++, nested loops, flags set by different constructs, the
+// split inside loop bodies, concurrent regions, fallbacks and the errors.
+#include <doctest/doctest.h>
+
+#include <quadrants/quadrants.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "runtime/runtime_test_support.hpp"
+#include "runtime/worker_support.hpp"
+
+namespace {
+
+using doctest::Contains;
+
+// The configurations every result is checked in: the CPU whole and split, the
+// reference interpreter whole and split.
+struct setup {
+  const char* name;
+  qd::arch arch;
+  qd::per_offload_mode mode;
+};
+const setup setups[] = {{"cpu whole", qd::arch::cpu, qd::per_offload_mode::off},
+                        {"cpu split", qd::arch::cpu, qd::per_offload_mode::on},
+                        {"reference whole", qd::arch::reference, qd::per_offload_mode::off},
+                        {"reference split", qd::arch::reference, qd::per_offload_mode::on}};
+
+template <class F>
+void in_every_setup(F&& f, qd::config extra = {}) {
+  qd_test::temp_dir cache("graph");
+  for (const setup& s : setups) {
+    CAPTURE(s.name);
+    qd::config c = extra;
+    c.arch = s.arch;
+    c.per_offload = s.mode;
+    c.offline_cache_file_path = cache.str();
+    qd::init(c);
+    f(s);
+    qd::reset();
+  }
+}
+
+int flag_value(qd::ndarray<std::int32_t, 0>& a) { return a.to_host()[0]; }
+
+}  // namespace
+
+TEST_CASE("do_while runs its body until the flag is cleared, like a C++ do-while") {
+  // x halves each pass; the loop counts its passes and stops after `limit` of them.
+  auto halve = qd::kernel("halve", {"x", "passes", "keep_going", "limit"}, qd::graph::on,
+                          [](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 0> passes,
+                             qd::types::ndarray<std::int32_t, 0> keep_going, qd::i32 limit) {
+                            qd::graph::do_while(keep_going, [&] {
+                              qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] * 0.5f; });
+                              qd::range_for(1, [&](qd::i32) {
+                                passes() = passes() + 1;
+                                keep_going() = qd::select(passes() < limit, 1, 0);
+                              });
+                            });
+                          });
+  in_every_setup([&](const setup&) {
+    for (int limit : {1, 3, 7}) {
+      CAPTURE(limit);
+      std::vector<float> host{1.0f, 2.0f, 3.0f, 40.0f};
+      qd::ndarray<float, 1> x(4);
+      x.from_host(std::span<const float>(host));
+      qd::ndarray<std::int32_t, 0> passes, keep_going;
+      halve(x, passes, keep_going, limit);
+      // Plain C++.
+      int expected_passes = 0;
+      do {
+        for (float& v : host) v *= 0.5f;
+        ++expected_passes;
+      } while (expected_passes < limit);
+      CHECK(flag_value(passes) == expected_passes);
+      CHECK(flag_value(keep_going) == 0);
+      CHECK(x.to_host() == host);
+    }
+  });
+}
+
+TEST_CASE("a graph kernel splits per construct inside do_while bodies") {
+  auto k = qd::kernel("graph_split", qd::graph::on,
+                      [](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 0> keep_going) {
+                        qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] + 1.0f; });
+                        qd::graph::do_while(keep_going, [&] {
+                          qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] * 2.0f; });
+                          qd::range_for(1, [&](qd::i32) { keep_going() = qd::select(x[0] < 100.0f, 1, 0); });
+                        });
+                      });
+  in_every_setup([&](const setup& s) {
+    qd::ndarray<float, 1> x(3);
+    x.fill(1.0f);
+    qd::ndarray<std::int32_t, 0> keep_going;
+    k(x, keep_going);
+    std::vector<float> host(3, 1.0f);
+    for (float& v : host) v += 1.0f;
+    do {
+      for (float& v : host) v *= 2.0f;
+    } while (host[0] < 100.0f);
+    CHECK(x.to_host() == host);
+    auto obs = k.per_offload_cache_observations();
+    if (s.mode == qd::per_offload_mode::on) {
+      CHECK(obs.fallback == qd::fallback_reason::none);
+      CHECK(obs.frontend_constructs_total == 3);
+    } else {
+      CHECK(obs.frontend_constructs_total == -1);
+    }
+  });
+}
+
+TEST_CASE("nested do_while loops and flags set by different constructs") {
+  // outer: rows pass; inner: a counter climbs to the row's target; the inner flag is set
+  // by one construct, the outer flag by another.
+  auto k = qd::kernel("nested", {"out", "row", "count", "inner_flag", "outer_flag"}, qd::graph::on,
+                      [](qd::types::ndarray<std::int32_t, 1> out, qd::types::ndarray<std::int32_t, 0> row,
+                         qd::types::ndarray<std::int32_t, 0> count, qd::types::ndarray<std::int32_t, 0> inner_flag,
+                         qd::types::ndarray<std::int32_t, 0> outer_flag) {
+                        qd::graph::do_while(outer_flag, [&] {
+                          qd::range_for(1, [&](qd::i32) { count() = 0; });
+                          qd::graph::do_while(inner_flag, [&] {
+                            qd::range_for(1, [&](qd::i32) { count() = count() + 1; });
+                            qd::range_for(1, [&](qd::i32) { inner_flag() = qd::select(count() < row() + 1, 1, 0); });
+                          });
+                          qd::range_for(1, [&](qd::i32) {
+                            out[row()] = count() * 10;
+                            row() = row() + 1;
+                          });
+                          qd::range_for(1, [&](qd::i32) { outer_flag() = qd::select(row() < out.shape(0), 1, 0); });
+                        });
+                      });
+  in_every_setup([&](const setup&) {
+    qd::ndarray<std::int32_t, 1> out(5);
+    qd::ndarray<std::int32_t, 0> row, count, inner, outer;
+    k(out, row, count, inner, outer);
+    std::vector<std::int32_t> expected(5);
+    int r = 0;
+    do {
+      int c = 0;
+      do {
+        ++c;
+      } while (c < r + 1);
+      expected[static_cast<std::size_t>(r)] = c * 10;
+      ++r;
+    } while (r < 5);
+    CHECK(out.to_host() == expected);
+    CHECK(flag_value(row) == 5);
+  });
+}
+
+TEST_CASE("top-level values and variables inside do_while bodies keep their per-pass values") {
+  // n is read from an array that the loop body changes; acc is a top-level qd::var
+  // reduced in each pass and read by a later construct of the same pass.
+  auto k = qd::kernel("loop_values", qd::graph::on,
+                      [](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 1> len,
+                         qd::types::ndarray<float, 1> sums, qd::types::ndarray<std::int32_t, 0> keep_going) {
+                        qd::i32 first = len[0];
+                        qd::graph::do_while(keep_going, [&] {
+                          qd::i32 n = len[0];
+                          qd::var<float> acc = 0.0f;
+                          qd::range_for(n, [&](qd::i32 i) { acc += x[i]; });
+                          qd::range_for(1, [&](qd::i32) {
+                            sums[len[0] - 1] = acc + qd::cast<float>(first) * 1000.0f;
+                            len[0] = len[0] - 1;
+                            keep_going() = qd::select(len[0] > 0, 1, 0);
+                          });
+                        });
+                      });
+  in_every_setup([&](const setup&) {
+    std::vector<float> xs{1, 2, 3, 4, 5};
+    qd::ndarray<float, 1> x(5), sums(5);
+    x.from_host(std::span<const float>(xs));
+    qd::ndarray<std::int32_t, 1> len(1);
+    len.fill(5);
+    qd::ndarray<std::int32_t, 0> keep_going;
+    k(x, len, sums, keep_going);
+    std::vector<float> expected(5);
+    int n = 5;
+    do {
+      float acc = 0;
+      for (int i = 0; i < n; ++i) acc += xs[static_cast<std::size_t>(i)];
+      expected[static_cast<std::size_t>(n - 1)] = acc + 5000.0f;
+      --n;
+    } while (n > 0);
+    CHECK(sums.to_host() == expected);
+  });
+}
+
+TEST_CASE("graph_max_iterations stops a do_while that runs too long") {
+  auto forever = qd::kernel("forever", {"x", "keep_going"}, qd::graph::on,
+                            [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 0> keep_going) {
+                              qd::graph::do_while(keep_going, [&] {
+                                qd::range_for(1, [&](qd::i32) {
+                                  x[0] = x[0] + 1;
+                                  keep_going() = 1;
+                                });
+                              });
+                            });
+  in_every_setup(
+      [&](const setup&) {
+        qd::ndarray<std::int32_t, 1> x(1);
+        qd::ndarray<std::int32_t, 0> keep_going;
+        CHECK_THROWS_WITH_AS(forever(x, keep_going),
+                             Contains("kernel 'forever': a qd::graph::do_while ran 10 passes (graph_max_iterations)"),
+                             qd::user_error);
+        CHECK(x.to_host()[0] == 10);
+      },
+      {.graph_max_iterations = 10});
+  {
+    qd_test::scoped_env env("QD_GRAPH_MAX_ITERATIONS", "4");
+    qd_test::init_cpu();
+    CHECK(qd::current_settings().graph_max_iterations == 4);
+    qd::reset();
+  }
+}
+
+TEST_CASE("graph statements in the wrong place are errors naming the kernel") {
+  qd_test::init_cpu();
+  qd::ndarray<float, 1> x(4);
+  qd::ndarray<std::int32_t, 0> flag;
+  auto not_graph = qd::kernel("not_graph", [](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 0> f) {
+    qd::graph::do_while(f, [&] { qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = 1.0f; }); });
+  });
+  CHECK_THROWS_WITH_AS(not_graph(x, flag), Contains("kernel 'not_graph': qd::graph::do_while is only allowed in a graph kernel"),
+                       qd::user_error);
+  auto in_loop = qd::kernel("in_loop", qd::graph::on,
+                            [](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 0> f) {
+                              qd::range_for(x.shape(0), [&](qd::i32 i) {
+                                qd::graph::do_while(f, [&] { x[i] = 1.0f; });
+                              });
+                            });
+  CHECK_THROWS_WITH_AS(in_loop(x, flag), Contains("kernel 'in_loop': qd::graph::do_while must be at the top level"),
+                       qd::user_error);
+  auto in_if = qd::kernel("in_if", qd::graph::on, [](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 0> f) {
+    qd::if_(f() != 0, [&] { qd::graph::do_while(f, [&] { x[0] = 1.0f; }); });
+  });
+  CHECK_THROWS_WITH_AS(in_if(x, flag), Contains("kernel 'in_if': qd::graph::do_while must be at the top level"),
+                       qd::user_error);
+  auto parallel_outside = qd::kernel("parallel_outside", [](qd::types::ndarray<float, 1> x) {
+    qd::graph::parallel([&] { x[0] = 1.0f; }, [&] { x[1] = 2.0f; });
+  });
+  CHECK_THROWS_WITH_AS(parallel_outside(x), Contains("kernel 'parallel_outside': qd::graph::parallel is only allowed in a graph kernel"),
+                       qd::user_error);
+  auto concurrent_in_loop = qd::kernel("concurrent_in_loop", qd::graph::on,
+                                       [](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 0> f) {
+                                         qd::graph::do_while(f, [&] {
+                                           qd::concurrent([&] { x[0] = 1.0f; }, [&] { x[1] = 2.0f; });
+                                         });
+                                       });
+  CHECK_THROWS_WITH_AS(concurrent_in_loop(x, flag),
+                       Contains("kernel 'concurrent_in_loop': qd::concurrent is not allowed inside a qd::graph::do_while body"),
+                       qd::user_error);
+  auto do_while_in_branch = qd::kernel("do_while_in_branch", qd::graph::on,
+                                       [](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 0> f) {
+                                         qd::graph::parallel([&] { qd::graph::do_while(f, [&] { x[0] = 1.0f; }); },
+                                                             [&] { x[1] = 2.0f; });
+                                       });
+  CHECK_THROWS_WITH_AS(do_while_in_branch(x, flag),
+                       Contains("kernel 'do_while_in_branch': qd::graph::do_while is not allowed inside a concurrent branch"),
+                       qd::user_error);
+  qd::reset();
+}
