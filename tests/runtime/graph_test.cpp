@@ -263,3 +263,63 @@ TEST_CASE("graph statements in the wrong place are errors naming the kernel") {
                        qd::user_error);
   qd::reset();
 }
+
+TEST_CASE("editing one construct of a do_while body recompiles only it, across processes") {
+  // The seed's headline scenario (issue 13): the graph is rebuilt from cached modules.
+  qd_test::temp_dir cache("graph-edit");
+  std::vector<std::string> env = {"XDG_CACHE_HOME=" + cache.str(), "QD_PER_OFFLOAD=on", "QD_LOG_LEVEL=warn"};
+  auto base = qd_test::run_worker(env, "graph base");
+  auto edited = qd_test::run_worker(env, "graph edited");
+  auto again = qd_test::run_worker(env, "graph base");
+  // Keys do not depend on where a construct sits: the same constructs at the top level
+  // of a plain kernel are all in the cache already.
+  auto flat = qd_test::run_worker(env, "graph flat");
+  INFO(base.output, edited.output, again.output, flat.output);
+  CHECK(base.exit_code == 0);
+  CHECK(base.output.find("compiled=8 loaded=0 total=8 fallback=none") != std::string::npos);
+  CHECK(edited.exit_code == 0);
+  CHECK(edited.output.find("compiled=1 loaded=7 total=8 fallback=none") != std::string::npos);
+  CHECK(again.exit_code == 0);
+  CHECK(again.output.find("compiled=0 loaded=8 total=8 fallback=none") != std::string::npos);
+  CHECK(flat.exit_code == 0);
+  CHECK(flat.output.find("compiled=0 loaded=8 total=8 fallback=none") != std::string::npos);
+}
+
+TEST_CASE("editing one construct of a do_while body recompiles only it, in one process") {
+  qd_test::temp_dir cache("graph-edit-one");
+  auto make = [](bool edited) {
+    return qd::kernel("edit_in_loop", qd::graph::on,
+                      [edited](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 0> again) {
+                        qd::graph::do_while(again, [&] {
+                          for (int c = 0; c < 5; ++c)
+                            qd::range_for(x.shape(0), [&](qd::i32 i) {
+                              x[i] = x[i] + (c == 2 && edited ? 100.0f : static_cast<float>(c));
+                            });
+                          qd::range_for(1, [&](qd::i32) { again() = qd::select(x[0] < 30.0f, 1, 0); });
+                        });
+                      });
+  };
+  float expected[2] = {};
+  for (int edited = 0; edited < 2; ++edited) {
+    float v = 0.0f;
+    do {
+      for (int c = 0; c < 5; ++c) v += c == 2 && edited ? 100.0f : static_cast<float>(c);
+    } while (v < 30.0f);
+    expected[edited] = v;
+  }
+  for (int run = 0; run < 3; ++run) {
+    const bool edited = run == 1;
+    CAPTURE(run);
+    qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = cache.str(), .per_offload = qd::per_offload_mode::on});
+    auto k = make(edited);
+    qd::ndarray<float, 1> x(8);
+    qd::ndarray<std::int32_t, 0> again;
+    k(x, again);
+    CHECK(x.to_host() == std::vector<float>(8, expected[edited ? 1 : 0]));
+    auto obs = k.per_offload_cache_observations();
+    CHECK(obs.frontend_constructs_total == 6);
+    CHECK(obs.constructs_compiled == (run == 0 ? 6 : run == 1 ? 1 : 0));
+    CHECK(obs.constructs_loaded == (run == 0 ? 0 : run == 1 ? 5 : 6));
+    qd::reset();
+  }
+}
