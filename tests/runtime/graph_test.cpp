@@ -323,3 +323,95 @@ TEST_CASE("editing one construct of a do_while body recompiles only it, in one p
     qd::reset();
   }
 }
+
+TEST_CASE("qd::concurrent regions all run and join; the kernel stays whole") {
+  auto k = qd::kernel("regions", {"a", "b", "total"},
+                      [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b, qd::types::ndarray<float, 1> total) {
+                        qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = qd::cast<float>(i); });
+                        qd::concurrent(
+                            [&] {
+                              qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = a[i] * 2.0f; });
+                              qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = a[i] + 1.0f; });
+                            },
+                            [&] { qd::range_for(b.shape(0), [&](qd::i32 i) { b[i] = 7.0f; }); },
+                            // Disjoint parts of one array are fine.
+                            [&] { qd::range_for(0, 2, [&](qd::i32 i) { total[i] = 1.0f; }); },
+                            [&] { qd::range_for(2, 4, [&](qd::i32 i) { total[i] = 2.0f; }); });
+                        qd::range_for(total.shape(0), [&](qd::i32 i) { total[i] = total[i] + a[i] + b[i]; });
+                      });
+  in_every_setup([&](const setup& s) {
+    qd_test::log_capture logs;
+    qd::ndarray<float, 1> a(4), b(4), total(4);
+    k(a, b, total);
+    std::vector<float> ha(4), hb(4, 7.0f), ht{1, 1, 2, 2};
+    for (int i = 0; i < 4; ++i) {
+      ha[static_cast<std::size_t>(i)] = static_cast<float>(i) * 2.0f + 1.0f;
+      ht[static_cast<std::size_t>(i)] += ha[static_cast<std::size_t>(i)] + 7.0f;
+    }
+    CHECK(a.to_host() == ha);
+    CHECK(b.to_host() == hb);
+    CHECK(total.to_host() == ht);
+    auto obs = k.per_offload_cache_observations();
+    CHECK(obs.frontend_constructs_total == -1);
+    if (s.mode == qd::per_offload_mode::on) {
+      CHECK(obs.fallback == qd::fallback_reason::concurrent);
+      CHECK(obs.fallback_detail == "a qd::concurrent with 4 branches runs them at once, so the kernel stays one unit");
+      CHECK(logs.count(qd::log_level::debug,
+                       "[PER_OFFLOAD] kernel 'regions' stays whole-kernel: concurrent (a qd::concurrent with 4 branches") == 1);
+    }
+  }, {.log_level = qd::log_level::debug});
+}
+
+TEST_CASE("graph::parallel branches inside a do_while run each pass") {
+  auto k = qd::kernel("forked_loop", qd::graph::on,
+                      [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 0> keep_going) {
+                        qd::graph::do_while(keep_going, [&] {
+                          qd::graph::parallel([&] { qd::range_for(1, [&](qd::i32) { x[0] = x[0] + 1; }); },
+                                              [&] { qd::range_for(1, [&](qd::i32) { x[1] = x[1] + 10; }); });
+                          qd::range_for(1, [&](qd::i32) { keep_going() = qd::select(x[0] < 4, 1, 0); });
+                        });
+                      });
+  in_every_setup([&](const setup& s) {
+    qd::ndarray<std::int32_t, 1> x(2);
+    qd::ndarray<std::int32_t, 0> keep_going;
+    k(x, keep_going);
+    CHECK(x.to_host() == std::vector<std::int32_t>{4, 40});
+    if (s.mode == qd::per_offload_mode::on)
+      CHECK(k.per_offload_cache_observations().fallback == qd::fallback_reason::concurrent);
+  });
+}
+
+TEST_CASE("concurrent branches that provably write the same elements are refused") {
+  qd_test::init_cpu();
+  qd::ndarray<float, 1> x(8);
+  qd::ndarray<float, 0> s;
+  auto same_loop = qd::kernel("same_loop", {"x"}, [](qd::types::ndarray<float, 1> x) {
+    qd::concurrent([&] { qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = 1.0f; }); },
+                   [&] { qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = 2.0f; }); });
+  });
+  CHECK_THROWS_WITH_AS(same_loop(x),
+                       Contains("kernel 'same_loop': branches 1 and 2 of a qd::concurrent both write the same elements "
+                                "of parameter 'x'"),
+                       qd::user_error);
+  auto overlap = qd::kernel("overlap", [](qd::types::ndarray<float, 1> x) {
+    qd::concurrent([&] { qd::range_for(0, 5, [&](qd::i32 i) { x[i] = 1.0f; }); }, [&] { x[4] = 2.0f; });
+  });
+  CHECK_THROWS_WITH_AS(overlap(x), Contains("branches 1 and 2 of a qd::concurrent both write the same elements"), qd::user_error);
+  auto scalar = qd::kernel("scalar", [](qd::types::ndarray<float, 0> s) {
+    qd::concurrent([&] { s() = 1.0f; }, [&] { s() = 2.0f; });
+  });
+  CHECK_THROWS_WITH_AS(scalar(s), Contains("kernel 'scalar': branches 1 and 2"), qd::user_error);
+  // Not provable (a condition, a data-dependent index): allowed, documented as a race.
+  auto unproven = qd::kernel("unproven", [](qd::types::ndarray<float, 1> x) {
+    qd::concurrent([&] { qd::range_for(x.shape(0), [&](qd::i32 i) { qd::if_(i > 3, [&] { x[i] = 1.0f; }); }); },
+                   [&] { qd::range_for(0, 4, [&](qd::i32 i) { x[i] = 2.0f; }); });
+  });
+  CHECK_NOTHROW(unproven(x));
+  auto shifted = qd::kernel("shifted", [](qd::types::ndarray<float, 1> x) {
+    qd::concurrent([&] { qd::range_for(0, 4, [&](qd::i32 i) { x[i] = 1.0f; }); },
+                   [&] { qd::range_for(0, 4, [&](qd::i32 i) { x[i + 4] = 2.0f; }); });
+  });
+  CHECK_NOTHROW(shifted(x));
+  CHECK(x.to_host() == std::vector<float>{1, 1, 1, 1, 2, 2, 2, 2});
+  qd::reset();
+}

@@ -97,7 +97,8 @@ struct schedule_step {
   std::int32_t task = -1;      // is_task: the variant's task index
   ir::graph_mark mark = ir::graph_mark::loop_begin;
   std::int32_t flag = -1;      // loop_end: the flag parameter to read
-  std::int32_t jump = -1;      // loop_end: the step of its loop_begin; loop_begin: its loop_end
+  std::int32_t jump = -1;      // loop_end: the step of its loop_begin; loop_begin: its loop_end;
+                               // fork_begin: its fork_end
   std::int32_t loop = -1;      // loop marks: the loop's number (for iteration counts)
 };
 
@@ -126,7 +127,7 @@ constexpr std::vector<schedule_step> build_schedule(const ir::function& fn, cons
     items.push_back({static_cast<std::int32_t>(k), st});
   }
   std::stable_sort(items.begin(), items.end(), [](const item& a, const item& b) { return a.position < b.position; });
-  std::vector<std::int32_t> open;
+  std::vector<std::int32_t> open, forks;
   std::int32_t loops = 0;
   for (const item& it : items) {
     out.push_back(it.step);
@@ -143,6 +144,11 @@ constexpr std::vector<schedule_step> build_schedule(const ir::function& fn, cons
       st.loop = begin.loop;
       begin.jump = at;
       open.pop_back();
+    } else if (st.mark == ir::graph_mark::fork_begin) {
+      forks.push_back(at);
+    } else if (st.mark == ir::graph_mark::fork_end && !forks.empty()) {
+      out[static_cast<std::size_t>(forks.back())].jump = at;
+      forks.pop_back();
     }
   }
   return out;

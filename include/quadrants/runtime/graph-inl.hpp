@@ -1,6 +1,13 @@
 // Implementation of runtime/graph.hpp.
 #pragma once
 
+#include <exception>
+#include <optional>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "quadrants/analysis/fork.hpp"
 #include "quadrants/base/error.hpp"
 #include "quadrants/detail/format.hpp"
 #include "quadrants/ir/graph_mark.hpp"
@@ -11,6 +18,69 @@
 namespace qd::detail {
 
 QD_FUNC void set_graph_kernel(kernel_state& k) { k.graph = true; }
+
+QD_FUNC void check_graph_kernel(const kernel_state& k) {
+  if (!ir::has_graph_marks(k.ir)) return;
+  const std::vector<analysis::graph_region> regions = analysis::graph_regions(k.ir, k.structure);
+  const std::optional<analysis::fork_conflict> conflict = analysis::find_fork_conflict(k.ir, k.structure, regions);
+  if (!conflict) return;
+  const analysis::graph_region& r = regions[static_cast<std::size_t>(conflict->region)];
+  const ir::node& w = k.ir.at(conflict->write_a);
+  throw user_error(fmt::format("kernel '{}': branches {} and {} of a {} both write the same elements of {}{}; "
+                               "branches run at once, so this is a race. Write disjoint elements (disjoint parts of "
+                               "one array are fine), or run the writes one after the other",
+                               k.name, conflict->branch_a + 1, conflict->branch_b + 1, ir::name(r.fork),
+                               param_label(k, static_cast<std::size_t>(w.param)),
+                               (w.flags & ir::access::grad) ? "'s gradient" : ""));
+}
+
+QD_FUNC std::string concurrent_detail(const kernel_state& k) {
+  for (const analysis::graph_region& r : analysis::graph_regions(k.ir, k.structure))
+    if (!r.loop)
+      return fmt::format("a {} with {} branches runs them at once, so the kernel stays one unit", ir::name(r.fork),
+                         r.branches.size());
+  return std::string(describe(fallback_reason::concurrent));
+}
+
+// The branches of the fork whose fork_begin is step `begin`: on threads of their own
+// when the backend launches from several threads, else one after the other.
+QD_FUNC void run_fork(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
+                      const launch_arg* args, std::uint64_t launch_no, std::uint64_t pass, std::size_t begin,
+                      task_buffers& buffers) {
+  const std::size_t end = static_cast<std::size_t>(v.schedule[begin].jump);
+  auto run_branch = [&](std::size_t from, std::size_t to, task_buffers& b) {
+    for (std::size_t i = from; i < to; ++i)
+      launch_task(k, p, c, v, v.tasks[static_cast<std::size_t>(v.schedule[i].task)], args, launch_no, pass, b);
+  };
+  std::vector<std::pair<std::size_t, std::size_t>> branches;  // [from, to) of task steps
+  for (std::size_t i = begin; i < end; ++i)
+    if (!v.schedule[i].is_task) branches.push_back({i + 1, i + 1});
+  for (auto& [from, to] : branches)
+    while (to < end && v.schedule[to].is_task) ++to;
+  if (branches.size() < 2 || !v.device->traits().concurrent_launches) {
+    for (const auto& [from, to] : branches) run_branch(from, to, buffers);
+    return;
+  }
+  std::vector<std::exception_ptr> failures(branches.size());
+  std::vector<std::thread> threads;
+  for (std::size_t b = 1; b < branches.size(); ++b)
+    threads.emplace_back([&, b] {
+      try {
+        task_buffers own;
+        run_branch(branches[b].first, branches[b].second, own);
+      } catch (...) {
+        failures[b] = std::current_exception();
+      }
+    });
+  try {
+    run_branch(branches[0].first, branches[0].second, buffers);
+  } catch (...) {
+    failures[0] = std::current_exception();
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& f : failures)
+    if (f) std::rethrow_exception(f);
+}
 
 QD_FUNC void run_schedule(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
                           const launch_arg* args, std::uint64_t launch_no, task_buffers& buffers) {
@@ -46,7 +116,10 @@ QD_FUNC void run_schedule(const kernel_state& k, program& p, const compiled_kern
         i = static_cast<std::size_t>(st.jump);  // the step after the loop's begin comes next
         break;
       }
-      case ir::graph_mark::fork_begin:  // branches run in order on the launching thread (docs/graphs.md)
+      case ir::graph_mark::fork_begin:
+        run_fork(k, p, c, v, args, launch_no, pass, i, buffers);
+        i = static_cast<std::size_t>(st.jump);  // its fork_end
+        break;
       case ir::graph_mark::fork_next:
       case ir::graph_mark::fork_end: break;
     }

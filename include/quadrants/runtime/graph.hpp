@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "quadrants/backend/device.hpp"
 #include "quadrants/base/api.hpp"
@@ -35,6 +36,10 @@ QD_FUNC void run_schedule(const kernel_state& k, program& p, const compiled_kern
                           const launch_arg* args, std::uint64_t launch_no, task_buffers& buffers);
 // Makes `k` a graph kernel (qd::kernel(name, qd::graph::on, lambda)).
 QD_FUNC void set_graph_kernel(kernel_state& k);
+// After tracing: concurrent branches that provably write the same elements are a qd::user_error.
+QD_FUNC void check_graph_kernel(const kernel_state& k);
+// fallback_detail of the `concurrent` fallback: "a qd::concurrent with 2 regions ...".
+QD_FUNC std::string concurrent_detail(const kernel_state& k);
 
 }  // namespace qd::detail
 

@@ -8,6 +8,7 @@
 #include "quadrants/ir/printer.hpp"
 #include "quadrants/ir/verify.hpp"
 #include "quadrants/lang/trace.hpp"
+#include "quadrants/runtime/graph.hpp"
 #include "quadrants/runtime/kernel_state.hpp"
 
 namespace qd::detail {
@@ -51,6 +52,7 @@ QD_FUNC void ensure_traced(kernel_state& k) {
   if constexpr (checked_build) ir::verify(t.fn, ir::stage::traced);
   k.ir = std::move(t.fn);
   k.structure = analysis::analyze_structure(k.ir);
+  check_graph_kernel(k);
   k.traced = true;
 }
 
