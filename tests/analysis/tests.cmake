@@ -1,3 +1,4 @@
 qd_add_test(analysis constructs)
 qd_add_test(analysis task_plan)
 qd_add_test(analysis split)
+qd_add_test(analysis graph)

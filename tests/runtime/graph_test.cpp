@@ -415,3 +415,48 @@ TEST_CASE("concurrent branches that provably write the same elements are refused
   CHECK(x.to_host() == std::vector<float>{1, 1, 1, 1, 2, 2, 2, 2});
   qd::reset();
 }
+
+TEST_CASE("each do_while pass draws its own random numbers, alike in every variant") {
+  auto k = qd::kernel("draws", qd::graph::on,
+                      [](qd::types::ndarray<float, 1> out, qd::types::ndarray<std::int32_t, 0> pass,
+                         qd::types::ndarray<std::int32_t, 0> keep_going) {
+                        qd::graph::do_while(keep_going, [&] {
+                          qd::range_for(1, [&](qd::i32) {
+                            out[pass()] = qd::random<float>();
+                            pass() = pass() + 1;
+                            keep_going() = qd::select(pass() < out.shape(0), 1, 0);
+                          });
+                        });
+                      });
+  std::vector<std::vector<float>> results;
+  in_every_setup(
+      [&](const setup&) {
+        qd::ndarray<float, 1> out(4);
+        qd::ndarray<std::int32_t, 0> pass, keep_going;
+        k(out, pass, keep_going);
+        results.push_back(out.to_host());
+      },
+      {.random_seed = 5});
+  REQUIRE(results.size() == 4);
+  for (const auto& r : results) CHECK(r == results[0]);
+  const auto& r = results[0];
+  CHECK(r[0] != r[1]);
+  CHECK(r[1] != r[2]);
+  CHECK(r[2] != r[3]);
+}
+
+TEST_CASE("a graph kernel's IR shows its marks") {
+  qd_test::init_cpu();
+  auto k = qd::kernel("shown", qd::graph::on, [](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 0> f) {
+    qd::graph::do_while(f, [&] {
+      qd::graph::parallel([&] { x[0] = 1.0f; }, [&] { x[1] = 2.0f; });
+    });
+  });
+  const std::string text = k.ir();
+  CHECK_MESSAGE(text.find("graph_mark i32 loop_begin flag #1") != std::string::npos, text);
+  CHECK(text.find("graph_mark i32 fork_begin qd::graph::parallel") != std::string::npos);
+  CHECK(text.find("graph_mark i32 fork_next") != std::string::npos);
+  CHECK(text.find("graph_mark i32 fork_end") != std::string::npos);
+  CHECK(text.find("graph_mark i32 loop_end") != std::string::npos);
+  qd::reset();
+}

@@ -110,13 +110,14 @@ constexpr std::vector<schedule_step> build_schedule(const ir::function& fn, cons
   if (!ir::has_graph_marks(fn)) return out;
   struct item {
     std::int32_t position;
+    std::int32_t order;  // ties (none expected) keep the order tasks, then marks, were added
     schedule_step step;
   };
   std::vector<item> items;
   for (std::size_t t = 0; t < tasks.size(); ++t) {
     schedule_step st;
     st.task = static_cast<std::int32_t>(t);
-    items.push_back({task_position(s, tasks[t]), st});
+    items.push_back({task_position(s, tasks[t]), static_cast<std::int32_t>(items.size()), st});
   }
   for (std::size_t k = 0; k < s.statements.size(); ++k) {
     if (!s.statements[k].mark) continue;
@@ -124,9 +125,11 @@ constexpr std::vector<schedule_step> build_schedule(const ir::function& fn, cons
     st.is_task = false;
     st.mark = ir::mark_of(fn.at(s.statements[k].node));
     st.flag = fn.at(s.statements[k].node).param;
-    items.push_back({static_cast<std::int32_t>(k), st});
+    items.push_back({static_cast<std::int32_t>(k), static_cast<std::int32_t>(items.size()), st});
   }
-  std::stable_sort(items.begin(), items.end(), [](const item& a, const item& b) { return a.position < b.position; });
+  std::sort(items.begin(), items.end(), [](const item& a, const item& b) {
+    return a.position != b.position ? a.position < b.position : a.order < b.order;
+  });
   std::vector<std::int32_t> open, forks;
   std::int32_t loops = 0;
   for (const item& it : items) {
