@@ -7,6 +7,7 @@
 #include "quadrants/base/error.hpp"
 #include "quadrants/base/log.hpp"
 #include "quadrants/lang/expr.hpp"
+#include "quadrants/lang/graph.hpp"
 #include "quadrants/lang/math.hpp"
 #include "quadrants/lang/ndarray_param.hpp"
 #include "quadrants/lang/statements.hpp"

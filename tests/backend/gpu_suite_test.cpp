@@ -1495,3 +1495,49 @@ TEST_CASE_TEMPLATE("suite: demoted updates and a scatter that stays atomic give 
   if (!start<A>()) return;
   vec_checks::check_mixed_updates();
 }
+
+// Graph kernels (issue 13): nested do_while loops run by the host loop reading each
+// flag back after every pass, whole and split; concurrent regions joined.
+TEST_CASE_TEMPLATE("suite: graph kernels loop while their flags are set, whole and split, and concurrent regions join", A,
+                   QD_SUITE_ARCHES) {
+  auto loops = kernels::graph_loops();
+  auto regions = kernels::concurrent_regions();
+  qd_test::scratch_directory cache(std::string("suite-graphs-") + A::name);
+  const int n = 6, row_count = 4;
+  // Small integers: the sum is exact in any order of the reduction.
+  std::vector<float> xs(n);
+  float sum = 0.0f;
+  for (int i = 0; i < n; ++i) sum += xs[static_cast<std::size_t>(i)] = static_cast<float>(i % 3);
+  std::vector<float> want_rows;
+  int row = 0;
+  do {
+    int count = 0;
+    do {
+      ++count;
+    } while (count < 10 * (row + 1));
+    want_rows.push_back(static_cast<float>(count) + sum);
+    ++row;
+  } while (row < row_count);
+  for (int variant = 0; variant < 2; ++variant) {
+    CAPTURE(variant);
+    if (!start<A>({.offline_cache_file_path = cache.str(),
+                   .per_offload = variant ? qd::per_offload_mode::on : qd::per_offload_mode::off}))
+      return;
+    qd::ndarray<float, 1> x(n), rows(row_count);
+    qd::ndarray<std::int32_t, 0> r, count, inner, outer;
+    x.from_host(xs);
+    loops(x, rows, r, count, inner, outer);
+    CHECK(rows.to_host() == want_rows);
+    CHECK(r.to_host()[0] == row_count);
+    auto o = loops.per_offload_cache_observations();
+    CHECK(o.fallback == (variant ? qd::fallback_reason::none : qd::fallback_reason::policy_per_offload_off));
+
+    qd::ndarray<float, 1> a(9), b(5);
+    regions(a, b);
+    CHECK(a.to_host() == std::vector<float>{0, 1, 2, 3, -1, -1, -1, -1, -1});
+    CHECK(b.to_host() == std::vector<float>{1, 4, 7, 10, 13});
+    CHECK(regions.per_offload_cache_observations().fallback ==
+          (variant ? qd::fallback_reason::concurrent : qd::fallback_reason::policy_per_offload_off));
+    qd::reset();
+  }
+}

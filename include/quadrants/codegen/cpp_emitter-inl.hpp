@@ -554,6 +554,7 @@ class emitter {
         line(fn_.at(n.a).code == ir::op::range_for && fn_.at(n.a).imm > 1 ? fmt::format("goto {};", break_label(n.a))
                                                                             : std::string("break;"));
         break;
+      case ir::op::graph_mark: throw internal_error("C++ emitter: a graph mark inside a task (marks are in no task)");
       case ir::op::print: {
         std::string format, args;
         for (std::int32_t k = 0; k < n.list_size; ++k) {

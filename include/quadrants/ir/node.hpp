@@ -52,7 +52,8 @@ inline constexpr id none = -1;
   X(random, 1, random_draw, 0) /* type: uniform [0,1) for floats, uniform bits for integers           */ \
   X(print, 0, output, 0)       /* list: node ids, or -2 - string index for text pieces                */ \
   X(break_, 0, control, 0)     /* a: the innermost enclosing loop (range_for or while_), which it leaves */ \
-  X(continue_, 0, control, 0)  /* a: the innermost enclosing loop, whose next iteration it starts     */
+  X(continue_, 0, control, 0)  /* a: the innermost enclosing loop, whose next iteration it starts     */ \
+  X(graph_mark, 0, control, 0) /* sub: graph_mark; top level only, in no task (ir/graph_mark.hpp)     */
 
 enum class op : std::uint8_t {
 #define QD_IR_ENUM(name, value, effect, invariant) name,

@@ -13,9 +13,11 @@
 #include <utility>
 #include <vector>
 
+#include "quadrants/lang/graph.hpp"
 #include "quadrants/lang/kernel_signature.hpp"
 #include "quadrants/runtime/dispatch.hpp"
 #include "quadrants/runtime/gradient.hpp"
+#include "quadrants/runtime/graph.hpp"
 #include "quadrants/runtime/ndarray.hpp"
 #include "quadrants/runtime/vec_ndarray.hpp"
 
@@ -147,6 +149,15 @@ class kernel {
       : state_(detail::make_kernel_state(std::move(name), std::move(param_names), detail::parameter_descs<F>(),
                                          [body = std::move(body)](detail::tracer& t) { detail::trace_kernel(body, t); })) {}
 
+  // A graph kernel (SPEC §11.6): qd::graph::do_while and qd::graph::parallel are allowed in it.
+  kernel(std::string name, graph::on_t, F body) : kernel(std::move(name), std::move(body)) {
+    detail::set_graph_kernel(*state_);
+  }
+  kernel(std::string name, std::vector<std::string> param_names, graph::on_t, F body)
+      : kernel(std::move(name), std::move(param_names), std::move(body)) {
+    detail::set_graph_kernel(*state_);
+  }
+
   // Launches the kernel: arrays as qd::ndarray, scalars as C++ numbers.
   template <class... Args>
   void operator()(const Args&... args) const {
@@ -174,5 +185,9 @@ template <class F>
 kernel(std::string, F) -> kernel<F>;
 template <class F>
 kernel(std::string, std::vector<std::string>, F) -> kernel<F>;
+template <class F>
+kernel(std::string, graph::on_t, F) -> kernel<F>;
+template <class F>
+kernel(std::string, std::vector<std::string>, graph::on_t, F) -> kernel<F>;
 
 }  // namespace qd

@@ -151,6 +151,7 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
   for (std::size_t t = 0; t < lowered.size(); ++t) v.tasks.push_back(launchable_task(*module, entries[t], lowered[t], plan.tasks[t]));
   v.modules.push_back(std::move(module));
   counts.tasks = static_cast<int>(lowered.size());
+  v.schedule = analysis::build_schedule(k.ir, k.structure, plan.tasks);
   allocate_temporaries(p, plan, v);
 }
 
@@ -187,6 +188,7 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
     v.modules.push_back(std::move(module));
     counts.compiled = static_cast<int>(lowered.size());
     counts.tasks = counts.tasks_compiled = counts.compiled;
+    v.schedule = analysis::build_schedule(k.ir, k.structure, plan.tasks);
     allocate_temporaries(p, plan, v);
     return;
   }
@@ -275,6 +277,7 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
   }
   counts.tasks = static_cast<int>(lowered.size());
   counts.tasks_compiled = counts.compiled;
+  v.schedule = analysis::build_schedule(k.ir, k.structure, plan.tasks);
   allocate_temporaries(p, plan, v);
 }
 

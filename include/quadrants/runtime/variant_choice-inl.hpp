@@ -6,6 +6,7 @@
 #include "quadrants/base/log.hpp"
 #include "quadrants/detail/format.hpp"
 #include "quadrants/lang/trace.hpp"
+#include "quadrants/runtime/graph.hpp"
 #include "quadrants/runtime/variant_builder.hpp"
 #include "quadrants/runtime/variant_choice.hpp"
 
@@ -58,7 +59,7 @@ QD_FUNC std::string fallback_detail(const kernel_state& k, const analysis::split
       return fmt::format("construct {} would recompute {}", construct(d.construct), what);
     }
     case fallback_reason::autodiff: return "a gradient kernel";
-    case fallback_reason::concurrent:
+    case fallback_reason::concurrent: return concurrent_detail(k);
     case fallback_reason::diagnostic:
     case fallback_reason::mesh:
     case fallback_reason::none:

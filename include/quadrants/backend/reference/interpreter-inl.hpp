@@ -673,6 +673,7 @@ class machine {
       case ir::op::continue_: jump_ = i; break;  // unwinds to its loop (exec_block stops)
       case ir::op::random: value(i) = random(n.type); break;
       case ir::op::print: print(n); break;
+      case ir::op::graph_mark: throw internal_error("reference interpreter: a graph mark inside a task");
     }
   }
 
