@@ -25,3 +25,6 @@ qd_add_test(runtime remote_cache)
 target_compile_definitions(runtime_remote_cache_test PRIVATE QD_KERNEL_WORKER="$<TARGET_FILE:remote_worker>")
 add_dependencies(runtime_remote_cache_test remote_worker)
 set_tests_properties(runtime/remote_cache PROPERTIES TIMEOUT 300)
+
+# Diagnostics (issue 14, SPEC §11.8): debug dumps.
+qd_add_test(runtime debug_dump)
