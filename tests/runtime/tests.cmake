@@ -35,3 +35,6 @@ qd_add_test(runtime autodiff)
 qd_add_test(runtime graph)
 target_compile_definitions(runtime_graph_test PRIVATE QD_KERNEL_WORKER="$<TARGET_FILE:kernel_worker>")
 add_dependencies(runtime_graph_test kernel_worker)
+
+# Diagnostics (issue 14, SPEC §11.8): debug dumps.
+qd_add_test(runtime debug_dump)

@@ -34,6 +34,8 @@
 #include "quadrants/runtime/program-inl.hpp"
 #include "quadrants/runtime/ndarray-inl.hpp"
 #include "quadrants/runtime/dump_path-inl.hpp"
+#include "quadrants/runtime/text_file-inl.hpp"
+#include "quadrants/runtime/debug_dump-inl.hpp"
 #include "quadrants/runtime/kernel_state-inl.hpp"
 #include "quadrants/runtime/code_lookup-inl.hpp"
 #include "quadrants/runtime/variant_builder-inl.hpp"
