@@ -874,6 +874,8 @@ inline loop_control_result loop_control_expected(const std::vector<std::int32_t>
   for (std::int32_t a = 0; a < rows; ++a)
     for (std::int32_t b = 0; b < cols; ++b) r.grid.push_back((a + b) % 3 == 0 ? 1 : 2);
   return r;
+}
+
 // Differentiable (issue 12): a reduction, a loop-carried qd::var, a branch and atomics,
 // for kernel.grad on every backend.
 inline auto adjoint_chain() {
@@ -888,6 +890,9 @@ inline auto adjoint_chain() {
                         total += x[i];
                       });
                       qd::range_for(y.shape(0), [&](qd::i32 i) { loss() += y[i] * total; });
+                    });
+}
+
 // Graph kernels (issue 13): nested do_while loops whose flags different constructs set,
 // a top-level value read inside the body, a reduction per pass; rows[r] = 10 * (r + 1)
 // + the sum of x, for each row r < rows.shape(0).
