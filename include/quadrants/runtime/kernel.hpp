@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "quadrants/lang/kernel_signature.hpp"
+#include "quadrants/lang/vec_param.hpp"
 #include "quadrants/runtime/dispatch.hpp"
 #include "quadrants/runtime/ndarray.hpp"
 #include "quadrants/runtime/vec_ndarray.hpp"
@@ -96,6 +97,33 @@ launch_arg pack_argument(const A& a) {
   return out;
 }
 
+// Packs argument `a` for kernel parameter type P into ir_param_count<P>() launch
+// arguments; a vector or matrix parameter takes its host value (std::array, nested
+// for matrices) component by component, each checked as a scalar argument.
+template <class P, class A>
+std::size_t pack_into(const A& a, launch_arg* out) {
+  if constexpr (requires { param_traits<P>::descs; }) {
+    static_assert(param_traits<P>::template accepts_host<A>,
+                  "kernel argument mismatch: a qd::vec<T, N> parameter takes a std::array<T, N>, a qd::mat<T, R, C> "
+                  "parameter a std::array<std::array<T, C>, R>");
+    using S = expr<typename param_traits<P>::scalar>;
+    std::size_t k = 0;
+    if constexpr (requires { param_traits<P>::template accepts_host<A>; } && param_traits<P>::template accepts_host<A>)
+      param_traits<P>::for_each_component(a, [&](const auto& x) { out[k++] = pack_argument<S>(x); });
+    return k;
+  } else {
+    *out = pack_argument<P>(a);
+    return 1;
+  }
+}
+
+template <class F>
+constexpr std::size_t ir_param_total() {
+  return boost::hana::unpack(parameter_types<F>(), [](auto... t) {
+    return (std::size_t{0} + ... + static_cast<std::size_t>(ir_param_count<typename decltype(t)::type>()));
+  });
+}
+
 }  // namespace detail
 
 template <class F>
@@ -105,7 +133,8 @@ class kernel {
 
   // Parameter names make error messages and logs clearer: {"x", "out"}.
   kernel(std::string name, std::vector<std::string> param_names, F body)
-      : state_(detail::make_kernel_state(std::move(name), std::move(param_names), detail::parameter_descs<F>(),
+      : state_(detail::make_kernel_state(std::move(name), detail::ir_param_names<F>(std::move(param_names)),
+                                         detail::parameter_descs<F>(),
                                          [body = std::move(body)](detail::tracer& t) { detail::trace_kernel(body, t); })) {}
 
   // Launches the kernel: arrays as qd::ndarray, scalars as C++ numbers.
@@ -114,10 +143,10 @@ class kernel {
     constexpr auto params = detail::parameter_types<F>();
     static_assert(sizeof...(Args) == decltype(boost::hana::length(params))::value,
                   "wrong number of kernel arguments: pass one per kernel parameter");
-    std::array<detail::launch_arg, sizeof...(Args)> packed{};
+    std::array<detail::launch_arg, detail::ir_param_total<F>()> packed{};
     boost::hana::unpack(params, [&](auto... p) {
       std::size_t k = 0;
-      ((packed[k++] = detail::pack_argument<typename decltype(p)::type>(args)), ...);
+      ((k += detail::pack_into<typename decltype(p)::type>(args, packed.data() + k)), ...);
     });
     detail::launch(*state_, packed.data(), packed.size());
   }
