@@ -76,6 +76,7 @@ demo: configure
 bench: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target benchmarks
 	$(BUILD_DIR)/bench/cpu_bench
+	$(BUILD_DIR)/bench/vec_bench
 	$(BUILD_DIR)/bench/cache_bench
 	$(BUILD_DIR)/bench/gpu_compile_bench
 	$(BUILD_DIR)/bench/gpu_run_bench

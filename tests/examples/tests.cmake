@@ -3,3 +3,8 @@ add_test(NAME examples/heat_diffusion
          COMMAND ${CMAKE_COMMAND} -DDEMO=$<TARGET_FILE:heat_diffusion> -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/demo
                  -P ${CMAKE_CURRENT_LIST_DIR}/demo_check.cmake)
 set_tests_properties(examples/heat_diffusion PROPERTIES TIMEOUT 600)
+
+# The N-body example (qd::vec3f, atomic demotion, a reduction) checks itself against plain C++.
+add_test(NAME examples/nbody COMMAND nbody 256 5)
+set_tests_properties(examples/nbody PROPERTIES ENVIRONMENT "XDG_CACHE_HOME=${CMAKE_CURRENT_BINARY_DIR}/cache/nbody"
+                                               PASS_REGULAR_EXPRESSION "agrees with plain C\\+\\+")
