@@ -16,6 +16,7 @@
 #include <array>
 #include <utility>
 
+#include "quadrants/analysis/split.hpp"
 #include "quadrants/autodiff/adjoint.hpp"
 #include "quadrants/base/error.hpp"
 #include "quadrants/detail/format.hpp"
@@ -292,12 +293,28 @@ class adjoint_builder {
       if (l.code != ir::op::global_load || l.param != s.param || i == exempt || (l.flags & ir::access::grad)) continue;
       bool before = position_[idx(i)] < position_[idx(store)];
       bool repeated = loop != ir::none && inside(i, loop);  // a later iteration stores over this read
-      if (before || repeated)
+      if ((before || repeated) && !analysis::detail::provably_disjoint(f_, i, store) && !store_runs_ahead(i, store, loop))
         reject(store, fmt::format("the plain store to {} overwrites data of {} the kernel read earlier ({})",
                                   access_text(store), param_text(s.param), access_text(i)),
                "this is Quadrants' global data access rule: the adjoint needs the values read; write the result into "
                "another array, or accumulate with += instead");
     }
+  }
+
+  // Whether, in the only serial loop repeating `store`, the store's index runs ahead of
+  // the read's in some dimension (x[j + 1] = f(x[j])): every element it writes is read,
+  // if at all, in a later iteration -- after it was written, which is allowed.
+  bool store_runs_ahead(ir::id load, ir::id store, ir::id loop) const {
+    if (loop == ir::none || serial_loop_around(loop) != ir::none || at(loop).imm != 1 || !inside(load, loop) ||
+        (at(load).flags | at(store).flags) & ir::access::clamp)
+      return false;
+    const ir::id index = f_.block(at(loop).block0)[0];
+    for (std::int32_t d = 0; d < at(store).list_size; ++d) {
+      const analysis::detail::affine r = analysis::detail::affine_of(f_, f_.list(at(load), d));
+      const analysis::detail::affine w = analysis::detail::affine_of(f_, f_.list(at(store), d));
+      if (r.sym == index && w.sym == index && w.off > r.off) return true;
+    }
+    return false;
   }
 
   // --- activity --------------------------------------------------------------
@@ -372,13 +389,23 @@ class adjoint_builder {
     return b_.emit(n);
   }
 
-  // Emits a loop over the same iteration space as forward loop `loop` and maps its indices.
-  ir::id open_loop(ir::id loop) {
+  // Emits a loop over the same iteration space as forward loop `loop` and maps its
+  // indices; `reversed`: the forward loop's iterations from the last (row-major order
+  // reversed is every dimension reversed).
+  ir::id open_loop(ir::id loop, bool reversed = false) {
     const ir::node& n = at(loop);
     ir::id l = n.imm == 1 ? b_.range_for(m(n.a), m(n.b)) : b_.range_for_nd(mapped_list(n));
-    for (std::int64_t d = 0; d < n.imm; ++d)
-      map_[idx(f_.block(n.block0)[static_cast<std::size_t>(d)])] = b_.loop_index_of(l, static_cast<std::int32_t>(d));
     b_.push_block(out_.at(l).block0);
+    for (std::int32_t d = 0; d < static_cast<std::int32_t>(n.imm); ++d) {
+      ir::id index = b_.loop_index_of(l, d);
+      if (reversed) {
+        // begin + end - 1 - index, or extent - 1 - index
+        ir::id last = n.imm == 1 ? bin(ir::binary_op::add, dtype::i32, m(n.a), m(n.b)) : m(f_.list(n, d));
+        last = bin(ir::binary_op::sub, dtype::i32, last, b_.constant_int(dtype::i32, 1));
+        index = bin(ir::binary_op::sub, dtype::i32, last, index);
+      }
+      map_[idx(f_.block(n.block0)[static_cast<std::size_t>(d)])] = index;
+    }
     return l;
   }
 
@@ -493,8 +520,10 @@ class adjoint_builder {
       for (ir::id v : outer_writes(s))
         if (!accumulation_only(v, s)) carried.push_back(v);
     if (carried.empty()) {
-      // Iterations are independent (or only accumulate): any order will do.
-      open_loop(s);
+      // No variable carries a value the adjoint needs from one iteration to the next. A
+      // serial loop still runs backwards: an iteration may read what an earlier one
+      // stored (x[j + 1] = f(x[j])), so its adjoint must come first.
+      open_loop(s, !parallel);
       parallel_ += parallel ? 1 : 0;
       adjoint_block(n.block0);
       parallel_ -= parallel ? 1 : 0;
@@ -633,35 +662,6 @@ class adjoint_builder {
 
 QD_FUNC ir::function make_adjoint(const ir::function& forward, const naming& names) {
   return detail::adjoint_builder(forward, names).build();
-}
-
-QD_FUNC parameter_access access_of(const ir::function& forward) {
-  parameter_access a{std::vector<bool>(forward.params.size(), false), std::vector<bool>(forward.params.size(), false)};
-  ir::walk(forward, 0, [&](ir::id i, int) {
-    const ir::node& n = forward.at(i);
-    if (n.param < 0 || (n.flags & ir::access::grad)) return;
-    auto p = static_cast<std::size_t>(n.param);
-    if (n.code == ir::op::global_load) a.reads[p] = true;
-    if (n.code == ir::op::global_store) a.overwrites[p] = true;
-  });
-  // x[0] += v outside a parallel loop is a load and a store of the same element:
-  // an accumulation. The tape treats it like an atomic add, which overwrites nothing.
-  ir::walk(forward, 0, [&](ir::id i, int) {
-    const ir::node& n = forward.at(i);
-    if (n.code != ir::op::global_store || (n.flags & ir::access::grad)) return;
-    const ir::node& v = forward.at(n.a);
-    bool accumulates = v.code == ir::op::binary && v.sub == static_cast<std::uint8_t>(ir::binary_op::add) &&
-                       ((forward.at(v.a).code == ir::op::global_load && forward.at(v.a).param == n.param) ||
-                        (forward.at(v.b).code == ir::op::global_load && forward.at(v.b).param == n.param));
-    if (!accumulates) return;
-    bool other_store = false;
-    ir::walk(forward, 0, [&](ir::id j, int) {
-      const ir::node& w = forward.at(j);
-      if (j != i && w.code == ir::op::global_store && w.param == n.param && !(w.flags & ir::access::grad)) other_store = true;
-    });
-    if (!other_store) a.overwrites[static_cast<std::size_t>(n.param)] = false;
-  });
-  return a;
 }
 
 }  // namespace qd::autodiff
