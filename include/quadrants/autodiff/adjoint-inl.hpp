@@ -350,6 +350,53 @@ class adjoint_builder {
     }
   }
 
+  // Whether access `i`, in a parallel loop, is to the element of the loop's own
+  // index, and every access of its parameter in that loop is too (no clamping): then
+  // each iteration alone touches its gradient element (SPEC §11.4's ownership).
+  bool owns_element(ir::id i) const {
+    const ir::id loop = f_.top_level_statement(i);
+    const ir::node& l = at(loop);
+    auto own = [&](const ir::node& n) {
+      if ((n.flags & ir::access::clamp) || n.list_size != l.imm) return false;
+      for (std::int32_t d = 0; d < n.list_size; ++d)
+        if (f_.list(n, d) != f_.block(l.block0)[static_cast<std::size_t>(d)]) return false;
+      return true;
+    };
+    if (l.code != ir::op::range_for || !own(at(i))) return false;
+    bool all = true;
+    for (std::int32_t blk : {l.block0}) {
+      ir::walk(f_, blk, [&](ir::id j, int) {
+        const ir::node& n = at(j);
+        bool access = n.code == ir::op::global_load || n.code == ir::op::global_store || n.code == ir::op::global_atomic;
+        if (access && n.param == at(i).param && !own(n)) all = false;
+      });
+    }
+    return all;
+  }
+
+  // Whether the replay must run control statement `s`: some variable it writes keeps a
+  // value the adjoint needs. Not when each only accumulates in `s` and every read of it
+  // elsewhere only feeds a store or an atomic add (whose adjoints need no values), as
+  // `ax += f(j)` in a loop followed by `fx[i] = ax`.
+  bool replay_needed(ir::id s) const {
+    for (ir::id v : outer_writes(s)) {
+      if (!accumulation_only(v, s)) return true;
+      for (ir::id l = 0; l < static_cast<ir::id>(f_.nodes.size()); ++l) {
+        const ir::node& n = at(l);
+        if (n.code != ir::op::local_load || n.a != v || position_[idx(l)] == ir::none || inside(l, s)) continue;
+        for (ir::id u : users_[idx(l)]) {
+          const ir::node& user = at(u);
+          bool linear = (user.code == ir::op::global_store && user.a == l) ||
+                        (user.code == ir::op::global_atomic && user.a == l &&
+                         (user.sub == static_cast<std::uint8_t>(ir::atomic_op::add) ||
+                          user.sub == static_cast<std::uint8_t>(ir::atomic_op::sub)));
+          if (!linear) return true;
+        }
+      }
+    }
+    return false;
+  }
+
   // --- emission helpers --------------------------------------------------------
   ir::id m(ir::id i) const { return map_[idx(i)]; }
   ir::id zero(dtype t) { return b_.constant_float(t, 0.0); }
@@ -437,7 +484,7 @@ class adjoint_builder {
       case rule::unsupported: return;
       case rule::memory: break;
       case rule::control: {
-        if (outer_writes(s).empty()) return;  // only its effects on variables outside it matter here
+        if (!replay_needed(s)) return;  // only its effects on variables outside it matter here
         if (n.code == ir::op::if_) {
           emit_if(s, [&](std::int32_t blk) { replay_block(blk); });
         } else {
@@ -559,8 +606,15 @@ class adjoint_builder {
     const bool grad_param = n.param >= 0 && f_.params[static_cast<std::size_t>(n.param)].needs_grad;
     const auto grad_flags = static_cast<std::uint8_t>(n.flags | ir::access::grad);
     if (n.code == ir::op::global_load) {
-      if (active_[idx(s)])
-        b_.global_atomic(ir::atomic_op::add, n.param, grad_flags, mapped_list(n), b_.local_load(acc_[idx(s)]));
+      if (!active_[idx(s)]) return;
+      const ir::id g = b_.local_load(acc_[idx(s)]);
+      auto indices = mapped_list(n);
+      if (parallel_ > 0 && !owns_element(s)) {
+        b_.global_atomic(ir::atomic_op::add, n.param, grad_flags, indices, g);
+      } else {  // one thread, or an iteration that alone touches this element: a plain update
+        ir::id old = b_.global_load(n.param, grad_flags, indices);
+        b_.global_store(n.param, grad_flags, indices, bin(ir::binary_op::add, n.type, old, g));
+      }
     } else if (n.code == ir::op::global_store) {
       if (!grad_param) return;
       auto indices = mapped_list(n);
