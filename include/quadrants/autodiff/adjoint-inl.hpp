@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <utility>
 
 #include "quadrants/analysis/split.hpp"
@@ -100,6 +101,7 @@ class adjoint_builder {
   std::vector<std::vector<ir::id>> users_;
   std::vector<ir::id> position_;  // canonical (program-order) number
   int parallel_ = 0;              // > 0 inside an emitted parallel loop of the adjoint
+  mutable std::map<std::pair<ir::id, std::int32_t>, bool> owned_;  // owns_element per (loop, parameter)
 
   static std::size_t idx(ir::id i) { return static_cast<std::size_t>(i); }
   const ir::node& at(ir::id i) const { return f_.at(i); }
@@ -121,9 +123,12 @@ class adjoint_builder {
     return s + "]";
   }
   [[noreturn]] void reject(ir::id i, std::string_view what, std::string_view todo) const {
-    std::int32_t block = f_.node_block[idx(i)];
-    std::string where = block == 0 ? std::string("at the top level")
-                                   : fmt::format("in top-level statement {}", position_[idx(f_.top_level_statement(i))] + 1);
+    const ir::id top = f_.top_level_statement(i);
+    const ir::op code = at(top).code;
+    std::string where = top == i                         ? std::string("at the top level")
+                        : code == ir::op::range_for      ? fmt::format("in the qd::range_for at %{}", position_[idx(top)])
+                        : code == ir::op::if_            ? fmt::format("in the qd::if_ at %{}", position_[idx(top)])
+                                                         : fmt::format("in the statement at %{}", position_[idx(top)]);
     throw user_error(fmt::format("kernel '{}': no gradient kernel: {} ({}, IR node %{}); {}", names_.kernel, what,
                                  where, position_[idx(i)], todo));
   }
@@ -363,14 +368,15 @@ class adjoint_builder {
       return true;
     };
     if (l.code != ir::op::range_for || !own(at(i))) return false;
+    const auto key = std::pair{loop, at(i).param};
+    if (auto hit = owned_.find(key); hit != owned_.end()) return hit->second;
     bool all = true;
-    for (std::int32_t blk : {l.block0}) {
-      ir::walk(f_, blk, [&](ir::id j, int) {
-        const ir::node& n = at(j);
-        bool access = n.code == ir::op::global_load || n.code == ir::op::global_store || n.code == ir::op::global_atomic;
-        if (access && n.param == at(i).param && !own(n)) all = false;
-      });
-    }
+    ir::walk(f_, l.block0, [&](ir::id j, int) {
+      const ir::node& n = at(j);
+      bool access = n.code == ir::op::global_load || n.code == ir::op::global_store || n.code == ir::op::global_atomic;
+      if (access && n.param == at(i).param && !own(n)) all = false;
+    });
+    owned_[key] = all;
     return all;
   }
 
