@@ -730,10 +730,15 @@ TEST_CASE("a tape zeroes the loss gradient, records only on its thread, and runs
     sum(x, loss);
   }  // destroyed without backward(): nothing runs
   CHECK(x.grad().to_host() == std::vector<float>{0, 0, 0});
+  auto fill_plain = qd::kernel("fill_plain", [](qd::types::ndarray<float, 1> p) {
+    qd::range_for(p.shape(0), [&](qd::i32 i) { p[i] = 2.0f; });
+  });
+  qd::ndarray<float, 1> plain(3);
   {
     qd::ad::tape tape(loss);
     std::thread other([&] { sum(x, loss); });  // another thread's launch is not recorded
     other.join();
+    fill_plain(plain);  // no needs_grad parameter: recorded, but it has no adjoint to run
     sum(x, loss);
     tape.backward();
     CHECK_THROWS_WITH_AS(tape.backward(), Contains("already ran"), qd::user_error);

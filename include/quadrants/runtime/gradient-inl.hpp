@@ -120,6 +120,10 @@ QD_FUNC void run_backward(tape_state& t) {
   try {
     for (std::size_t k = t.launches.size(); k-- > 0;) {
       const tape_launch& l = t.launches[k];
+      // A kernel without a needs_grad parameter passes no gradient on (it is recorded
+      // for the overwrite check only).
+      if (std::none_of(l.kernel->params.begin(), l.kernel->params.end(), [](const ir::param_desc& d) { return d.needs_grad; }))
+        continue;
       launch(adjoint_of(*l.kernel), l.args.data(), l.args.size());
     }
   } catch (...) {
