@@ -809,3 +809,38 @@ TEST_CASE("a tape accepts launches writing rows no earlier launch read (one row 
     (void)value;
   });
 }
+
+TEST_CASE("vectors and matrices (SPEC §11.1, unrolled to scalars) differentiate through their operations") {
+  auto k = qd::kernel("vec_energy", {"x", "y"},
+                      [](qd::types::ndarray<double, 2, qd::needs_grad> x, qd::types::ndarray<double, 1, qd::needs_grad> y) {
+                        qd::range_for(x.shape(0), [&](qd::i32 i) {
+                          qd::i32 j = (i + 1) % x.shape(0);
+                          qd::vec3d p(x(i, 0), x(i, 1), x(i, 2)), q(x(j, 0), x(j, 1), x(j, 2));
+                          qd::mat3d m = qd::outer(p, q) + qd::mat3d::identity() * 2.0;
+                          qd::var<qd::vec3d> acc = qd::normalize(p);
+                          acc += qd::inverse(m) * q;
+                          y[i] = qd::norm(p - q) + qd::dot(qd::cross(p, q), q) * 0.5 + qd::determinant(m) +
+                                 qd::dot(acc, p) + qd::transpose(m)(0, 1) * p.x();
+                        });
+                      });
+  const int n = 4;
+  vec x0(3 * n), w(n);
+  for (int q = 0; q < 3 * n; ++q) x0[static_cast<std::size_t>(q)] = 0.4 + 0.3 * std::sin(0.9 * q + 0.2);
+  for (int q = 0; q < n; ++q) w[static_cast<std::size_t>(q)] = 0.7 + 0.2 * std::cos(1.1 * q);
+  on_each_arch([&] {
+    auto loss = [&](const vec& xs) {
+      qd::ndarray<double, 2> x({n, 3}, qd::needs_grad);
+      qd::ndarray<double, 1> y(n, qd::needs_grad);
+      x.from_host(xs);
+      k(x, y);
+      return dot(y.to_host(), w);
+    };
+    qd::ndarray<double, 2> x({n, 3}, qd::needs_grad);
+    qd::ndarray<double, 1> y(n, qd::needs_grad);
+    x.from_host(x0);
+    k(x, y);
+    y.grad().from_host(w);
+    k.grad(x, y);
+    check_close(x.grad().to_host(), finite_differences(loss, x0));
+  });
+}

@@ -13,10 +13,13 @@
 #include <utility>
 #include <vector>
 
+#include "quadrants/lang/graph.hpp"
 #include "quadrants/lang/kernel_signature.hpp"
 #include "quadrants/runtime/dispatch.hpp"
 #include "quadrants/runtime/gradient.hpp"
+#include "quadrants/runtime/graph.hpp"
 #include "quadrants/runtime/ndarray.hpp"
+#include "quadrants/runtime/vec_ndarray.hpp"
 
 namespace qd {
 namespace detail {
@@ -77,7 +80,7 @@ launch_arg pack_argument(const A& a) {
       out.program_id = a.storage().program_id();
       out.bytes = a.storage().bytes();
       if (a.has_grad()) out.grad = a.grad().storage().data();
-      for (int d = 0; d < A::ndim; ++d) out.shape[d] = a.shape(d);
+      copy_launch_shape(out.shape, a);
     }
   } else {
     using T = typename P::value_type;
@@ -146,6 +149,15 @@ class kernel {
       : state_(detail::make_kernel_state(std::move(name), std::move(param_names), detail::parameter_descs<F>(),
                                          [body = std::move(body)](detail::tracer& t) { detail::trace_kernel(body, t); })) {}
 
+  // A graph kernel (SPEC §11.6): qd::graph::do_while and qd::graph::parallel are allowed in it.
+  kernel(std::string name, graph::on_t, F body) : kernel(std::move(name), std::move(body)) {
+    detail::set_graph_kernel(*state_);
+  }
+  kernel(std::string name, std::vector<std::string> param_names, graph::on_t, F body)
+      : kernel(std::move(name), std::move(param_names), std::move(body)) {
+    detail::set_graph_kernel(*state_);
+  }
+
   // Launches the kernel: arrays as qd::ndarray, scalars as C++ numbers.
   template <class... Args>
   void operator()(const Args&... args) const {
@@ -173,5 +185,9 @@ template <class F>
 kernel(std::string, F) -> kernel<F>;
 template <class F>
 kernel(std::string, std::vector<std::string>, F) -> kernel<F>;
+template <class F>
+kernel(std::string, graph::on_t, F) -> kernel<F>;
+template <class F>
+kernel(std::string, std::vector<std::string>, graph::on_t, F) -> kernel<F>;
 
 }  // namespace qd

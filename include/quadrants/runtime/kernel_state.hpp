@@ -22,6 +22,7 @@ struct compiled_task {
   void* entry = nullptr;
   bool parallel = false;
   std::uint64_t rng_salt = 0;
+  unsigned block_dim = 0;               // qd::loop_config{.block_dim} of a parallel task's loop
   std::vector<std::int32_t> param_map;  // task parameter -> kernel parameter
 };
 
@@ -30,6 +31,7 @@ struct variant {
   std::shared_ptr<backend::device> device;
   std::vector<std::shared_ptr<backend::loaded_module>> modules;
   std::vector<compiled_task> tasks;
+  std::vector<analysis::schedule_step> schedule;  // a graph kernel's tasks and marks; empty: the tasks in order
   void* temps = nullptr;
   // The temporaries buffer is one per variant, so launches of this variant from
   // several host threads take turns: 0 free, 1 in use, 2 in use with waiters.
@@ -79,6 +81,7 @@ class kernel_state : public std::enable_shared_from_this<kernel_state> {
   // kernel.grad: the adjoint kernel, made on first use from this kernel's IR (runtime/gradient.hpp).
   std::once_flag adjoint_once;
   std::shared_ptr<kernel_state> adjoint;
+  bool graph = false;            // qd::kernel(name, qd::graph::on, ...) (runtime/graph.hpp)
 };
 
 // "'x'" or "#2": how messages name a parameter.
