@@ -86,7 +86,7 @@ inline qd::dtype dtype_named(const std::string& s) {
 }
 
 inline qd::ir::op op_named(const std::string& s) {
-  for (int o = 0; o <= static_cast<int>(qd::ir::op::print); ++o)
+  for (int o = 0; o < static_cast<int>(qd::ir::op_count); ++o)
     if (qd::ir::name(static_cast<qd::ir::op>(o)) == s) return static_cast<qd::ir::op>(o);
   throw std::runtime_error("qdfuzz: unknown op " + s);
 }
@@ -105,6 +105,7 @@ inline std::string sub_name(const qd::ir::node& n) {
     case qd::ir::op::fma:
     case qd::ir::op::global_load:
     case qd::ir::op::global_store:
+    case qd::ir::op::graph_mark:
     case qd::ir::op::if_:
     case qd::ir::op::local_decl:
     case qd::ir::op::local_load:
@@ -142,6 +143,7 @@ inline std::uint8_t sub_named(qd::ir::op code, const std::string& s) {
     case qd::ir::op::fma:
     case qd::ir::op::global_load:
     case qd::ir::op::global_store:
+    case qd::ir::op::graph_mark:
     case qd::ir::op::if_:
     case qd::ir::op::local_decl:
     case qd::ir::op::local_load:
