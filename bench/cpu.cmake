@@ -9,3 +9,8 @@ target_compile_definitions(cpu_bench PRIVATE
   QD_BENCH_USER_TU="${CMAKE_CURRENT_SOURCE_DIR}/user_tu.cpp"
   QD_BENCH_IMPLEMENTATION_TU="${PROJECT_SOURCE_DIR}/src/implementation.cpp")
 add_dependencies(benchmarks cpu_bench)
+
+# bench/trace_bench: trace time of a 64-construct kernel (issue 14's source locations).
+add_executable(trace_bench ${CMAKE_CURRENT_SOURCE_DIR}/trace_bench.cpp)
+target_link_libraries(trace_bench PRIVATE quadrants::quadrants fmt::fmt)
+add_dependencies(benchmarks trace_bench)

@@ -28,3 +28,5 @@ set_tests_properties(runtime/remote_cache PROPERTIES TIMEOUT 300)
 
 # Diagnostics (issue 14, SPEC §11.8): debug dumps.
 qd_add_test(runtime debug_dump)
+qd_add_test(runtime source_location)
+qd_add_test(runtime explain)

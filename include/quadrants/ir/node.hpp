@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "quadrants/base/dtype.hpp"
+#include "quadrants/ir/source_location.hpp"
 
 namespace qd::ir {
 
@@ -166,6 +167,9 @@ struct function {
   std::vector<std::int32_t> lists;   // operand lists (indices, print arguments)
   std::vector<std::string> strings;  // print text pieces
   bool is_gradient = false;          // an adjoint (autodiff) kernel
+  // Per node, where the user wrote it; may be shorter than nodes (unknown past its end).
+  // Not part of the canonical bytes: cache keys do not change when code moves.
+  std::vector<source_loc> locs;
 
   constexpr const node& at(id i) const { return nodes[static_cast<std::size_t>(i)]; }
   constexpr node& at(id i) { return nodes[static_cast<std::size_t>(i)]; }
@@ -179,6 +183,9 @@ struct function {
     return i;
   }
   constexpr bool is_top_level(id i) const { return node_block[static_cast<std::size_t>(i)] == 0; }
+  constexpr source_loc location(id i) const {
+    return i >= 0 && static_cast<std::size_t>(i) < locs.size() ? locs[static_cast<std::size_t>(i)] : source_loc{};
+  }
 };
 
 // Print-argument encoding: text pieces are stored as -2 - index into strings.

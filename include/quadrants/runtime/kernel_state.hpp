@@ -23,6 +23,7 @@ struct compiled_task {
   bool parallel = false;
   std::uint64_t rng_salt = 0;
   std::vector<std::int32_t> param_map;  // task parameter -> kernel parameter
+  std::int32_t construct = -1;          // the construct it runs, or -1 (for messages)
 };
 
 // One variant of a kernel, ready to launch: its tasks in order.
@@ -82,6 +83,12 @@ class kernel_state {
 QD_FUNC std::string param_name(const kernel_state& k, std::size_t param);
 // "parameter 'x' (#0, ndarray<f32, 1>)".
 QD_FUNC std::string param_label(const kernel_state& k, std::size_t param);
+// How messages name construct `c` (0-based): "construct 2", with "(the loop at f.cpp:43)"
+// when its source line is known; place_first: "the loop at f.cpp:43 (construct 2)".
+QD_FUNC std::string construct_label(const kernel_state& k, std::int32_t c, bool place_first = false);
+// Where kernel parameter `param` is accessed inside construct `c` (any, when c < 0), for
+// bounds errors: "; x is accessed there at f.cpp:12, f.cpp:15", or "" when no line is known.
+QD_FUNC std::string access_sites(const kernel_state& k, std::size_t param, std::int32_t c);
 // Traces the lambda once (the IR does not depend on the configuration), removes
 // dead code and analyses the structure; checked builds verify the IR.
 QD_FUNC void ensure_traced(kernel_state& k);

@@ -93,9 +93,11 @@ QD_FUNC void run_variant(const kernel_state& k, program& p, const compiled_kerne
     if (error[0] != 0) {
       std::size_t param = static_cast<std::size_t>(t.param_map[static_cast<std::size_t>(error[1])]);
       throw_launch_error(k, param,
-                         fmt::format("index {} is out of range for dimension {} (extent {}); out-of-range accesses "
-                                     "were skipped (check_out_of_bound is on)",
-                                     error[3], error[2], error[4]));
+                         fmt::format("index {} is out of range for dimension {} (extent {}){}{}; out-of-range "
+                                     "accesses were skipped (check_out_of_bound is on)",
+                                     error[3], error[2], error[4],
+                                     t.construct >= 0 ? " in " + construct_label(k, t.construct) : std::string(),
+                                     access_sites(k, param, t.construct)));
     }
   }
 }
