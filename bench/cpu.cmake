@@ -14,3 +14,8 @@ add_dependencies(benchmarks cpu_bench)
 add_executable(trace_bench ${CMAKE_CURRENT_SOURCE_DIR}/trace_bench.cpp)
 target_link_libraries(trace_bench PRIVATE quadrants::quadrants fmt::fmt)
 add_dependencies(benchmarks trace_bench)
+
+# bench/coverage_bench: kernel_coverage's run-time cost on a stencil and an N-body step.
+add_executable(coverage_bench ${CMAKE_CURRENT_SOURCE_DIR}/coverage_bench.cpp)
+target_link_libraries(coverage_bench PRIVATE quadrants::quadrants fmt::fmt)
+add_dependencies(benchmarks coverage_bench)

@@ -13,6 +13,7 @@
 #include "quadrants/lang/var.hpp"
 #include "quadrants/analysis/fallback.hpp"
 #include "quadrants/runtime/config.hpp"
+#include "quadrants/runtime/coverage.hpp"
 #include "quadrants/runtime/kernel.hpp"
 #include "quadrants/runtime/ndarray.hpp"
 #include "quadrants/runtime/statistics.hpp"

@@ -38,6 +38,7 @@
 #include "quadrants/runtime/variant_builder-inl.hpp"
 #include "quadrants/runtime/variant_choice-inl.hpp"
 #include "quadrants/runtime/explain-inl.hpp"
+#include "quadrants/runtime/coverage-inl.hpp"
 #include "quadrants/runtime/launch-inl.hpp"
 #include "quadrants/runtime/statistics-inl.hpp"
 #include "quadrants/codegen/reductions-inl.hpp"

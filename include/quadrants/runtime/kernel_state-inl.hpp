@@ -68,6 +68,27 @@ QD_FUNC std::string access_sites(const kernel_state& k, std::size_t param, std::
   return out;
 }
 
+QD_FUNC kernel_state& coverage_twin(kernel_state& k) {
+  if (k.coverage_twin) return *k.coverage_twin;
+  if (k.params.size() + 1 > limits::max_kernel_params)
+    throw user_error(fmt::format("kernel '{}': kernel_coverage passes the probe buffer as one more parameter, and the "
+                                 "kernel already has {} (the most is {}); turn kernel_coverage off for it",
+                                 k.name, k.params.size(), limits::max_kernel_params));
+  auto twin = std::make_unique<kernel_state>();
+  auto probes = std::make_shared<std::vector<coverage_probe>>();
+  twin->name = k.name;
+  twin->param_names = k.param_names;
+  if (!twin->param_names.empty()) twin->param_names.push_back("qd_coverage");
+  twin->ir = instrument_for_coverage(k.ir, *probes);
+  twin->params = twin->ir.params;
+  if constexpr (checked_build) ir::verify(twin->ir, ir::stage::traced);
+  twin->structure = analysis::analyze_structure(twin->ir);
+  twin->traced = true;
+  k.coverage_probes = std::move(probes);
+  k.coverage_twin = std::move(twin);
+  return *k.coverage_twin;
+}
+
 QD_FUNC void ensure_traced(kernel_state& k) {
   if (k.traced) return;
   if (k.params.size() > limits::max_kernel_params)

@@ -13,6 +13,7 @@
 #include "quadrants/analysis/split.hpp"
 #include "quadrants/backend/device.hpp"
 #include "quadrants/base/api.hpp"
+#include "quadrants/runtime/coverage.hpp"
 #include "quadrants/runtime/dispatch.hpp"
 
 namespace qd::detail {
@@ -53,6 +54,7 @@ struct compiled_kernel {
   std::vector<analysis::disjoint_pair> pairs;   // checked before each split launch
   std::unique_ptr<variant> whole;               // built on the first run-time fallback
   std::atomic<variant*> whole_ready{nullptr};
+  void* coverage = nullptr;  // kernel_coverage: the probe buffer (owned by runtime/coverage)
 };
 
 class kernel_state {
@@ -77,6 +79,10 @@ class kernel_state {
   std::atomic<std::uint64_t> runtime_fallbacks{0};
   std::atomic<bool> fallback_warned{false};
   bool unchecked_split = false;  // test-only: see force_unchecked_split
+  // kernel_coverage: this kernel with probes and one more parameter (the probe buffer),
+  // made on first need; launches run it in place of this one (runtime/coverage.hpp).
+  std::unique_ptr<kernel_state> coverage_twin;
+  std::shared_ptr<const std::vector<coverage_probe>> coverage_probes;
 };
 
 // "'x'" or "#2": how messages name a parameter.
@@ -89,6 +95,8 @@ QD_FUNC std::string construct_label(const kernel_state& k, std::int32_t c, bool 
 // Where kernel parameter `param` is accessed inside construct `c` (any, when c < 0), for
 // bounds errors: "; x is accessed there at f.cpp:12, f.cpp:15", or "" when no line is known.
 QD_FUNC std::string access_sites(const kernel_state& k, std::size_t param, std::int32_t c);
+// The kernel with coverage probes (kernel_coverage), made once; needs k traced and its mutex held.
+QD_FUNC kernel_state& coverage_twin(kernel_state& k);
 // Traces the lambda once (the IR does not depend on the configuration), removes
 // dead code and analyses the structure; checked builds verify the IR.
 QD_FUNC void ensure_traced(kernel_state& k);

@@ -139,6 +139,13 @@ QD_FUNC compiled_kernel* prepare(kernel_state& k, program& p) {
     c->split = true;
     c->pairs = decision.pairs;
     obs.frontend_constructs_total = static_cast<int>(decision.plan.tasks.size());
+  } else if (cfg.kernel_coverage) {
+    build_whole(coverage_twin(k), p, c->primary, counts);
+    // The observations count the user's constructs, not the probes' serial runs.
+    for (int* n : {&counts.compiled, &counts.loaded})
+      if (*n > 0) *n = static_cast<int>(k.structure.constructs.size());
+    if (!cfg.compile_only) c->coverage = coverage_buffer(p, k.coverage_probes);
+    obs.frontend_constructs_total = -1;
   } else {
     build_whole(k, p, c->primary, counts);
     obs.frontend_constructs_total = -1;
