@@ -36,17 +36,21 @@ class builder {
   }
 
   // The source location recorded for the nodes emitted from now on.
-  constexpr void set_location(source_loc l) { loc_ = l; }
+  constexpr void set_location(source_loc l) {
+    if (l.file == loc_.file && l.line == loc_.line) return;
+    loc_ = l;
+    const auto next = static_cast<std::int32_t>(fn_->nodes.size());
+    if (!fn_->locs.empty() && fn_->locs.back().first == next)
+      fn_->locs.back().loc = l;
+    else
+      fn_->locs.push_back({next, l});
+  }
   constexpr source_loc location() const { return loc_; }
 
   // Appends `n` to the current block and returns its id.
   constexpr id emit(node n) {
     id i = static_cast<id>(fn_->nodes.size());
     fn_->nodes.push_back(n);
-    if (loc_.file != nullptr || !fn_->locs.empty()) {
-      fn_->locs.resize(static_cast<std::size_t>(i));
-      fn_->locs.push_back(loc_);
-    }
     fn_->node_block.push_back(current_block());
     fn_->blocks[static_cast<std::size_t>(current_block())].push_back(i);
     return i;

@@ -17,6 +17,12 @@ struct source_loc {
   }
 };
 
+// Nodes from `first` on (up to the next run's first) were written at `loc`.
+struct source_run {
+  std::int32_t first = 0;
+  source_loc loc;
+};
+
 // "file:line", or "" when unknown.
 inline std::string to_text(const source_loc& l) {
   if (!l.known()) return {};

@@ -23,32 +23,65 @@ namespace qd::detail {
 QD_FUNC ir::function instrument_for_coverage(const ir::function& src, std::vector<coverage_probe>& probes) {
   ir::function fn = src;
   const auto cov = static_cast<std::int32_t>(fn.params.size());
-  fn.params.push_back({true, dtype::u8, 1, false});
-  fn.locs.resize(fn.nodes.size());
+  fn.params.push_back({true, dtype::u32, 1, false});  // u32: a probe's store cannot alias float data
   auto add = [&](ir::node n, std::int32_t block, ir::source_loc loc) {
     const auto i = static_cast<ir::id>(fn.nodes.size());
     fn.nodes.push_back(n);
     fn.node_block.push_back(block);
-    fn.locs.push_back(loc);
+    fn.locs.push_back({i, loc});  // probes are appended: the runs stay sorted
     return i;
   };
-  auto probe = [&](std::int32_t block, coverage_probe what, std::vector<ir::id>& out) {
+  auto branch_on = [&](ir::id cond, std::int32_t block, ir::source_loc loc) {
+    const ir::id n = add({.code = ir::op::if_, .type = dtype::boolean, .a = cond}, block, loc);
+    for (std::int32_t* side : {&fn.at(n).block0, &fn.at(n).block1}) {
+      fn.blocks.emplace_back();
+      fn.block_owner.push_back(n);
+      *side = static_cast<std::int32_t>(fn.blocks.size() - 1);
+    }
+    return n;
+  };
+  auto access = [&](ir::node n, ir::id index) {
+    n.param = cov;
+    n.list_begin = static_cast<std::int32_t>(fn.lists.size());
+    n.list_size = 1;
+    fn.lists.push_back(index);
+    return n;
+  };
+  auto constant = [&](dtype t, std::int64_t v, std::int32_t block, ir::source_loc loc) {
+    return add({.code = ir::op::constant, .type = t, .imm = v}, block, loc);
+  };
+  auto binary = [&](ir::binary_op o, ir::id x, ir::id y, std::int32_t block, ir::source_loc loc) {
+    return add({.code = ir::op::binary, .type = dtype::boolean, .sub = static_cast<std::uint8_t>(o), .a = x, .b = y},
+               block, loc);
+  };
+  // probes[slot] = 1, serially (`checked`: only while it is 0, for code a loop's threads
+  // all run: after the first store they only read the value).
+  auto probe = [&](std::int32_t block, coverage_probe what, std::vector<ir::id>& out, bool checked) {
     const auto slot = static_cast<std::int64_t>(probes.size());
     probes.push_back(what);
     const ir::source_loc loc{what.file, what.line};
-    const ir::id index = add({.code = ir::op::constant, .type = dtype::i32, .imm = slot}, block, loc);
-    const ir::id one = add({.code = ir::op::constant, .type = dtype::u8, .imm = 1}, block, loc);
-    const auto list = static_cast<std::int32_t>(fn.lists.size());
-    fn.lists.push_back(index);
-    const ir::id store = add({.code = ir::op::global_store, .type = dtype::u8, .a = one, .param = cov,
-                              .list_begin = list, .list_size = 1},
-                             block, loc);
-    out.insert(out.end(), {index, one, store});
+    const ir::id index = constant(dtype::i32, slot, block, loc);
+    out.push_back(index);
+    std::int32_t store_block = block;
+    if (checked) {
+      const ir::id seen = add(access({.code = ir::op::global_load, .type = dtype::u32}, index), block, loc);
+      const ir::id zero = constant(dtype::u32, 0, block, loc);
+      const ir::id unseen = binary(ir::binary_op::eq, seen, zero, block, loc);
+      const ir::id branch = branch_on(unseen, block, loc);
+      out.insert(out.end(), {seen, zero, unseen, branch});
+      store_block = fn.at(branch).block0;
+    }
+    const ir::id one = constant(dtype::u32, 1, store_block, loc);
+    const ir::id store = add(access({.code = ir::op::global_store, .type = dtype::u32, .a = one}, index), store_block, loc);
+    if (checked)
+      fn.blocks[static_cast<std::size_t>(store_block)] = {one, store};
+    else
+      out.insert(out.end(), {one, store});
   };
   // Reachable blocks, and each if_'s ordinal among the if_s on its line (BRDA's block).
-  std::vector<bool> reachable(fn.blocks.size(), false);
+  std::vector<bool> reachable(src.blocks.size(), false);
   reachable[0] = true;
-  std::vector<std::int32_t> ordinal(fn.nodes.size(), -1);
+  std::vector<std::int32_t> ordinal(src.nodes.size(), -1);
   std::map<std::pair<std::string, std::uint32_t>, std::int32_t> ifs_on_line;
   ir::walk(src, 0, [&](ir::id i, int) {
     const ir::node& n = src.at(i);
@@ -57,40 +90,78 @@ QD_FUNC ir::function instrument_for_coverage(const ir::function& src, std::vecto
     const ir::source_loc l = src.location(i);
     if (n.code == ir::op::if_ && l.known()) ordinal[static_cast<std::size_t>(i)] = ifs_on_line[{l.file, l.line}]++;
   });
+  // The lines of a block's own statements, each where it starts.
+  auto lines_of = [&](const std::vector<ir::id>& stmts, std::size_t from, ir::source_loc last) {
+    std::vector<std::pair<std::size_t, ir::source_loc>> starts;
+    for (std::size_t j = from; j < stmts.size(); ++j) {
+      const ir::source_loc l = src.location(stmts[j]);
+      if (l.known() && !(l == last)) starts.emplace_back(j, l);
+      if (l.known()) last = l;
+    }
+    return starts;
+  };
   for (std::size_t b = 0; b < src.blocks.size(); ++b) {
     if (!reachable[b]) continue;
     const ir::id owner = src.block_owner[b];
     const ir::node* o = owner == ir::none ? nullptr : &src.at(owner);
     if (o && o->code == ir::op::while_ && o->block0 == static_cast<std::int32_t>(b)) continue;  // a condition
+    const auto block = static_cast<std::int32_t>(b);
     const std::vector<ir::id>& old = src.blocks[b];
     std::vector<ir::id> out;
     std::size_t j = 0;
     if (o && o->code == ir::op::range_for)  // its loop indices come first
       for (; j < old.size() && j < static_cast<std::size_t>(o->imm); ++j) out.push_back(old[j]);
-    const auto block = static_cast<std::int32_t>(b);
+    // A top-level loop's body was probed before the loop (below).
+    const bool hoisted = o && o->code == ir::op::range_for && src.is_top_level(owner);
     if (o && o->code == ir::op::if_ && ordinal[static_cast<std::size_t>(owner)] >= 0) {
       const ir::source_loc l = src.location(owner);
-      probe(block, {l.file, l.line, ordinal[static_cast<std::size_t>(owner)], o->block1 == block ? 1 : 0}, out);
+      probe(block, {l.file, l.line, ordinal[static_cast<std::size_t>(owner)], o->block1 == block ? 1 : 0}, out, b != 0);
     }
-    ir::source_loc last{};
-    // A top-level loop's line is probed inside its body (it ran when an iteration did): a
-    // probe before it would make a one-thread launch of its own.
-    if (o && o->code == ir::op::range_for && src.is_top_level(owner) && src.location(owner).known()) {
-      last = src.location(owner);
-      probe(block, {last.file, last.line}, out);
-    }
+    std::vector<std::pair<std::size_t, ir::source_loc>> starts;
+    if (!hoisted) starts = lines_of(old, j, {});
+    std::size_t next = 0;
     for (; j < old.size(); ++j) {
-      const ir::source_loc l = src.location(old[j]);
-      if (b == 0 && src.at(old[j]).code == ir::op::range_for) {
-        last = l;
-        out.push_back(old[j]);
-        continue;
+      const ir::id stmt = old[j];
+      if (b == 0 && src.at(stmt).code == ir::op::range_for) {
+        // The loop's line and its body's own lines ran when an iteration did: probed once,
+        // serially, under "the loop runs", so no iteration pays for them.
+        const ir::node loop = src.at(stmt);
+        const ir::source_loc l = src.location(stmt);
+        const auto& body = src.block(loop.block0);
+        auto body_lines = lines_of(body, static_cast<std::size_t>(loop.imm), l);
+        if (l.known()) body_lines.insert(body_lines.begin(), {0, l});
+        if (!body_lines.empty()) {
+          ir::id runs = ir::none;
+          if (loop.imm == 1) {
+            runs = binary(ir::binary_op::lt, loop.a, loop.b, 0, l);
+          } else {
+            const ir::id zero = constant(dtype::i32, 0, 0, l);
+            out.push_back(zero);
+            for (std::int32_t d = 0; d < loop.list_size; ++d) {
+              const ir::id positive = binary(ir::binary_op::gt, src.list(loop, d), zero, 0, l);
+              out.push_back(positive);
+              if (runs != ir::none) {
+                runs = binary(ir::binary_op::logical_and, runs, positive, 0, l);
+                out.push_back(runs);
+              } else {
+                runs = positive;
+              }
+            }
+            out.pop_back();  // `runs` itself is pushed below
+          }
+          out.push_back(runs);
+          const ir::id branch = branch_on(runs, 0, l);
+          std::vector<ir::id> probes_block;
+          for (const auto& [at, line] : body_lines) probe(fn.at(branch).block0, {line.file, line.line}, probes_block, false);
+          fn.blocks[static_cast<std::size_t>(fn.at(branch).block0)] = std::move(probes_block);
+          out.push_back(branch);
+        }
+      } else if (next < starts.size() && starts[next].first == j) {
+        probe(block, {starts[next].second.file, starts[next].second.line}, out, b != 0);
+        ++next;
       }
-      if (l.known() && !(l == last)) {
-        probe(block, {l.file, l.line}, out);
-        last = l;
-      }
-      out.push_back(old[j]);
+      while (next < starts.size() && starts[next].first <= j) ++next;
+      out.push_back(stmt);
     }
     fn.blocks[b] = std::move(out);
   }
@@ -133,8 +204,8 @@ QD_FUNC registry& the_registry() {
 
 // One buffer's counts: a line (or branch) probed twice in a kernel counts once.
 QD_FUNC counts read_buffer(const tracked_buffer& t) {
-  std::vector<std::uint8_t> hits(t.probes->size() ? t.probes->size() : 1);
-  t.device->copy_to_host(hits.data(), t.buffer, hits.size());
+  std::vector<std::uint32_t> hits(t.probes->size() ? t.probes->size() : 1);
+  t.device->copy_to_host(hits.data(), t.buffer, hits.size() * sizeof(std::uint32_t));
   counts c;
   for (std::size_t s = 0; s < t.probes->size(); ++s) {
     const coverage_probe& p = (*t.probes)[s];
@@ -163,8 +234,8 @@ QD_FUNC void collect(registry& r, std::uint64_t program, bool release) {
       it->device->release(it->buffer);
       it = r.buffers.erase(it);
     } else {
-      std::vector<std::uint8_t> zero(it->probes->size() ? it->probes->size() : 1, 0);
-      it->device->copy_from_host(it->buffer, zero.data(), zero.size());
+      std::vector<std::uint32_t> zero(it->probes->size() ? it->probes->size() : 1, 0);
+      it->device->copy_from_host(it->buffer, zero.data(), zero.size() * sizeof(std::uint32_t));
       ++it;
     }
   }
@@ -264,10 +335,10 @@ QD_FUNC void* coverage_buffer(program& p, std::shared_ptr<const std::vector<cove
   using namespace coverage_parts;
   static std::once_flag exit_handler;
   std::call_once(exit_handler, [] { std::atexit(at_exit); });
-  const std::size_t bytes = probes->empty() ? 1 : probes->size();
-  void* buffer = p.device().allocate(bytes);
-  std::vector<std::uint8_t> zero(bytes, 0);
-  p.device().copy_from_host(buffer, zero.data(), bytes);
+  const std::size_t count = probes->empty() ? 1 : probes->size();
+  void* buffer = p.device().allocate(count * sizeof(std::uint32_t));
+  std::vector<std::uint32_t> zero(count, 0);
+  p.device().copy_from_host(buffer, zero.data(), count * sizeof(std::uint32_t));
   registry& r = the_registry();
   std::lock_guard lock(r.mutex);
   r.buffers.push_back({p.id(), p.device_ptr(), buffer, std::move(probes)});

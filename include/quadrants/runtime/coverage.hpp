@@ -39,7 +39,7 @@ struct coverage_probe {
 };
 
 // `fn` with a probe before the first statement of each source line in every block and at
-// the start of both branches of every if_; the probes store 1 into a new last parameter,
+// the start of both branches of every if_; the probes store 1 (when still 0) into a new last parameter,
 // an ndarray<u8, 1> with one element per probe (listed in `probes`, by slot).
 QD_FUNC ir::function instrument_for_coverage(const ir::function& fn, std::vector<coverage_probe>& probes);
 
