@@ -210,3 +210,35 @@ TEST_CASE("genhtml renders the kernel coverage next to the source") {
   CHECK(page);
   fs::remove("qd_kernel_coverage.info");
 }
+
+// The GPU backends, where a GPU (or the emulated one, tests/emulated_gpus.cmake) is present:
+// the probes live in device memory, and print_ir dumps the .cu/.hip programs.
+void coverage_on_gpu(qd::arch arch, const char* name) {
+  qd_test::fresh_dir dir(std::string("coverage-") + name);
+  try {
+    qd::init({.arch = arch, .offline_cache_file_path = (dir.path() / "cache").string(),
+              .debug_dump_path = (dir.path() / "dump").string(), .print_ir = true, .kernel_coverage = true,
+              .enable_fallback = false});
+  } catch (const qd::error& e) {
+    MESSAGE("skipped on " << name << ": " << e.what());
+    return;
+  }
+  auto k = clamp_kernel();
+  qd::ndarray<float, 1> x(4);
+  x.from_host(std::vector<float>{-1.0f, 2.0f, -3.0f, 4.0f});
+  k(x);
+  CHECK(x.to_host() == std::vector<float>{0.0f, 4.0f, 0.0f, 8.0f});
+  CHECK(k.per_offload_cache_observations().fallback == qd::fallback_reason::diagnostic);
+  const fs::path file = dir.path() / "gpu.info";
+  qd::write_coverage(file.string());
+  records r = of_this_file(read(file));
+  CHECK(r.lines[then_line] == 1);
+  CHECK(r.lines[never] == 0);
+  CHECK(r.branches[std::to_string(second_if) + ",0,1"] == 1);
+  const std::string ext = arch == qd::arch::cuda ? "cu" : "hip";
+  CHECK(read(dir.path() / "dump" / "clamp_negative" / "whole" / ("program." + ext)).find("qd_task0") != std::string::npos);
+  qd::reset();
+}
+
+TEST_CASE("coverage and dumps on a GPU <on_cuda>") { coverage_on_gpu(qd::arch::cuda, "cuda"); }
+TEST_CASE("coverage and dumps on a GPU <on_amdgpu>") { coverage_on_gpu(qd::arch::amdgpu, "amdgpu"); }
