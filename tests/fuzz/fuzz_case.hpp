@@ -86,7 +86,7 @@ inline qd::dtype dtype_named(const std::string& s) {
 }
 
 inline qd::ir::op op_named(const std::string& s) {
-  for (int o = 0; o <= static_cast<int>(qd::ir::op::print); ++o)
+  for (int o = 0; o < static_cast<int>(qd::ir::op_count); ++o)
     if (qd::ir::name(static_cast<qd::ir::op>(o)) == s) return static_cast<qd::ir::op>(o);
   throw std::runtime_error("qdfuzz: unknown op " + s);
 }
@@ -117,6 +117,9 @@ inline std::string sub_name(const qd::ir::node& n) {
     case qd::ir::op::shape:
     case qd::ir::op::temp_load:
     case qd::ir::op::temp_store:
+    case qd::ir::op::break_:
+    case qd::ir::op::continue_:
+    case qd::ir::op::graph_mark:
     case qd::ir::op::while_: return std::to_string(n.sub);
   }
   return std::to_string(n.sub);
@@ -154,6 +157,9 @@ inline std::uint8_t sub_named(qd::ir::op code, const std::string& s) {
     case qd::ir::op::shape:
     case qd::ir::op::temp_load:
     case qd::ir::op::temp_store:
+    case qd::ir::op::break_:
+    case qd::ir::op::continue_:
+    case qd::ir::op::graph_mark:
     case qd::ir::op::while_: return static_cast<std::uint8_t>(std::stoi(s));
   }
   return static_cast<std::uint8_t>(std::stoi(s));

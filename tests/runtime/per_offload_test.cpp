@@ -414,7 +414,78 @@ TEST_CASE("editing one of eight constructs recompiles only it, across processes"
   auto again = qd_test::run_worker(env, "edit base");
   CHECK(again.exit_code == 0);
   CHECK(again.output.find("compiled=0 loaded=8 total=8 fallback=none") != std::string::npos);
+  // Quadrants' names (SPEC §11.9) for the same cold, edited and warm compiles.
+  CHECK(base.output.find("recompiled=8 cache_hit=0 tasks_total=8 tasks_cache_hit=0 tasks_recompiled=8") !=
+        std::string::npos);
+  CHECK(edited.output.find("recompiled=1 cache_hit=7 tasks_total=8 tasks_cache_hit=7 tasks_recompiled=1") !=
+        std::string::npos);
+  CHECK(again.output.find("recompiled=0 cache_hit=8 tasks_total=8 tasks_cache_hit=8 tasks_recompiled=0") !=
+        std::string::npos);
   INFO(base.output, edited.output, shifted.output, again.output);
+}
+
+TEST_CASE("Quadrants' observation names: cold, warm from memory and disk, edited, and whole kernels") {
+  qd_test::temp_dir cache("quadrants-names");
+  auto make = [](float scale) {
+    return qd::kernel("named", [scale](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = x[i] * 2.0f; });
+      qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] + scale; });
+      qd::range_for(y.shape(0), [&](qd::i32 i) { y[i] = y[i] * 0.5f; });  // unlike the other two
+    });
+  };
+  auto k = make(1.0f);
+  auto before = k.per_offload_cache_observations();  // nothing compiled yet
+  CHECK(before.frontend_constructs_recompiled == -1);
+  CHECK(before.frontend_constructs_cache_hit == -1);
+  CHECK(before.tasks_total == -1);
+  CHECK(before.tasks_cache_hit == -1);
+  CHECK(before.tasks_recompiled == -1);
+  auto check = [](const qd::per_offload_observations& o, int total, int recompiled) {
+    CHECK(o.frontend_constructs_total == total);
+    CHECK(o.frontend_constructs_recompiled == recompiled);
+    CHECK(o.frontend_constructs_recompiled == o.constructs_compiled);
+    CHECK(o.frontend_constructs_cache_hit == total - recompiled);
+    CHECK(o.tasks_total == total);
+    CHECK(o.tasks_recompiled == recompiled);
+    CHECK(o.tasks_cache_hit == total - recompiled);
+  };
+  auto run = [](auto& kernel) {  // in the current program
+    qd::ndarray<float, 1> x(8), y(8);
+    kernel(x, y);
+    return kernel.per_offload_cache_observations();
+  };
+  init_split(cache);
+  check(run(k), 3, 3);  // cold
+  auto twin = make(1.0f);
+  check(run(twin), 3, 0);  // warm, in memory
+  auto edited = make(2.0f);
+  check(run(edited), 3, 1);  // one construct edited
+  qd::reset();
+  init_split(cache);
+  auto fresh = make(1.0f);
+  auto o = run(fresh);
+  check(o, 3, 0);  // warm, from disk
+  CHECK(o.constructs_loaded == 3);
+  qd::reset();
+  // The whole kernel: the split did not run, the tasks still count.
+  qd_test::temp_dir whole_cache("quadrants-names-whole");
+  init_split(whole_cache, qd::per_offload_mode::off);
+  auto whole = make(3.0f);
+  o = run(whole);
+  CHECK(o.frontend_constructs_total == -1);
+  CHECK(o.frontend_constructs_recompiled == -1);
+  CHECK(o.frontend_constructs_cache_hit == -1);
+  CHECK(o.tasks_total == 3);
+  CHECK(o.tasks_recompiled == 3);
+  CHECK(o.tasks_cache_hit == 0);
+  qd::reset();
+  init_split(whole_cache, qd::per_offload_mode::off);
+  auto whole_warm = make(3.0f);
+  o = run(whole_warm);
+  CHECK(o.tasks_total == 3);
+  CHECK(o.tasks_recompiled == 0);
+  CHECK(o.tasks_cache_hit == 3);
+  qd::reset();
 }
 
 TEST_CASE("two kernels containing one identical construct compile it once") {

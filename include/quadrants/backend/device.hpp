@@ -36,6 +36,7 @@ struct launch_context {
   std::int64_t* error = nullptr;       // host [flag, param, dim, index, extent], filled after the launch
   bool check_errors = false;           // bounds checks are on: the backend must fill `error` before returning
   bool wide_bounds = false;            // a loop bound may not fit i32: a GPU must bring its error record back too
+  unsigned block_dim = 0;              // a parallel task's GPU threads per block (qd::loop_config); 0: the default
 };
 
 class loaded_module {
@@ -52,6 +53,8 @@ struct device_traits {
                                       // nothing is compiled or cached on disk for it
   bool concurrent_compile = true;     // compile() may run on several threads at once (hipRTC cannot)
   bool always_checks_bounds = false;  // checks every access whatever check_out_of_bound says
+  bool concurrent_launches = false;   // launch() may run on several host threads at once (concurrent
+                                      // regions run on threads; else one after the other)
 };
 
 class device {

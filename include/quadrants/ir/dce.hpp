@@ -1,5 +1,6 @@
 // Dead-code elimination: removes statements whose results nothing observable uses.
-// Liveness flows from effects (stores, atomics, prints) back through operands.
+// Liveness flows from effects (stores, atomics, prints) back through operands; graph
+// marks (ir/graph_mark.hpp) structure the schedule and always stay.
 #pragma once
 
 #include <vector>
@@ -11,11 +12,13 @@ namespace qd::ir {
 constexpr void eliminate_dead_code(function& fn) {
   const std::size_t count = fn.nodes.size();
   std::vector<std::vector<id>> writers(count);  // local_decl -> its stores and atomics
+  std::vector<std::vector<id>> jumps(count);    // loop -> the break_/continue_ that leave or restart it
   std::vector<bool> reachable(count, false);
   walk(fn, 0, [&](id i, int) {
     reachable[static_cast<std::size_t>(i)] = true;
     const node& n = fn.at(i);
     if (n.code == op::local_store || n.code == op::local_atomic) writers[static_cast<std::size_t>(n.a)].push_back(i);
+    if (is_jump(n.code)) jumps[static_cast<std::size_t>(n.a)].push_back(i);
   });
   std::vector<bool> live(count, false);
   std::vector<id> work;
@@ -25,7 +28,7 @@ constexpr void eliminate_dead_code(function& fn) {
     work.push_back(i);
   };
   for (std::size_t i = 0; i < count; ++i)
-    if (reachable[i] && is_liveness_root(fn.nodes[i])) mark(static_cast<id>(i));
+    if (reachable[i] && (is_liveness_root(fn.nodes[i]) || fn.nodes[i].code == op::graph_mark)) mark(static_cast<id>(i));
   while (!work.empty()) {
     id i = work.back();
     work.pop_back();
@@ -38,6 +41,9 @@ constexpr void eliminate_dead_code(function& fn) {
       for (id w : writers[static_cast<std::size_t>(i)]) mark(w);
     if (n.code == op::range_for)  // its loop indices
       for (std::int64_t d = 0; d < n.imm; ++d) mark(fn.block(n.block0)[static_cast<std::size_t>(d)]);
+    // A live loop keeps the jumps that decide how many iterations run.
+    if (n.code == op::range_for || n.code == op::while_)
+      for (id j : jumps[static_cast<std::size_t>(i)]) mark(j);
   }
   for (auto& block : fn.blocks) {
     std::vector<id> kept;

@@ -7,6 +7,7 @@
 #include "quadrants/base/error.hpp"
 #include "quadrants/base/limits.hpp"
 #include "quadrants/detail/format.hpp"
+#include "quadrants/ir/graph_mark.hpp"
 #include "quadrants/ir/verify.hpp"
 #include "quadrants/ir/walk.hpp"
 
@@ -31,6 +32,7 @@ class verifier {
     if (fn_.node_block.size() != fn_.nodes.size() || fn_.block_owner.size() != fn_.blocks.size())
       invalid(fn_, none, "has block tables of the wrong size");
     walk(fn_, 0, [&](id i, int) { check(i); });
+    if (!graph_stack_.empty()) invalid(fn_, none, "leaves a do_while body or a fork open");
   }
 
  private:
@@ -65,6 +67,25 @@ class verifier {
       dtype t = type(fn_.list(n, d), i);
       if (t != dtype::i32 && t != dtype::i64) invalid(fn_, i, fmt::format("has an index of type {}", name(t)));
     }
+  }
+  // A jump names its innermost enclosing loop, from inside that loop's body; a break_
+  // never leaves a parallel loop (a top-level range_for not serialized).
+  void jump(const node& n, id i) const {
+    if (n.a < 0 || static_cast<std::size_t>(n.a) >= fn_.nodes.size()) invalid(fn_, i, "names no loop");
+    for (std::int32_t b = fn_.node_block[static_cast<std::size_t>(i)]; b != 0;) {
+      const id owner = fn_.block_owner[static_cast<std::size_t>(b)];
+      const node& o = fn_.at(owner);
+      if (o.code == op::range_for || o.code == op::while_) {
+        if (owner != n.a || (o.code == op::while_ && b != o.block1))
+          invalid(fn_, i, "is not in the body of the loop it names, or another loop is nearer");
+        if (n.code == op::break_ && o.code == op::range_for && fn_.is_top_level(owner) &&
+            (o.flags & loop::serialize) == 0)
+          invalid(fn_, i, "leaves a parallel loop");
+        return;
+      }
+      b = fn_.node_block[static_cast<std::size_t>(owner)];
+    }
+    invalid(fn_, i, "is outside any loop");
   }
   static bool helper_defined(binary_op o, dtype t) {
     switch (o) {
@@ -172,6 +193,8 @@ class verifier {
         break;
       case op::range_for: {
         if (n.imm < 1 || n.imm > 4) invalid(fn_, i, "has a rank outside 1..4");
+        if ((n.flags & ~loop::serialize) != 0 || n.param < -1 || n.param == 0 || n.param > 1024)
+          invalid(fn_, i, "has a loop configuration out of range");
         if (n.imm == 1) {
           expect(n.a, dtype::i32, i, "a begin");
           expect(n.b, dtype::i32, i, "an end");
@@ -193,6 +216,8 @@ class verifier {
       case op::random:
         if (n.type == dtype::boolean) invalid(fn_, i, "draws a boolean");
         break;
+      case op::break_:
+      case op::continue_: jump(n, i); break;
       case op::print:
         for (std::int32_t k = 0; k < n.list_size; ++k) {
           std::int32_t item = fn_.list(n, k);
@@ -203,11 +228,39 @@ class verifier {
           }
         }
         break;
+      case op::graph_mark: check_graph_mark(n, i); break;
+    }
+  }
+
+  // A mark is a top-level statement of a traced kernel, never part of a task; loop
+  // bodies and fork branches nest properly (graph_stack_ holds the open ones).
+  void check_graph_mark(const node& n, id i) {
+    if (stage_ != stage::traced) invalid(fn_, i, "is a graph mark inside a lowered task");
+    if (!fn_.is_top_level(i)) invalid(fn_, i, "is a graph mark below the top level");
+    switch (mark_of(n)) {
+      case graph_mark::loop_begin: {
+        const param_desc& p = param(n, i, true);
+        if (p.type != dtype::i32 || p.ndim != 0) invalid(fn_, i, "has a flag other than a 0-d i32 array");
+        graph_stack_.push_back(graph_mark::loop_begin);
+        break;
+      }
+      case graph_mark::fork_begin: graph_stack_.push_back(graph_mark::fork_begin); break;
+      case graph_mark::loop_end:
+        if (graph_stack_.empty() || graph_stack_.back() != graph_mark::loop_begin) invalid(fn_, i, "ends no do_while body");
+        graph_stack_.pop_back();
+        break;
+      case graph_mark::fork_next:
+      case graph_mark::fork_end:
+        if (graph_stack_.empty() || graph_stack_.back() != graph_mark::fork_begin) invalid(fn_, i, "is outside a fork");
+        if (mark_of(n) == graph_mark::fork_end) graph_stack_.pop_back();
+        break;
+      default: invalid(fn_, i, "has an unknown graph mark");
     }
   }
 
   const function& fn_;
   stage stage_;
+  std::vector<graph_mark> graph_stack_;
 };
 }  // namespace detail
 

@@ -23,6 +23,7 @@ struct compiled_task {
   void* entry = nullptr;
   bool parallel = false;
   std::uint64_t rng_salt = 0;
+  unsigned block_dim = 0;               // qd::loop_config{.block_dim} of a parallel task's loop
   std::vector<std::int32_t> param_map;  // task parameter -> kernel parameter
   std::int32_t construct = -1;          // the construct it runs, or -1 (for messages)
 };
@@ -32,6 +33,7 @@ struct variant {
   std::shared_ptr<backend::device> device;
   std::vector<std::shared_ptr<backend::loaded_module>> modules;
   std::vector<compiled_task> tasks;
+  std::vector<analysis::schedule_step> schedule;  // a graph kernel's tasks and marks; empty: the tasks in order
   void* temps = nullptr;
   // The temporaries buffer is one per variant, so launches of this variant from
   // several host threads take turns: 0 free, 1 in use, 2 in use with waiters.
@@ -57,7 +59,7 @@ struct compiled_kernel {
   void* coverage = nullptr;  // kernel_coverage: the probe buffer (owned by runtime/coverage)
 };
 
-class kernel_state {
+class kernel_state : public std::enable_shared_from_this<kernel_state> {
  public:
   std::string name;
   std::vector<std::string> param_names;
@@ -83,6 +85,10 @@ class kernel_state {
   // made on first need; launches run it in place of this one (runtime/coverage.hpp).
   std::unique_ptr<kernel_state> coverage_twin;
   std::shared_ptr<const std::vector<coverage_probe>> coverage_probes;
+  // kernel.grad: the adjoint kernel, made on first use from this kernel's IR (runtime/gradient.hpp).
+  std::once_flag adjoint_once;
+  std::shared_ptr<kernel_state> adjoint;
+  bool graph = false;            // qd::kernel(name, qd::graph::on, ...) (runtime/graph.hpp)
 };
 
 // "'x'" or "#2": how messages name a parameter.

@@ -71,6 +71,7 @@ QD_FUNC compiled_task launchable_task(const backend::loaded_module& module, cons
   c.parallel = t.parallel;
   c.rng_salt = rng_salt(planned);
   c.construct = planned.construct;
+  if (t.parallel) c.block_dim = static_cast<unsigned>(std::max(0, t.fn.at(t.fn.block(0).back()).param));
   c.param_map = std::move(t.param_map);
   return c;
 }
@@ -121,6 +122,7 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
   if (p.device().traits().runs_ir) {  // nothing to compile or cache
     module = p.device().load_ir(lowered, entries);
     counts.compiled = constructs;
+    counts.tasks_compiled = static_cast<int>(lowered.size());
   } else {
     // The key covers the IR and the source generated from it, so a change in the
     // code generator is a different key, never stale native code.
@@ -150,12 +152,15 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
       module = built.module;
       if (p.store()) p.store()->save(cache::entry_kind::kernel, record.module, cache::encode(record));
       (built.compiled ? counts.compiled : counts.loaded) = constructs;
+      if (built.compiled) counts.tasks_compiled = static_cast<int>(lowered.size());
     } else if (dump) {
       log_nothing_dumped(k.name);  // from memory or the disk: nothing was compiled
     }
   }
   for (std::size_t t = 0; t < lowered.size(); ++t) v.tasks.push_back(launchable_task(*module, entries[t], lowered[t], plan.tasks[t]));
   v.modules.push_back(std::move(module));
+  counts.tasks = static_cast<int>(lowered.size());
+  v.schedule = analysis::build_schedule(k.ir, k.structure, plan.tasks);
   allocate_temporaries(p, plan, v);
 }
 
@@ -217,6 +222,8 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
     for (std::size_t t = 0; t < lowered.size(); ++t) v.tasks.push_back(launchable_task(*module, entries[t], lowered[t], plan.tasks[t]));
     v.modules.push_back(std::move(module));
     counts.compiled = static_cast<int>(lowered.size());
+    counts.tasks = counts.tasks_compiled = counts.compiled;
+    v.schedule = analysis::build_schedule(k.ir, k.structure, plan.tasks);
     allocate_temporaries(p, plan, v);
     return;
   }
@@ -302,6 +309,9 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
     v.tasks.push_back(launchable_task(*offloads[t].module, offloads[t].entry, lowered[t], plan.tasks[t]));
     v.modules.push_back(offloads[t].module);
   }
+  counts.tasks = static_cast<int>(lowered.size());
+  counts.tasks_compiled = counts.compiled;
+  v.schedule = analysis::build_schedule(k.ir, k.structure, plan.tasks);
   allocate_temporaries(p, plan, v);
 }
 

@@ -17,6 +17,8 @@ namespace qd::detail {
 struct build_counts {
   int compiled = 0;
   int loaded = 0;
+  int tasks = 0;           // tasks of the variant built
+  int tasks_compiled = 0;  // of which the compiler produced now
 };
 
 // An offload's generated source and its cache key; the entry name derives from the key.

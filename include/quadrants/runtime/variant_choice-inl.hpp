@@ -7,6 +7,7 @@
 #include "quadrants/detail/format.hpp"
 #include "quadrants/ir/printer.hpp"
 #include "quadrants/lang/trace.hpp"
+#include "quadrants/runtime/graph.hpp"
 #include "quadrants/runtime/debug_dump.hpp"
 #include "quadrants/runtime/variant_builder.hpp"
 #include "quadrants/runtime/variant_choice.hpp"
@@ -70,7 +71,7 @@ QD_FUNC std::string fallback_detail(const kernel_state& k, const analysis::split
       return fmt::format("{} would recompute {}{}", construct(d.construct), what, at(st.node));
     }
     case fallback_reason::autodiff: return "a gradient kernel";
-    case fallback_reason::concurrent:
+    case fallback_reason::concurrent: return concurrent_detail(k);
     case fallback_reason::diagnostic:
     case fallback_reason::mesh:
     case fallback_reason::none:
@@ -114,6 +115,11 @@ QD_FUNC compiled_kernel* prepare(kernel_state& k, program& p) {
   analysis::split_decision decision;
   if (k.unchecked_split) {  // test-only: every value recomputed that can be, whatever the analysis says
     decision.plan = analysis::plan_split_unchecked(k.ir, k.structure);
+  } else if (k.ir.is_gradient) {  // an adjoint links its constructs, whatever the backend (SPEC §4)
+    reason = decision.reason = fallback_reason::autodiff;
+    obs.fallback_detail = fallback_detail(k, decision);
+    log_fmt(log_level::debug, "[PER_OFFLOAD] kernel '{}' stays whole-kernel: {} ({})", k.name, name(reason),
+            obs.fallback_detail);
   } else if (split_enabled_by_policy(cfg, p.device().traits(), reason)) {
     if (cfg.print_ir || cfg.kernel_coverage) {
       reason = fallback_reason::diagnostic;
@@ -139,7 +145,7 @@ QD_FUNC compiled_kernel* prepare(kernel_state& k, program& p) {
     c->split = true;
     c->pairs = decision.pairs;
     obs.frontend_constructs_total = static_cast<int>(decision.plan.tasks.size());
-  } else if (cfg.kernel_coverage) {
+  } else if (cfg.kernel_coverage && !k.graph && !k.ir.is_gradient) {  // graphs and adjoints are not instrumented
     build_whole(coverage_twin(k), p, c->primary, counts);
     // The observations count the user's constructs, not the probes' serial runs.
     for (int* n : {&counts.compiled, &counts.loaded})
@@ -153,6 +159,13 @@ QD_FUNC compiled_kernel* prepare(kernel_state& k, program& p) {
   obs.fallback = reason;
   obs.constructs_compiled = counts.compiled;
   obs.constructs_loaded = counts.loaded;
+  if (obs.frontend_constructs_total >= 0) {
+    obs.frontend_constructs_recompiled = counts.compiled;
+    obs.frontend_constructs_cache_hit = obs.frontend_constructs_total - counts.compiled;
+  }
+  obs.tasks_total = counts.tasks;
+  obs.tasks_recompiled = counts.tasks_compiled;
+  obs.tasks_cache_hit = counts.tasks - counts.tasks_compiled;
   k.obs = std::move(obs);
   k.compiled = c;
   k.ready.store(c.get(), std::memory_order_release);
