@@ -107,6 +107,7 @@ inline std::vector<compiled_kernel_result> compile_suite_kernels() {
   add("seed_grad_snapshot", k::seed_grad_snapshot());
   add("copy_after_snapshot", k::copy_after_snapshot());
   add("loop_control", k::loop_control());
+  add("returns", k::returns());
   return out;
 }
 

@@ -571,6 +571,28 @@ TEST_CASE_TEMPLATE("suite: break_ and continue_ in every kind of loop, a seriali
   }
 }
 
+TEST_CASE_TEMPLATE("suite: a kernel returns a tuple of a reduction, a maximum and a count, whole and split", A, on_cpu,
+                   on_reference, on_cuda, on_amdgpu) {
+  for (auto mode : {qd::per_offload_mode::off, qd::per_offload_mode::on}) {
+    CAPTURE(mode);
+    if (!start<A>({.per_offload = mode})) return;
+    auto k = kernels::returns();
+    const std::int64_t n = 777;
+    std::vector<float> h;
+    for (std::int64_t i = 0; i < n; ++i) h.push_back(static_cast<float>((i * 37) % 23) * 0.5f - 4.0f);
+    qd::ndarray<float, 1> x(n);
+    x.from_host(h);
+    auto [sum, top, positive] = k(x);
+    float want_sum = 0.0f, want_top = -1e30f;
+    std::int32_t want_positive = 0;
+    for (float v : h) want_sum += v, want_top = std::max(want_top, v), want_positive += v > 0.0f;
+    CHECK(sum == want_sum);  // multiples of 0.5 of small magnitude: exact in any order
+    CHECK(top == want_top);
+    CHECK(positive == want_positive);
+    qd::reset();
+  }
+}
+
 TEST_CASE_TEMPLATE("suite: a loop bound beyond qd::i32 fails the launch and runs no iteration, instead of wrapping", A,
                    on_cpu, on_reference, on_cuda, on_amdgpu) {
   for (auto mode : {qd::per_offload_mode::off, qd::per_offload_mode::on}) {

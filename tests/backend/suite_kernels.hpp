@@ -822,6 +822,21 @@ inline auto loop_control() {
       });
 }
 
+// A kernel returning a tuple (SPEC §11.3): a reduction (carried to the final store
+// when split), a maximum and a count.
+inline auto returns() {
+  return qd::kernel("returns", {"x"}, [](qd::types::ndarray<float, 1> x) {
+    qd::var<float> s = 0.0f, top = -1e30f;
+    qd::var<std::int32_t> positive = 0;
+    qd::range_for(x.shape(0), [&](qd::i32 i) {
+      s += x[i];
+      qd::atomic_max(top, x[i]);
+      qd::if_(x[i] > 0.0f, [&] { positive += 1; });
+    });
+    return std::tuple{qd::f32(s), qd::f32(top), qd::i32(positive)};
+  });
+}
+
 // What loop_control leaves, from arrays filled with -7: per element count, first, spins,
 // hits and prefix, then total, then the grid row-major.
 struct loop_control_result {

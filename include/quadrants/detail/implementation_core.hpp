@@ -8,6 +8,7 @@
 #include "quadrants/ir/verify-inl.hpp"
 #include "quadrants/lang/trace-inl.hpp"
 #include "quadrants/lang/loop_control-inl.hpp"
+#include "quadrants/lang/kernel_return-inl.hpp"
 #include "quadrants/codegen/lower-inl.hpp"
 #include "quadrants/codegen/cpp_emitter-inl.hpp"
 #include "quadrants/backend/host_memory-inl.hpp"

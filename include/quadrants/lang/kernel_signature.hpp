@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "quadrants/lang/kernel_return.hpp"
 #include "quadrants/lang/ndarray_param.hpp"
 
 namespace qd::detail {
@@ -84,18 +85,37 @@ std::vector<ir::param_desc> parameter_descs() {
   }
 }
 
+// The lambda's return type (void, or a type of lang/kernel_return.hpp).
+template <class F>
+using kernel_result_t = std::remove_cvref_t<typename call_operator<decltype(&std::remove_cvref_t<F>::operator())>::result>;
+
+// The kernel's parameters: the lambda's, then one hidden 0-d array per returned element.
+template <class F>
+std::vector<ir::param_desc> kernel_param_descs() {
+  check_return_type<kernel_result_t<F>>();
+  std::vector<ir::param_desc> descs = parameter_descs<F>();
+  if constexpr (return_traits<kernel_result_t<F>>::valid) append_return_descs<kernel_result_t<F>>(descs);
+  return descs;
+}
+
 // Runs `f` with symbolic arguments while `t` records its IR.
 template <class F>
 void trace_kernel(const F& f, tracer& t) {
   if constexpr (valid_parameters<F>()) {  // else parameter_descs reports the error
     trace_scope scope(t);
-    for (const ir::param_desc& d : parameter_descs<F>()) t.b.add_param(d);
+    for (const ir::param_desc& d : kernel_param_descs<F>()) t.b.add_param(d);
     hana::unpack(parameter_types<F>(), [&](auto... types) {
       [&]<std::size_t... I>(std::index_sequence<I...>) {
         // Braced initialization evaluates left to right: parameters are numbered in order.
         hana::tuple<typename decltype(types)::type...> args{
             param_traits<typename decltype(types)::type>::make(static_cast<std::int32_t>(I))...};
-        hana::unpack(args, [&](auto&... a) { f(a...); });
+        using R = kernel_result_t<F>;
+        hana::unpack(args, [&](auto&... a) {
+          if constexpr (std::is_void_v<R> || !return_traits<R>::valid)
+            f(a...);
+          else
+            store_return_value<R>(f(a...), static_cast<std::int32_t>(sizeof...(I)));
+        });
       }(std::index_sequence_for<decltype(types)...>{});
     });
   }

@@ -95,6 +95,43 @@ launch_arg pack_argument(const A& a) {
   return out;
 }
 
+// The hidden result arrays of a kernel returning R (lang/kernel_return.hpp): one 0-d
+// array per element, allocated in the current program for one call.
+template <class R>
+class return_arrays {
+  using elements = typename return_traits<R>::elements;
+  template <class E>
+  using array_of = ndarray<return_storage_t<E>, 0>;
+  template <class Tuple> struct arrays_for;
+  template <class... E> struct arrays_for<std::tuple<E...>> {
+    using type = std::tuple<array_of<E>...>;
+  };
+
+ public:
+  static constexpr std::size_t count = std::tuple_size_v<elements>;
+  void pack(launch_arg* out) const {
+    std::apply([&](const auto&... a) { ((*out++ = pack_argument<types::ndarray<typename std::remove_cvref_t<decltype(a)>::value_type, 0>>(a)), ...); },
+               arrays_);
+  }
+  // Reads every element back (waits for the launch) and assembles the host value.
+  typename return_traits<R>::host_type read() const {
+    elements values = [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return elements{static_cast<std::tuple_element_t<I, elements>>(std::get<I>(arrays_).to_host()[0])...};
+    }(std::make_index_sequence<count>{});
+    return return_traits<R>::assemble(values);
+  }
+
+ private:
+  typename arrays_for<elements>::type arrays_;
+};
+
+template <class F>
+std::vector<std::string> kernel_param_names(std::vector<std::string> names) {
+  if constexpr (return_traits<kernel_result_t<F>>::valid)
+    append_return_names(names, return_element_count<kernel_result_t<F>>);
+  return names;
+}
+
 }  // namespace detail
 
 template <class F>
@@ -104,21 +141,32 @@ class kernel {
 
   // Parameter names make error messages and logs clearer: {"x", "out"}.
   kernel(std::string name, std::vector<std::string> param_names, F body)
-      : state_(detail::make_kernel_state(std::move(name), std::move(param_names), detail::parameter_descs<F>(),
+      : state_(detail::make_kernel_state(std::move(name), detail::kernel_param_names<F>(std::move(param_names)),
+                                         detail::kernel_param_descs<F>(),
                                          [body = std::move(body)](detail::tracer& t) { detail::trace_kernel(body, t); })) {}
 
-  // Launches the kernel: arrays as qd::ndarray, scalars as C++ numbers.
+  // Launches the kernel: arrays as qd::ndarray, scalars as C++ numbers. A kernel that
+  // returns a value (SPEC §11.3) waits for it and returns it as a host value.
   template <class... Args>
-  void operator()(const Args&... args) const {
+  auto operator()(const Args&... args) const {
     constexpr auto params = detail::parameter_types<F>();
     static_assert(sizeof...(Args) == decltype(boost::hana::length(params))::value,
                   "wrong number of kernel arguments: pass one per kernel parameter");
-    std::array<detail::launch_arg, sizeof...(Args)> packed{};
+    using R = detail::kernel_result_t<F>;
+    constexpr std::size_t results = detail::return_element_count<R>;
+    std::array<detail::launch_arg, sizeof...(Args) + results> packed{};
     boost::hana::unpack(params, [&](auto... p) {
       std::size_t k = 0;
       ((packed[k++] = detail::pack_argument<typename decltype(p)::type>(args)), ...);
     });
-    detail::launch(*state_, packed.data(), packed.size());
+    if constexpr (results == 0) {
+      detail::launch(*state_, packed.data(), packed.size());
+    } else {
+      detail::return_arrays<R> out;
+      out.pack(packed.data() + sizeof...(Args));
+      detail::launch(*state_, packed.data(), packed.size());
+      return out.read();
+    }
   }
 
   // Compiles (or loads from the cache) every variant the configuration would use, without launching.
