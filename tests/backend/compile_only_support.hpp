@@ -108,6 +108,7 @@ inline std::vector<compiled_kernel_result> compile_suite_kernels() {
   add("copy_after_snapshot", k::copy_after_snapshot());
   add("loop_control", k::loop_control());
   add("returns", k::returns());
+  add("struct_step", k::struct_step());
   return out;
 }
 

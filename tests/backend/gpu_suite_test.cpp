@@ -593,6 +593,26 @@ TEST_CASE_TEMPLATE("suite: a kernel returns a tuple of a reduction, a maximum an
   }
 }
 
+TEST_CASE_TEMPLATE("suite: a nested struct parameter matched member by member with a host struct", A, on_cpu, on_reference,
+                   on_cuda, on_amdgpu) {
+  if (!start<A>()) return;
+  auto k = kernels::struct_step();
+  const std::int64_t n = 300;
+  std::vector<float> x, v;
+  for (std::int64_t i = 0; i < n; ++i) x.push_back(static_cast<float>(i % 11) * 0.5f), v.push_back(static_cast<float>(i % 5) - 2.0f);
+  kernels::body_host b{qd::ndarray<float, 1>(n), qd::ndarray<float, 1>(n), {4.0f, 2.0f}};
+  b.x.from_host(x);
+  b.v.from_host(v);
+  k(b, 0.125f);
+  auto gx = b.x.to_host(), gv = b.v.to_host();
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const float nv = v[i] - 4.0f * (x[i] - 2.0f) * 0.125f;  // the same operations, in the same order
+    CHECK(gv[i] == doctest::Approx(nv).epsilon(1e-6));
+    CHECK(gx[i] == doctest::Approx(x[i] + nv * 0.125f).epsilon(1e-6));
+  }
+  qd::reset();
+}
+
 TEST_CASE_TEMPLATE("suite: a loop bound beyond qd::i32 fails the launch and runs no iteration, instead of wrapping", A,
                    on_cpu, on_reference, on_cuda, on_amdgpu) {
   for (auto mode : {qd::per_offload_mode::off, qd::per_offload_mode::on}) {

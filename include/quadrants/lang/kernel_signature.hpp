@@ -15,6 +15,7 @@
 
 #include "quadrants/lang/kernel_return.hpp"
 #include "quadrants/lang/ndarray_param.hpp"
+#include "quadrants/lang/struct_param.hpp"
 
 namespace qd::detail {
 
@@ -65,21 +66,28 @@ struct param_traits<expr<T>> {
   static expr<T> make(std::int32_t index) { return expr<T>::from_id(emit_arg(index)); }
 };
 
+// Every parameter a parameter type or a struct of them (lang/struct_param.hpp).
 template <class F>
 constexpr bool valid_parameters() {
-  return boost::hana::unpack(parameter_types<F>(),
-                             [](auto... t) { return (param_traits<typename decltype(t)::type>::valid && ...); });
+  return boost::hana::unpack(parameter_types<F>(), [](auto... t) { return (valid_param<typename decltype(t)::type>() && ...); });
+}
+
+// The kernel parameters the lambda's parameters flatten into (structs into their members).
+template <class F>
+constexpr std::size_t flat_parameter_count() {
+  return boost::hana::unpack(parameter_types<F>(), [](auto... t) { return (std::size_t{0} + ... + leaf_count<typename decltype(t)::type>()); });
 }
 
 template <class F>
 std::vector<ir::param_desc> parameter_descs() {
   static_assert(valid_parameters<F>(),
-                "a kernel parameter must be qd::types::ndarray<T, N[, qd::needs_grad]> or a scalar type such as "
-                "qd::f32 or qd::i32 (plain C++ types are not kernel parameters)");
+                "a kernel parameter must be qd::types::ndarray<T, N[, qd::needs_grad]>, a scalar type such as "
+                "qd::f32 or qd::i32, or a struct (an aggregate, at most 16 members) of them (plain C++ types are not "
+                "kernel parameters)");
   if constexpr (valid_parameters<F>()) {
-    return hana::unpack(parameter_types<F>(), [](auto... t) {
-      return std::vector<ir::param_desc>{param_traits<typename decltype(t)::type>::desc...};
-    });
+    std::vector<ir::param_desc> descs;
+    hana::unpack(parameter_types<F>(), [&](auto... t) { (append_param_descs<typename decltype(t)::type>(descs), ...); });
+    return descs;
   } else {
     return {};
   }
@@ -105,18 +113,16 @@ void trace_kernel(const F& f, tracer& t) {
     trace_scope scope(t);
     for (const ir::param_desc& d : kernel_param_descs<F>()) t.b.add_param(d);
     hana::unpack(parameter_types<F>(), [&](auto... types) {
-      [&]<std::size_t... I>(std::index_sequence<I...>) {
-        // Braced initialization evaluates left to right: parameters are numbered in order.
-        hana::tuple<typename decltype(types)::type...> args{
-            param_traits<typename decltype(types)::type>::make(static_cast<std::int32_t>(I))...};
-        using R = kernel_result_t<F>;
-        hana::unpack(args, [&](auto&... a) {
-          if constexpr (std::is_void_v<R> || !return_traits<R>::valid)
-            f(a...);
-          else
-            store_return_value<R>(f(a...), static_cast<std::int32_t>(sizeof...(I)));
-        });
-      }(std::index_sequence_for<decltype(types)...>{});
+      // Braced initialization evaluates left to right: parameters are numbered in order.
+      std::int32_t next = 0;
+      hana::tuple<typename decltype(types)::type...> args{make_param<typename decltype(types)::type>(next)...};
+      using R = kernel_result_t<F>;
+      hana::unpack(args, [&](auto&... a) {
+        if constexpr (std::is_void_v<R> || !return_traits<R>::valid)
+          f(a...);
+        else
+          store_return_value<R>(f(a...), next);
+      });
     });
   }
 }

@@ -95,6 +95,31 @@ launch_arg pack_argument(const A& a) {
   return out;
 }
 
+// Packs argument `a` for parameter type P, a struct parameter member by member (the
+// host struct matches the kernel struct in order, checked here at compile time).
+template <class P, class A>
+void pack_param(const A& a, launch_arg*& out) {
+  if constexpr (param_traits<P>::valid) {
+    *out++ = pack_argument<P>(a);
+  } else {
+    static_assert(reflectable_struct<A>,
+                  "kernel argument mismatch: this parameter is a struct; pass a host struct (an aggregate) whose "
+                  "members match the kernel struct's in order (qd::ndarray for qd::types::ndarray, C++ numbers for "
+                  "scalars, host structs for nested structs)");
+    if constexpr (reflectable_struct<A>) {
+      static_assert(member_count<A>() == member_count<P>(),
+                    "kernel argument mismatch: the host struct has another number of members than the kernel struct; "
+                    "they must match member by member, in order");
+      if constexpr (member_count<A>() == member_count<P>()) {
+        const auto host = tie_members(a);
+        [&]<std::size_t... I>(std::index_sequence<I...>) {
+          (pack_param<member_type<P, I>>(std::get<I>(host), out), ...);
+        }(std::make_index_sequence<member_count<P>()>{});
+      }
+    }
+  }
+}
+
 // The hidden result arrays of a kernel returning R (lang/kernel_return.hpp): one 0-d
 // array per element, allocated in the current program for one call.
 template <class R>
@@ -125,8 +150,29 @@ class return_arrays {
   typename arrays_for<elements>::type arrays_;
 };
 
+// One name per kernel parameter: the given names (one per lambda parameter), struct
+// members as "<name>.<member>" ("#<position>.<member>" when the kernel names none),
+// then the hidden result parameters'.
 template <class F>
 std::vector<std::string> kernel_param_names(std::vector<std::string> names) {
+  constexpr auto params = parameter_types<F>();
+  constexpr std::size_t count = decltype(boost::hana::length(params))::value;
+  if constexpr (flat_parameter_count<F>() != count) {  // a struct parameter
+    if (names.empty() || names.size() == count) {
+      std::vector<std::string> flat;
+      boost::hana::unpack(params, [&](auto... p) {
+        std::size_t k = 0;
+        auto base = [&] {
+          if (!names.empty()) return names[k];
+          std::string s(1, '#');
+          s += std::to_string(k);
+          return s;
+        };
+        ((append_param_names<typename decltype(p)::type>(param_traits<typename decltype(p)::type>::valid && names.empty() ? std::string() : base(), flat), ++k), ...);
+      });
+      names = std::move(flat);
+    }
+  }
   if constexpr (return_traits<kernel_result_t<F>>::valid)
     append_return_names(names, return_element_count<kernel_result_t<F>>);
   return names;
@@ -154,16 +200,15 @@ class kernel {
                   "wrong number of kernel arguments: pass one per kernel parameter");
     using R = detail::kernel_result_t<F>;
     constexpr std::size_t results = detail::return_element_count<R>;
-    std::array<detail::launch_arg, sizeof...(Args) + results> packed{};
-    boost::hana::unpack(params, [&](auto... p) {
-      std::size_t k = 0;
-      ((packed[k++] = detail::pack_argument<typename decltype(p)::type>(args)), ...);
-    });
+    constexpr std::size_t flat = detail::flat_parameter_count<F>();
+    std::array<detail::launch_arg, flat + results> packed{};
+    detail::launch_arg* next = packed.data();
+    boost::hana::unpack(params, [&](auto... p) { (detail::pack_param<typename decltype(p)::type>(args, next), ...); });
     if constexpr (results == 0) {
       detail::launch(*state_, packed.data(), packed.size());
     } else {
       detail::return_arrays<R> out;
-      out.pack(packed.data() + sizeof...(Args));
+      out.pack(next);
       detail::launch(*state_, packed.data(), packed.size());
       return out.read();
     }
