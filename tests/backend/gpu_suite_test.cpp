@@ -20,6 +20,7 @@
 
 #include "backend/compile_only_support.hpp"
 #include "backend/suite_kernels.hpp"
+#include "backend/suite_kernels_vec.hpp"
 #include "runtime/runtime_test_support.hpp"
 #include "support/host_semantics.hpp"
 
@@ -769,6 +770,43 @@ TEST_CASE_TEMPLATE("suite: needs_grad arrays carry a gradient buffer of the same
   CHECK(s.grad().to_host() == std::vector<float>{1.5f * 4 + 0.25f});
 }
 
+TEST_CASE_TEMPLATE("suite: kernel.grad computes the adjoint of a reduction, a carried loop variable and a branch", A,
+                   QD_SUITE_ARCHES, on_reference) {
+  if (!start<A>()) return;
+  auto k = kernels::adjoint_chain();
+  const std::vector<float> xs{0.2f, 0.7f, -0.4f, 0.9f, 0.45f, 0.6f};
+  const auto n = static_cast<std::int64_t>(xs.size());
+  qd::ndarray<float, 1> x(n, qd::needs_grad), y(n, qd::needs_grad);
+  qd::ndarray<float, 0> loss(qd::needs_grad);
+  x.from_host(xs);
+  loss.fill(0.0f);
+  k(x, y, loss);
+  loss.grad().fill(1.0f);
+  k.grad(x, y, loss);
+  CHECK(k.grad.per_offload_cache_observations().fallback == qd::fallback_reason::autodiff);
+  // In double on the host: p = ((x + 0.5) x + 0.5) x + 0.5, y = p^2 or sin p, loss = sum(x) sum(y).
+  double total = 0, ysum = 0;
+  std::vector<double> dy;
+  for (float xf : xs) {
+    double v = xf, p = 1, dp = 0;
+    for (int r = 0; r < 3; ++r) {
+      dp = dp * v + p;
+      p = p * v + 0.5;
+    }
+    double yv = v > 0.5 ? p * p : std::sin(p);
+    dy.push_back(v > 0.5 ? 2 * p * dp : std::cos(p) * dp);
+    total += v;
+    ysum += yv;
+  }
+  auto got = x.grad().to_host();
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    CAPTURE(i);
+    double want = total * dy[i] + ysum;
+    CHECK(std::abs(got[i] - want) <= 1e-4 * std::max(1.0, std::abs(want)));
+  }
+  CHECK(y.grad().to_host() == std::vector<float>(xs.size(), 0.0f));  // the plain stores' adjoints zero them
+}
+
 TEST_CASE_TEMPLATE("suite: volatile_load re-reads memory where a plain element read is a snapshot", A, QD_SUITE_ARCHES) {
   if (!start<A>()) return;
   auto k = kernels::volatile_reads();
@@ -1475,4 +1513,73 @@ TEST_CASE_TEMPLATE("suite: the seed's kernels split through the persisted buffer
   CHECK(copy.per_offload_cache_observations().runtime_fallbacks == 1);
   CHECK(c.to_host()[4] == 3.0f);
   qd::reset();
+}
+
+// Vectors and matrices (SPEC §11.1) and atomic demotion (§11.4): backend/suite_kernels_vec.hpp.
+TEST_CASE_TEMPLATE("suite: vector arithmetic and functions agree with plain C++", A, QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  vec_checks::check_vec_ops();
+}
+TEST_CASE_TEMPLATE("suite: matrix products, determinant and inverse agree with plain C++", A, QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  vec_checks::check_mat_ops();
+}
+TEST_CASE_TEMPLATE("suite: vector and matrix variables reduce per component", A, QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  vec_checks::check_vec_vars();
+}
+TEST_CASE_TEMPLATE("suite: elements of vector and matrix arrays, component updates and per-component atomics", A,
+                   QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  vec_checks::check_vec_elements();
+}
+TEST_CASE_TEMPLATE("suite: demoted updates and a scatter that stays atomic give plain C++'s results", A, QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  vec_checks::check_mixed_updates();
+}
+
+// Graph kernels (issue 13): nested do_while loops run by the host loop reading each
+// flag back after every pass, whole and split; concurrent regions joined.
+TEST_CASE_TEMPLATE("suite: graph kernels loop while their flags are set, whole and split, and concurrent regions join", A,
+                   QD_SUITE_ARCHES) {
+  auto loops = kernels::graph_loops();
+  auto regions = kernels::concurrent_regions();
+  qd_test::scratch_directory cache(std::string("suite-graphs-") + A::name);
+  const int n = 6, row_count = 4;
+  // Small integers: the sum is exact in any order of the reduction.
+  std::vector<float> xs(n);
+  float sum = 0.0f;
+  for (int i = 0; i < n; ++i) sum += xs[static_cast<std::size_t>(i)] = static_cast<float>(i % 3);
+  std::vector<float> want_rows;
+  int row = 0;
+  do {
+    int count = 0;
+    do {
+      ++count;
+    } while (count < 10 * (row + 1));
+    want_rows.push_back(static_cast<float>(count) + sum);
+    ++row;
+  } while (row < row_count);
+  for (int variant = 0; variant < 2; ++variant) {
+    CAPTURE(variant);
+    if (!start<A>({.offline_cache_file_path = cache.str(),
+                   .per_offload = variant ? qd::per_offload_mode::on : qd::per_offload_mode::off}))
+      return;
+    qd::ndarray<float, 1> x(n), rows(row_count);
+    qd::ndarray<std::int32_t, 0> r, count, inner, outer;
+    x.from_host(xs);
+    loops(x, rows, r, count, inner, outer);
+    CHECK(rows.to_host() == want_rows);
+    CHECK(r.to_host()[0] == row_count);
+    auto o = loops.per_offload_cache_observations();
+    CHECK(o.fallback == (variant ? qd::fallback_reason::none : qd::fallback_reason::policy_per_offload_off));
+
+    qd::ndarray<float, 1> a(9), b(5);
+    regions(a, b);
+    CHECK(a.to_host() == std::vector<float>{0, 1, 2, 3, -1, -1, -1, -1, -1});
+    CHECK(b.to_host() == std::vector<float>{1, 4, 7, 10, 13});
+    CHECK(regions.per_offload_cache_observations().fallback ==
+          (variant ? qd::fallback_reason::concurrent : qd::fallback_reason::policy_per_offload_off));
+    qd::reset();
+  }
 }

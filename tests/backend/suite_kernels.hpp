@@ -916,4 +916,60 @@ inline loop_control_result loop_control_expected(const std::vector<std::int32_t>
   return r;
 }
 
+// Differentiable (issue 12): a reduction, a loop-carried qd::var, a branch and atomics,
+// for kernel.grad on every backend.
+inline auto adjoint_chain() {
+  return qd::kernel("adjoint_chain", {"x", "y", "loss"},
+                    [](qd::types::ndarray<float, 1, qd::needs_grad> x, qd::types::ndarray<float, 1, qd::needs_grad> y,
+                       qd::types::ndarray<float, 0, qd::needs_grad> loss) {
+                      qd::var<float> total = 0.0f;
+                      qd::range_for(x.shape(0), [&](qd::i32 i) {
+                        qd::var<float> p = 1.0f;
+                        qd::range_for(3, [&](qd::i32) { p = p * x[i] + 0.5f; });
+                        qd::if_(x[i] > 0.5f, [&] { y[i] = p * p; }).else_([&] { y[i] = qd::sin(p); });
+                        total += x[i];
+                      });
+                      qd::range_for(y.shape(0), [&](qd::i32 i) { loss() += y[i] * total; });
+                    });
+}
+
+// Graph kernels (issue 13): nested do_while loops whose flags different constructs set,
+// a top-level value read inside the body, a reduction per pass; rows[r] = 10 * (r + 1)
+// + the sum of x, for each row r < rows.shape(0).
+inline auto graph_loops() {
+  return qd::kernel("graph_loops", {"x", "rows", "row", "count", "inner", "outer"}, qd::graph::on,
+                    [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> rows,
+                       qd::types::ndarray<std::int32_t, 0> row, qd::types::ndarray<std::int32_t, 0> count,
+                       qd::types::ndarray<std::int32_t, 0> inner, qd::types::ndarray<std::int32_t, 0> outer) {
+                      qd::f32 first = x[0];
+                      qd::graph::do_while(outer, [&] {
+                        qd::range_for(1, [&](qd::i32) { count() = 0; });
+                        qd::graph::do_while(inner, [&] {
+                          qd::range_for(1, [&](qd::i32) { count() = count() + 1; });
+                          qd::range_for(1, [&](qd::i32) { inner() = qd::select(count() < 10 * (row() + 1), 1, 0); });
+                        });
+                        qd::var<float> sum = 0.0f;
+                        qd::range_for(x.shape(0), [&](qd::i32 i) { sum += x[i]; });
+                        qd::range_for(1, [&](qd::i32) {
+                          rows[row()] = qd::cast<float>(count()) + sum + first - x[0];
+                          row() = row() + 1;
+                        });
+                        qd::range_for(1, [&](qd::i32) { outer() = qd::select(row() < rows.shape(0), 1, 0); });
+                      });
+                    });
+}
+
+// qd::concurrent regions writing disjoint parts of one array and another array.
+inline auto concurrent_regions() {
+  return qd::kernel("concurrent_regions", {"a", "b"},
+                    [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b) {
+                      qd::concurrent([&] { qd::range_for(0, a.shape(0) / 2, [&](qd::i32 i) { a[i] = qd::cast<float>(i); }); },
+                                     [&] {
+                                       qd::range_for(a.shape(0) / 2, a.shape(0), [&](qd::i32 i) { a[i] = -1.0f; });
+                                     },
+                                     [&] { qd::range_for(b.shape(0), [&](qd::i32 i) { b[i] = 3.0f * qd::cast<float>(i); }); });
+                      qd::range_for(b.shape(0), [&](qd::i32 i) { b[i] = b[i] + 1.0f; });
+                    });
+}
+
 }  // namespace qd_test::kernels

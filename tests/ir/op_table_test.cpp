@@ -34,7 +34,8 @@ static_assert(ir::is_liveness_root(ir::node{.code = ir::op::global_store}) &&
               ir::is_liveness_root(ir::node{.code = ir::op::global_load, .flags = ir::access::is_volatile}));
 
 TEST_CASE("every op of the table is produced by the tracer or by lowering") {
-  auto body = [](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 1> n, qd::f32 a) {
+  auto body = [](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 1> n, qd::f32 a,
+                 qd::types::ndarray<std::int32_t, 0> again) {
     qd::var<float> total = 0.0f;                                  // local_decl
     qd::range_for(x.shape(0), [&](qd::i32 i) {                    // range_for, shape, loop_index
       total += x[i];                                              // local_atomic (a reduction), global_load
@@ -50,8 +51,10 @@ TEST_CASE("every op of the table is produced by the tracer or by lowering") {
       x[i] = qd::select(x[i] > a, qd::fma(x[i], a, total), -x[i]) + qd::random<float>();  // select fma unary random arg
     });
     qd::range_for(1, [&](qd::i32) { qd::print("k", k, qd::volatile_load(x[0])); });     // print, constant
+    qd::graph::do_while(again, [&] { qd::range_for(1, [&](qd::i32) { again() = 0; }); });  // graph_mark
   };
   detail::tracer t("every_op", {});
+  t.graph_kernel = true;  // a graph kernel: qd::graph::do_while is allowed
   detail::trace_kernel(body, t);
   ir::eliminate_dead_code(t.fn);
   std::set<ir::op> seen;

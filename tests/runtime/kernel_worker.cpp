@@ -3,8 +3,11 @@
 // when every result matched its host computation.
 //   kernel_worker edit base|edited|edited_with_parameter
 //   kernel_worker suite <id>        (kernels shared by all ids, plus ones unique to odd ids)
+//   kernel_worker graph base|edited|flat   (issue 13: eight constructs in a do_while body;
+//                                   flat: the same constructs at the top level of a plain kernel)
 #include <quadrants/quadrants.hpp>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -109,6 +112,61 @@ void run_suite(int id) {
               static_cast<unsigned long long>(stats.rejected));
 }
 
+// The seed's headline scenario: a do_while body of eight constructs (seven parallel, one
+// that counts the passes and sets the flag), run three passes; `edited` changes construct 4.
+void run_graph(const std::string& variant) {
+  const bool edited = variant == "edited";
+  auto constructs = [edited](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y,
+                             qd::types::ndarray<std::int32_t, 0> passes, qd::types::ndarray<std::int32_t, 0> again) {
+    for (int c = 0; c < 7; ++c)
+      qd::range_for(x.shape(0), [&](qd::i32 i) {
+        if (c == 4 && edited) y[c * n + i] += x[i] * 5.0f - 40.0f;
+        else y[c * n + i] += x[i] * static_cast<float>(c + 1) + static_cast<float>(c);
+      });
+    qd::range_for(1, [&](qd::i32) {
+      passes() = passes() + 1;
+      again() = qd::select(passes() < 3, 1, 0);
+    });
+  };
+  qd::ndarray<float, 1> x(n), y(7 * n);
+  qd::ndarray<std::int32_t, 0> passes, again;
+  std::vector<float> hx(n);
+  for (int i = 0; i < n; ++i) hx[static_cast<std::size_t>(i)] = static_cast<float>(i) * 0.5f;
+  x.from_host(hx);
+  qd::per_offload_observations obs;
+  int runs = 3;
+  if (variant == "flat") {
+    runs = 1;
+    auto k = qd::kernel("graph_edit_flat", [constructs](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y,
+                                                        qd::types::ndarray<std::int32_t, 0> passes,
+                                                        qd::types::ndarray<std::int32_t, 0> again) {
+      constructs(x, y, passes, again);
+    });
+    k(x, y, passes, again);
+    obs = k.per_offload_cache_observations();
+  } else {
+    auto k = qd::kernel("graph_edit", qd::graph::on,
+                        [constructs](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y,
+                                     qd::types::ndarray<std::int32_t, 0> passes, qd::types::ndarray<std::int32_t, 0> again) {
+                          qd::graph::do_while(again, [&] { constructs(x, y, passes, again); });
+                        });
+    k(x, y, passes, again);
+    obs = k.per_offload_cache_observations();
+  }
+  auto hy = y.to_host();
+  for (int c = 0; c < 7; ++c)
+    for (int i = 0; i < n; ++i) {
+      const float xi = hx[static_cast<std::size_t>(i)];
+      float expected = 0.0f;
+      for (int r = 0; r < runs; ++r)
+        expected += c == 4 && edited ? xi * 5.0f - 40.0f : xi * static_cast<float>(c + 1) + static_cast<float>(c);
+      expect(hy[static_cast<std::size_t>(c * n + i)] == expected, "graph_edit result");
+    }
+  expect(passes.to_host()[0] == runs, "graph_edit passes");
+  std::printf("compiled=%d loaded=%d total=%d fallback=%s\n", obs.constructs_compiled, obs.constructs_loaded,
+              obs.frontend_constructs_total, std::string(qd::name(obs.fallback)).c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -120,6 +178,8 @@ int main(int argc, char** argv) {
       run_edit(arg != "base", arg == "edited_with_parameter");
     else if (mode == "suite")
       run_suite(std::atoi(arg.c_str()));
+    else if (mode == "graph")
+      run_graph(arg);
     else
       return 2;
   } catch (const std::exception& e) {

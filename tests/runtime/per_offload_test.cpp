@@ -7,6 +7,7 @@
 #include <quadrants/quadrants.hpp>
 
 #include <filesystem>
+#include <set>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -309,7 +310,7 @@ TEST_CASE("a gradient kernel and a debug dump keep kernels whole") {
   qd::ndarray<float, 1> x(4);
   k(x);
   CHECK(k.per_offload_cache_observations().fallback == qd::fallback_reason::diagnostic);
-  CHECK(std::filesystem::exists(cache.path() / "dump" / "two_loops.ir.txt"));
+  CHECK(std::filesystem::exists(cache.path() / "dump" / "two_loops" / "traced.ir.txt"));
   CHECK(x.to_host()[2] == 2.0f);
   qd::reset();
 }
@@ -335,24 +336,26 @@ TEST_CASE("debug dumps stay inside debug_dump_path whatever the kernel's name, a
     k(x);
     CHECK(x.to_host()[1] == value);
   }
-  // Every file is directly in the dump directory, one pair per kernel, none elsewhere.
-  std::vector<std::string> files;
+  // Every file is in the kernel's own directory directly under the dump directory, none elsewhere.
+  std::set<std::string> kernel_dirs;
   for (const auto& e : std::filesystem::recursive_directory_iterator(cache.path())) {
     if (!e.is_regular_file()) continue;
     const auto rel = std::filesystem::relative(e.path(), cache.path()).string();
     if (rel.starts_with("cache/")) continue;
-    CHECK_MESSAGE(e.path().parent_path() == dump, rel);
-    files.push_back(e.path().filename().string());
+    const auto in_dump = std::filesystem::relative(e.path(), dump);
+    CHECK_MESSAGE(!in_dump.string().starts_with(".."), rel);
+    const std::string top = in_dump.begin()->string();
+    CHECK((!top.starts_with(".") && top.find('/') == std::string::npos));
+    kernel_dirs.insert(top);
   }
-  CHECK(files.size() == 2 * names.size());
-  CHECK(std::filesystem::exists(dump / "plain.ir.txt"));  // a safe name is kept as it is
-  CHECK(std::filesystem::exists(dump / "plain.whole.cpp"));
-  CHECK_FALSE(std::filesystem::exists(cache.path() / "deep" / "escape.ir.txt"));
-  CHECK_FALSE(std::filesystem::exists("/tmp/absolute.ir.txt"));
-  for (const auto& f : files) CHECK((f.find('/') == std::string::npos && !f.starts_with(".")));
+  CHECK(kernel_dirs.size() == names.size());
+  CHECK(std::filesystem::exists(dump / "plain" / "traced.ir.txt"));  // a safe name is kept as it is
+  CHECK(std::filesystem::exists(dump / "plain" / "whole" / "program.cpp"));
+  CHECK_FALSE(std::filesystem::exists(cache.path() / "deep" / "escape"));
+  CHECK_FALSE(std::filesystem::exists("/tmp/absolute"));
 
-  // A second program finds the kernel in the offline cache: nothing compiled, nothing
-  // dumped, and one info line says so.
+  // A second program finds the kernel in the offline cache: nothing compiled, the source
+  // it was compiled from dumped all the same, and one info line says so.
   std::filesystem::remove_all(dump);
   start();
   qd_test::log_capture logs;
@@ -362,10 +365,10 @@ TEST_CASE("debug dumps stay inside debug_dump_path whatever the kernel's name, a
   qd::ndarray<float, 1> x(2);
   k(x);
   k(x);
-  CHECK_FALSE(std::filesystem::exists(dump / "plain.whole.cpp"));
+  CHECK(std::filesystem::exists(dump / "plain" / "whole" / "program.cpp"));
   int said = 0;
   for (const auto& line : logs.at(qd::log_level::info))
-    said += line.find("kernel 'plain': print_ir is on, but nothing was dumped for it: it was not compiled") !=
+    said += line.find("kernel 'plain': print_ir is on, but it was not compiled now") !=
             std::string::npos;
   CHECK(said == 1);
   qd::reset();

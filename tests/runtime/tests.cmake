@@ -28,3 +28,15 @@ qd_add_test(runtime remote_cache)
 target_compile_definitions(runtime_remote_cache_test PRIVATE QD_KERNEL_WORKER="$<TARGET_FILE:remote_worker>")
 add_dependencies(runtime_remote_cache_test remote_worker)
 set_tests_properties(runtime/remote_cache PROPERTIES TIMEOUT 300)
+qd_add_test(runtime vec)  # qd::vec / qd::mat (SPEC §11.1) on the CPU and reference backends
+
+# Reverse-mode autodiff (issue 12): kernel.grad and qd::ad::tape on the CPU and the reference.
+qd_add_test(runtime autodiff)
+
+# Graph kernels and concurrent regions (issue 13, SPEC §11.6).
+qd_add_test(runtime graph)
+target_compile_definitions(runtime_graph_test PRIVATE QD_KERNEL_WORKER="$<TARGET_FILE:kernel_worker>")
+add_dependencies(runtime_graph_test kernel_worker)
+
+# Diagnostics (issue 14, SPEC §11.8): debug dumps.
+qd_add_test(runtime debug_dump)

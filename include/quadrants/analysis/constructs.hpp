@@ -21,6 +21,7 @@ struct array_access {
 struct statement_info {
   ir::id node = ir::none;
   bool parallel = false;   // a top-level range_for
+  bool mark = false;       // a graph mark (ir/graph_mark.hpp): ends a serial run, in no construct
   bool invariant = false;  // pure arithmetic over constants, scalar args and shapes
   bool has_global_store = false;
   bool has_atomic = false;  // an atomic on an array element
@@ -71,6 +72,7 @@ constexpr kernel_structure analyze_structure(const ir::function& fn) {
     info.node = root;
     // A top-level loop with qd::loop_config{.serialize = true} runs in order, like a while_.
     info.parallel = fn.at(root).code == ir::op::range_for && (fn.at(root).flags & ir::loop::serialize) == 0;
+    info.mark = fn.at(root).code == ir::op::graph_mark;
     auto visit = [&](ir::id i) {
       s.statement_of[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(k);
       const ir::node& n = fn.at(i);
@@ -137,7 +139,7 @@ constexpr kernel_structure analyze_structure(const ir::function& fn) {
     info.invariant = all;
   }
   // Constructs: each top-level loop; each run of consecutive non-loop statements
-  // that contains an effect.
+  // that contains an effect. Graph marks end runs and belong to no construct.
   s.construct_of.assign(s.statements.size(), -1);
   std::size_t k = 0;
   while (k < s.statements.size()) {
@@ -147,9 +149,14 @@ constexpr kernel_structure analyze_structure(const ir::function& fn) {
       ++k;
       continue;
     }
+    if (s.statements[k].mark) {
+      ++k;
+      continue;
+    }
     std::size_t end = k;
     bool effect = false;
-    while (end < s.statements.size() && !s.statements[end].parallel) effect |= s.statements[end++].has_effect();
+    while (end < s.statements.size() && !s.statements[end].parallel && !s.statements[end].mark)
+      effect |= s.statements[end++].has_effect();
     if (effect) {
       construct c{construct_kind::serial, {}};
       for (std::size_t j = k; j < end; ++j) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "quadrants/analysis/fallback.hpp"
+#include "quadrants/analysis/graph.hpp"
 #include "quadrants/analysis/task_plan.hpp"
 
 namespace qd::analysis {
@@ -116,6 +117,7 @@ constexpr index_range range_of_index(const ir::function& fn, ir::id i, int depth
     case ir::op::global_atomic:
     case ir::op::global_load:
     case ir::op::global_store:
+    case ir::op::graph_mark:
     case ir::op::if_:
     case ir::op::local_atomic:
     case ir::op::local_decl:
@@ -387,11 +389,23 @@ constexpr split_decision split_with(const ir::function& fn, const kernel_structu
     d.reason = fallback_reason::autodiff;
     return d;
   }
+  // Graph kernels (SPEC §11.6): a fork stays whole; a do_while body's constructs split
+  // like top-level ones, its variables live in the buffer (a later pass reads what an
+  // earlier one wrote), and a value recomputed inside a body from outside it must hold
+  // through the whole body (extend_through_loops).
+  const std::vector<graph_region> regions = graph_regions(fn, s);
+  if (has_fork(regions)) {
+    d.reason = fallback_reason::concurrent;
+    return d;
+  }
   const std::size_t count = s.statements.size();
   const std::vector<std::int32_t> runs = serial_runs(s);
   persistence p{std::vector<bool>(count, false), std::vector<bool>(fn.nodes.size(), false)};
-  for (std::size_t k = 0; k < count; ++k)
+  for (std::size_t k = 0; k < count; ++k) {
     p.statement[k] = s.statements[k].parallel || s.statements[k].unsafe_to_recompute();
+    if (in_loop(regions, static_cast<std::int32_t>(k)))
+      for (ir::id v : s.statements[k].writes_vars) p.variable[static_cast<std::size_t>(v)] = true;
+  }
   for (ir::id r : results) {
     if (fn.at(r).code == ir::op::local_decl) p.variable[static_cast<std::size_t>(r)] = true;
     else if (const std::int32_t def = s.statement_of[static_cast<std::size_t>(r)]; def >= 0 && !s.statements[static_cast<std::size_t>(def)].invariant)
@@ -417,7 +431,10 @@ constexpr split_decision split_with(const ir::function& fn, const kernel_structu
       const std::int32_t last_write = tk.parallel ? tk.statements.back() : tk.statements.front() - 1;
       for (std::size_t k = 0; k < count; ++k) {
         if (!in[k] || s.statements[k].invariant) continue;
-        if (recomputable(fn, s, p, static_cast<std::int32_t>(k), last_write, checked, d.pairs)) continue;
+        const auto at = static_cast<std::int32_t>(k);
+        if (recomputable(fn, s, p, at, extend_through_loops(regions, at, tk.statements.front(), last_write), checked,
+                         d.pairs))
+          continue;
         p.statement[k] = true;
         changed = true;
       }

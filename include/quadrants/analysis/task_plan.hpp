@@ -146,7 +146,7 @@ constexpr std::vector<std::int32_t> serial_runs(const kernel_structure& s) {
   std::int32_t start = -1;
   for (std::size_t k = 0; k < s.statements.size(); ++k) {
     const statement_info& st = s.statements[k];
-    if (st.parallel) {
+    if (st.parallel || st.mark) {  // a loop or a graph mark ends the run
       start = -1;
       continue;
     }
@@ -169,6 +169,10 @@ constexpr task_plan plan_whole_kernel(const ir::function& fn, const kernel_struc
   for (std::size_t k = 0; k < count; ++k) {
     const statement_info& st = s.statements[k];
     if (st.invariant) continue;  // recomputed wherever it is used
+    if (st.mark) {  // a graph mark: in no task, and the next statement starts a new one
+      in_serial_run = false;
+      continue;
+    }
     if (st.parallel || !in_serial_run) {
       plan.tasks.push_back({st.parallel, {}, s.construct_of[k]});
       if (!st.parallel && s.construct_of[k] < 0) plan.tasks.back().run = runs[k];

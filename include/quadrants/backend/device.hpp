@@ -53,6 +53,8 @@ struct device_traits {
                                       // nothing is compiled or cached on disk for it
   bool concurrent_compile = true;     // compile() may run on several threads at once (hipRTC cannot)
   bool always_checks_bounds = false;  // checks every access whatever check_out_of_bound says
+  bool concurrent_launches = false;   // launch() may run on several host threads at once (concurrent
+                                      // regions run on threads; else one after the other)
 };
 
 class device {

@@ -449,6 +449,18 @@ class emitter {
       }
       case ir::op::global_atomic: {
         auto [elem, guard] = element(i);
+        if (n.flags & ir::access::owned) {  // demoted: this iteration owns the element
+          const auto o = static_cast<ir::atomic_op>(n.sub);
+          const std::string updated = wrapping_arithmetic(n.type, o == ir::atomic_op::add ? "+" : "-", v(i), v(n.a));
+          if (guard.empty()) {
+            line(fmt::format("const {} {} = {};", type, v(i), elem));
+            line(fmt::format("{} = {};", elem, updated));
+          } else {
+            line(fmt::format("const {} {} = {} ? {} : ({})0;", type, v(i), guard, elem, type));
+            line(fmt::format("if ({}) {} = {};", guard, elem, updated));
+          }
+          break;
+        }
         auto call = fmt::format("{}(&{}, {})", atomic_helper(static_cast<ir::atomic_op>(n.sub)), elem, v(n.a));
         if (guard.empty()) line(fmt::format("const {} {} = {};", type, v(i), call));
         else line(fmt::format("const {} {} = {} ? {} : ({})0;", type, v(i), guard, call, type));
@@ -542,6 +554,7 @@ class emitter {
         line(fn_.at(n.a).code == ir::op::range_for && fn_.at(n.a).imm > 1 ? fmt::format("goto {};", break_label(n.a))
                                                                             : std::string("break;"));
         break;
+      case ir::op::graph_mark: throw internal_error("C++ emitter: a graph mark inside a task (marks are in no task)");
       case ir::op::print: {
         std::string format, args;
         for (std::int32_t k = 0; k < n.list_size; ++k) {

@@ -135,6 +135,7 @@ class lowering {
         b_.pop_block();
         break;
       }
+      case ir::op::graph_mark: throw internal_error("lowering: a graph mark inside a task (marks are in no task)");
       case ir::op::while_: {
         result = b_.while_();
         map_[static_cast<std::size_t>(i)] = result;

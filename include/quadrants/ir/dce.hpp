@@ -1,5 +1,6 @@
 // Dead-code elimination: removes statements whose results nothing observable uses.
-// Liveness flows from effects (stores, atomics, prints) back through operands.
+// Liveness flows from effects (stores, atomics, prints) back through operands; graph
+// marks (ir/graph_mark.hpp) structure the schedule and always stay.
 #pragma once
 
 #include <vector>
@@ -27,7 +28,7 @@ constexpr void eliminate_dead_code(function& fn) {
     work.push_back(i);
   };
   for (std::size_t i = 0; i < count; ++i)
-    if (reachable[i] && is_liveness_root(fn.nodes[i])) mark(static_cast<id>(i));
+    if (reachable[i] && (is_liveness_root(fn.nodes[i]) || fn.nodes[i].code == op::graph_mark)) mark(static_cast<id>(i));
   while (!work.empty()) {
     id i = work.back();
     work.pop_back();

@@ -52,7 +52,8 @@ inline constexpr id none = -1;
   X(random, 1, random_draw, 0) /* type: uniform [0,1) for floats, uniform bits for integers           */ \
   X(print, 0, output, 0)       /* list: node ids, or -2 - string index for text pieces                */ \
   X(break_, 0, control, 0)     /* a: the innermost enclosing loop (range_for or while_), which it leaves */ \
-  X(continue_, 0, control, 0)  /* a: the innermost enclosing loop, whose next iteration it starts     */
+  X(continue_, 0, control, 0)  /* a: the innermost enclosing loop, whose next iteration it starts     */ \
+  X(graph_mark, 0, control, 0) /* sub: graph_mark; top level only, in no task (ir/graph_mark.hpp)     */
 
 enum class op : std::uint8_t {
 #define QD_IR_ENUM(name, value, effect, invariant) name,
@@ -137,6 +138,9 @@ namespace access {
 inline constexpr std::uint8_t grad = 1;        // the parameter's gradient buffer
 inline constexpr std::uint8_t clamp = 2;       // indices clamped into the shape
 inline constexpr std::uint8_t is_volatile = 4; // qd::volatile_load: never removed or merged
+inline constexpr std::uint8_t compound = 8;    // global_atomic of `x[i] += v` in a parallel construct
+inline constexpr std::uint8_t owned = 16;      // ... that each iteration owns: a plain read-modify-write
+                                               // (analysis/atomic_demotion.hpp)
 }  // namespace access
 
 // Flags of range_for (qd::loop_config).

@@ -4,6 +4,7 @@
 #include <bit>
 
 #include "quadrants/detail/format.hpp"
+#include "quadrants/ir/graph_mark.hpp"
 #include "quadrants/ir/printer.hpp"
 #include "quadrants/ir/walk.hpp"
 
@@ -63,7 +64,8 @@ QD_FUNC std::string to_text(const function& fn) {
           break;
         case op::global_store: line += " " + place(n) + " <- " + ref(n.a); break;
         case op::global_atomic:
-          line += fmt::format(" {} {} <- {}", name(static_cast<atomic_op>(n.sub)), place(n), ref(n.a));
+          line += fmt::format(" {} {} <- {}{}", name(static_cast<atomic_op>(n.sub)), place(n), ref(n.a),
+                              (n.flags & access::owned) ? " owned" : "");
           break;
         case op::local_atomic:
           line += fmt::format(" {} {} <- {}", name(static_cast<atomic_op>(n.sub)), ref(n.a), ref(n.b));
@@ -81,6 +83,11 @@ QD_FUNC std::string to_text(const function& fn) {
           }
           break;
         case op::while_: break;  // its condition value is shown inside the condition block
+        case op::graph_mark:
+          line += fmt::format(" {}", name(mark_of(n)));
+          if (mark_of(n) == graph_mark::loop_begin) line += fmt::format(" flag #{}", n.param);
+          if (mark_of(n) == graph_mark::fork_begin) line += fmt::format(" {}", name(static_cast<fork_kind>(n.imm)));
+          break;
         case op::range_for:
           if (n.imm == 1) line += fmt::format(" {} .. {}", ref(n.a), ref(n.b));
           else line += fmt::format(" ndrange({})", indices(n));

@@ -7,6 +7,7 @@
 #include "quadrants/base/error.hpp"
 #include "quadrants/base/limits.hpp"
 #include "quadrants/detail/format.hpp"
+#include "quadrants/ir/graph_mark.hpp"
 #include "quadrants/ir/verify.hpp"
 #include "quadrants/ir/walk.hpp"
 
@@ -31,6 +32,7 @@ class verifier {
     if (fn_.node_block.size() != fn_.nodes.size() || fn_.block_owner.size() != fn_.blocks.size())
       invalid(fn_, none, "has block tables of the wrong size");
     walk(fn_, 0, [&](id i, int) { check(i); });
+    if (!graph_stack_.empty()) invalid(fn_, none, "leaves a do_while body or a fork open");
   }
 
  private:
@@ -226,11 +228,39 @@ class verifier {
           }
         }
         break;
+      case op::graph_mark: check_graph_mark(n, i); break;
+    }
+  }
+
+  // A mark is a top-level statement of a traced kernel, never part of a task; loop
+  // bodies and fork branches nest properly (graph_stack_ holds the open ones).
+  void check_graph_mark(const node& n, id i) {
+    if (stage_ != stage::traced) invalid(fn_, i, "is a graph mark inside a lowered task");
+    if (!fn_.is_top_level(i)) invalid(fn_, i, "is a graph mark below the top level");
+    switch (mark_of(n)) {
+      case graph_mark::loop_begin: {
+        const param_desc& p = param(n, i, true);
+        if (p.type != dtype::i32 || p.ndim != 0) invalid(fn_, i, "has a flag other than a 0-d i32 array");
+        graph_stack_.push_back(graph_mark::loop_begin);
+        break;
+      }
+      case graph_mark::fork_begin: graph_stack_.push_back(graph_mark::fork_begin); break;
+      case graph_mark::loop_end:
+        if (graph_stack_.empty() || graph_stack_.back() != graph_mark::loop_begin) invalid(fn_, i, "ends no do_while body");
+        graph_stack_.pop_back();
+        break;
+      case graph_mark::fork_next:
+      case graph_mark::fork_end:
+        if (graph_stack_.empty() || graph_stack_.back() != graph_mark::fork_begin) invalid(fn_, i, "is outside a fork");
+        if (mark_of(n) == graph_mark::fork_end) graph_stack_.pop_back();
+        break;
+      default: invalid(fn_, i, "has an unknown graph mark");
     }
   }
 
   const function& fn_;
   stage stage_;
+  std::vector<graph_mark> graph_stack_;
 };
 }  // namespace detail
 

@@ -154,7 +154,9 @@ QD_FUNC void emit_global_update(ir::binary_op o, const place& p, ir::id loaded, 
   auto& t = current_tracer();
   dtype elem = t.fn.params[static_cast<std::size_t>(p.param)].type;
   if (t.parallel_depth > 0 && (o == ir::binary_op::add || o == ir::binary_op::sub)) {
-    emit_global_atomic(o == ir::binary_op::add ? ir::atomic_op::add : ir::atomic_op::sub, p, value);
+    place compound = p;  // may be demoted to a plain update (analysis/atomic_demotion.hpp)
+    compound.flags = static_cast<std::uint8_t>(compound.flags | ir::access::compound);
+    emit_global_atomic(o == ir::binary_op::add ? ir::atomic_op::add : ir::atomic_op::sub, compound, value);
     return;
   }
   emit_global_store(p, emit_binary(o, elem, loaded, value));

@@ -33,6 +33,8 @@ class tracer {
   bool has_loop_config = false;
   std::int32_t loop_block_dim = 0;
   bool loop_serialize = false;
+  bool graph_kernel = false;   // qd::kernel(name, qd::graph::on, ...): do_while and graph::parallel allowed
+  std::vector<std::uint8_t> graph_open;  // open do_while bodies and forks (ir::graph_mark), innermost last
 
   bool at_top_level() const { return b.current_block() == 0; }
   // "kernel 'k', parameter 'x' (#0)" for error messages.

@@ -222,6 +222,8 @@ QD_FUNC settings resolve_settings(const config& c) {
   if (!s.remote_cache.empty()) cache::check_remote_options(remote_options_for(s));
   s.compile_timeout = pick(c.compile_timeout, "compile_timeout", "QD_COMPILE_TIMEOUT", int_in(0, max_compile_timeout),
                            600, overrides);
+  s.graph_max_iterations = pick(c.graph_max_iterations, "graph_max_iterations", "QD_GRAPH_MAX_ITERATIONS", as_u64,
+                                std::uint64_t{0}, overrides);
   // Fields set in code: the same ranges as their variables.
   auto check = [](const char* field, int value, int min, int max) {
     if (value < min || value > max)

@@ -46,6 +46,7 @@ struct config {
   std::optional<int> remote_cache_timeout_ms;              // default 100
   std::optional<bool> remote_cache_unauthenticated;        // opt out of the secret; default false
   std::optional<int> compile_timeout;                      // seconds a host compiler may run; 0: no limit; default 600
+  std::optional<std::uint64_t> graph_max_iterations;       // passes of one qd::graph::do_while; 0 (default): unlimited
 };
 
 // The configuration in effect: every field decided.
@@ -76,6 +77,7 @@ struct settings {
   int remote_cache_timeout_ms = 100;
   bool remote_cache_unauthenticated = false;
   int compile_timeout = 600;
+  std::uint64_t graph_max_iterations = 0;
 };
 
 // Starts the runtime (ending a previous one first). Throws qd::error for an

@@ -13,9 +13,13 @@
 #include <utility>
 #include <vector>
 
+#include "quadrants/lang/graph.hpp"
 #include "quadrants/lang/kernel_signature.hpp"
 #include "quadrants/runtime/dispatch.hpp"
+#include "quadrants/runtime/gradient.hpp"
+#include "quadrants/runtime/graph.hpp"
 #include "quadrants/runtime/ndarray.hpp"
+#include "quadrants/runtime/vec_ndarray.hpp"
 
 namespace qd {
 namespace detail {
@@ -76,7 +80,7 @@ launch_arg pack_argument(const A& a) {
       out.program_id = a.storage().program_id();
       out.bytes = a.storage().bytes();
       if (a.has_grad()) out.grad = a.grad().storage().data();
-      for (int d = 0; d < A::ndim; ++d) out.shape[d] = a.shape(d);
+      copy_launch_shape(out.shape, a);
     }
   } else {
     using T = typename P::value_type;
@@ -178,7 +182,52 @@ std::vector<std::string> kernel_param_names(std::vector<std::string> names) {
   return names;
 }
 
+// Packs a launch's arguments for the parameters of F, checked at compile time: one
+// launch_arg per kernel parameter (struct parameters flattened), then as many empty
+// slots as the kernel returns elements (return_arrays::pack fills them).
+template <class F, class... Args>
+auto pack_arguments(const Args&... args) {
+  constexpr auto params = parameter_types<F>();
+  static_assert(sizeof...(Args) == decltype(boost::hana::length(params))::value,
+                "wrong number of kernel arguments: pass one per kernel parameter");
+  std::array<launch_arg, flat_parameter_count<F>() + return_element_count<kernel_result_t<F>>> packed{};
+  launch_arg* next = packed.data();
+  boost::hana::unpack(params, [&](auto... p) { (pack_param<typename decltype(p)::type>(args, next), ...); });
+  return packed;
+}
+
 }  // namespace detail
+
+// kernel.grad: the adjoint of a kernel (SPEC §11.5), called with the forward
+// kernel's arguments. It accumulates into the .grad() buffers of the needs_grad
+// parameters, seeded from the outputs' .grad() buffers; it always runs whole.
+template <class F>
+class adjoint_kernel {
+ public:
+  explicit adjoint_kernel(std::shared_ptr<detail::kernel_state> forward) : forward_(std::move(forward)) {}
+
+  template <class... Args>
+  void operator()(const Args&... args) const {
+    auto packed = detail::pack_arguments<F>(args...);
+    using R = detail::kernel_result_t<F>;
+    if constexpr (detail::return_element_count<R> == 0) {
+      detail::launch(detail::adjoint_of(*forward_), packed.data(), packed.size());
+    } else {  // the forward kernel's result parameters: written, never returned
+      detail::return_arrays<R> out;
+      out.pack(packed.data() + detail::flat_parameter_count<F>());
+      detail::launch(detail::adjoint_of(*forward_), packed.data(), packed.size());
+    }
+  }
+  void compile() const { detail::compile(detail::adjoint_of(*forward_)); }
+  per_offload_observations per_offload_cache_observations() const {
+    return detail::observations(detail::adjoint_of(*forward_));
+  }
+  // The adjoint's IR as text (derived on first use).
+  std::string ir() const { return detail::kernel_ir_text(detail::adjoint_of(*forward_)); }
+
+ private:
+  std::shared_ptr<detail::kernel_state> forward_;
+};
 
 template <class F>
 class kernel {
@@ -191,24 +240,27 @@ class kernel {
                                          detail::kernel_param_descs<F>(),
                                          [body = std::move(body)](detail::tracer& t) { detail::trace_kernel(body, t); })) {}
 
-  // Launches the kernel: arrays as qd::ndarray, scalars as C++ numbers. A kernel that
-  // returns a value (SPEC §11.3) waits for it and returns it as a host value.
+  // A graph kernel (SPEC §11.6): qd::graph::do_while and qd::graph::parallel are allowed in it.
+  kernel(std::string name, graph::on_t, F body) : kernel(std::move(name), std::move(body)) {
+    detail::set_graph_kernel(*state_);
+  }
+  kernel(std::string name, std::vector<std::string> param_names, graph::on_t, F body)
+      : kernel(std::move(name), std::move(param_names), std::move(body)) {
+    detail::set_graph_kernel(*state_);
+  }
+
+  // Launches the kernel: arrays as qd::ndarray, scalars as C++ numbers, host structs for
+  // struct parameters. A kernel that returns a value (SPEC §11.3) waits for it and
+  // returns it as a host value.
   template <class... Args>
   auto operator()(const Args&... args) const {
-    constexpr auto params = detail::parameter_types<F>();
-    static_assert(sizeof...(Args) == decltype(boost::hana::length(params))::value,
-                  "wrong number of kernel arguments: pass one per kernel parameter");
+    auto packed = detail::pack_arguments<F>(args...);
     using R = detail::kernel_result_t<F>;
-    constexpr std::size_t results = detail::return_element_count<R>;
-    constexpr std::size_t flat = detail::flat_parameter_count<F>();
-    std::array<detail::launch_arg, flat + results> packed{};
-    detail::launch_arg* next = packed.data();
-    boost::hana::unpack(params, [&](auto... p) { (detail::pack_param<typename decltype(p)::type>(args, next), ...); });
-    if constexpr (results == 0) {
+    if constexpr (detail::return_element_count<R> == 0) {
       detail::launch(*state_, packed.data(), packed.size());
     } else {
       detail::return_arrays<R> out;
-      out.pack(next);
+      out.pack(packed.data() + detail::flat_parameter_count<F>());
       detail::launch(*state_, packed.data(), packed.size());
       return out.read();
     }
@@ -224,11 +276,19 @@ class kernel {
 
  private:
   std::shared_ptr<detail::kernel_state> state_;
+
+ public:
+  // The adjoint kernel: kernel.grad(args...) (SPEC §11.5).
+  adjoint_kernel<F> grad{state_};
 };
 
 template <class F>
 kernel(std::string, F) -> kernel<F>;
 template <class F>
 kernel(std::string, std::vector<std::string>, F) -> kernel<F>;
+template <class F>
+kernel(std::string, graph::on_t, F) -> kernel<F>;
+template <class F>
+kernel(std::string, std::vector<std::string>, graph::on_t, F) -> kernel<F>;
 
 }  // namespace qd

@@ -4,10 +4,12 @@
 #include "quadrants/base/error.hpp"
 #include "quadrants/base/limits.hpp"
 #include "quadrants/detail/format.hpp"
+#include "quadrants/analysis/atomic_demotion.hpp"
 #include "quadrants/ir/dce.hpp"
 #include "quadrants/ir/printer.hpp"
 #include "quadrants/ir/verify.hpp"
 #include "quadrants/lang/trace.hpp"
+#include "quadrants/runtime/graph.hpp"
 #include "quadrants/runtime/kernel_state.hpp"
 
 namespace qd::detail {
@@ -45,11 +47,14 @@ QD_FUNC void ensure_traced(kernel_state& k) {
     throw user_error(fmt::format("kernel '{}': {} parameter names given for {} parameters; name all or none",
                                  k.name, k.param_names.size(), k.params.size()));
   tracer t(k.name, k.param_names);
+  t.graph_kernel = k.graph;
   k.trace(t);
   ir::eliminate_dead_code(t.fn);
+  analysis::demote_owned_updates(t.fn);
   if constexpr (checked_build) ir::verify(t.fn, ir::stage::traced);
   k.ir = std::move(t.fn);
   k.structure = analysis::analyze_structure(k.ir);
+  check_graph_kernel(k);
   k.traced = true;
 }
 

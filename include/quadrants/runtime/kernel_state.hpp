@@ -31,6 +31,7 @@ struct variant {
   std::shared_ptr<backend::device> device;
   std::vector<std::shared_ptr<backend::loaded_module>> modules;
   std::vector<compiled_task> tasks;
+  std::vector<analysis::schedule_step> schedule;  // a graph kernel's tasks and marks; empty: the tasks in order
   void* temps = nullptr;
   // The temporaries buffer is one per variant, so launches of this variant from
   // several host threads take turns: 0 free, 1 in use, 2 in use with waiters.
@@ -55,7 +56,7 @@ struct compiled_kernel {
   std::atomic<variant*> whole_ready{nullptr};
 };
 
-class kernel_state {
+class kernel_state : public std::enable_shared_from_this<kernel_state> {
  public:
   std::string name;
   std::vector<std::string> param_names;
@@ -77,6 +78,10 @@ class kernel_state {
   std::atomic<std::uint64_t> runtime_fallbacks{0};
   std::atomic<bool> fallback_warned{false};
   bool unchecked_split = false;  // test-only: see force_unchecked_split
+  // kernel.grad: the adjoint kernel, made on first use from this kernel's IR (runtime/gradient.hpp).
+  std::once_flag adjoint_once;
+  std::shared_ptr<kernel_state> adjoint;
+  bool graph = false;            // qd::kernel(name, qd::graph::on, ...) (runtime/graph.hpp)
 };
 
 // "'x'" or "#2": how messages name a parameter.

@@ -10,6 +10,8 @@
 #include "quadrants/base/log.hpp"
 #include "quadrants/detail/format.hpp"
 #include "quadrants/lang/trace.hpp"
+#include "quadrants/runtime/gradient.hpp"
+#include "quadrants/runtime/graph.hpp"
 #include "quadrants/runtime/kernel_state.hpp"
 #include "quadrants/runtime/program.hpp"
 #include "quadrants/runtime/variant_choice.hpp"
@@ -60,14 +62,13 @@ class temps_turn {
   std::atomic<int>* state_;
 };
 
-QD_FUNC void run_variant(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
-                         const launch_arg* args) {
-  temps_turn turn(v);
-  std::uint64_t launch_no = p.next_launch();
-  backend::array_abi arrays[limits::max_kernel_params];
-  std::uint64_t scalars[limits::max_kernel_params];
-  std::int64_t error[5] = {0, 0, 0, 0, 0};
-  for (const compiled_task& t : v.tasks) {
+QD_FUNC void launch_task(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
+                         const compiled_task& t, const launch_arg* args, std::uint64_t launch_no,
+                         std::uint64_t pass, task_buffers& buffers) {
+  backend::array_abi* arrays = buffers.arrays;
+  std::uint64_t* scalars = buffers.scalars;
+  std::int64_t* error = buffers.error;
+  {
     const std::size_t n = t.param_map.size();
     for (std::size_t j = 0; j < n; ++j) {
       const auto kp = static_cast<std::size_t>(t.param_map[j]);
@@ -80,9 +81,10 @@ QD_FUNC void run_variant(const kernel_state& k, program& p, const compiled_kerne
         scalars[j] = a.scalar_bits;
       }
     }
+    // A do_while's later passes (pass > 0) draw from streams of their own.
     backend::launch_context ctx{arrays, scalars, n, static_cast<unsigned char*>(v.temps),
-                                mix_stream(p.config().random_seed, launch_no, t.rng_salt), error, c.bounds_checks, c.wide_bounds,
-                                t.block_dim};
+                                mix_stream(p.config().random_seed, launch_no, t.rng_salt + pass * 0x9e3779b97f4a7c15ull),
+                                error, c.bounds_checks, c.wide_bounds, t.block_dim};
     v.device->launch(t.entry, t.parallel, ctx);
     // The CPU and the reference backend always fill the record; a GPU brings it back
     // (a synchronization) when bounds checks are on or the kernel has wide loop bounds.
@@ -99,6 +101,18 @@ QD_FUNC void run_variant(const kernel_state& k, program& p, const compiled_kerne
                                      error[3], error[2], error[4]));
     }
   }
+}
+
+QD_FUNC void run_variant(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
+                         const launch_arg* args) {
+  temps_turn turn(v);
+  std::uint64_t launch_no = p.next_launch();
+  task_buffers buffers;
+  if (!v.schedule.empty()) {  // a graph kernel (runtime/graph.hpp)
+    run_schedule(k, p, c, v, args, launch_no, buffers);
+    return;
+  }
+  for (const compiled_task& t : v.tasks) launch_task(k, p, c, v, t, args, launch_no, 0, buffers);
 }
 
 // Loop indices are i32 and the analysis relies on extents in [0, 2^31) (qd::ndarray
@@ -164,6 +178,7 @@ QD_FUNC void launch(kernel_state& k, const launch_arg* args, std::size_t count) 
     }
   }
   run_variant(k, *p, *c, *v, args);
+  if (active_tape != nullptr) record_on_tape(k, args, count);
 }
 
 }  // namespace qd::detail

@@ -34,7 +34,7 @@ class cpu_device final : public device {
   }
 
   std::string_view name() const override { return "cpu"; }
-  device_traits traits() const override { return {}; }
+  device_traits traits() const override { return {.concurrent_launches = true}; }
   std::string target() const override {
 #if defined(__x86_64__)
     return "x86_64-linux";

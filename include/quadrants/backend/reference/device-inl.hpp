@@ -43,7 +43,9 @@ class interpreted_module final : public loaded_module {
 class reference_device final : public device {
  public:
   std::string_view name() const override { return "reference"; }
-  device_traits traits() const override { return {.runs_ir = true, .always_checks_bounds = true}; }
+  device_traits traits() const override {
+    return {.runs_ir = true, .always_checks_bounds = true, .concurrent_launches = true};
+  }
   std::string target() const override { return "reference-interpreter"; }
   std::string compiler_identity() const override { return "none"; }
   std::string code_options() const override { return ""; }

@@ -8,6 +8,7 @@
 #include <limits>
 #include <cstring>
 #include <type_traits>
+#include <unordered_map>
 
 #include "quadrants/backend/reference/interpreter.hpp"
 #include "quadrants/base/error.hpp"
@@ -218,7 +219,9 @@ class machine {
     for (const auto& r : reductions_)
       accumulators_.push_back(with_type(r.type, [&](auto tag) { return put(reduction_identity<typename decltype(tag)::type>(r.op)); }));
     const auto& body = fn_.block(ln.block0);
+    owners_.clear();
     for (std::int64_t k = 0; k < count; ++k) {
+      iteration_ = k;
       if (k > 0) run_prologue();  // each GPU thread evaluates the prologue itself
       std::int32_t ix[4] = {0, 0, 0, 0};
       if (rank == 1) {
@@ -616,6 +619,7 @@ class machine {
           value(i) = 0;
           break;
         }
+        if (n.flags & ir::access::owned) check_owner(n, p);
         value(i) = atomic_update(p, n.type, static_cast<ir::atomic_op>(n.sub), value(n.a));
         break;
       }
@@ -669,6 +673,7 @@ class machine {
       case ir::op::continue_: jump_ = i; break;  // unwinds to its loop (exec_block stops)
       case ir::op::random: value(i) = random(n.type); break;
       case ir::op::print: print(n); break;
+      case ir::op::graph_mark: throw internal_error("reference interpreter: a graph mark inside a task");
     }
   }
 
@@ -680,6 +685,21 @@ class machine {
   std::vector<cell> accumulators_;
   std::uint64_t rng_ = 0;
   bool in_body_ = false;
+  std::int64_t iteration_ = -1;                                   // of the parallel loop, while in it
+  std::unordered_map<const unsigned char*, std::int64_t> owners_;  // element -> iteration updating it
+
+  // A demoted update (access::owned) runs as the plain read-modify-write it compiles
+  // to; here each one also checks the analysis' claim that no other iteration of the
+  // loop updates the same element.
+  void check_owner(const ir::node& n, const unsigned char* p) {
+    if (!in_body_) return;
+    auto [it, fresh] = owners_.try_emplace(p, iteration_);
+    if (!fresh && it->second != iteration_)
+      throw internal_error(fmt::format("reference interpreter: an update of parameter #{} was demoted from atomic "
+                                       "(analysis/atomic_demotion.hpp), but iterations {} and {} both update one "
+                                       "element",
+                                       n.param, it->second, iteration_));
+  }
   ir::id jump_ = ir::none;  // a break_ or continue_ taken, until its loop consumes it
 };
 

@@ -1,0 +1,129 @@
+// Implementation of runtime/graph.hpp.
+#pragma once
+
+#include <exception>
+#include <optional>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "quadrants/analysis/fork.hpp"
+#include "quadrants/base/error.hpp"
+#include "quadrants/detail/format.hpp"
+#include "quadrants/ir/graph_mark.hpp"
+#include "quadrants/runtime/graph.hpp"
+#include "quadrants/runtime/kernel_state.hpp"
+#include "quadrants/runtime/program.hpp"
+
+namespace qd::detail {
+
+QD_FUNC void set_graph_kernel(kernel_state& k) { k.graph = true; }
+
+QD_FUNC void check_graph_kernel(const kernel_state& k) {
+  if (!ir::has_graph_marks(k.ir)) return;
+  const std::vector<analysis::graph_region> regions = analysis::graph_regions(k.ir, k.structure);
+  const std::optional<analysis::fork_conflict> conflict = analysis::find_fork_conflict(k.ir, k.structure, regions);
+  if (!conflict) return;
+  const analysis::graph_region& r = regions[static_cast<std::size_t>(conflict->region)];
+  const ir::node& w = k.ir.at(conflict->write_a);
+  throw user_error(fmt::format("kernel '{}': branches {} and {} of a {} both write the same elements of {}{}; "
+                               "branches run at once, so this is a race. Write disjoint elements (disjoint parts of "
+                               "one array are fine), or run the writes one after the other",
+                               k.name, conflict->branch_a + 1, conflict->branch_b + 1, ir::name(r.fork),
+                               param_label(k, static_cast<std::size_t>(w.param)),
+                               (w.flags & ir::access::grad) ? "'s gradient" : ""));
+}
+
+QD_FUNC std::string concurrent_detail(const kernel_state& k) {
+  for (const analysis::graph_region& r : analysis::graph_regions(k.ir, k.structure))
+    if (!r.loop)
+      return fmt::format("a {} with {} branches runs them at once, so the kernel stays one unit", ir::name(r.fork),
+                         r.branches.size());
+  return std::string(describe(fallback_reason::concurrent));
+}
+
+// The branches of the fork whose fork_begin is step `begin`: on threads of their own
+// when the backend launches from several threads, else one after the other.
+QD_FUNC void run_fork(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
+                      const launch_arg* args, std::uint64_t launch_no, std::uint64_t pass, std::size_t begin,
+                      task_buffers& buffers) {
+  const std::size_t end = static_cast<std::size_t>(v.schedule[begin].jump);
+  auto run_branch = [&](std::size_t from, std::size_t to, task_buffers& b) {
+    for (std::size_t i = from; i < to; ++i)
+      launch_task(k, p, c, v, v.tasks[static_cast<std::size_t>(v.schedule[i].task)], args, launch_no, pass, b);
+  };
+  std::vector<std::pair<std::size_t, std::size_t>> branches;  // [from, to) of task steps
+  for (std::size_t i = begin; i < end; ++i)
+    if (!v.schedule[i].is_task) branches.push_back({i + 1, i + 1});
+  for (auto& [from, to] : branches)
+    while (to < end && v.schedule[to].is_task) ++to;
+  if (branches.size() < 2 || !v.device->traits().concurrent_launches) {
+    for (const auto& [from, to] : branches) run_branch(from, to, buffers);
+    return;
+  }
+  std::vector<std::exception_ptr> failures(branches.size());
+  std::vector<std::thread> threads;
+  for (std::size_t b = 1; b < branches.size(); ++b)
+    threads.emplace_back([&, b] {
+      try {
+        task_buffers own;
+        run_branch(branches[b].first, branches[b].second, own);
+      } catch (...) {
+        failures[b] = std::current_exception();
+      }
+    });
+  try {
+    run_branch(branches[0].first, branches[0].second, buffers);
+  } catch (...) {
+    failures[0] = std::current_exception();
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& f : failures)
+    if (f) std::rethrow_exception(f);
+}
+
+QD_FUNC void run_schedule(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
+                          const launch_arg* args, std::uint64_t launch_no, task_buffers& buffers) {
+  const std::uint64_t max_passes = p.config().graph_max_iterations;
+  std::uint64_t passes[ir::max_graph_nesting] = {};  // per open do_while: the passes it has run
+  int depth = 0;
+  std::uint64_t pass = 0;  // repeated passes so far, over every do_while of the launch
+  const std::size_t steps = v.schedule.size();
+  for (std::size_t i = 0; i < steps; ++i) {
+    const analysis::schedule_step& st = v.schedule[i];
+    if (st.is_task) {
+      launch_task(k, p, c, v, v.tasks[static_cast<std::size_t>(st.task)], args, launch_no, pass, buffers);
+      continue;
+    }
+    switch (st.mark) {
+      case ir::graph_mark::loop_begin: passes[depth++] = 1; break;
+      case ir::graph_mark::loop_end: {
+        // The host loop: the flag is read back after each pass (a GPU synchronizes here).
+        std::int32_t flag = 0;
+        v.device->copy_to_host(&flag, args[static_cast<std::size_t>(st.flag)].data, sizeof flag);
+        if (flag == 0) {
+          --depth;
+          break;
+        }
+        if (max_passes != 0 && passes[depth - 1] >= max_passes)
+          throw user_error(fmt::format("kernel '{}': a qd::graph::do_while ran {} passes (graph_max_iterations) and "
+                                       "its flag {} is still {}; clear the flag to end the loop, or raise "
+                                       "graph_max_iterations (QD_GRAPH_MAX_ITERATIONS; 0 = unlimited)",
+                                       k.name, passes[depth - 1], param_label(k, static_cast<std::size_t>(st.flag)),
+                                       flag));
+        ++passes[depth - 1];
+        ++pass;
+        i = static_cast<std::size_t>(st.jump);  // the step after the loop's begin comes next
+        break;
+      }
+      case ir::graph_mark::fork_begin:
+        run_fork(k, p, c, v, args, launch_no, pass, i, buffers);
+        i = static_cast<std::size_t>(st.jump);  // its fork_end
+        break;
+      case ir::graph_mark::fork_next:
+      case ir::graph_mark::fork_end: break;
+    }
+  }
+}
+
+}  // namespace qd::detail
