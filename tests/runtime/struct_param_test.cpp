@@ -3,7 +3,9 @@
 // keys, the run-time checks and messages. Checked against plain C++.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -160,6 +162,74 @@ TEST_CASE("two members bound to one array: the run-time check sees each member, 
   CHECK(k.per_offload_cache_observations().runtime_fallbacks == 1);
 #if defined(__GNUC__) && !defined(__clang__)
   CHECK(logs.count(qd::log_level::warn, "parameters 'pr.a' and 'pr.b' share a buffer") == 1);
+#endif
+  qd::reset();
+}
+
+namespace {
+struct cloud_view {  // SPEC §11.2's example: arrays of qd::vec3f in a struct
+  qd::types::ndarray<qd::vec3f, 1> pos, vel;
+  qd::f32 mass;
+};
+struct cloud {
+  qd::ndarray<qd::vec3f, 1> pos, vel;
+  float mass;
+};
+struct energy_view {  // autodiff through struct members
+  qd::types::ndarray<float, 1, qd::needs_grad> x;
+  qd::types::ndarray<float, 0, qd::needs_grad> e;
+};
+struct energy_host {
+  qd::ndarray<float, 1> x;
+  qd::ndarray<float, 0> e;
+};
+}  // namespace
+
+TEST_CASE("SPEC §11.2's drift with qd::vec3f arrays, and a gradient through struct members") {
+  qd::init({.arch = qd::arch::cpu});
+  auto drift = qd::kernel("drift", [](cloud_view p, qd::f32 dt) {
+    qd::range_for(p.pos.shape(0), [&](qd::i32 i) { p.pos[i] = p.pos[i] + p.vel[i] * dt; });
+  });
+  const int n = 10;
+  cloud ps{qd::ndarray<qd::vec3f, 1>(n), qd::ndarray<qd::vec3f, 1>(n), 1.0f};
+  std::vector<std::array<float, 3>> x, v;
+  for (int i = 0; i < n; ++i) {
+    const auto f = static_cast<float>(i);
+    x.push_back({f, 2.0f * f, -f});
+    v.push_back({1.0f, -0.5f, 0.25f * f});
+  }
+  ps.pos.from_host(std::span<const std::array<float, 3>>(x));
+  ps.vel.from_host(std::span<const std::array<float, 3>>(v));
+  drift(ps, 0.01f);
+  auto got = ps.pos.to_host();
+  for (std::size_t i = 0; i < x.size(); ++i)
+    for (std::size_t c = 0; c < 3; ++c) CHECK(got[i][c] == x[i][c] + v[i][c] * 0.01f);
+
+  auto energy = qd::kernel("energy", [](energy_view s) {
+    qd::range_for(s.x.shape(0), [&](qd::i32 i) { s.e() += s.x[i] * s.x[i]; });
+  });
+  {  // a member without the gradient buffer its kernel member needs: named by position and member
+    energy_host bad{qd::ndarray<float, 1>(n), qd::ndarray<float, 0>(qd::needs_grad)};
+    CHECK_THROWS_WITH_AS(energy(bad), Contains("kernel 'energy'"), qd::user_error);
+#if defined(__GNUC__) && !defined(__clang__)
+    CHECK_THROWS_WITH_AS(energy(bad), Contains("parameter '#0.x' (#0, ndarray<f32, 1, needs_grad>)"), qd::user_error);
+#endif
+  }
+  energy_host h{qd::ndarray<float, 1>(n, qd::needs_grad), qd::ndarray<float, 0>(qd::needs_grad)};
+  std::vector<float> hx;
+  for (int i = 0; i < n; ++i) hx.push_back(static_cast<float>(i) - 3.0f);
+  h.x.from_host(hx);
+  energy(h);
+  h.e.grad().fill(1.0f);
+  energy.grad(h);
+  auto g = h.x.grad().to_host();
+  for (int i = 0; i < n; ++i) CHECK(g[static_cast<std::size_t>(i)] == 2.0f * hx[static_cast<std::size_t>(i)]);
+  qd::reset();
+  // Arrays of an ended program: the member is named.
+  qd::init({.arch = qd::arch::cpu});
+  CHECK_THROWS_WITH_AS(drift(ps, 0.01f), Contains("created before qd::reset()"), qd::user_error);
+#if defined(__GNUC__) && !defined(__clang__)
+  CHECK_THROWS_WITH_AS(drift(ps, 0.01f), Contains("parameter '#0.pos'"), qd::user_error);
 #endif
   qd::reset();
 }
