@@ -97,6 +97,8 @@ inline std::vector<compiled_kernel_result> compile_suite_kernels() {
   add("vec_elements", k::vec_elements());
   add("mixed_updates", k::mixed_updates());
   add("loop_control", k::loop_control());
+  add("returns", k::returns());
+  add("struct_step", k::struct_step());
   add("adjoint_chain", k::adjoint_chain());
   add("adjoint_chain.grad", k::adjoint_chain().grad);  // an adjoint: always whole (autodiff)
   add("graph_loops", k::graph_loops());

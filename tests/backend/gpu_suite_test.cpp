@@ -572,6 +572,48 @@ TEST_CASE_TEMPLATE("suite: break_ and continue_ in every kind of loop, a seriali
   }
 }
 
+TEST_CASE_TEMPLATE("suite: a kernel returns a tuple of a reduction, a maximum and a count, whole and split", A, on_cpu,
+                   on_reference, on_cuda, on_amdgpu) {
+  for (auto mode : {qd::per_offload_mode::off, qd::per_offload_mode::on}) {
+    CAPTURE(mode);
+    if (!start<A>({.per_offload = mode})) return;
+    auto k = kernels::returns();
+    const std::int64_t n = 777;
+    std::vector<float> h;
+    for (std::int64_t i = 0; i < n; ++i) h.push_back(static_cast<float>((i * 37) % 23) * 0.5f - 4.0f);
+    qd::ndarray<float, 1> x(n);
+    x.from_host(h);
+    auto [sum, top, positive] = k(x);
+    float want_sum = 0.0f, want_top = -1e30f;
+    std::int32_t want_positive = 0;
+    for (float v : h) want_sum += v, want_top = std::max(want_top, v), want_positive += v > 0.0f;
+    CHECK(sum == want_sum);  // multiples of 0.5 of small magnitude: exact in any order
+    CHECK(top == want_top);
+    CHECK(positive == want_positive);
+    qd::reset();
+  }
+}
+
+TEST_CASE_TEMPLATE("suite: a nested struct parameter matched member by member with a host struct", A, on_cpu, on_reference,
+                   on_cuda, on_amdgpu) {
+  if (!start<A>()) return;
+  auto k = kernels::struct_step();
+  const std::int64_t n = 300;
+  std::vector<float> x, v;
+  for (std::int64_t i = 0; i < n; ++i) x.push_back(static_cast<float>(i % 11) * 0.5f), v.push_back(static_cast<float>(i % 5) - 2.0f);
+  kernels::body_host b{qd::ndarray<float, 1>(n), qd::ndarray<float, 1>(n), {4.0f, 2.0f}};
+  b.x.from_host(x);
+  b.v.from_host(v);
+  k(b, 0.125f);
+  auto gx = b.x.to_host(), gv = b.v.to_host();
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const float nv = v[i] - 4.0f * (x[i] - 2.0f) * 0.125f;  // the same operations, in the same order
+    CHECK(gv[i] == doctest::Approx(nv).epsilon(1e-6));
+    CHECK(gx[i] == doctest::Approx(x[i] + nv * 0.125f).epsilon(1e-6));
+  }
+  qd::reset();
+}
+
 TEST_CASE_TEMPLATE("suite: a loop bound beyond qd::i32 fails the launch and runs no iteration, instead of wrapping", A,
                    on_cpu, on_reference, on_cuda, on_amdgpu) {
   for (auto mode : {qd::per_offload_mode::off, qd::per_offload_mode::on}) {

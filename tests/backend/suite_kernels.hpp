@@ -822,6 +822,46 @@ inline auto loop_control() {
       });
 }
 
+// A kernel returning a tuple (SPEC §11.3): a reduction (carried to the final store
+// when split), a maximum and a count.
+inline auto returns() {
+  return qd::kernel("returns", {"x"}, [](qd::types::ndarray<float, 1> x) {
+    qd::var<float> s = 0.0f, top = -1e30f;
+    qd::var<std::int32_t> positive = 0;
+    qd::range_for(x.shape(0), [&](qd::i32 i) {
+      s += x[i];
+      qd::atomic_max(top, x[i]);
+      qd::if_(x[i] > 0.0f, [&] { positive += 1; });
+    });
+    return std::tuple{qd::f32(s), qd::f32(top), qd::i32(positive)};
+  });
+}
+
+// Struct parameters (SPEC §11.2): a nested kernel struct, matched by a host struct.
+struct spring_view {
+  qd::f32 k, rest;
+};
+struct body_view {
+  qd::types::ndarray<float, 1> x, v;
+  spring_view spring;
+};
+struct spring_host {
+  float k, rest;
+};
+struct body_host {
+  qd::ndarray<float, 1> x, v;
+  spring_host spring;
+};
+
+inline auto struct_step() {
+  return qd::kernel("struct_step", {"b", "dt"}, [](body_view b, qd::f32 dt) {
+    qd::range_for(b.x.shape(0), [&](qd::i32 i) {
+      b.v[i] = b.v[i] - b.spring.k * (b.x[i] - b.spring.rest) * dt;
+      b.x[i] = b.x[i] + b.v[i] * dt;
+    });
+  });
+}
+
 // What loop_control leaves, from arrays filled with -7: per element count, first, spins,
 // hits and prefix, then total, then the grid row-major.
 struct loop_control_result {

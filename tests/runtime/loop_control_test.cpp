@@ -3,6 +3,7 @@
 // with both jumps, on every arch: tests/backend/gpu_suite_test.cpp ("break_ and continue_").
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -57,6 +58,44 @@ TEST_CASE("a serialized top-level loop runs in order: plain updates, a break_, a
     CHECK(k.per_offload_cache_observations().frontend_constructs_total == 2);
     qd::reset();
   }
+}
+
+TEST_CASE("a serialized loop without a store, whose result a later loop reads: whole and split agree with C++") {
+  for (qd::arch arch : {qd::arch::cpu, qd::arch::reference})
+    for (auto mode : {qd::per_offload_mode::off, qd::per_offload_mode::on}) {
+      CAPTURE(arch);
+      CAPTURE(mode);
+      qd::init({.arch = arch, .per_offload = mode});
+      auto k = qd::kernel("scan_then_use", {"x", "y"},
+                          [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 1> y) {
+                            qd::var<std::int32_t> run = 0, longest = 0;
+                            qd::range_for(x.shape(0), qd::loop_config{.serialize = true}, [&](qd::i32 i) {
+                              qd::if_(x[i] == 0, [&] {
+                                run = 0;
+                                qd::continue_();
+                              });
+                              run += 1;
+                              longest = qd::max(longest, run);
+                            });
+                            qd::range_for(y.shape(0), [&](qd::i32 i) { y[i] = longest * 100 + i; });
+                          });
+      std::vector<std::int32_t> xs = {1, 1, 0, 1, 1, 1, 0, 0, 1, 1, 1, 1, 0, 1};
+      std::int32_t run = 0, longest = 0;
+      for (std::int32_t v : xs) {
+        if (v == 0) {
+          run = 0;
+          continue;
+        }
+        ++run;
+        longest = std::max(longest, run);
+      }
+      qd::ndarray<std::int32_t, 1> x(static_cast<std::int64_t>(xs.size())), y(5);
+      x.from_host(xs);
+      k(x, y);
+      CHECK(y.to_host() == std::vector<std::int32_t>{longest * 100, longest * 100 + 1, longest * 100 + 2,
+                                                      longest * 100 + 3, longest * 100 + 4});
+      qd::reset();
+    }
 }
 
 TEST_CASE("a loop containing break_ and continue_ is still one construct, and block_dim is recorded in the IR") {

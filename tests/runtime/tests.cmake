@@ -6,6 +6,8 @@ qd_add_test(runtime threads)  # several host threads at once; also run under Thr
 qd_add_test(runtime fork)     # a child of fork() launching kernels (not under ThreadSanitizer)
 qd_add_test(runtime config)   # where a bad setting came from; qd::init_best_available
 qd_add_test(runtime loop_control)  # qd::loop_config, qd::break_, qd::continue_ (SPEC §11.4)
+qd_add_test(runtime return_value)  # kernels returning values (SPEC §11.3)
+qd_add_test(runtime struct_param)  # struct parameters (SPEC §11.2)
 
 # Per-offload caching and the offline cache from the user's side; both run
 # kernel_worker in separate processes sharing a cache directory.

@@ -15,7 +15,9 @@
 #include <utility>
 #include <vector>
 
+#include "quadrants/lang/kernel_return.hpp"
 #include "quadrants/lang/ndarray_param.hpp"
+#include "quadrants/lang/struct_param.hpp"
 
 namespace qd::detail {
 
@@ -66,75 +68,44 @@ struct param_traits<expr<T>> {
   static expr<T> make(std::int32_t index) { return expr<T>::from_id(emit_arg(index)); }
 };
 
-// How many IR parameters a kernel parameter takes: one, or one per component of a
-// vector or matrix (whose traits then list `descs` and name each component).
-template <class P>
-constexpr int ir_param_count() {
-  if constexpr (requires { param_traits<P>::count; }) return param_traits<P>::count;
-  else return 1;
-}
-
-template <class P>
-void append_descs(std::vector<ir::param_desc>& out) {
-  if constexpr (requires { param_traits<P>::descs; }) out.insert(out.end(), param_traits<P>::descs.begin(), param_traits<P>::descs.end());
-  else out.push_back(param_traits<P>::desc);
-}
-
-// The first IR parameter of each kernel parameter.
-template <class F>
-constexpr auto first_ir_params() {
-  return hana::unpack(parameter_types<F>(), [](auto... t) {
-    std::array<std::int32_t, sizeof...(t)> first{};
-    std::int32_t next = 0;
-    std::size_t k = 0;
-    ((first[k++] = next, next += ir_param_count<typename decltype(t)::type>()), ...);
-    return first;
-  });
-}
-
-// Parameter names, one per IR parameter: a vector or matrix parameter's name is
-// repeated per component ("g[1]", "m(0, 2)"). Any other count is passed on unchanged
-// for the kernel to report.
-template <class F>
-std::vector<std::string> ir_param_names(std::vector<std::string> names) {
-  constexpr std::size_t params = decltype(hana::length(parameter_types<F>()))::value;
-  if (names.size() != params) return names;
-  std::vector<std::string> out;
-  std::size_t k = 0;
-  hana::unpack(parameter_types<F>(), [&](auto... t) {
-    auto add = [&]<class P>(hana::basic_type<P>) {
-      if constexpr (requires { param_traits<P>::descs; }) {
-        for (int c = 0; c < param_traits<P>::count; ++c) out.push_back(param_traits<P>::component_name(names[k], c));
-      } else {
-        out.push_back(names[k]);
-      }
-      ++k;
-    };
-    (add(t), ...);
-  });
-  return out;
-}
-
+// Every parameter a parameter type or a struct of them (lang/struct_param.hpp).
 template <class F>
 constexpr bool valid_parameters() {
-  return boost::hana::unpack(parameter_types<F>(),
-                             [](auto... t) { return (param_traits<typename decltype(t)::type>::valid && ...); });
+  return boost::hana::unpack(parameter_types<F>(), [](auto... t) { return (valid_param<typename decltype(t)::type>() && ...); });
+}
+
+// The kernel parameters the lambda's parameters flatten into (structs into their members).
+template <class F>
+constexpr std::size_t flat_parameter_count() {
+  return boost::hana::unpack(parameter_types<F>(), [](auto... t) { return (std::size_t{0} + ... + leaf_count<typename decltype(t)::type>()); });
 }
 
 template <class F>
 std::vector<ir::param_desc> parameter_descs() {
   static_assert(valid_parameters<F>(),
-                "a kernel parameter must be qd::types::ndarray<T, N[, qd::needs_grad]> or a scalar type such as "
-                "qd::f32 or qd::i32 (plain C++ types are not kernel parameters)");
+                "a kernel parameter must be qd::types::ndarray<T, N[, qd::needs_grad]>, a scalar type such as "
+                "qd::f32 or qd::i32, a qd::vec / qd::mat, or a struct (an aggregate, at most 16 members) of them (plain C++ types are not "
+                "kernel parameters)");
   if constexpr (valid_parameters<F>()) {
-    return hana::unpack(parameter_types<F>(), [](auto... t) {
-      std::vector<ir::param_desc> out;
-      (append_descs<typename decltype(t)::type>(out), ...);
-      return out;
-    });
+    std::vector<ir::param_desc> descs;
+    hana::unpack(parameter_types<F>(), [&](auto... t) { (append_param_descs<typename decltype(t)::type>(descs), ...); });
+    return descs;
   } else {
     return {};
   }
+}
+
+// The lambda's return type (void, or a type of lang/kernel_return.hpp).
+template <class F>
+using kernel_result_t = std::remove_cvref_t<typename call_operator<decltype(&std::remove_cvref_t<F>::operator())>::result>;
+
+// The kernel's parameters: the lambda's, then one hidden 0-d array per returned element.
+template <class F>
+std::vector<ir::param_desc> kernel_param_descs() {
+  check_return_type<kernel_result_t<F>>();
+  std::vector<ir::param_desc> descs = parameter_descs<F>();
+  if constexpr (return_traits<kernel_result_t<F>>::valid) append_return_descs<kernel_result_t<F>>(descs);
+  return descs;
 }
 
 // Runs `f` with symbolic arguments while `t` records its IR.
@@ -142,14 +113,18 @@ template <class F>
 void trace_kernel(const F& f, tracer& t) {
   if constexpr (valid_parameters<F>()) {  // else parameter_descs reports the error
     trace_scope scope(t);
-    for (const ir::param_desc& d : parameter_descs<F>()) t.b.add_param(d);
+    for (const ir::param_desc& d : kernel_param_descs<F>()) t.b.add_param(d);
     hana::unpack(parameter_types<F>(), [&](auto... types) {
-      [&]<std::size_t... I>(std::index_sequence<I...>) {
-        // Braced initialization evaluates left to right: parameters are numbered in order.
-        constexpr auto first = first_ir_params<F>();
-        hana::tuple<typename decltype(types)::type...> args{param_traits<typename decltype(types)::type>::make(first[I])...};
-        hana::unpack(args, [&](auto&... a) { f(a...); });
-      }(std::index_sequence_for<decltype(types)...>{});
+      // Braced initialization evaluates left to right: parameters are numbered in order.
+      std::int32_t next = 0;
+      hana::tuple<typename decltype(types)::type...> args{make_param<typename decltype(types)::type>(next)...};
+      using R = kernel_result_t<F>;
+      hana::unpack(args, [&](auto&... a) {
+        if constexpr (std::is_void_v<R> || !return_traits<R>::valid)
+          f(a...);
+        else
+          store_return_value<R>(f(a...), next);
+      });
     });
   }
 }

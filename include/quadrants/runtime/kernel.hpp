@@ -101,45 +101,109 @@ launch_arg pack_argument(const A& a) {
   return out;
 }
 
-// Packs argument `a` for kernel parameter type P into ir_param_count<P>() launch
-// arguments; a vector or matrix parameter takes its host value (std::array, nested
-// for matrices) component by component, each checked as a scalar argument.
+// Packs argument `a` for parameter type P, a struct parameter member by member (the
+// host struct matches the kernel struct in order, checked here at compile time), a
+// vector or matrix parameter component by component from its host value (std::array,
+// nested for matrices), each checked as a scalar argument.
 template <class P, class A>
-std::size_t pack_into(const A& a, launch_arg* out) {
+void pack_param(const A& a, launch_arg*& out) {
   if constexpr (requires { param_traits<P>::descs; }) {
     static_assert(param_traits<P>::template accepts_host<A>,
                   "kernel argument mismatch: a qd::vec<T, N> parameter takes a std::array<T, N>, a qd::mat<T, R, C> "
                   "parameter a std::array<std::array<T, C>, R>");
     using S = expr<typename param_traits<P>::scalar>;
-    std::size_t k = 0;
-    if constexpr (requires { param_traits<P>::template accepts_host<A>; } && param_traits<P>::template accepts_host<A>)
-      param_traits<P>::for_each_component(a, [&](const auto& x) { out[k++] = pack_argument<S>(x); });
-    return k;
+    if constexpr (param_traits<P>::template accepts_host<A>)
+      param_traits<P>::for_each_component(a, [&](const auto& x) { *out++ = pack_argument<S>(x); });
+  } else if constexpr (param_traits<P>::valid) {
+    *out++ = pack_argument<P>(a);
   } else {
-    *out = pack_argument<P>(a);
-    return 1;
+    static_assert(reflectable_struct<A>,
+                  "kernel argument mismatch: this parameter is a struct; pass a host struct (an aggregate) whose "
+                  "members match the kernel struct's in order (qd::ndarray for qd::types::ndarray, C++ numbers for "
+                  "scalars, host structs for nested structs)");
+    if constexpr (reflectable_struct<A>) {
+      static_assert(member_count<A>() == member_count<P>(),
+                    "kernel argument mismatch: the host struct has another number of members than the kernel struct; "
+                    "they must match member by member, in order");
+      if constexpr (member_count<A>() == member_count<P>()) {
+        const auto host = tie_members(a);
+        [&]<std::size_t... I>(std::index_sequence<I...>) {
+          (pack_param<member_type<P, I>>(std::get<I>(host), out), ...);
+        }(std::make_index_sequence<member_count<P>()>{});
+      }
+    }
   }
 }
 
+// The hidden result arrays of a kernel returning R (lang/kernel_return.hpp): one 0-d
+// array per element, allocated in the current program for one call.
+template <class R>
+class return_arrays {
+  using elements = typename return_traits<R>::elements;
+  template <class E>
+  using array_of = ndarray<return_storage_t<E>, 0>;
+  template <class Tuple> struct arrays_for;
+  template <class... E> struct arrays_for<std::tuple<E...>> {
+    using type = std::tuple<array_of<E>...>;
+  };
+
+ public:
+  static constexpr std::size_t count = std::tuple_size_v<elements>;
+  void pack(launch_arg* out) const {
+    std::apply([&](const auto&... a) { ((*out++ = pack_argument<types::ndarray<typename std::remove_cvref_t<decltype(a)>::value_type, 0>>(a)), ...); },
+               arrays_);
+  }
+  // Reads every element back (waits for the launch) and assembles the host value.
+  typename return_traits<R>::host_type read() const {
+    elements values = [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return elements{static_cast<std::tuple_element_t<I, elements>>(std::get<I>(arrays_).to_host()[0])...};
+    }(std::make_index_sequence<count>{});
+    return return_traits<R>::assemble(values);
+  }
+
+ private:
+  typename arrays_for<elements>::type arrays_;
+};
+
+// One name per kernel parameter: the given names (one per lambda parameter), struct
+// members as "<name>.<member>" ("#<position>.<member>" when the kernel names none),
+// then the hidden result parameters'.
 template <class F>
-constexpr std::size_t ir_param_total() {
-  return boost::hana::unpack(parameter_types<F>(), [](auto... t) {
-    return (std::size_t{0} + ... + static_cast<std::size_t>(ir_param_count<typename decltype(t)::type>()));
-  });
+std::vector<std::string> kernel_param_names(std::vector<std::string> names) {
+  constexpr auto params = parameter_types<F>();
+  constexpr std::size_t count = decltype(boost::hana::length(params))::value;
+  if constexpr (flat_parameter_count<F>() != count) {  // a struct parameter
+    if (names.empty() || names.size() == count) {
+      std::vector<std::string> flat;
+      boost::hana::unpack(params, [&](auto... p) {
+        std::size_t k = 0;
+        auto base = [&] {
+          if (!names.empty()) return names[k];
+          std::string s(1, '#');
+          s += std::to_string(k);
+          return s;
+        };
+        ((append_param_names<typename decltype(p)::type>(param_traits<typename decltype(p)::type>::valid && names.empty() ? std::string() : base(), flat), ++k), ...);
+      });
+      names = std::move(flat);
+    }
+  }
+  if constexpr (return_traits<kernel_result_t<F>>::valid)
+    append_return_names(names, return_element_count<kernel_result_t<F>>);
+  return names;
 }
 
 // Packs a launch's arguments for the parameters of F, checked at compile time: one
-// launch argument per IR parameter (a vector or matrix parameter takes several).
+// launch_arg per kernel parameter (struct parameters flattened), then as many empty
+// slots as the kernel returns elements (return_arrays::pack fills them).
 template <class F, class... Args>
-std::array<launch_arg, ir_param_total<F>()> pack_arguments(const Args&... args) {
+auto pack_arguments(const Args&... args) {
   constexpr auto params = parameter_types<F>();
   static_assert(sizeof...(Args) == decltype(boost::hana::length(params))::value,
                 "wrong number of kernel arguments: pass one per kernel parameter");
-  std::array<launch_arg, ir_param_total<F>()> packed{};
-  boost::hana::unpack(params, [&](auto... p) {
-    std::size_t k = 0;
-    ((k += pack_into<typename decltype(p)::type>(args, packed.data() + k)), ...);
-  });
+  std::array<launch_arg, flat_parameter_count<F>() + return_element_count<kernel_result_t<F>>> packed{};
+  launch_arg* next = packed.data();
+  boost::hana::unpack(params, [&](auto... p) { (pack_param<typename decltype(p)::type>(args, next), ...); });
   return packed;
 }
 
@@ -156,7 +220,14 @@ class adjoint_kernel {
   template <class... Args>
   void operator()(const Args&... args) const {
     auto packed = detail::pack_arguments<F>(args...);
-    detail::launch(detail::adjoint_of(*forward_), packed.data(), packed.size());
+    using R = detail::kernel_result_t<F>;
+    if constexpr (detail::return_element_count<R> == 0) {
+      detail::launch(detail::adjoint_of(*forward_), packed.data(), packed.size());
+    } else {  // the forward kernel's result parameters: written, never returned
+      detail::return_arrays<R> out;
+      out.pack(packed.data() + detail::flat_parameter_count<F>());
+      detail::launch(detail::adjoint_of(*forward_), packed.data(), packed.size());
+    }
   }
   void compile() const { detail::compile(detail::adjoint_of(*forward_)); }
   per_offload_observations per_offload_cache_observations() const {
@@ -176,8 +247,8 @@ class kernel {
 
   // Parameter names make error messages and logs clearer: {"x", "out"}.
   kernel(std::string name, std::vector<std::string> param_names, F body)
-      : state_(detail::make_kernel_state(std::move(name), detail::ir_param_names<F>(std::move(param_names)),
-                                         detail::parameter_descs<F>(),
+      : state_(detail::make_kernel_state(std::move(name), detail::kernel_param_names<F>(std::move(param_names)),
+                                         detail::kernel_param_descs<F>(),
                                          [body = std::move(body)](detail::tracer& t) { detail::trace_kernel(body, t); })) {}
 
   // A graph kernel (SPEC §11.6): qd::graph::do_while and qd::graph::parallel are allowed in it.
@@ -189,11 +260,21 @@ class kernel {
     detail::set_graph_kernel(*state_);
   }
 
-  // Launches the kernel: arrays as qd::ndarray, scalars as C++ numbers.
+  // Launches the kernel: arrays as qd::ndarray, scalars as C++ numbers, host structs for
+  // struct parameters. A kernel that returns a value (SPEC §11.3) waits for it and
+  // returns it as a host value.
   template <class... Args>
-  void operator()(const Args&... args) const {
+  auto operator()(const Args&... args) const {
     auto packed = detail::pack_arguments<F>(args...);
-    detail::launch(*state_, packed.data(), packed.size());
+    using R = detail::kernel_result_t<F>;
+    if constexpr (detail::return_element_count<R> == 0) {
+      detail::launch(*state_, packed.data(), packed.size());
+    } else {
+      detail::return_arrays<R> out;
+      out.pack(packed.data() + detail::flat_parameter_count<F>());
+      detail::launch(*state_, packed.data(), packed.size());
+      return out.read();
+    }
   }
 
   // Compiles (or loads from the cache) every variant the configuration would use, without launching.

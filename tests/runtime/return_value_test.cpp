@@ -1,0 +1,112 @@
+// Kernel return values (SPEC §11.3): scalars, qd::var and tuples, whole and split, on
+// the CPU and the reference backend, compared with plain C++.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include "runtime/runtime_test_support.hpp"
+
+namespace {
+
+const qd::arch arches[] = {qd::arch::cpu, qd::arch::reference};
+
+auto sum_kernel() {
+  return qd::kernel("sum", [](qd::types::ndarray<float, 1> x) -> qd::f32 {
+    qd::var<float> s = 0.0f;
+    qd::range_for(x.shape(0), [&](qd::i32 i) { s += x[i]; });
+    return s;
+  });
+}
+
+}  // namespace
+
+TEST_CASE("a kernel returns a reduction as a host float, whole and split, and the split carries it") {
+  for (qd::arch arch : arches)
+    for (auto mode : {qd::per_offload_mode::off, qd::per_offload_mode::on}) {
+      CAPTURE(arch);
+      CAPTURE(mode);
+      qd::init({.arch = arch, .per_offload = mode});
+      auto sum = sum_kernel();
+      const std::int64_t n = 1000;
+      std::vector<float> h(static_cast<std::size_t>(n));
+      for (std::int64_t i = 0; i < n; ++i) h[static_cast<std::size_t>(i)] = static_cast<float>(i % 17) * 0.25f;
+      qd::ndarray<float, 1> x(n);
+      x.from_host(h);
+      float total = sum(x);
+      static_assert(std::is_same_v<decltype(sum(x)), float>);
+      double want = 0.0;
+      for (float v : h) want += v;
+      CHECK(total == doctest::Approx(want).epsilon(1e-5));
+      // Every element is a multiple of 0.25 below 4: the sum is exact in any order.
+      CHECK(total == static_cast<float>(want));
+      auto o = sum.per_offload_cache_observations();
+      if (mode == qd::per_offload_mode::on) {
+        CHECK(o.fallback == qd::fallback_reason::none);
+        // The reduction loop, and the store of the result: the value crosses them.
+        CHECK(o.frontend_constructs_total >= 2);
+      }
+      x.fill(1.0f);
+      CHECK(sum(x) == 1000.0f);  // a second call reads its own result
+      qd::reset();
+    }
+}
+
+TEST_CASE("a kernel returns a tuple of mixed scalars, a boolean and an element") {
+  for (qd::arch arch : arches) {
+    CAPTURE(arch);
+    qd::init({.arch = arch});
+    auto stats = qd::kernel("stats", {"x", "k"}, [](qd::types::ndarray<std::int32_t, 1> x, qd::i32 k) {
+      qd::var<std::int32_t> lo = 1 << 30, hi = -(1 << 30), count = 0;
+      qd::var<double> mean = 0.0;
+      qd::range_for(x.shape(0), [&](qd::i32 i) {
+        qd::atomic_min(lo, x[i]);
+        qd::atomic_max(hi, x[i]);
+        qd::if_(x[i] > k, [&] { count += 1; });
+        mean += qd::cast<double>(x[i]);
+      });
+      qd::f64 m = mean / qd::cast<double>(x.shape(0));
+      return std::tuple{qd::i32(lo), qd::i32(hi), m, count > 3, x[2]};
+    });
+    std::vector<std::int32_t> h = {5, -3, 9, 12, 0, 7, 7, -8, 4};
+    qd::ndarray<std::int32_t, 1> x(static_cast<std::int64_t>(h.size()));
+    x.from_host(h);
+    auto [lo, hi, mean, many, third] = stats(x, 4);
+    static_assert(std::is_same_v<decltype(stats(x, 4)), std::tuple<std::int32_t, std::int32_t, double, bool, std::int32_t>>);
+    CHECK(lo == -8);
+    CHECK(hi == 12);
+    double sum = 0.0;
+    int above = 0;
+    for (std::int32_t v : h) sum += v, above += v > 4;
+    CHECK(mean == doctest::Approx(sum / static_cast<double>(h.size())));
+    CHECK(many == (above > 3));
+    CHECK(third == 9);
+    qd::reset();
+  }
+}
+
+TEST_CASE("a returned qd::var, named parameters, and a value computed in a serial loop") {
+  qd::init({.arch = qd::arch::cpu, .per_offload = qd::per_offload_mode::on});
+  auto first_negative = qd::kernel("first_negative", {"x"}, [](qd::types::ndarray<float, 1> x) {
+    qd::var<std::int32_t> at = -1;
+    qd::range_for(x.shape(0), qd::loop_config{.serialize = true}, [&](qd::i32 i) {
+      qd::if_(x[i] < 0.0f, [&] {
+        at = i;
+        qd::break_();
+      });
+    });
+    return at;  // a qd::var: the call returns its final value
+  });
+  qd::ndarray<float, 1> x(6);
+  x.from_host(std::vector<float>{1.0f, 2.0f, 0.0f, -1.0f, 3.0f, -2.0f});
+  CHECK(first_negative(x) == 3);
+  x.fill(1.0f);
+  CHECK(first_negative(x) == -1);
+  // The hidden result parameter is named after the kernel's own.
+  CHECK(first_negative.ir().find("#1: ndarray<i32, 0>") != std::string::npos);
+  qd::reset();
+}
