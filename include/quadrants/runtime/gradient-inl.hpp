@@ -10,6 +10,9 @@
 #include "quadrants/detail/format.hpp"
 #include "quadrants/lang/trace.hpp"
 #include "quadrants/runtime/gradient.hpp"
+// dispatch.hpp before kernel_state.hpp: when everything is inline, dispatch.hpp ends by
+// including kernel_state-inl.hpp and launch-inl.hpp, which need its declarations first.
+#include "quadrants/runtime/dispatch.hpp"
 #include "quadrants/runtime/kernel_state.hpp"
 
 namespace qd::detail {

@@ -10,11 +10,15 @@
 #include <vector>
 
 #include "quadrants/base/api.hpp"
-#include "quadrants/runtime/dispatch.hpp"
 #include "quadrants/runtime/ndarray.hpp"
 
 namespace qd {
 namespace detail {
+
+// Declared, not included (runtime/dispatch.hpp): dispatch.hpp pulls in launch-inl.hpp
+// when everything is inline, and that file reads active_tape below.
+class kernel_state;
+struct launch_arg;
 
 // The adjoint kernel of `forward`, created on first use; it is traced (derived from
 // the forward IR) when first launched or compiled.
