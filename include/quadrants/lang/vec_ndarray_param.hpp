@@ -74,7 +74,7 @@ class vec_ref {
   element_ref<T> w() const requires(N >= 4) { return (*this)[3]; }
 
   // The value loaded where the reference was made.
-  const vec<T, N>& value() const { return value_; }
+  vec<T, N> value() const { return value_; }
   // Where component k lives.
   detail::place component_place(int k) const { return detail::with_trailing(element_, {k}); }
 
@@ -142,7 +142,7 @@ class mat_ref {
     return vec_ref<T, C>(detail::with_trailing(element_, {static_cast<int>(detail::component(i, R, "qd::mat row"))}));
   }
 
-  const mat<T, R, C>& value() const { return value_; }
+  mat<T, R, C> value() const { return value_; }
   detail::place entry_place(int i, int j) const { return detail::with_trailing(element_, {i, j}); }
 
  private:
