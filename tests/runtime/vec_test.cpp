@@ -3,6 +3,7 @@
 // matrices, and their host side.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -189,5 +190,26 @@ TEST_CASE("a kernel over vector arrays splits per construct and gives the whole 
     std::array<float, 3> want0{(0.0f + 1.0f) * 2.0f + (stale ? 0.0f : 1.0f), (-1.0f + 1.0f) * 2.0f + (stale ? -1.0f : 2.0f),
                                (0.5f + 1.0f) * 2.0f + (stale ? 0.5f : 3.0f)};
     CHECK(split_q[0] == want0);
+  }
+}
+
+TEST_CASE_TEMPLATE("clamped access to a vector array moves the element index to the nearest edge", A, QD_VEC_ARCHES) {
+  start<A>();
+  auto k = qd::kernel("vec_clamped", [](qd::types::ndarray<qd::vec2f, 1> p, qd::types::ndarray<qd::vec2f, 1> out) {
+    qd::range_for(out.shape(0), [&](qd::i32 i) {
+      out[i] = p.at(i - 2, qd::boundary::clamp) + p.at(i + 2, qd::boundary::clamp);
+    });
+  });
+  const int n = 6;
+  std::vector<std::array<float, 2>> h(n);
+  for (int i = 0; i < n; ++i) h[static_cast<std::size_t>(i)] = {static_cast<float>(i), 10.0f * static_cast<float>(i)};
+  qd::ndarray<qd::vec2f, 1> p(n), out(n);
+  p.from_host(h);
+  k(p, out);
+  auto got = out.to_host();
+  for (int i = 0; i < n; ++i) {
+    const auto& a = h[static_cast<std::size_t>(std::clamp(i - 2, 0, n - 1))];
+    const auto& b = h[static_cast<std::size_t>(std::clamp(i + 2, 0, n - 1))];
+    CHECK(got[static_cast<std::size_t>(i)] == std::array<float, 2>{a[0] + b[0], a[1] + b[1]});
   }
 }
