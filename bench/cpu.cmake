@@ -15,3 +15,13 @@ add_dependencies(benchmarks cpu_bench)
 add_executable(vec_bench ${CMAKE_CURRENT_SOURCE_DIR}/vec_bench.cpp)
 target_link_libraries(vec_bench PRIVATE quadrants::quadrants fmt::fmt)
 add_dependencies(benchmarks vec_bench)
+
+# bench/trace_bench: trace time of a 64-construct kernel (issue 14's source locations).
+add_executable(trace_bench ${CMAKE_CURRENT_SOURCE_DIR}/trace_bench.cpp)
+target_link_libraries(trace_bench PRIVATE quadrants::quadrants fmt::fmt)
+add_dependencies(benchmarks trace_bench)
+
+# bench/coverage_bench: kernel_coverage's run-time cost on a stencil and an N-body step.
+add_executable(coverage_bench ${CMAKE_CURRENT_SOURCE_DIR}/coverage_bench.cpp)
+target_link_libraries(coverage_bench PRIVATE quadrants::quadrants fmt::fmt)
+add_dependencies(benchmarks coverage_bench)

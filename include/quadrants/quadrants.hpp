@@ -19,6 +19,7 @@
 #include "quadrants/lang/vec_param.hpp"
 #include "quadrants/analysis/fallback.hpp"
 #include "quadrants/runtime/config.hpp"
+#include "quadrants/runtime/coverage.hpp"
 #include "quadrants/runtime/gradient.hpp"
 #include "quadrants/runtime/kernel.hpp"
 #include "quadrants/runtime/ndarray.hpp"

@@ -8,3 +8,6 @@ set_tests_properties(examples/heat_diffusion PROPERTIES TIMEOUT 600)
 add_test(NAME examples/nbody COMMAND nbody 256 5)
 set_tests_properties(examples/nbody PROPERTIES ENVIRONMENT "XDG_CACHE_HOME=${CMAKE_CURRENT_BINARY_DIR}/cache/nbody"
                                                PASS_REGULAR_EXPRESSION "agrees with plain C\\+\\+")
+# The autodiff example (issue 12): it exits non-zero unless the fitted stiffness is the true one.
+add_test(NAME examples/spring_fit COMMAND spring_fit)
+set_tests_properties(examples/spring_fit PROPERTIES PASS_REGULAR_EXPRESSION "fitted stiffness 4\\.0000" TIMEOUT 300)

@@ -17,6 +17,7 @@
 #include "quadrants/lang/kernel_signature.hpp"
 #include "quadrants/lang/vec_param.hpp"
 #include "quadrants/runtime/dispatch.hpp"
+#include "quadrants/runtime/explain.hpp"
 #include "quadrants/runtime/gradient.hpp"
 #include "quadrants/runtime/graph.hpp"
 #include "quadrants/runtime/ndarray.hpp"
@@ -200,8 +201,12 @@ class kernel {
 
   per_offload_observations per_offload_cache_observations() const { return detail::observations(*state_); }
   const std::string& name() const { return detail::kernel_name(*state_); }
-  // The kernel's IR as text (traced on first use).
+  // The kernel's IR as text (traced on first use), with the source line of each statement.
   std::string ir() const { return detail::kernel_ir_text(*state_); }
+  // Its constructs with their source lines, what each recomputes, the split decision and
+  // why (docs/diagnostics.md); dot(): the same as a Graphviz graph.
+  std::string explain() const { return detail::explain_text(*state_); }
+  std::string dot() const { return detail::explain_dot(*state_); }
 
  private:
   std::shared_ptr<detail::kernel_state> state_;
