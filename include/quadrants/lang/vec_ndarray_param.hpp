@@ -234,16 +234,21 @@ class ndarray<E, N, Options...> {
 
   ndarray(detail::param_tag, std::int32_t param, std::uint8_t flags = 0) : param_(param), flags_(flags) {}
 
-  template <class I>
-    requires(N == 1 && operand<I>)
-  typename traits::reference operator[](const I& i) const {
-    return typename traits::reference(make_place(detail::index_id(i)));
+  // p[i], p(i, j): the element's reference; the first index records the user's line.
+  typename traits::reference operator[](detail::located_index i) const
+    requires(N == 1)
+  {
+    return typename traits::reference(make_place(i.id));
   }
-
   template <class... I>
-    requires(sizeof...(I) == N && (operand<I> && ...))
-  typename traits::reference operator()(const I&... i) const {
-    return typename traits::reference(make_place(detail::index_id(i)...));
+    requires(sizeof...(I) + 1 == N && (operand<I> && ...))
+  typename traits::reference operator()(detail::located_index first, const I&... i) const {
+    return typename traits::reference(make_place(first.id, detail::index_id(i)...));
+  }
+  typename traits::reference operator()() const
+    requires(N == 0)
+  {
+    return typename traits::reference(make_place());
   }
 
   // p.at(i, j, qd::boundary::clamp): the element with its indices clamped into the shape.
