@@ -3,6 +3,7 @@
 // matrices, and their host side.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -157,5 +158,58 @@ TEST_CASE_TEMPLATE("the docs/dsl.md example: a step with vectors, matrices and a
     std::array<float, 3> p{hp[i][0] + rv[0] * dt, hp[i][1] + rv[1] * dt, hp[i][2] + rv[2] * dt};
     p[1] = std::max(p[1], 0.0f);
     for (std::size_t c = 0; c < 3; ++c) CHECK(gp[i][c] == doctest::Approx(p[c]).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("a kernel over vector arrays splits per construct and gives the whole kernel's results") {
+  // With `stale`, construct 2 uses `first = p[0]` (components p(0, c)), read before
+  // construct 1 writes p: the split sees ordinary array accesses and hands the
+  // snapshot on (the persisted buffer) instead of re-reading it.
+  auto run = [](qd::per_offload_mode mode, bool stale) {
+    qd::init({.arch = qd::arch::cpu, .per_offload = mode});  // the offline cache on: split allowed
+    auto k = qd::kernel("vec_split", {"p", "q"}, [stale](qd::types::ndarray<qd::vec3f, 1> p, qd::types::ndarray<qd::vec3f, 1> q) {
+      qd::vec3f first = stale ? p[0].value() : qd::vec3f(1.0f, 2.0f, 3.0f);
+      qd::range_for(p.shape(0), [&](qd::i32 i) { p[i] += qd::vec3f(1.0f); });
+      qd::range_for(q.shape(0), [&](qd::i32 i) { q[i] = p[i] * 2.0f + first; });
+    });
+    const int n = 8;
+    std::vector<std::array<float, 3>> h(n);
+    for (int i = 0; i < n; ++i) h[static_cast<std::size_t>(i)] = {static_cast<float>(i), -1.0f, 0.5f};
+    qd::ndarray<qd::vec3f, 1> p(n), q(n);
+    p.from_host(h);
+    k(p, q);
+    return std::make_pair(q.to_host(), k.per_offload_cache_observations());
+  };
+  for (bool stale : {false, true}) {
+    auto [split_q, split_o] = run(qd::per_offload_mode::on, stale);
+    auto [whole_q, whole_o] = run(qd::per_offload_mode::off, stale);
+    CAPTURE(stale);
+    CHECK(split_q == whole_q);
+    CHECK(split_o.fallback == qd::fallback_reason::none);
+    CHECK(split_o.frontend_constructs_total >= 2);
+    std::array<float, 3> want0{(0.0f + 1.0f) * 2.0f + (stale ? 0.0f : 1.0f), (-1.0f + 1.0f) * 2.0f + (stale ? -1.0f : 2.0f),
+                               (0.5f + 1.0f) * 2.0f + (stale ? 0.5f : 3.0f)};
+    CHECK(split_q[0] == want0);
+  }
+}
+
+TEST_CASE_TEMPLATE("clamped access to a vector array moves the element index to the nearest edge", A, QD_VEC_ARCHES) {
+  start<A>();
+  auto k = qd::kernel("vec_clamped", [](qd::types::ndarray<qd::vec2f, 1> p, qd::types::ndarray<qd::vec2f, 1> out) {
+    qd::range_for(out.shape(0), [&](qd::i32 i) {
+      out[i] = p.at(i - 2, qd::boundary::clamp) + p.at(i + 2, qd::boundary::clamp);
+    });
+  });
+  const int n = 6;
+  std::vector<std::array<float, 2>> h(n);
+  for (int i = 0; i < n; ++i) h[static_cast<std::size_t>(i)] = {static_cast<float>(i), 10.0f * static_cast<float>(i)};
+  qd::ndarray<qd::vec2f, 1> p(n), out(n);
+  p.from_host(h);
+  k(p, out);
+  auto got = out.to_host();
+  for (int i = 0; i < n; ++i) {
+    const auto& a = h[static_cast<std::size_t>(std::clamp(i - 2, 0, n - 1))];
+    const auto& b = h[static_cast<std::size_t>(std::clamp(i + 2, 0, n - 1))];
+    CHECK(got[static_cast<std::size_t>(i)] == std::array<float, 2>{a[0] + b[0], a[1] + b[1]});
   }
 }

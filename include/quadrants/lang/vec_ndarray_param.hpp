@@ -74,7 +74,7 @@ class vec_ref {
   element_ref<T> w() const requires(N >= 4) { return (*this)[3]; }
 
   // The value loaded where the reference was made.
-  const vec<T, N>& value() const { return value_; }
+  vec<T, N> value() const { return value_; }
   // Where component k lives.
   detail::place component_place(int k) const { return detail::with_trailing(element_, {k}); }
 
@@ -142,7 +142,7 @@ class mat_ref {
     return vec_ref<T, C>(detail::with_trailing(element_, {static_cast<int>(detail::component(i, R, "qd::mat row"))}));
   }
 
-  const mat<T, R, C>& value() const { return value_; }
+  mat<T, R, C> value() const { return value_; }
   detail::place entry_place(int i, int j) const { return detail::with_trailing(element_, {i, j}); }
 
  private:
@@ -234,16 +234,39 @@ class ndarray<E, N, Options...> {
 
   ndarray(detail::param_tag, std::int32_t param, std::uint8_t flags = 0) : param_(param), flags_(flags) {}
 
-  template <class I>
-    requires(N == 1 && operand<I>)
-  typename traits::reference operator[](const I& i) const {
-    return typename traits::reference(make_place(detail::index_id(i)));
+  // p[i], p(i, j): the element's reference; the first index records the user's line.
+  typename traits::reference operator[](detail::located_index i) const
+    requires(N == 1)
+  {
+    return typename traits::reference(make_place(i.id));
+  }
+  template <class... I>
+    requires(sizeof...(I) + 1 == N && (operand<I> && ...))
+  typename traits::reference operator()(detail::located_index first, const I&... i) const {
+    return typename traits::reference(make_place(first.id, detail::index_id(i)...));
+  }
+  typename traits::reference operator()() const
+    requires(N == 0)
+  {
+    return typename traits::reference(make_place());
   }
 
-  template <class... I>
-    requires(sizeof...(I) == N && (operand<I> && ...))
-  typename traits::reference operator()(const I&... i) const {
-    return typename traits::reference(make_place(detail::index_id(i)...));
+  // p.at(i, j, qd::boundary::clamp): the element with its indices clamped into the shape.
+  template <class... A>
+  typename traits::reference at(const A&... args) const {
+    static_assert(sizeof...(A) == N + 1, "p.at(indices..., qd::boundary) takes one index per dimension, then a boundary");
+    std::array<ir::id, 4> ids{};
+    int count = 0;
+    boundary mode = boundary::unchecked;
+    auto take = [&](const auto& arg) {
+      if constexpr (std::is_same_v<std::remove_cvref_t<decltype(arg)>, boundary>)
+        mode = arg;
+      else
+        ids[static_cast<std::size_t>(count++)] = detail::index_id(arg);
+    };
+    (take(args), ...);
+    const auto flags = static_cast<std::uint8_t>(flags_ | (mode == boundary::clamp ? ir::access::clamp : 0));
+    return typename traits::reference(detail::place{param_, flags, static_cast<std::uint8_t>(N), ids});
   }
 
   // The extent of dimension d (d < N: the element dimensions), as a traced i32.
