@@ -595,6 +595,7 @@ TEST_CASE("unsupported statements are a qd::user_error naming the kernel and the
     CHECK_MESSAGE(e.find("kernel 'overwrite'") != std::string::npos, e);
     CHECK_MESSAGE(e.find("plain store to 'x'[...]") != std::string::npos, e);
     CHECK_MESSAGE(e.find("global data access rule") != std::string::npos, e);
+    CHECK_MESSAGE(e.find("autodiff_test.cpp:") != std::string::npos, e);  // the source line of the store
     CHECK_MESSAGE(grad_error(k, x, y) == e, "the error repeats on the next call");
   }
   SUBCASE("qd::while_") {

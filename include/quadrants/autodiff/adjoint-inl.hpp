@@ -127,6 +127,8 @@ class adjoint_builder {
                         : code == ir::op::range_for      ? fmt::format("in the qd::range_for at %{}", position_[idx(top)])
                         : code == ir::op::if_            ? fmt::format("in the qd::if_ at %{}", position_[idx(top)])
                                                          : fmt::format("in the statement at %{}", position_[idx(top)]);
+    const ir::source_loc loc = f_.location(i);  // where the user wrote it, when the tracer recorded it
+    if (loc.known()) where = ir::to_text(loc) + ", " + where;
     throw user_error(fmt::format("kernel '{}': no gradient kernel: {} ({}, IR node %{}); {}", names_.kernel, what,
                                  where, position_[idx(i)], todo));
   }

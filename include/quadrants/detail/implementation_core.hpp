@@ -41,6 +41,8 @@
 #include "quadrants/runtime/code_lookup-inl.hpp"
 #include "quadrants/runtime/variant_builder-inl.hpp"
 #include "quadrants/runtime/variant_choice-inl.hpp"
+#include "quadrants/runtime/explain-inl.hpp"
+#include "quadrants/runtime/coverage-inl.hpp"
 #include "quadrants/runtime/launch-inl.hpp"
 #include "quadrants/runtime/gradient-inl.hpp"
 #include "quadrants/runtime/graph-inl.hpp"
