@@ -2,7 +2,8 @@
 // accesses and volatile reads made plain. Each one's adjoint is either refused with a
 // qd::user_error (never another error), or built, verified, and run on the reference
 // backend and, for some, on the CPU; the two must agree (to rounding: on the CPU float
-// atomics accumulate in any order).
+// atomics accumulate in any order). A sample also compiles for sm_90 (NVRTC) and gfx90a
+// (hipRTC) in compile-only mode, where those compilers are installed.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -11,6 +12,9 @@
 #include <string>
 
 #include <quadrants/autodiff/adjoint.hpp>
+#include <quadrants/backend/amdgpu/hiprtc.hpp>
+#include <quadrants/backend/cuda/nvrtc.hpp>
+#include <quadrants/backend/shared_library.hpp>
 #include <quadrants/ir/verify.hpp>
 
 #include "fuzz/differential.hpp"
@@ -56,6 +60,48 @@ bool close(const qd_fuzz::fuzz_case& c, const qd_fuzz::outcome& a, const qd_fuzz
   return true;
 }
 
+// Whether a GPU compiler library can be loaded (compile-only needs no GPU).
+bool loadable(const qd::backend::library_search& library) {
+  try {
+    qd::backend::locate_library(library);
+    return true;
+  } catch (const qd::error&) {
+    return false;
+  }
+}
+
+// Compiles the adjoints for sm_90 with NVRTC and gfx90a with hipRTC in compile-only
+// mode (whole kernels, as adjoints always are); returns how many compiled per target.
+std::map<std::string, int> compile_for_gpus(const std::vector<qd_fuzz::fuzz_case>& adjoints) {
+  std::map<std::string, int> compiled;
+  const std::string cache = qd_fuzz::detail::cache_root() + "/gpu-compile-only";
+  struct target {
+    std::string name;
+    qd::backend::library_search library;
+    qd::config config;
+  };
+  for (const target& t : {target{"sm_90 (NVRTC)", qd::backend::cuda::nvrtc_library(), {.arch = qd::arch::cuda, .cuda_arch = 90}},
+                          target{"gfx90a (hipRTC)", qd::backend::amdgpu::hiprtc_library(),
+                                 {.arch = qd::arch::amdgpu, .amdgpu_arch = "gfx90a"}}}) {
+    if (!loadable(t.library)) {
+      MESSAGE("skipped on " << t.name << ": the compiler library is not installed");
+      continue;
+    }
+    qd::config c = t.config;
+    c.compile_only = true;
+    c.offline_cache_file_path = cache;
+    c.log_level = qd::log_level::error;
+    qd::init(c);
+    for (const auto& a : adjoints) {
+      auto state = qd::detail::make_kernel_state(a.name, {}, a.fn.params, [fn = a.fn](qd::detail::tracer& tr) { tr.fn = fn; });
+      CHECK_NOTHROW(qd::detail::compile(*state));
+      ++compiled[t.name];
+    }
+    qd::reset();
+  }
+  return compiled;
+}
+
 // The refusal's kind, from its message, for the figures.
 std::string kind_of(const std::string& message) {
   for (const char* k : {"qd::while_", "qd::random", "global data access rule", "atomic_min", "atomic_max", "returns is used",
@@ -68,6 +114,7 @@ std::string kind_of(const std::string& message) {
 
 TEST_CASE("generated kernels: every adjoint is refused cleanly or agrees between the reference backend and the CPU") {
   std::map<std::string, int> refused;
+  std::vector<qd_fuzz::fuzz_case> for_gpus;
   int built = 0, ran = 0, on_cpu = 0, skipped = 0;
   for (std::uint64_t seed = 1; seed <= 1500; ++seed) {
     qd_fuzz::fuzz_case c = qd_fuzz::generate(seed);
@@ -116,7 +163,8 @@ TEST_CASE("generated kernels: every adjoint is refused cleanly or agrees between
     const qd_fuzz::outcome reference = qd_fuzz::run(a, qd::arch::reference, qd_fuzz::variant::whole);
     if (!reference.error.empty()) continue;  // the generated inputs index out of range: not the adjoint's doing
     ++ran;
-    if (built % 4 != 0) continue;  // the CPU compiles each: a sample
+    if (built % 4 != 0) continue;  // the CPU and the GPU compilers compile each: a sample
+    if (for_gpus.size() < 12) for_gpus.push_back(a);
     ++on_cpu;
     const qd_fuzz::outcome cpu = qd_fuzz::run(a, qd::arch::cpu, qd_fuzz::variant::whole);
     std::string why;
@@ -127,6 +175,8 @@ TEST_CASE("generated kernels: every adjoint is refused cleanly or agrees between
   MESSAGE("adjoints built " << built << ", run on the reference " << ran << ", also on the CPU " << on_cpu
                             << ", aliased cases skipped " << skipped << "\n"
                             << figures);
+  for (const auto& [target, n] : compile_for_gpus(for_gpus))
+    MESSAGE(n << " adjoints compiled for " << target << " in compile-only mode");
   CHECK(built > 60);
   CHECK(on_cpu > 10);
   for (const auto& [k, n] : refused) CHECK_MESSAGE(k.rfind("other", 0) != 0, k);

@@ -442,6 +442,38 @@ TEST_CASE("a serial loop chaining through memory (y[j + 1] = f(y[j])) runs its a
   });
 }
 
+TEST_CASE("a serialized top-level loop (loop_config) chaining through memory and carrying a top-level qd::var") {
+  // y[0] = x[0]; for i in order: y[i + 1] = sin(y[i]) * z[i] + p, p = p * x[i] + 0.5 (p carried nonlinearly).
+  auto k = qd::kernel("serial_chain", {"x", "z", "y"}, [](d1 x, d1 z, d1 y) {
+    y[0] = x[0];
+    qd::var<double> p = 1.0;
+    qd::range_for(x.shape(0) - 1, qd::loop_config{.serialize = true}, [&](qd::i32 i) {
+      y[i + 1] = qd::sin(y[i]) * z[i] + p;
+      p = p * x[i] + 0.5;
+    });
+  });
+  check_gradients(k, positive(6, 0.5), positive(6, 1.5), [](const vec& xs, const vec& zs, const vec& w) {
+    const std::size_t n = xs.size();
+    // Forward mode on the host, one input at a time.
+    auto run = [&](std::size_t which, bool in_z) {
+      double y = xs[0], dy = (!in_z && which == 0) ? 1.0 : 0.0, p = 1, dp = 0, dl = w[0] * dy;
+      for (std::size_t i = 0; i + 1 < n; ++i) {
+        const double dz = (in_z && which == i) ? 1.0 : 0.0, dx = (!in_z && which == i) ? 1.0 : 0.0;
+        const double y1 = std::sin(y) * zs[i] + p;
+        const double dy1 = std::cos(y) * dy * zs[i] + std::sin(y) * dz + dp;
+        dp = dp * xs[i] + p * dx;
+        p = p * xs[i] + 0.5;
+        y = y1, dy = dy1;
+        dl += w[i + 1] * dy;
+      }
+      return dl;
+    };
+    gradients g{vec(n), vec(n)};
+    for (std::size_t j = 0; j < n; ++j) g.x[j] = run(j, false), g.z[j] = run(j, true);
+    return g;
+  });
+}
+
 TEST_CASE("the access rule is per element where the indices tell: rows t and t + 1 of one array") {
   auto k = qd::kernel("rows", {"x", "z", "y"}, [](d1 x, d1 z, d1 y) {
     qd::range_for(x.shape(0) - 1, [&](qd::i32 i) { x[i + 1] += 0.0; });  // an accumulation: not an overwrite
@@ -563,6 +595,7 @@ TEST_CASE("unsupported statements are a qd::user_error naming the kernel and the
     CHECK_MESSAGE(e.find("kernel 'overwrite'") != std::string::npos, e);
     CHECK_MESSAGE(e.find("plain store to 'x'[...]") != std::string::npos, e);
     CHECK_MESSAGE(e.find("global data access rule") != std::string::npos, e);
+    CHECK_MESSAGE(e.find("autodiff_test.cpp:") != std::string::npos, e);  // the source line of the store
     CHECK_MESSAGE(grad_error(k, x, y) == e, "the error repeats on the next call");
   }
   SUBCASE("qd::while_") {
@@ -577,6 +610,17 @@ TEST_CASE("unsupported statements are a qd::user_error naming the kernel and the
     std::string e = grad_error(k, x, y);
     CHECK_MESSAGE(e.find("kernel 'loops_while'") != std::string::npos, e);
     CHECK_MESSAGE(e.find("qd::while_") != std::string::npos, e);
+  }
+  SUBCASE("qd::continue_ and qd::break_") {
+    auto k = qd::kernel("skips", {"x", "y"}, [](f1 x, f1 y) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) {
+        qd::if_(x[i] < 0.0f, [&] { qd::continue_(); });
+        y[i] = x[i];
+      });
+    });
+    k(x, y);
+    CHECK_THROWS_WITH_AS(k.grad(x, y), Contains("kernel 'skips': no gradient kernel: qd::continue_() has no adjoint"),
+                         qd::user_error);
   }
   SUBCASE("qd::random") {
     auto k = qd::kernel("noisy", [](f1 x, f1 y) {

@@ -14,7 +14,6 @@
 
 #include <algorithm>
 #include <array>
-#include <map>
 #include <utility>
 
 #include "quadrants/analysis/split.hpp"
@@ -101,7 +100,6 @@ class adjoint_builder {
   std::vector<std::vector<ir::id>> users_;
   std::vector<ir::id> position_;  // canonical (program-order) number
   int parallel_ = 0;              // > 0 inside an emitted parallel loop of the adjoint
-  mutable std::map<std::pair<ir::id, std::int32_t>, bool> owned_;  // owns_element per (loop, parameter)
 
   static std::size_t idx(ir::id i) { return static_cast<std::size_t>(i); }
   const ir::node& at(ir::id i) const { return f_.at(i); }
@@ -129,6 +127,8 @@ class adjoint_builder {
                         : code == ir::op::range_for      ? fmt::format("in the qd::range_for at %{}", position_[idx(top)])
                         : code == ir::op::if_            ? fmt::format("in the qd::if_ at %{}", position_[idx(top)])
                                                          : fmt::format("in the statement at %{}", position_[idx(top)]);
+    const ir::source_loc loc = f_.location(i);  // where the user wrote it, when the tracer recorded it
+    if (loc.known()) where = ir::to_text(loc) + ", " + where;
     throw user_error(fmt::format("kernel '{}': no gradient kernel: {} ({}, IR node %{}); {}", names_.kernel, what,
                                  where, position_[idx(i)], todo));
   }
@@ -141,7 +141,10 @@ class adjoint_builder {
     }
     return false;
   }
-  bool is_parallel_loop(ir::id s) const { return at(s).code == ir::op::range_for && f_.is_top_level(s); }
+  // A top-level range_for without loop_config's .serialize: its iterations run in any order.
+  bool is_parallel_loop(ir::id s) const {
+    return at(s).code == ir::op::range_for && f_.is_top_level(s) && (at(s).flags & ir::loop::serialize) == 0;
+  }
   static bool is_var_write(const ir::node& n) { return n.code == ir::op::local_store || n.code == ir::op::local_atomic; }
 
   // The variables declared outside statement `s` that it writes.
@@ -218,11 +221,11 @@ class adjoint_builder {
     return ir::none;
   }
 
-  // The innermost serial (non-top-level) loop around `i`, or none.
+  // The innermost serial loop (nested, or top-level with .serialize) around `i`, or none.
   ir::id serial_loop_around(ir::id i) const {
     while (!f_.is_top_level(i)) {
       i = f_.block_owner[idx(f_.node_block[idx(i)])];
-      if (at(i).code == ir::op::range_for && !f_.is_top_level(i)) return i;
+      if (at(i).code == ir::op::range_for && !is_parallel_loop(i)) return i;
     }
     return ir::none;
   }
@@ -244,6 +247,9 @@ class adjoint_builder {
         if (n.code == ir::op::while_)
           reject(i, "a qd::while_ loop has no adjoint (its trip count is not recorded)",
                  "use a qd::range_for with a bound, or move the loop to a kernel that is not differentiated");
+        if (ir::is_jump(n.code))
+          reject(i, fmt::format("qd::{}() has no adjoint (the iterations it skips are not recorded)", ir::name(n.code)),
+                 "express the condition with qd::if_ around the rest of the body");
         if (n.code == ir::op::random)
           reject(i, "a qd::random draw has no adjoint", "draw the numbers in another kernel and pass them in an array");
         reject(i, fmt::format("the IR op '{}' has no adjoint", ir::name(n.code)),
@@ -355,31 +361,6 @@ class adjoint_builder {
     }
   }
 
-  // Whether access `i`, in a parallel loop, is to the element of the loop's own
-  // index, and every access of its parameter in that loop is too (no clamping): then
-  // each iteration alone touches its gradient element (SPEC §11.4's ownership).
-  bool owns_element(ir::id i) const {
-    const ir::id loop = f_.top_level_statement(i);
-    const ir::node& l = at(loop);
-    auto own = [&](const ir::node& n) {
-      if ((n.flags & ir::access::clamp) || n.list_size != l.imm) return false;
-      for (std::int32_t d = 0; d < n.list_size; ++d)
-        if (f_.list(n, d) != f_.block(l.block0)[static_cast<std::size_t>(d)]) return false;
-      return true;
-    };
-    if (l.code != ir::op::range_for || !own(at(i))) return false;
-    const auto key = std::pair{loop, at(i).param};
-    if (auto hit = owned_.find(key); hit != owned_.end()) return hit->second;
-    bool all = true;
-    ir::walk(f_, l.block0, [&](ir::id j, int) {
-      const ir::node& n = at(j);
-      bool access = n.code == ir::op::global_load || n.code == ir::op::global_store || n.code == ir::op::global_atomic;
-      if (access && n.param == at(i).param && !own(n)) all = false;
-    });
-    owned_[key] = all;
-    return all;
-  }
-
   // Whether the replay must run control statement `s`: some variable it writes keeps a
   // value the adjoint needs. Not when each only accumulates in `s` and every read of it
   // elsewhere only feeds a store or an atomic add (whose adjoints need no values), as
@@ -448,6 +429,7 @@ class adjoint_builder {
   ir::id open_loop(ir::id loop, bool reversed = false) {
     const ir::node& n = at(loop);
     ir::id l = n.imm == 1 ? b_.range_for(m(n.a), m(n.b)) : b_.range_for_nd(mapped_list(n));
+    same_config(l, loop);
     b_.push_block(out_.at(l).block0);
     for (std::int32_t d = 0; d < static_cast<std::int32_t>(n.imm); ++d) {
       ir::id index = b_.loop_index_of(l, d);
@@ -460,6 +442,12 @@ class adjoint_builder {
       map_[idx(f_.block(n.block0)[static_cast<std::size_t>(d)])] = index;
     }
     return l;
+  }
+
+  // The adjoint's loop `mine` runs as forward loop `theirs` does (loop_config: serialized, block size).
+  void same_config(ir::id mine, ir::id theirs) {
+    out_.at(mine).flags = at(theirs).flags;
+    out_.at(mine).param = at(theirs).param;
   }
 
   // Emits an if_ on the replayed condition of forward if_ `s`; fills each branch with body(forward block).
@@ -567,7 +555,7 @@ class adjoint_builder {
 
   void reverse_loop(ir::id s) {
     const ir::node& n = at(s);
-    const bool parallel = f_.is_top_level(s);
+    const bool parallel = is_parallel_loop(s);
     std::vector<ir::id> carried;
     if (!parallel)
       for (ir::id v : outer_writes(s))
@@ -594,6 +582,7 @@ class adjoint_builder {
                             b_.constant_int(dtype::i32, 1));
     const ir::id index = f_.block(n.block0)[0];
     ir::id outer = b_.range_for(lo, hi);
+    same_config(outer, s);
     b_.push_block(out_.at(outer).block0);
     const ir::id j = bin(ir::binary_op::sub, dtype::i32, last, b_.loop_index_of(outer));
     for (auto [v, value] : entry) b_.local_store(m(v), value);
@@ -610,14 +599,16 @@ class adjoint_builder {
   void reverse_memory(ir::id s) {
     const ir::node& n = at(s);
     const bool grad_param = n.param >= 0 && f_.params[static_cast<std::size_t>(n.param)].needs_grad;
-    const auto grad_flags = static_cast<std::uint8_t>(n.flags | ir::access::grad);
+    const auto grad_flags = static_cast<std::uint8_t>((n.flags & ir::access::clamp) | ir::access::grad);
     if (n.code == ir::op::global_load) {
       if (!active_[idx(s)]) return;
       const ir::id g = b_.local_load(acc_[idx(s)]);
       auto indices = mapped_list(n);
-      if (parallel_ > 0 && !owns_element(s)) {
-        b_.global_atomic(ir::atomic_op::add, n.param, grad_flags, indices, g);
-      } else {  // one thread, or an iteration that alone touches this element: a plain update
+      if (parallel_ > 0) {
+        // A compound update, as `x.grad()[i] += g` traces: analysis/atomic_demotion.hpp makes
+        // it a plain update where each iteration owns its element.
+        b_.global_atomic(ir::atomic_op::add, n.param, static_cast<std::uint8_t>(grad_flags | ir::access::compound), indices, g);
+      } else {  // one thread: a plain update
         ir::id old = b_.global_load(n.param, grad_flags, indices);
         b_.global_store(n.param, grad_flags, indices, bin(ir::binary_op::add, n.type, old, g));
       }
