@@ -37,6 +37,7 @@
 #include "quadrants/runtime/variant_builder-inl.hpp"
 #include "quadrants/runtime/variant_choice-inl.hpp"
 #include "quadrants/runtime/launch-inl.hpp"
+#include "quadrants/runtime/branch_workers-inl.hpp"
 #include "quadrants/runtime/graph-inl.hpp"
 #include "quadrants/runtime/statistics-inl.hpp"
 #include "quadrants/codegen/reductions-inl.hpp"
