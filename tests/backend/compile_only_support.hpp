@@ -15,6 +15,7 @@
 #include <quadrants/quadrants.hpp>
 
 #include "backend/suite_kernels.hpp"
+#include "backend/suite_kernels_vec.hpp"
 
 namespace qd_test {
 
@@ -106,6 +107,14 @@ inline std::vector<compiled_kernel_result> compile_suite_kernels() {
   add("seed_stale_clamped", k::seed_stale_clamped());
   add("seed_grad_snapshot", k::seed_grad_snapshot());
   add("copy_after_snapshot", k::copy_after_snapshot());
+  add("vec_ops", k::vec_ops());
+  add("mat_ops", k::mat_ops());
+  add("vec_vars", k::vec_vars());
+  add("vec_elements", k::vec_elements());
+  add("mixed_updates", k::mixed_updates());
+  add("loop_control", k::loop_control());
+  add("adjoint_chain", k::adjoint_chain());
+  add("adjoint_chain.grad", k::adjoint_chain().grad);  // an adjoint: always whole (autodiff)
   add("graph_loops", k::graph_loops());
   add("concurrent_regions", k::concurrent_regions());
   return out;
@@ -162,6 +171,11 @@ inline void check_compile_only_round_trip(qd::config target, const compile_only_
     CAPTURE(warm[i].name);
     CHECK(warm[i].observations.constructs_compiled == 0);
     // A split kernel's tasks may all be reused from a kernel loaded before it (identical
+    // tasks share one entry): neither compiled nor loaded. A kernel that stays whole (an adjoint) loads its tasks.
+    if (split && warm[i].observations.fallback == qd::fallback_reason::none)
+      CHECK(warm[i].observations.constructs_loaded <= warm[i].observations.frontend_constructs_total);
+    else
+      CHECK(warm[i].observations.constructs_loaded >= 1);
     // tasks share one entry): neither compiled nor loaded.
     // A compile-time fallback (concurrent_regions) loads its whole kernel in either pass.
     if (split && warm[i].observations.fallback == qd::fallback_reason::none)

@@ -20,6 +20,7 @@
 
 #include "backend/compile_only_support.hpp"
 #include "backend/suite_kernels.hpp"
+#include "backend/suite_kernels_vec.hpp"
 #include "runtime/runtime_test_support.hpp"
 #include "support/host_semantics.hpp"
 
@@ -541,6 +542,36 @@ TEST_CASE_TEMPLATE("suite: loops, branches and while_ nested in a parallel const
   }
 }
 
+TEST_CASE_TEMPLATE("suite: break_ and continue_ in every kind of loop, a serialized top-level loop and block_dim, "
+                   "whole and split, as plain C++ runs them", A, on_cpu, on_reference, on_cuda, on_amdgpu) {
+  for (auto mode : {qd::per_offload_mode::off, qd::per_offload_mode::on}) {
+    CAPTURE(mode);
+    if (!start<A>({.per_offload = mode})) return;
+    auto k = kernels::loop_control();
+    const std::int32_t n = 500, rows = 37, cols = 29;
+    std::vector<std::int32_t> xs;
+    for (std::int32_t i = 0; i < n; ++i) xs.push_back(i == 321 ? -1 : (i * 7) % 13);
+    qd::ndarray<std::int32_t, 1> x(n), count(n), first(n), spins(n), hits(n), prefix(n);
+    qd::ndarray<std::int32_t, 0> total;
+    qd::ndarray<std::int32_t, 2> grid({rows, cols});
+    x.from_host(xs);
+    for (auto* a : {&count, &first, &spins, &hits, &prefix}) a->fill(-7);
+    k(x, count, first, spins, hits, prefix, total, grid);
+    kernels::loop_control_result got{count.to_host(), first.to_host(), spins.to_host(), hits.to_host(),
+                                     prefix.to_host(), grid.to_host(), total.to_host()[0]};
+    const kernels::loop_control_result want = kernels::loop_control_expected(xs, rows, cols);
+    using column = std::vector<std::int32_t> kernels::loop_control_result::*;
+    for (column c : {&kernels::loop_control_result::count, &kernels::loop_control_result::first,
+                     &kernels::loop_control_result::spins, &kernels::loop_control_result::hits,
+                     &kernels::loop_control_result::prefix, &kernels::loop_control_result::grid})
+      CHECK(got.*c == want.*c);
+    CHECK(got.total == want.total);
+    // Three constructs: the serialized loop and the store after it are one serial construct.
+    if (mode == qd::per_offload_mode::on) CHECK(k.per_offload_cache_observations().frontend_constructs_total == 3);
+    qd::reset();
+  }
+}
+
 TEST_CASE_TEMPLATE("suite: a loop bound beyond qd::i32 fails the launch and runs no iteration, instead of wrapping", A,
                    on_cpu, on_reference, on_cuda, on_amdgpu) {
   for (auto mode : {qd::per_offload_mode::off, qd::per_offload_mode::on}) {
@@ -695,6 +726,43 @@ TEST_CASE_TEMPLATE("suite: needs_grad arrays carry a gradient buffer of the same
   CHECK(m.grad().to_host() == want_mgrad);
   CHECK(m.to_host() == ms);
   CHECK(s.grad().to_host() == std::vector<float>{1.5f * 4 + 0.25f});
+}
+
+TEST_CASE_TEMPLATE("suite: kernel.grad computes the adjoint of a reduction, a carried loop variable and a branch", A,
+                   QD_SUITE_ARCHES, on_reference) {
+  if (!start<A>()) return;
+  auto k = kernels::adjoint_chain();
+  const std::vector<float> xs{0.2f, 0.7f, -0.4f, 0.9f, 0.45f, 0.6f};
+  const auto n = static_cast<std::int64_t>(xs.size());
+  qd::ndarray<float, 1> x(n, qd::needs_grad), y(n, qd::needs_grad);
+  qd::ndarray<float, 0> loss(qd::needs_grad);
+  x.from_host(xs);
+  loss.fill(0.0f);
+  k(x, y, loss);
+  loss.grad().fill(1.0f);
+  k.grad(x, y, loss);
+  CHECK(k.grad.per_offload_cache_observations().fallback == qd::fallback_reason::autodiff);
+  // In double on the host: p = ((x + 0.5) x + 0.5) x + 0.5, y = p^2 or sin p, loss = sum(x) sum(y).
+  double total = 0, ysum = 0;
+  std::vector<double> dy;
+  for (float xf : xs) {
+    double v = xf, p = 1, dp = 0;
+    for (int r = 0; r < 3; ++r) {
+      dp = dp * v + p;
+      p = p * v + 0.5;
+    }
+    double yv = v > 0.5 ? p * p : std::sin(p);
+    dy.push_back(v > 0.5 ? 2 * p * dp : std::cos(p) * dp);
+    total += v;
+    ysum += yv;
+  }
+  auto got = x.grad().to_host();
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    CAPTURE(i);
+    double want = total * dy[i] + ysum;
+    CHECK(std::abs(got[i] - want) <= 1e-4 * std::max(1.0, std::abs(want)));
+  }
+  CHECK(y.grad().to_host() == std::vector<float>(xs.size(), 0.0f));  // the plain stores' adjoints zero them
 }
 
 TEST_CASE_TEMPLATE("suite: volatile_load re-reads memory where a plain element read is a snapshot", A, QD_SUITE_ARCHES) {
@@ -1403,6 +1471,29 @@ TEST_CASE_TEMPLATE("suite: the seed's kernels split through the persisted buffer
   CHECK(copy.per_offload_cache_observations().runtime_fallbacks == 1);
   CHECK(c.to_host()[4] == 3.0f);
   qd::reset();
+}
+
+// Vectors and matrices (SPEC §11.1) and atomic demotion (§11.4): backend/suite_kernels_vec.hpp.
+TEST_CASE_TEMPLATE("suite: vector arithmetic and functions agree with plain C++", A, QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  vec_checks::check_vec_ops();
+}
+TEST_CASE_TEMPLATE("suite: matrix products, determinant and inverse agree with plain C++", A, QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  vec_checks::check_mat_ops();
+}
+TEST_CASE_TEMPLATE("suite: vector and matrix variables reduce per component", A, QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  vec_checks::check_vec_vars();
+}
+TEST_CASE_TEMPLATE("suite: elements of vector and matrix arrays, component updates and per-component atomics", A,
+                   QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  vec_checks::check_vec_elements();
+}
+TEST_CASE_TEMPLATE("suite: demoted updates and a scatter that stays atomic give plain C++'s results", A, QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  vec_checks::check_mixed_updates();
 }
 
 // Graph kernels (issue 13): nested do_while loops run by the host loop reading each

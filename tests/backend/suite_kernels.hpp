@@ -766,6 +766,133 @@ inline auto copy_after_snapshot() {
                     });
 }
 
+
+// Loop control (SPEC §11.4): continue_ in a parallel loop (1-D and 2-D), break_ and
+// continue_ in nested loops (1-D and 2-D) and a while_, a serialized top-level loop that
+// breaks, and a block_dim. The host model is loop_control_expected below.
+inline auto loop_control() {
+  return qd::kernel(
+      "loop_control", {"x", "count", "first", "spins", "hits", "prefix", "total", "grid"},
+      [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 1> count,
+         qd::types::ndarray<std::int32_t, 1> first, qd::types::ndarray<std::int32_t, 1> spins,
+         qd::types::ndarray<std::int32_t, 1> hits, qd::types::ndarray<std::int32_t, 1> prefix,
+         qd::types::ndarray<std::int32_t, 0> total, qd::types::ndarray<std::int32_t, 2> grid) {
+        qd::range_for(x.shape(0), qd::loop_config{.block_dim = 64}, [&](qd::i32 i) {
+          count[i] = 0;
+          qd::if_(i % 3 == 0, [&] { qd::continue_(); });
+          qd::var<std::int32_t> c = 0, found = -1;
+          qd::range_for(0, 100, [&](qd::i32 j) {
+            qd::if_(j % 2 == 1, [&] { qd::continue_(); });
+            c += 1;
+            qd::if_((i + j) % 7 == 0, [&] {
+              found = j;
+              qd::break_();
+            });
+          });
+          count[i] = c;
+          first[i] = found;
+          qd::var<std::int32_t> k = 0;
+          qd::while_([&] { return k < 10; }, [&] {
+            k += 1;
+            qd::if_(k == i % 10, [&] { qd::break_(); });
+          });
+          spins[i] = k;
+          qd::var<std::int32_t> where = -1;
+          qd::range_for(qd::ndrange(4, 5), [&](qd::i32 a, qd::i32 b) {
+            qd::if_(a * 5 + b == i % 20, [&] {
+              where = a * 10 + b;
+              qd::break_();
+            });
+          });
+          hits[i] = where;
+        });
+        qd::var<std::int32_t> s = 0;
+        qd::range_for(x.shape(0), qd::loop_config{.serialize = true}, [&](qd::i32 i) {
+          qd::if_(x[i] < 0, [&] { qd::break_(); });
+          s += x[i];
+          prefix[i] = s;
+        });
+        total() = s;
+        qd::range_for(qd::ndrange(grid.shape(0), grid.shape(1)), qd::loop_config{.block_dim = 32},
+                      [&](qd::i32 a, qd::i32 b) {
+                        grid(a, b) = 1;
+                        qd::if_((a + b) % 3 == 0, [&] { qd::continue_(); });
+                        grid(a, b) = 2;
+                      });
+      });
+}
+
+// What loop_control leaves, from arrays filled with -7: per element count, first, spins,
+// hits and prefix, then total, then the grid row-major.
+struct loop_control_result {
+  std::vector<std::int32_t> count, first, spins, hits, prefix, grid;
+  std::int32_t total = 0;
+};
+
+inline loop_control_result loop_control_expected(const std::vector<std::int32_t>& x, std::int32_t rows,
+                                                 std::int32_t cols) {
+  const auto n = static_cast<std::int32_t>(x.size());
+  loop_control_result r;
+  for (auto* v : {&r.count, &r.first, &r.spins, &r.hits, &r.prefix}) v->assign(x.size(), -7);
+  for (std::int32_t i = 0; i < n; ++i) {
+    const auto at = static_cast<std::size_t>(i);
+    r.count[at] = 0;
+    if (i % 3 == 0) continue;
+    std::int32_t c = 0, found = -1;
+    for (std::int32_t j = 0; j < 100; ++j) {
+      if (j % 2 == 1) continue;
+      ++c;
+      if ((i + j) % 7 == 0) {
+        found = j;
+        break;
+      }
+    }
+    r.count[at] = c;
+    r.first[at] = found;
+    std::int32_t k = 0;
+    while (k < 10) {
+      ++k;
+      if (k == i % 10) break;
+    }
+    r.spins[at] = k;
+    std::int32_t where = -1;
+    for (std::int32_t a = 0; a < 4 && where < 0; ++a)
+      for (std::int32_t b = 0; b < 5; ++b)
+        if (a * 5 + b == i % 20) {
+          where = a * 10 + b;
+          break;
+        }
+    r.hits[at] = where;
+  }
+  std::int32_t s = 0;
+  for (std::int32_t i = 0; i < n; ++i) {
+    if (x[static_cast<std::size_t>(i)] < 0) break;
+    s += x[static_cast<std::size_t>(i)];
+    r.prefix[static_cast<std::size_t>(i)] = s;
+  }
+  r.total = s;
+  for (std::int32_t a = 0; a < rows; ++a)
+    for (std::int32_t b = 0; b < cols; ++b) r.grid.push_back((a + b) % 3 == 0 ? 1 : 2);
+  return r;
+}
+
+// Differentiable (issue 12): a reduction, a loop-carried qd::var, a branch and atomics,
+// for kernel.grad on every backend.
+inline auto adjoint_chain() {
+  return qd::kernel("adjoint_chain", {"x", "y", "loss"},
+                    [](qd::types::ndarray<float, 1, qd::needs_grad> x, qd::types::ndarray<float, 1, qd::needs_grad> y,
+                       qd::types::ndarray<float, 0, qd::needs_grad> loss) {
+                      qd::var<float> total = 0.0f;
+                      qd::range_for(x.shape(0), [&](qd::i32 i) {
+                        qd::var<float> p = 1.0f;
+                        qd::range_for(3, [&](qd::i32) { p = p * x[i] + 0.5f; });
+                        qd::if_(x[i] > 0.5f, [&] { y[i] = p * p; }).else_([&] { y[i] = qd::sin(p); });
+                        total += x[i];
+                      });
+                      qd::range_for(y.shape(0), [&](qd::i32 i) { loss() += y[i] * total; });
+                    });
+}
+
 // Graph kernels (issue 13): nested do_while loops whose flags different constructs set,
 // a top-level value read inside the body, a reduction per pass; rows[r] = 10 * (r + 1)
 // + the sum of x, for each row r < rows.shape(0).

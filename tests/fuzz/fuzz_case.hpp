@@ -105,7 +105,6 @@ inline std::string sub_name(const qd::ir::node& n) {
     case qd::ir::op::fma:
     case qd::ir::op::global_load:
     case qd::ir::op::global_store:
-    case qd::ir::op::graph_mark:
     case qd::ir::op::if_:
     case qd::ir::op::local_decl:
     case qd::ir::op::local_load:
@@ -118,6 +117,9 @@ inline std::string sub_name(const qd::ir::node& n) {
     case qd::ir::op::shape:
     case qd::ir::op::temp_load:
     case qd::ir::op::temp_store:
+    case qd::ir::op::break_:
+    case qd::ir::op::continue_:
+    case qd::ir::op::graph_mark:
     case qd::ir::op::while_: return std::to_string(n.sub);
   }
   return std::to_string(n.sub);
@@ -143,7 +145,6 @@ inline std::uint8_t sub_named(qd::ir::op code, const std::string& s) {
     case qd::ir::op::fma:
     case qd::ir::op::global_load:
     case qd::ir::op::global_store:
-    case qd::ir::op::graph_mark:
     case qd::ir::op::if_:
     case qd::ir::op::local_decl:
     case qd::ir::op::local_load:
@@ -156,6 +157,9 @@ inline std::uint8_t sub_named(qd::ir::op code, const std::string& s) {
     case qd::ir::op::shape:
     case qd::ir::op::temp_load:
     case qd::ir::op::temp_store:
+    case qd::ir::op::break_:
+    case qd::ir::op::continue_:
+    case qd::ir::op::graph_mark:
     case qd::ir::op::while_: return static_cast<std::uint8_t>(std::stoi(s));
   }
   return static_cast<std::uint8_t>(std::stoi(s));

@@ -91,6 +91,8 @@ class copier {
           for (std::int32_t d = 0; d < n.list_size; ++d) extents.push_back(m(in_.list(n, d)));
           result = b_.range_for_nd(extents);
         }
+        out_.at(result).flags = n.flags;
+        out_.at(result).param = n.param;
         map_[static_cast<std::size_t>(i)] = result;
         for (std::int32_t d = 0; d < static_cast<std::int32_t>(n.imm); ++d)
           map_[static_cast<std::size_t>(in_.block(n.block0)[static_cast<std::size_t>(d)])] = b_.loop_index_of(result, d);
@@ -123,13 +125,15 @@ class copier {
       case qd::ir::op::arg:
       case qd::ir::op::binary:
       case qd::ir::op::bound:
+      case qd::ir::op::break_:
+      case qd::ir::op::continue_:
+      case qd::ir::op::graph_mark:
       case qd::ir::op::cast:
       case qd::ir::op::constant:
       case qd::ir::op::fma:
       case qd::ir::op::global_atomic:
       case qd::ir::op::global_load:
       case qd::ir::op::global_store:
-      case qd::ir::op::graph_mark:
       case qd::ir::op::local_atomic:
       case qd::ir::op::local_decl:
       case qd::ir::op::local_load:

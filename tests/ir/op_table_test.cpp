@@ -41,7 +41,11 @@ TEST_CASE("every op of the table is produced by the tracer or by lowering") {
       total += x[i];                                              // local_atomic (a reduction), global_load
     });
     qd::var<std::int32_t> k = n[0];
-    qd::while_([&] { return k > 0; }, [&] { k -= 1; });            // while_, local_load, local_store
+    qd::while_([&] { return k > 0; }, [&] {                       // while_, local_load, local_store
+      k -= 1;
+      qd::if_(k == 7, [&] { qd::continue_(); });                  // continue_
+      qd::if_(k == 3, [&] { qd::break_(); });                     // break_
+    });
     qd::if_(k == 0, [&] { n[1] = qd::atomic_add(n[2], 1); });     // if_, global_atomic, global_store
     qd::range_for(qd::cast<std::int64_t>(n[3]), [&](qd::i32 i) {  // cast, bound
       x[i] = qd::select(x[i] > a, qd::fma(x[i], a, total), -x[i]) + qd::random<float>();  // select fma unary random arg

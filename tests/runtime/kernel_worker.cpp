@@ -78,6 +78,9 @@ void run_edit(bool edited, bool with_parameter) {
              "edit_me result");
   std::printf("compiled=%d loaded=%d total=%d fallback=%s\n", obs.constructs_compiled, obs.constructs_loaded,
               obs.frontend_constructs_total, std::string(qd::name(obs.fallback)).c_str());
+  std::printf("quadrants: recompiled=%d cache_hit=%d tasks_total=%d tasks_cache_hit=%d tasks_recompiled=%d\n",
+              obs.frontend_constructs_recompiled, obs.frontend_constructs_cache_hit, obs.tasks_total,
+              obs.tasks_cache_hit, obs.tasks_recompiled);
 }
 
 // Kernels every suite id runs, and one that only odd ids run (a different constant).

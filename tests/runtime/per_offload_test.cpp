@@ -7,6 +7,7 @@
 #include <quadrants/quadrants.hpp>
 
 #include <filesystem>
+#include <set>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -309,7 +310,7 @@ TEST_CASE("a gradient kernel and a debug dump keep kernels whole") {
   qd::ndarray<float, 1> x(4);
   k(x);
   CHECK(k.per_offload_cache_observations().fallback == qd::fallback_reason::diagnostic);
-  CHECK(std::filesystem::exists(cache.path() / "dump" / "two_loops.ir.txt"));
+  CHECK(std::filesystem::exists(cache.path() / "dump" / "two_loops" / "traced.ir.txt"));
   CHECK(x.to_host()[2] == 2.0f);
   qd::reset();
 }
@@ -335,24 +336,26 @@ TEST_CASE("debug dumps stay inside debug_dump_path whatever the kernel's name, a
     k(x);
     CHECK(x.to_host()[1] == value);
   }
-  // Every file is directly in the dump directory, one pair per kernel, none elsewhere.
-  std::vector<std::string> files;
+  // Every file is in the kernel's own directory directly under the dump directory, none elsewhere.
+  std::set<std::string> kernel_dirs;
   for (const auto& e : std::filesystem::recursive_directory_iterator(cache.path())) {
     if (!e.is_regular_file()) continue;
     const auto rel = std::filesystem::relative(e.path(), cache.path()).string();
     if (rel.starts_with("cache/")) continue;
-    CHECK_MESSAGE(e.path().parent_path() == dump, rel);
-    files.push_back(e.path().filename().string());
+    const auto in_dump = std::filesystem::relative(e.path(), dump);
+    CHECK_MESSAGE(!in_dump.string().starts_with(".."), rel);
+    const std::string top = in_dump.begin()->string();
+    CHECK((!top.starts_with(".") && top.find('/') == std::string::npos));
+    kernel_dirs.insert(top);
   }
-  CHECK(files.size() == 2 * names.size());
-  CHECK(std::filesystem::exists(dump / "plain.ir.txt"));  // a safe name is kept as it is
-  CHECK(std::filesystem::exists(dump / "plain.whole.cpp"));
-  CHECK_FALSE(std::filesystem::exists(cache.path() / "deep" / "escape.ir.txt"));
-  CHECK_FALSE(std::filesystem::exists("/tmp/absolute.ir.txt"));
-  for (const auto& f : files) CHECK((f.find('/') == std::string::npos && !f.starts_with(".")));
+  CHECK(kernel_dirs.size() == names.size());
+  CHECK(std::filesystem::exists(dump / "plain" / "traced.ir.txt"));  // a safe name is kept as it is
+  CHECK(std::filesystem::exists(dump / "plain" / "whole" / "program.cpp"));
+  CHECK_FALSE(std::filesystem::exists(cache.path() / "deep" / "escape"));
+  CHECK_FALSE(std::filesystem::exists("/tmp/absolute"));
 
-  // A second program finds the kernel in the offline cache: nothing compiled, nothing
-  // dumped, and one info line says so.
+  // A second program finds the kernel in the offline cache: nothing compiled, the source
+  // it was compiled from dumped all the same, and one info line says so.
   std::filesystem::remove_all(dump);
   start();
   qd_test::log_capture logs;
@@ -362,10 +365,10 @@ TEST_CASE("debug dumps stay inside debug_dump_path whatever the kernel's name, a
   qd::ndarray<float, 1> x(2);
   k(x);
   k(x);
-  CHECK_FALSE(std::filesystem::exists(dump / "plain.whole.cpp"));
+  CHECK(std::filesystem::exists(dump / "plain" / "whole" / "program.cpp"));
   int said = 0;
   for (const auto& line : logs.at(qd::log_level::info))
-    said += line.find("kernel 'plain': print_ir is on, but nothing was dumped for it: it was not compiled") !=
+    said += line.find("kernel 'plain': print_ir is on, but it was not compiled now") !=
             std::string::npos;
   CHECK(said == 1);
   qd::reset();
@@ -411,7 +414,78 @@ TEST_CASE("editing one of eight constructs recompiles only it, across processes"
   auto again = qd_test::run_worker(env, "edit base");
   CHECK(again.exit_code == 0);
   CHECK(again.output.find("compiled=0 loaded=8 total=8 fallback=none") != std::string::npos);
+  // Quadrants' names (SPEC §11.9) for the same cold, edited and warm compiles.
+  CHECK(base.output.find("recompiled=8 cache_hit=0 tasks_total=8 tasks_cache_hit=0 tasks_recompiled=8") !=
+        std::string::npos);
+  CHECK(edited.output.find("recompiled=1 cache_hit=7 tasks_total=8 tasks_cache_hit=7 tasks_recompiled=1") !=
+        std::string::npos);
+  CHECK(again.output.find("recompiled=0 cache_hit=8 tasks_total=8 tasks_cache_hit=8 tasks_recompiled=0") !=
+        std::string::npos);
   INFO(base.output, edited.output, shifted.output, again.output);
+}
+
+TEST_CASE("Quadrants' observation names: cold, warm from memory and disk, edited, and whole kernels") {
+  qd_test::temp_dir cache("quadrants-names");
+  auto make = [](float scale) {
+    return qd::kernel("named", [scale](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = x[i] * 2.0f; });
+      qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] + scale; });
+      qd::range_for(y.shape(0), [&](qd::i32 i) { y[i] = y[i] * 0.5f; });  // unlike the other two
+    });
+  };
+  auto k = make(1.0f);
+  auto before = k.per_offload_cache_observations();  // nothing compiled yet
+  CHECK(before.frontend_constructs_recompiled == -1);
+  CHECK(before.frontend_constructs_cache_hit == -1);
+  CHECK(before.tasks_total == -1);
+  CHECK(before.tasks_cache_hit == -1);
+  CHECK(before.tasks_recompiled == -1);
+  auto check = [](const qd::per_offload_observations& o, int total, int recompiled) {
+    CHECK(o.frontend_constructs_total == total);
+    CHECK(o.frontend_constructs_recompiled == recompiled);
+    CHECK(o.frontend_constructs_recompiled == o.constructs_compiled);
+    CHECK(o.frontend_constructs_cache_hit == total - recompiled);
+    CHECK(o.tasks_total == total);
+    CHECK(o.tasks_recompiled == recompiled);
+    CHECK(o.tasks_cache_hit == total - recompiled);
+  };
+  auto run = [](auto& kernel) {  // in the current program
+    qd::ndarray<float, 1> x(8), y(8);
+    kernel(x, y);
+    return kernel.per_offload_cache_observations();
+  };
+  init_split(cache);
+  check(run(k), 3, 3);  // cold
+  auto twin = make(1.0f);
+  check(run(twin), 3, 0);  // warm, in memory
+  auto edited = make(2.0f);
+  check(run(edited), 3, 1);  // one construct edited
+  qd::reset();
+  init_split(cache);
+  auto fresh = make(1.0f);
+  auto o = run(fresh);
+  check(o, 3, 0);  // warm, from disk
+  CHECK(o.constructs_loaded == 3);
+  qd::reset();
+  // The whole kernel: the split did not run, the tasks still count.
+  qd_test::temp_dir whole_cache("quadrants-names-whole");
+  init_split(whole_cache, qd::per_offload_mode::off);
+  auto whole = make(3.0f);
+  o = run(whole);
+  CHECK(o.frontend_constructs_total == -1);
+  CHECK(o.frontend_constructs_recompiled == -1);
+  CHECK(o.frontend_constructs_cache_hit == -1);
+  CHECK(o.tasks_total == 3);
+  CHECK(o.tasks_recompiled == 3);
+  CHECK(o.tasks_cache_hit == 0);
+  qd::reset();
+  init_split(whole_cache, qd::per_offload_mode::off);
+  auto whole_warm = make(3.0f);
+  o = run(whole_warm);
+  CHECK(o.tasks_total == 3);
+  CHECK(o.tasks_recompiled == 0);
+  CHECK(o.tasks_cache_hit == 3);
+  qd::reset();
 }
 
 TEST_CASE("two kernels containing one identical construct compile it once") {

@@ -5,6 +5,7 @@ qd_add_test(runtime errors)
 qd_add_test(runtime threads)  # several host threads at once; also run under ThreadSanitizer
 qd_add_test(runtime fork)     # a child of fork() launching kernels (not under ThreadSanitizer)
 qd_add_test(runtime config)   # where a bad setting came from; qd::init_best_available
+qd_add_test(runtime loop_control)  # qd::loop_config, qd::break_, qd::continue_ (SPEC §11.4)
 
 # Per-offload caching and the offline cache from the user's side; both run
 # kernel_worker in separate processes sharing a cache directory.
@@ -25,8 +26,15 @@ qd_add_test(runtime remote_cache)
 target_compile_definitions(runtime_remote_cache_test PRIVATE QD_KERNEL_WORKER="$<TARGET_FILE:remote_worker>")
 add_dependencies(runtime_remote_cache_test remote_worker)
 set_tests_properties(runtime/remote_cache PROPERTIES TIMEOUT 300)
+qd_add_test(runtime vec)  # qd::vec / qd::mat (SPEC §11.1) on the CPU and reference backends
+
+# Reverse-mode autodiff (issue 12): kernel.grad and qd::ad::tape on the CPU and the reference.
+qd_add_test(runtime autodiff)
 
 # Graph kernels and concurrent regions (issue 13, SPEC §11.6).
 qd_add_test(runtime graph)
 target_compile_definitions(runtime_graph_test PRIVATE QD_KERNEL_WORKER="$<TARGET_FILE:kernel_worker>")
 add_dependencies(runtime_graph_test kernel_worker)
+
+# Diagnostics (issue 14, SPEC §11.8): debug dumps.
+qd_add_test(runtime debug_dump)

@@ -70,7 +70,8 @@ constexpr kernel_structure analyze_structure(const ir::function& fn) {
     ir::id root = top[k];
     statement_info info;
     info.node = root;
-    info.parallel = fn.at(root).code == ir::op::range_for;
+    // A top-level loop with qd::loop_config{.serialize = true} runs in order, like a while_.
+    info.parallel = fn.at(root).code == ir::op::range_for && (fn.at(root).flags & ir::loop::serialize) == 0;
     info.mark = fn.at(root).code == ir::op::graph_mark;
     auto visit = [&](ir::id i) {
       s.statement_of[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(k);

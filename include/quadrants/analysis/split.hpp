@@ -131,7 +131,9 @@ constexpr index_range range_of_index(const ir::function& fn, ir::id i, int depth
     case ir::op::temp_load:
     case ir::op::temp_store:
     case ir::op::unary:
-    case ir::op::while_: return {};
+    case ir::op::while_:
+    case ir::op::break_:
+    case ir::op::continue_: return {};
   }
   return {};
 }

@@ -36,6 +36,7 @@ struct launch_context {
   std::int64_t* error = nullptr;       // host [flag, param, dim, index, extent], filled after the launch
   bool check_errors = false;           // bounds checks are on: the backend must fill `error` before returning
   bool wide_bounds = false;            // a loop bound may not fit i32: a GPU must bring its error record back too
+  unsigned block_dim = 0;              // a parallel task's GPU threads per block (qd::loop_config); 0: the default
 };
 
 class loaded_module {

@@ -127,8 +127,10 @@ QD_FN qd_i32 qd_bound(const qd_ctx* ctx, qd_i64 value, qd_i32 on_overflow) {
 /* One launch per task: every thread evaluates the prologue, then a grid-stride
    loop over [0, qd_count); a thread reduces into its own accumulators and
    flushes them once, if it ran any iteration. Indices are row-major. */
-#define QD_PARALLEL_TASK(entry, RANK)                                                                      \
-  extern "C" __global__ void __launch_bounds__(QD_BLOCK) entry(const QD_GRID_CONSTANT qd_ctx qd_c) {     \
+#define QD_PARALLEL_TASK(entry, RANK) QD_PARALLEL_TASK_BLOCK(entry, RANK, QD_BLOCK)
+/* BLOCK: the threads per block it is launched with (qd::loop_config{.block_dim}). */
+#define QD_PARALLEL_TASK_BLOCK(entry, RANK, BLOCK)                                                         \
+  extern "C" __global__ void __launch_bounds__(BLOCK) entry(const QD_GRID_CONSTANT qd_ctx qd_c) {        \
     const qd_ctx* ctx = &qd_c;                                                                             \
     entry##_frame qd_f;                                                                                    \
     entry##_prologue(ctx, &qd_f);                                                                          \

@@ -23,6 +23,20 @@ struct gpu_task_params {
 // CUDA passes it in the 4 KiB kernel parameter space.
 static_assert(sizeof(gpu_task_params) <= 4096, "the GPU parameter block must fit CUDA's parameter space");
 
+// The block and grid of a parallel task's launch: `block_dim` threads (qd::loop_config;
+// 0: limits::gpu_threads_per_block), and a grid keeping the occupancy grid's thread count
+// (`grid` is sized for the default block). Serial tasks run one thread.
+struct gpu_launch_shape {
+  unsigned grid = 1, block = 1;
+};
+constexpr gpu_launch_shape gpu_launch_shape_of(bool parallel, unsigned grid, unsigned block_dim) {
+  if (!parallel) return {};
+  const unsigned block = block_dim ? block_dim : limits::gpu_threads_per_block;
+  const unsigned long long threads = static_cast<unsigned long long>(grid) * limits::gpu_threads_per_block;
+  const unsigned long long scaled = (threads + block - 1) / block;
+  return {static_cast<unsigned>(scaled > 0 ? scaled : 1), block};
+}
+
 // Copies the task's parameters (only the first param_count entries) and the rest.
 QD_FUNC void fill_gpu_task_params(const launch_context& c, std::int64_t* device_error, gpu_task_params& out);
 

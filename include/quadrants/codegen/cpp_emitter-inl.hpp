@@ -252,6 +252,7 @@ class emitter {
     if (top.empty() || fn_.at(top.back()).code != ir::op::range_for)
       throw internal_error("codegen: a parallel task must end with its loop");
     ir::id loop = top.back();
+    parallel_loop_ = loop;
     const ir::node& ln = fn_.at(loop);
     // Prologue values and variables the loop body uses travel in a frame.
     std::vector<ir::id> frame;
@@ -301,7 +302,10 @@ class emitter {
     emit_block(ln.block0, static_cast<std::size_t>(rank));
     --indent_;
     line("}");
-    line(fmt::format("QD_PARALLEL_TASK({}, {})", entry_, rank));
+    if (ln.param > 0)  // qd::loop_config{.block_dim}: the GPU kernel's launch bounds
+      line(fmt::format("QD_PARALLEL_TASK_BLOCK({}, {}, {})", entry_, rank, ln.param));
+    else
+      line(fmt::format("QD_PARALLEL_TASK({}, {})", entry_, rank));
   }
 
   // A reduction into a global temporary whose old value nobody reads, and whose
@@ -445,6 +449,18 @@ class emitter {
       }
       case ir::op::global_atomic: {
         auto [elem, guard] = element(i);
+        if (n.flags & ir::access::owned) {  // demoted: this iteration owns the element
+          const auto o = static_cast<ir::atomic_op>(n.sub);
+          const std::string updated = wrapping_arithmetic(n.type, o == ir::atomic_op::add ? "+" : "-", v(i), v(n.a));
+          if (guard.empty()) {
+            line(fmt::format("const {} {} = {};", type, v(i), elem));
+            line(fmt::format("{} = {};", elem, updated));
+          } else {
+            line(fmt::format("const {} {} = {} ? {} : ({})0;", type, v(i), guard, elem, type));
+            line(fmt::format("if ({}) {} = {};", guard, elem, updated));
+          }
+          break;
+        }
         auto call = fmt::format("{}(&{}, {})", atomic_helper(static_cast<ir::atomic_op>(n.sub)), elem, v(n.a));
         if (guard.empty()) line(fmt::format("const {} {} = {};", type, v(i), call));
         else line(fmt::format("const {} {} = {} ? {} : ({})0;", type, v(i), guard, call, type));
@@ -503,6 +519,7 @@ class emitter {
           --indent_;
           line("}");
         }
+        if (rank > 1 && is_broken(i)) line(fmt::format("{}:;", break_label(i)));
         break;
       }
       case ir::op::if_:
@@ -528,6 +545,15 @@ class emitter {
         line("}");
         break;
       case ir::op::random: line(fmt::format("const {} {} = qd_random_{}(&qd_rng);", type, v(i), name(n.type))); break;
+      case ir::op::continue_:
+        // The parallel loop's body is a function called per iteration.
+        line(n.a == parallel_loop_ ? "return;" : "continue;");
+        break;
+      case ir::op::break_:
+        // C's break leaves only the innermost of a rank-N loop's nested fors.
+        line(fn_.at(n.a).code == ir::op::range_for && fn_.at(n.a).imm > 1 ? fmt::format("goto {};", break_label(n.a))
+                                                                            : std::string("break;"));
+        break;
       case ir::op::graph_mark: throw internal_error("C++ emitter: a graph mark inside a task (marks are in no task)");
       case ir::op::print: {
         std::string format, args;
@@ -554,8 +580,18 @@ class emitter {
     }
   }
 
+  std::string break_label(ir::id loop) const { return fmt::format("qd_break{}", number_[static_cast<std::size_t>(loop)]); }
+  bool is_broken(ir::id loop) const {
+    bool found = false;
+    ir::walk(fn_, fn_.at(loop).block0, [&](ir::id j, int) {
+      found |= fn_.at(j).code == ir::op::break_ && fn_.at(j).a == loop;
+    });
+    return found;
+  }
+
   const lowered_task& t_;
   const ir::function& fn_;
+  ir::id parallel_loop_ = ir::none;  // the loop of a parallel task
   std::string_view entry_;
   const emit_options& options_;
   std::vector<ir::id> number_;

@@ -114,6 +114,8 @@ class lowering {
           for (std::int32_t d = 0; d < n.list_size; ++d) extents.push_back(operand(k_.list(n, d)));
           result = b_.range_for_nd(extents);
         }
+        out_.fn.at(result).flags = n.flags;  // qd::loop_config
+        out_.fn.at(result).param = n.param;
         map_[static_cast<std::size_t>(i)] = result;
         for (std::int32_t d = 0; d < static_cast<std::int32_t>(n.imm); ++d)
           map_[static_cast<std::size_t>(k_.block(n.block0)[static_cast<std::size_t>(d)])] = b_.loop_index_of(result, d);
@@ -149,6 +151,8 @@ class lowering {
       case ir::op::arg:
       case ir::op::binary:
       case ir::op::bound:
+      case ir::op::break_:
+      case ir::op::continue_:
       case ir::op::cast:
       case ir::op::constant:
       case ir::op::fma:

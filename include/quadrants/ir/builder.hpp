@@ -154,6 +154,8 @@ class builder {
     fn_->at(n).block1 = new_block(n);
     return n;
   }
+  // break_ or continue_ of `loop`.
+  constexpr id jump(op code, id loop) { return emit({.code = code, .a = loop}); }
   constexpr id print(const std::vector<std::int32_t>& args) {
     auto begin = add_list(args.begin(), args.end());
     return emit({.code = op::print, .list_begin = begin, .list_size = static_cast<std::int32_t>(args.size())});

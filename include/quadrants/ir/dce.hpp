@@ -12,11 +12,13 @@ namespace qd::ir {
 constexpr void eliminate_dead_code(function& fn) {
   const std::size_t count = fn.nodes.size();
   std::vector<std::vector<id>> writers(count);  // local_decl -> its stores and atomics
+  std::vector<std::vector<id>> jumps(count);    // loop -> the break_/continue_ that leave or restart it
   std::vector<bool> reachable(count, false);
   walk(fn, 0, [&](id i, int) {
     reachable[static_cast<std::size_t>(i)] = true;
     const node& n = fn.at(i);
     if (n.code == op::local_store || n.code == op::local_atomic) writers[static_cast<std::size_t>(n.a)].push_back(i);
+    if (is_jump(n.code)) jumps[static_cast<std::size_t>(n.a)].push_back(i);
   });
   std::vector<bool> live(count, false);
   std::vector<id> work;
@@ -39,6 +41,9 @@ constexpr void eliminate_dead_code(function& fn) {
       for (id w : writers[static_cast<std::size_t>(i)]) mark(w);
     if (n.code == op::range_for)  // its loop indices
       for (std::int64_t d = 0; d < n.imm; ++d) mark(fn.block(n.block0)[static_cast<std::size_t>(d)]);
+    // A live loop keeps the jumps that decide how many iterations run.
+    if (n.code == op::range_for || n.code == op::while_)
+      for (id j : jumps[static_cast<std::size_t>(i)]) mark(j);
   }
   for (auto& block : fn.blocks) {
     std::vector<id> kept;

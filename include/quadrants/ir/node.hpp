@@ -45,11 +45,14 @@ inline constexpr id none = -1;
   X(temp_store, 0, temp_write, 0)   /* imm: slot, a: value                                            */ \
   X(temp_atomic, 1, temp_update, 0) /* imm: slot, a: value, sub: atomic_op; result: old value         */ \
   X(range_for, 0, control, 0)  /* imm: rank; rank 1: a..b; else list: extents from 0; block0: body,  */ \
-                               /* starting with one loop_index per dimension                          */ \
+                               /* starting with one loop_index per dimension; flags: loop:: bits;     */ \
+                               /* param: block_dim, a GPU launch's threads per block (-1: default)    */ \
   X(if_, 0, control, 0)        /* a: condition, block0: then, block1: else                            */ \
   X(while_, 0, control, 0)     /* block0: condition block, a: its value, block1: body                 */ \
   X(random, 1, random_draw, 0) /* type: uniform [0,1) for floats, uniform bits for integers           */ \
   X(print, 0, output, 0)       /* list: node ids, or -2 - string index for text pieces                */ \
+  X(break_, 0, control, 0)     /* a: the innermost enclosing loop (range_for or while_), which it leaves */ \
+  X(continue_, 0, control, 0)  /* a: the innermost enclosing loop, whose next iteration it starts     */ \
   X(graph_mark, 0, control, 0) /* sub: graph_mark; top level only, in no task (ir/graph_mark.hpp)     */
 
 enum class op : std::uint8_t {
@@ -73,7 +76,7 @@ enum class effect : std::uint8_t {
   global_update,  // atomic read-modify-write of array memory
   random_draw,    // advances the random stream: removable, but never recomputed
   output,         // prints
-  control,        // owns blocks: loops and branches
+  control,        // owns blocks (loops and branches), or jumps out of a loop (break_, continue_)
 };
 
 struct op_properties {
@@ -135,7 +138,18 @@ namespace access {
 inline constexpr std::uint8_t grad = 1;        // the parameter's gradient buffer
 inline constexpr std::uint8_t clamp = 2;       // indices clamped into the shape
 inline constexpr std::uint8_t is_volatile = 4; // qd::volatile_load: never removed or merged
+inline constexpr std::uint8_t compound = 8;    // global_atomic of `x[i] += v` in a parallel construct
+inline constexpr std::uint8_t owned = 16;      // ... that each iteration owns: a plain read-modify-write
+                                               // (analysis/atomic_demotion.hpp)
 }  // namespace access
+
+// Flags of range_for (qd::loop_config).
+namespace loop {
+inline constexpr std::uint8_t serialize = 1;  // runs in order on one thread: a top-level loop is no construct
+}  // namespace loop
+
+// break_ and continue_: their loop is operand a.
+constexpr bool is_jump(op o) { return o == op::break_ || o == op::continue_; }
 
 struct node {
   op code = op::constant;

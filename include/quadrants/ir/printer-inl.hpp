@@ -64,7 +64,8 @@ QD_FUNC std::string to_text(const function& fn) {
           break;
         case op::global_store: line += " " + place(n) + " <- " + ref(n.a); break;
         case op::global_atomic:
-          line += fmt::format(" {} {} <- {}", name(static_cast<atomic_op>(n.sub)), place(n), ref(n.a));
+          line += fmt::format(" {} {} <- {}{}", name(static_cast<atomic_op>(n.sub)), place(n), ref(n.a),
+                              (n.flags & access::owned) ? " owned" : "");
           break;
         case op::local_atomic:
           line += fmt::format(" {} {} <- {}", name(static_cast<atomic_op>(n.sub)), ref(n.a), ref(n.b));
@@ -90,9 +91,13 @@ QD_FUNC std::string to_text(const function& fn) {
         case op::range_for:
           if (n.imm == 1) line += fmt::format(" {} .. {}", ref(n.a), ref(n.b));
           else line += fmt::format(" ndrange({})", indices(n));
+          if (n.flags & loop::serialize) line += " serialize";
+          if (n.param > 0) line += fmt::format(" block_dim {}", n.param);
           break;
         case op::loop_index: line += fmt::format(" {} dim {}", ref(n.a), n.imm); break;
         case op::bound: line += fmt::format(" {} else {}", ref(n.a), n.imm); break;
+        case op::break_:
+        case op::continue_: line += " " + ref(n.a); break;
         case op::select:
         case op::fma:
         case op::cast:

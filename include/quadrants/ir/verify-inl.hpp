@@ -68,6 +68,25 @@ class verifier {
       if (t != dtype::i32 && t != dtype::i64) invalid(fn_, i, fmt::format("has an index of type {}", name(t)));
     }
   }
+  // A jump names its innermost enclosing loop, from inside that loop's body; a break_
+  // never leaves a parallel loop (a top-level range_for not serialized).
+  void jump(const node& n, id i) const {
+    if (n.a < 0 || static_cast<std::size_t>(n.a) >= fn_.nodes.size()) invalid(fn_, i, "names no loop");
+    for (std::int32_t b = fn_.node_block[static_cast<std::size_t>(i)]; b != 0;) {
+      const id owner = fn_.block_owner[static_cast<std::size_t>(b)];
+      const node& o = fn_.at(owner);
+      if (o.code == op::range_for || o.code == op::while_) {
+        if (owner != n.a || (o.code == op::while_ && b != o.block1))
+          invalid(fn_, i, "is not in the body of the loop it names, or another loop is nearer");
+        if (n.code == op::break_ && o.code == op::range_for && fn_.is_top_level(owner) &&
+            (o.flags & loop::serialize) == 0)
+          invalid(fn_, i, "leaves a parallel loop");
+        return;
+      }
+      b = fn_.node_block[static_cast<std::size_t>(owner)];
+    }
+    invalid(fn_, i, "is outside any loop");
+  }
   static bool helper_defined(binary_op o, dtype t) {
     switch (o) {
       case binary_op::div: return t != dtype::boolean;
@@ -174,6 +193,8 @@ class verifier {
         break;
       case op::range_for: {
         if (n.imm < 1 || n.imm > 4) invalid(fn_, i, "has a rank outside 1..4");
+        if ((n.flags & ~loop::serialize) != 0 || n.param < -1 || n.param == 0 || n.param > 1024)
+          invalid(fn_, i, "has a loop configuration out of range");
         if (n.imm == 1) {
           expect(n.a, dtype::i32, i, "a begin");
           expect(n.b, dtype::i32, i, "an end");
@@ -195,6 +216,8 @@ class verifier {
       case op::random:
         if (n.type == dtype::boolean) invalid(fn_, i, "draws a boolean");
         break;
+      case op::break_:
+      case op::continue_: jump(n, i); break;
       case op::print:
         for (std::int32_t k = 0; k < n.list_size; ++k) {
           std::int32_t item = fn_.list(n, k);

@@ -93,8 +93,11 @@ ir::id index_id(const I& index) {
 
 namespace types {
 
-template <element_type T, int N, auto... Options>
+// Elements are scalars here; lang/vec_ndarray_param.hpp specializes vectors and matrices.
+template <class T, int N, auto... Options>
 class ndarray {
+  static_assert(element_type<T>, "qd::types::ndarray<T, N> takes an element type (float, std::int32_t, ...), a "
+                                 "qd::vec or a qd::mat");
   static_assert(N >= 0 && N <= 4, "qd::types::ndarray supports 0 to 4 dimensions");
   static_assert(!std::is_same_v<T, bool>, "arrays of bool are not supported; use std::uint8_t");
   static_assert((std::is_same_v<std::remove_cv_t<decltype(Options)>, needs_grad_t> && ...),

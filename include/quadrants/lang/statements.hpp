@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "quadrants/lang/loop_control.hpp"
 #include "quadrants/lang/ndarray_param.hpp"
 #include "quadrants/lang/var.hpp"
 
@@ -70,6 +71,25 @@ void range_for(const ndrange_t<N>& range, F&& body) {
     std::forward<F>(body)(i32::from_id(index[I])...);
   }(std::make_index_sequence<static_cast<std::size_t>(N)>{});
   detail::end_range_for();
+}
+
+// Every form with a qd::loop_config just before the body (SPEC §11.4; top-level loops only).
+template <operand B, operand E, class F>
+void range_for(const B& begin, const E& end, const loop_config& config, F&& body) {
+  detail::set_loop_config(config);
+  range_for(begin, end, std::forward<F>(body));
+}
+
+template <operand E, class F>
+void range_for(const E& end, const loop_config& config, F&& body) {
+  detail::set_loop_config(config);
+  range_for(0, end, std::forward<F>(body));
+}
+
+template <int N, class F>
+void range_for(const ndrange_t<N>& range, const loop_config& config, F&& body) {
+  detail::set_loop_config(config);
+  range_for(range, std::forward<F>(body));
 }
 
 // The result of qd::if_, for attaching .else_(...).

@@ -9,6 +9,7 @@
 #include "quadrants/detail/format.hpp"
 #include "quadrants/ir/nesting.hpp"
 #include "quadrants/ir/printer.hpp"
+#include "quadrants/lang/loop_control.hpp"
 #include "quadrants/lang/trace.hpp"
 
 namespace qd::detail {
@@ -153,7 +154,9 @@ QD_FUNC void emit_global_update(ir::binary_op o, const place& p, ir::id loaded, 
   auto& t = current_tracer();
   dtype elem = t.fn.params[static_cast<std::size_t>(p.param)].type;
   if (t.parallel_depth > 0 && (o == ir::binary_op::add || o == ir::binary_op::sub)) {
-    emit_global_atomic(o == ir::binary_op::add ? ir::atomic_op::add : ir::atomic_op::sub, p, value);
+    place compound = p;  // may be demoted to a plain update (analysis/atomic_demotion.hpp)
+    compound.flags = static_cast<std::uint8_t>(compound.flags | ir::access::compound);
+    emit_global_atomic(o == ir::binary_op::add ? ir::atomic_op::add : ir::atomic_op::sub, compound, value);
     return;
   }
   emit_global_store(p, emit_binary(o, elem, loaded, value));
@@ -247,10 +250,11 @@ QD_FUNC ir::id begin_range_for(ir::id begin, ir::id end) {
   for (ir::id bound : {begin, end})
     if (!is_integral(type_of(bound)))
       throw_trace_error(fmt::format("qd::range_for bounds must be integers, got {}", name(type_of(bound))));
-  bool parallel = t.at_top_level();
   enter_nesting(t, 1);
   ir::id loop = t.b.range_for(loop_bound(begin, std::numeric_limits<std::int32_t>::max()),
                               loop_bound(end, std::numeric_limits<std::int32_t>::min()));
+  const bool serialized = configure_loop(t, loop);  // before the test: a nested loop's config is an error
+  bool parallel = t.at_top_level() && !serialized;
   t.last_if = ir::none;
   t.b.push_block(t.fn.at(loop).block0);
   if (parallel) ++t.parallel_depth;
@@ -267,9 +271,10 @@ QD_FUNC std::vector<ir::id> begin_range_for_nd(const std::vector<ir::id>& extent
       throw_trace_error(fmt::format("qd::ndrange extents must be integers, got {}", name(type_of(e))));
     converted.push_back(loop_bound(e, 0));
   }
-  bool parallel = t.at_top_level();
   enter_nesting(t, static_cast<int>(converted.size()));
   ir::id loop = t.b.range_for_nd(converted);
+  const bool serialized = configure_loop(t, loop);  // before the test: a nested loop's config is an error
+  bool parallel = t.at_top_level() && !serialized;
   t.last_if = ir::none;
   t.b.push_block(t.fn.at(loop).block0);
   if (parallel) ++t.parallel_depth;
@@ -281,9 +286,10 @@ QD_FUNC std::vector<ir::id> begin_range_for_nd(const std::vector<ir::id>& extent
 QD_FUNC void end_range_for() {
   auto& t = current_tracer();
   t.nesting -= ir::nesting_weight(t.fn, t.b.current_block());
+  const ir::id loop = t.fn.block_owner[static_cast<std::size_t>(t.b.current_block())];
   t.b.pop_block();
   t.last_if = ir::none;
-  if (t.at_top_level()) --t.parallel_depth;
+  if (t.at_top_level() && (t.fn.at(loop).flags & ir::loop::serialize) == 0) --t.parallel_depth;
 }
 
 QD_FUNC ir::id begin_if(ir::id cond) {

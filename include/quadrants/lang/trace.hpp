@@ -29,6 +29,10 @@ class tracer {
   int parallel_depth = 0;      // > 0 inside the body of a top-level range_for
   int nesting = 0;             // levels of control flow around the current block (ir/nesting.hpp)
   ir::id last_if = ir::none;   // the if_ an else_ may still attach to
+  // A qd::loop_config for the next range_for (lang/loop_control.hpp).
+  bool has_loop_config = false;
+  std::int32_t loop_block_dim = 0;
+  bool loop_serialize = false;
   bool graph_kernel = false;   // qd::kernel(name, qd::graph::on, ...): do_while and graph::parallel allowed
   std::vector<std::uint8_t> graph_open;  // open do_while bodies and forks (ir::graph_mark), innermost last
 

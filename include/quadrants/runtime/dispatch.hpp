@@ -22,6 +22,13 @@ struct per_offload_observations {
   fallback_reason fallback = fallback_reason::none;
   std::string fallback_detail;
   std::uint64_t runtime_fallbacks = 0;  // launches that used the whole-kernel variant after a run-time check
+  // Quadrants' names (SPEC §11.9). The two frontend_* fields are -1 when the split did not run.
+  int frontend_constructs_recompiled = -1;  // = constructs_compiled
+  int frontend_constructs_cache_hit = -1;   // = total - recompiled: loaded from disk or reused in memory
+  // The compiled tasks of the latest compile, whichever variant it built; -1 before any.
+  int tasks_total = -1;
+  int tasks_cache_hit = -1;   // loaded from disk or reused in memory
+  int tasks_recompiled = -1;  // produced by the compiler now
 };
 
 namespace detail {

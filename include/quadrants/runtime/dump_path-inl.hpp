@@ -24,9 +24,9 @@ QD_FUNC std::string dump_file_stem(std::string_view kernel_name) {
 
 QD_FUNC void log_nothing_dumped(std::string_view kernel_name) {
   log_fmt(log_level::info,
-          "kernel '{}': print_ir is on, but nothing was dumped for it: it was not compiled (it came from the offline "
-          "cache or from another kernel of this process). Clear the cache (qd-cache clean) or set offline_cache = "
-          "false to dump its code",
+          "kernel '{}': print_ir is on, but it was not compiled now (it came from the offline cache or from another "
+          "kernel of this process); its dumped program is the source that code was compiled from. Clear the cache "
+          "(qd-cache clean) or set offline_cache = false to see the compiler run",
           kernel_name);
 }
 

@@ -14,8 +14,8 @@ namespace qd::detail {
 // so that two kernels never share a file. Never empty, ".", ".." or a path.
 QD_FUNC std::string dump_file_stem(std::string_view kernel_name);
 
-// The info line for print_ir when a kernel was not compiled (it came from a cache), so
-// nothing was dumped for it.
+// The info line for print_ir when a kernel was not compiled (it came from a cache): its
+// dumped program is the source the cached code was compiled from.
 QD_FUNC void log_nothing_dumped(std::string_view kernel_name);
 
 }  // namespace qd::detail

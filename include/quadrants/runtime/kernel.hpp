@@ -16,8 +16,10 @@
 #include "quadrants/lang/graph.hpp"
 #include "quadrants/lang/kernel_signature.hpp"
 #include "quadrants/runtime/dispatch.hpp"
+#include "quadrants/runtime/gradient.hpp"
 #include "quadrants/runtime/graph.hpp"
 #include "quadrants/runtime/ndarray.hpp"
+#include "quadrants/runtime/vec_ndarray.hpp"
 
 namespace qd {
 namespace detail {
@@ -78,7 +80,7 @@ launch_arg pack_argument(const A& a) {
       out.program_id = a.storage().program_id();
       out.bytes = a.storage().bytes();
       if (a.has_grad()) out.grad = a.grad().storage().data();
-      for (int d = 0; d < A::ndim; ++d) out.shape[d] = a.shape(d);
+      copy_launch_shape(out.shape, a);
     }
   } else {
     using T = typename P::value_type;
@@ -97,7 +99,45 @@ launch_arg pack_argument(const A& a) {
   return out;
 }
 
+// Packs a launch's arguments for the parameters of F, checked at compile time.
+template <class F, class... Args>
+std::array<launch_arg, sizeof...(Args)> pack_arguments(const Args&... args) {
+  constexpr auto params = parameter_types<F>();
+  static_assert(sizeof...(Args) == decltype(boost::hana::length(params))::value,
+                "wrong number of kernel arguments: pass one per kernel parameter");
+  std::array<launch_arg, sizeof...(Args)> packed{};
+  boost::hana::unpack(params, [&](auto... p) {
+    std::size_t k = 0;
+    ((packed[k++] = pack_argument<typename decltype(p)::type>(args)), ...);
+  });
+  return packed;
+}
+
 }  // namespace detail
+
+// kernel.grad: the adjoint of a kernel (SPEC §11.5), called with the forward
+// kernel's arguments. It accumulates into the .grad() buffers of the needs_grad
+// parameters, seeded from the outputs' .grad() buffers; it always runs whole.
+template <class F>
+class adjoint_kernel {
+ public:
+  explicit adjoint_kernel(std::shared_ptr<detail::kernel_state> forward) : forward_(std::move(forward)) {}
+
+  template <class... Args>
+  void operator()(const Args&... args) const {
+    auto packed = detail::pack_arguments<F>(args...);
+    detail::launch(detail::adjoint_of(*forward_), packed.data(), packed.size());
+  }
+  void compile() const { detail::compile(detail::adjoint_of(*forward_)); }
+  per_offload_observations per_offload_cache_observations() const {
+    return detail::observations(detail::adjoint_of(*forward_));
+  }
+  // The adjoint's IR as text (derived on first use).
+  std::string ir() const { return detail::kernel_ir_text(detail::adjoint_of(*forward_)); }
+
+ private:
+  std::shared_ptr<detail::kernel_state> forward_;
+};
 
 template <class F>
 class kernel {
@@ -121,14 +161,7 @@ class kernel {
   // Launches the kernel: arrays as qd::ndarray, scalars as C++ numbers.
   template <class... Args>
   void operator()(const Args&... args) const {
-    constexpr auto params = detail::parameter_types<F>();
-    static_assert(sizeof...(Args) == decltype(boost::hana::length(params))::value,
-                  "wrong number of kernel arguments: pass one per kernel parameter");
-    std::array<detail::launch_arg, sizeof...(Args)> packed{};
-    boost::hana::unpack(params, [&](auto... p) {
-      std::size_t k = 0;
-      ((packed[k++] = detail::pack_argument<typename decltype(p)::type>(args)), ...);
-    });
+    auto packed = detail::pack_arguments<F>(args...);
     detail::launch(*state_, packed.data(), packed.size());
   }
 
@@ -142,6 +175,10 @@ class kernel {
 
  private:
   std::shared_ptr<detail::kernel_state> state_;
+
+ public:
+  // The adjoint kernel: kernel.grad(args...) (SPEC §11.5).
+  adjoint_kernel<F> grad{state_};
 };
 
 template <class F>

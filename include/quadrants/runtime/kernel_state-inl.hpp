@@ -4,6 +4,7 @@
 #include "quadrants/base/error.hpp"
 #include "quadrants/base/limits.hpp"
 #include "quadrants/detail/format.hpp"
+#include "quadrants/analysis/atomic_demotion.hpp"
 #include "quadrants/ir/dce.hpp"
 #include "quadrants/ir/printer.hpp"
 #include "quadrants/ir/verify.hpp"
@@ -49,6 +50,7 @@ QD_FUNC void ensure_traced(kernel_state& k) {
   t.graph_kernel = k.graph;
   k.trace(t);
   ir::eliminate_dead_code(t.fn);
+  analysis::demote_owned_updates(t.fn);
   if constexpr (checked_build) ir::verify(t.fn, ir::stage::traced);
   k.ir = std::move(t.fn);
   k.structure = analysis::analyze_structure(k.ir);

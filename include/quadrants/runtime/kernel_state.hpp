@@ -22,6 +22,7 @@ struct compiled_task {
   void* entry = nullptr;
   bool parallel = false;
   std::uint64_t rng_salt = 0;
+  unsigned block_dim = 0;               // qd::loop_config{.block_dim} of a parallel task's loop
   std::vector<std::int32_t> param_map;  // task parameter -> kernel parameter
 };
 
@@ -55,7 +56,7 @@ struct compiled_kernel {
   std::atomic<variant*> whole_ready{nullptr};
 };
 
-class kernel_state {
+class kernel_state : public std::enable_shared_from_this<kernel_state> {
  public:
   std::string name;
   std::vector<std::string> param_names;
@@ -77,6 +78,9 @@ class kernel_state {
   std::atomic<std::uint64_t> runtime_fallbacks{0};
   std::atomic<bool> fallback_warned{false};
   bool unchecked_split = false;  // test-only: see force_unchecked_split
+  // kernel.grad: the adjoint kernel, made on first use from this kernel's IR (runtime/gradient.hpp).
+  std::once_flag adjoint_once;
+  std::shared_ptr<kernel_state> adjoint;
   bool graph = false;            // qd::kernel(name, qd::graph::on, ...) (runtime/graph.hpp)
 };
 

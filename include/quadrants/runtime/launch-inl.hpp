@@ -10,6 +10,7 @@
 #include "quadrants/base/log.hpp"
 #include "quadrants/detail/format.hpp"
 #include "quadrants/lang/trace.hpp"
+#include "quadrants/runtime/gradient.hpp"
 #include "quadrants/runtime/graph.hpp"
 #include "quadrants/runtime/kernel_state.hpp"
 #include "quadrants/runtime/program.hpp"
@@ -83,7 +84,7 @@ QD_FUNC void launch_task(const kernel_state& k, program& p, const compiled_kerne
     // A do_while's later passes (pass > 0) draw from streams of their own.
     backend::launch_context ctx{arrays, scalars, n, static_cast<unsigned char*>(v.temps),
                                 mix_stream(p.config().random_seed, launch_no, t.rng_salt + pass * 0x9e3779b97f4a7c15ull),
-                                error, c.bounds_checks, c.wide_bounds};
+                                error, c.bounds_checks, c.wide_bounds, t.block_dim};
     v.device->launch(t.entry, t.parallel, ctx);
     // The CPU and the reference backend always fill the record; a GPU brings it back
     // (a synchronization) when bounds checks are on or the kernel has wide loop bounds.
@@ -177,6 +178,7 @@ QD_FUNC void launch(kernel_state& k, const launch_arg* args, std::size_t count) 
     }
   }
   run_variant(k, *p, *c, *v, args);
+  if (active_tape != nullptr) record_on_tape(k, args, count);
 }
 
 }  // namespace qd::detail

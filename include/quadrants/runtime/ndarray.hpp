@@ -60,8 +60,11 @@ std::int64_t extent(const std::array<std::int64_t, N>& shape, int d, std::string
 
 }  // namespace detail
 
-template <element_type T, int N>
+// Elements are scalars here; runtime/vec_ndarray.hpp specializes vectors and matrices.
+template <class T, int N>
 class ndarray {
+  static_assert(element_type<T>, "qd::ndarray<T, N> takes an element type (float, std::int32_t, ...), a qd::vec or a "
+                                 "qd::mat");
   static_assert(N >= 0 && N <= 4, "qd::ndarray supports 0 to 4 dimensions");
   static_assert(!std::is_same_v<T, bool>, "arrays of bool are not supported; use std::uint8_t");
 
@@ -149,7 +152,7 @@ class external_array {
   std::array<std::int64_t, N> shape_;
 };
 
-template <element_type T, int N>
+template <class T, int N>
 ndarray<T, N>& ndarray<T, N>::missing_grad() {
   detail::throw_missing_grad();
 }

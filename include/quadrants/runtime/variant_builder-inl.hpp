@@ -18,22 +18,23 @@
 #include "quadrants/ir/serialize.hpp"
 #include "quadrants/ir/walk.hpp"
 #include "quadrants/runtime/code_lookup.hpp"
+#include "quadrants/runtime/debug_dump.hpp"
 #include "quadrants/runtime/dump_path.hpp"
 #include "quadrants/runtime/variant_builder.hpp"
 
 namespace qd::detail {
 
-QD_FUNC void dump_debug_files(const program& p, const kernel_state& k, const std::string& suffix,
-                              const std::string& source) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::path dir = p.config().debug_dump_path;
-  fs::create_directories(dir, ec);
-  std::ofstream(dir / (dump_file_stem(k.name) + ".ir.txt")) << ir::to_text(k.ir);
-  std::ofstream out(dir / (dump_file_stem(k.name) + suffix));
-  out << source;
-  if (ec || !out)
-    log_fmt(log_level::warn, "kernel '{}': cannot write the debug dump to {}", k.name, dir.string());
+// print_ir: each task's lowered IR and, when `sources` is given, the source of each task
+// as it stands alone (the prelude and its body) under <kernel>/<variant>/.
+QD_FUNC void dump_tasks(const program& p, const kernel_state& k, std::string_view variant,
+                        const std::vector<codegen::lowered_task>& lowered, const std::vector<std::string>* bodies) {
+  const std::string_view ext = source_extension(p.device().name());
+  for (std::size_t t = 0; t < lowered.size(); ++t) {
+    dump_debug_file(p.config(), k.name, fmt::format("{}/task_{}.ir.txt", variant, t), ir::to_text(lowered[t].fn));
+    if (bodies)
+      dump_debug_file(p.config(), k.name, fmt::format("{}/task_{}.{}", variant, t, ext),
+                      p.device().prelude() + (*bodies)[t]);
+  }
 }
 
 QD_FUNC bool has_print(const ir::function& fn) {
@@ -69,6 +70,7 @@ QD_FUNC compiled_task launchable_task(const backend::loaded_module& module, cons
   c.entry = module.entry(entry);
   c.parallel = t.parallel;
   c.rng_salt = rng_salt(planned);
+  if (t.parallel) c.block_dim = static_cast<unsigned>(std::max(0, t.fn.at(t.fn.block(0).back()).param));
   c.param_map = std::move(t.param_map);
   return c;
 }
@@ -100,11 +102,15 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
   v.device = p.device_ptr();
   std::vector<codegen::lowered_task> lowered = lower_all(k, plan);
   std::vector<std::string> entries;  // one module per whole kernel: local names
+  std::vector<std::string> bodies;
   std::string body;
   for (std::size_t t = 0; t < lowered.size(); ++t) {
     entries.push_back(fmt::format("qd_task{}", t));
-    body += codegen::emit_task(lowered[t], entries.back(), {p.config().check_out_of_bound});
+    bodies.push_back(codegen::emit_task(lowered[t], entries.back(), {p.config().check_out_of_bound}));
+    body += bodies.back();
   }
+  const bool dump = p.config().print_ir;
+  if (dump) dump_tasks(p, k, "whole", lowered, p.device().traits().runs_ir ? nullptr : &bodies);
   const int constructs = static_cast<int>(k.structure.constructs.size());
   const std::string what = fmt::format("kernel '{}'", k.name);
   cache::kernel_record record{{}, static_cast<std::uint32_t>(constructs), !plan.temps.empty(), {}};
@@ -115,11 +121,16 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
   if (p.device().traits().runs_ir) {  // nothing to compile or cache
     module = p.device().load_ir(lowered, entries);
     counts.compiled = constructs;
+    counts.tasks_compiled = static_cast<int>(lowered.size());
   } else {
     // The key covers the IR and the source generated from it, so a change in the
     // code generator is a different key, never stale native code.
     cache::key_builder kb = p.environment();
     record.module = kb.add("kernel").add(ir::canonical_bytes(k.ir)).add(body).finish();
+    // The program is dumped even when it comes from a cache: its key covers this text.
+    if (dump)
+      dump_debug_file(p.config(), k.name, fmt::format("whole/program.{}", source_extension(p.device().name())),
+                      p.device().prelude() + body);
     if ((module = p.find_module(record.module))) {  // this process holds it (another kernel object's)
       p.memory_hits.fetch_add(1, std::memory_order_relaxed);
     } else if (p.store()) {
@@ -136,19 +147,45 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
     }
     if (!module) {
       std::string source = p.device().prelude() + body;
-      if (p.config().print_ir) dump_debug_files(p, k, ".whole.cpp", source);
       module_result built = compile_module(p, source, record.module, what);
       module = built.module;
       if (p.store()) p.store()->save(cache::entry_kind::kernel, record.module, cache::encode(record));
       (built.compiled ? counts.compiled : counts.loaded) = constructs;
-    } else if (p.config().print_ir) {
+      if (built.compiled) counts.tasks_compiled = static_cast<int>(lowered.size());
+    } else if (dump) {
       log_nothing_dumped(k.name);  // from memory or the disk: nothing was compiled
     }
   }
   for (std::size_t t = 0; t < lowered.size(); ++t) v.tasks.push_back(launchable_task(*module, entries[t], lowered[t], plan.tasks[t]));
   v.modules.push_back(std::move(module));
+  counts.tasks = static_cast<int>(lowered.size());
   v.schedule = analysis::build_schedule(k.ir, k.structure, plan.tasks);
   allocate_temporaries(p, plan, v);
+}
+
+QD_FUNC offload_code offload_code_of(program& p, const codegen::lowered_task& t) {
+  // Keyed on the IR and on the generated source, written with a placeholder
+  // entry name that is then replaced by one derived from the key.
+  constexpr std::string_view placeholder = "QD_OFFLOAD_ENTRY";
+  offload_code o;
+  o.body = codegen::emit_task(t, placeholder, {p.config().check_out_of_bound});
+  cache::key_builder kb = p.environment();
+  o.key = kb.add("offload").add(ir::canonical_bytes(t.fn)).add(o.body).finish();
+  o.entry = "qd_o" + o.key.hex();
+  for (std::size_t at = o.body.find(placeholder); at != std::string::npos; at = o.body.find(placeholder, at))
+    o.body.replace(at, placeholder.size(), o.entry);
+  return o;
+}
+
+QD_FUNC void dump_split_preview(const kernel_state& k, program& p, const analysis::task_plan& plan) {
+  std::vector<codegen::lowered_task> lowered = lower_all(k, plan);
+  std::vector<std::string> bodies;
+  if (!p.device().traits().runs_ir)
+    for (const auto& t : lowered) bodies.push_back(offload_code_of(p, t).body);
+  dump_tasks(p, k, "split", lowered, p.device().traits().runs_ir ? nullptr : &bodies);
+  dump_debug_file(p.config(), k.name, "split/about.txt",
+                  "The per-offload (split) variant this kernel would use without print_ir or kernel_coverage.\n"
+                  "It was not compiled: a diagnostic mode keeps the kernel whole (fallback 'diagnostic').\n");
 }
 
 QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan& plan, variant& v,
@@ -167,22 +204,24 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
   std::vector<std::string> entries(lowered.size());
   for (std::size_t t = 0; t < lowered.size(); ++t) {
     offload& o = offloads[t];
-    // Keyed on the IR and on the generated source, written with a placeholder
-    // entry name that is then replaced by one derived from the key.
-    constexpr std::string_view placeholder = "QD_OFFLOAD_ENTRY";
-    o.body = codegen::emit_task(lowered[t], placeholder, {p.config().check_out_of_bound});
-    cache::key_builder kb = p.environment();
-    o.key = kb.add("offload").add(ir::canonical_bytes(lowered[t].fn)).add(o.body).finish();
-    o.entry = "qd_o" + o.key.hex();
-    for (std::size_t at = o.body.find(placeholder); at != std::string::npos; at = o.body.find(placeholder, at))
-      o.body.replace(at, placeholder.size(), o.entry);
+    offload_code code = offload_code_of(p, lowered[t]);
+    o.key = code.key;
+    o.entry = std::move(code.entry);
+    o.body = std::move(code.body);
     entries[t] = o.entry;
+  }
+  const bool dump = p.config().print_ir;
+  if (dump) {
+    std::vector<std::string> bodies;
+    for (const offload& o : offloads) bodies.push_back(o.body);
+    dump_tasks(p, k, "split", lowered, p.device().traits().runs_ir ? nullptr : &bodies);
   }
   if (p.device().traits().runs_ir) {  // nothing to compile or cache: every construct is "compiled" now
     std::shared_ptr<backend::loaded_module> module = p.device().load_ir(lowered, entries);
     for (std::size_t t = 0; t < lowered.size(); ++t) v.tasks.push_back(launchable_task(*module, entries[t], lowered[t], plan.tasks[t]));
     v.modules.push_back(std::move(module));
     counts.compiled = static_cast<int>(lowered.size());
+    counts.tasks = counts.tasks_compiled = counts.compiled;
     v.schedule = analysis::build_schedule(k.ir, k.structure, plan.tasks);
     allocate_temporaries(p, plan, v);
     return;
@@ -243,11 +282,10 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
     cache::key_builder kb = p.environment();
     module_keys[g] = kb.add("module").add(sources[g]).finish();
   }
-  if (p.config().print_ir && groups > 0) {
-    std::string all;
-    for (const auto& s : sources) all += s;
-    dump_debug_files(p, k, ".offloads.cpp", all);
-  }
+  if (dump)
+    for (std::size_t g = 0; g < groups; ++g)
+      dump_debug_file(p.config(), k.name, fmt::format("split/program_{}.{}", g, source_extension(p.device().name())),
+                      sources[g]);
   std::vector<module_result> modules = compile_modules(p, sources, module_keys, what);
   for (std::size_t g = 0; g < groups; ++g)
     for (std::size_t i : batches[g]) {
@@ -270,6 +308,8 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
     v.tasks.push_back(launchable_task(*offloads[t].module, offloads[t].entry, lowered[t], plan.tasks[t]));
     v.modules.push_back(offloads[t].module);
   }
+  counts.tasks = static_cast<int>(lowered.size());
+  counts.tasks_compiled = counts.compiled;
   v.schedule = analysis::build_schedule(k.ir, k.structure, plan.tasks);
   allocate_temporaries(p, plan, v);
 }

@@ -5,8 +5,10 @@
 
 #include "quadrants/base/log.hpp"
 #include "quadrants/detail/format.hpp"
+#include "quadrants/ir/printer.hpp"
 #include "quadrants/lang/trace.hpp"
 #include "quadrants/runtime/graph.hpp"
+#include "quadrants/runtime/debug_dump.hpp"
 #include "quadrants/runtime/variant_builder.hpp"
 #include "quadrants/runtime/variant_choice.hpp"
 
@@ -97,15 +99,25 @@ QD_FUNC compiled_kernel* prepare(kernel_state& k, program& p) {
   c->bounds_checks = cfg.check_out_of_bound;
   c->wide_bounds = std::any_of(k.ir.nodes.begin(), k.ir.nodes.end(), [](const ir::node& n) { return n.code == ir::op::bound; });
 
+  if (cfg.print_ir) dump_debug_file(cfg, k.name, "traced.ir.txt", ir::to_text(k.ir));
   per_offload_observations obs;
   fallback_reason reason = fallback_reason::none;
   analysis::split_decision decision;
   if (k.unchecked_split) {  // test-only: every value recomputed that can be, whatever the analysis says
     decision.plan = analysis::plan_split_unchecked(k.ir, k.structure);
+  } else if (k.ir.is_gradient) {  // an adjoint links its constructs, whatever the backend (SPEC §4)
+    reason = decision.reason = fallback_reason::autodiff;
+    obs.fallback_detail = fallback_detail(k, decision);
+    log_fmt(log_level::debug, "[PER_OFFLOAD] kernel '{}' stays whole-kernel: {} ({})", k.name, name(reason),
+            obs.fallback_detail);
   } else if (split_enabled_by_policy(cfg, p.device().traits(), reason)) {
     if (cfg.print_ir || cfg.kernel_coverage) {
       reason = fallback_reason::diagnostic;
       obs.fallback_detail = cfg.print_ir ? "print_ir (a compiler debug dump) is on" : "kernel_coverage is on";
+      if (cfg.print_ir) {
+        analysis::split_decision would = analysis::plan_split(k.ir, k.structure);
+        if (would.reason == fallback_reason::none) dump_split_preview(k, p, would.plan);
+      }
     } else {
       decision = analysis::plan_split(k.ir, k.structure);
       reason = decision.reason;
@@ -130,6 +142,13 @@ QD_FUNC compiled_kernel* prepare(kernel_state& k, program& p) {
   obs.fallback = reason;
   obs.constructs_compiled = counts.compiled;
   obs.constructs_loaded = counts.loaded;
+  if (obs.frontend_constructs_total >= 0) {
+    obs.frontend_constructs_recompiled = counts.compiled;
+    obs.frontend_constructs_cache_hit = obs.frontend_constructs_total - counts.compiled;
+  }
+  obs.tasks_total = counts.tasks;
+  obs.tasks_recompiled = counts.tasks_compiled;
+  obs.tasks_cache_hit = counts.tasks - counts.tasks_compiled;
   k.obs = std::move(obs);
   k.compiled = c;
   k.ready.store(c.get(), std::memory_order_release);

@@ -214,9 +214,9 @@ class amdgpu_device final : public device {
     // HIP_LAUNCH_PARAM_BUFFER_POINTER, HIP_LAUNCH_PARAM_BUFFER_SIZE, HIP_LAUNCH_PARAM_END.
     void* config[] = {reinterpret_cast<void*>(1), &params, reinterpret_cast<void*>(2), &size,
                       reinterpret_cast<void*>(3)};
-    const unsigned threads = limits::gpu_threads_per_block;
-    QD_HIP_CHECK(g.api().hipModuleLaunchKernel(f->function, parallel ? f->grid : 1, 1, 1, parallel ? threads : 1, 1, 1,
-                                               0, nullptr, nullptr, config));
+    const gpu_launch_shape shape = gpu_launch_shape_of(parallel, f->grid, c.block_dim);
+    QD_HIP_CHECK(g.api().hipModuleLaunchKernel(f->function, shape.grid, 1, 1, shape.block, 1, 1, 0, nullptr, nullptr,
+                                               config));
     if (c.check_errors || c.wide_bounds) {
       std::int64_t record[5] = {0, 0, 0, 0, 0};
       QD_HIP_CHECK(g.api().hipMemcpy(record, error_record_, sizeof(record), hip_memcpy_device_to_host));

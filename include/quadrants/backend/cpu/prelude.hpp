@@ -114,6 +114,8 @@ QD_FN qd_i32 qd_bound(const qd_ctx* ctx, qd_i64 value, qd_i32 on_overflow) {
   return on_overflow;
 }
 #define QD_EXPORT extern "C" __attribute__((visibility("default")))
+/* qd::loop_config{.block_dim} only shapes GPU launches. */
+#define QD_PARALLEL_TASK_BLOCK(entry, RANK, BLOCK) QD_PARALLEL_TASK(entry, RANK)
 #define QD_PARALLEL_TASK(entry, RANK)                                                                      \
   static void entry##_chunk(const void* qd_fp, const qd_ctx* ctx, qd_i64 qd_lo, qd_i64 qd_hi) {           \
     const entry##_frame qd_f = *(const entry##_frame*)qd_fp;                                               \

@@ -210,9 +210,8 @@ class cuda_device final : public device {
     gpu_task_params params;
     fill_gpu_task_params(c, error_record_, params);
     void* args[] = {&params};
-    const unsigned threads = limits::gpu_threads_per_block;
-    QD_CUDA_CHECK(g.api().cuLaunchKernel(f->function, parallel ? f->grid : 1, 1, 1, parallel ? threads : 1, 1, 1, 0,
-                                         nullptr, args, nullptr));
+    const gpu_launch_shape shape = gpu_launch_shape_of(parallel, f->grid, c.block_dim);
+    QD_CUDA_CHECK(g.api().cuLaunchKernel(f->function, shape.grid, 1, 1, shape.block, 1, 1, 0, nullptr, args, nullptr));
     if (c.check_errors || c.wide_bounds) {
       // Bounds checks are on: the launch must report its first out-of-range access.
       std::int64_t record[5] = {0, 0, 0, 0, 0};

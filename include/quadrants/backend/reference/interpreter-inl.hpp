@@ -8,6 +8,7 @@
 #include <limits>
 #include <cstring>
 #include <type_traits>
+#include <unordered_map>
 
 #include "quadrants/backend/reference/interpreter.hpp"
 #include "quadrants/base/error.hpp"
@@ -218,7 +219,9 @@ class machine {
     for (const auto& r : reductions_)
       accumulators_.push_back(with_type(r.type, [&](auto tag) { return put(reduction_identity<typename decltype(tag)::type>(r.op)); }));
     const auto& body = fn_.block(ln.block0);
+    owners_.clear();
     for (std::int64_t k = 0; k < count; ++k) {
+      iteration_ = k;
       if (k > 0) run_prologue();  // each GPU thread evaluates the prologue itself
       std::int32_t ix[4] = {0, 0, 0, 0};
       if (rank == 1) {
@@ -242,6 +245,7 @@ class machine {
       in_body_ = true;
       exec_block(ln.block0, static_cast<std::size_t>(rank));
       in_body_ = false;
+      jump_ = ir::none;  // a continue_ of the parallel loop ends just this iteration
     }
     for (std::size_t r = 0; r < reductions_.size(); ++r) {
       const auto& red = reductions_[r];
@@ -261,7 +265,17 @@ class machine {
 
   void exec_block(std::int32_t block, std::size_t skip) {
     const auto& stmts = fn_.block(block);
-    for (std::size_t k = skip; k < stmts.size(); ++k) exec(stmts[k]);
+    for (std::size_t k = skip; k < stmts.size() && jump_ == ir::none; ++k) exec(stmts[k]);
+  }
+
+  // After a loop body ran: whether the loop `loop` goes on (a pending continue_ of it
+  // is consumed; a break_ of it is consumed and ends it).
+  bool next_iteration(ir::id loop) {
+    if (jump_ == ir::none) return true;
+    if (fn_.at(jump_).a != loop) return false;  // an outer loop's jump unwinds this one too
+    const bool go_on = fn_.at(jump_).code == ir::op::continue_;
+    jump_ = ir::none;
+    return go_on;
   }
 
   unsigned char* temp(std::int64_t slot) const {
@@ -534,6 +548,7 @@ class machine {
     for (;;) {
       for (std::int32_t d = 0; d < rank; ++d) value(body[static_cast<std::size_t>(d)]) = put(static_cast<std::int32_t>(ix[d]));
       exec_block(n.block0, static_cast<std::size_t>(rank));
+      if (!next_iteration(i)) break;
       std::int32_t d = rank - 1;  // row-major: the last index moves fastest
       while (d >= 0 && ++ix[d] >= end[d]) {
         ix[d] = begin[d];
@@ -541,7 +556,6 @@ class machine {
       }
       if (d < 0) break;
     }
-    (void)i;
   }
 
   void exec(ir::id i) {
@@ -605,6 +619,7 @@ class machine {
           value(i) = 0;
           break;
         }
+        if (n.flags & ir::access::owned) check_owner(n, p);
         value(i) = atomic_update(p, n.type, static_cast<ir::atomic_op>(n.sub), value(n.a));
         break;
       }
@@ -651,8 +666,11 @@ class machine {
           exec_block(n.block0, 0);
           if (!get<bool>(value(n.a))) break;
           exec_block(n.block1, 0);
+          if (!next_iteration(i)) break;
         }
         break;
+      case ir::op::break_:
+      case ir::op::continue_: jump_ = i; break;  // unwinds to its loop (exec_block stops)
       case ir::op::random: value(i) = random(n.type); break;
       case ir::op::print: print(n); break;
       case ir::op::graph_mark: throw internal_error("reference interpreter: a graph mark inside a task");
@@ -667,6 +685,22 @@ class machine {
   std::vector<cell> accumulators_;
   std::uint64_t rng_ = 0;
   bool in_body_ = false;
+  std::int64_t iteration_ = -1;                                   // of the parallel loop, while in it
+  std::unordered_map<const unsigned char*, std::int64_t> owners_;  // element -> iteration updating it
+
+  // A demoted update (access::owned) runs as the plain read-modify-write it compiles
+  // to; here each one also checks the analysis' claim that no other iteration of the
+  // loop updates the same element.
+  void check_owner(const ir::node& n, const unsigned char* p) {
+    if (!in_body_) return;
+    auto [it, fresh] = owners_.try_emplace(p, iteration_);
+    if (!fresh && it->second != iteration_)
+      throw internal_error(fmt::format("reference interpreter: an update of parameter #{} was demoted from atomic "
+                                       "(analysis/atomic_demotion.hpp), but iterations {} and {} both update one "
+                                       "element",
+                                       n.param, it->second, iteration_));
+  }
+  ir::id jump_ = ir::none;  // a break_ or continue_ taken, until its loop consumes it
 };
 
 }  // namespace detail

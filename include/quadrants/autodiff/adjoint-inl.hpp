@@ -1,0 +1,667 @@
+// Implementation of autodiff/adjoint.hpp.
+//
+// The adjoint of a block is its forward replay (values recomputed, global stores
+// dropped) followed by its reverse sweep, statement by statement from the last.
+// Forward values are IR values, so the sweep reads them where the replay made them;
+// what a nested block needs (an if_ branch, a loop iteration) its own adjoint
+// recomputes. Local variables are put back to their value before each statement a
+// later replay depends on, from a snapshot the replay took. A serial loop whose
+// iterations carry a variable that is not a plain accumulation is reversed by
+// replaying iterations begin..j-1 before the adjoint of iteration j (quadratic in
+// the trip count, but exact and needing no tape). Every op is classified by one
+// table with a default: an op this file does not know is a clean qd::user_error.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include "quadrants/autodiff/adjoint.hpp"
+#include "quadrants/base/error.hpp"
+#include "quadrants/detail/format.hpp"
+#include "quadrants/ir/builder.hpp"
+#include "quadrants/ir/walk.hpp"
+
+namespace qd::autodiff {
+namespace detail {
+
+// How the adjoint treats an op. Ops missing from the table (added to QD_IR_OPS later)
+// are `unsupported`: the kernel gets a clear error, never a wrong gradient.
+enum class rule : std::uint8_t { no_gradient, arithmetic, memory, control, dropped, unsupported };
+
+struct op_rule {
+  ir::op code;
+  rule what;
+};
+
+inline constexpr std::array op_rules = {
+    op_rule{ir::op::constant, rule::no_gradient},   op_rule{ir::op::arg, rule::no_gradient},
+    op_rule{ir::op::shape, rule::no_gradient},      op_rule{ir::op::loop_index, rule::no_gradient},
+    op_rule{ir::op::bound, rule::no_gradient},      op_rule{ir::op::unary, rule::arithmetic},
+    op_rule{ir::op::binary, rule::arithmetic},      op_rule{ir::op::select, rule::arithmetic},
+    op_rule{ir::op::fma, rule::arithmetic},         op_rule{ir::op::cast, rule::arithmetic},
+    op_rule{ir::op::global_load, rule::memory},     op_rule{ir::op::global_store, rule::memory},
+    op_rule{ir::op::global_atomic, rule::memory},   op_rule{ir::op::local_decl, rule::memory},
+    op_rule{ir::op::local_load, rule::memory},      op_rule{ir::op::local_store, rule::memory},
+    op_rule{ir::op::local_atomic, rule::memory},    op_rule{ir::op::range_for, rule::control},
+    op_rule{ir::op::if_, rule::control},            op_rule{ir::op::print, rule::dropped},
+};
+
+constexpr rule rule_of(ir::op o) {
+  for (const op_rule& r : op_rules)
+    if (r.code == o) return r.what;
+  return rule::unsupported;
+}
+
+// Unary and binary sub-ops with a derivative; the others are integer or boolean
+// ops (no gradient) or, on a float, unsupported.
+constexpr bool differentiable(ir::unary_op o) {
+  using u = ir::unary_op;
+  for (u d : {u::neg, u::sqrt, u::exp, u::log, u::sin, u::cos, u::tanh, u::abs, u::floor, u::ceil})
+    if (o == d) return true;
+  return false;
+}
+constexpr bool differentiable(ir::binary_op o) {
+  using b = ir::binary_op;
+  for (b d : {b::add, b::sub, b::mul, b::div, b::min, b::max, b::pow})
+    if (o == d) return true;
+  return ir::is_comparison(o);  // boolean results: no gradient, but fine on floats
+}
+
+class adjoint_builder {
+ public:
+  adjoint_builder(const ir::function& forward, const naming& names)
+      : f_(forward), names_(names), b_(out_), map_(forward.nodes.size(), ir::none),
+        acc_(forward.nodes.size(), ir::none), active_(forward.nodes.size(), false),
+        users_(forward.nodes.size()), position_(ir::canonical_numbering(forward)) {
+    out_.params = f_.params;
+    out_.is_gradient = true;
+    ir::walk(f_, 0, [&](ir::id i, int) {
+      ir::for_each_operand(f_, f_.at(i), [&](ir::id o) { users_[idx(o)].push_back(i); });
+    });
+  }
+
+  ir::function build() {
+    validate();
+    find_active();
+    adjoint_block(0);
+    return std::move(out_);
+  }
+
+ private:
+  const ir::function& f_;
+  const naming& names_;
+  ir::function out_;
+  ir::builder b_;
+  std::vector<ir::id> map_;  // forward node -> its value in the adjoint, where it was last replayed
+  std::vector<ir::id> acc_;  // forward node or variable -> the local accumulating its adjoint
+  std::vector<bool> active_; // carries a gradient: a float that depends on a needs_grad input
+  std::vector<std::vector<ir::id>> users_;
+  std::vector<ir::id> position_;  // canonical (program-order) number
+  int parallel_ = 0;              // > 0 inside an emitted parallel loop of the adjoint
+
+  static std::size_t idx(ir::id i) { return static_cast<std::size_t>(i); }
+  const ir::node& at(ir::id i) const { return f_.at(i); }
+
+  // --- messages ------------------------------------------------------------
+  std::string param_text(std::int32_t p) const {
+    auto k = static_cast<std::size_t>(p);
+    if (k < names_.params.size() && !names_.params[k].empty()) return fmt::format("'{}'", names_.params[k]);
+    return fmt::format("#{}", p);
+  }
+  std::string access_text(ir::id i) const {
+    const ir::node& n = at(i);
+    std::string s = param_text(n.param) + ((n.flags & ir::access::grad) ? ".grad()" : "") + "[";
+    for (std::int32_t d = 0; d < n.list_size; ++d) {
+      const ir::node& index = at(f_.list(n, d));
+      s += d ? ", " : "";
+      s += index.code == ir::op::constant ? fmt::format("{}", index.imm) : std::string("...");
+    }
+    return s + "]";
+  }
+  [[noreturn]] void reject(ir::id i, std::string_view what, std::string_view todo) const {
+    std::int32_t block = f_.node_block[idx(i)];
+    std::string where = block == 0 ? std::string("at the top level")
+                                   : fmt::format("in top-level statement {}", position_[idx(f_.top_level_statement(i))] + 1);
+    throw user_error(fmt::format("kernel '{}': no gradient kernel: {} ({}, IR node %{}); {}", names_.kernel, what,
+                                 where, position_[idx(i)], todo));
+  }
+
+  // --- structure -----------------------------------------------------------
+  bool inside(ir::id node, ir::id statement) const {
+    while (!f_.is_top_level(node)) {
+      node = f_.block_owner[idx(f_.node_block[idx(node)])];
+      if (node == statement) return true;
+    }
+    return false;
+  }
+  bool is_parallel_loop(ir::id s) const { return at(s).code == ir::op::range_for && f_.is_top_level(s); }
+  static bool is_var_write(const ir::node& n) { return n.code == ir::op::local_store || n.code == ir::op::local_atomic; }
+
+  // The variables declared outside statement `s` that it writes.
+  std::vector<ir::id> outer_writes(ir::id s) const {
+    std::vector<ir::id> vars;
+    const ir::node& n = at(s);
+    if (is_var_write(n)) return {n.a};
+    if (rule_of(n.code) != rule::control) return vars;
+    for (std::int32_t blk : {n.block0, n.block1}) {
+      if (blk < 0) continue;
+      ir::walk(f_, blk, [&](ir::id i, int) {
+        const ir::node& w = at(i);
+        if (is_var_write(w) && !inside(w.a, s) && std::find(vars.begin(), vars.end(), w.a) == vars.end())
+          vars.push_back(w.a);
+      });
+    }
+    return vars;
+  }
+
+  // Whether every read of variable v inside loop `loop` only feeds `v = v + e` (or
+  // v - e, or an atomic add/sub): then no value inside depends on v's running value.
+  bool accumulation_only(ir::id v, ir::id loop) const {
+    bool ok = true;
+    for (ir::id i = 0; i < static_cast<ir::id>(f_.nodes.size()) && ok; ++i) {
+      const ir::node& n = at(i);
+      if (position_[idx(i)] == ir::none || n.a != v || !inside(i, loop)) continue;
+      if (n.code == ir::op::local_atomic) {
+        ok = n.sub == static_cast<std::uint8_t>(ir::atomic_op::add) || n.sub == static_cast<std::uint8_t>(ir::atomic_op::sub);
+      } else if (n.code == ir::op::local_load) {
+        ok = users_[idx(i)].size() == 1;
+        if (!ok) break;
+        const ir::id op = users_[idx(i)][0];
+        const ir::node& u = at(op);
+        bool linear = u.code == ir::op::binary &&
+                      (u.sub == static_cast<std::uint8_t>(ir::binary_op::add) ||
+                       (u.sub == static_cast<std::uint8_t>(ir::binary_op::sub) && u.a == i));
+        ok = linear && u.a != u.b && users_[idx(op)].size() == 1 && at(users_[idx(op)][0]).code == ir::op::local_store &&
+             at(users_[idx(op)][0]).a == v && at(users_[idx(op)][0]).b == op;
+      } else if (n.code == ir::op::local_store) {
+        // Its value must read v inside the loop; those reads are checked above.
+        const ir::node& value = at(n.b);
+        auto reads_v = [&](ir::id o) { return o != ir::none && at(o).code == ir::op::local_load && at(o).a == v && inside(o, loop); };
+        ok = value.code == ir::op::binary && (reads_v(value.a) || reads_v(value.b));
+      }
+    }
+    return ok;
+  }
+
+  // `store` writes `load + e` (or `load - e`) into the element `load` read: x[i] += e
+  // outside a parallel loop. Its read is part of the accumulation, not an overwrite.
+  bool same_element(ir::id load, ir::id store) const {
+    const ir::node& l = at(load);
+    const ir::node& s = at(store);
+    if (l.code != ir::op::global_load || l.param != s.param || l.flags != s.flags || l.list_size != s.list_size) return false;
+    for (std::int32_t d = 0; d < l.list_size; ++d) {
+      const ir::node& x = at(f_.list(l, d));
+      const ir::node& y = at(f_.list(s, d));
+      bool same = f_.list(l, d) == f_.list(s, d) ||
+                  (x.code == ir::op::constant && y.code == ir::op::constant && x.imm == y.imm && x.type == y.type);
+      if (!same) return false;
+    }
+    return true;
+  }
+  ir::id accumulation_read(ir::id store) const {
+    const ir::node& s = at(store);
+    const ir::node& v = at(s.a);
+    if (v.code != ir::op::binary || users_[idx(s.a)].size() != 1) return ir::none;
+    bool add = v.sub == static_cast<std::uint8_t>(ir::binary_op::add);
+    if (!add && v.sub != static_cast<std::uint8_t>(ir::binary_op::sub)) return ir::none;
+    for (ir::id load : {v.a, v.b}) {
+      if (load == v.b && !add) break;
+      if (same_element(load, store) && users_[idx(load)].size() == 1) return load;
+    }
+    return ir::none;
+  }
+
+  // The innermost serial (non-top-level) loop around `i`, or none.
+  ir::id serial_loop_around(ir::id i) const {
+    while (!f_.is_top_level(i)) {
+      i = f_.block_owner[idx(f_.node_block[idx(i)])];
+      if (at(i).code == ir::op::range_for && !f_.is_top_level(i)) return i;
+    }
+    return ir::none;
+  }
+
+  // --- what cannot be differentiated ---------------------------------------
+  void validate() const {
+    bool any_grad = false;
+    for (const ir::param_desc& p : f_.params) any_grad = any_grad || p.needs_grad;
+    if (!any_grad)
+      throw user_error(fmt::format("kernel '{}' has no qd::needs_grad parameter, so it has no gradient kernel; declare "
+                                   "the arrays to differentiate as qd::types::ndarray<T, N, qd::needs_grad>",
+                                   names_.kernel));
+    std::vector<ir::id> order;
+    ir::walk(f_, 0, [&](ir::id i, int) { order.push_back(i); });
+    for (ir::id i : order) {
+      const ir::node& n = at(i);
+      const rule r = rule_of(n.code);
+      if (r == rule::unsupported) {
+        if (n.code == ir::op::while_)
+          reject(i, "a qd::while_ loop has no adjoint (its trip count is not recorded)",
+                 "use a qd::range_for with a bound, or move the loop to a kernel that is not differentiated");
+        if (n.code == ir::op::random)
+          reject(i, "a qd::random draw has no adjoint", "draw the numbers in another kernel and pass them in an array");
+        reject(i, fmt::format("the IR op '{}' has no adjoint", ir::name(n.code)),
+               "move it to a kernel that is not differentiated");
+      }
+      if (n.code == ir::op::global_load || n.code == ir::op::global_store || n.code == ir::op::global_atomic) {
+        if (n.flags & ir::access::grad)
+          reject(i, fmt::format("the forward kernel accesses the gradient buffer {}", access_text(i)),
+                 "gradients are the adjoint's to write; read .grad() in a separate kernel that is not differentiated");
+        if (n.flags & ir::access::is_volatile)
+          reject(i, fmt::format("qd::volatile_load({})", access_text(i)), "use a plain read in a differentiated kernel");
+      }
+      if (n.code == ir::op::unary && is_float(n.type) && !differentiable(static_cast<ir::unary_op>(n.sub)))
+        reject(i, fmt::format("the math function '{}' has no derivative here", ir::name(static_cast<ir::unary_op>(n.sub))),
+               "compute it in a kernel that is not differentiated");
+      if (n.code == ir::op::binary && is_float(at(n.a).type) && !differentiable(static_cast<ir::binary_op>(n.sub)))
+        reject(i, fmt::format("the operation '{}' has no derivative here", ir::name(static_cast<ir::binary_op>(n.sub))),
+               "compute it in a kernel that is not differentiated");
+      if (n.code == ir::op::global_atomic || n.code == ir::op::local_atomic) {
+        auto o = static_cast<ir::atomic_op>(n.sub);
+        std::string target = n.code == ir::op::global_atomic ? access_text(i) : std::string("a qd::var");
+        if ((o == ir::atomic_op::min || o == ir::atomic_op::max) && is_float(n.type))
+          reject(i, fmt::format("qd::atomic_{} on {}", ir::name(o), target),
+                 "atomic min/max have no adjoint; compute the extremum in a kernel that is not differentiated");
+        if (!users_[idx(i)].empty())
+          reject(i, fmt::format("the value qd::atomic_{} on {} returns is used", ir::name(o), target),
+                 "the adjoint cannot recover it; use the atomic only to accumulate");
+      }
+      if (n.code == ir::op::local_store && f_.is_top_level(n.a) && f_.top_level_statement(i) != i &&
+          is_parallel_loop(f_.top_level_statement(i)))
+        reject(i, "a plain assignment to a top-level qd::var inside a parallel qd::range_for (a race)",
+               "use += (a reduction) or a qd::var declared inside the loop body");
+      if (n.code == ir::op::local_load && f_.is_top_level(n.a) && !f_.is_top_level(i) &&
+          is_parallel_loop(f_.top_level_statement(i))) {
+        auto writes = outer_writes(f_.top_level_statement(i));
+        if (std::find(writes.begin(), writes.end(), n.a) != writes.end())
+          reject(i, "a parallel qd::range_for reads a top-level qd::var it also reduces into (a race)",
+                 "read the reduced value after the loop, in a later statement");
+      }
+      if (n.code == ir::op::global_store) check_access_rule(i, order);
+    }
+  }
+
+  // Quadrants' global data access rule: the adjoint reads forward data from memory
+  // after the forward kernel ran, so no element may be overwritten after being read.
+  void check_access_rule(ir::id store, const std::vector<ir::id>& order) const {
+    const ir::node& s = at(store);
+    const ir::id exempt = accumulation_read(store);
+    const ir::id loop = serial_loop_around(store);
+    for (ir::id i : order) {
+      const ir::node& l = at(i);
+      if (l.code != ir::op::global_load || l.param != s.param || i == exempt || (l.flags & ir::access::grad)) continue;
+      bool before = position_[idx(i)] < position_[idx(store)];
+      bool repeated = loop != ir::none && inside(i, loop);  // a later iteration stores over this read
+      if (before || repeated)
+        reject(store, fmt::format("the plain store to {} overwrites data of {} the kernel read earlier ({})",
+                                  access_text(store), param_text(s.param), access_text(i)),
+               "this is Quadrants' global data access rule: the adjoint needs the values read; write the result into "
+               "another array, or accumulate with += instead");
+    }
+  }
+
+  // --- activity --------------------------------------------------------------
+  void find_active() {
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      ir::walk(f_, 0, [&](ir::id i, int) {
+        const ir::node& n = at(i);
+        bool a = false;
+        if (n.code == ir::op::global_load) {
+          a = f_.params[static_cast<std::size_t>(n.param)].needs_grad;
+        } else if (n.code == ir::op::local_load) {
+          a = active_[idx(n.a)];
+        } else if (n.code == ir::op::local_decl) {
+          a = active_[idx(n.a)] || active_[idx(i)];
+        } else if (is_var_write(n)) {
+          if (is_float(at(n.a).type) && active_[idx(n.b)] && !active_[idx(n.a)]) {
+            active_[idx(n.a)] = true;
+            changed = true;
+          }
+        } else if (n.code == ir::op::select) {
+          a = active_[idx(n.b)] || active_[idx(n.c)];
+        } else if (rule_of(n.code) == rule::arithmetic) {
+          ir::for_each_operand(f_, n, [&](ir::id o) { a = a || active_[idx(o)]; });
+        }
+        a = a && is_float(n.type) && ir::has_value(n.code) && !is_var_write(n);
+        if (a && !active_[idx(i)]) {
+          active_[idx(i)] = true;
+          changed = true;
+        }
+      });
+    }
+  }
+
+  // --- emission helpers --------------------------------------------------------
+  ir::id m(ir::id i) const { return map_[idx(i)]; }
+  ir::id zero(dtype t) { return b_.constant_float(t, 0.0); }
+  ir::id num(dtype t, double v) { return b_.constant_float(t, v); }
+  ir::id bin(ir::binary_op o, dtype t, ir::id x, ir::id y) { return b_.binary(o, t, x, y); }
+  ir::id mul(dtype t, ir::id x, ir::id y) { return bin(ir::binary_op::mul, t, x, y); }
+  ir::id neg(dtype t, ir::id x) { return b_.unary(ir::unary_op::neg, t, x); }
+
+  // Adds g to the adjoint of forward value x: atomic from a parallel loop into a top-level accumulator.
+  void accumulate(ir::id x, ir::id g) {
+    if (x == ir::none || !active_[idx(x)]) return;
+    const ir::id a = acc_[idx(x)];
+    const dtype t = at(x).type;
+    if (parallel_ > 0 && out_.is_top_level(a)) {
+      b_.local_atomic(ir::atomic_op::add, a, g);
+      return;
+    }
+    b_.local_store(a, bin(ir::binary_op::add, t, b_.local_load(a), g));
+  }
+
+  std::vector<ir::id> mapped_list(const ir::node& n) const {
+    std::vector<ir::id> out;
+    for (std::int32_t k = 0; k < n.list_size; ++k) out.push_back(m(f_.list(n, k)));
+    return out;
+  }
+
+  ir::id copy_value(ir::id i) {
+    ir::node n = at(i);
+    if (n.a != ir::none) n.a = m(n.a);
+    if (n.b != ir::none) n.b = m(n.b);
+    if (n.c != ir::none) n.c = m(n.c);
+    if (n.list_size > 0) {
+      auto items = mapped_list(at(i));
+      n.list_begin = b_.add_list(items.begin(), items.end());
+    }
+    n.block0 = n.block1 = -1;
+    return b_.emit(n);
+  }
+
+  // Emits a loop over the same iteration space as forward loop `loop` and maps its indices.
+  ir::id open_loop(ir::id loop) {
+    const ir::node& n = at(loop);
+    ir::id l = n.imm == 1 ? b_.range_for(m(n.a), m(n.b)) : b_.range_for_nd(mapped_list(n));
+    for (std::int64_t d = 0; d < n.imm; ++d)
+      map_[idx(f_.block(n.block0)[static_cast<std::size_t>(d)])] = b_.loop_index_of(l, static_cast<std::int32_t>(d));
+    b_.push_block(out_.at(l).block0);
+    return l;
+  }
+
+  // Emits an if_ on the replayed condition of forward if_ `s`; fills each branch with body(forward block).
+  template <class Body>
+  void emit_if(ir::id s, Body&& body) {
+    const ir::node& n = at(s);
+    ir::id c = b_.if_(m(n.a));
+    for (auto [mine, theirs] : {std::pair{out_.at(c).block0, n.block0}, std::pair{out_.at(c).block1, n.block1}}) {
+      b_.push_block(mine);
+      body(theirs);
+      b_.pop_block();
+    }
+  }
+
+  // --- forward replay ----------------------------------------------------------
+  void replay_block(std::int32_t blk) {
+    for (ir::id s : f_.block(blk)) replay(s);
+  }
+
+  void replay(ir::id s) {
+    const ir::node& n = at(s);
+    switch (rule_of(n.code)) {
+      case rule::no_gradient:
+      case rule::arithmetic:
+        if (n.code != ir::op::loop_index) map_[idx(s)] = copy_value(s);
+        return;
+      case rule::dropped:
+      case rule::unsupported: return;
+      case rule::memory: break;
+      case rule::control: {
+        if (outer_writes(s).empty()) return;  // only its effects on variables outside it matter here
+        if (n.code == ir::op::if_) {
+          emit_if(s, [&](std::int32_t blk) { replay_block(blk); });
+        } else {
+          open_loop(s);
+          replay_block(n.block0);
+          b_.pop_block();
+        }
+        return;
+      }
+    }
+    if (n.code == ir::op::global_load) {
+      map_[idx(s)] = copy_value(s);
+    } else if (n.code == ir::op::local_decl) {
+      map_[idx(s)] = b_.local_decl(n.type, m(n.a));
+    } else if (n.code == ir::op::local_load) {
+      map_[idx(s)] = b_.local_load(m(n.a));
+    } else if (n.code == ir::op::local_store) {
+      b_.local_store(m(n.a), m(n.b));
+    } else if (n.code == ir::op::local_atomic) {
+      // Inside the adjoint of a parallel loop, a reduction into a top-level variable
+      // would change it for nothing: its value after the loop is already known.
+      if (!(parallel_ > 0 && f_.is_top_level(n.a))) b_.local_atomic(static_cast<ir::atomic_op>(n.sub), m(n.a), m(n.b));
+    }
+    // global_store and global_atomic: the forward kernel already wrote memory.
+  }
+
+  // --- reverse sweep -------------------------------------------------------------
+  // Emits the adjoint of forward block `blk` at the current position, assuming local
+  // variables hold their values at the block's entry.
+  void adjoint_block(std::int32_t blk) {
+    const std::vector<ir::id>& stmts = f_.block(blk);
+    // Variables a statement writes are put back before its adjoint when an earlier
+    // statement of the block replays (a loop or branch reading them).
+    std::vector<std::vector<std::pair<ir::id, ir::id>>> snapshots(stmts.size());
+    bool replays = false;
+    for (std::size_t k = 0; k < stmts.size(); ++k) {
+      const ir::id s = stmts[k];
+      replays = replays || rule_of(at(s).code) == rule::control;
+      if (replays)
+        for (ir::id v : outer_writes(s))
+          if (map_[idx(v)] != ir::none) snapshots[k].emplace_back(v, b_.local_load(m(v)));
+      replay(s);
+    }
+    for (ir::id s : stmts)
+      if (active_[idx(s)] && ir::has_value(at(s).code)) acc_[idx(s)] = b_.local_decl(at(s).type, zero(at(s).type));
+    for (std::size_t k = stmts.size(); k-- > 0;) {
+      auto restore = [&] {
+        for (auto [v, value] : snapshots[k]) b_.local_store(m(v), value);
+      };
+      restore();
+      reverse(stmts[k]);
+      if (rule_of(at(stmts[k]).code) == rule::control) restore();
+    }
+  }
+
+  void reverse(ir::id s) {
+    const ir::node& n = at(s);
+    switch (rule_of(n.code)) {
+      case rule::no_gradient:
+      case rule::dropped:
+      case rule::unsupported: return;
+      case rule::arithmetic:
+        if (active_[idx(s)]) reverse_arithmetic(s, b_.local_load(acc_[idx(s)]));
+        return;
+      case rule::memory: reverse_memory(s); return;
+      case rule::control: break;
+    }
+    if (n.code == ir::op::if_) {
+      emit_if(s, [&](std::int32_t blk) { adjoint_block(blk); });
+      return;
+    }
+    reverse_loop(s);
+  }
+
+  void reverse_loop(ir::id s) {
+    const ir::node& n = at(s);
+    const bool parallel = f_.is_top_level(s);
+    std::vector<ir::id> carried;
+    if (!parallel)
+      for (ir::id v : outer_writes(s))
+        if (!accumulation_only(v, s)) carried.push_back(v);
+    if (carried.empty()) {
+      // Iterations are independent (or only accumulate): any order will do.
+      open_loop(s);
+      parallel_ += parallel ? 1 : 0;
+      adjoint_block(n.block0);
+      parallel_ -= parallel ? 1 : 0;
+      b_.pop_block();
+      return;
+    }
+    if (n.imm != 1)
+      reject(s, "a multi-dimensional nested loop that carries a qd::var from one iteration to the next",
+             "nest one-dimensional qd::range_for loops instead");
+    // Iteration j, from the last: restore the carried variables, replay begin..j-1, then the adjoint of j.
+    std::vector<std::pair<ir::id, ir::id>> entry;
+    for (ir::id v : carried) entry.emplace_back(v, b_.local_load(m(v)));
+    const ir::id lo = m(n.a), hi = m(n.b);
+    const ir::id last = bin(ir::binary_op::sub, dtype::i32, bin(ir::binary_op::add, dtype::i32, lo, hi),
+                            b_.constant_int(dtype::i32, 1));
+    const ir::id index = f_.block(n.block0)[0];
+    ir::id outer = b_.range_for(lo, hi);
+    b_.push_block(out_.at(outer).block0);
+    const ir::id j = bin(ir::binary_op::sub, dtype::i32, last, b_.loop_index_of(outer));
+    for (auto [v, value] : entry) b_.local_store(m(v), value);
+    ir::id prefix = b_.range_for(lo, j);
+    b_.push_block(out_.at(prefix).block0);
+    map_[idx(index)] = b_.loop_index_of(prefix);
+    replay_block(n.block0);
+    b_.pop_block();
+    map_[idx(index)] = j;
+    adjoint_block(n.block0);
+    b_.pop_block();
+  }
+
+  void reverse_memory(ir::id s) {
+    const ir::node& n = at(s);
+    const bool grad_param = n.param >= 0 && f_.params[static_cast<std::size_t>(n.param)].needs_grad;
+    const auto grad_flags = static_cast<std::uint8_t>(n.flags | ir::access::grad);
+    if (n.code == ir::op::global_load) {
+      if (active_[idx(s)])
+        b_.global_atomic(ir::atomic_op::add, n.param, grad_flags, mapped_list(n), b_.local_load(acc_[idx(s)]));
+    } else if (n.code == ir::op::global_store) {
+      if (!grad_param) return;
+      auto indices = mapped_list(n);
+      ir::id g = b_.global_load(n.param, grad_flags, indices);
+      b_.global_store(n.param, grad_flags, indices, zero(n.type));
+      accumulate(n.a, g);
+    } else if (n.code == ir::op::global_atomic) {
+      if (!grad_param || !active_[idx(n.a)]) return;
+      ir::id g = b_.global_load(n.param, grad_flags, mapped_list(n));
+      accumulate(n.a, n.sub == static_cast<std::uint8_t>(ir::atomic_op::sub) ? neg(n.type, g) : g);
+    } else if (n.code == ir::op::local_decl) {
+      if (active_[idx(s)]) accumulate(n.a, b_.local_load(acc_[idx(s)]));
+    } else if (n.code == ir::op::local_load) {
+      if (active_[idx(s)]) accumulate(n.a, b_.local_load(acc_[idx(s)]));
+    } else if (n.code == ir::op::local_store) {
+      if (!active_[idx(n.a)]) return;
+      ir::id g = b_.local_load(acc_[idx(n.a)]);
+      b_.local_store(acc_[idx(n.a)], zero(at(n.a).type));
+      accumulate(n.b, g);
+    } else if (n.code == ir::op::local_atomic) {
+      if (!active_[idx(n.a)]) return;
+      ir::id g = b_.local_load(acc_[idx(n.a)]);
+      accumulate(n.b, n.sub == static_cast<std::uint8_t>(ir::atomic_op::sub) ? neg(at(n.a).type, g) : g);
+    }
+  }
+
+  void reverse_arithmetic(ir::id s, ir::id g) {
+    const ir::node& n = at(s);
+    const dtype t = n.type;
+    if (n.code == ir::op::cast) {
+      if (is_float(at(n.a).type)) accumulate(n.a, b_.cast(at(n.a).type, g));
+    } else if (n.code == ir::op::select) {
+      accumulate(n.b, b_.select(t, m(n.a), g, zero(t)));
+      accumulate(n.c, b_.select(t, m(n.a), zero(t), g));
+    } else if (n.code == ir::op::fma) {
+      accumulate(n.a, mul(t, g, m(n.b)));
+      accumulate(n.b, mul(t, g, m(n.a)));
+      accumulate(n.c, g);
+    } else if (n.code == ir::op::unary) {
+      reverse_unary(s, g);
+    } else if (n.code == ir::op::binary) {
+      reverse_binary(s, g);
+    }
+  }
+
+  void reverse_unary(ir::id s, ir::id g) {
+    using u = ir::unary_op;
+    const ir::node& n = at(s);
+    const dtype t = n.type;
+    const ir::id x = m(n.a), y = m(s);
+    const auto o = static_cast<u>(n.sub);
+    ir::id d = ir::none;
+    if (o == u::neg) d = neg(t, g);
+    else if (o == u::sqrt) d = bin(ir::binary_op::div, t, mul(t, g, num(t, 0.5)), y);
+    else if (o == u::exp) d = mul(t, g, y);
+    else if (o == u::log) d = bin(ir::binary_op::div, t, g, x);
+    else if (o == u::sin) d = mul(t, g, b_.unary(u::cos, t, x));
+    else if (o == u::cos) d = neg(t, mul(t, g, b_.unary(u::sin, t, x)));
+    else if (o == u::tanh) d = mul(t, g, bin(ir::binary_op::sub, t, num(t, 1.0), mul(t, y, y)));
+    else if (o == u::abs)
+      d = b_.select(t, bin(ir::binary_op::gt, dtype::boolean, x, zero(t)), g,
+                    b_.select(t, bin(ir::binary_op::lt, dtype::boolean, x, zero(t)), neg(t, g), zero(t)));
+    if (d != ir::none) accumulate(n.a, d);  // floor and ceil: zero almost everywhere
+  }
+
+  void reverse_binary(ir::id s, ir::id g) {
+    using o = ir::binary_op;
+    const ir::node& n = at(s);
+    const dtype t = n.type;
+    const ir::id x = m(n.a), y = m(n.b), r = m(s);
+    const auto op = static_cast<o>(n.sub);
+    if (op == o::add) {
+      accumulate(n.a, g);
+      accumulate(n.b, g);
+    } else if (op == o::sub) {
+      accumulate(n.a, g);
+      accumulate(n.b, neg(t, g));
+    } else if (op == o::mul) {
+      accumulate(n.a, mul(t, g, y));
+      accumulate(n.b, mul(t, g, x));
+    } else if (op == o::div) {
+      accumulate(n.a, bin(o::div, t, g, y));
+      accumulate(n.b, neg(t, bin(o::div, t, mul(t, g, r), y)));
+    } else if (op == o::min || op == o::max) {
+      // The result is a when a < b (min) or a > b (max), else b: as the preludes compute it.
+      ir::id takes_a = bin(op == o::min ? o::lt : o::gt, dtype::boolean, x, y);
+      accumulate(n.a, b_.select(t, takes_a, g, zero(t)));
+      accumulate(n.b, b_.select(t, takes_a, zero(t), g));
+    } else if (op == o::pow) {
+      accumulate(n.a, mul(t, mul(t, g, y), bin(o::pow, t, x, bin(o::sub, t, y, num(t, 1.0)))));
+      if (active_[idx(n.b)])
+        accumulate(n.b, b_.select(t, bin(o::gt, dtype::boolean, x, zero(t)),
+                                  mul(t, mul(t, g, r), b_.unary(ir::unary_op::log, t, x)), zero(t)));
+    }
+  }
+};
+
+}  // namespace detail
+
+QD_FUNC ir::function make_adjoint(const ir::function& forward, const naming& names) {
+  return detail::adjoint_builder(forward, names).build();
+}
+
+QD_FUNC parameter_access access_of(const ir::function& forward) {
+  parameter_access a{std::vector<bool>(forward.params.size(), false), std::vector<bool>(forward.params.size(), false)};
+  ir::walk(forward, 0, [&](ir::id i, int) {
+    const ir::node& n = forward.at(i);
+    if (n.param < 0 || (n.flags & ir::access::grad)) return;
+    auto p = static_cast<std::size_t>(n.param);
+    if (n.code == ir::op::global_load) a.reads[p] = true;
+    if (n.code == ir::op::global_store) a.overwrites[p] = true;
+  });
+  // x[0] += v outside a parallel loop is a load and a store of the same element:
+  // an accumulation. The tape treats it like an atomic add, which overwrites nothing.
+  ir::walk(forward, 0, [&](ir::id i, int) {
+    const ir::node& n = forward.at(i);
+    if (n.code != ir::op::global_store || (n.flags & ir::access::grad)) return;
+    const ir::node& v = forward.at(n.a);
+    bool accumulates = v.code == ir::op::binary && v.sub == static_cast<std::uint8_t>(ir::binary_op::add) &&
+                       ((forward.at(v.a).code == ir::op::global_load && forward.at(v.a).param == n.param) ||
+                        (forward.at(v.b).code == ir::op::global_load && forward.at(v.b).param == n.param));
+    if (!accumulates) return;
+    bool other_store = false;
+    ir::walk(forward, 0, [&](ir::id j, int) {
+      const ir::node& w = forward.at(j);
+      if (j != i && w.code == ir::op::global_store && w.param == n.param && !(w.flags & ir::access::grad)) other_store = true;
+    });
+    if (!other_store) a.overwrites[static_cast<std::size_t>(n.param)] = false;
+  });
+  return a;
+}
+
+}  // namespace qd::autodiff

@@ -1,0 +1,38 @@
+// Reverse-mode autodiff by source transformation: the adjoint of a traced kernel,
+// itself an ir::function (is_gradient) that the rest of the pipeline compiles whole.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "quadrants/base/api.hpp"
+#include "quadrants/ir/node.hpp"
+
+namespace qd::autodiff {
+
+// How messages name the kernel and its parameters.
+struct naming {
+  std::string kernel;
+  std::vector<std::string> params;  // may be empty or hold empty names: then "#k"
+};
+
+// The adjoint of `forward` (a traced kernel after dead-code elimination): it reads
+// the outputs' gradient buffers and accumulates into the inputs' (docs/autodiff.md).
+// A qd::user_error naming the kernel and the statement when something in it has no
+// adjoint (a while loop, a random draw, a plain store over data the kernel read, ...).
+QD_FUNC ir::function make_adjoint(const ir::function& forward, const naming& names);
+
+// Which parameters one launch of `forward` reads, and which it overwrites with a
+// plain store (an accumulation `+=` is not an overwrite): what a tape checks across launches.
+struct parameter_access {
+  std::vector<bool> reads;
+  std::vector<bool> overwrites;
+};
+QD_FUNC parameter_access access_of(const ir::function& forward);
+
+}  // namespace qd::autodiff
+
+#ifdef QD_HEADER_ONLY
+#include "quadrants/autodiff/adjoint-inl.hpp"
+#endif

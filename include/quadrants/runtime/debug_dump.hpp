@@ -1,0 +1,28 @@
+// print_ir's debug dumps (SPEC §11.8): under debug_dump_path, <kernel>/traced.ir.txt and,
+// per variant, <kernel>/<whole|split>/task_<n>.ir.txt, task_<n>.<cpp|cu|hip> and program sources.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "quadrants/base/api.hpp"
+#include "quadrants/runtime/config.hpp"
+
+namespace qd::detail {
+
+// The extension of generated source for a device: "cu" (cuda), "hip" (amdgpu), else "cpp".
+QD_FUNC std::string_view source_extension(std::string_view device_name);
+
+// <debug_dump_path>/<kernel's file stem>: where a kernel's files go.
+QD_FUNC std::string kernel_dump_dir(const settings& s, std::string_view kernel_name);
+
+// Writes `text` to <kernel_dump_dir>/<relative> atomically. Logs the dump directory once
+// per process (info), and warns once per directory when it cannot write; never throws.
+QD_FUNC void dump_debug_file(const settings& s, std::string_view kernel_name, std::string_view relative,
+                             std::string_view text);
+
+}  // namespace qd::detail
+
+#ifdef QD_HEADER_ONLY
+#include "quadrants/runtime/debug_dump-inl.hpp"
+#endif

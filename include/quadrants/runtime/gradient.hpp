@@ -1,0 +1,68 @@
+// kernel.grad and qd::ad::tape (SPEC §11.5): a kernel's adjoint, built from its IR on
+// first use, and a recorder of launches whose adjoints run in reverse order.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "quadrants/base/api.hpp"
+#include "quadrants/runtime/dispatch.hpp"
+#include "quadrants/runtime/ndarray.hpp"
+
+namespace qd {
+namespace detail {
+
+// The adjoint kernel of `forward`, created on first use; it is traced (derived from
+// the forward IR) when first launched or compiled.
+QD_FUNC kernel_state& adjoint_of(kernel_state& forward);
+
+struct tape_state;
+// The tape recording launches on this thread, if any (the launch path reads it).
+inline thread_local tape_state* active_tape = nullptr;
+// Called by detail::launch after a forward kernel ran while a tape was active.
+QD_FUNC void record_on_tape(kernel_state& k, const launch_arg* args, std::size_t count);
+
+// What a tape needs of its loss array, without its type.
+struct tape_loss {
+  int ndim = 0;
+  bool has_grad = false;
+  bool is_float = false;
+  std::function<void(double)> set_grad;  // fills the loss gradient
+};
+QD_FUNC tape_state* begin_tape(tape_loss loss);
+QD_FUNC void end_tape(tape_state* t);
+QD_FUNC void run_backward(tape_state& t);
+
+}  // namespace detail
+
+namespace ad {
+
+// Records the kernel launches of this thread while alive; backward() seeds the
+// loss gradient with 1 and runs their adjoints in reverse order. Destroying a tape
+// runs nothing. The loss and the recorded arrays must outlive backward().
+class tape {
+ public:
+  template <class T, int N>
+  explicit tape(ndarray<T, N>& loss)
+      : state_(detail::begin_tape({N, loss.has_grad(), std::is_floating_point_v<T>,
+                                   [&loss](double v) { loss.grad().fill(static_cast<T>(v)); }})) {}
+  tape(const tape&) = delete;
+  tape& operator=(const tape&) = delete;
+  ~tape() { detail::end_tape(state_); }
+
+  void backward() { detail::run_backward(*state_); }
+
+ private:
+  detail::tape_state* state_;
+};
+
+}  // namespace ad
+}  // namespace qd
+
+#ifdef QD_HEADER_ONLY
+#include "quadrants/runtime/gradient-inl.hpp"
+#endif

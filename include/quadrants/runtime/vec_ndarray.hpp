@@ -1,0 +1,117 @@
+// qd::ndarray<qd::vec3f, N> and qd::ndarray<qd::mat3f, N>: owning arrays of vectors or
+// matrices. Host elements are std::array<T, K> (matrices std::array<std::array<T, C>, R>);
+// memory holds them contiguously, as a row-major array of T with the component
+// dimensions last (lang/vec_ndarray_param.hpp).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <vector>
+
+#include "quadrants/lang/vec_ndarray_param.hpp"
+#include "quadrants/runtime/ndarray.hpp"
+
+namespace qd {
+
+namespace detail {
+// The host type and component extents of a vector or matrix element.
+template <class E> struct host_element;
+template <element_type T, int K> struct host_element<vec<T, K>> {
+  using type = std::array<T, static_cast<std::size_t>(K)>;
+  static constexpr std::array<std::int64_t, 1> extents{K};
+};
+template <element_type T, int R, int C> struct host_element<mat<T, R, C>> {
+  using type = std::array<std::array<T, static_cast<std::size_t>(C)>, static_cast<std::size_t>(R)>;
+  static constexpr std::array<std::int64_t, 2> extents{R, C};
+};
+}  // namespace detail
+
+template <class E, int N>
+  requires detail::composite_element<E>::value
+class ndarray<E, N> {
+  using traits = detail::composite_element<E>;
+  using T = typename traits::scalar;
+  static constexpr int storage_rank = N + traits::component_dims;
+  static_assert(N >= 0 && storage_rank <= 4,
+                "an array of vectors has at most 3 dimensions and an array of matrices at most 2");
+  static constexpr std::size_t components = sizeof(typename detail::host_element<E>::type) / sizeof(T);
+  static_assert(sizeof(typename detail::host_element<E>::type) == components * sizeof(T) &&
+                    components == [] {
+                      std::size_t n = 1;
+                      for (auto e : detail::host_element<E>::extents) n *= static_cast<std::size_t>(e);
+                      return n;
+                    }(),
+                "std::array host elements must be contiguous components");
+
+ public:
+  using value_type = E;
+  using host_value_type = typename detail::host_element<E>::type;
+  static constexpr int ndim = N;
+
+  ndarray() requires(N == 0) : ndarray(std::array<std::int64_t, 0>{}) {}
+  explicit ndarray(std::int64_t n) requires(N == 1) : ndarray(std::array<std::int64_t, 1>{n}) {}
+  explicit ndarray(const std::array<std::int64_t, N>& shape) : shape_(shape), data_(storage_shape_of(shape)) {}
+
+  std::int64_t shape(int d) const { return detail::extent(shape_, d, "qd::ndarray::shape"); }
+  const std::array<std::int64_t, N>& shape() const { return shape_; }
+  // The number of vectors or matrices.
+  std::int64_t size() const { return data_.size() / static_cast<std::int64_t>(components); }
+  // The shape of the scalar array in memory: the element shape, then the component extents.
+  std::array<std::int64_t, storage_rank> storage_shape() const { return data_.shape(); }
+
+  void from_host(std::span<const host_value_type> values) {
+    if (values.size() != static_cast<std::size_t>(size()))
+      detail::throw_size_mismatch("qd::ndarray<qd::vec/qd::mat>::from_host (elements)", static_cast<std::size_t>(size()),
+                                  values.size());
+    data_.from_host(std::span<const T>(reinterpret_cast<const T*>(values.data()), values.size() * components));
+  }
+  void from_host(const std::vector<host_value_type>& values) { from_host(std::span<const host_value_type>(values)); }
+
+  std::vector<host_value_type> to_host() const {
+    std::vector<host_value_type> out(static_cast<std::size_t>(size()));
+    std::vector<T> flat = data_.to_host();
+    std::memcpy(out.data(), flat.data(), flat.size() * sizeof(T));
+    return out;
+  }
+
+  void fill(const host_value_type& value) {
+    std::vector<host_value_type> all(static_cast<std::size_t>(size()), value);
+    from_host(all);
+  }
+
+  bool has_grad() const { return false; }
+  // Arrays of vectors and matrices have no gradient buffer yet: a qd::user_error.
+  const ndarray& grad() const { detail::throw_missing_grad(); }
+
+  const detail::buffer& storage() const { return data_.storage(); }
+
+ private:
+  static std::array<std::int64_t, storage_rank> storage_shape_of(const std::array<std::int64_t, N>& shape) {
+    std::array<std::int64_t, storage_rank> s{};
+    for (int d = 0; d < N; ++d) s[static_cast<std::size_t>(d)] = shape[static_cast<std::size_t>(d)];
+    int d = N;
+    for (auto e : detail::host_element<E>::extents) s[static_cast<std::size_t>(d++)] = e;
+    return s;
+  }
+
+  std::array<std::int64_t, N> shape_{};
+  ndarray<T, storage_rank> data_;
+};
+
+namespace detail {
+// The shape a launch passes for an array argument: its memory's shape.
+template <class A>
+void copy_launch_shape(std::int64_t (&out)[4], const A& a) {
+  if constexpr (requires { a.storage_shape(); }) {
+    auto s = a.storage_shape();
+    for (std::size_t d = 0; d < s.size(); ++d) out[d] = s[d];
+  } else {
+    for (int d = 0; d < A::ndim; ++d) out[d] = a.shape(d);
+  }
+}
+}  // namespace detail
+
+}  // namespace qd

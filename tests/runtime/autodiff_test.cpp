@@ -1,0 +1,730 @@
+// kernel.grad and qd::ad::tape (SPEC §11.5): each statement kind's gradient against
+// its analytic derivative and against central finite differences in double
+// precision, on the CPU and on the reference interpreter; the unsupported cases'
+// errors; the autodiff fallback and the cache.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <cstdint>
+#include <functional>
+#include <thread>
+#include <string>
+#include <vector>
+
+#include "runtime/runtime_test_support.hpp"
+#include "support/log_capture.hpp"
+
+using doctest::Contains;
+
+namespace {
+
+using vec = std::vector<double>;
+
+// Runs `body` once on the CPU and once on the reference interpreter.
+template <class Body>
+void on_each_arch(Body&& body) {
+  for (qd::arch a : {qd::arch::cpu, qd::arch::reference}) {
+    std::string arch_name(qd::name(a));
+    CAPTURE(arch_name);
+    qd::init({.arch = a});
+    body();
+  }
+}
+
+qd::ndarray<double, 1> array_of(const vec& v, bool grad = true) {
+  qd::ndarray<double, 1> a = grad ? qd::ndarray<double, 1>(static_cast<std::int64_t>(v.size()), qd::needs_grad)
+                                  : qd::ndarray<double, 1>(static_cast<std::int64_t>(v.size()));
+  a.from_host(v);
+  if (grad) a.grad().fill(0.0);
+  return a;
+}
+
+vec inputs(std::size_t n, double scale = 1.0) {
+  vec v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = scale * (0.3 + 0.7 * std::sin(1.7 * static_cast<double>(i) + 0.4));
+  return v;
+}
+
+// Central finite differences of f at x, one coordinate at a time.
+vec finite_differences(const std::function<double(const vec&)>& f, const vec& x, double h = 1e-6) {
+  vec g(x.size());
+  for (std::size_t j = 0; j < x.size(); ++j) {
+    vec hi = x, lo = x;
+    hi[j] += h;
+    lo[j] -= h;
+    g[j] = (f(hi) - f(lo)) / (2 * h);
+  }
+  return g;
+}
+
+void check_close(const vec& got, const vec& want, double rel = 1e-6) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    CAPTURE(i);
+    CHECK(std::abs(got[i] - want[i]) <= rel * std::max(1.0, std::abs(want[i])));
+  }
+}
+
+double dot(const vec& a, const vec& b) {
+  double s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("an elementwise kernel's adjoint gives the analytic derivative and matches finite differences") {
+  auto k = qd::kernel("elementwise", {"x", "y"},
+                      [](qd::types::ndarray<double, 1, qd::needs_grad> x, qd::types::ndarray<double, 1, qd::needs_grad> y) {
+                        qd::range_for(x.shape(0), [&](qd::i32 i) {
+                          qd::f64 v = x[i];
+                          y[i] = qd::sin(v) * v + qd::exp(v * 0.5) - v / (v * v + 1.0);
+                        });
+                      });
+  const vec x0 = inputs(9), w = inputs(9, 2.0);
+  on_each_arch([&] {
+    auto forward = [&](const vec& xs) {
+      auto x = array_of(xs), y = array_of(vec(xs.size(), 0.0));
+      k(x, y);
+      return dot(y.to_host(), w);
+    };
+    auto x = array_of(x0), y = array_of(vec(x0.size(), 0.0));
+    k(x, y);
+    y.grad().from_host(w);
+    k.grad(x, y);
+    vec analytic(x0.size());
+    for (std::size_t i = 0; i < x0.size(); ++i) {
+      double v = x0[i];
+      analytic[i] = w[i] * (std::cos(v) * v + std::sin(v) + 0.5 * std::exp(0.5 * v) - (1 - v * v) / ((v * v + 1) * (v * v + 1)));
+    }
+    check_close(x.grad().to_host(), analytic, 1e-12);
+    check_close(x.grad().to_host(), finite_differences(forward, x0));
+    check_close(y.grad().to_host(), vec(x0.size(), 0.0));  // a plain store's adjoint zeroes what it read
+  });
+}
+
+TEST_CASE("SPEC §11.5: energy accumulates 2 x into x.grad; the adjoint stays whole (autodiff)") {
+  auto energy = qd::kernel("energy", [](qd::types::ndarray<float, 1, qd::needs_grad> x,
+                                        qd::types::ndarray<float, 0, qd::needs_grad> e) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) { e() += x[i] * x[i]; });
+  });
+  on_each_arch([&] {
+    qd::ndarray<float, 1> x(5, qd::needs_grad);
+    qd::ndarray<float, 0> e(qd::needs_grad);
+    x.from_host(std::vector<float>{1, 2, 3, 4, 5});
+    x.grad().fill(0.0f);
+    e.fill(0.0f);
+    energy(x, e);
+    CHECK(e.to_host()[0] == doctest::Approx(55.0f));
+    e.grad().fill(1.0f);
+    energy.grad(x, e);
+    CHECK(x.grad().to_host() == std::vector<float>{2, 4, 6, 8, 10});
+    CHECK(e.grad().to_host()[0] == 1.0f);  // accumulation does not zero
+    energy.grad(x, e);
+    CHECK(x.grad().to_host() == std::vector<float>{4, 8, 12, 16, 20});  // gradients accumulate
+    auto obs = energy.grad.per_offload_cache_observations();
+    CHECK(obs.frontend_constructs_total == -1);
+    CHECK(obs.fallback == qd::fallback_reason::autodiff);
+  });
+}
+
+namespace {
+
+using d1 = qd::types::ndarray<double, 1, qd::needs_grad>;
+
+vec positive(std::size_t n, double phase) {
+  vec v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = 1.1 + 0.5 * std::sin(1.3 * static_cast<double>(i) + phase);
+  return v;
+}
+
+struct gradients {
+  vec x, z;
+};
+
+// Checks the gradient of L = sum_i w_i y_i for kernel k(x, z, y) with respect to x
+// and z: against `analytic(x, z, w)` and against central finite differences of the
+// forward kernel itself, on the CPU and the reference interpreter.
+template <class K, class Analytic>
+void check_gradients(K& k, const vec& x0, const vec& z0, Analytic analytic, bool finite_check = true,
+                     double analytic_rel = 1e-10) {
+  const vec w = positive(x0.size(), 2.0);
+  const vec zeros(x0.size(), 0.0);
+  on_each_arch([&] {
+    auto loss = [&](const vec& xs, const vec& zs) {
+      auto x = array_of(xs), z = array_of(zs), y = array_of(zeros);
+      k(x, z, y);
+      return dot(y.to_host(), w);
+    };
+    auto x = array_of(x0), z = array_of(z0), y = array_of(zeros);
+    k(x, z, y);
+    y.grad().from_host(w);
+    k.grad(x, z, y);
+    gradients want = analytic(x0, z0, w);
+    check_close(x.grad().to_host(), want.x, analytic_rel);
+    check_close(z.grad().to_host(), want.z, analytic_rel);
+    if (!finite_check) return;
+    check_close(x.grad().to_host(), finite_differences([&](const vec& xs) { return loss(xs, z0); }, x0));
+    check_close(z.grad().to_host(), finite_differences([&](const vec& zs) { return loss(x0, zs); }, z0));
+  });
+}
+
+// y[i] = f(x[i], z[i]), with the derivatives df/dx and df/dz given per element.
+template <class F, class DX, class DZ>
+void check_pointwise(const char* name, F f, DX dx, DZ dz, bool finite_check = true) {
+  auto k = qd::kernel(name, {"x", "z", "y"}, [f](d1 x, d1 z, d1 y) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = f(qd::f64(x[i]), qd::f64(z[i])); });
+  });
+  const vec x0 = positive(7, 0.3), z0 = positive(7, 1.9);
+  check_gradients(k, x0, z0, [&](const vec& xs, const vec& zs, const vec& w) {
+    gradients g{vec(xs.size()), vec(xs.size())};
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      g.x[i] = w[i] * dx(xs[i], zs[i]);
+      g.z[i] = w[i] * dz(xs[i], zs[i]);
+    }
+    return g;
+  }, finite_check, finite_check ? 1e-10 : 1e-6);
+}
+
+double sq(double v) { return v * v; }
+
+}  // namespace
+
+TEST_CASE("arithmetic: + - * / and negation") {
+  check_pointwise(
+      "arithmetic", [](auto a, auto b) { return a * b + a / b - (a - b) * a - a + -b * 2.0; },
+      [](double a, double b) { return 2 * b + 1 / b - 2 * a - 1; },
+      [](double a, double b) { return 2 * a - a / (b * b) - 2; });
+}
+
+TEST_CASE("math functions: sqrt exp log sin cos tanh") {
+  check_pointwise(
+      "math", [](auto a, auto b) { return qd::sqrt(a) + qd::exp(b) + qd::log(a) + qd::sin(a * b) + qd::cos(b) + qd::tanh(a - b); },
+      [](double a, double b) { return 0.5 / std::sqrt(a) + 1 / a + b * std::cos(a * b) + 1 - sq(std::tanh(a - b)); },
+      [](double a, double b) { return std::exp(b) + a * std::cos(a * b) - std::sin(b) - (1 - sq(std::tanh(a - b))); });
+}
+
+TEST_CASE("math functions: pow abs min max floor ceil fma") {
+  check_pointwise(
+      "math2",
+      [](auto a, auto b) {
+        return qd::pow(a, b) + qd::abs(a - b) + qd::min(a, b) * 2.0 + qd::max(a * a, b) + qd::floor(a * 3.0) +
+               qd::ceil(b) + qd::fma(a, b, a);
+      },
+      [](double a, double b) {
+        return b * std::pow(a, b - 1) + (a > b ? 1.0 : -1.0) + (a < b ? 2.0 : 0.0) + (a * a > b ? 2 * a : 0.0) + b + 1;
+      },
+      [](double a, double b) {
+        return std::pow(a, b) * std::log(a) - (a > b ? 1.0 : -1.0) + (a < b ? 0.0 : 2.0) + (a * a > b ? 0.0 : 1.0) + a;
+      });
+}
+
+TEST_CASE("qd::select routes the gradient to the chosen side") {
+  check_pointwise(
+      "select", [](auto a, auto b) { return qd::select(a > b, a * a, b * 3.0); },
+      [](double a, double b) { return a > b ? 2 * a : 0.0; }, [](double a, double b) { return a > b ? 0.0 : 3.0; });
+}
+
+TEST_CASE("casts: f64 -> f32 -> f64 passes the gradient; integers carry none") {
+  // Through f32 the forward and the gradient lose precision: no finite differences, and f32's tolerance.
+  check_pointwise(
+      "casts",
+      [](auto a, auto b) {
+        return qd::cast<double>(qd::cast<float>(a) * 2.0f) + qd::cast<double>(qd::cast<qd::i32>(b * 10.0)) * a;
+      },
+      [](double, double b) { return 2 + static_cast<double>(static_cast<int>(b * 10)); },
+      [](double, double) { return 0.0; }, false);
+}
+
+TEST_CASE("qd::if_ / else_ with qd::var: each branch's gradient") {
+  auto k = qd::kernel("branches", {"x", "z", "y"}, [](d1 x, d1 z, d1 y) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) {
+      qd::f64 a = x[i], b = z[i];
+      qd::var<double> v = a;
+      qd::if_(a > b, [&] { v = v * b; }).else_([&] { v = v + b * b; });
+      y[i] = v * v;
+    });
+  });
+  check_gradients(k, positive(8, 0.1), positive(8, 2.2), [](const vec& xs, const vec& zs, const vec& w) {
+    gradients g{vec(xs.size()), vec(xs.size())};
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      double a = xs[i], b = zs[i];
+      double v = a > b ? a * b : a + b * b;
+      g.x[i] = w[i] * 2 * v * (a > b ? b : 1.0);
+      g.z[i] = w[i] * 2 * v * (a > b ? a : 2 * b);
+    }
+    return g;
+  });
+}
+
+TEST_CASE("qd::var reassigned in sequence inside a parallel loop") {
+  auto k = qd::kernel("var_chain", {"x", "z", "y"}, [](d1 x, d1 z, d1 y) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) {
+      qd::f64 a = x[i];
+      qd::var<double> v = a;
+      v = v * v + z[i];
+      v += qd::sin(v);
+      y[i] = v * a;
+    });
+  });
+  check_gradients(k, positive(6, 0.5), positive(6, 1.0), [](const vec& xs, const vec& zs, const vec& w) {
+    gradients g{vec(xs.size()), vec(xs.size())};
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      double a = xs[i], v1 = a * a + zs[i], v2 = v1 + std::sin(v1);
+      g.x[i] = w[i] * (a * (1 + std::cos(v1)) * 2 * a + v2);
+      g.z[i] = w[i] * a * (1 + std::cos(v1));
+    }
+    return g;
+  });
+}
+
+TEST_CASE("a nested loop with a run-time bound accumulating into a qd::var") {
+  // y[i] = sum_j sin(x[j] * z[i]): every x[j] feeds every y[i].
+  auto k = qd::kernel("nested_sum", {"x", "z", "y"}, [](d1 x, d1 z, d1 y) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) {
+      qd::var<double> s = 0.0;
+      qd::range_for(x.shape(0), [&](qd::i32 j) { s += qd::sin(x[j] * z[i]); });
+      y[i] = s;
+    });
+  });
+  check_gradients(k, positive(6, 0.7), positive(6, 1.4), [](const vec& xs, const vec& zs, const vec& w) {
+    gradients g{vec(xs.size(), 0.0), vec(xs.size(), 0.0)};
+    for (std::size_t i = 0; i < xs.size(); ++i)
+      for (std::size_t j = 0; j < xs.size(); ++j) {
+        g.x[j] += w[i] * zs[i] * std::cos(xs[j] * zs[i]);
+        g.z[i] += w[i] * xs[j] * std::cos(xs[j] * zs[i]);
+      }
+    return g;
+  });
+}
+
+TEST_CASE("a nested loop carrying a qd::var nonlinearly (Horner), with trace-time and run-time bounds") {
+  // p = 1; for j < (i % 4) + 1: p = p * x[i] + z[i] * j; then a second loop of 3 (trace-time bound): p = p * p * 0.5
+  auto k = qd::kernel("horner", {"x", "z", "y"}, [](d1 x, d1 z, d1 y) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) {
+      qd::var<double> p = 1.0;
+      qd::range_for(0, i % 4 + 1, [&](qd::i32 j) { p = p * x[i] + z[i] * qd::cast<double>(j); });
+      qd::range_for(3, [&](qd::i32) { p = p * p * 0.5; });
+      y[i] = p;
+    });
+  });
+  vec x0 = positive(7, 0.2), z0 = positive(7, 0.9);
+  for (double& v : x0) v *= 0.7;  // keeps p small enough for finite differences in f64
+  check_gradients(k, x0, z0, [](const vec& xs, const vec& zs, const vec& w) {
+    gradients g{vec(xs.size()), vec(xs.size())};
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      double p = 1, dpa = 0, dpb = 0;  // forward-mode derivatives
+      for (std::size_t j = 0; j < i % 4 + 1; ++j) {
+        dpa = dpa * xs[i] + p;
+        dpb = dpb * xs[i] + static_cast<double>(j);
+        p = p * xs[i] + zs[i] * static_cast<double>(j);
+      }
+      for (int r = 0; r < 3; ++r) {
+        dpa = p * dpa;
+        dpb = p * dpb;
+        p = p * p * 0.5;
+      }
+      g.x[i] = w[i] * dpa;
+      g.z[i] = w[i] * dpb;
+    }
+    return g;
+  });
+}
+
+TEST_CASE("a top-level reduction used by a later construct, and top-level values in a serial construct") {
+  auto k = qd::kernel("reduction", {"x", "z", "y"}, [](d1 x, d1 z, d1 y) {
+    qd::var<double> total = 0.0;
+    qd::range_for(x.shape(0), [&](qd::i32 i) { total += x[i] * z[i]; });
+    qd::f64 s = x[0] * z[1];            // a top-level value
+    y[0] = s * s + total;               // a serial construct
+    qd::range_for(1, x.shape(0), [&](qd::i32 i) { y[i] = total * x[i] + s; });
+  });
+  check_gradients(k, positive(6, 0.4), positive(6, 1.1), [](const vec& xs, const vec& zs, const vec& w) {
+    const std::size_t n = xs.size();
+    double total = 0, wx = 0, wsum = 0;
+    for (std::size_t i = 0; i < n; ++i) total += xs[i] * zs[i];
+    for (std::size_t i = 1; i < n; ++i) {
+      wx += w[i] * xs[i];
+      wsum += w[i];
+    }
+    const double s = xs[0] * zs[1];
+    const double dtotal = w[0] + wx, ds = 2 * s * w[0] + wsum;
+    gradients g{vec(n, 0.0), vec(n, 0.0)};
+    for (std::size_t i = 0; i < n; ++i) {
+      g.x[i] = dtotal * zs[i] + (i >= 1 ? w[i] * total : 0.0);
+      g.z[i] = dtotal * xs[i];
+    }
+    g.x[0] += ds * zs[1];
+    g.z[1] += ds * xs[0];
+    return g;
+  });
+}
+
+TEST_CASE("top-level control flow: a reduced qd::var reassigned, a top-level if_, and a copy used by a later loop") {
+  auto k = qd::kernel("top_level_flow", {"x", "z", "y"}, [](d1 x, d1 z, d1 y) {
+    qd::var<double> t = 0.0;
+    qd::range_for(x.shape(0), [&](qd::i32 i) { t += x[i]; });
+    t = t * t;
+    qd::if_(t > 1.0, [&] { y[0] = t * z[0]; }).else_([&] { y[0] = t; });
+    qd::var<double> u = t;
+    qd::range_for(1, x.shape(0), [&](qd::i32 i) { y[i] = u * x[i] + t; });
+  });
+  for (double scale : {1.0, 0.05}) {  // both branches of the top-level if_
+    CAPTURE(scale);
+    vec x0 = positive(5, 0.6);
+    for (double& v : x0) v *= scale;
+    check_gradients(k, x0, positive(5, 1.7), [](const vec& xs, const vec& zs, const vec& w) {
+      const std::size_t n = xs.size();
+      double S = 0;
+      for (double v : xs) S += v;
+      const double t = S * S;
+      double dt = w[0] * (t > 1 ? zs[0] : 1.0);
+      for (std::size_t i = 1; i < n; ++i) dt += w[i] * (xs[i] + 1);
+      gradients g{vec(n), vec(n, 0.0)};
+      for (std::size_t j = 0; j < n; ++j) g.x[j] = dt * 2 * S + (j >= 1 ? w[j] * t : 0.0);
+      if (t > 1) g.z[0] = w[0] * t;
+      return g;
+    });
+  }
+}
+
+TEST_CASE("a loop-carried qd::var updated in branches inside a nested loop") {
+  auto k = qd::kernel("carried_branches", {"x", "z", "y"}, [](d1 x, d1 z, d1 y) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) {
+      qd::var<double> m = x[i];
+      qd::range_for(4, [&](qd::i32) {
+        qd::if_(m > 1.0, [&] { m = m * 0.5; }).else_([&] { m = m * m + z[i]; });
+      });
+      y[i] = m;
+    });
+  });
+  check_gradients(k, positive(7, 0.2), positive(7, 1.2), [](const vec& xs, const vec& zs, const vec& w) {
+    gradients g{vec(xs.size()), vec(xs.size())};
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      double m = xs[i], dmx = 1, dmz = 0;
+      for (int r = 0; r < 4; ++r) {
+        if (m > 1) {
+          dmx *= 0.5, dmz *= 0.5, m *= 0.5;
+        } else {
+          dmx = 2 * m * dmx, dmz = 2 * m * dmz + 1, m = m * m + zs[i];
+        }
+      }
+      g.x[i] = w[i] * dmx;
+      g.z[i] = w[i] * dmz;
+    }
+    return g;
+  });
+}
+
+TEST_CASE("qd::atomic_add and += on array elements accumulate without zeroing") {
+  auto k = qd::kernel("atomics", {"x", "z", "y"}, [](d1 x, d1 z, d1 y) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) { qd::atomic_add(y[0], x[i] * z[i]); });
+    qd::range_for(1, x.shape(0), [&](qd::i32 i) { y[i] += x[i] * x[i]; });
+    y[1] += x[0] * z[0];  // at the top level: a load and a store of the same element
+  });
+  check_gradients(k, positive(5, 0.4), positive(5, 1.1), [](const vec& xs, const vec& zs, const vec& w) {
+    gradients g{vec(xs.size()), vec(xs.size())};
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      g.x[i] = w[0] * zs[i] + (i >= 1 ? w[i] * 2 * xs[i] : 0.0);
+      g.z[i] = w[0] * xs[i];
+    }
+    g.x[0] += w[1] * zs[0];
+    g.z[0] += w[1] * xs[0];
+    return g;
+  });
+}
+
+TEST_CASE("a 2-D stencil over qd::ndrange with clamped reads") {
+  auto k = qd::kernel("stencil2d", {"x", "y"},
+                      [](qd::types::ndarray<double, 2, qd::needs_grad> x, qd::types::ndarray<double, 2, qd::needs_grad> y) {
+                        qd::range_for(qd::ndrange(x.shape(0), x.shape(1)), [&](qd::i32 i, qd::i32 j) {
+                          qd::f64 c = x(i, j);
+                          y(i, j) = c * c - 0.25 * (x.at(i - 1, j, qd::boundary::clamp) + x.at(i + 1, j, qd::boundary::clamp) +
+                                                    x.at(i, j - 1, qd::boundary::clamp) * x.at(i, j + 1, qd::boundary::clamp));
+                        });
+                      });
+  const int h = 4, wd = 5;
+  vec x0(h * wd), w(h * wd);
+  for (int q = 0; q < h * wd; ++q) {
+    x0[static_cast<std::size_t>(q)] = 1.0 + 0.3 * std::sin(0.7 * q);
+    w[static_cast<std::size_t>(q)] = 0.5 + 0.2 * std::cos(1.3 * q);
+  }
+  on_each_arch([&] {
+    auto loss = [&](const vec& xs) {
+      qd::ndarray<double, 2> x({h, wd}, qd::needs_grad), y({h, wd}, qd::needs_grad);
+      x.from_host(xs);
+      k(x, y);
+      return dot(y.to_host(), w);
+    };
+    qd::ndarray<double, 2> x({h, wd}, qd::needs_grad), y({h, wd}, qd::needs_grad);
+    x.from_host(x0);
+    x.grad().fill(0.0);
+    k(x, y);
+    y.grad().from_host(w);
+    k.grad(x, y);
+    check_close(x.grad().to_host(), finite_differences(loss, x0));
+  });
+}
+
+TEST_CASE("float precision: the adjoint of an f32 kernel is close to the f64 one") {
+  auto k = qd::kernel("f32_kernel", [](qd::types::ndarray<float, 1, qd::needs_grad> x, qd::types::ndarray<float, 1, qd::needs_grad> y) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = qd::tanh(x[i]) * qd::exp(x[i] * 0.3f); });
+  });
+  on_each_arch([&] {
+    std::vector<float> xs{0.1f, 0.5f, -0.7f, 1.2f};
+    qd::ndarray<float, 1> x(4, qd::needs_grad), y(4, qd::needs_grad);
+    x.from_host(xs);
+    x.grad().fill(0.0f);
+    k(x, y);
+    y.grad().fill(1.0f);
+    k.grad(x, y);
+    auto g = x.grad().to_host();
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      double a = xs[i], t = std::tanh(a);
+      double want = (1 - t * t) * std::exp(0.3 * a) + 0.3 * t * std::exp(0.3 * a);
+      CHECK(std::abs(g[i] - want) <= 1e-5 * std::max(1.0, std::abs(want)));
+    }
+  });
+}
+
+// --- what has no adjoint: a qd::user_error at the first grad call ----------------
+
+namespace {
+
+template <class K, class... A>
+std::string grad_error(K& k, A&... args) {
+  try {
+    k.grad(args...);
+  } catch (const qd::user_error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("unsupported statements are a qd::user_error naming the kernel and the statement") {
+  qd_test::init_cpu();
+  using f1 = qd::types::ndarray<float, 1, qd::needs_grad>;
+  qd::ndarray<float, 1> x(4, qd::needs_grad), y(4, qd::needs_grad);
+  x.fill(1.0f);
+  y.fill(0.0f);
+
+  SUBCASE("a plain store over a value the kernel read earlier (the global data access rule)") {
+    auto k = qd::kernel("overwrite", {"x", "y"}, [](f1 x, f1 y) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) {
+        y[i] = x[i];
+        x[i] = x[i] * 2.0f;
+      });
+    });
+    k(x, y);
+    std::string e = grad_error(k, x, y);
+    CHECK_MESSAGE(e.find("kernel 'overwrite'") != std::string::npos, e);
+    CHECK_MESSAGE(e.find("plain store to 'x'[...]") != std::string::npos, e);
+    CHECK_MESSAGE(e.find("global data access rule") != std::string::npos, e);
+    CHECK_MESSAGE(grad_error(k, x, y) == e, "the error repeats on the next call");
+  }
+  SUBCASE("qd::while_") {
+    auto k = qd::kernel("loops_while", [](f1 x, f1 y) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) {
+        qd::var<float> v = x[i];
+        qd::while_([&] { return v < 10.0f; }, [&] { v = v * 2.0f; });
+        y[i] = v;
+      });
+    });
+    k(x, y);
+    std::string e = grad_error(k, x, y);
+    CHECK_MESSAGE(e.find("kernel 'loops_while'") != std::string::npos, e);
+    CHECK_MESSAGE(e.find("qd::while_") != std::string::npos, e);
+  }
+  SUBCASE("qd::random") {
+    auto k = qd::kernel("noisy", [](f1 x, f1 y) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = x[i] * qd::random<float>(); });
+    });
+    k(x, y);
+    CHECK_THROWS_WITH_AS(k.grad(x, y), Contains("qd::random draw"), qd::user_error);
+  }
+  SUBCASE("qd::volatile_load") {
+    auto k = qd::kernel("volatile_read", {"x", "y"}, [](f1 x, f1 y) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = qd::volatile_load(x[i]) * 2.0f; });
+    });
+    k(x, y);
+    CHECK_THROWS_WITH_AS(k.grad(x, y), Contains("qd::volatile_load('x'[...])"), qd::user_error);
+  }
+  SUBCASE("atomic min and max") {
+    auto k = qd::kernel("extremum", {"x", "y"}, [](f1 x, f1 y) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) { qd::atomic_max(y[0], x[i]); });
+    });
+    k(x, y);
+    CHECK_THROWS_WITH_AS(k.grad(x, y), Contains("qd::atomic_max on 'y'[0]"), qd::user_error);
+  }
+  SUBCASE("reading .grad() in the forward kernel") {
+    auto k = qd::kernel("reads_grad", {"x", "y"}, [](f1 x, f1 y) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = x.grad()[i]; });
+    });
+    k(x, y);
+    CHECK_THROWS_WITH_AS(k.grad(x, y), Contains("gradient buffer 'x'.grad()[...]"), qd::user_error);
+  }
+  SUBCASE("using the value an atomic returns") {
+    auto k = qd::kernel("atomic_value", {"x", "y"}, [](f1 x, f1 y) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = qd::atomic_add(y[0], x[i]) * 2.0f; });
+    });
+    CHECK_THROWS_WITH_AS(k.grad(x, y), Contains("the value qd::atomic_add on 'y'[0] returns is used"), qd::user_error);
+  }
+  SUBCASE("a kernel without a needs_grad parameter") {
+    auto k = qd::kernel("plain", {"a", "b"}, [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b) {
+      qd::range_for(a.shape(0), [&](qd::i32 i) { b[i] = a[i]; });
+    });
+    qd::ndarray<float, 1> a(4), b(4);
+    CHECK_THROWS_WITH_AS(k.grad(a, b), Contains("kernel 'plain' has no qd::needs_grad parameter"), qd::user_error);
+  }
+  SUBCASE("a needs_grad parameter given an array without a gradient buffer") {
+    auto k = qd::kernel("square", {"x", "y"}, [](f1 x, f1 y) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = x[i] * x[i]; });
+    });
+    qd::ndarray<float, 1> plain(4);
+    CHECK_THROWS_WITH_AS(k.grad(plain, y), Contains("parameter 'x'"), qd::user_error);
+    CHECK_THROWS_WITH_AS(k.grad(plain, y), Contains("qd::needs_grad"), qd::user_error);
+  }
+}
+
+TEST_CASE("the adjoint stays whole and logs it; the forward kernel still splits; the adjoint is cached on disk") {
+  const auto dir = std::filesystem::temp_directory_path() / ("qd-autodiff-cache-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  auto make = [] {
+    return qd::kernel("two_steps", {"x", "y"},
+                      [](qd::types::ndarray<double, 1, qd::needs_grad> x, qd::types::ndarray<double, 1, qd::needs_grad> y) {
+                        qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = x[i] * x[i]; });
+                        qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] += qd::sin(x[i]); });
+                      });
+  };
+  for (int run = 0; run < 2; ++run) {
+    CAPTURE(run);
+    qd_test::log_capture logs;
+    qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = dir.string(), .per_offload = qd::per_offload_mode::on,
+              .log_level = qd::log_level::debug});
+    auto k = make();  // a fresh kernel object: nothing in memory
+    auto x = array_of({0.5, 1.0, 1.5}), y = array_of({0.0, 0.0, 0.0});
+    k(x, y);
+    y.grad().fill(1.0);
+    k.grad(x, y);
+    check_close(x.grad().to_host(), {1.0 + std::cos(0.5), 2.0 + std::cos(1.0), 3.0 + std::cos(1.5)}, 1e-12);
+    auto fwd = k.per_offload_cache_observations();
+    CHECK(fwd.fallback == qd::fallback_reason::none);
+    CHECK(fwd.frontend_constructs_total == 2);
+    auto adj = k.grad.per_offload_cache_observations();
+    CHECK(adj.frontend_constructs_total == -1);
+    CHECK(adj.fallback == qd::fallback_reason::autodiff);
+    CHECK(adj.fallback_detail == "a gradient kernel");
+    CHECK(adj.constructs_compiled == (run == 0 ? 2 : 0));
+    CHECK(adj.constructs_loaded == (run == 0 ? 0 : 2));
+    CHECK_MESSAGE(logs.count(qd::log_level::debug,
+                             "[PER_OFFLOAD] kernel 'two_steps.grad' stays whole-kernel: autodiff (a gradient kernel)") == 1,
+                  logs.all());
+    qd::reset();
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("kernel.grad.compile() compiles the adjoint without launching; kernel.grad.ir() shows it") {
+  qd_test::init_cpu();
+  auto k = qd::kernel("compiled_only", [](qd::types::ndarray<float, 1, qd::needs_grad> x, qd::types::ndarray<float, 1, qd::needs_grad> y) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = qd::exp(x[i]); });
+  });
+  k.grad.compile();
+  CHECK(k.grad.per_offload_cache_observations().fallback == qd::fallback_reason::autodiff);
+  CHECK(k.grad.ir().rfind("gradient kernel(", 0) == 0);
+  CHECK(k.ir().rfind("kernel(", 0) == 0);
+}
+
+// --- qd::ad::tape -------------------------------------------------------------------
+
+TEST_CASE("a tape runs the recorded adjoints in reverse: a three-kernel chain matches finite differences") {
+  using g1 = qd::types::ndarray<double, 1, qd::needs_grad>;
+  using g0 = qd::types::ndarray<double, 0, qd::needs_grad>;
+  auto square = qd::kernel("square", [](g1 x, g1 y) { qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = x[i] * x[i]; }); });
+  auto smooth = qd::kernel("smooth", [](g1 y, g1 z) {
+    qd::range_for(y.shape(0), [&](qd::i32 i) { z[i] = qd::sin(y[i]) + 0.5 * y.at(i + 1, qd::boundary::clamp); });
+  });
+  auto total = qd::kernel("total", [](g1 z, g0 loss) { qd::range_for(z.shape(0), [&](qd::i32 i) { loss() += z[i] * z[i]; }); });
+  const vec x0 = positive(6, 0.8);
+  on_each_arch([&] {
+    auto run = [&](const vec& xs, bool backward) {
+      auto x = array_of(xs), y = array_of(vec(xs.size(), 0.0)), z = array_of(vec(xs.size(), 0.0));
+      qd::ndarray<double, 0> loss(qd::needs_grad);
+      loss.fill(0.0);
+      vec g;
+      {
+        qd::ad::tape tape(loss);
+        square(x, y);
+        smooth(y, z);
+        total(z, loss);
+        if (backward) {
+          tape.backward();
+          CHECK(loss.grad().to_host()[0] == 1.0);
+          g = x.grad().to_host();
+        }
+      }
+      return std::pair{loss.to_host()[0], g};
+    };
+    vec got = run(x0, true).second;
+    check_close(got, finite_differences([&](const vec& xs) { return run(xs, false).first; }, x0));
+  });
+}
+
+TEST_CASE("a tape zeroes the loss gradient, records only on its thread, and runs nothing when destroyed") {
+  qd_test::init_cpu();
+  using g1 = qd::types::ndarray<float, 1, qd::needs_grad>;
+  using g0 = qd::types::ndarray<float, 0, qd::needs_grad>;
+  auto sum = qd::kernel("sum", [](g1 x, g0 loss) { qd::range_for(x.shape(0), [&](qd::i32 i) { loss() += x[i]; }); });
+  qd::ndarray<float, 1> x(3, qd::needs_grad);
+  qd::ndarray<float, 0> loss(qd::needs_grad);
+  x.fill(1.0f);
+  x.grad().fill(0.0f);
+  loss.fill(0.0f);
+  loss.grad().fill(7.0f);
+  {
+    qd::ad::tape tape(loss);
+    CHECK(loss.grad().to_host()[0] == 0.0f);
+    sum(x, loss);
+  }  // destroyed without backward(): nothing runs
+  CHECK(x.grad().to_host() == std::vector<float>{0, 0, 0});
+  {
+    qd::ad::tape tape(loss);
+    std::thread other([&] { sum(x, loss); });  // another thread's launch is not recorded
+    other.join();
+    sum(x, loss);
+    tape.backward();
+    CHECK_THROWS_WITH_AS(tape.backward(), Contains("already ran"), qd::user_error);
+  }
+  CHECK(x.grad().to_host() == std::vector<float>{1, 1, 1});
+}
+
+TEST_CASE("tape errors: a loss that is not a 0-d needs_grad float array; an input overwritten by a later launch") {
+  qd_test::init_cpu();
+  qd::ndarray<float, 1> vector_loss(3, qd::needs_grad);
+  CHECK_THROWS_WITH_AS(qd::ad::tape{vector_loss}, Contains("must be a 0-d array"), qd::user_error);
+  qd::ndarray<float, 0> no_grad;
+  CHECK_THROWS_WITH_AS(qd::ad::tape{no_grad}, Contains("construct it with qd::needs_grad"), qd::user_error);
+  qd::ndarray<std::int32_t, 0> int_loss(qd::needs_grad);
+  CHECK_THROWS_WITH_AS(qd::ad::tape{int_loss}, Contains("floating-point"), qd::user_error);
+
+  using g1 = qd::types::ndarray<float, 1, qd::needs_grad>;
+  using g0 = qd::types::ndarray<float, 0, qd::needs_grad>;
+  auto step = qd::kernel("step", {"from", "to"}, [](g1 from, g1 to) {
+    qd::range_for(from.shape(0), [&](qd::i32 i) { to[i] = from[i] * from[i]; });
+  });
+  auto sum = qd::kernel("sum_sq", [](g1 x, g0 loss) { qd::range_for(x.shape(0), [&](qd::i32 i) { loss() += x[i]; }); });
+  qd::ndarray<float, 1> a(3, qd::needs_grad), b(3, qd::needs_grad);
+  qd::ndarray<float, 0> loss(qd::needs_grad);
+  a.fill(1.0f);
+  qd::ad::tape tape(loss);
+  step(a, b);
+  step(b, a);  // overwrites a, which the first launch read
+  sum(a, loss);
+  CHECK_THROWS_WITH_AS(tape.backward(),
+                       Contains("launch 2 (kernel 'step') overwrites parameter 'to' (#1, ndarray<f32, 1, needs_grad>) "
+                                "that launch 1 (kernel 'step') read as parameter 'from'"),
+                       qd::user_error);
+}
