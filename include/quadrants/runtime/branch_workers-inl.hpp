@@ -21,13 +21,13 @@ QD_FUNC void branch_workers::ensure_workers(std::size_t count) {
     // (joining or destroying them would wait for, or abort on, another process's threads).
     if (!workers_.empty()) new std::vector<std::thread>(std::move(workers_));  // never destroyed
     workers_.clear();
-    generation_.store(0, std::memory_order_relaxed);
+    job_.store(0, std::memory_order_relaxed);
     remaining_.store(0, std::memory_order_relaxed);
     owner_pid_ = pid;
   }
   // A new worker starts from the generation before this fork's, whenever its thread
   // gets to run, so it cannot miss the fork that started it.
-  const std::uint64_t current = generation_.load(std::memory_order_relaxed);
+  const std::uint64_t current = job_.load(std::memory_order_relaxed);
   while (workers_.size() < count) {
     const std::size_t index = workers_.size() + 1;  // branch 0 runs on the caller
     workers_.emplace_back([this, index, current] { worker_loop(index, current); });
@@ -38,16 +38,16 @@ QD_FUNC void branch_workers::worker_loop(std::size_t index, std::uint64_t seen) 
   for (;;) {
     // Spin briefly, so that the forks of consecutive do_while passes find it awake; then sleep.
     const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
-    std::uint64_t g = seen;
-    for (int k = 0; (g = generation_.load(std::memory_order_acquire)) == seen; ++k) {
+    std::uint64_t job = seen;
+    for (int k = 0; (job = job_.load(std::memory_order_acquire)) == seen; ++k) {
       if ((k & 255) == 255 && std::chrono::steady_clock::now() > spin_until) {
-        generation_.wait(seen, std::memory_order_acquire);
+        job_.wait(seen, std::memory_order_acquire);
         continue;
       }
       std::this_thread::yield();
     }
-    seen = g;
-    if (index >= count_) continue;
+    seen = job;
+    if (index >= (job & 0xff)) continue;
     fn_(ctx_, index);
     if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) remaining_.notify_all();
   }
@@ -60,10 +60,10 @@ QD_FUNC bool branch_workers::run(std::size_t count, branch_fn fn, void* ctx) {
   ensure_workers(count - 1);
   fn_ = fn;
   ctx_ = ctx;
-  count_ = count;
   remaining_.store(count - 1, std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_release);
-  generation_.notify_all();
+  const std::uint64_t number = (job_.load(std::memory_order_relaxed) >> 8) + 1;
+  job_.store(number << 8 | count, std::memory_order_release);
+  job_.notify_all();
   fn(ctx, 0);
   for (std::size_t left; (left = remaining_.load(std::memory_order_acquire)) != 0;)
     remaining_.wait(left, std::memory_order_acquire);

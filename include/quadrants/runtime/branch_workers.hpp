@@ -37,10 +37,11 @@ class branch_workers {
   std::mutex busy_;
   std::vector<std::thread> workers_;
   long owner_pid_ = 0;  // the process the workers run in: a child of fork() starts its own
-  branch_fn fn_ = nullptr;
+  branch_fn fn_ = nullptr;  // read only by the workers a fork waits for
   void* ctx_ = nullptr;
-  std::size_t count_ = 0;
-  alignas(64) std::atomic<std::uint64_t> generation_{0};
+  // The latest fork: its number << 8 | its branch count, published in one word, so that a
+  // worker a fork does not use never reads what the next fork writes.
+  alignas(64) std::atomic<std::uint64_t> job_{0};
   alignas(64) std::atomic<std::size_t> remaining_{0};
 };
 
