@@ -72,6 +72,51 @@ void per_pass_cost(qd::per_offload_mode mode, int passes, int rounds) {
   qd::reset();
 }
 
+// A do_while whose body forks two branches of four small constructs each (the eight
+// constructs above, split in two), against the same body without the fork: the cost of
+// starting and joining a branch thread per pass on the CPU.
+void fork_cost(int passes, int rounds) {
+  qd::init({.arch = qd::arch::cpu, .offline_cache = false});
+  auto forked = qd::kernel("forked8", qd::graph::on, [](f1 x, f1 y, flag_t count, flag_t again, qd::i32 limit) {
+    qd::graph::do_while(again, [&] {
+      auto four = [&](f1 a) {
+        for (int c = 0; c < 4; ++c)
+          qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = a[i] * 0.5f + static_cast<float>(c); });
+      };
+      qd::graph::parallel([&] { four(x); }, [&] { four(y); });
+      qd::range_for(1, [&](qd::i32) {
+        count() = count() + 1;
+        again() = qd::select(count() < limit, 1, 0);
+      });
+    });
+  });
+  auto plain = qd::kernel("plain8", qd::graph::on, [](f1 x, f1 y, flag_t count, flag_t again, qd::i32 limit) {
+    qd::graph::do_while(again, [&] {
+      for (int c = 0; c < 4; ++c) qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] * 0.5f + static_cast<float>(c); });
+      for (int c = 0; c < 4; ++c) qd::range_for(y.shape(0), [&](qd::i32 i) { y[i] = y[i] * 0.5f + static_cast<float>(c); });
+      qd::range_for(1, [&](qd::i32) {
+        count() = count() + 1;
+        again() = qd::select(count() < limit, 1, 0);
+      });
+    });
+  });
+  qd::ndarray<float, 1> x(16), y(16);
+  qd::ndarray<std::int32_t, 0> count, again;
+  forked.compile();
+  plain.compile();
+  std::vector<double> f, s;
+  for (int r = 0; r < rounds; ++r) {
+    count.fill(0);
+    f.push_back(seconds([&] { forked(x, y, count, again, passes); }) * 1e6 / passes);
+    count.fill(0);
+    s.push_back(seconds([&] { plain(x, y, count, again, passes); }) * 1e6 / passes);
+  }
+  fmt::print("  graph::parallel of two 4-construct branches: {:.2f} us/pass; the same 8 constructs in order {:.2f} "
+             "us/pass\n",
+             median(f), median(s));
+  qd::reset();
+}
+
 // A graph kernel whose do_while body holds `n` constructs of about 30 operations and the
 // flag's construct; construct `edited` gets salt `edit_salt`.
 auto big_graph(int n, int edited = -1, int edit_salt = 0) {
@@ -124,6 +169,7 @@ int main(int argc, char** argv) {
   fmt::print("Quadrants graph benchmark, medians of {} rounds\n", rounds);
   fmt::print("Host cost per do_while pass, CPU backend, body of 8 small constructs, {} passes:\n", passes);
   for (auto mode : {qd::per_offload_mode::off, qd::per_offload_mode::on}) per_pass_cost(mode, passes, rounds);
+  fork_cost(passes / 10, rounds);
   fmt::print("Edit one construct of a 32-construct do_while body:\n");
   edit_one_of(base, "host compiler", {.arch = qd::arch::cpu}, 32, rounds);
   edit_one_of(base, "NVRTC compile-only sm_90", {.arch = qd::arch::cuda, .compile_only = true, .cuda_arch = 90,

@@ -105,7 +105,6 @@ inline std::string sub_name(const qd::ir::node& n) {
     case qd::ir::op::fma:
     case qd::ir::op::global_load:
     case qd::ir::op::global_store:
-    case qd::ir::op::graph_mark:
     case qd::ir::op::if_:
     case qd::ir::op::local_decl:
     case qd::ir::op::local_load:
@@ -145,7 +144,6 @@ inline std::uint8_t sub_named(qd::ir::op code, const std::string& s) {
     case qd::ir::op::fma:
     case qd::ir::op::global_load:
     case qd::ir::op::global_store:
-    case qd::ir::op::graph_mark:
     case qd::ir::op::if_:
     case qd::ir::op::local_decl:
     case qd::ir::op::local_load:

@@ -133,7 +133,6 @@ class copier {
       case qd::ir::op::global_atomic:
       case qd::ir::op::global_load:
       case qd::ir::op::global_store:
-      case qd::ir::op::graph_mark:
       case qd::ir::op::local_atomic:
       case qd::ir::op::local_decl:
       case qd::ir::op::local_load:

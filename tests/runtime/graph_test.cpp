@@ -499,3 +499,26 @@ TEST_CASE("a counter decremented by a serial statement of the body; fork regions
     CHECK(b.to_host() == std::vector<float>{21.0f});
   });
 }
+
+TEST_CASE("many passes of a three-branch fork join every time") {
+  auto k = qd::kernel("fork_passes", qd::graph::on,
+                      [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 0> passes,
+                         qd::types::ndarray<std::int32_t, 0> again) {
+                        qd::graph::do_while(again, [&] {
+                          qd::graph::parallel([&] { qd::range_for(1, [&](qd::i32) { x[0] = x[0] + 1; }); },
+                                              [&] { qd::range_for(1, [&](qd::i32) { x[1] = x[1] + 2; }); },
+                                              [&] { qd::range_for(1, [&](qd::i32) { x[2] = x[2] + x[0] - x[0] + 3; }); });
+                          qd::range_for(1, [&](qd::i32) {
+                            x[3] = x[0] + x[1] + x[2];  // after the join: every branch's write of this pass
+                            passes() = passes() + 1;
+                            again() = qd::select(passes() < 2000, 1, 0);
+                          });
+                        });
+                      });
+  qd_test::init_cpu();
+  qd::ndarray<std::int32_t, 1> x(4);
+  qd::ndarray<std::int32_t, 0> passes, again;
+  k(x, passes, again);
+  CHECK(x.to_host() == std::vector<std::int32_t>{2000, 4000, 6000, 12000});
+  qd::reset();
+}

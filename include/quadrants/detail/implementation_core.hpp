@@ -45,6 +45,7 @@
 #include "quadrants/runtime/explain-inl.hpp"
 #include "quadrants/runtime/coverage-inl.hpp"
 #include "quadrants/runtime/launch-inl.hpp"
+#include "quadrants/runtime/branch_workers-inl.hpp"
 #include "quadrants/runtime/gradient-inl.hpp"
 #include "quadrants/runtime/graph-inl.hpp"
 #include "quadrants/runtime/statistics-inl.hpp"

@@ -3,7 +3,6 @@
 
 #include <exception>
 #include <optional>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -11,6 +10,7 @@
 #include "quadrants/base/error.hpp"
 #include "quadrants/detail/format.hpp"
 #include "quadrants/ir/graph_mark.hpp"
+#include "quadrants/runtime/branch_workers.hpp"
 #include "quadrants/runtime/graph.hpp"
 #include "quadrants/runtime/kernel_state.hpp"
 #include "quadrants/runtime/program.hpp"
@@ -42,44 +42,53 @@ QD_FUNC std::string concurrent_detail(const kernel_state& k) {
   return std::string(describe(fallback_reason::concurrent));
 }
 
-// The branches of the fork whose fork_begin is step `begin`: on threads of their own
-// when the backend launches from several threads, else one after the other.
+// One fork's branches, as the branch workers see them.
+struct fork_job {
+  const kernel_state* k;
+  program* p;
+  const compiled_kernel* c;
+  const variant* v;
+  const launch_arg* args;
+  std::uint64_t launch_no, pass;
+  std::vector<std::pair<std::size_t, std::size_t>> branches;  // [from, to) of task steps
+  std::vector<std::exception_ptr> failures;
+
+  void run_branch(std::size_t b, task_buffers& buffers) const {
+    for (std::size_t i = branches[b].first; i < branches[b].second; ++i)
+      launch_task(*k, *p, *c, *v, v->tasks[static_cast<std::size_t>(v->schedule[i].task)], args, launch_no, pass,
+                  buffers);
+  }
+};
+
+// The branches of the fork whose fork_begin is step `begin`: at once on the branch
+// workers when the backend launches from several threads, else one after the other.
 QD_FUNC void run_fork(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
                       const launch_arg* args, std::uint64_t launch_no, std::uint64_t pass, std::size_t begin,
                       task_buffers& buffers) {
   const std::size_t end = static_cast<std::size_t>(v.schedule[begin].jump);
-  auto run_branch = [&](std::size_t from, std::size_t to, task_buffers& b) {
-    for (std::size_t i = from; i < to; ++i)
-      launch_task(k, p, c, v, v.tasks[static_cast<std::size_t>(v.schedule[i].task)], args, launch_no, pass, b);
-  };
-  std::vector<std::pair<std::size_t, std::size_t>> branches;  // [from, to) of task steps
+  fork_job job{&k, &p, &c, &v, args, launch_no, pass, {}, {}};
   for (std::size_t i = begin; i < end; ++i)
-    if (!v.schedule[i].is_task) branches.push_back({i + 1, i + 1});
-  for (auto& [from, to] : branches)
+    if (!v.schedule[i].is_task) job.branches.push_back({i + 1, i + 1});
+  for (auto& [from, to] : job.branches)
     while (to < end && v.schedule[to].is_task) ++to;
-  if (branches.size() < 2 || !v.device->traits().concurrent_launches) {
-    for (const auto& [from, to] : branches) run_branch(from, to, buffers);
-    return;
-  }
-  std::vector<std::exception_ptr> failures(branches.size());
-  std::vector<std::thread> threads;
-  for (std::size_t b = 1; b < branches.size(); ++b)
-    threads.emplace_back([&, b] {
+  if (job.branches.size() >= 2 && v.device->traits().concurrent_launches) {
+    job.failures.resize(job.branches.size());
+    auto branch = [](void* ctx, std::size_t b) {
+      auto& j = *static_cast<fork_job*>(ctx);
       try {
         task_buffers own;
-        run_branch(branches[b].first, branches[b].second, own);
+        j.run_branch(b, own);
       } catch (...) {
-        failures[b] = std::current_exception();
+        j.failures[b] = std::current_exception();
       }
-    });
-  try {
-    run_branch(branches[0].first, branches[0].second, buffers);
-  } catch (...) {
-    failures[0] = std::current_exception();
+    };
+    if (shared_branch_workers().run(job.branches.size(), branch, &job)) {
+      for (const std::exception_ptr& f : job.failures)
+        if (f) std::rethrow_exception(f);
+      return;
+    }
   }
-  for (std::thread& t : threads) t.join();
-  for (const std::exception_ptr& f : failures)
-    if (f) std::rethrow_exception(f);
+  for (std::size_t b = 0; b < job.branches.size(); ++b) job.run_branch(b, buffers);
 }
 
 QD_FUNC void run_schedule(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
