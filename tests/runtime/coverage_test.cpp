@@ -3,6 +3,8 @@
 // the tracefile; genhtml renders it.
 #include <doctest/doctest.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -242,3 +244,21 @@ void coverage_on_gpu(qd::arch arch, const char* name) {
 
 TEST_CASE("coverage and dumps on a GPU <on_cuda>") { coverage_on_gpu(qd::arch::cuda, "cuda"); }
 TEST_CASE("coverage and dumps on a GPU <on_amdgpu>") { coverage_on_gpu(qd::arch::amdgpu, "amdgpu"); }
+
+TEST_CASE("a child of fork() does not write its parent's counts a second time") {
+  qd_test::fresh_dir dir("coverage-fork");
+  const fs::path file = dir.path() / "fork.info";
+  ::setenv("QD_KERNEL_COVERAGE_FILE", file.c_str(), 1);
+  qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = (dir.path() / "cache").string(), .kernel_coverage = true});
+  auto k = clamp_kernel();
+  qd::ndarray<float, 1> x(4);
+  k(x);
+  const pid_t child = ::fork();
+  if (child == 0) std::exit(0);  // runs the exit handlers, as any child that exits does
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  CHECK(WIFEXITED(status));
+  qd::reset();
+  CHECK(of_this_file(read(file)).lines[loop] == 1);
+  ::unsetenv("QD_KERNEL_COVERAGE_FILE");
+}
