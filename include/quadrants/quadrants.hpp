@@ -16,6 +16,7 @@
 #include "quadrants/lang/mat.hpp"
 #include "quadrants/lang/vec_var.hpp"
 #include "quadrants/lang/vec_ndarray_param.hpp"
+#include "quadrants/lang/vec_param.hpp"
 #include "quadrants/analysis/fallback.hpp"
 #include "quadrants/runtime/config.hpp"
 #include "quadrants/runtime/coverage.hpp"
