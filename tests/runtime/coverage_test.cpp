@@ -3,6 +3,8 @@
 // the tracefile; genhtml renders it.
 #include <doctest/doctest.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -220,7 +222,8 @@ void coverage_on_gpu(qd::arch arch, const char* name) {
               .debug_dump_path = (dir.path() / "dump").string(), .print_ir = true, .kernel_coverage = true,
               .enable_fallback = false});
   } catch (const qd::error& e) {
-    MESSAGE("skipped on " << name << ": " << e.what());
+    const std::string why = std::string("skipped on ") + name + ": " + e.what();
+    MESSAGE(why);
     return;
   }
   auto k = clamp_kernel();
@@ -242,3 +245,70 @@ void coverage_on_gpu(qd::arch arch, const char* name) {
 
 TEST_CASE("coverage and dumps on a GPU <on_cuda>") { coverage_on_gpu(qd::arch::cuda, "cuda"); }
 TEST_CASE("coverage and dumps on a GPU <on_amdgpu>") { coverage_on_gpu(qd::arch::amdgpu, "amdgpu"); }
+
+TEST_CASE("a child of fork() does not write its parent's counts a second time") {
+  qd_test::fresh_dir dir("coverage-fork");
+  const fs::path file = dir.path() / "fork.info";
+  ::setenv("QD_KERNEL_COVERAGE_FILE", file.c_str(), 1);
+  qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = (dir.path() / "cache").string(), .kernel_coverage = true});
+  auto k = clamp_kernel();
+  qd::ndarray<float, 1> x(4);
+  k(x);
+  const pid_t child = ::fork();
+  if (child == 0) std::exit(0);  // runs the exit handlers, as any child that exits does
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  CHECK(WIFEXITED(status));
+  qd::reset();
+  CHECK(of_this_file(read(file)).lines[loop] == 1);
+  ::unsetenv("QD_KERNEL_COVERAGE_FILE");
+}
+
+TEST_CASE("coverage instruments every statement form and leaves results unchanged") {
+  auto forms = [] {
+    return qd::kernel("forms", {"x", "m", "n"}, [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 2> m, qd::i32 n) {
+      x[0] = 1.0f;
+      qd::var<float> total = 0.0f;
+      qd::if_(n > 2, [&] { x[1] = 2.0f; });
+      qd::var<std::int32_t> k = 0;
+      qd::while_([&] { return k < n; }, [&] {
+        x[2] += 1.0f;
+        k += 1;
+      });
+      qd::range_for(qd::ndrange(m.shape(0), m.shape(1)), [&](qd::i32 i, qd::i32 j) {
+        m(i, j) = qd::cast<float>(i * 10 + j);
+      });
+      qd::range_for(x.shape(0), [&](qd::i32 i) {
+        qd::var<float> acc = 0.0f;
+        qd::range_for(0, i, [&](qd::i32 j) { acc += qd::cast<float>(j); });
+        qd::if_(i > 4, [&] { total += acc; });
+        qd::atomic_max(x[3], acc);
+      });
+      x[4] = total;
+    });
+  };
+  std::vector<std::vector<float>> results[2];
+  for (qd::arch arch : {qd::arch::cpu, qd::arch::reference}) {
+    for (int coverage = 0; coverage < 2; ++coverage) {
+      qd_test::fresh_dir dir("coverage-forms");
+      ::setenv("QD_KERNEL_COVERAGE_FILE", (dir.path() / "f.info").c_str(), 1);
+      qd::init({.arch = arch, .offline_cache_file_path = (dir.path() / "cache").string(),
+                .kernel_coverage = coverage == 1});
+      auto k = forms();
+      qd::ndarray<float, 1> x(8);
+      qd::ndarray<float, 2> m({3, 4});
+      k(x, m, 3);
+      results[coverage] = {x.to_host(), m.to_host()};
+      qd::reset();
+      if (coverage) {
+        const std::string info = read(dir.path() / "f.info");
+        CHECK(info.find("BRDA:") != std::string::npos);
+        CHECK(info.find("LH:") != std::string::npos);
+      }
+      ::unsetenv("QD_KERNEL_COVERAGE_FILE");
+    }
+    CHECK(results[0] == results[1]);
+    CHECK(results[0][0][2] == 3.0f);
+    CHECK(results[0][1][5] == 11.0f);
+  }
+}

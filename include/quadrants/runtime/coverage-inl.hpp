@@ -1,6 +1,8 @@
 // Implementation of runtime/coverage.hpp.
 #pragma once
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -194,12 +196,21 @@ struct registry {
   std::mutex mutex;
   std::vector<tracked_buffer> buffers;
   counts pending;  // read back, not yet written
+  long pid = 0;    // the process these belong to: a fork()ed child starts empty (no count twice)
 };
 
-// Never destroyed: the exit handler uses it after other statics may be gone.
+// Never destroyed: the exit handler uses it after other statics may be gone. The caller
+// locks r.mutex; a child of fork() drops what its parent counted (the parent writes it).
 QD_FUNC registry& the_registry() {
   static auto* r = new registry;
   return *r;
+}
+QD_FUNC void adopt(registry& r) {
+  const long pid = static_cast<long>(::getpid());
+  if (r.pid == pid) return;
+  r.pid = pid;
+  r.buffers.clear();
+  r.pending = {};
 }
 
 // One buffer's counts: a line (or branch) probed twice in a kernel counts once.
@@ -318,6 +329,7 @@ QD_FUNC void at_exit() {
   try {
     registry& r = the_registry();
     std::lock_guard lock(r.mutex);
+    adopt(r);
     collect(r, 0, false);
     flush_with_warning(r);
   } catch (...) {  // nothing may escape an exit handler
@@ -341,6 +353,7 @@ QD_FUNC void* coverage_buffer(program& p, std::shared_ptr<const std::vector<cove
   p.device().copy_from_host(buffer, zero.data(), count * sizeof(std::uint32_t));
   registry& r = the_registry();
   std::lock_guard lock(r.mutex);
+  adopt(r);
   r.buffers.push_back({p.id(), p.device_ptr(), buffer, std::move(probes)});
   return buffer;
 }
@@ -349,6 +362,7 @@ QD_FUNC void end_program_coverage(program& p) {
   using namespace coverage_parts;
   registry& r = the_registry();
   std::lock_guard lock(r.mutex);
+  adopt(r);
   collect(r, p.id(), true);
   flush_with_warning(r);
 }
@@ -361,6 +375,7 @@ QD_FUNC void write_coverage(const std::string& path) {
   using namespace detail::coverage_parts;
   registry& r = the_registry();
   std::lock_guard lock(r.mutex);
+  adopt(r);
   {
     detail::program_use use(std::nothrow);  // the running program's kernels count too
     if (use) collect(r, use->id(), false);
