@@ -127,6 +127,7 @@ class copier {
       case qd::ir::op::bound:
       case qd::ir::op::break_:
       case qd::ir::op::continue_:
+      case qd::ir::op::graph_mark:
       case qd::ir::op::cast:
       case qd::ir::op::constant:
       case qd::ir::op::fma:
