@@ -96,6 +96,7 @@ inline std::vector<compiled_kernel_result> compile_suite_kernels() {
   add("vec_vars", k::vec_vars());
   add("vec_elements", k::vec_elements());
   add("mixed_updates", k::mixed_updates());
+  add("vec_params", k::vec_params());
   add("loop_control", k::loop_control());
   add("returns", k::returns());
   add("struct_step", k::struct_step());

@@ -1537,6 +1537,10 @@ TEST_CASE_TEMPLATE("suite: demoted updates and a scatter that stays atomic give 
   if (!start<A>()) return;
   vec_checks::check_mixed_updates();
 }
+TEST_CASE_TEMPLATE("suite: vector and matrix scalar parameters arrive component by component", A, QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  vec_checks::check_vec_params();
+}
 
 // Graph kernels (issue 13): nested do_while loops run by the host loop reading each
 // flag back after every pass, whole and split; concurrent regions joined.

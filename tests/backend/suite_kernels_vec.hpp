@@ -139,6 +139,17 @@ inline auto mixed_updates() {
                       });
 }
 
+// Vector and matrix scalar parameters: one run-time argument per component.
+inline auto vec_params() {
+  return qd::kernel("vec_params", {"p", "g", "m", "s"},
+                      [](qd::types::ndarray<qd::vec3f, 1> p, qd::vec3f g, qd::mat2d m, qd::f32 s) {
+                        qd::range_for(p.shape(0), [&](qd::i32 i) {
+                          qd::vec2d r = m * qd::vec2d(qd::cast<double>(p[i].x()), qd::cast<double>(p[i].y()));
+                          p[i] = p[i] + g * s + qd::vec3f(qd::cast<float>(r.x()), qd::cast<float>(r.y()), 0.0f);
+                        });
+                      });
+}
+
 }  // namespace kernels
 
 namespace vec_checks {
@@ -427,6 +438,26 @@ inline void check_mixed_updates() {
   CHECK(rev.to_host() == wrev);
   CHECK(hist.to_host() == whist);
   CHECK(total.to_host()[0] == n);
+}
+
+inline void check_vec_params() {
+  auto k = kernels::vec_params();
+  const int n = 16;
+  std::vector<std::array<float, 3>> hp(n);
+  for (int i = 0; i < n; ++i) hp[static_cast<std::size_t>(i)] = {static_cast<float>(i), 1.0f, -static_cast<float>(i)};
+  qd::ndarray<qd::vec3f, 1> p(n);
+  p.from_host(hp);
+  const std::array<float, 3> g{0.5f, -1.0f, 2.0f};
+  const std::array<std::array<double, 2>, 2> m{{{1.0, 2.0}, {0.0, -1.0}}};
+  k(p, g, m, 2.0f);
+  auto got = p.to_host();
+  for (int i = 0; i < n; ++i) {
+    const auto& h = hp[static_cast<std::size_t>(i)];
+    double rx = m[0][0] * h[0] + m[0][1] * h[1], ry = m[1][0] * h[0] + m[1][1] * h[1];
+    std::array<float, 3> want{h[0] + g[0] * 2.0f + static_cast<float>(rx), h[1] + g[1] * 2.0f + static_cast<float>(ry),
+                              h[2] + g[2] * 2.0f};
+    CHECK(got[static_cast<std::size_t>(i)] == want);
+  }
 }
 
 }  // namespace vec_checks
