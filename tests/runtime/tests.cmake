@@ -38,3 +38,4 @@ add_dependencies(runtime_graph_test kernel_worker)
 
 # Diagnostics (issue 14, SPEC §11.8): debug dumps.
 qd_add_test(runtime debug_dump)
+qd_add_test(runtime mesh)  # qd::mesh, qd::mesh_for, qd::for_each (SPEC §11.7, issue 14)

@@ -43,5 +43,6 @@
 #include "quadrants/runtime/launch-inl.hpp"
 #include "quadrants/runtime/gradient-inl.hpp"
 #include "quadrants/runtime/graph-inl.hpp"
+#include "quadrants/runtime/mesh-inl.hpp"
 #include "quadrants/runtime/statistics-inl.hpp"
 #include "quadrants/codegen/reductions-inl.hpp"

@@ -181,6 +181,7 @@ struct function {
   std::vector<std::int32_t> lists;   // operand lists (indices, print arguments)
   std::vector<std::string> strings;  // print text pieces
   bool is_gradient = false;          // an adjoint (autodiff) kernel
+  bool has_mesh = false;             // has a qd::mesh_for (lang/mesh_param.hpp): stays whole (`mesh`)
 
   constexpr const node& at(id i) const { return nodes[static_cast<std::size_t>(i)]; }
   constexpr node& at(id i) { return nodes[static_cast<std::size_t>(i)]; }
