@@ -13,35 +13,15 @@
 #include <vector>
 
 #include "runtime/runtime_test_support.hpp"
+#include "support/tet_mesh.hpp"
 
 namespace {
 
 using doctest::Contains;
 using qd::mesh_kind;
+using qd_test::cube_tets;
 
 constexpr int width = 32;  // a row of the dumped relations: the relation's size, then its elements
-
-// An n x n x n grid of unit cubes, each split into the 6 tetrahedra of the Kuhn
-// triangulation (one per order of the three axes), which match across cube faces.
-std::vector<std::array<std::int32_t, 4>> cube_tets(int n) {
-  auto vid = [n](int x, int y, int z) { return static_cast<std::int32_t>((z * (n + 1) + y) * (n + 1) + x); };
-  const int orders[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
-  std::vector<std::array<std::int32_t, 4>> tets;
-  for (int z = 0; z < n; ++z)
-    for (int y = 0; y < n; ++y)
-      for (int x = 0; x < n; ++x)
-        for (const auto& order : orders) {
-          int p[3] = {x, y, z};
-          std::array<std::int32_t, 4> t{};
-          t[0] = vid(p[0], p[1], p[2]);
-          for (int s = 0; s < 3; ++s) {
-            ++p[order[s]];
-            t[static_cast<std::size_t>(s) + 1] = vid(p[0], p[1], p[2]);
-          }
-          tets.push_back(t);
-        }
-  return tets;
-}
 
 // The elements of each kind as sorted vertex sets, numbered as SPEC'd: vertices by id,
 // cells in input order, edges and faces by their sorted tuples.
@@ -162,7 +142,7 @@ void in_every_setup(F&& f, qd::config extra = {}) {
 TEST_CASE("a tetrahedral mesh's element counts and every relation match brute force") {
   const int n = 2;
   const auto tets = cube_tets(n);
-  const std::int32_t nv = (n + 1) * (n + 1) * (n + 1);
+  const std::int32_t nv = qd_test::cube_vertices(n);
   qd::mesh m = qd::mesh::tetrahedral(nv, tets);
   const brute_mesh b = brute(nv, as_vectors(tets));
   CHECK(m.num_verts() == nv);
@@ -197,7 +177,7 @@ TEST_CASE("a triangular mesh's faces are its cells and cells neighbour across ed
 TEST_CASE("kernels read relations with qd::for_each as brute force computes them") {
   const int n = 2;
   const auto tets = cube_tets(n);
-  const std::int32_t nv = (n + 1) * (n + 1) * (n + 1);
+  const std::int32_t nv = qd_test::cube_vertices(n);
   const brute_mesh b = brute(nv, as_vectors(tets));
   // One kernel, four relations: v.verts(), v.cells(), c.cells(), e.verts().
   auto dump = qd::kernel("dump_relations", [](qd::types::mesh mesh, qd::types::ndarray<std::int32_t, 1> vv,
@@ -257,7 +237,7 @@ TEST_CASE("kernels read relations with qd::for_each as brute force computes them
 TEST_CASE("a Laplacian smoothing step matches plain C++ on the CPU and the reference backend") {
   const int n = 3;
   const auto tets = cube_tets(n);
-  const std::int32_t nv = (n + 1) * (n + 1) * (n + 1);
+  const std::int32_t nv = qd_test::cube_vertices(n);
   // The SPEC §11.7 example.
   auto smooth = qd::kernel("smooth", [](qd::types::mesh mesh, qd::types::ndarray<float, 1> u,
                                         qd::types::ndarray<float, 1> out) {
@@ -270,11 +250,7 @@ TEST_CASE("a Laplacian smoothing step matches plain C++ on the CPU and the refer
   std::vector<float> u(static_cast<std::size_t>(nv));
   for (std::int32_t i = 0; i < nv; ++i) u[static_cast<std::size_t>(i)] = static_cast<float>((i * 37) % 11) * 0.25f;
   // Plain C++: neighbours are the vertices sharing an edge of some tetrahedron.
-  std::vector<std::set<std::int32_t>> nb(static_cast<std::size_t>(nv));
-  for (const auto& t : tets)
-    for (int a = 0; a < 4; ++a)
-      for (int c = 0; c < 4; ++c)
-        if (a != c) nb[static_cast<std::size_t>(t[static_cast<std::size_t>(a)])].insert(t[static_cast<std::size_t>(c)]);
+  const auto nb = qd_test::edge_neighbours(nv, tets);
   std::vector<float> expected(static_cast<std::size_t>(nv));
   for (std::size_t v = 0; v < expected.size(); ++v) {
     float acc = 0.0f;
