@@ -165,6 +165,18 @@ void mesh_for(const mesh_elements& elements, F&& body) {
   range_for(elements.size(), [&](i32 i) { body(mesh_element(detail::param_tag{}, param, kind, i)); });
 }
 
+// A relation or a mesh's elements in the other loop's place: a compile error saying which to use.
+template <class F>
+void mesh_for(const mesh_relation&, F&&) {
+  static_assert(sizeof(F) == 0, "qd::mesh_for runs over all elements of a kind (mesh.verts(), mesh.cells(), ...); "
+                                "visit the elements of a relation such as v.verts() with qd::for_each");
+}
+template <class F>
+void for_each(const mesh_elements&, F&&) {
+  static_assert(sizeof(F) == 0, "qd::for_each visits a relation of one element (v.verts()); run over all elements "
+                                "of a kind with qd::mesh_for at the top level of the kernel");
+}
+
 // for each element related to one element (a serial loop inside the enclosing construct).
 template <class F>
 void for_each(const mesh_relation& rel, F&& body) {
