@@ -238,15 +238,7 @@ TEST_CASE("a Laplacian smoothing step matches plain C++ on the CPU and the refer
   const int n = 3;
   const auto tets = cube_tets(n);
   const std::int32_t nv = qd_test::cube_vertices(n);
-  // The SPEC §11.7 example.
-  auto smooth = qd::kernel("smooth", [](qd::types::mesh mesh, qd::types::ndarray<float, 1> u,
-                                        qd::types::ndarray<float, 1> out) {
-    qd::mesh_for(mesh.verts(), [&](qd::mesh_element v) {
-      qd::var<float> acc = 0.0f;
-      qd::for_each(v.verts(), [&](qd::mesh_element w) { acc += u[w.id()] - u[v.id()]; });
-      out[v.id()] = acc;
-    });
-  });
+  auto smooth = qd_test::smooth_kernel();  // the SPEC §11.7 example
   std::vector<float> u(static_cast<std::size_t>(nv));
   for (std::int32_t i = 0; i < nv; ++i) u[static_cast<std::size_t>(i)] = static_cast<float>((i * 37) % 11) * 0.25f;
   // Plain C++: neighbours are the vertices sharing an edge of some tetrahedron.

@@ -1,11 +1,14 @@
-// Generated tetrahedral meshes for the mesh tests (SPEC §11.7), and the
-// neighbour-sharing-an-edge sets computed from them in plain C++.
+// Generated tetrahedral meshes for the mesh tests and benchmark (SPEC §11.7), the
+// neighbour-sharing-an-edge sets computed from them in plain C++, and the SPEC's
+// smoothing kernel.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <set>
 #include <vector>
+
+#include <quadrants/quadrants.hpp>
 
 namespace qd_test {
 
@@ -43,6 +46,18 @@ inline std::vector<std::set<std::int32_t>> edge_neighbours(std::int32_t num_vert
       for (std::size_t c = 0; c < 4; ++c)
         if (a != c) nb[static_cast<std::size_t>(t[a])].insert(t[c]);
   return nb;
+}
+
+// The SPEC §11.7 example: out[v] = sum over the vertices w sharing an edge with v of u[w] - u[v].
+inline auto smooth_kernel() {
+  return qd::kernel("smooth", [](qd::types::mesh mesh, qd::types::ndarray<float, 1> u,
+                                 qd::types::ndarray<float, 1> out) {
+    qd::mesh_for(mesh.verts(), [&](qd::mesh_element v) {
+      qd::var<float> acc = 0.0f;
+      qd::for_each(v.verts(), [&](qd::mesh_element w) { acc += u[w.id()] - u[v.id()]; });
+      out[v.id()] = acc;
+    });
+  });
 }
 
 }  // namespace qd_test

@@ -57,7 +57,11 @@ class mesh_relation {
       : param_(param), from_(from), to_(to), id_(id) {}
 
   // How many elements the relation holds for this element (a traced qd::i32).
-  i32 size() const { return end() - begin(); }
+  i32 size() const {
+    const i32 off = offsets();
+    const i32 first = row_bound(off, 0);
+    return row_bound(off, 1) - first;
+  }
   mesh_kind from() const { return from_; }
   mesh_kind to() const { return to_; }
 
@@ -69,8 +73,8 @@ class mesh_relation {
   int relation() const { return detail::mesh_layout::relation(from_, to_); }
   i32 offsets() const { return i32::from_id(data()[detail::mesh_layout::offsets_slot(relation())].id()); }
   i32 indices() const { return i32::from_id(data()[detail::mesh_layout::indices_slot(relation())].id()); }
-  i32 begin() const { return i32::from_id(data()[offsets() + id_].id()); }
-  i32 end() const { return i32::from_id(data()[offsets() + id_ + 1].id()); }
+  // offsets[id + k] of the relation whose offsets start at `off`.
+  i32 row_bound(const i32& off, int k) const { return i32::from_id(data()[off + id_ + k].id()); }
 
   std::int32_t param_;
   mesh_kind from_, to_;
@@ -182,7 +186,10 @@ template <class F>
 void for_each(const mesh_relation& rel, F&& body) {
   static_assert(std::is_invocable_v<F&, mesh_element>, "the body of qd::for_each takes one qd::mesh_element");
   const i32 indices = rel.indices();
-  range_for(rel.begin(), rel.end(), [&](i32 j) {
+  const i32 offsets = rel.offsets();
+  const i32 first = rel.row_bound(offsets, 0);
+  const i32 last = rel.row_bound(offsets, 1);
+  range_for(first, last, [&](i32 j) {
     body(mesh_element(detail::param_tag{}, rel.param_, rel.to_, i32::from_id(rel.data()[indices + j].id())));
   });
 }
