@@ -116,6 +116,18 @@ std::vector<std::vector<std::int32_t>> as_vectors(const std::vector<std::array<s
   return out;
 }
 
+// A 3 x 3 grid of vertices, each square split into two triangles.
+std::vector<std::array<std::int32_t, 3>> grid_triangles() {
+  std::vector<std::array<std::int32_t, 3>> tris;
+  for (int y = 0; y < 2; ++y)
+    for (int x = 0; x < 2; ++x) {
+      const std::int32_t a = y * 3 + x;
+      tris.push_back({a, a + 1, a + 4});
+      tris.push_back({a, a + 4, a + 3});
+    }
+  return tris;
+}
+
 struct setup {
   const char* name;
   qd::arch arch;
@@ -155,14 +167,7 @@ TEST_CASE("a tetrahedral mesh's element counts and every relation match brute fo
 }
 
 TEST_CASE("a triangular mesh's faces are its cells and cells neighbour across edges") {
-  // A 3 x 3 grid of vertices, each square split into two triangles.
-  std::vector<std::array<std::int32_t, 3>> tris;
-  for (int y = 0; y < 2; ++y)
-    for (int x = 0; x < 2; ++x) {
-      const std::int32_t a = y * 3 + x;
-      tris.push_back({a, a + 1, a + 4});
-      tris.push_back({a, a + 4, a + 3});
-    }
+  const auto tris = grid_triangles();
   qd::mesh m = qd::mesh::triangular(9, tris);
   std::vector<std::vector<std::int32_t>> cells;
   for (const auto& t : tris) cells.push_back({t.begin(), t.end()});
@@ -231,6 +236,39 @@ TEST_CASE("kernels read relations with qd::for_each as brute force computes them
     vv.fill(0);
     dump(m, vv, vc, cc, ev);
     check(vv, 0, 0);
+  });
+}
+
+TEST_CASE("on a triangular mesh kernels see cells neighbouring across edges, and rel[k] indexes a relation") {
+  const auto tris = grid_triangles();
+  std::vector<std::vector<std::int32_t>> cells;
+  for (const auto& t : tris) cells.push_back({t.begin(), t.end()});
+  const brute_mesh b = brute(9, cells);
+  const auto cc = brute_relation(b, 3, 3);
+  // Per cell: its neighbour count, the sum of its neighbours' ids, its vertices through
+  // c.verts()[k], and the cell its face is (f.cells()[0] of face c: c itself).
+  auto k = qd::kernel("triangles", [](qd::types::mesh mesh, qd::types::ndarray<std::int32_t, 2> out) {
+    qd::mesh_for(mesh.cells(), [&](qd::mesh_element c) {
+      qd::var<std::int32_t> sum = 0;
+      qd::for_each(c.cells(), [&](qd::mesh_element d) { sum += d.id(); });
+      out(c.id(), 0) = c.cells().size();
+      out(c.id(), 1) = sum;
+      for (int j = 0; j < 3; ++j) out(c.id(), 2 + j) = c.verts()[j].id();
+    });
+    qd::mesh_for(mesh.faces(), [&](qd::mesh_element f) { out(f.id(), 5) = f.cells()[0].id(); });
+  });
+  in_every_setup([&](const setup&) {
+    qd::mesh m = qd::mesh::triangular(9, tris);
+    qd::ndarray<std::int32_t, 2> out({8, 6});
+    k(m, out);
+    std::vector<std::int32_t> want;
+    for (std::size_t c = 0; c < tris.size(); ++c) {
+      std::int32_t sum = 0;
+      for (std::int32_t d : cc[c]) sum += d;
+      want.insert(want.end(), {static_cast<std::int32_t>(cc[c].size()), sum, tris[c][0], tris[c][1], tris[c][2],
+                               static_cast<std::int32_t>(c)});
+    }
+    CHECK(out.to_host() == want);
   });
 }
 

@@ -47,6 +47,7 @@ constexpr int indices_slot(int relation) { return kinds + 2 * relation + 1; }
 }  // namespace detail::mesh_layout
 
 class mesh_relation;
+class mesh_element;
 template <class F>
 void for_each(const mesh_relation& rel, F&& body);
 
@@ -62,6 +63,9 @@ class mesh_relation {
     const i32 first = row_bound(off, 0);
     return row_bound(off, 1) - first;
   }
+  // Element k of the relation, 0 <= k < size() (not checked): c.verts()[0].
+  template <operand I>
+  mesh_element operator[](const I& k) const;
   mesh_kind from() const { return from_; }
   mesh_kind to() const { return to_; }
 
@@ -102,6 +106,13 @@ class mesh_element {
   mesh_kind kind_;
   i32 id_;
 };
+
+template <operand I>
+mesh_element mesh_relation::operator[](const I& k) const {
+  const i32 first = row_bound(offsets(), 0);
+  const i32 position = indices() + first + i32(k);
+  return mesh_element(detail::param_tag{}, param_, to_, i32::from_id(data()[position].id()));
+}
 
 // All elements of one kind: mesh.verts(), the range of a qd::mesh_for.
 class mesh_elements {
