@@ -9,3 +9,19 @@ target_compile_definitions(cpu_bench PRIVATE
   QD_BENCH_USER_TU="${CMAKE_CURRENT_SOURCE_DIR}/user_tu.cpp"
   QD_BENCH_IMPLEMENTATION_TU="${PROJECT_SOURCE_DIR}/src/implementation.cpp")
 add_dependencies(benchmarks cpu_bench)
+
+# bench/vec_bench: an N-body step with qd::vec3f against a hand-written vector struct,
+# and atomic demotion (issue 11).
+add_executable(vec_bench ${CMAKE_CURRENT_SOURCE_DIR}/vec_bench.cpp)
+target_link_libraries(vec_bench PRIVATE quadrants::quadrants fmt::fmt)
+add_dependencies(benchmarks vec_bench)
+
+# bench/trace_bench: trace time of a 64-construct kernel (issue 14's source locations).
+add_executable(trace_bench ${CMAKE_CURRENT_SOURCE_DIR}/trace_bench.cpp)
+target_link_libraries(trace_bench PRIVATE quadrants::quadrants fmt::fmt)
+add_dependencies(benchmarks trace_bench)
+
+# bench/coverage_bench: kernel_coverage's run-time cost on a stencil and an N-body step.
+add_executable(coverage_bench ${CMAKE_CURRENT_SOURCE_DIR}/coverage_bench.cpp)
+target_link_libraries(coverage_bench PRIVATE quadrants::quadrants fmt::fmt)
+add_dependencies(benchmarks coverage_bench)

@@ -60,3 +60,8 @@ qd_add_emulated_test(gpus emulation backend_emulated_gpu_test)
 if(TARGET gpu_run_bench)
   qd_add_emulated_test(cuda gpu_run_bench gpu_run_bench ARGS --check)
 endif()
+
+# Diagnostics (issue 14) through the GPU backends: coverage probes in device memory, .cu/.hip dumps.
+foreach(api cuda amdgpu)
+  qd_add_emulated_test(${api} coverage runtime_coverage_test ARGS "--test-case=*<on_${api}>*")
+endforeach()

@@ -10,7 +10,11 @@
 #include "quadrants/analysis/fork.hpp"
 #include "quadrants/analysis/graph.hpp"
 #include "quadrants/analysis/split.hpp"
+#include "quadrants/base/error.hpp"
+#include "quadrants/ir/dce.hpp"
 #include "quadrants/ir/graph_mark.hpp"
+#include "quadrants/ir/verify.hpp"
+#include "quadrants/quadrants.hpp"
 
 using namespace qd;
 
@@ -141,3 +145,53 @@ static_assert(split_of(fork_of(0, 4, 4, 8, 0)).reason == fallback_reason::concur
 }  // namespace
 
 TEST_CASE("graph analysis: checked at compile time") { CHECK(true); }
+
+TEST_CASE("the verifier accepts traced graph kernels and refuses misplaced marks") {
+  auto body = [](qd::types::ndarray<float, 1> xs, qd::types::ndarray<std::int32_t, 0> f,
+                 qd::types::ndarray<std::int32_t, 0> g) {
+    qd::graph::do_while(f, [&] {
+      qd::graph::do_while(g, [&] { qd::range_for(xs.shape(0), [&](qd::i32 i) { xs[i] = 1.0f; }); });
+      qd::graph::parallel([&] { xs[0] = 2.0f; }, [&] { xs[1] = 3.0f; });
+    });
+    qd::concurrent([&] { xs[2] = 1.0f; }, [&] { xs[3] = 1.0f; });
+  };
+  qd::detail::tracer t("verified", {});
+  t.graph_kernel = true;
+  qd::detail::trace_kernel(body, t);
+  ir::eliminate_dead_code(t.fn);
+  CHECK_NOTHROW(ir::verify(t.fn, ir::stage::traced));
+  const auto s = analysis::analyze_structure(t.fn);
+  const auto regions = analysis::graph_regions(t.fn, s);
+  REQUIRE(regions.size() == 4);
+  CHECK((regions[0].loop && regions[1].loop && !regions[2].loop && !regions[3].loop));
+  CHECK(regions[1].parent == 0);
+  CHECK(regions[2].parent == 0);
+  CHECK(regions[3].parent == -1);
+  CHECK(regions[2].fork == ir::fork_kind::graph_parallel);
+  CHECK(regions[3].fork == ir::fork_kind::concurrent);
+  CHECK(regions[3].branches.size() == 2);
+
+  ir::function unbalanced;
+  ir::builder b(unbalanced);
+  add_params(b);
+  ir::emit_graph_mark(b, ir::graph_mark::loop_end);
+  CHECK_THROWS_AS(ir::verify(unbalanced, ir::stage::traced), qd::internal_error);
+  ir::function unclosed;
+  ir::builder ob(unclosed);
+  add_params(ob);
+  ir::emit_graph_mark(ob, ir::graph_mark::loop_begin, flag);
+  CHECK_THROWS_AS(ir::verify(unclosed, ir::stage::traced), qd::internal_error);
+  ir::function float_flag;
+  ir::builder fb(float_flag);
+  add_params(fb);
+  ir::emit_graph_mark(fb, ir::graph_mark::loop_begin, x);
+  ir::emit_graph_mark(fb, ir::graph_mark::loop_end);
+  CHECK_THROWS_AS(ir::verify(float_flag, ir::stage::traced), qd::internal_error);
+  ir::function balanced;
+  ir::builder gb(balanced);
+  add_params(gb);
+  ir::emit_graph_mark(gb, ir::graph_mark::loop_begin, flag);
+  ir::emit_graph_mark(gb, ir::graph_mark::loop_end);
+  CHECK_NOTHROW(ir::verify(balanced, ir::stage::traced));
+  CHECK_THROWS_AS(ir::verify(balanced, ir::stage::lowered), qd::internal_error);
+}

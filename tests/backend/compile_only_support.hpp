@@ -16,28 +16,12 @@
 
 #include "backend/suite_kernels.hpp"
 #include "backend/suite_kernels_vec.hpp"
+#include "support/fresh_dir.hpp"
 
 namespace qd_test {
 
 // A fresh directory, removed on scope exit.
-class scratch_directory {
- public:
-  explicit scratch_directory(const std::string& name)
-      : path_(std::filesystem::temp_directory_path() / ("qd-" + name + "-" + std::to_string(::getpid()))) {
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  scratch_directory(const scratch_directory&) = delete;
-  scratch_directory& operator=(const scratch_directory&) = delete;
-  ~scratch_directory() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string str() const { return path_.string(); }
-
- private:
-  std::filesystem::path path_;
-};
+using scratch_directory = fresh_dir;
 
 // Creates (and drops) a small array: an allocation on the current device.
 inline void allocate_an_array() { qd::ndarray<float, 1> a(4); }

@@ -40,7 +40,7 @@ std::string tasks_text(const ir::function& fn, const analysis::kernel_structure&
     std::string entry = std::string(variant) + "_task" + std::to_string(k);
     out += "== " + std::string(variant) + " task " + std::to_string(k) + (t.parallel ? " (parallel)" : " (serial)") +
            ", construct " + std::to_string(t.construct) + "\n";
-    out += "-- lowered IR\n" + ir::to_text(t.fn);
+    out += "-- lowered IR\n" + ir::to_text(t.fn, {.locations = false});  // lines move with edits
     out += "-- C++\n" + codegen::emit_task(t, entry, {bounds_checks});
   }
   return out;
@@ -49,7 +49,7 @@ std::string tasks_text(const ir::function& fn, const analysis::kernel_structure&
 // Both variants of `fn`: the whole kernel's tasks, and the split's or its fallback.
 std::string golden_text(const ir::function& fn, bool bounds_checks = false) {
   analysis::kernel_structure s = analysis::analyze_structure(fn);
-  std::string out = "== traced IR\n" + ir::to_text(fn);
+  std::string out = "== traced IR\n" + ir::to_text(fn, {.locations = false});
   out += tasks_text(fn, s, analysis::plan_whole_kernel(fn, s), "whole", bounds_checks);
   analysis::split_decision d = analysis::plan_split(fn, s);
   if (d.reason == fallback_reason::none) out += tasks_text(fn, s, d.plan, "split", bounds_checks);

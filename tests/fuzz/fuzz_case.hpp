@@ -105,6 +105,7 @@ inline std::string sub_name(const qd::ir::node& n) {
     case qd::ir::op::fma:
     case qd::ir::op::global_load:
     case qd::ir::op::global_store:
+    case qd::ir::op::graph_mark:
     case qd::ir::op::if_:
     case qd::ir::op::local_decl:
     case qd::ir::op::local_load:
@@ -119,7 +120,6 @@ inline std::string sub_name(const qd::ir::node& n) {
     case qd::ir::op::temp_store:
     case qd::ir::op::break_:
     case qd::ir::op::continue_:
-    case qd::ir::op::graph_mark:
     case qd::ir::op::while_: return std::to_string(n.sub);
   }
   return std::to_string(n.sub);
@@ -145,6 +145,7 @@ inline std::uint8_t sub_named(qd::ir::op code, const std::string& s) {
     case qd::ir::op::fma:
     case qd::ir::op::global_load:
     case qd::ir::op::global_store:
+    case qd::ir::op::graph_mark:
     case qd::ir::op::if_:
     case qd::ir::op::local_decl:
     case qd::ir::op::local_load:
@@ -159,7 +160,6 @@ inline std::uint8_t sub_named(qd::ir::op code, const std::string& s) {
     case qd::ir::op::temp_store:
     case qd::ir::op::break_:
     case qd::ir::op::continue_:
-    case qd::ir::op::graph_mark:
     case qd::ir::op::while_: return static_cast<std::uint8_t>(std::stoi(s));
   }
   return static_cast<std::uint8_t>(std::stoi(s));

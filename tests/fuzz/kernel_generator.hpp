@@ -546,9 +546,17 @@ class kernel_generator {
     static const std::vector<ir::atomic_op> ops = {ir::atomic_op::add, ir::atomic_op::add, ir::atomic_op::sub,
                                                    ir::atomic_op::min, ir::atomic_op::max};
     ir::id v = gen(a.spec->type, 1);
-    ir::id old = b_.global_atomic(r_.pick(ops), x.param, x.flags, x.indices, v);
+    const ir::atomic_op o = r_.pick(ops);
+    // Half the += / -= are what the tracer makes of `x[i] += v` (old value unused):
+    // demoted where each iteration owns the element (analysis/atomic_demotion.hpp),
+    // which assumes, as documented, that no other parameter shares the buffer.
+    bool shared = false;
+    for (const array& other : arrays_) shared |= other.param != a.param && other.spec == a.spec;
+    const bool compound = (o == ir::atomic_op::add || o == ir::atomic_op::sub) && !shared && r_.chance(0.5);
+    if (compound) x.flags |= qd::ir::access::compound;
+    ir::id old = b_.global_atomic(o, x.param, x.flags, x.indices, v);
     mark(old, true);
-    if (r_.chance(0.4)) values_.back().push_back({old, a.spec->type});
+    if (!compound && r_.chance(0.4)) values_.back().push_back({old, a.spec->type});
   }
 
   void print() {

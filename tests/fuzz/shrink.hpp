@@ -127,13 +127,13 @@ class copier {
       case qd::ir::op::bound:
       case qd::ir::op::break_:
       case qd::ir::op::continue_:
-      case qd::ir::op::graph_mark:
       case qd::ir::op::cast:
       case qd::ir::op::constant:
       case qd::ir::op::fma:
       case qd::ir::op::global_atomic:
       case qd::ir::op::global_load:
       case qd::ir::op::global_store:
+      case qd::ir::op::graph_mark:
       case qd::ir::op::local_atomic:
       case qd::ir::op::local_decl:
       case qd::ir::op::local_load:

@@ -34,3 +34,7 @@ endif()
 add_executable(fuzz_gpu_batch_test ${CMAKE_CURRENT_LIST_DIR}/gpu_batch_test.cpp)
 target_link_libraries(fuzz_gpu_batch_test PRIVATE quadrants::quadrants qd_doctest_main fmt::fmt)
 target_include_directories(fuzz_gpu_batch_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+
+# Differentiated generated kernels (issue 12): refused cleanly, or the same adjoint results on the reference and the CPU.
+qd_add_test(fuzz adjoint)
+set_tests_properties(fuzz/adjoint PROPERTIES TIMEOUT 600)

@@ -417,6 +417,46 @@ TEST_CASE("a loop-carried qd::var updated in branches inside a nested loop") {
   });
 }
 
+TEST_CASE("a serial loop chaining through memory (y[j + 1] = f(y[j])) runs its adjoint backwards") {
+  // y[0] = x[0]; y[j + 1] = sin(y[j]) * z[j] + x[j + 1]: the store runs ahead of the read, which the access rule allows.
+  auto k = qd::kernel("memory_chain", {"x", "z", "y"}, [](d1 x, d1 z, d1 y) {
+    y[0] = x[0];
+    qd::if_(x.shape(0) > 1, [&] {
+      qd::range_for(x.shape(0) - 1, [&](qd::i32 j) { y[j + 1] = qd::sin(y[j]) * z[j] + x[j + 1]; });
+    });
+  });
+  check_gradients(k, positive(6, 0.5), positive(6, 1.5), [](const vec& xs, const vec& zs, const vec& w) {
+    const std::size_t n = xs.size();
+    vec y(n);
+    y[0] = xs[0];
+    for (std::size_t j = 0; j + 1 < n; ++j) y[j + 1] = std::sin(y[j]) * zs[j] + xs[j + 1];
+    vec gy = w;  // reverse sweep on the host
+    gradients g{vec(n, 0.0), vec(n, 0.0)};
+    for (std::size_t j = n - 1; j >= 1; --j) {
+      g.x[j] += gy[j];
+      g.z[j - 1] += gy[j] * std::sin(y[j - 1]);
+      gy[j - 1] += gy[j] * zs[j - 1] * std::cos(y[j - 1]);
+    }
+    g.x[0] += gy[0];
+    return g;
+  });
+}
+
+TEST_CASE("the access rule is per element where the indices tell: rows t and t + 1 of one array") {
+  auto k = qd::kernel("rows", {"x", "z", "y"}, [](d1 x, d1 z, d1 y) {
+    qd::range_for(x.shape(0) - 1, [&](qd::i32 i) { x[i + 1] += 0.0; });  // an accumulation: not an overwrite
+    y[0] = x[0] * z[0];
+    y[1] = y[0] * y[0];  // reads y[0] after storing it: allowed
+  });
+  check_gradients(k, positive(4, 0.5), positive(4, 1.5), [](const vec& xs, const vec& zs, const vec& w) {
+    gradients g{vec(xs.size(), 0.0), vec(xs.size(), 0.0)};
+    const double y0 = xs[0] * zs[0], dy0 = w[0] + w[1] * 2 * y0;
+    g.x[0] = dy0 * zs[0];
+    g.z[0] = dy0 * xs[0];
+    return g;
+  });
+}
+
 TEST_CASE("qd::atomic_add and += on array elements accumulate without zeroing") {
   auto k = qd::kernel("atomics", {"x", "z", "y"}, [](d1 x, d1 z, d1 y) {
     qd::range_for(x.shape(0), [&](qd::i32 i) { qd::atomic_add(y[0], x[i] * z[i]); });
@@ -690,10 +730,15 @@ TEST_CASE("a tape zeroes the loss gradient, records only on its thread, and runs
     sum(x, loss);
   }  // destroyed without backward(): nothing runs
   CHECK(x.grad().to_host() == std::vector<float>{0, 0, 0});
+  auto fill_plain = qd::kernel("fill_plain", [](qd::types::ndarray<float, 1> p) {
+    qd::range_for(p.shape(0), [&](qd::i32 i) { p[i] = 2.0f; });
+  });
+  qd::ndarray<float, 1> plain(3);
   {
     qd::ad::tape tape(loss);
     std::thread other([&] { sum(x, loss); });  // another thread's launch is not recorded
     other.join();
+    fill_plain(plain);  // no needs_grad parameter: recorded, but it has no adjoint to run
     sum(x, loss);
     tape.backward();
     CHECK_THROWS_WITH_AS(tape.backward(), Contains("already ran"), qd::user_error);
@@ -724,7 +769,78 @@ TEST_CASE("tape errors: a loss that is not a 0-d needs_grad float array; an inpu
   step(b, a);  // overwrites a, which the first launch read
   sum(a, loss);
   CHECK_THROWS_WITH_AS(tape.backward(),
-                       Contains("launch 2 (kernel 'step') overwrites parameter 'to' (#1, ndarray<f32, 1, needs_grad>) "
-                                "that launch 1 (kernel 'step') read as parameter 'from'"),
+                       Contains("launch 2 (kernel 'step') overwrites elements of parameter 'to' (#1, ndarray<f32, 1, "
+                                "needs_grad>) that launch 1 (kernel 'step') read as parameter 'from'"),
                        qd::user_error);
+}
+
+TEST_CASE("a tape accepts launches writing rows no earlier launch read (one row per time step)") {
+  on_each_arch([&] {
+    using g2 = qd::types::ndarray<double, 2, qd::needs_grad>;
+    using g0 = qd::types::ndarray<double, 0, qd::needs_grad>;
+    auto advance = qd::kernel("advance", {"rows", "t"}, [](g2 rows, qd::i32 t) {
+      qd::range_for(rows.shape(1), [&](qd::i32 j) { rows(t + 1, j) = qd::sin(rows(t, j)) + rows(t, j); });
+    });
+    auto last_row = qd::kernel("last_row", [](g2 rows, g0 loss) {
+      qd::range_for(rows.shape(1), [&](qd::i32 j) { loss() += rows(rows.shape(0) - 1, j); });
+    });
+    auto run = [&](double start, bool backward) {
+      qd::ndarray<double, 2> rows({5, 2}, qd::needs_grad);
+      rows.from_host(vec{start, 2 * start, 0, 0, 0, 0, 0, 0, 0, 0});
+      qd::ndarray<double, 0> loss(qd::needs_grad);
+      loss.fill(0.0);
+      qd::ad::tape tape(loss);
+      for (int t = 0; t < 4; ++t) advance(rows, t);
+      last_row(rows, loss);
+      if (backward) tape.backward();
+      return std::pair{loss.to_host()[0], rows.grad().to_host()};
+    };
+    auto [value, grad] = run(0.3, true);
+    // d loss / d rows(0, 0) and d rows(0, 1): (cos + 1) chained four times.
+    auto chain = [](double v) {
+      double d = 1;
+      for (int t = 0; t < 4; ++t) d *= std::cos(v) + 1, v = std::sin(v) + v;
+      return d;
+    };
+    CHECK(grad[0] == doctest::Approx(chain(0.3)).epsilon(1e-12));
+    CHECK(grad[1] == doctest::Approx(chain(0.6)).epsilon(1e-12));
+    const double h = 1e-6;
+    CHECK(grad[0] + 2 * grad[1] == doctest::Approx((run(0.3 + h, false).first - run(0.3 - h, false).first) / (2 * h)).epsilon(1e-6));
+    (void)value;
+  });
+}
+
+TEST_CASE("vectors and matrices (SPEC §11.1, unrolled to scalars) differentiate through their operations") {
+  auto k = qd::kernel("vec_energy", {"x", "y"},
+                      [](qd::types::ndarray<double, 2, qd::needs_grad> x, qd::types::ndarray<double, 1, qd::needs_grad> y) {
+                        qd::range_for(x.shape(0), [&](qd::i32 i) {
+                          qd::i32 j = (i + 1) % x.shape(0);
+                          qd::vec3d p(x(i, 0), x(i, 1), x(i, 2)), q(x(j, 0), x(j, 1), x(j, 2));
+                          qd::mat3d m = qd::outer(p, q) + qd::mat3d::identity() * 2.0;
+                          qd::var<qd::vec3d> acc = qd::normalize(p);
+                          acc += qd::inverse(m) * q;
+                          y[i] = qd::norm(p - q) + qd::dot(qd::cross(p, q), q) * 0.5 + qd::determinant(m) +
+                                 qd::dot(acc, p) + qd::transpose(m)(0, 1) * p.x();
+                        });
+                      });
+  const int n = 4;
+  vec x0(3 * n), w(n);
+  for (int q = 0; q < 3 * n; ++q) x0[static_cast<std::size_t>(q)] = 0.4 + 0.3 * std::sin(0.9 * q + 0.2);
+  for (int q = 0; q < n; ++q) w[static_cast<std::size_t>(q)] = 0.7 + 0.2 * std::cos(1.1 * q);
+  on_each_arch([&] {
+    auto loss = [&](const vec& xs) {
+      qd::ndarray<double, 2> x({n, 3}, qd::needs_grad);
+      qd::ndarray<double, 1> y(n, qd::needs_grad);
+      x.from_host(xs);
+      k(x, y);
+      return dot(y.to_host(), w);
+    };
+    qd::ndarray<double, 2> x({n, 3}, qd::needs_grad);
+    qd::ndarray<double, 1> y(n, qd::needs_grad);
+    x.from_host(x0);
+    k(x, y);
+    y.grad().from_host(w);
+    k.grad(x, y);
+    check_close(x.grad().to_host(), finite_differences(loss, x0));
+  });
 }

@@ -17,31 +17,11 @@
 #include "quadrants/backend/cuda/nvrtc.hpp"
 #include "quadrants/backend/shared_library.hpp"
 #include "quadrants/runtime/dump_path.hpp"
+#include "support/fresh_dir.hpp"
 #include "support/log_capture.hpp"
 
 namespace fs = std::filesystem;
 
-namespace qd_test {
-// A fresh directory, removed on scope exit.
-class temp_dir {
- public:
-  explicit temp_dir(const std::string& name)
-      : path_(fs::temp_directory_path() / ("qd-test-" + name + "-" + std::to_string(::getpid()))) {
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  fs::path path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-}  // namespace qd_test
 
 namespace {
 
@@ -71,7 +51,7 @@ std::vector<std::string> files_under(const fs::path& root) {
 }  // namespace
 
 TEST_CASE("print_ir writes the traced IR, each task's IR and the exact program the C++ compiler received") {
-  qd_test::temp_dir dir("dump-cpu");
+  qd_test::fresh_dir dir("dump-cpu");
   // A compiler wrapper that keeps a copy of each source it is given.
   const fs::path captured = dir.path() / "captured";
   fs::create_directories(captured);
@@ -124,7 +104,7 @@ TEST_CASE("print_ir writes the traced IR, each task's IR and the exact program t
 }
 
 TEST_CASE("with the split forced, print_ir keeps the kernel whole and dumps the split it would have used") {
-  qd_test::temp_dir dir("dump-split");
+  qd_test::fresh_dir dir("dump-split");
   const fs::path dump = dir.path() / "dump";
   qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = (dir.path() / "cache").string(),
             .per_offload = qd::per_offload_mode::on, .debug_dump_path = dump.string(), .print_ir = true});
@@ -144,7 +124,7 @@ TEST_CASE("with the split forced, print_ir keeps the kernel whole and dumps the 
 }
 
 TEST_CASE("on the reference backend print_ir writes the IR files and no source (nothing is compiled)") {
-  qd_test::temp_dir dir("dump-ref");
+  qd_test::fresh_dir dir("dump-ref");
   const fs::path dump = dir.path() / "dump";
   qd::init({.arch = qd::arch::reference, .debug_dump_path = dump.string(), .print_ir = true});
   auto k = two_loops();
@@ -157,7 +137,7 @@ TEST_CASE("on the reference backend print_ir writes the IR files and no source (
 }
 
 TEST_CASE("kernel names become safe directory names inside debug_dump_path") {
-  qd_test::temp_dir dir("dump-names");
+  qd_test::fresh_dir dir("dump-names");
   const fs::path dump = dir.path() / "dump";
   qd::init({.arch = qd::arch::reference, .debug_dump_path = dump.string(), .print_ir = true});
   for (std::string name : {"../escape", "a/b", "", "with space"}) {
@@ -182,7 +162,7 @@ TEST_CASE("compile-only for CUDA dumps the .cu programs NVRTC compiled") {
     MESSAGE("skipped: NVRTC is not installed: " << e.what());
     return;
   }
-  qd_test::temp_dir dir("dump-cuda");
+  qd_test::fresh_dir dir("dump-cuda");
   const fs::path dump = dir.path() / "dump";
   qd::init({.arch = qd::arch::cuda, .offline_cache_file_path = (dir.path() / "cache").string(),
             .debug_dump_path = dump.string(), .print_ir = true, .compile_only = true, .cuda_arch = 90});

@@ -460,3 +460,42 @@ TEST_CASE("a graph kernel's IR shows its marks") {
   CHECK(text.find("graph_mark i32 loop_end") != std::string::npos);
   qd::reset();
 }
+
+TEST_CASE("a counter decremented by a serial statement of the body; fork regions back to back; one-branch forks") {
+  // The counter's initial value is the pass count (do-while: at least one pass).
+  auto countdown = qd::kernel("countdown", qd::graph::on,
+                              [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 0> counter) {
+                                qd::graph::do_while(counter, [&] {
+                                  qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] + 1; });
+                                  counter() = counter() - 1;  // a serial construct at the top level of the body
+                                });
+                              });
+  // Region B reads what region A wrote: each fork joins before the next starts.
+  auto regions = qd::kernel("back_to_back", qd::graph::on,
+                            [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y,
+                               qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b) {
+                              qd::graph::parallel([&] { qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = 1.0f; }); },
+                                                  [&] { qd::range_for(y.shape(0), [&](qd::i32 i) { y[i] = 2.0f; }); });
+                              qd::graph::parallel([&] { qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] * 10.0f; }); },
+                                                  [&] { qd::range_for(y.shape(0), [&](qd::i32 i) { y[i] = y[i] * 10.0f; }); });
+                              qd::graph::parallel([&] { a[0] = x[0] + 1.0f; }, [&] { b[0] = y[0] + 1.0f; });
+                              qd::graph::parallel([&] { a[1] = a[0] * 2.0f; });  // one branch: a plain chain
+                            });
+  in_every_setup([&](const setup&) {
+    for (int count : {1, 5, 10}) {
+      CAPTURE(count);
+      qd::ndarray<std::int32_t, 1> x(8);
+      qd::ndarray<std::int32_t, 0> counter;
+      counter.fill(count);
+      countdown(x, counter);
+      CHECK(flag_value(counter) == 0);
+      CHECK(x.to_host() == std::vector<std::int32_t>(8, count));
+    }
+    qd::ndarray<float, 1> x(300), y(300), a(2), b(1);
+    regions(x, y, a, b);
+    CHECK(x.to_host() == std::vector<float>(300, 10.0f));
+    CHECK(y.to_host() == std::vector<float>(300, 20.0f));
+    CHECK(a.to_host() == std::vector<float>{11.0f, 22.0f});
+    CHECK(b.to_host() == std::vector<float>{21.0f});
+  });
+}

@@ -38,4 +38,8 @@ add_dependencies(runtime_graph_test kernel_worker)
 
 # Diagnostics (issue 14, SPEC §11.8): debug dumps.
 qd_add_test(runtime debug_dump)
+qd_add_test(runtime source_location)
+qd_add_test(runtime explain)
+qd_add_test(runtime coverage)
+target_compile_definitions(runtime_coverage_test PRIVATE QD_COMPILE_DIR="${CMAKE_BINARY_DIR}")
 qd_add_test(runtime mesh)  # qd::mesh, qd::mesh_for, qd::for_each (SPEC §11.7, issue 14)

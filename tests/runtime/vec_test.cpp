@@ -87,3 +87,75 @@ TEST_CASE("host arrays of vectors: shapes, round trips, and a span of the wrong 
   m.fill({{{1, 2}, {3, 4}}});
   CHECK(m.to_host()[1] == std::array<std::array<float, 2>, 2>{{{1, 2}, {3, 4}}});
 }
+
+TEST_CASE_TEMPLATE("vectors and matrices as scalar parameters take std::array host values", A, QD_VEC_ARCHES) {
+  start<A>();
+  auto k = qd::kernel("vec_params", {"p", "g", "m", "s"},
+                      [](qd::types::ndarray<qd::vec3f, 1> p, qd::vec3f g, qd::mat2d m, qd::f32 s) {
+                        qd::range_for(p.shape(0), [&](qd::i32 i) {
+                          qd::vec2d r = m * qd::vec2d(qd::cast<double>(p[i].x()), qd::cast<double>(p[i].y()));
+                          p[i] = p[i] + g * s + qd::vec3f(qd::cast<float>(r.x()), qd::cast<float>(r.y()), 0.0f);
+                        });
+                      });
+  const int n = 16;
+  std::vector<std::array<float, 3>> hp(n);
+  for (int i = 0; i < n; ++i) hp[static_cast<std::size_t>(i)] = {static_cast<float>(i), 1.0f, -static_cast<float>(i)};
+  qd::ndarray<qd::vec3f, 1> p(n);
+  p.from_host(hp);
+  const std::array<float, 3> g{0.5f, -1.0f, 2.0f};
+  const std::array<std::array<double, 2>, 2> m{{{1.0, 2.0}, {0.0, -1.0}}};
+  k(p, g, m, 2.0f);
+  auto got = p.to_host();
+  for (int i = 0; i < n; ++i) {
+    const auto& h = hp[static_cast<std::size_t>(i)];
+    double rx = m[0][0] * h[0] + m[0][1] * h[1], ry = m[1][0] * h[0] + m[1][1] * h[1];
+    std::array<float, 3> want{h[0] + g[0] * 2.0f + static_cast<float>(rx), h[1] + g[1] * 2.0f + static_cast<float>(ry),
+                              h[2] + g[2] * 2.0f};
+    CHECK(got[static_cast<std::size_t>(i)] == want);
+  }
+}
+
+TEST_CASE_TEMPLATE("the docs/dsl.md example: a step with vectors, matrices and a vector parameter", A, QD_VEC_ARCHES) {
+  start<A>();
+  auto step = qd::kernel("step", {"pos", "vel", "rot", "g", "dt"},
+                         [](qd::types::ndarray<qd::vec3f, 1> pos, qd::types::ndarray<qd::vec3f, 1> vel,
+                            qd::types::ndarray<qd::mat3f, 1> rot, qd::vec3f g, qd::f32 dt) {
+                           qd::var<qd::vec3f> momentum = qd::vec3f(0.0f);
+                           qd::range_for(pos.shape(0), [&](qd::i32 i) {
+                             qd::vec3f v = vel[i] + g * dt;
+                             qd::mat3f r = rot[i];
+                             vel[i] = v;
+                             pos[i] += r * v * dt;
+                             pos[i][1] = qd::max(pos[i].y(), 0.0f);
+                             momentum += v;
+                           });
+                         });
+  CHECK(step.ir().find("owned") != std::string::npos);  // pos[i] += ... is demoted
+  const int n = 32;
+  std::vector<std::array<float, 3>> hp(n), hv(n);
+  std::vector<std::array<std::array<float, 3>, 3>> hr(n);
+  for (int i = 0; i < n; ++i) {
+    auto f = static_cast<float>(i);
+    hp[static_cast<std::size_t>(i)] = {f, 0.25f * f - 2.0f, 1.0f};
+    hv[static_cast<std::size_t>(i)] = {1.0f, -f, 0.5f};
+    hr[static_cast<std::size_t>(i)] = {{{1, 0, 0}, {0, 0, -1}, {0, 1, 0}}};
+  }
+  qd::ndarray<qd::vec3f, 1> pos(n), vel(n);
+  qd::ndarray<qd::mat3f, 1> rot(n);
+  pos.from_host(hp);
+  vel.from_host(hv);
+  rot.from_host(hr);
+  const std::array<float, 3> g{0.0f, -9.8f, 0.0f};
+  const float dt = 0.01f;
+  step(pos, vel, rot, g, dt);
+  auto gp = pos.to_host();
+  auto gv = vel.to_host();
+  for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i) {
+    std::array<float, 3> v{hv[i][0] + g[0] * dt, hv[i][1] + g[1] * dt, hv[i][2] + g[2] * dt};
+    CHECK(gv[i] == v);
+    std::array<float, 3> rv{v[0], -v[2], v[1]};  // the rotation about x
+    std::array<float, 3> p{hp[i][0] + rv[0] * dt, hp[i][1] + rv[1] * dt, hp[i][2] + rv[2] * dt};
+    p[1] = std::max(p[1], 0.0f);
+    for (std::size_t c = 0; c < 3; ++c) CHECK(gp[i][c] == doctest::Approx(p[c]).epsilon(1e-6));
+  }
+}

@@ -14,8 +14,10 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <utility>
 
+#include "quadrants/analysis/split.hpp"
 #include "quadrants/autodiff/adjoint.hpp"
 #include "quadrants/base/error.hpp"
 #include "quadrants/detail/format.hpp"
@@ -99,6 +101,7 @@ class adjoint_builder {
   std::vector<std::vector<ir::id>> users_;
   std::vector<ir::id> position_;  // canonical (program-order) number
   int parallel_ = 0;              // > 0 inside an emitted parallel loop of the adjoint
+  mutable std::map<std::pair<ir::id, std::int32_t>, bool> owned_;  // owns_element per (loop, parameter)
 
   static std::size_t idx(ir::id i) { return static_cast<std::size_t>(i); }
   const ir::node& at(ir::id i) const { return f_.at(i); }
@@ -120,9 +123,12 @@ class adjoint_builder {
     return s + "]";
   }
   [[noreturn]] void reject(ir::id i, std::string_view what, std::string_view todo) const {
-    std::int32_t block = f_.node_block[idx(i)];
-    std::string where = block == 0 ? std::string("at the top level")
-                                   : fmt::format("in top-level statement {}", position_[idx(f_.top_level_statement(i))] + 1);
+    const ir::id top = f_.top_level_statement(i);
+    const ir::op code = at(top).code;
+    std::string where = top == i                         ? std::string("at the top level")
+                        : code == ir::op::range_for      ? fmt::format("in the qd::range_for at %{}", position_[idx(top)])
+                        : code == ir::op::if_            ? fmt::format("in the qd::if_ at %{}", position_[idx(top)])
+                                                         : fmt::format("in the statement at %{}", position_[idx(top)]);
     throw user_error(fmt::format("kernel '{}': no gradient kernel: {} ({}, IR node %{}); {}", names_.kernel, what,
                                  where, position_[idx(i)], todo));
   }
@@ -292,12 +298,28 @@ class adjoint_builder {
       if (l.code != ir::op::global_load || l.param != s.param || i == exempt || (l.flags & ir::access::grad)) continue;
       bool before = position_[idx(i)] < position_[idx(store)];
       bool repeated = loop != ir::none && inside(i, loop);  // a later iteration stores over this read
-      if (before || repeated)
+      if ((before || repeated) && !analysis::detail::provably_disjoint(f_, i, store) && !store_runs_ahead(i, store, loop))
         reject(store, fmt::format("the plain store to {} overwrites data of {} the kernel read earlier ({})",
                                   access_text(store), param_text(s.param), access_text(i)),
                "this is Quadrants' global data access rule: the adjoint needs the values read; write the result into "
                "another array, or accumulate with += instead");
     }
+  }
+
+  // Whether, in the only serial loop repeating `store`, the store's index runs ahead of
+  // the read's in some dimension (x[j + 1] = f(x[j])): every element it writes is read,
+  // if at all, in a later iteration -- after it was written, which is allowed.
+  bool store_runs_ahead(ir::id load, ir::id store, ir::id loop) const {
+    if (loop == ir::none || serial_loop_around(loop) != ir::none || at(loop).imm != 1 || !inside(load, loop) ||
+        (at(load).flags | at(store).flags) & ir::access::clamp)
+      return false;
+    const ir::id index = f_.block(at(loop).block0)[0];
+    for (std::int32_t d = 0; d < at(store).list_size; ++d) {
+      const analysis::detail::affine r = analysis::detail::affine_of(f_, f_.list(at(load), d));
+      const analysis::detail::affine w = analysis::detail::affine_of(f_, f_.list(at(store), d));
+      if (r.sym == index && w.sym == index && w.off > r.off) return true;
+    }
+    return false;
   }
 
   // --- activity --------------------------------------------------------------
@@ -331,6 +353,54 @@ class adjoint_builder {
         }
       });
     }
+  }
+
+  // Whether access `i`, in a parallel loop, is to the element of the loop's own
+  // index, and every access of its parameter in that loop is too (no clamping): then
+  // each iteration alone touches its gradient element (SPEC §11.4's ownership).
+  bool owns_element(ir::id i) const {
+    const ir::id loop = f_.top_level_statement(i);
+    const ir::node& l = at(loop);
+    auto own = [&](const ir::node& n) {
+      if ((n.flags & ir::access::clamp) || n.list_size != l.imm) return false;
+      for (std::int32_t d = 0; d < n.list_size; ++d)
+        if (f_.list(n, d) != f_.block(l.block0)[static_cast<std::size_t>(d)]) return false;
+      return true;
+    };
+    if (l.code != ir::op::range_for || !own(at(i))) return false;
+    const auto key = std::pair{loop, at(i).param};
+    if (auto hit = owned_.find(key); hit != owned_.end()) return hit->second;
+    bool all = true;
+    ir::walk(f_, l.block0, [&](ir::id j, int) {
+      const ir::node& n = at(j);
+      bool access = n.code == ir::op::global_load || n.code == ir::op::global_store || n.code == ir::op::global_atomic;
+      if (access && n.param == at(i).param && !own(n)) all = false;
+    });
+    owned_[key] = all;
+    return all;
+  }
+
+  // Whether the replay must run control statement `s`: some variable it writes keeps a
+  // value the adjoint needs. Not when each only accumulates in `s` and every read of it
+  // elsewhere only feeds a store or an atomic add (whose adjoints need no values), as
+  // `ax += f(j)` in a loop followed by `fx[i] = ax`.
+  bool replay_needed(ir::id s) const {
+    for (ir::id v : outer_writes(s)) {
+      if (!accumulation_only(v, s)) return true;
+      for (ir::id l = 0; l < static_cast<ir::id>(f_.nodes.size()); ++l) {
+        const ir::node& n = at(l);
+        if (n.code != ir::op::local_load || n.a != v || position_[idx(l)] == ir::none || inside(l, s)) continue;
+        for (ir::id u : users_[idx(l)]) {
+          const ir::node& user = at(u);
+          bool linear = (user.code == ir::op::global_store && user.a == l) ||
+                        (user.code == ir::op::global_atomic && user.a == l &&
+                         (user.sub == static_cast<std::uint8_t>(ir::atomic_op::add) ||
+                          user.sub == static_cast<std::uint8_t>(ir::atomic_op::sub)));
+          if (!linear) return true;
+        }
+      }
+    }
+    return false;
   }
 
   // --- emission helpers --------------------------------------------------------
@@ -372,13 +442,23 @@ class adjoint_builder {
     return b_.emit(n);
   }
 
-  // Emits a loop over the same iteration space as forward loop `loop` and maps its indices.
-  ir::id open_loop(ir::id loop) {
+  // Emits a loop over the same iteration space as forward loop `loop` and maps its
+  // indices; `reversed`: the forward loop's iterations from the last (row-major order
+  // reversed is every dimension reversed).
+  ir::id open_loop(ir::id loop, bool reversed = false) {
     const ir::node& n = at(loop);
     ir::id l = n.imm == 1 ? b_.range_for(m(n.a), m(n.b)) : b_.range_for_nd(mapped_list(n));
-    for (std::int64_t d = 0; d < n.imm; ++d)
-      map_[idx(f_.block(n.block0)[static_cast<std::size_t>(d)])] = b_.loop_index_of(l, static_cast<std::int32_t>(d));
     b_.push_block(out_.at(l).block0);
+    for (std::int32_t d = 0; d < static_cast<std::int32_t>(n.imm); ++d) {
+      ir::id index = b_.loop_index_of(l, d);
+      if (reversed) {
+        // begin + end - 1 - index, or extent - 1 - index
+        ir::id last = n.imm == 1 ? bin(ir::binary_op::add, dtype::i32, m(n.a), m(n.b)) : m(f_.list(n, d));
+        last = bin(ir::binary_op::sub, dtype::i32, last, b_.constant_int(dtype::i32, 1));
+        index = bin(ir::binary_op::sub, dtype::i32, last, index);
+      }
+      map_[idx(f_.block(n.block0)[static_cast<std::size_t>(d)])] = index;
+    }
     return l;
   }
 
@@ -410,7 +490,7 @@ class adjoint_builder {
       case rule::unsupported: return;
       case rule::memory: break;
       case rule::control: {
-        if (outer_writes(s).empty()) return;  // only its effects on variables outside it matter here
+        if (!replay_needed(s)) return;  // only its effects on variables outside it matter here
         if (n.code == ir::op::if_) {
           emit_if(s, [&](std::int32_t blk) { replay_block(blk); });
         } else {
@@ -493,8 +573,10 @@ class adjoint_builder {
       for (ir::id v : outer_writes(s))
         if (!accumulation_only(v, s)) carried.push_back(v);
     if (carried.empty()) {
-      // Iterations are independent (or only accumulate): any order will do.
-      open_loop(s);
+      // No variable carries a value the adjoint needs from one iteration to the next. A
+      // serial loop still runs backwards: an iteration may read what an earlier one
+      // stored (x[j + 1] = f(x[j])), so its adjoint must come first.
+      open_loop(s, !parallel);
       parallel_ += parallel ? 1 : 0;
       adjoint_block(n.block0);
       parallel_ -= parallel ? 1 : 0;
@@ -530,8 +612,15 @@ class adjoint_builder {
     const bool grad_param = n.param >= 0 && f_.params[static_cast<std::size_t>(n.param)].needs_grad;
     const auto grad_flags = static_cast<std::uint8_t>(n.flags | ir::access::grad);
     if (n.code == ir::op::global_load) {
-      if (active_[idx(s)])
-        b_.global_atomic(ir::atomic_op::add, n.param, grad_flags, mapped_list(n), b_.local_load(acc_[idx(s)]));
+      if (!active_[idx(s)]) return;
+      const ir::id g = b_.local_load(acc_[idx(s)]);
+      auto indices = mapped_list(n);
+      if (parallel_ > 0 && !owns_element(s)) {
+        b_.global_atomic(ir::atomic_op::add, n.param, grad_flags, indices, g);
+      } else {  // one thread, or an iteration that alone touches this element: a plain update
+        ir::id old = b_.global_load(n.param, grad_flags, indices);
+        b_.global_store(n.param, grad_flags, indices, bin(ir::binary_op::add, n.type, old, g));
+      }
     } else if (n.code == ir::op::global_store) {
       if (!grad_param) return;
       auto indices = mapped_list(n);
@@ -633,35 +722,6 @@ class adjoint_builder {
 
 QD_FUNC ir::function make_adjoint(const ir::function& forward, const naming& names) {
   return detail::adjoint_builder(forward, names).build();
-}
-
-QD_FUNC parameter_access access_of(const ir::function& forward) {
-  parameter_access a{std::vector<bool>(forward.params.size(), false), std::vector<bool>(forward.params.size(), false)};
-  ir::walk(forward, 0, [&](ir::id i, int) {
-    const ir::node& n = forward.at(i);
-    if (n.param < 0 || (n.flags & ir::access::grad)) return;
-    auto p = static_cast<std::size_t>(n.param);
-    if (n.code == ir::op::global_load) a.reads[p] = true;
-    if (n.code == ir::op::global_store) a.overwrites[p] = true;
-  });
-  // x[0] += v outside a parallel loop is a load and a store of the same element:
-  // an accumulation. The tape treats it like an atomic add, which overwrites nothing.
-  ir::walk(forward, 0, [&](ir::id i, int) {
-    const ir::node& n = forward.at(i);
-    if (n.code != ir::op::global_store || (n.flags & ir::access::grad)) return;
-    const ir::node& v = forward.at(n.a);
-    bool accumulates = v.code == ir::op::binary && v.sub == static_cast<std::uint8_t>(ir::binary_op::add) &&
-                       ((forward.at(v.a).code == ir::op::global_load && forward.at(v.a).param == n.param) ||
-                        (forward.at(v.b).code == ir::op::global_load && forward.at(v.b).param == n.param));
-    if (!accumulates) return;
-    bool other_store = false;
-    ir::walk(forward, 0, [&](ir::id j, int) {
-      const ir::node& w = forward.at(j);
-      if (j != i && w.code == ir::op::global_store && w.param == n.param && !(w.flags & ir::access::grad)) other_store = true;
-    });
-    if (!other_store) a.overwrites[static_cast<std::size_t>(n.param)] = false;
-  });
-  return a;
 }
 
 }  // namespace qd::autodiff

@@ -23,14 +23,6 @@ struct naming {
 // adjoint (a while loop, a random draw, a plain store over data the kernel read, ...).
 QD_FUNC ir::function make_adjoint(const ir::function& forward, const naming& names);
 
-// Which parameters one launch of `forward` reads, and which it overwrites with a
-// plain store (an accumulation `+=` is not an overwrite): what a tape checks across launches.
-struct parameter_access {
-  std::vector<bool> reads;
-  std::vector<bool> overwrites;
-};
-QD_FUNC parameter_access access_of(const ir::function& forward);
-
 }  // namespace qd::autodiff
 
 #ifdef QD_HEADER_ONLY

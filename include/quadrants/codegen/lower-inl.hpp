@@ -75,6 +75,7 @@ class lowering {
 
   void clone(ir::id i) {
     if (map_[static_cast<std::size_t>(i)] != ir::none) return;  // already recomputed
+    b_.set_location(k_.location(i));
     const ir::node& n = k_.at(i);
     std::int64_t var_slot = (n.code == ir::op::local_load || n.code == ir::op::local_store ||
                              n.code == ir::op::local_atomic)

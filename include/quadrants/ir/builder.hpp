@@ -35,6 +35,18 @@ class builder {
     return static_cast<std::int32_t>(fn_->blocks.size() - 1);
   }
 
+  // The source location recorded for the nodes emitted from now on.
+  constexpr void set_location(source_loc l) {
+    if (l.file == loc_.file && l.line == loc_.line) return;
+    loc_ = l;
+    const auto next = static_cast<std::int32_t>(fn_->nodes.size());
+    if (!fn_->locs.empty() && fn_->locs.back().first == next)
+      fn_->locs.back().loc = l;
+    else
+      fn_->locs.push_back({next, l});
+  }
+  constexpr source_loc location() const { return loc_; }
+
   // Appends `n` to the current block and returns its id.
   constexpr id emit(node n) {
     id i = static_cast<id>(fn_->nodes.size());
@@ -174,6 +186,7 @@ class builder {
     pop_block();
   }
   std::vector<std::int32_t> stack_;
+  source_loc loc_{};
 };
 
 }  // namespace qd::ir

@@ -2,12 +2,15 @@
 // Every node kind is listed once in QD_IR_OPS, which generates the op enum and names.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "quadrants/base/dtype.hpp"
+#include "quadrants/ir/source_location.hpp"
 
 namespace qd::ir {
 
@@ -181,6 +184,10 @@ struct function {
   std::vector<std::int32_t> lists;   // operand lists (indices, print arguments)
   std::vector<std::string> strings;  // print text pieces
   bool is_gradient = false;          // an adjoint (autodiff) kernel
+  // Where the user wrote the nodes, as runs of consecutive node ids sorted by `first`
+  // (recorded only when the location changes, so tracing pays per statement, not per
+  // node). Not part of the canonical bytes: cache keys do not change when code moves.
+  std::vector<source_run> locs;
   bool has_mesh = false;             // has a qd::mesh_for (lang/mesh_param.hpp): stays whole (`mesh`)
 
   constexpr const node& at(id i) const { return nodes[static_cast<std::size_t>(i)]; }
@@ -195,6 +202,11 @@ struct function {
     return i;
   }
   constexpr bool is_top_level(id i) const { return node_block[static_cast<std::size_t>(i)] == 0; }
+  constexpr source_loc location(id i) const {
+    if (i < 0 || static_cast<std::size_t>(i) >= nodes.size()) return {};
+    auto after = std::upper_bound(locs.begin(), locs.end(), i, [](id v, const source_run& r) { return v < r.first; });
+    return after == locs.begin() ? source_loc{} : std::prev(after)->loc;
+  }
 };
 
 // Print-argument encoding: text pieces are stored as -2 - index into strings.

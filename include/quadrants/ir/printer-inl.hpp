@@ -30,7 +30,7 @@ QD_FUNC std::string constant_text(const node& n) {
 }
 }  // namespace detail
 
-QD_FUNC std::string to_text(const function& fn) {
+QD_FUNC std::string to_text(const function& fn, text_options options) {
   std::vector<id> number = canonical_numbering(fn);
   auto ref = [&](id i) { return i == none ? std::string("-") : fmt::format("%{}", number[static_cast<std::size_t>(i)]); };
   std::string out;
@@ -46,10 +46,15 @@ QD_FUNC std::string to_text(const function& fn) {
     return fmt::format("#{}{}[{}]{}", n.param, (n.flags & access::grad) ? ".grad" : "", indices(n),
                        (n.flags & access::clamp) ? " clamp" : "");
   };
+  source_loc last{};  // a node's location is printed when it differs from the previous one
   auto print_block = [&](auto& self, std::int32_t block, int depth) -> void {
     for (id i : fn.block(block)) {
       const node& n = fn.at(i);
       std::string line = std::string(static_cast<std::size_t>(depth) * 2, ' ');
+      const source_loc where = fn.location(i);
+      std::string at;
+      if (options.locations && where.known() && !(where == last)) at = "  @ " + to_text(where);
+      if (where.known()) last = where;
       line += fmt::format("{}{} {} {}", ref(i), has_value(n.code) ? " =" : ":", name(n.code), name(n.type));
       switch (n.code) {
         case op::constant: line += " " + detail::constant_text(n); break;
@@ -112,13 +117,13 @@ QD_FUNC std::string to_text(const function& fn) {
       }
       std::string pad(static_cast<std::size_t>(depth) * 2, ' ');
       if (n.code == op::while_) {
-        out += line + fmt::format(" condition {} {{\n", ref(n.a));
+        out += line + fmt::format(" condition {} {{", ref(n.a)) + at + "\n";
         self(self, n.block0, depth + 1);
         out += pad + "} do {\n";
         self(self, n.block1, depth + 1);
         out += pad + "}\n";
       } else if (n.block0 >= 0) {
-        out += line + " {\n";
+        out += line + " {" + at + "\n";
         self(self, n.block0, depth + 1);
         if (n.block1 >= 0 && !fn.block(n.block1).empty()) {
           out += pad + "} else {\n";
@@ -126,7 +131,7 @@ QD_FUNC std::string to_text(const function& fn) {
         }
         out += pad + "}\n";
       } else {
-        out += line + "\n";
+        out += line + at + "\n";
       }
     }
   };

@@ -9,7 +9,11 @@
 
 namespace qd::ir {
 
-QD_FUNC std::string to_text(const function& fn);
+// What the text shows beyond the nodes.
+struct text_options {
+  bool locations = true;  // "@ file:line" where a statement's source line changes
+};
+QD_FUNC std::string to_text(const function& fn, text_options options = {});
 QD_FUNC std::string describe(const param_desc& p);  // "ndarray<f32, 2, needs_grad>" or "f32"
 
 }  // namespace qd::ir

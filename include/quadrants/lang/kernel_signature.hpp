@@ -7,7 +7,9 @@
 #include <boost/hana/tuple.hpp>
 #include <boost/hana/type.hpp>
 #include <boost/hana/unpack.hpp>
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -64,6 +66,55 @@ struct param_traits<expr<T>> {
   static expr<T> make(std::int32_t index) { return expr<T>::from_id(emit_arg(index)); }
 };
 
+// How many IR parameters a kernel parameter takes: one, or one per component of a
+// vector or matrix (whose traits then list `descs` and name each component).
+template <class P>
+constexpr int ir_param_count() {
+  if constexpr (requires { param_traits<P>::count; }) return param_traits<P>::count;
+  else return 1;
+}
+
+template <class P>
+void append_descs(std::vector<ir::param_desc>& out) {
+  if constexpr (requires { param_traits<P>::descs; }) out.insert(out.end(), param_traits<P>::descs.begin(), param_traits<P>::descs.end());
+  else out.push_back(param_traits<P>::desc);
+}
+
+// The first IR parameter of each kernel parameter.
+template <class F>
+constexpr auto first_ir_params() {
+  return hana::unpack(parameter_types<F>(), [](auto... t) {
+    std::array<std::int32_t, sizeof...(t)> first{};
+    std::int32_t next = 0;
+    std::size_t k = 0;
+    ((first[k++] = next, next += ir_param_count<typename decltype(t)::type>()), ...);
+    return first;
+  });
+}
+
+// Parameter names, one per IR parameter: a vector or matrix parameter's name is
+// repeated per component ("g[1]", "m(0, 2)"). Any other count is passed on unchanged
+// for the kernel to report.
+template <class F>
+std::vector<std::string> ir_param_names(std::vector<std::string> names) {
+  constexpr std::size_t params = decltype(hana::length(parameter_types<F>()))::value;
+  if (names.size() != params) return names;
+  std::vector<std::string> out;
+  std::size_t k = 0;
+  hana::unpack(parameter_types<F>(), [&](auto... t) {
+    auto add = [&]<class P>(hana::basic_type<P>) {
+      if constexpr (requires { param_traits<P>::descs; }) {
+        for (int c = 0; c < param_traits<P>::count; ++c) out.push_back(param_traits<P>::component_name(names[k], c));
+      } else {
+        out.push_back(names[k]);
+      }
+      ++k;
+    };
+    (add(t), ...);
+  });
+  return out;
+}
+
 template <class F>
 constexpr bool valid_parameters() {
   return boost::hana::unpack(parameter_types<F>(),
@@ -77,7 +128,9 @@ std::vector<ir::param_desc> parameter_descs() {
                 "qd::f32 or qd::i32 (plain C++ types are not kernel parameters)");
   if constexpr (valid_parameters<F>()) {
     return hana::unpack(parameter_types<F>(), [](auto... t) {
-      return std::vector<ir::param_desc>{param_traits<typename decltype(t)::type>::desc...};
+      std::vector<ir::param_desc> out;
+      (append_descs<typename decltype(t)::type>(out), ...);
+      return out;
     });
   } else {
     return {};
@@ -93,8 +146,8 @@ void trace_kernel(const F& f, tracer& t) {
     hana::unpack(parameter_types<F>(), [&](auto... types) {
       [&]<std::size_t... I>(std::index_sequence<I...>) {
         // Braced initialization evaluates left to right: parameters are numbered in order.
-        hana::tuple<typename decltype(types)::type...> args{
-            param_traits<typename decltype(types)::type>::make(static_cast<std::int32_t>(I))...};
+        constexpr auto first = first_ir_params<F>();
+        hana::tuple<typename decltype(types)::type...> args{param_traits<typename decltype(types)::type>::make(first[I])...};
         hana::unpack(args, [&](auto&... a) { f(a...); });
       }(std::index_sequence_for<decltype(types)...>{});
     });

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "quadrants/lang/kernel_signature.hpp"
+#include "quadrants/lang/source_location.hpp"
 #include "quadrants/lang/statements.hpp"
 
 namespace qd {
@@ -49,7 +50,7 @@ constexpr int indices_slot(int relation) { return kinds + 2 * relation + 1; }
 class mesh_relation;
 class mesh_element;
 template <class F>
-void for_each(const mesh_relation& rel, F&& body);
+void for_each(const mesh_relation& rel, F&& body, qd::source_location loc = qd::source_location::current());
 
 // `a.kind()` of element `a`: the elements of `to` related to it, iterated with qd::for_each.
 class mesh_relation {
@@ -71,7 +72,7 @@ class mesh_relation {
 
  private:
   template <class F>
-  friend void for_each(const mesh_relation& rel, F&& body);
+  friend void for_each(const mesh_relation& rel, F&& body, qd::source_location loc);
 
   types::ndarray<std::int32_t, 1> data() const { return {detail::param_tag{}, param_}; }
   int relation() const { return detail::mesh_layout::relation(from_, to_); }
@@ -172,12 +173,13 @@ inline void begin_mesh_for() {
 
 // for each element of one kind, in parallel: a construct at the top level of a kernel.
 template <class F>
-void mesh_for(const mesh_elements& elements, F&& body) {
+void mesh_for(const mesh_elements& elements, F&& body, qd::source_location loc = qd::source_location::current()) {
   static_assert(std::is_invocable_v<F&, mesh_element>, "the body of qd::mesh_for takes one qd::mesh_element");
+  detail::at(loc);
   detail::begin_mesh_for();
   const std::int32_t param = elements.param_index();
   const mesh_kind kind = elements.kind();
-  range_for(elements.size(), [&](i32 i) { body(mesh_element(detail::param_tag{}, param, kind, i)); });
+  range_for(elements.size(), [&](i32 i) { body(mesh_element(detail::param_tag{}, param, kind, i)); }, loc);
 }
 
 // A relation or a mesh's elements in the other loop's place: a compile error saying which to use.
@@ -194,15 +196,16 @@ void for_each(const mesh_elements&, F&&) {
 
 // for each element related to one element (a serial loop inside the enclosing construct).
 template <class F>
-void for_each(const mesh_relation& rel, F&& body) {
+void for_each(const mesh_relation& rel, F&& body, qd::source_location loc) {
   static_assert(std::is_invocable_v<F&, mesh_element>, "the body of qd::for_each takes one qd::mesh_element");
+  detail::at(loc);
   const i32 indices = rel.indices();
   const i32 offsets = rel.offsets();
   const i32 first = rel.row_bound(offsets, 0);
   const i32 last = rel.row_bound(offsets, 1);
   range_for(first, last, [&](i32 j) {
     body(mesh_element(detail::param_tag{}, rel.param_, rel.to_, i32::from_id(rel.data()[indices + j].id())));
-  });
+  }, loc);
 }
 
 }  // namespace qd

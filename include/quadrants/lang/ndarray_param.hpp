@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "quadrants/lang/expr.hpp"
+#include "quadrants/lang/source_location.hpp"
 
 namespace qd {
 
@@ -89,6 +90,14 @@ ir::id index_id(const I& index) {
     return emit_int_constant(dtype::i32, static_cast<std::int64_t>(index));
   }
 }
+// An array index and where it was written: x[i] and x(i, j) record the user's line.
+struct located_index {
+  template <class I>
+    requires operand<I>
+  located_index(const I& index, qd::source_location loc = qd::source_location::current())
+      : id((at(loc), index_id(index))) {}
+  ir::id id;
+};
 }  // namespace detail
 
 namespace types {
@@ -111,16 +120,21 @@ class ndarray {
 
   ndarray(detail::param_tag, std::int32_t param, std::uint8_t flags = 0) : param_(param), flags_(flags) {}
 
-  template <class I>
-    requires(N == 1 && operand<I>)
-  element_ref<T> operator[](const I& i) const {
-    return element_ref<T>(make_place(flags_, detail::index_id(i)));
+  element_ref<T> operator[](detail::located_index i) const
+    requires(N == 1)
+  {
+    return element_ref<T>(make_place(flags_, i.id));
   }
 
   template <class... I>
-    requires(sizeof...(I) == N && (operand<I> && ...))
-  element_ref<T> operator()(const I&... i) const {
-    return element_ref<T>(make_place(flags_, detail::index_id(i)...));
+    requires(sizeof...(I) + 1 == N && (operand<I> && ...))
+  element_ref<T> operator()(detail::located_index first, const I&... i) const {
+    return element_ref<T>(make_place(flags_, first.id, detail::index_id(i)...));
+  }
+  element_ref<T> operator()() const
+    requires(N == 0)
+  {
+    return element_ref<T>(make_place(flags_));
   }
 
   // x.at(i, j, qd::boundary::clamp): indices clamped into the shape.

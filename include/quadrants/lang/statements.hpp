@@ -12,6 +12,7 @@
 
 #include "quadrants/lang/loop_control.hpp"
 #include "quadrants/lang/ndarray_param.hpp"
+#include "quadrants/lang/source_location.hpp"
 #include "quadrants/lang/var.hpp"
 
 namespace qd {
@@ -51,21 +52,23 @@ ndrange_t<static_cast<int>(sizeof...(E))> ndrange(const E&... extents) {
 // for i in [begin, end): a parallel construct at the top level of a kernel,
 // an ordinary serial loop anywhere else. The body receives a qd::i32 index.
 template <operand B, operand E, class F>
-void range_for(const B& begin, const E& end, F&& body) {
+void range_for(const B& begin, const E& end, F&& body, qd::source_location loc = qd::source_location::current()) {
+  detail::at(loc);
   ir::id index = detail::begin_range_for(detail::bound_id(begin), detail::bound_id(end));
   std::forward<F>(body)(i32::from_id(index));
   detail::end_range_for();
 }
 
 template <operand E, class F>
-void range_for(const E& end, F&& body) {
-  range_for(0, end, std::forward<F>(body));
+void range_for(const E& end, F&& body, qd::source_location loc = qd::source_location::current()) {
+  range_for(0, end, std::forward<F>(body), loc);
 }
 
 // for (i, j, ...) in ndrange, row-major: one parallel construct over the whole
 // space at the top level; the body receives one qd::i32 per dimension.
 template <int N, class F>
-void range_for(const ndrange_t<N>& range, F&& body) {
+void range_for(const ndrange_t<N>& range, F&& body, qd::source_location loc = qd::source_location::current()) {
+  detail::at(loc);
   std::vector<ir::id> index = detail::begin_range_for_nd(std::vector<ir::id>(range.extents.begin(), range.extents.end()));
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     std::forward<F>(body)(i32::from_id(index[I])...);
@@ -75,21 +78,21 @@ void range_for(const ndrange_t<N>& range, F&& body) {
 
 // Every form with a qd::loop_config just before the body (SPEC §11.4; top-level loops only).
 template <operand B, operand E, class F>
-void range_for(const B& begin, const E& end, const loop_config& config, F&& body) {
+void range_for(const B& begin, const E& end, const loop_config& config, F&& body, qd::source_location loc = qd::source_location::current()) {
   detail::set_loop_config(config);
-  range_for(begin, end, std::forward<F>(body));
+  range_for(begin, end, std::forward<F>(body), loc);
 }
 
 template <operand E, class F>
-void range_for(const E& end, const loop_config& config, F&& body) {
+void range_for(const E& end, const loop_config& config, F&& body, qd::source_location loc = qd::source_location::current()) {
   detail::set_loop_config(config);
-  range_for(0, end, std::forward<F>(body));
+  range_for(0, end, std::forward<F>(body), loc);
 }
 
 template <int N, class F>
-void range_for(const ndrange_t<N>& range, const loop_config& config, F&& body) {
+void range_for(const ndrange_t<N>& range, const loop_config& config, F&& body, qd::source_location loc = qd::source_location::current()) {
   detail::set_loop_config(config);
-  range_for(range, std::forward<F>(body));
+  range_for(range, std::forward<F>(body), loc);
 }
 
 // The result of qd::if_, for attaching .else_(...).
@@ -97,7 +100,8 @@ class if_handle {
  public:
   explicit if_handle(ir::id node) : node_(node) {}
   template <class F>
-  void else_(F&& otherwise) const {
+  void else_(F&& otherwise, qd::source_location loc = qd::source_location::current()) const {
+    detail::at(loc);
     detail::begin_else(node_);
     std::forward<F>(otherwise)();
     detail::end_else();
@@ -109,11 +113,12 @@ class if_handle {
 
 // Run-time branch on a traced boolean. For a trace-time decision use a C++ if.
 template <class C, class F>
-if_handle if_(const C& cond, F&& then) {
+if_handle if_(const C& cond, F&& then, qd::source_location loc = qd::source_location::current()) {
   static_assert(traced<C>,
                 "qd::if_ needs a traced boolean (a comparison of traced values); for a condition known while "
                 "tracing, use a plain C++ if");
   static_assert(detail::traced_dtype<C> == dtype::boolean, "qd::if_ needs a boolean condition; compare it, e.g. x != 0");
+  detail::at(loc);
   ir::id node = detail::begin_if(cond.id());
   std::forward<F>(then)();
   detail::end_if(node);
@@ -122,7 +127,8 @@ if_handle if_(const C& cond, F&& then) {
 
 // while (cond()) body(); cond is a callable returning a traced boolean.
 template <class C, class F>
-void while_(C&& cond, F&& body) {
+void while_(C&& cond, F&& body, qd::source_location loc = qd::source_location::current()) {
+  detail::at(loc);
   ir::id node = detail::begin_while_condition();
   auto c = std::forward<C>(cond)();
   static_assert(traced<decltype(c)>, "the condition of qd::while_ must return a traced boolean");
@@ -134,7 +140,9 @@ void while_(C&& cond, F&& body) {
 // Atomic read-modify-write of an array element or a qd::var; returns the old value.
 #define QD_ATOMIC_FUNCTION(fname, aop)                                                                  \
   template <element_type T, operand V>                                                                 \
-  expr<T> fname(const element_ref<T>& target, const V& value) {                                        \
+  expr<T> fname(const element_ref<T>& target, const V& value,                                          \
+                 qd::source_location loc = qd::source_location::current()) {                           \
+    detail::at(loc);                                                                                   \
     static_assert(detail::assignable_to<V>(dtype_of<T>), #fname ": the value must convert to the element type without loss; use qd::cast"); \
     return expr<T>::from_id(detail::emit_global_atomic(ir::atomic_op::aop, target.where(), detail::value_id(value, dtype_of<T>))); \
   }                                                                                                    \
@@ -152,38 +160,46 @@ QD_ATOMIC_FUNCTION(atomic_max, max)
 // A uniform draw: [0, 1) for floating types, uniformly random bits for integers.
 // Counter-based: reproducible for a given seed (config), launch and iteration.
 template <class E = float, class T = detail::element_of<E>>
-expr<T> random() {
+expr<T> random(qd::source_location loc = qd::source_location::current()) {
+  detail::at(loc);
   static_assert(!std::is_same_v<T, bool>, "qd::random<bool> is not supported; use qd::random<u32>() & 1");
   return expr<T>::from_id(detail::emit_random(dtype_of<T>));
 }
 
 // A load that is never removed, merged or recomputed.
 template <element_type T>
-expr<T> volatile_load(const element_ref<T>& ref) {
+expr<T> volatile_load(const element_ref<T>& ref, qd::source_location loc = qd::source_location::current()) {
+  detail::at(loc);
   detail::place p = ref.where();
   p.flags = static_cast<std::uint8_t>(p.flags | ir::access::is_volatile);
   return expr<T>::from_id(detail::emit_global_load(p));
 }
 
 // Prints its arguments separated by spaces, then a newline (device printf on GPUs).
+// A class template (qd::print(a, b) constructs one) so that it can record its line.
 template <class... A>
-void print(const A&... args) {
-  std::vector<std::int32_t> items;
-  auto add = [&](const auto& arg) {
-    using X = std::remove_cvref_t<decltype(arg)>;
-    if constexpr (std::is_convertible_v<const X&, std::string_view>)
-      items.push_back(detail::intern_text(std::string_view(arg)));
-    else if constexpr (traced<X>)
-      items.push_back(arg.id());
-    else if constexpr (std::is_floating_point_v<X>)
-      items.push_back(detail::emit_float_constant(dtype::f64, static_cast<double>(arg)));
-    else if constexpr (std::is_integral_v<X>)
-      items.push_back(detail::emit_int_constant(dtype::i64, static_cast<std::int64_t>(arg)));
-    else
-      static_assert(sizeof(X) == 0, "qd::print takes text, numbers and traced values");
-  };
-  (add(args), ...);
-  detail::emit_print(items);
-}
+struct print {
+  explicit print(const A&... args, qd::source_location loc = qd::source_location::current()) {
+    detail::at(loc);
+    std::vector<std::int32_t> items;
+    auto add = [&](const auto& arg) {
+      using X = std::remove_cvref_t<decltype(arg)>;
+      if constexpr (std::is_convertible_v<const X&, std::string_view>)
+        items.push_back(detail::intern_text(std::string_view(arg)));
+      else if constexpr (traced<X>)
+        items.push_back(arg.id());
+      else if constexpr (std::is_floating_point_v<X>)
+        items.push_back(detail::emit_float_constant(dtype::f64, static_cast<double>(arg)));
+      else if constexpr (std::is_integral_v<X>)
+        items.push_back(detail::emit_int_constant(dtype::i64, static_cast<std::int64_t>(arg)));
+      else
+        static_assert(sizeof(X) == 0, "qd::print takes text, numbers and traced values");
+    };
+    (add(args), ...);
+    detail::emit_print(items);
+  }
+};
+template <class... A>
+print(const A&...) -> print<A...>;
 
 }  // namespace qd

@@ -35,8 +35,17 @@ QD_FUNC tracer& current_tracer() {
   return *active_tracer;
 }
 
+QD_FUNC void set_location(const char* file, std::uint32_t line) noexcept {
+  if (active_tracer != nullptr) active_tracer->b.set_location({file, line});
+}
+
+QD_FUNC std::string location_prefix() {
+  if (active_tracer == nullptr || !active_tracer->b.location().known()) return {};
+  return ir::to_text(active_tracer->b.location()) + ": ";
+}
+
 QD_FUNC void throw_trace_error(const std::string& what) {
-  throw user_error(fmt::format("kernel '{}': {}", current_tracer().kernel, what));
+  throw user_error(fmt::format("{}kernel '{}': {}", location_prefix(), current_tracer().kernel, what));
 }
 
 QD_FUNC void throw_bound_literal(const std::string& value) {

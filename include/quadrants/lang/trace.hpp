@@ -60,6 +60,12 @@ QD_FUNC tracer& current_tracer();
 [[noreturn]] QD_FUNC void throw_trace_error(const std::string& what);
 [[noreturn]] QD_FUNC void throw_bound_literal(const std::string& value);  // a C++ loop bound beyond qd::i32
 
+// Records where the nodes traced from now on were written (lang/source_location.hpp); a
+// no-op outside a trace.
+QD_FUNC void set_location(const char* file, std::uint32_t line) noexcept;
+// "file:line: " for the node being traced, or "".
+QD_FUNC std::string location_prefix();
+
 QD_FUNC dtype type_of(ir::id v);
 QD_FUNC std::int32_t current_block();
 // Throws unless the current block is `handle_block` (see expr::operator=).

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "quadrants/lang/expr.hpp"
+#include "quadrants/lang/source_location.hpp"
 
 namespace qd {
 
@@ -27,10 +28,12 @@ class var {
   using value_type = T;
   static constexpr dtype type = dtype_of<T>;
 
-  var() : decl_(detail::emit_local_decl(type, detail::emit_int_constant(type, 0))) {}
+  var(qd::source_location loc = qd::source_location::current())
+      : decl_((detail::at(loc), detail::emit_local_decl(type, detail::emit_int_constant(type, 0)))) {}
 
   template <operand A>
-  var(const A& init) : decl_(detail::emit_local_decl(type, checked_value(init))) {}
+  var(const A& init, qd::source_location loc = qd::source_location::current())
+      : decl_((detail::at(loc), detail::emit_local_decl(type, checked_value(init)))) {}
 
   // Copy-initialization (`qd::var<T> w = v;`) starts a new variable holding v's
   // current value, never an alias.

@@ -1,9 +1,11 @@
 // Implementation of runtime/gradient.hpp.
 #pragma once
 
+#include <algorithm>
 #include <mutex>
 
 #include "quadrants/autodiff/adjoint.hpp"
+#include "quadrants/autodiff/footprint.hpp"
 #include "quadrants/base/error.hpp"
 #include "quadrants/detail/format.hpp"
 #include "quadrants/lang/trace.hpp"
@@ -64,27 +66,47 @@ QD_FUNC void end_tape(tape_state* t) {
   delete t;
 }
 
+// What a recorded launch reads and overwrites, element by element where its indices
+// follow from its arguments.
+QD_FUNC std::vector<autodiff::access_box> launch_footprint(const tape_launch& l) {
+  autodiff::launch_values values;
+  for (const launch_arg& a : l.args) {
+    values.scalars.push_back(a.scalar_bits);
+    values.shapes.push_back({a.shape[0], a.shape[1], a.shape[2], a.shape[3]});
+  }
+  return autodiff::footprint(l.kernel->ir, values);
+}
+
 // A recorded launch whose adjoint would read data a later launch overwrote.
 QD_FUNC void check_overwrites(const tape_state& t) {
-  auto overlap = [](const launch_arg& a, const launch_arg& b) {
-    if (!a.extent_known || !b.extent_known) return a.data == b.data;
-    auto a0 = reinterpret_cast<std::uintptr_t>(a.data), b0 = reinterpret_cast<std::uintptr_t>(b.data);
-    return a.bytes > 0 && b.bytes > 0 && a0 < b0 + b.bytes && b0 < a0 + a.bytes;
+  std::vector<std::vector<autodiff::access_box>> boxes;
+  for (const tape_launch& l : t.launches) boxes.push_back(launch_footprint(l));
+  auto conflict = [&](std::size_t earlier, const autodiff::access_box& read, std::size_t later,
+                      const autodiff::access_box& write) {
+    const launch_arg& r = t.launches[earlier].args[static_cast<std::size_t>(read.param)];
+    const launch_arg& w = t.launches[later].args[static_cast<std::size_t>(write.param)];
+    const int ndim = t.launches[later].kernel->params[static_cast<std::size_t>(write.param)].ndim;
+    if (r.data == w.data && r.bytes == w.bytes && std::equal(r.shape, r.shape + 4, w.shape))
+      return autodiff::intersect(read, write, ndim);
+    if (!r.extent_known || !w.extent_known) return r.data == w.data;
+    auto r0 = reinterpret_cast<std::uintptr_t>(r.data), w0 = reinterpret_cast<std::uintptr_t>(w.data);
+    return r.bytes > 0 && w.bytes > 0 && r0 < w0 + w.bytes && w0 < r0 + r.bytes;  // another view: any overlap
   };
-  std::vector<autodiff::parameter_access> access;
-  for (const tape_launch& l : t.launches) access.push_back(autodiff::access_of(l.kernel->ir));
-  for (std::size_t later = 0; later < t.launches.size(); ++later)
-    for (std::size_t w = 0; w < t.launches[later].args.size(); ++w) {
-      if (!access[later].overwrites[w]) continue;
+  for (std::size_t later = 1; later < t.launches.size(); ++later)
+    for (const autodiff::access_box& write : boxes[later]) {
+      if (!write.overwrite) continue;
       for (std::size_t earlier = 0; earlier < later; ++earlier)
-        for (std::size_t r = 0; r < t.launches[earlier].args.size(); ++r)
-          if (access[earlier].reads[r] && overlap(t.launches[earlier].args[r], t.launches[later].args[w]))
-            throw user_error(fmt::format(
-                "qd::ad::tape: launch {} (kernel '{}') overwrites {} that launch {} (kernel '{}') read as {}; the "
-                "adjoint of launch {} needs the values it read. Write each launch's results into a separate array "
-                "(for example one array per time step)",
-                later + 1, t.launches[later].kernel->name, param_label(*t.launches[later].kernel, w), earlier + 1,
-                t.launches[earlier].kernel->name, param_label(*t.launches[earlier].kernel, r), earlier + 1));
+        for (const autodiff::access_box& read : boxes[earlier]) {
+          if (read.overwrite || !conflict(earlier, read, later, write)) continue;
+          const auto& lk = *t.launches[later].kernel;
+          const auto& ek = *t.launches[earlier].kernel;
+          throw user_error(fmt::format(
+              "qd::ad::tape: launch {} (kernel '{}') overwrites elements of {} that launch {} (kernel '{}') read as "
+              "{}; the adjoint of launch {} needs the values it read. Write each launch's results into elements "
+              "(or an array) no earlier launch reads, for example one row per time step",
+              later + 1, lk.name, param_label(lk, static_cast<std::size_t>(write.param)), earlier + 1, ek.name,
+              param_label(ek, static_cast<std::size_t>(read.param)), earlier + 1));
+        }
     }
 }
 
@@ -98,6 +120,10 @@ QD_FUNC void run_backward(tape_state& t) {
   try {
     for (std::size_t k = t.launches.size(); k-- > 0;) {
       const tape_launch& l = t.launches[k];
+      // A kernel without a needs_grad parameter passes no gradient on (it is recorded
+      // for the overwrite check only).
+      if (std::none_of(l.kernel->params.begin(), l.kernel->params.end(), [](const ir::param_desc& d) { return d.needs_grad; }))
+        continue;
       launch(adjoint_of(*l.kernel), l.args.data(), l.args.size());
     }
   } catch (...) {

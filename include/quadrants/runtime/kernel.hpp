@@ -15,7 +15,9 @@
 
 #include "quadrants/lang/graph.hpp"
 #include "quadrants/lang/kernel_signature.hpp"
+#include "quadrants/lang/vec_param.hpp"
 #include "quadrants/runtime/dispatch.hpp"
+#include "quadrants/runtime/explain.hpp"
 #include "quadrants/runtime/gradient.hpp"
 #include "quadrants/runtime/mesh.hpp"
 #include "quadrants/runtime/graph.hpp"
@@ -103,16 +105,44 @@ launch_arg pack_argument(const A& a) {
   return out;
 }
 
-// Packs a launch's arguments for the parameters of F, checked at compile time.
+// Packs argument `a` for kernel parameter type P into ir_param_count<P>() launch
+// arguments; a vector or matrix parameter takes its host value (std::array, nested
+// for matrices) component by component, each checked as a scalar argument.
+template <class P, class A>
+std::size_t pack_into(const A& a, launch_arg* out) {
+  if constexpr (requires { param_traits<P>::descs; }) {
+    static_assert(param_traits<P>::template accepts_host<A>,
+                  "kernel argument mismatch: a qd::vec<T, N> parameter takes a std::array<T, N>, a qd::mat<T, R, C> "
+                  "parameter a std::array<std::array<T, C>, R>");
+    using S = expr<typename param_traits<P>::scalar>;
+    std::size_t k = 0;
+    if constexpr (requires { param_traits<P>::template accepts_host<A>; } && param_traits<P>::template accepts_host<A>)
+      param_traits<P>::for_each_component(a, [&](const auto& x) { out[k++] = pack_argument<S>(x); });
+    return k;
+  } else {
+    *out = pack_argument<P>(a);
+    return 1;
+  }
+}
+
+template <class F>
+constexpr std::size_t ir_param_total() {
+  return boost::hana::unpack(parameter_types<F>(), [](auto... t) {
+    return (std::size_t{0} + ... + static_cast<std::size_t>(ir_param_count<typename decltype(t)::type>()));
+  });
+}
+
+// Packs a launch's arguments for the parameters of F, checked at compile time: one
+// launch argument per IR parameter (a vector or matrix parameter takes several).
 template <class F, class... Args>
-std::array<launch_arg, sizeof...(Args)> pack_arguments(const Args&... args) {
+std::array<launch_arg, ir_param_total<F>()> pack_arguments(const Args&... args) {
   constexpr auto params = parameter_types<F>();
   static_assert(sizeof...(Args) == decltype(boost::hana::length(params))::value,
                 "wrong number of kernel arguments: pass one per kernel parameter");
-  std::array<launch_arg, sizeof...(Args)> packed{};
+  std::array<launch_arg, ir_param_total<F>()> packed{};
   boost::hana::unpack(params, [&](auto... p) {
     std::size_t k = 0;
-    ((packed[k++] = pack_argument<typename decltype(p)::type>(args)), ...);
+    ((k += pack_into<typename decltype(p)::type>(args, packed.data() + k)), ...);
   });
   return packed;
 }
@@ -151,7 +181,8 @@ class kernel {
 
   // Parameter names make error messages and logs clearer: {"x", "out"}.
   kernel(std::string name, std::vector<std::string> param_names, F body)
-      : state_(detail::make_kernel_state(std::move(name), std::move(param_names), detail::parameter_descs<F>(),
+      : state_(detail::make_kernel_state(std::move(name), detail::ir_param_names<F>(std::move(param_names)),
+                                         detail::parameter_descs<F>(),
                                          [body = std::move(body)](detail::tracer& t) { detail::trace_kernel(body, t); })) {}
 
   // A graph kernel (SPEC §11.6): qd::graph::do_while and qd::graph::parallel are allowed in it.
@@ -176,8 +207,12 @@ class kernel {
 
   per_offload_observations per_offload_cache_observations() const { return detail::observations(*state_); }
   const std::string& name() const { return detail::kernel_name(*state_); }
-  // The kernel's IR as text (traced on first use).
+  // The kernel's IR as text (traced on first use), with the source line of each statement.
   std::string ir() const { return detail::kernel_ir_text(*state_); }
+  // Its constructs with their source lines, what each recomputes, the split decision and
+  // why (docs/diagnostics.md); dot(): the same as a Graphviz graph.
+  std::string explain() const { return detail::explain_text(*state_); }
+  std::string dot() const { return detail::explain_dot(*state_); }
 
  private:
   std::shared_ptr<detail::kernel_state> state_;

@@ -1,6 +1,8 @@
 // Implementation of runtime/kernel_state.hpp and of dispatch.hpp's accessors.
 #pragma once
 
+#include <algorithm>
+
 #include "quadrants/base/error.hpp"
 #include "quadrants/base/limits.hpp"
 #include "quadrants/detail/format.hpp"
@@ -36,6 +38,57 @@ QD_FUNC std::string param_label(const kernel_state& k, std::size_t param) {
   if (param < k.param_names.size() && !k.param_names[param].empty())
     return fmt::format("parameter '{}' (#{}, {})", k.param_names[param], param, type);
   return fmt::format("parameter #{} ({})", param, type);
+}
+
+QD_FUNC std::string construct_label(const kernel_state& k, std::int32_t c, bool place_first) {
+  if (c < 0 || static_cast<std::size_t>(c) >= k.structure.constructs.size()) return fmt::format("construct {}", c + 1);
+  const analysis::construct& con = k.structure.constructs[static_cast<std::size_t>(c)];
+  const ir::id first = k.structure.statements[static_cast<std::size_t>(con.statements.front())].node;
+  const ir::source_loc l = k.ir.location(first);
+  if (!l.known()) return fmt::format("construct {}", c + 1);
+  const std::string_view what = con.kind == analysis::construct_kind::parallel ? "the loop" : "the statement";
+  if (place_first) return fmt::format("{} at {} (construct {})", what, ir::to_text(l), c + 1);
+  return fmt::format("construct {} ({} at {})", c + 1, what, ir::to_text(l));
+}
+
+QD_FUNC std::string access_sites(const kernel_state& k, std::size_t param, std::int32_t c) {
+  std::vector<std::string> sites;
+  for (std::size_t i = 0; i < k.ir.nodes.size(); ++i) {
+    const ir::node& n = k.ir.nodes[i];
+    if (n.code != ir::op::global_load && n.code != ir::op::global_store && n.code != ir::op::global_atomic) continue;
+    if (n.param != static_cast<std::int32_t>(param)) continue;
+    const std::int32_t st = k.structure.statement_of[i];
+    if (st < 0) continue;  // removed as dead code
+    if (c >= 0 && k.structure.construct_of[static_cast<std::size_t>(st)] != c) continue;
+    const std::string where = ir::to_text(k.ir.location(static_cast<ir::id>(i)));
+    if (!where.empty() && std::find(sites.begin(), sites.end(), where) == sites.end()) sites.push_back(where);
+  }
+  if (sites.empty()) return {};
+  std::string out = fmt::format("; {} is accessed {} at ", param_name(k, param), c >= 0 ? "there" : "in the kernel");
+  for (std::size_t j = 0; j < sites.size() && j < 8; ++j) out += (j ? ", " : "") + sites[j];
+  if (sites.size() > 8) out += ", ...";
+  return out;
+}
+
+QD_FUNC kernel_state& coverage_twin(kernel_state& k) {
+  if (k.coverage_twin) return *k.coverage_twin;
+  if (k.params.size() + 1 > limits::max_kernel_params)
+    throw user_error(fmt::format("kernel '{}': kernel_coverage passes the probe buffer as one more parameter, and the "
+                                 "kernel already has {} (the most is {}); turn kernel_coverage off for it",
+                                 k.name, k.params.size(), limits::max_kernel_params));
+  auto twin = std::make_unique<kernel_state>();
+  auto probes = std::make_shared<std::vector<coverage_probe>>();
+  twin->name = k.name;
+  twin->param_names = k.param_names;
+  if (!twin->param_names.empty()) twin->param_names.push_back("qd_coverage");
+  twin->ir = instrument_for_coverage(k.ir, *probes);
+  twin->params = twin->ir.params;
+  if constexpr (checked_build) ir::verify(twin->ir, ir::stage::traced);
+  twin->structure = analysis::analyze_structure(twin->ir);
+  twin->traced = true;
+  k.coverage_probes = std::move(probes);
+  k.coverage_twin = std::move(twin);
+  return *k.coverage_twin;
 }
 
 QD_FUNC void ensure_traced(kernel_state& k) {

@@ -13,6 +13,7 @@
 #include "quadrants/analysis/split.hpp"
 #include "quadrants/backend/device.hpp"
 #include "quadrants/base/api.hpp"
+#include "quadrants/runtime/coverage.hpp"
 #include "quadrants/runtime/dispatch.hpp"
 
 namespace qd::detail {
@@ -24,6 +25,7 @@ struct compiled_task {
   std::uint64_t rng_salt = 0;
   unsigned block_dim = 0;               // qd::loop_config{.block_dim} of a parallel task's loop
   std::vector<std::int32_t> param_map;  // task parameter -> kernel parameter
+  std::int32_t construct = -1;          // the construct it runs, or -1 (for messages)
 };
 
 // One variant of a kernel, ready to launch: its tasks in order.
@@ -54,6 +56,7 @@ struct compiled_kernel {
   std::vector<analysis::disjoint_pair> pairs;   // checked before each split launch
   std::unique_ptr<variant> whole;               // built on the first run-time fallback
   std::atomic<variant*> whole_ready{nullptr};
+  void* coverage = nullptr;  // kernel_coverage: the probe buffer (owned by runtime/coverage)
 };
 
 class kernel_state : public std::enable_shared_from_this<kernel_state> {
@@ -78,6 +81,10 @@ class kernel_state : public std::enable_shared_from_this<kernel_state> {
   std::atomic<std::uint64_t> runtime_fallbacks{0};
   std::atomic<bool> fallback_warned{false};
   bool unchecked_split = false;  // test-only: see force_unchecked_split
+  // kernel_coverage: this kernel with probes and one more parameter (the probe buffer),
+  // made on first need; launches run it in place of this one (runtime/coverage.hpp).
+  std::unique_ptr<kernel_state> coverage_twin;
+  std::shared_ptr<const std::vector<coverage_probe>> coverage_probes;
   // kernel.grad: the adjoint kernel, made on first use from this kernel's IR (runtime/gradient.hpp).
   std::once_flag adjoint_once;
   std::shared_ptr<kernel_state> adjoint;
@@ -91,6 +98,14 @@ class kernel_state : public std::enable_shared_from_this<kernel_state> {
 QD_FUNC std::string param_name(const kernel_state& k, std::size_t param);
 // "parameter 'x' (#0, ndarray<f32, 1>)".
 QD_FUNC std::string param_label(const kernel_state& k, std::size_t param);
+// How messages name construct `c` (0-based): "construct 2", with "(the loop at f.cpp:43)"
+// when its source line is known; place_first: "the loop at f.cpp:43 (construct 2)".
+QD_FUNC std::string construct_label(const kernel_state& k, std::int32_t c, bool place_first = false);
+// Where kernel parameter `param` is accessed inside construct `c` (any, when c < 0), for
+// bounds errors: "; x is accessed there at f.cpp:12, f.cpp:15", or "" when no line is known.
+QD_FUNC std::string access_sites(const kernel_state& k, std::size_t param, std::int32_t c);
+// The kernel with coverage probes (kernel_coverage), made once; needs k traced and its mutex held.
+QD_FUNC kernel_state& coverage_twin(kernel_state& k);
 // Traces the lambda once (the IR does not depend on the configuration), removes
 // dead code and analyses the structure; checked builds verify the IR.
 QD_FUNC void ensure_traced(kernel_state& k);

@@ -3,6 +3,8 @@
 // hashing or global lock on this path.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 
 #include "quadrants/base/error.hpp"
@@ -96,9 +98,11 @@ QD_FUNC void launch_task(const kernel_state& k, program& p, const compiled_kerne
     if (error[0] != 0) {
       std::size_t param = static_cast<std::size_t>(t.param_map[static_cast<std::size_t>(error[1])]);
       throw_launch_error(k, param,
-                         fmt::format("index {} is out of range for dimension {} (extent {}); out-of-range accesses "
-                                     "were skipped (check_out_of_bound is on)",
-                                     error[3], error[2], error[4]));
+                         fmt::format("index {} is out of range for dimension {} (extent {}){}{}; out-of-range "
+                                     "accesses were skipped (check_out_of_bound is on)",
+                                     error[3], error[2], error[4],
+                                     t.construct >= 0 ? " in " + construct_label(k, t.construct) : std::string(),
+                                     access_sites(k, param, t.construct)));
     }
   }
 }
@@ -176,6 +180,17 @@ QD_FUNC void launch(kernel_state& k, const launch_arg* args, std::size_t count) 
       v = &whole_variant(k, *p, *c);
       break;
     }
+  }
+  if (c->coverage) {  // kernel_coverage: the instrumented twin, with the probe buffer as its last argument
+    std::array<launch_arg, limits::max_kernel_params> with_probes;
+    std::copy(args, args + count, with_probes.begin());
+    launch_arg& probes = with_probes[count];
+    probes = launch_arg{};
+    probes.data = c->coverage;
+    probes.shape[0] = static_cast<std::int64_t>(k.coverage_probes->empty() ? 1 : k.coverage_probes->size());
+    probes.program_id = p->id();
+    run_variant(*k.coverage_twin, *p, *c, *v, with_probes.data());
+    return;
   }
   run_variant(k, *p, *c, *v, args);
   if (active_tape != nullptr) record_on_tape(k, args, count);

@@ -334,4 +334,21 @@ QD_FUNC const std::vector<std::uint32_t>& mesh_relations_used(kernel_state& k) {
   return k.mesh_relations;
 }
 
+QD_FUNC std::string mesh_detail(const kernel_state& k) {
+  // The first top-level loop bounded by an element count of a mesh header: a qd::mesh_for.
+  for (ir::id i : k.ir.block(0)) {
+    const ir::node& loop = k.ir.at(i);
+    if (loop.code != ir::op::range_for || loop.imm != 1 || loop.b == ir::none) continue;
+    const ir::node& bound = k.ir.at(loop.b);
+    if (bound.code != ir::op::global_load || bound.list_size != 1) continue;
+    const ir::node& index = k.ir.at(k.ir.lists[static_cast<std::size_t>(bound.list_begin)]);
+    if (index.code != ir::op::constant || index.imm < 0 || index.imm >= mesh_layout::kinds) continue;
+    const ir::source_loc where = k.ir.location(i);
+    return fmt::format("a qd::mesh_for over the {}{} reads through the mesh's relations, which the split does not "
+                       "follow, so the kernel stays one unit",
+                       name(static_cast<mesh_kind>(index.imm)), where.known() ? " at " + ir::to_text(where) : "");
+  }
+  return std::string(describe(fallback_reason::mesh));
+}
+
 }  // namespace qd::detail

@@ -18,6 +18,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -73,6 +74,9 @@ namespace detail {
 // The relations a kernel's IR reads of each parameter that is a mesh, as a bit set per
 // parameter (traced on first use, then cached in the kernel state).
 QD_FUNC const std::vector<std::uint32_t>& mesh_relations_used(kernel_state& k);
+
+// fallback_detail of the `mesh` fallback: "a qd::mesh_for over the verts at sim.cpp:12 ...".
+QD_FUNC std::string mesh_detail(const kernel_state& k);
 
 // Binds each qd::mesh argument of a launch: builds and uploads what the kernel reads.
 template <class F, class... Args>

@@ -11,6 +11,7 @@
 #include "quadrants/base/error.hpp"
 #include "quadrants/detail/format.hpp"
 #include "quadrants/lang/trace.hpp"
+#include "quadrants/runtime/coverage.hpp"
 #include "quadrants/runtime/program.hpp"
 
 namespace qd {
@@ -215,6 +216,7 @@ QD_FUNC void end_program(std::string_view caller) {
   }
   for (use_slot* slot : all)
     while (slot->in_use.load(std::memory_order_seq_cst) == p) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  end_program_coverage(*p);  // kernel_coverage: read back and merge the counts while the device lives
   program_slot().reset();
 }
 

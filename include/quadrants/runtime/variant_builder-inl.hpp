@@ -70,6 +70,7 @@ QD_FUNC compiled_task launchable_task(const backend::loaded_module& module, cons
   c.entry = module.entry(entry);
   c.parallel = t.parallel;
   c.rng_salt = rng_salt(planned);
+  c.construct = planned.construct;
   if (t.parallel) c.block_dim = static_cast<unsigned>(std::max(0, t.fn.at(t.fn.block(0).back()).param));
   c.param_map = std::move(t.param_map);
   return c;

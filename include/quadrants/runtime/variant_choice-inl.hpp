@@ -8,6 +8,7 @@
 #include "quadrants/ir/printer.hpp"
 #include "quadrants/lang/trace.hpp"
 #include "quadrants/runtime/graph.hpp"
+#include "quadrants/runtime/mesh.hpp"
 #include "quadrants/runtime/debug_dump.hpp"
 #include "quadrants/runtime/variant_builder.hpp"
 #include "quadrants/runtime/variant_choice.hpp"
@@ -31,26 +32,36 @@ QD_FUNC std::string access_text(const kernel_state& k, ir::id node) {
 }
 
 QD_FUNC std::string fallback_detail(const kernel_state& k, const analysis::split_decision& d) {
-  auto construct = [](std::int32_t c) { return c + 1; };
+  auto construct = [&](std::int32_t c) { return construct_label(k, c); };
+  auto at = [&](ir::id node) {
+    const ir::source_loc l = k.ir.location(node);
+    return l.known() ? " at " + ir::to_text(l) : std::string();
+  };
   switch (d.reason) {
     case fallback_reason::stale_reread:
-      return fmt::format("{} re-read by construct {} after construct {} writes {}", access_text(k, d.read),
-                         construct(d.construct), construct(d.other_construct),
+      if (k.ir.location(d.read).known())
+        return fmt::format("{} read{} is overwritten by {} before {} re-reads it", access_text(k, d.read), at(d.read),
+                           construct_label(k, d.other_construct, true), construct(d.construct));
+      return fmt::format("{} re-read by {} after {} writes {}", access_text(k, d.read), construct(d.construct),
+                         construct(d.other_construct),
                          param_name(k, static_cast<std::size_t>(k.ir.at(d.write).param)));
     case fallback_reason::aliasing_gradient:
-      return fmt::format("{} re-read by construct {} after construct {} writes {}; a gradient buffer may alias the "
-                         "other, which cannot be checked",
-                         access_text(k, d.read), construct(d.construct), construct(d.other_construct),
-                         access_text(k, d.write));
-    case fallback_reason::carried_value:
+      return fmt::format("{}{} re-read by {} after {} writes {}{}; a gradient buffer may alias the other, which "
+                         "cannot be checked",
+                         access_text(k, d.read), at(d.read), construct(d.construct), construct(d.other_construct),
+                         access_text(k, d.write), at(d.write));
+    case fallback_reason::carried_value: {
+      const std::string variable =
+          d.variable != ir::none && k.ir.location(d.variable).known() ? fmt::format(" (the qd::var declared{})", at(d.variable)) : "";
       if (d.construct < 0)
         return fmt::format("{} values and variables would cross constructs through the persisted buffer; at most {} "
                            "fit",
                            d.plan.temps_needed, analysis::temp_slot_count);
       if (d.other_construct == d.construct)
-        return fmt::format("construct {} updates a top-level qd::var across its iterations", construct(d.construct));
-      return fmt::format("construct {} needs a top-level value produced or modified inside construct {}",
-                         construct(d.construct), construct(d.other_construct));
+        return fmt::format("{} updates a top-level qd::var across its iterations{}", construct(d.construct), variable);
+      return fmt::format("{} needs a top-level value produced or modified inside {}{}", construct(d.construct),
+                         construct(d.other_construct), variable);
+    }
     case fallback_reason::side_effect: {
       const auto& st = k.structure.statements[static_cast<std::size_t>(d.statement)];
       std::string_view what = st.has_random       ? "a random draw"
@@ -58,12 +69,12 @@ QD_FUNC std::string fallback_detail(const kernel_state& k, const analysis::split
                               : st.has_atomic     ? "an atomic"
                               : st.has_print      ? "a print"
                                                   : "a global store";
-      return fmt::format("construct {} would recompute {}", construct(d.construct), what);
+      return fmt::format("{} would recompute {}{}", construct(d.construct), what, at(st.node));
     }
     case fallback_reason::autodiff: return "a gradient kernel";
     case fallback_reason::concurrent: return concurrent_detail(k);
+    case fallback_reason::mesh: return mesh_detail(k);
     case fallback_reason::diagnostic:
-    case fallback_reason::mesh:
     case fallback_reason::none:
     case fallback_reason::policy_backend:
     case fallback_reason::policy_offline_cache_off:
@@ -135,6 +146,13 @@ QD_FUNC compiled_kernel* prepare(kernel_state& k, program& p) {
     c->split = true;
     c->pairs = decision.pairs;
     obs.frontend_constructs_total = static_cast<int>(decision.plan.tasks.size());
+  } else if (cfg.kernel_coverage && !k.graph && !k.ir.is_gradient) {  // graphs and adjoints are not instrumented
+    build_whole(coverage_twin(k), p, c->primary, counts);
+    // The observations count the user's constructs, not the probes' serial runs.
+    for (int* n : {&counts.compiled, &counts.loaded})
+      if (*n > 0) *n = static_cast<int>(k.structure.constructs.size());
+    if (!cfg.compile_only) c->coverage = coverage_buffer(p, k.coverage_probes);
+    obs.frontend_constructs_total = -1;
   } else {
     build_whole(k, p, c->primary, counts);
     obs.frontend_constructs_total = -1;

@@ -15,6 +15,9 @@ namespace qd::detail {
 // warning"); else `why` is the policy reason.
 QD_FUNC bool split_enabled_by_policy(const settings& s, const backend::device_traits& traits, fallback_reason& why);
 
+// How messages name an array access: "a[0]", "b.grad()[...]".
+QD_FUNC std::string access_text(const kernel_state& k, ir::id node);
+
 // The human-readable detail of a compile-time fallback; constructs count from 1.
 QD_FUNC std::string fallback_detail(const kernel_state& k, const analysis::split_decision& d);
 

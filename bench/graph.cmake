@@ -1,0 +1,5 @@
+# bench/graph_bench: a do_while pass's host cost against a hand-written host loop, and
+# the recompile after editing one construct of a do_while body (issue 13).
+add_executable(graph_bench ${CMAKE_CURRENT_SOURCE_DIR}/graph_bench.cpp)
+target_link_libraries(graph_bench PRIVATE quadrants::quadrants fmt::fmt)
+add_dependencies(benchmarks graph_bench)

@@ -1,0 +1,133 @@
+// Implementation of autodiff/footprint.hpp: interval arithmetic over the integer nodes
+// that form indices, with the launch's scalar arguments and shapes known.
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <optional>
+
+#include "quadrants/autodiff/footprint.hpp"
+#include "quadrants/ir/walk.hpp"
+
+namespace qd::autodiff {
+namespace detail {
+
+struct interval {
+  std::int64_t lo, hi;
+};
+
+class footprint_builder {
+ public:
+  footprint_builder(const ir::function& fn, const launch_values& values) : fn_(fn), values_(values) {}
+
+  std::optional<interval> eval(ir::id i, int depth = 0) const {
+    const ir::node& n = fn_.at(i);
+    if (depth > 32 || !is_integral(n.type)) return std::nullopt;
+    if (n.code == ir::op::constant) return interval{n.imm, n.imm};
+    if (n.code == ir::op::arg) return scalar(n);
+    if (n.code == ir::op::shape) {
+      auto p = static_cast<std::size_t>(n.param);
+      if (p >= values_.shapes.size()) return std::nullopt;
+      std::int64_t e = values_.shapes[p][static_cast<std::size_t>(n.imm)];
+      return interval{e, e};
+    }
+    if (n.code == ir::op::cast || n.code == ir::op::bound) return eval(n.a, depth + 1);
+    if (n.code == ir::op::loop_index) {
+      const ir::node& loop = fn_.at(n.a);
+      std::optional<interval> begin = loop.imm == 1 ? eval(loop.a, depth + 1) : interval{0, 0};
+      std::optional<interval> end = eval(loop.imm == 1 ? loop.b : fn_.list(loop, static_cast<std::int32_t>(n.imm)), depth + 1);
+      if (!begin || !end) return std::nullopt;
+      return interval{begin->lo, std::max(begin->lo, end->hi - 1)};
+    }
+    if (n.code == ir::op::binary) {
+      auto a = eval(n.a, depth + 1), b = eval(n.b, depth + 1);
+      if (!a || !b) return std::nullopt;
+      const auto o = static_cast<ir::binary_op>(n.sub);
+      if (o == ir::binary_op::add) return interval{a->lo + b->lo, a->hi + b->hi};
+      if (o == ir::binary_op::sub) return interval{a->lo - b->hi, a->hi - b->lo};
+      if (o == ir::binary_op::mul) {
+        std::int64_t c[4] = {a->lo * b->lo, a->lo * b->hi, a->hi * b->lo, a->hi * b->hi};
+        return interval{*std::min_element(c, c + 4), *std::max_element(c, c + 4)};
+      }
+    }
+    return std::nullopt;  // data-dependent, or an operation not followed
+  }
+
+  access_box box(ir::id i, bool overwrite) const {
+    const ir::node& n = fn_.at(i);
+    access_box b;
+    b.param = n.param;
+    b.overwrite = overwrite;
+    const auto& shape = values_.shapes[static_cast<std::size_t>(n.param)];
+    for (std::int32_t d = 0; d < n.list_size; ++d) {
+      const auto k = static_cast<std::size_t>(d);
+      const std::int64_t last = shape[k] - 1;
+      std::optional<interval> r = eval(fn_.list(n, d));
+      if (!r || (n.flags & ir::access::clamp)) r = interval{r ? std::clamp(r->lo, std::int64_t{0}, last) : 0,
+                                                            r ? std::clamp(r->hi, std::int64_t{0}, last) : last};
+      b.lo[k] = r->lo;
+      b.hi[k] = r->hi;
+    }
+    return b;
+  }
+
+  // x[i] = x[i] + v (or - v): an accumulation of the element it read.
+  bool accumulates(const ir::node& store) const {
+    const ir::node& v = fn_.at(store.a);
+    if (v.code != ir::op::binary || (v.sub != static_cast<std::uint8_t>(ir::binary_op::add) &&
+                                     v.sub != static_cast<std::uint8_t>(ir::binary_op::sub)))
+      return false;
+    auto same = [&](ir::id o) {
+      const ir::node& l = fn_.at(o);
+      if (l.code != ir::op::global_load || l.param != store.param || l.flags != store.flags) return false;
+      for (std::int32_t d = 0; d < l.list_size; ++d)
+        if (fn_.list(l, d) != fn_.list(store, d)) return false;
+      return true;
+    };
+    return same(v.a) || (v.sub == static_cast<std::uint8_t>(ir::binary_op::add) && same(v.b));
+  }
+
+ private:
+  const ir::function& fn_;
+  const launch_values& values_;
+
+  std::optional<interval> scalar(const ir::node& n) const {
+    auto p = static_cast<std::size_t>(n.param);
+    if (p >= values_.scalars.size()) return std::nullopt;
+    const std::uint64_t bits = values_.scalars[p];
+    std::int64_t v = 0;
+    switch (n.type) {
+      case dtype::i32: v = static_cast<std::int32_t>(static_cast<std::uint32_t>(bits)); break;
+      case dtype::u32: v = static_cast<std::uint32_t>(bits); break;
+      case dtype::u8: v = static_cast<std::uint8_t>(bits); break;
+      case dtype::boolean: v = (bits & 0xff) != 0; break;
+      case dtype::i64: std::memcpy(&v, &bits, sizeof v); break;
+      case dtype::f32:
+      case dtype::f64: return std::nullopt;
+    }
+    return interval{v, v};
+  }
+};
+
+}  // namespace detail
+
+QD_FUNC std::vector<access_box> footprint(const ir::function& fn, const launch_values& values) {
+  detail::footprint_builder b(fn, values);
+  std::vector<access_box> out;
+  ir::walk(fn, 0, [&](ir::id i, int) {
+    const ir::node& n = fn.at(i);
+    if ((n.code != ir::op::global_load && n.code != ir::op::global_store) || (n.flags & ir::access::grad)) return;
+    if (n.code == ir::op::global_load) out.push_back(b.box(i, false));
+    else if (!b.accumulates(n)) out.push_back(b.box(i, true));
+  });
+  return out;
+}
+
+QD_FUNC bool intersect(const access_box& a, const access_box& b, int ndim) {
+  for (std::size_t d = 0; d < static_cast<std::size_t>(ndim); ++d)
+    if (a.hi[d] < b.lo[d] || b.hi[d] < a.lo[d]) return false;
+  return true;
+}
+
+}  // namespace qd::autodiff

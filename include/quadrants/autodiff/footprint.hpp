@@ -1,0 +1,39 @@
+// The footprint of one launch: which elements of which parameters it reads, and which
+// it overwrites, as boxes of index intervals. A tape checks with it that no launch
+// overwrites what an earlier launch's adjoint will read.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "quadrants/base/api.hpp"
+#include "quadrants/ir/node.hpp"
+
+namespace qd::autodiff {
+
+// The values a launch binds: each scalar parameter's bits, each array parameter's shape.
+struct launch_values {
+  std::vector<std::uint64_t> scalars;
+  std::vector<std::array<std::int64_t, 4>> shapes;
+};
+
+// Elements [lo[d], hi[d]] (inclusive) in each dimension of one parameter.
+struct access_box {
+  std::int32_t param = -1;
+  bool overwrite = false;  // a plain store (an accumulation `+=` or atomic add is not one)
+  std::array<std::int64_t, 4> lo{}, hi{};
+};
+
+// Every read and plain store of parameters' data (not of .grad()). An index the launch's
+// values do not determine (it depends on data) covers its whole dimension.
+QD_FUNC std::vector<access_box> footprint(const ir::function& fn, const launch_values& values);
+
+// Whether two boxes of the same buffer share an element.
+QD_FUNC bool intersect(const access_box& a, const access_box& b, int ndim);
+
+}  // namespace qd::autodiff
+
+#ifdef QD_HEADER_ONLY
+#include "quadrants/autodiff/footprint-inl.hpp"
+#endif

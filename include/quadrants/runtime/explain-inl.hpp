@@ -1,0 +1,168 @@
+// Implementation of runtime/explain.hpp.
+#pragma once
+
+#include <algorithm>
+#include <mutex>
+#include <vector>
+
+#include "quadrants/analysis/split.hpp"
+#include "quadrants/detail/format.hpp"
+#include "quadrants/runtime/config.hpp"
+#include "quadrants/runtime/explain.hpp"
+#include "quadrants/runtime/kernel_state.hpp"
+#include "quadrants/runtime/program.hpp"
+#include "quadrants/runtime/variant_choice.hpp"
+
+namespace qd::detail {
+
+namespace explain_parts {
+
+// What the explanation says, gathered once for both forms.
+struct explanation {
+  struct value {
+    ir::id node = ir::none;
+    std::string text;      // "a[0] at f.cpp:41"
+    bool persisted = false;  // read from the persisted buffer (else recomputed)
+  };
+  struct construct_info {
+    std::string label;           // "construct 1 (the loop at f.cpp:43)"
+    std::vector<std::string> lines;  // the source lines of its statements
+    std::vector<value> uses;
+  };
+  std::vector<construct_info> constructs;
+  std::vector<std::string> once;  // values computed once, by a serial task, for later constructs
+  analysis::split_decision decision;
+  std::string decision_text;
+  std::vector<std::string> pairs;
+  std::string in_program;  // the variant used by the running program, if compiled there
+};
+
+QD_FUNC std::string value_text(const kernel_state& k, ir::id v) {
+  const ir::node& n = k.ir.at(v);
+  std::string what;
+  if (n.code == ir::op::global_load)
+    what = access_text(k, v);
+  else if (n.code == ir::op::shape)
+    what = fmt::format("{}.shape({})", param_name(k, static_cast<std::size_t>(n.param)), n.imm);
+  else if (n.code == ir::op::arg)
+    what = param_name(k, static_cast<std::size_t>(n.param));
+  else if (n.code == ir::op::local_decl)
+    what = "a qd::var";
+  else
+    what = fmt::format("a {} value", ir::name(n.code));
+  // Shapes and arguments are evaluated before the statement that uses them records its
+  // line, so only computed values carry one.
+  if (n.code == ir::op::shape || n.code == ir::op::arg) return what;
+  const std::string where = ir::to_text(k.ir.location(v));
+  return where.empty() ? what : what + " at " + where;
+}
+
+QD_FUNC explanation gather(kernel_state& k) {
+  std::lock_guard lock(k.mutex);
+  ensure_traced(k);
+  explanation e;
+  const auto& s = k.structure;
+  e.decision = analysis::plan_split(k.ir, s);
+  for (std::size_t c = 0; c < s.constructs.size(); ++c) {
+    explanation::construct_info info;
+    info.label = construct_label(k, static_cast<std::int32_t>(c));
+    std::vector<ir::id> used;
+    for (std::int32_t st : s.constructs[c].statements) {
+      const auto& statement = s.statements[static_cast<std::size_t>(st)];
+      const std::string where = ir::to_text(k.ir.location(statement.node));
+      if (!where.empty() && std::find(info.lines.begin(), info.lines.end(), where) == info.lines.end())
+        info.lines.push_back(where);
+      for (ir::id u : statement.uses)
+        if (std::find(used.begin(), used.end(), u) == used.end()) used.push_back(u);
+    }
+    for (ir::id u : used)
+      if (k.ir.at(u).code != ir::op::constant)  // constants are part of the code, not values it needs
+        info.uses.push_back({u, value_text(k, u), e.decision.plan.slot_of(u) >= 0});
+    e.constructs.push_back(std::move(info));
+  }
+  for (const auto& t : e.decision.plan.tasks)
+    if (t.construct < 0)
+      for (std::int32_t st : t.statements) {
+        const ir::id node = s.statements[static_cast<std::size_t>(st)].node;
+        if (e.decision.plan.slot_of(node) >= 0) e.once.push_back(value_text(k, node));
+      }
+  if (e.decision.reason == fallback_reason::none) {
+    e.decision_text = fmt::format("splits: {} task{}, one per construct{}", e.decision.plan.tasks.size(),
+                                  e.decision.plan.tasks.size() == 1 ? "" : "s",
+                                  e.once.empty() ? "" : ", plus the serial tasks that compute persisted values once");
+  } else {
+    e.decision_text = fmt::format("stays whole-kernel: {} ({})", name(e.decision.reason), fallback_detail(k, e.decision));
+  }
+  for (const auto& p : e.decision.pairs)
+    e.pairs.push_back(fmt::format("'{}'{} and '{}'{} must not overlap", param_name(k, static_cast<std::size_t>(p.a)),
+                                  p.a_grad ? ".grad()" : "", param_name(k, static_cast<std::size_t>(p.b)),
+                                  p.b_grad ? ".grad()" : ""));
+  program_use use(std::nothrow);
+  if (k.compiled && use && k.compiled->program_id == use->id()) {
+    e.in_program = k.obs.fallback == fallback_reason::none
+                       ? std::string("split (per-offload)")
+                       : fmt::format("whole kernel: {} ({})", name(k.obs.fallback), k.obs.fallback_detail);
+  }
+  return e;
+}
+
+QD_FUNC std::string dot_escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace explain_parts
+
+QD_FUNC std::string explain_text(kernel_state& k) {
+  using namespace explain_parts;
+  const explanation e = gather(k);
+  std::string out = fmt::format("kernel '{}': {} construct{}\n", k.name, e.constructs.size(),
+                                e.constructs.size() == 1 ? "" : "s");
+  for (const auto& c : e.constructs) {
+    out += "  " + c.label + "\n";
+    if (c.lines.size() > 1) {
+      out += "    statements at";
+      for (const auto& l : c.lines) out += " " + l;
+      out += "\n";
+    }
+    for (const auto& u : c.uses)
+      out += fmt::format("    {} {}\n", u.persisted ? "reads from the persisted buffer:" : "recomputes:", u.text);
+    if (c.uses.empty()) out += "    uses no top-level value: compiled from the parameters alone\n";
+  }
+  for (const auto& v : e.once) out += "  computed once and persisted: " + v + "\n";
+  out += "  decision: " + e.decision_text + "\n";
+  for (const auto& p : e.pairs) out += "  checked before each split launch: " + p + " (else that launch runs whole)\n";
+  if (!e.in_program.empty()) out += "  in this program: " + e.in_program + "\n";
+  return out;
+}
+
+QD_FUNC std::string explain_dot(kernel_state& k) {
+  using namespace explain_parts;
+  const explanation e = gather(k);
+  std::string out = fmt::format("digraph \"{}\" {{\n  rankdir=TB;\n  label=\"kernel '{}': {}\";\n  labelloc=t;\n",
+                                dot_escape(k.name), dot_escape(k.name), dot_escape(e.decision_text));
+  out += "  node [fontname=\"monospace\"];\n";
+  std::vector<ir::id> values;
+  for (std::size_t c = 0; c < e.constructs.size(); ++c) {
+    out += fmt::format("  c{} [shape=box, label=\"{}\"];\n", c, dot_escape(e.constructs[c].label));
+    if (c > 0) out += fmt::format("  c{} -> c{} [style=dotted, arrowhead=none];\n", c - 1, c);
+    for (const auto& u : e.constructs[c].uses) {
+      if (std::find(values.begin(), values.end(), u.node) == values.end()) {
+        values.push_back(u.node);
+        out += fmt::format("  v{} [shape=ellipse, label=\"{}\"];\n", u.node, dot_escape(u.text));
+      }
+      out += fmt::format("  v{} -> c{} [label=\"{}\"{}];\n", u.node, c, u.persisted ? "persisted" : "recomputed",
+                         u.persisted ? ", style=bold" : "");
+    }
+  }
+  for (std::size_t p = 0; p < e.pairs.size(); ++p)
+    out += fmt::format("  check{} [shape=note, label=\"run-time check: {}\"];\n", p, dot_escape(e.pairs[p]));
+  out += "}\n";
+  return out;
+}
+
+}  // namespace qd::detail

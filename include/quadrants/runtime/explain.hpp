@@ -1,0 +1,23 @@
+// kernel.explain() and kernel.dot() (SPEC §11.8): a kernel's constructs with their source
+// lines, the top-level values each recomputes or reads from the persisted buffer, the
+// split decision and why, and the run-time checks; as text, or as a Graphviz graph.
+#pragma once
+
+#include <string>
+
+#include "quadrants/base/api.hpp"
+
+namespace qd::detail {
+
+class kernel_state;
+
+// Both trace the kernel on first use; neither needs qd::init. When the kernel was compiled
+// for the running program, they also say which variant it uses there and why.
+QD_FUNC std::string explain_text(kernel_state& k);
+QD_FUNC std::string explain_dot(kernel_state& k);
+
+}  // namespace qd::detail
+
+#ifdef QD_HEADER_ONLY
+#include "quadrants/runtime/explain-inl.hpp"
+#endif
