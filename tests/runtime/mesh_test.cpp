@@ -319,6 +319,8 @@ TEST_CASE("a kernel with a qd::mesh_for stays whole with fallback reason mesh") 
                                      "kernel stays one unit");
     CHECK(logs.count(qd::log_level::debug, "[PER_OFFLOAD] kernel 'count_cells' stays whole-kernel: mesh (a qd::mesh_for "
                                            "over the cells at " + where) == 1);
+    // kernel.explain() gives the same reason.
+    CHECK(count.explain().find("a qd::mesh_for over the cells at " + where) != std::string::npos);
   }, {.log_level = qd::log_level::debug});
 }
 
