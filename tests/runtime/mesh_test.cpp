@@ -296,6 +296,28 @@ TEST_CASE("a Laplacian smoothing step matches plain C++ on the CPU and the refer
   });
 }
 
+TEST_CASE("one qd::mesh serves several programs: its relations are uploaded again after qd::reset") {
+  const int n = 2;
+  const auto tets = cube_tets(n);
+  const std::int32_t nv = qd_test::cube_vertices(n);
+  const auto nb = qd_test::edge_neighbours(nv, tets);
+  std::vector<std::int32_t> degree;
+  for (const auto& s : nb) degree.push_back(static_cast<std::int32_t>(s.size()));
+  auto count = qd::kernel("degree", [](qd::types::mesh mesh, qd::types::ndarray<std::int32_t, 1> out) {
+    qd::mesh_for(mesh.verts(), [&](qd::mesh_element v) { out[v.id()] = v.verts().size(); });
+  });
+  qd::mesh m = qd::mesh::tetrahedral(nv, tets);  // before any qd::init
+  const qd::mesh copy = m;                       // a handle sharing the relations
+  in_every_setup([&](const setup&) {
+    qd::ndarray<std::int32_t, 1> out(nv);
+    count(m, out);
+    CHECK(out.to_host() == degree);
+    out.fill(0);
+    count(copy, out);
+    CHECK(out.to_host() == degree);
+  });
+}
+
 TEST_CASE("a kernel with a qd::mesh_for stays whole with fallback reason mesh") {
   const auto tets = cube_tets(1);
   auto count = qd::kernel("count_cells", [](qd::types::mesh mesh, qd::types::ndarray<std::int32_t, 1> out) {
