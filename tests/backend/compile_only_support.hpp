@@ -104,6 +104,7 @@ inline std::vector<compiled_kernel_result> compile_suite_kernels() {
   add("adjoint_chain.grad", k::adjoint_chain().grad);  // an adjoint: always whole (autodiff)
   add("graph_loops", k::graph_loops());
   add("concurrent_regions", k::concurrent_regions());
+  add("mesh_laplacian", k::mesh_laplacian());
   return out;
 }
 

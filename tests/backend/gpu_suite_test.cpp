@@ -23,6 +23,7 @@
 #include "backend/suite_kernels_vec.hpp"
 #include "runtime/runtime_test_support.hpp"
 #include "support/host_semantics.hpp"
+#include "support/tet_mesh.hpp"
 
 namespace {
 
@@ -1586,4 +1587,37 @@ TEST_CASE_TEMPLATE("suite: graph kernels loop while their flags are set, whole a
           (variant ? qd::fallback_reason::concurrent : qd::fallback_reason::policy_per_offload_off));
     qd::reset();
   }
+}
+
+// Meshes (issue 14, SPEC §11.7): relations built on the host, uploaded, read by
+// qd::for_each on every arch; the kernel stays whole (`mesh`) when the split is on.
+TEST_CASE_TEMPLATE("suite: a mesh Laplacian and cell means match plain C++", A, QD_SUITE_ARCHES) {
+  auto k = kernels::mesh_laplacian();
+  qd_test::scratch_directory cache(std::string("suite-mesh-") + A::name);
+  const int n = 3;
+  const auto tets = qd_test::cube_tets(n);
+  const std::int32_t nv = qd_test::cube_vertices(n);
+  std::vector<float> u(static_cast<std::size_t>(nv));
+  for (std::int32_t i = 0; i < nv; ++i) u[static_cast<std::size_t>(i)] = static_cast<float>((i * 7) % 13) * 0.5f;
+  const auto nb = qd_test::edge_neighbours(nv, tets);
+  std::vector<float> want_lap(u.size()), want_mean(tets.size());
+  for (std::size_t v = 0; v < u.size(); ++v) {
+    float acc = 0.0f;
+    for (std::int32_t w : nb[v]) acc += u[static_cast<std::size_t>(w)] - u[v];
+    want_lap[v] = acc;
+  }
+  for (std::size_t c = 0; c < tets.size(); ++c) {
+    float sum = 0.0f;
+    for (std::int32_t w : tets[c]) sum += u[static_cast<std::size_t>(w)];
+    want_mean[c] = sum / 4.0f;
+  }
+  if (!start<A>({.offline_cache_file_path = cache.str(), .per_offload = qd::per_offload_mode::on})) return;
+  qd::mesh m = qd::mesh::tetrahedral(nv, tets);
+  qd::ndarray<float, 1> du(nv), lap(nv), mean(static_cast<std::int64_t>(tets.size()));
+  du.from_host(u);
+  k(m, du, lap, mean);
+  CHECK(lap.to_host() == want_lap);
+  CHECK(mean.to_host() == want_mean);
+  CHECK(k.per_offload_cache_observations().fallback == qd::fallback_reason::mesh);
+  qd::reset();
 }

@@ -972,4 +972,23 @@ inline auto concurrent_regions() {
                     });
 }
 
+// Meshes (issue 14, SPEC §11.7): a Laplacian over v.verts() and a mean over c.verts();
+// the kernel stays whole (`mesh`).
+inline auto mesh_laplacian() {
+  return qd::kernel("mesh_laplacian", {"mesh", "u", "lap", "cell_mean"},
+                    [](qd::types::mesh mesh, qd::types::ndarray<float, 1> u, qd::types::ndarray<float, 1> lap,
+                       qd::types::ndarray<float, 1> cell_mean) {
+                      qd::mesh_for(mesh.verts(), [&](qd::mesh_element v) {
+                        qd::var<float> acc = 0.0f;
+                        qd::for_each(v.verts(), [&](qd::mesh_element w) { acc += u[w.id()] - u[v.id()]; });
+                        lap[v.id()] = acc;
+                      });
+                      qd::mesh_for(mesh.cells(), [&](qd::mesh_element c) {
+                        qd::var<float> sum = 0.0f;
+                        qd::for_each(c.verts(), [&](qd::mesh_element w) { sum += u[w.id()]; });
+                        cell_mean[c.id()] = sum / qd::cast<float>(c.verts().size());
+                      });
+                    });
+}
+
 }  // namespace qd_test::kernels

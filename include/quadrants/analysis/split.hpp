@@ -389,6 +389,10 @@ constexpr split_decision split_with(const ir::function& fn, const kernel_structu
     d.reason = fallback_reason::autodiff;
     return d;
   }
+  if (fn.has_mesh) {  // qd::mesh_for: indirect accesses through the mesh's relations
+    d.reason = fallback_reason::mesh;
+    return d;
+  }
   // Graph kernels (SPEC §11.6): a fork stays whole; a do_while body's constructs split
   // like top-level ones, its variables live in the buffer (a later pass reads what an
   // earlier one wrote), and a value recomputed inside a body from outside it must hold

@@ -48,5 +48,6 @@
 #include "quadrants/runtime/branch_workers-inl.hpp"
 #include "quadrants/runtime/gradient-inl.hpp"
 #include "quadrants/runtime/graph-inl.hpp"
+#include "quadrants/runtime/mesh-inl.hpp"
 #include "quadrants/runtime/statistics-inl.hpp"
 #include "quadrants/codegen/reductions-inl.hpp"

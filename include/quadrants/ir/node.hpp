@@ -188,6 +188,7 @@ struct function {
   // (recorded only when the location changes, so tracing pays per statement, not per
   // node). Not part of the canonical bytes: cache keys do not change when code moves.
   std::vector<source_run> locs;
+  bool has_mesh = false;             // has a qd::mesh_for (lang/mesh_param.hpp): stays whole (`mesh`)
 
   constexpr const node& at(id i) const { return nodes[static_cast<std::size_t>(i)]; }
   constexpr node& at(id i) { return nodes[static_cast<std::size_t>(i)]; }

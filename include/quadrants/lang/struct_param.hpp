@@ -43,7 +43,7 @@ constexpr bool valid_param() {
       return false;
     } else {
       return []<std::size_t... I>(std::index_sequence<I...>) {
-        return (valid_param<member_type<P, I>>() && ...);
+        return ((valid_param<member_type<P, I>>() && !requires { param_traits<member_type<P, I>>::top_level_only; }) && ...);
       }(std::make_index_sequence<n>{});
     }
   } else {

@@ -19,6 +19,7 @@
 #include "quadrants/runtime/dispatch.hpp"
 #include "quadrants/runtime/explain.hpp"
 #include "quadrants/runtime/gradient.hpp"
+#include "quadrants/runtime/mesh.hpp"
 #include "quadrants/runtime/graph.hpp"
 #include "quadrants/runtime/ndarray.hpp"
 #include "quadrants/runtime/vec_ndarray.hpp"
@@ -58,7 +59,10 @@ constexpr bool preserves_value() {
 template <class P, class A>
 launch_arg pack_argument(const A& a) {
   launch_arg out;
-  if constexpr (param_traits<P>::is_array) {
+  if constexpr (is_mesh_param<P>) {  // bound after packing (bind_meshes, runtime/mesh.hpp)
+    static_assert(std::is_same_v<A, qd::mesh>, "kernel argument mismatch: this parameter is a qd::types::mesh; pass a "
+                                               "qd::mesh");
+  } else if constexpr (param_traits<P>::is_array) {
     using elem = typename P::value_type;
     static_assert(is_qd_ndarray<A>::value || is_external_array<A>::value,
                   "kernel argument mismatch: this parameter is a qd::types::ndarray; pass a qd::ndarray");
@@ -220,6 +224,7 @@ class adjoint_kernel {
   template <class... Args>
   void operator()(const Args&... args) const {
     auto packed = detail::pack_arguments<F>(args...);
+    if constexpr (detail::has_mesh_parameter<F>()) detail::bind_meshes<F>(*forward_, packed.data(), args...);
     using R = detail::kernel_result_t<F>;
     if constexpr (detail::return_element_count<R> == 0) {
       detail::launch(detail::adjoint_of(*forward_), packed.data(), packed.size());
@@ -266,6 +271,7 @@ class kernel {
   template <class... Args>
   auto operator()(const Args&... args) const {
     auto packed = detail::pack_arguments<F>(args...);
+    if constexpr (detail::has_mesh_parameter<F>()) detail::bind_meshes<F>(*state_, packed.data(), args...);
     using R = detail::kernel_result_t<F>;
     if constexpr (detail::return_element_count<R> == 0) {
       detail::launch(*state_, packed.data(), packed.size());

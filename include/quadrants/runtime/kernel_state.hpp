@@ -89,6 +89,9 @@ class kernel_state : public std::enable_shared_from_this<kernel_state> {
   std::once_flag adjoint_once;
   std::shared_ptr<kernel_state> adjoint;
   bool graph = false;            // qd::kernel(name, qd::graph::on, ...) (runtime/graph.hpp)
+  // The mesh relations the IR reads, per parameter (runtime/mesh.hpp), found on first use.
+  std::once_flag mesh_once;
+  std::vector<std::uint32_t> mesh_relations;
 };
 
 // "'x'" or "#2": how messages name a parameter.

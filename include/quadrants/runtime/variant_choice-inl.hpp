@@ -8,6 +8,7 @@
 #include "quadrants/ir/printer.hpp"
 #include "quadrants/lang/trace.hpp"
 #include "quadrants/runtime/graph.hpp"
+#include "quadrants/runtime/mesh.hpp"
 #include "quadrants/runtime/debug_dump.hpp"
 #include "quadrants/runtime/variant_builder.hpp"
 #include "quadrants/runtime/variant_choice.hpp"
@@ -72,8 +73,8 @@ QD_FUNC std::string fallback_detail(const kernel_state& k, const analysis::split
     }
     case fallback_reason::autodiff: return "a gradient kernel";
     case fallback_reason::concurrent: return concurrent_detail(k);
+    case fallback_reason::mesh: return mesh_detail(k);
     case fallback_reason::diagnostic:
-    case fallback_reason::mesh:
     case fallback_reason::none:
     case fallback_reason::policy_backend:
     case fallback_reason::policy_offline_cache_off:
