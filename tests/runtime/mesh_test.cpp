@@ -272,6 +272,36 @@ TEST_CASE("on a triangular mesh kernels see cells neighbouring across edges, and
   });
 }
 
+TEST_CASE("a mesh after vector and struct parameters is bound at its own IR parameter") {
+  const int n = 1;
+  const auto tets = cube_tets(n);
+  const std::int32_t nv = qd_test::cube_vertices(n);
+  const brute_mesh b = brute(nv, as_vectors(tets));
+  struct scale_view {
+    qd::f32 a;
+    qd::types::ndarray<float, 1> out;
+  };
+  struct scale_host {
+    float a;
+    qd::ndarray<float, 1> out;
+  };
+  // Four IR parameters (3 components, then a scalar) come before the mesh's.
+  auto degree = qd::kernel("degree_after_vec", [](qd::vec3f offset, scale_view s, qd::types::mesh mesh) {
+    qd::mesh_for(mesh.verts(), [&](qd::mesh_element v) {
+      s.out[v.id()] = offset.z() + s.a * qd::cast<float>(v.verts().size());
+    });
+  });
+  const auto expected = brute_relation(b, 0, 0);
+  in_every_setup([&](const setup&) {
+    qd::mesh m = qd::mesh::tetrahedral(nv, tets);
+    scale_host h{2.0f, qd::ndarray<float, 1>(nv)};
+    degree(std::array<float, 3>{0.0f, 0.0f, 0.5f}, h, m);
+    const std::vector<float> got = h.out.to_host();
+    for (std::size_t i = 0; i < expected.size(); ++i)
+      CHECK(got[i] == 0.5f + 2.0f * static_cast<float>(expected[i].size()));
+  });
+}
+
 TEST_CASE("a Laplacian smoothing step matches plain C++ on the CPU and the reference backend") {
   const int n = 3;
   const auto tets = cube_tets(n);
