@@ -2,6 +2,7 @@
 // the CPU and the reference backend, compared with plain C++.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -109,4 +110,52 @@ TEST_CASE("a returned qd::var, named parameters, and a value computed in a seria
   // The hidden result parameter is named after the kernel's own.
   CHECK(first_negative.ir().find("#1: ndarray<i32, 0>") != std::string::npos);
   qd::reset();
+}
+
+TEST_CASE("a kernel returns vectors and matrices as std::arrays, alone and in a tuple") {
+  const std::int64_t n = 37;
+  std::vector<float> h(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) h[static_cast<std::size_t>(i)] = static_cast<float>(i % 5) - 1.5f;
+  // Plain C++: the sums of x, x^2 and 1, and the 2x2 matrix [[sum x, 2], [n, sum x^2]].
+  float sx = 0.0f, sxx = 0.0f;
+  for (float v : h) {
+    sx += v;
+    sxx += v * v;
+  }
+  for (qd::arch arch : arches)
+    for (auto mode : {qd::per_offload_mode::off, qd::per_offload_mode::on}) {
+      CAPTURE(arch);
+      CAPTURE(mode);
+      qd::init({.arch = arch, .per_offload = mode});
+      auto moments = qd::kernel("moments", [](qd::types::ndarray<float, 1> x) -> qd::vec3f {
+        qd::var<qd::vec3f> acc = qd::vec3f(0.0f);
+        qd::range_for(x.shape(0), [&](qd::i32 i) { acc += qd::vec3f(x[i], x[i] * x[i], 1.0f); });
+        return acc;
+      });
+      auto both = qd::kernel("moments_matrix", [](qd::types::ndarray<float, 1> x) {
+        qd::var<float> s = 0.0f, ss = 0.0f;
+        qd::range_for(x.shape(0), [&](qd::i32 i) {
+          s += x[i];
+          ss += x[i] * x[i];
+        });
+        qd::mat2f m(qd::f32(s), 2.0f, qd::cast<float>(x.shape(0)), qd::f32(ss));
+        return std::tuple{m, qd::vec2i(x.shape(0), 7), qd::f32(s)};
+      });
+      qd::ndarray<float, 1> x(n);
+      x.from_host(h);
+      std::array<float, 3> got = moments(x);
+      CHECK(got[0] == doctest::Approx(sx));
+      CHECK(got[1] == doctest::Approx(sxx));
+      CHECK(got[2] == static_cast<float>(n));
+      auto [m, counts, total] = both(x);
+      static_assert(std::is_same_v<decltype(m), std::array<std::array<float, 2>, 2>>);
+      static_assert(std::is_same_v<decltype(counts), std::array<std::int32_t, 2>>);
+      CHECK(m[0][0] == doctest::Approx(sx));
+      CHECK(m[0][1] == 2.0f);
+      CHECK(m[1][0] == static_cast<float>(n));
+      CHECK(m[1][1] == doctest::Approx(sxx));
+      CHECK(counts == std::array<std::int32_t, 2>{static_cast<std::int32_t>(n), 7});
+      CHECK(total == doctest::Approx(sx));
+      qd::reset();
+    }
 }

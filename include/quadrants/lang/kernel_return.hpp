@@ -84,8 +84,8 @@ inline constexpr std::size_t return_element_count<R> = std::tuple_size_v<typenam
 template <class R>
 constexpr void check_return_type() {
   static_assert(std::is_void_v<R> || return_traits<R>::valid,
-                "a kernel lambda may return a traced scalar (qd::f32, qd::i32, ..., a qd::var or an array element) "
-                "or a std::tuple of them (SPEC §11.3); a C++ number is no kernel result: return qd::f32(value)");
+                "a kernel lambda may return a traced scalar (qd::f32, qd::i32, ..., a qd::var or an array element), "
+                "a qd::vec or qd::mat, or a std::tuple of them (SPEC §11.3); a C++ number is no kernel result: return qd::f32(value)");
 }
 
 // The hidden parameters of the returned elements: one 0-d array each.

@@ -6,7 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 
 #include "quadrants/lang/kernel_signature.hpp"
 #include "quadrants/lang/mat.hpp"
@@ -70,6 +72,54 @@ struct param_traits<mat<T, R, C>> {
   static void for_each_component(const A& a, F&& f) {
     for (const auto& row : a)
       for (const auto& x : row) f(x);
+  }
+};
+
+// qd::vec and qd::mat as kernel return values (SPEC §11.3): one returned element per
+// component (row-major for a matrix); the host value is the std::array a parameter of
+// the same type takes. A qd::var of them, or an array element, returns its value.
+template <class T, std::size_t K, class Seq = std::make_index_sequence<K>> struct repeated_tuple;
+template <class T, std::size_t K, std::size_t... I> struct repeated_tuple<T, K, std::index_sequence<I...>> {
+  template <std::size_t> using same = T;
+  using type = std::tuple<same<I>...>;
+};
+
+template <class A>
+  requires(vector_like<A> && !traced<A>)
+struct return_traits<A> {
+  using T = vector_scalar<A>;
+  static constexpr std::size_t N = static_cast<std::size_t>(vector_size<A>);
+  static constexpr bool valid = true;
+  using host_type = std::array<T, N>;
+  using elements = typename repeated_tuple<T, N>::type;
+  static void ids(const A& r, ir::id* out) {
+    const auto v = vec_value(r);
+    for (std::size_t k = 0; k < N; ++k) out[k] = v[static_cast<int>(k)].id();
+  }
+  static host_type assemble(const elements& e) {
+    return std::apply([](auto... x) { return host_type{x...}; }, e);
+  }
+};
+
+template <class A>
+  requires(matrix_like<A> && !vector_like<A> && !traced<A>)
+struct return_traits<A> {
+  using T = matrix_scalar<A>;
+  static constexpr std::size_t R = static_cast<std::size_t>(matrix_rows<A>), C = static_cast<std::size_t>(matrix_cols<A>);
+  static constexpr bool valid = true;
+  using host_type = std::array<std::array<T, C>, R>;
+  using elements = typename repeated_tuple<T, R * C>::type;
+  static void ids(const A& r, ir::id* out) {
+    const auto m = mat_value(r);
+    for (std::size_t k = 0; k < R * C; ++k) out[k] = m(static_cast<int>(k / C), static_cast<int>(k % C)).id();
+  }
+  static host_type assemble(const elements& e) {
+    host_type h{};
+    std::apply([&](auto... x) {
+      std::size_t k = 0;
+      ((h[k / C][k % C] = x, ++k), ...);
+    }, e);
+    return h;
   }
 };
 
