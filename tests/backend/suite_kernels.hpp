@@ -823,7 +823,7 @@ inline auto loop_control() {
 }
 
 // A kernel returning a tuple (SPEC §11.3): a reduction (carried to the final store
-// when split), a maximum and a count.
+// when split), a maximum, a count, and the first two again as a qd::vec2f.
 inline auto returns() {
   return qd::kernel("returns", {"x"}, [](qd::types::ndarray<float, 1> x) {
     qd::var<float> s = 0.0f, top = -1e30f;
@@ -833,7 +833,7 @@ inline auto returns() {
       qd::atomic_max(top, x[i]);
       qd::if_(x[i] > 0.0f, [&] { positive += 1; });
     });
-    return std::tuple{qd::f32(s), qd::f32(top), qd::i32(positive)};
+    return std::tuple{qd::f32(s), qd::f32(top), qd::i32(positive), qd::vec2f(s, top)};
   });
 }
 
