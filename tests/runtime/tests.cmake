@@ -8,6 +8,7 @@ qd_add_test(runtime config)   # where a bad setting came from; qd::init_best_ava
 qd_add_test(runtime loop_control)  # qd::loop_config, qd::break_, qd::continue_ (SPEC §11.4)
 qd_add_test(runtime return_value)  # kernels returning values (SPEC §11.3)
 qd_add_test(runtime struct_param)  # struct parameters (SPEC §11.2)
+qd_add_test(runtime hot_path)      # warm launches allocate nothing (global operator new counted)
 
 # Per-offload caching and the offline cache from the user's side; both run
 # kernel_worker in separate processes sharing a cache directory.
