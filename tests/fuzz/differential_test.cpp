@@ -53,6 +53,15 @@ TEST_CASE("the generator is deterministic, and a case survives its file form") {
   CHECK_THROWS(qd_fuzz::from_file_text("qdfuzz 1\nnode nonsense\nend\n"));
 }
 
+TEST_CASE("the struct kinds: the generator declares the parameters qd::kernel reflects from each struct") {
+  for (int kind = 1; kind <= qd_fuzz::structs::kinds; ++kind) {
+    CAPTURE(kind);
+    std::vector<qd::ir::param_desc> declared;
+    for (const auto& l : qd_fuzz::structs::leaves(kind)) declared.push_back(l.desc);
+    CHECK(declared == qd_fuzz::structs::reflected_descs(kind));
+  }
+}
+
 TEST_CASE("2,000 generated kernels: the split gives the whole kernel's results on the reference backend") {
   const qd_fuzz::figures f = run_batch(1, 2000, false);
   MESSAGE("reference batch (seeds 1..2000):\n" << f.text());
@@ -71,6 +80,11 @@ TEST_CASE("2,000 generated kernels: the split gives the whole kernel's results o
   CHECK(f.aliased_calls > 100);
   CHECK(f.runtime_fallbacks > 0);
   CHECK(f.source_checked > f.kernels / 3);
+  // The second wave's language is generated (each feature in some kernels of the batch).
+  for (int b = 0; b < qd_fuzz::feature::count; ++b) {
+    CAPTURE(qd_fuzz::feature::name(b));
+    CHECK(f.with_feature[static_cast<std::size_t>(b)] > 0);
+  }
 }
 
 TEST_CASE("50 generated kernels: whole and split on the CPU give the reference backend's results") {
