@@ -470,7 +470,7 @@ class kernel_generator {
     if (t == dtype::u8) return r_.chance(0.5) ? load(t) : convert(gen(dtype::i32, depth), t);
     if (depth <= 0 || r_.chance(0.3)) return leaf(t);
     if (t == dtype::boolean) return gen_bool(depth);
-    if (vectors_ && r_.chance(0.08)) return vector_expression(t, std::min(depth - 1, 1));
+    if (vectors_ && r_.chance(0.05)) return vector_expression(t, 0);
     const bool is_float = qd::is_float(t);
     int k = r_.below(20);
     if (k < 8) {  // + - * / % min max, bit operations, shifts
@@ -929,15 +929,19 @@ class kernel_generator {
         const auto o = qd::outer(a, b);
         return o(i, r_.below(N)).id();
       }
-      default: return matrix_reduction<T, N>(depth);
+      default:  // matrices up to 3 x 3 (a 4 x 4 product or inverse is hundreds of nodes)
+        if constexpr (N <= 3) return matrix_reduction<T, N>(depth);
+        else return qd::dot(a, b).id();
     }
   }
 
   template <class T>
   ir::id vector_expression_of(int depth) {
-    switch (r_.below(3)) {
-      case 0: return vector_reduction<T, 2>(depth);
-      case 1: return vector_reduction<T, 3>(depth);
+    switch (r_.below(5)) {
+      case 0:
+      case 1: return vector_reduction<T, 2>(depth);
+      case 2:
+      case 3: return vector_reduction<T, 3>(depth);
       default: return vector_reduction<T, 4>(depth);
     }
   }
