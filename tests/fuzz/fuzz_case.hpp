@@ -65,10 +65,12 @@ inline constexpr std::uint32_t break_ = 32;         // qd::break_()
 inline constexpr std::uint32_t continue_ = 64;      // qd::continue_()
 inline constexpr std::uint32_t loop_config = 128;   // qd::loop_config on a top-level loop
 inline constexpr std::uint32_t serialized = 256;    // ... with .serialize = true
-inline constexpr int count = 9;
+inline constexpr std::uint32_t vector_vars = 512;   // qd::var<qd::vec3f>, reductions into it per component
+inline constexpr int count = 10;
 inline const char* name(int bit) {
   static const char* names[count] = {"vectors", "matrices", "vector/matrix arrays", "struct arguments", "return values",
-                                     "break_", "continue_", "loop_config", "serialized loops"};
+                                     "break_", "continue_", "loop_config", "serialized loops",
+                                     "vector variables"};
   return bit >= 0 && bit < count ? names[bit] : "?";
 }
 }  // namespace feature

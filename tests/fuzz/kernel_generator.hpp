@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -786,6 +787,7 @@ class kernel_generator {
     if (!deep && k < 90) return loop_while(effects);
     if (jumps_ && !loops_.empty() && k < 95) return jump();
     if (effects && k < 98 && has_component_arrays()) return vector_array_statement();
+    if (vectors_ && k >= 98) return vector_var_statement();
     define_value();
   }
 
@@ -1061,6 +1063,63 @@ class kernel_generator {
     return component_update<float>(a, shared);
   }
 
+  // qd::var<qd::vec3f>: top-level ones persist across constructs (+= in a parallel loop is
+  // an atomic reduction per component); one inside a block is used where declared.
+  void vector_var_statement() {
+    c_.features |= feature::vector_vars;
+    if (vec_vars_.empty() || r_.chance(0.25)) {
+      if (top_level()) {
+        const auto init = vector_operand<float, 3>(1);
+        vec_vars_.push_back(std::make_unique<qd::var<qd::vec3f>>(init));
+        return;
+      }
+      const auto init = vector_operand<float, 3>(1);
+      qd::var<qd::vec3f> local(init);
+      const auto v = vector_operand<float, 3>(1);
+      local += v;
+      local[r_.below(3)] = scalar_operand<float>(1);
+      values_.back().push_back({qd::dot(local.value(), v).id(), dtype::f32});
+      return;
+    }
+    qd::var<qd::vec3f>& acc = *vec_vars_[static_cast<std::size_t>(r_.below(static_cast<int>(vec_vars_.size())))];
+    const int i = r_.below(3);
+    switch (r_.below(6)) {
+      case 0: {
+        const auto v = vector_operand<float, 3>(1);
+        acc += v;
+        return;
+      }
+      case 1: {
+        const auto v = vector_operand<float, 3>(1);
+        acc -= v;
+        return;
+      }
+      case 2: {  // a plain assignment races in a parallel loop
+        const auto v = vector_operand<float, 3>(1);
+        if (parallel_) acc += v;
+        else acc = v;
+        return;
+      }
+      case 3: {
+        const auto s = scalar_operand<float>(1);
+        if (parallel_) acc[i] += s;
+        else acc[i] = s;
+        return;
+      }
+      case 4:
+        if (!parallel_) {
+          acc *= scalar_operand<float>(1);
+          return;
+        }
+        [[fallthrough]];
+      default: {
+        const auto v = vector_operand<float, 3>(1);
+        values_.back().push_back({qd::dot(acc.value(), v).id(), dtype::f32});
+        return;
+      }
+    }
+  }
+
   // --- return values (SPEC §11.3) -----------------------------------------------------
   // Hidden 0-d arrays, one per returned element, written at the end by the DSL.
   template <class R>
@@ -1195,7 +1254,8 @@ class kernel_generator {
       const int n = r_.range(1, 3);
       for (int s = 0; s < n; ++s) {
         int j = r_.below(10);
-        if (j < 5) define_value();
+        if (vectors_ && j == 0 && r_.chance(0.5)) vector_var_statement();
+        else if (j < 5) define_value();
         else if (j < 8) declare_var();
         else write_var();
       }
@@ -1244,7 +1304,8 @@ class kernel_generator {
     bool breakable;  // not a parallel loop (a top-level range_for without .serialize)
   };
   std::vector<open_loop> loops_;
-  std::vector<int> buffer_components_;  // per buffer: component dimensions (vectors 1, matrices 2)      // the loops around the current block, innermost last
+  std::vector<int> buffer_components_;
+  std::vector<std::unique_ptr<qd::var<qd::vec3f>>> vec_vars_;  // top-level qd::var<qd::vec3f>  // per buffer: component dimensions (vectors 1, matrices 2)      // the loops around the current block, innermost last
   int constructs_ = 0;
 };
 
