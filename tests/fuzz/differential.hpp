@@ -18,6 +18,9 @@
 #include <vector>
 
 #include <quadrants/analysis/split.hpp>
+#include <quadrants/backend/amdgpu/hiprtc.hpp>
+#include <quadrants/backend/cuda/nvrtc.hpp>
+#include <quadrants/backend/shared_library.hpp>
 #include <quadrants/backend/reference/interpreter.hpp>
 #include <quadrants/ir/dce.hpp>
 #include <quadrants/quadrants.hpp>
@@ -458,6 +461,59 @@ inline bool still_shows(const fuzz_case& candidate, finding f, int opt_level = 2
   } catch (const qd::error&) {
     return false;  // the candidate is malformed (an edit broke an invariant): not the same failure
   }
+}
+
+// --- GPU compilers -----------------------------------------------------------------------
+
+// What compiling a set of cases for one GPU target gave.
+struct gpu_compile_result {
+  bool skipped = false;  // the compiler library is not installed
+  int compiled = 0;
+  std::vector<std::string> failures;  // "<case>: <error>"
+};
+
+// Compiles each case for sm_90 with NVRTC and gfx90a with hipRTC in compile-only mode
+// (no GPU needed): the whole kernel, and with `split` every variant per-offload mode uses.
+inline std::map<std::string, gpu_compile_result> compile_for_gpus(const std::vector<fuzz_case>& cases, bool split) {
+  std::map<std::string, gpu_compile_result> out;
+  const std::string cache = detail::cache_root() + "/gpu-compile-only";
+  struct target {
+    std::string name;
+    qd::backend::library_search library;
+    qd::config config;
+  };
+  for (const target& t : {target{"sm_90 (NVRTC)", qd::backend::cuda::nvrtc_library(), {.arch = qd::arch::cuda, .cuda_arch = 90}},
+                          target{"gfx90a (hipRTC)", qd::backend::amdgpu::hiprtc_library(),
+                                 {.arch = qd::arch::amdgpu, .amdgpu_arch = "gfx90a"}}}) {
+    gpu_compile_result& r = out[t.name];
+    try {
+      qd::backend::locate_library(t.library);
+    } catch (const qd::error&) {
+      r.skipped = true;
+      continue;
+    }
+    for (const bool per_offload : {false, true}) {
+      if (per_offload && !split) continue;
+      qd::config c = t.config;
+      c.compile_only = true;
+      c.offline_cache = per_offload;
+      c.offline_cache_file_path = cache;
+      c.per_offload = per_offload ? qd::per_offload_mode::on : qd::per_offload_mode::off;
+      c.log_level = qd::log_level::error;
+      qd::init(c);
+      for (const auto& a : cases) {
+        try {
+          auto state = qd::detail::make_kernel_state(a.name, {}, a.fn.params, [fn = a.fn](qd::detail::tracer& tr) { tr.fn = fn; });
+          qd::detail::compile(*state);
+          ++r.compiled;
+        } catch (const qd::error& e) {
+          r.failures.push_back(a.name + (per_offload ? " (split)" : " (whole)") + ": " + e.what());
+        }
+      }
+      qd::reset();
+    }
+  }
+  return out;
 }
 
 // --- figures ------------------------------------------------------------------------------

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "fuzz/differential.hpp"
 #include "fuzz/kernel_generator.hpp"
@@ -112,5 +113,17 @@ TEST_CASE("20 generated kernels rich in vectors, structs, returns and loop contr
   for (int b = 0; b < qd_fuzz::feature::count; ++b) {
     CAPTURE(qd_fuzz::feature::name(b));
     CHECK(f.with_feature[static_cast<std::size_t>(b)] > 0);
+  }
+  // The first 4 also compile, whole and split, for sm_90 (NVRTC) and gfx90a (hipRTC)
+  // in compile-only mode where those compilers are installed.
+  std::vector<qd_fuzz::fuzz_case> sample;
+  for (std::uint64_t seed = 2000001; seed <= 2000004; ++seed) sample.push_back(qd_fuzz::generate(seed, g));
+  for (const auto& [target, r] : qd_fuzz::compile_for_gpus(sample, true)) {
+    if (r.skipped) {
+      MESSAGE("skipped on " << target << ": the compiler library is not installed");
+      continue;
+    }
+    MESSAGE(r.compiled << " compiled for " << target << " in compile-only mode");
+    for (const auto& failure : r.failures) FAIL_CHECK(target << ": " << failure);
   }
 }
