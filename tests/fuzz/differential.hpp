@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -12,10 +13,14 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <quadrants/analysis/split.hpp>
+#include <quadrants/backend/amdgpu/hiprtc.hpp>
+#include <quadrants/backend/cuda/nvrtc.hpp>
+#include <quadrants/backend/shared_library.hpp>
 #include <quadrants/backend/reference/interpreter.hpp>
 #include <quadrants/ir/dce.hpp>
 #include <quadrants/quadrants.hpp>
@@ -24,6 +29,7 @@
 
 #include "fuzz/fuzz_case.hpp"
 #include "fuzz/kernel_generator.hpp"
+#include "fuzz/struct_cases.hpp"
 
 namespace qd_fuzz {
 
@@ -101,7 +107,9 @@ inline const std::string& cache_root() {
 
 // One call of the case in a fresh program (so launch numbers, and thus random
 // streams, start alike for every variant).
-inline outcome run(const fuzz_case& c, qd::arch arch, variant v, int opt_level = 2) {
+// A case with a struct kind is called through a typed qd::kernel taking the struct,
+// unless `typed` is false (then with its flattened parameters one by one, as any case).
+inline outcome run(const fuzz_case& c, qd::arch arch, variant v, int opt_level = 2, bool typed = true) {
   qd::init({.arch = arch,
             .offline_cache = v != variant::whole,
             .offline_cache_file_path = detail::cache_root(),
@@ -111,6 +119,27 @@ inline outcome run(const fuzz_case& c, qd::arch arch, variant v, int opt_level =
             .enable_fallback = false,
             .random_seed = c.random_seed});
   outcome out;
+  if (c.struct_kind != 0 && typed && v != variant::unchecked_split) {
+    // A typed qd::kernel taking the struct, called with the host struct (struct_cases.hpp).
+    if (c.fn.params != structs::reflected_descs(c.struct_kind))
+      throw std::logic_error("qdfuzz: the case's parameters are not its struct kind's");
+    structs::with_kind(c, [&](auto body, auto host, auto read_back) {
+      qd::kernel k(c.name, body);
+      auto call = [&] {
+        for (int l = 0; l < c.launches; ++l) k(host);
+      };
+      try {
+        if (detail::has_print(c.fn)) out.printed = detail::capture_stdout(call);
+        else call();
+      } catch (const qd::error& e) {
+        out.error = e.what();
+      }
+      out.memory = read_back(host);
+      out.obs = k.per_offload_cache_observations();
+    });
+    qd::reset();
+    return out;
+  }
   auto state = qd::detail::make_kernel_state(c.name, {}, c.fn.params,
                                              [fn = c.fn](qd::detail::tracer& t) { t.fn = fn; });
   if (v == variant::unchecked_split) qd::detail::force_unchecked_split(*state);
@@ -266,6 +295,7 @@ enum class finding {
   cpu_split_differs,      // the CPU's split was used and differs from the reference's whole kernel
   gpu_whole_differs,      // a GPU's whole kernel differs from the reference's
   gpu_split_differs,      // a GPU's split differs from the reference's whole kernel
+  struct_call_differs,    // reference: the call with a host struct differs from the call member by member
 };
 
 inline const char* name(finding f) {
@@ -278,6 +308,7 @@ inline const char* name(finding f) {
     case finding::cpu_split_differs: return "CPU split differs from the reference's whole kernel";
     case finding::gpu_whole_differs: return "GPU whole kernel differs from the reference";
     case finding::gpu_split_differs: return "GPU split differs from the reference's whole kernel";
+    case finding::struct_call_differs: return "the call with a host struct differs from the call member by member";
   }
   return "?";
 }
@@ -368,6 +399,10 @@ inline case_report check(const fuzz_case& c, const check_options& o) {
     found(finding::invalid_kernel, whole.error);
     return r;
   }
+  if (c.struct_kind != 0) {
+    const outcome flat = run(c, qd::arch::reference, variant::whole, 2, false);
+    if (!same(c, flat, whole, &why)) found(finding::struct_call_differs, why);
+  }
   const outcome split = run(c, qd::arch::reference, variant::split);
   r.decision = split.obs.fallback;
   r.split_ran = split.split_ran();
@@ -428,6 +463,59 @@ inline bool still_shows(const fuzz_case& candidate, finding f, int opt_level = 2
   }
 }
 
+// --- GPU compilers -----------------------------------------------------------------------
+
+// What compiling a set of cases for one GPU target gave.
+struct gpu_compile_result {
+  bool skipped = false;  // the compiler library is not installed
+  int compiled = 0;
+  std::vector<std::string> failures;  // "<case>: <error>"
+};
+
+// Compiles each case for sm_90 with NVRTC and gfx90a with hipRTC in compile-only mode
+// (no GPU needed): the whole kernel, and with `split` every variant per-offload mode uses.
+inline std::map<std::string, gpu_compile_result> compile_for_gpus(const std::vector<fuzz_case>& cases, bool split) {
+  std::map<std::string, gpu_compile_result> out;
+  const std::string cache = detail::cache_root() + "/gpu-compile-only";
+  struct target {
+    std::string name;
+    qd::backend::library_search library;
+    qd::config config;
+  };
+  for (const target& t : {target{"sm_90 (NVRTC)", qd::backend::cuda::nvrtc_library(), {.arch = qd::arch::cuda, .cuda_arch = 90}},
+                          target{"gfx90a (hipRTC)", qd::backend::amdgpu::hiprtc_library(),
+                                 {.arch = qd::arch::amdgpu, .amdgpu_arch = "gfx90a"}}}) {
+    gpu_compile_result& r = out[t.name];
+    try {
+      qd::backend::locate_library(t.library);
+    } catch (const qd::error&) {
+      r.skipped = true;
+      continue;
+    }
+    for (const bool per_offload : {false, true}) {
+      if (per_offload && !split) continue;
+      qd::config c = t.config;
+      c.compile_only = true;
+      c.offline_cache = per_offload;
+      c.offline_cache_file_path = cache;
+      c.per_offload = per_offload ? qd::per_offload_mode::on : qd::per_offload_mode::off;
+      c.log_level = qd::log_level::error;
+      qd::init(c);
+      for (const auto& a : cases) {
+        try {
+          auto state = qd::detail::make_kernel_state(a.name, {}, a.fn.params, [fn = a.fn](qd::detail::tracer& tr) { tr.fn = fn; });
+          qd::detail::compile(*state);
+          ++r.compiled;
+        } catch (const qd::error& e) {
+          r.failures.push_back(a.name + (per_offload ? " (split)" : " (whole)") + ": " + e.what());
+        }
+      }
+      qd::reset();
+    }
+  }
+  return out;
+}
+
 // --- figures ------------------------------------------------------------------------------
 
 struct figures {
@@ -439,6 +527,7 @@ struct figures {
   std::map<std::string, long> fallbacks_by_reason, unnecessary_by_reason;
   std::map<std::string, long> findings;
   long aliased_calls = 0;
+  std::array<long, feature::count> with_feature{};  // kernels using each generator feature (fuzz_case.hpp)
 
   void add(const fuzz_case& c, const case_report& r) {
     ++kernels;
@@ -446,6 +535,7 @@ struct figures {
     gpu_kernels += r.gpu;
     source_checked += r.source_checked;
     aliased_calls += c.aliased();
+    for (int b = 0; b < feature::count; ++b) with_feature[static_cast<std::size_t>(b)] += (c.features >> b) & 1;
     if (r.what != finding::none) ++findings[name(r.what)];
     if (r.decision == qd::fallback_reason::none) {
       if (r.split_ran) ++split_ran;
@@ -500,6 +590,10 @@ struct figures {
     s << "values persisted because a recomputed read was not proven to see the whole kernel's data: " << persisted_checked
       << " kernels; recomputing them (the unchecked split) also matched on 3 inputs: " << unnecessary_persisted << " ("
       << pct(unnecessary_persisted, persisted_checked) << ")\n";
+    s << "kernels using";
+    for (int b = 0; b < feature::count; ++b)
+      s << (b ? ", " : " ") << feature::name(b) << " " << with_feature[static_cast<std::size_t>(b)];
+    s << "\n";
     s << "mismatches: " << mismatches();
     for (const auto& [what, count] : findings) s << "; " << what << ": " << count;
     s << "\n";

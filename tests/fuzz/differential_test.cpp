@@ -1,9 +1,11 @@
 // The differential fuzzer's fixed-seed batch (docs/testing.md): 2,000 generated kernels
-// run whole, split, unchecked-split and as written on the reference backend, and 50 more
-// also whole and split on the CPU; every comparison is bitwise.
+// run whole, split, unchecked-split and as written on the reference backend, and 70 more
+// (20 of them rich in SPEC §11's language) also whole and split on the CPU; every
+// comparison is bitwise.
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "fuzz/differential.hpp"
 #include "fuzz/kernel_generator.hpp"
@@ -23,10 +25,10 @@ void report(const qd_fuzz::fuzz_case& c, const qd_fuzz::case_report& r, int opt_
                     << qd_fuzz::to_file_text(small));
 }
 
-qd_fuzz::figures run_batch(std::uint64_t first_seed, int count, bool cpu) {
+qd_fuzz::figures run_batch(std::uint64_t first_seed, int count, bool cpu, const qd_fuzz::generator_options& g = {}) {
   qd_fuzz::figures f;
   for (int k = 0; k < count; ++k) {
-    const qd_fuzz::fuzz_case c = qd_fuzz::generate(first_seed + static_cast<std::uint64_t>(k));
+    const qd_fuzz::fuzz_case c = qd_fuzz::generate(first_seed + static_cast<std::uint64_t>(k), g);
     qd_fuzz::check_options o;
     o.cpu = cpu;
     o.opt_level = k % 4;  // every opt level, so vectorised code meets NaN and out-of-range casts too
@@ -53,6 +55,15 @@ TEST_CASE("the generator is deterministic, and a case survives its file form") {
   CHECK_THROWS(qd_fuzz::from_file_text("qdfuzz 1\nnode nonsense\nend\n"));
 }
 
+TEST_CASE("the struct kinds: the generator declares the parameters qd::kernel reflects from each struct") {
+  for (int kind = 1; kind <= qd_fuzz::structs::kinds; ++kind) {
+    CAPTURE(kind);
+    std::vector<qd::ir::param_desc> declared;
+    for (const auto& l : qd_fuzz::structs::leaves(kind)) declared.push_back(l.desc);
+    CHECK(declared == qd_fuzz::structs::reflected_descs(kind));
+  }
+}
+
 TEST_CASE("2,000 generated kernels: the split gives the whole kernel's results on the reference backend") {
   const qd_fuzz::figures f = run_batch(1, 2000, false);
   MESSAGE("reference batch (seeds 1..2000):\n" << f.text());
@@ -71,6 +82,11 @@ TEST_CASE("2,000 generated kernels: the split gives the whole kernel's results o
   CHECK(f.aliased_calls > 100);
   CHECK(f.runtime_fallbacks > 0);
   CHECK(f.source_checked > f.kernels / 3);
+  // The second wave's language is generated (each feature in some kernels of the batch).
+  for (int b = 0; b < qd_fuzz::feature::count; ++b) {
+    CAPTURE(qd_fuzz::feature::name(b));
+    CHECK(f.with_feature[static_cast<std::size_t>(b)] > 0);
+  }
 }
 
 TEST_CASE("50 generated kernels: whole and split on the CPU give the reference backend's results") {
@@ -80,4 +96,34 @@ TEST_CASE("50 generated kernels: whole and split on the CPU give the reference b
   CHECK(f.mismatches() == 0);
   CHECK(f.split_ran > 40);
   CHECK(f.persisted > 5);
+}
+
+TEST_CASE("20 generated kernels rich in vectors, structs, returns and loop control: the CPU gives the reference's results") {
+  qd_fuzz::generator_options g;
+  g.vector_chance = 1.0;
+  g.vector_array_chance = 0.8;
+  g.struct_chance = 0.3;
+  g.return_chance = 0.5;
+  g.jump_chance = 1.0;
+  g.loop_config_chance = 0.4;
+  const qd_fuzz::figures f = run_batch(2000001, 20, true, g);
+  MESSAGE("CPU batch of the second wave's language (seeds 2000001..2000020):\n" << f.text());
+  CHECK(f.cpu_kernels == 20);
+  CHECK(f.mismatches() == 0);
+  for (int b = 0; b < qd_fuzz::feature::count; ++b) {
+    CAPTURE(qd_fuzz::feature::name(b));
+    CHECK(f.with_feature[static_cast<std::size_t>(b)] > 0);
+  }
+  // The first 4 also compile, whole and split, for sm_90 (NVRTC) and gfx90a (hipRTC)
+  // in compile-only mode where those compilers are installed.
+  std::vector<qd_fuzz::fuzz_case> sample;
+  for (std::uint64_t seed = 2000001; seed <= 2000004; ++seed) sample.push_back(qd_fuzz::generate(seed, g));
+  for (const auto& [target, r] : qd_fuzz::compile_for_gpus(sample, true)) {
+    if (r.skipped) {
+      MESSAGE("skipped on " << target << ": the compiler library is not installed");
+      continue;
+    }
+    MESSAGE(r.compiled << " compiled for " << target << " in compile-only mode");
+    for (const auto& failure : r.failures) FAIL_CHECK(target << ": " << failure);
+  }
 }

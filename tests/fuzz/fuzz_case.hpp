@@ -41,6 +41,10 @@ struct fuzz_case {
   std::uint64_t random_seed = 0;
   int launches = 1;  // the call is repeated (global temporaries and random streams across launches)
   std::string note;  // where the case came from (seed, what it showed)
+  // 0: the parameters are passed one by one; else which fixed struct type of
+  // differential.hpp (struct_cases) groups all of them into one aggregate argument.
+  int struct_kind = 0;
+  std::uint32_t features = 0;  // what the generator used (feature bits below; not in the file form)
 
   bool aliased() const {
     for (std::size_t p = 0; p < buffer_of.size(); ++p)
@@ -49,6 +53,27 @@ struct fuzz_case {
     return false;
   }
 };
+
+// What a generated kernel uses beyond the first wave's statements (counted per batch).
+namespace feature {
+inline constexpr std::uint32_t vectors = 1;         // qd::vec values reduced to scalars
+inline constexpr std::uint32_t matrices = 2;        // qd::mat values
+inline constexpr std::uint32_t vector_arrays = 4;   // arrays of vectors or matrices, per-component access
+inline constexpr std::uint32_t struct_args = 8;     // arguments grouped in a struct parameter
+inline constexpr std::uint32_t returns = 16;        // a returned scalar, vector or tuple
+inline constexpr std::uint32_t break_ = 32;         // qd::break_()
+inline constexpr std::uint32_t continue_ = 64;      // qd::continue_()
+inline constexpr std::uint32_t loop_config = 128;   // qd::loop_config on a top-level loop
+inline constexpr std::uint32_t serialized = 256;    // ... with .serialize = true
+inline constexpr std::uint32_t vector_vars = 512;   // qd::var<qd::vec3f>, reductions into it per component
+inline constexpr int count = 10;
+inline const char* name(int bit) {
+  static const char* names[count] = {"vectors", "matrices", "vector/matrix arrays", "struct arguments", "return values",
+                                     "break_", "continue_", "loop_config", "serialized loops",
+                                     "vector variables"};
+  return bit >= 0 && bit < count ? names[bit] : "?";
+}
+}  // namespace feature
 
 // --- the text form (tests/fuzz/regressions/*.qdfuzz) ---------------------------------
 // Line-oriented; enumerators by name so the files survive reordering of the enums.
@@ -179,6 +204,7 @@ inline std::string to_file_text(const fuzz_case& c) {
   out << "random_seed " << c.random_seed << "\n";
   out << "launches " << c.launches << "\n";
   out << "gradient_kernel " << (c.fn.is_gradient ? 1 : 0) << "\n";
+  if (c.struct_kind) out << "struct_kind " << c.struct_kind << "\n";
   for (std::size_t p = 0; p < c.fn.params.size(); ++p) {
     const auto& d = c.fn.params[p];
     out << "param " << (d.is_array ? "array" : "scalar") << " " << qd::name(d.type) << " " << d.ndim << " "
@@ -234,6 +260,8 @@ inline fuzz_case from_file_text(const std::string& text) {
       int g = 0;
       f >> g;
       c.fn.is_gradient = g != 0;
+    } else if (tag == "struct_kind") {
+      f >> c.struct_kind;
     } else if (tag == "param") {
       std::string kind, type;
       qd::ir::param_desc d;

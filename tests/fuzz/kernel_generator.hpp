@@ -9,10 +9,14 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include <quadrants/quadrants.hpp>
+
 #include "fuzz/fuzz_case.hpp"
+#include "fuzz/struct_cases.hpp"
 
 namespace qd_fuzz {
 
@@ -44,6 +48,13 @@ struct generator_options {
   int max_arrays = 4;
   int max_scalars = 3;
   double print_chance = 0.03;  // per kernel: prints are captured and compared, which costs time
+  // The second wave's language (SPEC §11.1-§11.4), per kernel.
+  double vector_chance = 0.3;       // vector and matrix expressions
+  double vector_array_chance = 0.3; // an array of vectors or matrices among the arrays
+  double struct_chance = 0.08;      // the arguments grouped in a struct parameter
+  double return_chance = 0.15;      // a returned scalar, vector, matrix or tuple
+  double jump_chance = 0.35;        // qd::break_ / qd::continue_ in loop bodies
+  double loop_config_chance = 0.12; // per top-level loop
 };
 
 namespace detail {
@@ -100,13 +111,19 @@ inline std::uint64_t interesting_bits(rng& r, dtype t) {
 class kernel_generator {
  public:
   kernel_generator(std::uint64_t seed, const generator_options& options)
-      : r_(seed), o_(options), b_(c_.fn) {
+      : r_(seed), o_(options), t_("fuzz_" + std::to_string(seed), {}), b_(t_.b) {
     c_.name = "fuzz_" + std::to_string(seed);
     c_.note = "generated from seed " + std::to_string(seed);
   }
 
+  // The generator emits through a tracer, so that the DSL's own vector, matrix,
+  // loop-control and return code (lang/) writes the kernel's IR where it is used.
   fuzz_case run() {
-    make_parameters();
+    qd::detail::trace_scope scope(t_);
+    vectors_ = r_.chance(o_.vector_chance);
+    jumps_ = r_.chance(o_.jump_chance);
+    if (r_.chance(o_.struct_chance)) make_struct_parameters();
+    else make_parameters();
     values_.emplace_back();
     vars_.emplace_back();
     prints_ = r_.chance(o_.print_chance);
@@ -118,6 +135,8 @@ class kernel_generator {
                                             : k < 8 ? r_.range(0, std::min(span, 6))
                                                     : r_.range(0, span));
     for (int guard = 0; constructs_ < target && guard < 4 * target + 8; ++guard) top_level_step();
+    if (c_.struct_kind == 0 && r_.chance(o_.return_chance)) make_return();
+    c_.fn = std::move(t_.fn);
     c_.random_seed = r_.next() & 0xffff;
     c_.launches = r_.chance(0.2) ? 2 : 1;
     return std::move(c_);
@@ -141,6 +160,7 @@ class kernel_generator {
   struct array {
     std::int32_t param;
     const buffer_spec* spec;
+    int component_dims = 0;  // 1: an array of vectors (last extent), 2: of matrices (last two)
   };
 
   // --- parameters and buffers ------------------------------------------------------
@@ -162,6 +182,8 @@ class kernel_generator {
     }
     int array_no = 0;
     std::vector<std::int32_t> array_params;
+    const bool vector_arrays = r_.chance(o_.vector_array_chance);
+    c_.buffers.reserve(static_cast<std::size_t>(arrays));  // arrays_ points into it
     for (int kind : kinds) {
       if (kind == 1) {
         std::int32_t buffer;
@@ -169,19 +191,34 @@ class kernel_generator {
           buffer = c_.buffer_of[static_cast<std::size_t>(array_params[static_cast<std::size_t>(alias_from)])];
         } else {
           buffer_spec s;
-          s.type = r_.pick(element_types);
-          int k = r_.below(20);
-          s.ndim = k < 2 ? 0 : k < 11 ? 1 : k < 17 ? 2 : k < 19 ? 3 : 4;
-          std::int64_t total = 1;
-          for (int d = 0; d < s.ndim; ++d) {
-            std::int64_t room = std::max<std::int64_t>(1, 48 / total);
-            s.shape[static_cast<std::size_t>(d)] = std::min<std::int64_t>(room, r_.range(1, s.ndim >= 3 ? 3 : 9));
-            total *= s.shape[static_cast<std::size_t>(d)];
+          int components = 0;
+          if (vector_arrays && r_.chance(0.5)) {
+            // An array of vectors (qd::types::ndarray<qd::vec3f, 1>: one more dimension, of extent
+            // 2 to 4) or of matrices (two more, 2 or 3 each), per SPEC §11.1.
+            static const std::vector<dtype> vector_types = {dtype::f32, dtype::f32, dtype::f64, dtype::i32};
+            s.type = r_.pick(vector_types);
+            components = r_.chance(0.75) ? 1 : 2;
+            const int outer = components == 2 || r_.chance(0.7) ? 1 : 2;
+            s.ndim = outer + components;
+            for (int d = 0; d < outer; ++d) s.shape[static_cast<std::size_t>(d)] = r_.range(1, outer == 1 ? 8 : 4);
+            if (components == 1) s.shape[static_cast<std::size_t>(outer)] = r_.range(2, 4);
+            else s.shape[1] = r_.range(2, 3), s.shape[2] = r_.range(2, 3);
+          } else {
+            s.type = r_.pick(element_types);
+            int k = r_.below(20);
+            s.ndim = k < 2 ? 0 : k < 11 ? 1 : k < 17 ? 2 : k < 19 ? 3 : 4;
+            std::int64_t total = 1;
+            for (int d = 0; d < s.ndim; ++d) {
+              std::int64_t room = std::max<std::int64_t>(1, 48 / total);
+              s.shape[static_cast<std::size_t>(d)] = std::min<std::int64_t>(room, r_.range(1, s.ndim >= 3 ? 3 : 9));
+              total *= s.shape[static_cast<std::size_t>(d)];
+            }
+            s.grad = s.type == dtype::f32 && r_.chance(0.15);
           }
-          s.grad = s.type == dtype::f32 && r_.chance(0.15);
           fill(s);
           buffer = static_cast<std::int32_t>(c_.buffers.size());
           c_.buffers.push_back(std::move(s));
+          buffer_components_.push_back(components);
         }
         const buffer_spec& s = c_.buffers[static_cast<std::size_t>(buffer)];
         std::int32_t p = b_.add_param({true, s.type, s.ndim, s.grad});
@@ -197,8 +234,42 @@ class kernel_generator {
         scalars_.push_back(p);
       }
     }
-    for (std::int32_t p : array_params)
-      arrays_.push_back({p, &c_.buffers[static_cast<std::size_t>(c_.buffer_of[static_cast<std::size_t>(p)])]});
+    for (std::int32_t p : array_params) {
+      const auto b = static_cast<std::size_t>(c_.buffer_of[static_cast<std::size_t>(p)]);
+      arrays_.push_back({p, &c_.buffers[b], buffer_components_[b]});
+    }
+  }
+
+  // The parameters of a struct kind (struct_cases.hpp): its members, flattened, in order.
+  void make_struct_parameters() {
+    c_.struct_kind = r_.range(1, structs::kinds);
+    c_.features |= feature::struct_args;
+    for (const structs::leaf& l : structs::leaves(c_.struct_kind)) {
+      std::int32_t p = t_.b.add_param(l.desc);
+      if (!l.desc.is_array) {
+        c_.buffer_of.push_back(-1);
+        c_.scalar_bits.push_back(interesting_bits(r_, l.desc.type));
+        scalars_.push_back(p);
+        continue;
+      }
+      buffer_spec s;
+      s.type = l.desc.type;
+      s.ndim = l.desc.ndim;
+      const int outer = s.ndim - l.component_dims;
+      for (int d = 0; d < outer; ++d) s.shape[static_cast<std::size_t>(d)] = r_.range(1, outer == 1 ? 9 : 5);
+      for (int d = 0; d < l.component_dims; ++d)
+        s.shape[static_cast<std::size_t>(outer + d)] = l.components[static_cast<std::size_t>(d)];
+      fill(s);
+      c_.buffer_of.push_back(static_cast<std::int32_t>(c_.buffers.size()));
+      c_.scalar_bits.push_back(0);
+      c_.buffers.push_back(std::move(s));
+      buffer_components_.push_back(l.component_dims);
+    }
+    for (std::size_t p = 0; p < c_.buffer_of.size(); ++p)
+      if (c_.buffer_of[p] >= 0) {
+        const auto b = static_cast<std::size_t>(c_.buffer_of[p]);
+        arrays_.push_back({static_cast<std::int32_t>(p), &c_.buffers[b], buffer_components_[b]});
+      }
   }
 
   void fill(buffer_spec& s) {
@@ -220,7 +291,7 @@ class kernel_generator {
     opaque_[static_cast<std::size_t>(i)] = opaque;
   }
   bool opaque(ir::id i) const { return static_cast<std::size_t>(i) < opaque_.size() && opaque_[static_cast<std::size_t>(i)]; }
-  dtype type_of(ir::id i) const { return c_.fn.at(i).type; }
+  dtype type_of(ir::id i) const { return t_.fn.at(i).type; }
   bool top_level() const { return b_.current_block() == 0; }
 
   ir::id constant(dtype t) {
@@ -293,14 +364,14 @@ class kernel_generator {
     std::vector<ir::id> indices;
   };
 
-  access make_access(const array& a, bool load) {
+  access make_access(const array& a, bool load, int dims = -1) {
     access x{a.param, 0, {}};
-    const ir::param_desc& d = c_.fn.params[static_cast<std::size_t>(a.param)];
+    const ir::param_desc& d = t_.fn.params[static_cast<std::size_t>(a.param)];
     if (d.needs_grad && r_.chance(0.5)) x.flags |= qd::ir::access::grad;
     if (load && r_.chance(0.03)) x.flags |= qd::ir::access::is_volatile;
     const bool clamp = d.ndim > 0 && r_.chance(0.15);
     if (clamp) x.flags |= qd::ir::access::clamp;
-    for (int dim = 0; dim < d.ndim; ++dim) {
+    for (int dim = 0; dim < (dims < 0 ? d.ndim : dims); ++dim) {
       const std::int64_t extent = a.spec->shape[static_cast<std::size_t>(dim)];
       ir::id index;
       if (clamp) {
@@ -365,7 +436,7 @@ class kernel_generator {
         case 2: {
           std::vector<std::int32_t> ps;
           for (auto p : scalars_)
-            if (c_.fn.params[static_cast<std::size_t>(p)].type == t) ps.push_back(p);
+            if (t_.fn.params[static_cast<std::size_t>(p)].type == t) ps.push_back(p);
           if (ps.empty()) break;
           ir::id v = b_.arg(r_.pick(ps));
           mark(v, true);
@@ -375,7 +446,7 @@ class kernel_generator {
           if (t == dtype::i32) {
             if (!indices_.empty() && r_.chance(0.6)) return r_.pick(indices_).id;
             const array& a = r_.pick(arrays_);
-            const int nd = c_.fn.params[static_cast<std::size_t>(a.param)].ndim;
+            const int nd = t_.fn.params[static_cast<std::size_t>(a.param)].ndim;
             if (nd > 0) {
               ir::id v = b_.shape(a.param, r_.below(nd));
               mark(v, true);
@@ -400,6 +471,7 @@ class kernel_generator {
     if (t == dtype::u8) return r_.chance(0.5) ? load(t) : convert(gen(dtype::i32, depth), t);
     if (depth <= 0 || r_.chance(0.3)) return leaf(t);
     if (t == dtype::boolean) return gen_bool(depth);
+    if (vectors_ && r_.chance(0.05)) return vector_expression(t, 0);
     const bool is_float = qd::is_float(t);
     int k = r_.below(20);
     if (k < 8) {  // + - * / % min max, bit operations, shifts
@@ -552,7 +624,8 @@ class kernel_generator {
     // which assumes, as documented, that no other parameter shares the buffer.
     bool shared = false;
     for (const array& other : arrays_) shared |= other.param != a.param && other.spec == a.spec;
-    const bool compound = (o == ir::atomic_op::add || o == ir::atomic_op::sub) && !shared && r_.chance(0.5);
+    const bool compound =
+        (o == ir::atomic_op::add || o == ir::atomic_op::sub) && !shared && !serialized_ && r_.chance(0.5);
     if (compound) x.flags |= qd::ir::access::compound;
     ir::id old = b_.global_atomic(o, x.param, x.flags, x.indices, v);
     mark(old, true);
@@ -583,13 +656,13 @@ class kernel_generator {
     ir::id cond = gen_bool(2);
     ir::id n = b_.if_(cond);
     ++nesting_;
-    b_.push_block(c_.fn.at(n).block0);
+    b_.push_block(t_.fn.at(n).block0);
     open_scope();
     block(r_.range(1, 3), effects);
     close_scope();
     b_.pop_block();
     if (r_.chance(0.5)) {
-      b_.push_block(c_.fn.at(n).block1);
+      b_.push_block(t_.fn.at(n).block1);
       open_scope();
       block(r_.range(1, 2), effects);
       close_scope();
@@ -605,19 +678,21 @@ class kernel_generator {
     ir::id counter = b_.local_decl(dtype::i32, i32(0));
     vars_.back().push_back({counter, dtype::i32, top_level(), true});
     ir::id w = b_.while_();
-    b_.push_block(c_.fn.at(w).block0);
+    b_.push_block(t_.fn.at(w).block0);
     open_scope();
     ir::id more = b_.binary(ir::binary_op::lt, dtype::boolean, b_.local_load(counter), i32(trips));
     ir::id cond = r_.chance(0.5) ? b_.binary(ir::binary_op::logical_and, dtype::boolean, more, gen_bool(1)) : more;
-    c_.fn.at(w).a = cond;
+    t_.fn.at(w).a = cond;
     close_scope();
     b_.pop_block();
-    b_.push_block(c_.fn.at(w).block1);
+    b_.push_block(t_.fn.at(w).block1);
     open_scope();
     b_.local_atomic(ir::atomic_op::add, counter, i32(1));
     ++nesting_;
     work_ *= trips;
+    loops_.push_back({true});
     block(r_.range(1, 3), effects);
+    loops_.pop_back();
     work_ /= trips;
     --nesting_;
     close_scope();
@@ -678,13 +753,19 @@ class kernel_generator {
   void serial_loop(bool effects) {
     const int max_trips = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(6, 512 / work_)));
     bounds bd = loop_bounds(max_trips);
+    // At the top level this loop is a construct: parallel unless a loop_config serializes it.
+    const bool top = top_level();
+    const bool configured = top && pick_loop_config();
     ir::id loop = b_.range_for(bd.begin, bd.end);
-    b_.push_block(c_.fn.at(loop).block0);
+    const bool serialized = configured && qd::detail::configure_loop(t_, loop);
+    b_.push_block(t_.fn.at(loop).block0);
     open_scope();
     indices_.push_back({b_.loop_index_of(loop), bd.lo, std::max(bd.hi, bd.lo)});
     ++nesting_;
     work_ *= std::max<std::int64_t>(1, bd.hi - bd.lo);
+    loops_.push_back({!top || serialized});
     block(r_.range(1, 3), effects);
+    loops_.pop_back();
     work_ /= std::max<std::int64_t>(1, bd.hi - bd.lo);
     --nesting_;
     indices_.pop_back();
@@ -704,7 +785,407 @@ class kernel_generator {
     if (!deep && k < 80) return branch(effects);
     if (!deep && k < 86) return serial_loop(effects);
     if (!deep && k < 90) return loop_while(effects);
+    if (jumps_ && !loops_.empty() && k < 95) return jump();
+    if (effects && k < 98 && has_component_arrays()) return vector_array_statement();
+    if (vectors_ && k >= 98) return vector_var_statement();
     define_value();
+  }
+
+  // --- vectors and matrices (SPEC §11.1), traced by the DSL ----------------------------
+  // Values built from generated scalars, reduced back to one with dot, norm, cross,
+  // components, products, transpose, determinant, trace, inverse...; arrays of vectors
+  // and matrices read and written per component. The DSL unrolls them into the IR.
+  template <class T>
+  qd::expr<T> scalar_operand(int depth) {
+    return qd::expr<T>::from_id(convert(gen(qd::dtype_of<T>, depth), qd::dtype_of<T>));
+  }
+
+  std::vector<array> component_arrays(dtype t, int dims, int rows, int cols) const {
+    std::vector<array> out;
+    for (const auto& a : arrays_) {
+      if (a.component_dims != dims || a.spec->type != t) continue;
+      const auto& s = a.spec->shape;
+      const auto last = static_cast<std::size_t>(a.spec->ndim - 1);
+      if (dims == 1 ? s[last] == rows : s[last - 1] == rows && s[last] == cols) out.push_back(a);
+    }
+    return out;
+  }
+
+  // The element of an array of vectors or matrices: indices of its outer dimensions.
+  qd::detail::place element_place(const array& a) {
+    access x = make_access(a, false, a.spec->ndim - a.component_dims);
+    qd::detail::place p;
+    p.param = x.param;
+    p.flags = x.flags;
+    p.rank = static_cast<std::uint8_t>(x.indices.size());
+    for (std::size_t d = 0; d < x.indices.size(); ++d) p.indices[d] = x.indices[d];
+    c_.features |= feature::vector_arrays;
+    return p;
+  }
+
+  template <class T, int N>
+  qd::vec<T, N> vector_operand(int depth) {
+    const int k = r_.below(10);
+    if (k < 3) {
+      auto vs = component_arrays(qd::dtype_of<T>, 1, N, 0);
+      if (!vs.empty()) return qd::vec_ref<T, N>(element_place(r_.pick(vs))).value();
+    }
+    if (k < 4) return qd::vec<T, N>(scalar_operand<T>(depth));  // every component alike
+    return qd::detail::generate_vec<N>([&](int) { return scalar_operand<T>(depth); });
+  }
+
+  template <class T, int R, int C>
+  qd::mat<T, R, C> matrix_operand() {
+    const int k = r_.below(10);
+    if (k < 3) {
+      auto ms = component_arrays(qd::dtype_of<T>, 2, R, C);
+      if (!ms.empty()) return qd::mat_ref<T, R, C>(element_place(r_.pick(ms))).value();
+    }
+    if constexpr (R == C)
+      if (k < 4) {
+        const auto s = scalar_operand<T>(0);
+        return s * qd::mat<T, R, C>::identity() + qd::mat<T, R, C>::zero();
+      }
+    if (k < 6) {
+      const auto a = vector_operand<T, R>(0);
+      const auto b = vector_operand<T, C>(0);
+      return qd::outer(a, b);
+    }
+    return qd::detail::generate_mat<R, C>([&](int, int) { return scalar_operand<T>(0); });
+  }
+
+  template <class T, int N>
+  ir::id matrix_reduction(int depth) {
+    c_.features |= feature::matrices;
+    const auto m = matrix_operand<T, N, N>();
+    const int i = r_.below(N), j = r_.below(N);
+    switch (r_.below(11)) {
+      case 0: return qd::determinant(m).id();
+      case 1: return qd::trace(m).id();
+      case 2: return qd::transpose(m)(i, j).id();
+      case 3: {
+        const auto n = matrix_operand<T, N, N>();
+        return (m * n)(i, j).id();
+      }
+      case 4: {
+        const auto v = vector_operand<T, N>(depth);
+        return (m * v)[i].id();
+      }
+      case 5: {
+        const auto n = matrix_operand<T, N, N>();
+        return (r_.chance(0.5) ? m + n : m - n)(i, j).id();
+      }
+      case 6: {
+        const auto s = scalar_operand<T>(depth);
+        return (r_.chance(0.5) ? s * m : m * s)(i, j).id();
+      }
+      case 7:
+        if constexpr (std::is_floating_point_v<T>) {
+          // Well conditioned: a matrix plus a dominant diagonal (the results still compare bitwise).
+          const auto d = qd::mat<T, N, N>::identity() * T(8);
+          return qd::inverse(m + d)(i, j).id();
+        } else {
+          return (-m)(i, j).id();
+        }
+      case 8: return r_.chance(0.5) ? m.row(i)[j].id() : m.col(j)[i].id();
+      case 9: {  // a non-square product: (N x 2) * (2 x N)
+        const auto a = matrix_operand<T, N, 2>();
+        const auto b = matrix_operand<T, 2, N>();
+        return (a * b)(i, j).id();
+      }
+      default: {
+        const auto n = matrix_operand<T, N, N>();
+        return qd::trace(qd::transpose(m) * n).id();
+      }
+    }
+  }
+
+  template <class T, int N>
+  ir::id vector_reduction(int depth) {
+    c_.features |= feature::vectors;
+    const auto a = vector_operand<T, N>(depth);
+    const auto b = vector_operand<T, N>(depth);
+    const int i = r_.below(N);
+    switch (r_.below(16)) {
+      case 0: return qd::dot(a, b).id();
+      case 1: return (a + b)[i].id();
+      case 2: return (a - b)[i].id();
+      case 3: return (a * b)[i].id();
+      case 4: return qd::min(a, b)[i].id();
+      case 5: return qd::max(a, b)[i].id();
+      case 6: return qd::abs(a)[i].id();
+      case 7: return (-a)[i].id();
+      case 8: {
+        const auto s = scalar_operand<T>(depth);
+        return (s * a + b * s - a / s)[i].id();
+      }
+      case 9:
+        if constexpr (N == 3) return qd::cross(a, b)[i].id();
+        else return qd::norm_sqr(a).id();
+      case 10: return qd::norm(a).id();
+      case 11:
+        if constexpr (std::is_floating_point_v<T>) return qd::normalize(a)[i].id();
+        else return qd::norm_sqr(b).id();
+      case 12: return (a / b)[i].id();
+      case 13: {
+        const auto o = qd::outer(a, b);
+        return o(i, r_.below(N)).id();
+      }
+      default:  // matrices up to 3 x 3 (a 4 x 4 product or inverse is hundreds of nodes)
+        if constexpr (N <= 3) return matrix_reduction<T, N>(depth);
+        else return qd::dot(a, b).id();
+    }
+  }
+
+  template <class T>
+  ir::id vector_expression_of(int depth) {
+    switch (r_.below(5)) {
+      case 0:
+      case 1: return vector_reduction<T, 2>(depth);
+      case 2:
+      case 3: return vector_reduction<T, 3>(depth);
+      default: return vector_reduction<T, 4>(depth);
+    }
+  }
+
+  // A value of type t computed through vectors or matrices of floats, doubles or i32.
+  ir::id vector_expression(dtype t, int depth) {
+    ir::id v;
+    if (t == dtype::f64 || (qd::is_float(t) && r_.chance(0.2))) v = vector_expression_of<double>(depth);
+    else if (t == dtype::f32 || r_.chance(0.3)) v = vector_expression_of<float>(depth);
+    else v = vector_expression_of<std::int32_t>(depth);
+    return convert(v, t);
+  }
+
+  // Writes an element of an array of vectors or matrices: assignment, += / -= (an
+  // atomic per component in a parallel construct, unless demoted), per-component
+  // updates, atomics returning the old vector.
+  template <class T, int N>
+  void vector_update(const array& a, bool shared) {
+    qd::vec_ref<T, N> target(element_place(a));
+    const auto v = vector_operand<T, N>(1);
+    const int i = r_.below(N);
+    // A compound update in a parallel loop is assumed (as documented) to own its buffer.
+    const bool compound_ok = !shared || !parallel_;
+    switch (r_.below(8)) {
+      case 0: target = v; return;
+      case 1:
+        if (compound_ok) target += v;
+        else target = v;
+        return;
+      case 2:
+        if (compound_ok) target -= v;
+        else target = v;
+        return;
+      case 3:
+        if (compound_ok) target[i] += scalar_operand<T>(1);
+        else target[i] = scalar_operand<T>(1);
+        return;
+      case 4: {
+        const auto old = r_.chance(0.5) ? qd::atomic_add(target, v) : r_.chance(0.5) ? qd::atomic_min(target, v)
+                                                                                     : qd::atomic_max(target, v);
+        if (r_.chance(0.4)) {
+          ir::id o = old[r_.below(N)].id();
+          mark(o, true);
+          values_.back().push_back({o, qd::dtype_of<T>});
+        }
+        return;
+      }
+      case 5:
+        if (!parallel_) {
+          target *= scalar_operand<T>(1);
+          return;
+        }
+        [[fallthrough]];
+      default: target[i] = scalar_operand<T>(1); return;
+    }
+  }
+
+  template <class T, int R, int C>
+  void matrix_update(const array& a, bool shared) {
+    qd::mat_ref<T, R, C> target(element_place(a));
+    const auto m = matrix_operand<T, R, C>();
+    const bool compound_ok = !shared || !parallel_;
+    switch (r_.below(5)) {
+      case 0: target = m; return;
+      case 1:
+        if (compound_ok) target += m;
+        else target = m;
+        return;
+      case 2: target(r_.below(R), r_.below(C)) = scalar_operand<T>(1); return;
+      case 3: {
+        auto row = target.row(r_.below(R));
+        row = vector_operand<T, C>(1);
+        return;
+      }
+      default: {
+        const auto e = qd::determinant(qd::mat<T, 2, 2>(m(0, 0), m(0, 1), m(1, 0), m(1, 1)));
+        target(r_.below(R), r_.below(C)) = e;
+        return;
+      }
+    }
+  }
+
+  template <class T>
+  void component_update(const array& a, bool shared) {
+    const auto& s = a.spec->shape;
+    const auto last = static_cast<std::size_t>(a.spec->ndim - 1);
+    if (a.component_dims == 1) {
+      switch (s[last]) {
+        case 2: return vector_update<T, 2>(a, shared);
+        case 3: return vector_update<T, 3>(a, shared);
+        default: return vector_update<T, 4>(a, shared);
+      }
+    }
+    const auto rows = s[last - 1], cols = s[last];
+    if (rows == 2 && cols == 2) return matrix_update<T, 2, 2>(a, shared);
+    if (rows == 2) return matrix_update<T, 2, 3>(a, shared);
+    if (cols == 2) return matrix_update<T, 3, 2>(a, shared);
+    return matrix_update<T, 3, 3>(a, shared);
+  }
+
+  bool has_component_arrays() const {
+    for (const auto& a : arrays_)
+      if (a.component_dims > 0) return true;
+    return false;
+  }
+
+  void vector_array_statement() {
+    std::vector<array> cands;
+    for (const auto& a : arrays_)
+      if (a.component_dims > 0) cands.push_back(a);
+    if (cands.empty()) return store();
+    const array& a = r_.pick(cands);
+    bool shared = false;
+    for (const array& other : arrays_) shared |= other.param != a.param && other.spec == a.spec;
+    if (a.spec->type == dtype::f64) return component_update<double>(a, shared);
+    if (a.spec->type == dtype::i32) return component_update<std::int32_t>(a, shared);
+    return component_update<float>(a, shared);
+  }
+
+  // qd::var<qd::vec3f>: top-level ones persist across constructs (+= in a parallel loop is
+  // an atomic reduction per component); one inside a block is used where declared.
+  void vector_var_statement() {
+    c_.features |= feature::vector_vars;
+    if (vec_vars_.empty() || r_.chance(0.25)) {
+      if (top_level()) {
+        const auto init = vector_operand<float, 3>(1);
+        vec_vars_.push_back(std::make_unique<qd::var<qd::vec3f>>(init));
+        return;
+      }
+      const auto init = vector_operand<float, 3>(1);
+      qd::var<qd::vec3f> local(init);
+      const auto v = vector_operand<float, 3>(1);
+      local += v;
+      local[r_.below(3)] = scalar_operand<float>(1);
+      values_.back().push_back({qd::dot(local.value(), v).id(), dtype::f32});
+      return;
+    }
+    qd::var<qd::vec3f>& acc = *vec_vars_[static_cast<std::size_t>(r_.below(static_cast<int>(vec_vars_.size())))];
+    const int i = r_.below(3);
+    switch (r_.below(6)) {
+      case 0: {
+        const auto v = vector_operand<float, 3>(1);
+        acc += v;
+        return;
+      }
+      case 1: {
+        const auto v = vector_operand<float, 3>(1);
+        acc -= v;
+        return;
+      }
+      case 2: {  // a plain assignment races in a parallel loop
+        const auto v = vector_operand<float, 3>(1);
+        if (parallel_) acc += v;
+        else acc = v;
+        return;
+      }
+      case 3: {
+        const auto s = scalar_operand<float>(1);
+        if (parallel_) acc[i] += s;
+        else acc[i] = s;
+        return;
+      }
+      case 4:
+        if (!parallel_) {
+          acc *= scalar_operand<float>(1);
+          return;
+        }
+        [[fallthrough]];
+      default: {
+        const auto v = vector_operand<float, 3>(1);
+        values_.back().push_back({qd::dot(acc.value(), v).id(), dtype::f32});
+        return;
+      }
+    }
+  }
+
+  // --- return values (SPEC §11.3) -----------------------------------------------------
+  // Hidden 0-d arrays, one per returned element, written at the end by the DSL.
+  template <class R>
+  void emit_return(const R& value) {
+    const auto first = static_cast<std::int32_t>(t_.fn.params.size());
+    std::vector<ir::param_desc> descs;
+    qd::detail::append_return_descs<R>(descs);
+    for (const auto& d : descs) {
+      t_.b.add_param(d);
+      buffer_spec s;
+      s.type = d.type;
+      s.ndim = 0;
+      fill(s);
+      c_.buffer_of.push_back(static_cast<std::int32_t>(c_.buffers.size()));
+      c_.scalar_bits.push_back(0);
+      c_.buffers.push_back(std::move(s));  // arrays_ is not used after this
+    }
+    qd::detail::store_return_value<R>(value, first);
+    c_.features |= feature::returns;
+  }
+
+  void make_return() {
+    switch (r_.below(9)) {
+      case 0: return emit_return(scalar_operand<float>(2));
+      case 1: return emit_return(scalar_operand<std::int32_t>(2));
+      case 2: return emit_return(scalar_operand<double>(2));
+      case 3: return emit_return(qd::expr<bool>::from_id(gen_bool(2)));
+      case 4: return emit_return(vector_operand<float, 3>(1));
+      case 5: return emit_return(vector_operand<std::int32_t, 2>(1));
+      case 6: return emit_return(matrix_operand<float, 2, 2>());
+      case 7: {
+        const auto a = scalar_operand<std::int64_t>(2);
+        const auto b = vector_operand<float, 2>(1);
+        return emit_return(std::make_tuple(a, b));
+      }
+      default: {
+        const auto a = scalar_operand<std::int32_t>(2);
+        const auto b = scalar_operand<double>(2);
+        const auto c = qd::expr<bool>::from_id(gen_bool(1));
+        return emit_return(std::make_tuple(a, b, c));
+      }
+    }
+  }
+
+  // --- loop control (SPEC §11.4) -------------------------------------------------------
+  // qd::break_ / qd::continue_ of the innermost loop, mostly under a random condition.
+  // A break_ never leaves a parallel loop (the DSL refuses it).
+  void jump() {
+    const bool brk = loops_.back().breakable && r_.chance(0.5);
+    c_.features |= brk ? feature::break_ : feature::continue_;
+    auto emit = [&] { brk ? qd::break_() : qd::continue_(); };
+    if (r_.chance(0.15)) return emit();  // what follows in the block is never reached
+    ir::id n = b_.if_(gen_bool(1));
+    b_.push_block(t_.fn.at(n).block0);
+    emit();
+    b_.pop_block();
+  }
+
+  // A qd::loop_config for the top-level loop about to be emitted, maybe; whether it serializes.
+  bool pick_loop_config() {
+    if (!r_.chance(o_.loop_config_chance)) return false;
+    static const std::vector<int> dims = {0, 1, 32, 64, 128, 256, 1024};
+    const bool serialize = r_.chance(0.4);
+    qd::detail::set_loop_config(qd::loop_config{.block_dim = r_.pick(dims), .serialize = serialize});
+    c_.features |= feature::loop_config | (serialize ? feature::serialized : 0);
+    return true;
   }
 
   // --- the kernel body -----------------------------------------------------------------
@@ -731,26 +1212,36 @@ class kernel_generator {
           trips *= n;
         }
       }
+      const bool configured = pick_loop_config();
       loop = b_.range_for_nd(extents);
+      if (configured) serialized_ = qd::detail::configure_loop(t_, loop);
     } else {
       bounds bd = loop_bounds(64);
+      const bool configured = pick_loop_config();
       loop = b_.range_for(bd.begin, bd.end);
+      if (configured) serialized_ = qd::detail::configure_loop(t_, loop);
       ranges.push_back({ir::none, bd.lo, std::max(bd.hi, bd.lo)});
       trips = std::max<std::int64_t>(0, bd.hi - bd.lo);
     }
-    b_.push_block(c_.fn.at(loop).block0);
+    b_.push_block(t_.fn.at(loop).block0);
     open_scope();
     for (std::size_t d = 0; d < ranges.size(); ++d) {
       ranges[d].id = b_.loop_index_of(loop, static_cast<std::int32_t>(d));
       indices_.push_back(ranges[d]);
     }
-    parallel_ = true;
+    // A serialized loop runs in order: its top-level variable updates and += are plain.
+    parallel_ = !serialized_;
+    t_.parallel_depth = parallel_ ? 1 : 0;
     nesting_ = 1;
     work_ = std::max<std::int64_t>(1, trips);
+    loops_.push_back({serialized_});
     block(r_.range(1, 5), true);
+    loops_.pop_back();
     work_ = 1;
     nesting_ = 0;
     parallel_ = false;
+    serialized_ = false;
+    t_.parallel_depth = 0;
     indices_.clear();
     close_scope();
     b_.pop_block();
@@ -763,7 +1254,8 @@ class kernel_generator {
       const int n = r_.range(1, 3);
       for (int s = 0; s < n; ++s) {
         int j = r_.below(10);
-        if (j < 5) define_value();
+        if (vectors_ && j == 0 && r_.chance(0.5)) vector_var_statement();
+        else if (j < 5) define_value();
         else if (j < 8) declare_var();
         else write_var();
       }
@@ -791,7 +1283,8 @@ class kernel_generator {
   rng r_;
   generator_options o_;
   fuzz_case c_;
-  ir::builder b_;
+  qd::detail::tracer t_;
+  ir::builder& b_;
   std::vector<array> arrays_;
   std::vector<std::int32_t> scalars_;
   std::vector<std::vector<value>> values_;  // per open block, innermost last
@@ -804,6 +1297,15 @@ class kernel_generator {
   bool randoms_ = false;
   int nesting_ = 0;
   std::int64_t work_ = 1;             // trips of the enclosing loops
+  bool vectors_ = false;              // this kernel uses vector and matrix expressions
+  bool jumps_ = false;                // ... break_ and continue_
+  bool serialized_ = false;           // inside a top-level loop with .serialize = true
+  struct open_loop {
+    bool breakable;  // not a parallel loop (a top-level range_for without .serialize)
+  };
+  std::vector<open_loop> loops_;
+  std::vector<int> buffer_components_;
+  std::vector<std::unique_ptr<qd::var<qd::vec3f>>> vec_vars_;  // top-level qd::var<qd::vec3f>  // per buffer: component dimensions (vectors 1, matrices 2)      // the loops around the current block, innermost last
   int constructs_ = 0;
 };
 
