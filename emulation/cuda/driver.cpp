@@ -27,6 +27,8 @@ using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
 using CUhostFn = void (*)(void*);
+using CUgraph = struct CUgraph_st*;
+using CUgraphExec = struct CUgraphExec_st*;
 
 namespace {
 
@@ -44,6 +46,7 @@ enum : CUresult {
   cuda_invalid_context = 201,
   cuda_no_binary_for_gpu = 209,
   cuda_invalid_handle = 400,
+  cuda_illegal_state = 401,
   cuda_not_found = 500,
   cuda_not_ready = 600,
   cuda_launch_out_of_resources = 701,
@@ -51,6 +54,7 @@ enum : CUresult {
   cuda_illegal_instruction = 715,
   cuda_launch_failed = 719,
   cuda_not_supported = 801,
+  cuda_capture_unsupported = 900,
   cuda_unknown = 999,
 };
 
@@ -71,6 +75,7 @@ const result_text results[] = {
     {201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
     {209, "CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device"},
     {400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {401, "CUDA_ERROR_ILLEGAL_STATE", "the operation is not valid in the current state"},
     {500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
     {600, "CUDA_ERROR_NOT_READY", "device not ready"},
     {700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
@@ -79,6 +84,7 @@ const result_text results[] = {
     {715, "CUDA_ERROR_ILLEGAL_INSTRUCTION", "an illegal instruction was encountered"},
     {719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
     {801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+    {900, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "operation not permitted when stream is capturing"},
     {999, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
@@ -176,6 +182,8 @@ CUresult code(emu::gpu_status s) {
     case emu::gpu_status::kernel_trap: return cuda_illegal_instruction;
     case emu::gpu_status::kernel_assert: return cuda_assert;
     case emu::gpu_status::kernel_no_fiber: return cuda_launch_failed;
+    case emu::gpu_status::capture_unsupported: return cuda_capture_unsupported;
+    case emu::gpu_status::illegal_state: return cuda_illegal_state;
   }
   return cuda_unknown;
 }
@@ -548,6 +556,38 @@ QD_EMU_EXPORT CUresult cuEventElapsedTime_v2(float* ms, CUevent start, CUevent e
 }
 QD_EMU_EXPORT CUresult cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
   return cuEventElapsedTime_v2(ms, start, end);
+}
+
+// --- graphs: stream capture, instantiation, launch (core/graphs.hpp) ------------------------------
+
+QD_EMU_EXPORT CUresult cuStreamBeginCapture_v2(CUstream h, int mode) {
+  return in_context([&] { return mode < 0 || mode > 2 ? emu::gpu_status::invalid_value : gpu().begin_capture(h); });
+}
+QD_EMU_EXPORT CUresult cuStreamBeginCapture(CUstream h, int mode) { return cuStreamBeginCapture_v2(h, mode); }
+QD_EMU_EXPORT CUresult cuStreamEndCapture(CUstream h, CUgraph* out) {
+  return in_context([&] { return gpu().end_capture(h, reinterpret_cast<void**>(out)); });
+}
+QD_EMU_EXPORT CUresult cuStreamIsCapturing(CUstream h, int* status) {
+  return in_context([&] {
+    bool capturing = false;
+    const emu::gpu_status s = status ? gpu().capturing(h, &capturing) : emu::gpu_status::invalid_value;
+    if (s == emu::gpu_status::ok) *status = capturing ? 1 : 0;  // CU_STREAM_CAPTURE_STATUS_ACTIVE / NONE
+    return s;
+  });
+}
+QD_EMU_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* out, CUgraph g, unsigned long long flags) {
+  return in_context([&] {
+    return flags != 0 ? emu::gpu_status::invalid_value : gpu().instantiate_graph(g, reinterpret_cast<void**>(out));
+  });
+}
+QD_EMU_EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s) {
+  return in_context([&] { return gpu().launch_graph(e, s); });
+}
+QD_EMU_EXPORT CUresult cuGraphExecDestroy(CUgraphExec e) {
+  return in_context([&] { return gpu().destroy_graph_exec(e); });
+}
+QD_EMU_EXPORT CUresult cuGraphDestroy(CUgraph g) {
+  return in_context([&] { return gpu().destroy_graph(g); });
 }
 
 // --- errors ------------------------------------------------------------------------------------------

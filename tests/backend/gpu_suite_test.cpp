@@ -1590,6 +1590,77 @@ TEST_CASE_TEMPLATE("suite: graph kernels loop while their flags are set, whole a
   }
 }
 
+// Device graphs (issue 13, docs/graphs.md): on a GPU each run of a graph kernel's tasks
+// between do_while marks is recorded once and replayed while the arguments are the
+// same; a different array or scalar records again. The CPU launches plainly. The
+// results are plain C++'s on every arch.
+TEST_CASE_TEMPLATE("suite: graph kernels record device graphs once and replay them while the arguments stay the same",
+                   A, QD_SUITE_ARCHES) {
+  auto k = kernels::graph_replay();
+  qd_test::scratch_directory cache(std::string("suite-graph-replay-") + A::name);
+  if (!start<A>({.offline_cache_file_path = cache.str()})) return;
+  const bool graphs = on_gpu<A>();
+  // Plain C++: the kernel's effect, and how many do_while passes it ran.
+  auto run = [](std::vector<float>& x, std::vector<float>& y, float s) {
+    for (float& v : x) v += s;
+    for (float& v : y) v *= 2.0f;
+    int passes = 0;
+    do {
+      for (float& v : x) v *= 0.5f;
+      ++passes;
+    } while (x[0] > 1.0f);
+    return passes;
+  };
+  std::vector<float> hx{40.0f, 2.0f, 3.0f, 5.0f}, hy{1.0f, 2.0f};
+  qd::ndarray<float, 1> x(4), y(2), other(4);
+  qd::ndarray<std::int32_t, 0> flag;
+  x.from_host(hx);
+  y.from_host(hy);
+  std::uint64_t builds = 0, replays = 0;
+  auto launch = [&](qd::ndarray<float, 1>& xs, std::vector<float>& hxs, float s, int new_builds) {
+    const int passes = run(hxs, hy, s);
+    k(xs, y, flag, s);
+    CHECK(xs.to_host() == hxs);
+    CHECK(y.to_host() == hy);
+    CHECK(flag.to_host()[0] == 0);
+    if (graphs) {
+      builds += static_cast<std::uint64_t>(new_builds);
+      // Two runs per launch: the top level once, the body once per pass; all but the built ones replay.
+      replays += static_cast<std::uint64_t>(1 + passes - new_builds);
+    }
+    const auto o = k.per_offload_cache_observations();
+    CHECK(o.device_graph_builds == builds);
+    CHECK(o.device_graph_replays == replays);
+  };
+  launch(x, hx, 1.0f, 2);  // first launch: both runs recorded
+  launch(x, hx, 1.0f, 0);  // the same arguments: replayed
+  launch(x, hx, 1.0f, 0);
+  std::vector<float> ho{9.0f, 1.0f, 1.0f, 1.0f};
+  other.from_host(ho);
+  launch(other, ho, 1.0f, 2);  // another array: recorded again
+  launch(other, ho, 1.0f, 0);
+  launch(other, ho, 3.0f, 2);  // another scalar: recorded again
+  qd::reset();
+
+  // Bounds checks read the error record after each task: such launches stay plain.
+  if (!start<A>({.offline_cache_file_path = cache.str(), .check_out_of_bound = true})) return;
+  qd::ndarray<float, 1> bx(4), by(2);
+  qd::ndarray<std::int32_t, 0> bflag;
+  std::vector<float> cx{40.0f, 2.0f, 3.0f, 5.0f}, cy{1.0f, 2.0f};
+  bx.from_host(cx);
+  by.from_host(cy);
+  auto checked = kernels::graph_replay();
+  for (int i = 0; i < 2; ++i) {
+    run(cx, cy, 1.0f);
+    checked(bx, by, bflag, 1.0f);
+  }
+  CHECK(bx.to_host() == cx);
+  CHECK(by.to_host() == cy);
+  CHECK(checked.per_offload_cache_observations().device_graph_builds == 0);
+  CHECK(checked.per_offload_cache_observations().device_graph_replays == 0);
+  qd::reset();
+}
+
 // Meshes (issue 14, SPEC §11.7): relations built on the host, uploaded, read by
 // qd::for_each on every arch; the kernel stays whole (`mesh`) when the split is on.
 TEST_CASE_TEMPLATE("suite: a mesh Laplacian and cell means match plain C++", A, QD_SUITE_ARCHES) {

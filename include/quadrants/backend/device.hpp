@@ -27,6 +27,8 @@ struct array_abi {
 };
 
 // Everything one task launch needs, in task-parameter order.
+class launch_recording;
+
 struct launch_context {
   const array_abi* arrays = nullptr;
   const std::uint64_t* scalars = nullptr;
@@ -37,6 +39,14 @@ struct launch_context {
   bool check_errors = false;           // bounds checks are on: the backend must fill `error` before returning
   bool wide_bounds = false;            // a loop bound may not fit i32: a GPU must bring its error record back too
   unsigned block_dim = 0;              // a parallel task's GPU threads per block (qd::loop_config); 0: the default
+  launch_recording* recording = nullptr;  // not null: record the launch into it (a device graph), do not run it
+};
+
+// A sequence of launches a backend recorded (a CUDA or HIP graph), replayed as one
+// submission; opaque to the runtime, released by destroying it.
+class launch_recording {
+ public:
+  virtual ~launch_recording() = default;
 };
 
 class loaded_module {
@@ -55,6 +65,7 @@ struct device_traits {
   bool always_checks_bounds = false;  // checks every access whatever check_out_of_bound says
   bool concurrent_launches = false;   // launch() may run on several host threads at once (concurrent
                                       // regions run on threads; else one after the other)
+  bool records_launches = false;      // begin_recording / end_recording / replay: device graphs
 };
 
 class device {
@@ -86,6 +97,22 @@ class device {
     throw internal_error("load_ir called on a backend that compiles source");
   }
   virtual void launch(void* entry, bool parallel, const launch_context& ctx) = 0;
+
+  // Device graphs (traits().records_launches; docs/graphs.md). Launches whose context
+  // names the recording are recorded into it, in order, instead of run; end_recording
+  // makes it replayable; replay submits it after the work already queued, ordered like
+  // a launch. The recorded launches keep the arguments they were recorded with.
+  virtual std::unique_ptr<launch_recording> begin_recording() {
+    throw internal_error("begin_recording called on a backend without device graphs");
+  }
+  virtual void end_recording(launch_recording& r) {
+    (void)r;
+    throw internal_error("end_recording called on a backend without device graphs");
+  }
+  virtual void replay(launch_recording& r) {
+    (void)r;
+    throw internal_error("replay called on a backend without device graphs");
+  }
 };
 
 }  // namespace qd::backend

@@ -1,7 +1,10 @@
 // Implementation of runtime/graph.hpp.
 #pragma once
 
+#include <algorithm>
 #include <exception>
+#include <iterator>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -91,8 +94,96 @@ QD_FUNC void run_fork(const kernel_state& k, program& p, const compiled_kernel& 
   for (std::size_t b = 0; b < job.branches.size(); ++b) job.run_branch(b, buffers);
 }
 
+// Finds the runs of `v`'s schedule once: the steps between do_while marks (fork marks
+// stay inside a run: a device graph records the branches in order).
+QD_FUNC void plan_recorded_runs(const variant& v, device_graphs& g) {
+  const std::size_t steps = v.schedule.size();
+  g.runs.resize(steps);
+  auto loop_mark = [&](std::size_t i) {
+    const analysis::schedule_step& st = v.schedule[i];
+    return !st.is_task && (st.mark == ir::graph_mark::loop_begin || st.mark == ir::graph_mark::loop_end);
+  };
+  for (std::size_t i = 0; i < steps; ++i) {
+    if (loop_mark(i)) continue;
+    std::size_t end = i;
+    bool tasks = false, random = false;
+    for (; end < steps && !loop_mark(end); ++end) {
+      const analysis::schedule_step& st = v.schedule[end];
+      if (!st.is_task) continue;
+      tasks = true;
+      random |= v.tasks[static_cast<std::size_t>(st.task)].draws_random;
+    }
+    g.runs[i].end = end;
+    g.runs[i].recordable = tasks && !random;
+    i = end - 1;
+  }
+  g.planned = true;
+}
+
+// Holds a variant's device graphs for one launch, or finds them in use by another
+// thread's launch (which then runs its tasks plainly): one exchange.
+class graphs_turn {
+ public:
+  graphs_turn(const kernel_state& k, const compiled_kernel& c, const variant& v) {
+    // A bounds-checked launch reads the error record back after each task, which a
+    // graph cannot do; a task's random streams change per launch: both launch plainly.
+    if (!k.graph || c.bounds_checks || c.wide_bounds || !v.device->traits().records_launches) return;
+    if (v.graphs.busy.exchange(true, std::memory_order_acquire)) return;
+    held_ = &v.graphs;
+    if (!held_->planned) plan_recorded_runs(v, *held_);
+  }
+  graphs_turn(const graphs_turn&) = delete;
+  graphs_turn& operator=(const graphs_turn&) = delete;
+  ~graphs_turn() {
+    if (held_) held_->busy.store(false, std::memory_order_release);
+  }
+  device_graphs* get() const { return held_; }
+
+ private:
+  device_graphs* held_ = nullptr;
+};
+
+// Runs the run of steps starting at `start`: replays its recording when the arguments
+// are those it was recorded with (no allocation, no hashing), else records it again.
+QD_FUNC void run_recorded(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
+                          const launch_arg* args, std::uint64_t launch_no, std::uint64_t pass, std::size_t start,
+                          recorded_run& run, task_buffers& buffers) {
+  const std::size_t n = k.params.size();
+  bool same = run.recording != nullptr && run.arguments.size() == n;
+  for (std::size_t i = 0; same && i < n; ++i) {
+    const launch_arg& a = args[i];
+    const argument_print& r = run.arguments[i];
+    same = r.data == a.data && r.grad == a.grad && r.scalar_bits == a.scalar_bits &&
+           std::equal(std::begin(r.shape), std::end(r.shape), std::begin(a.shape));
+  }
+  if (same) {
+    v.device->replay(*run.recording);
+    k.device_graph_replays.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  run.recording.reset();
+  run.arguments.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    argument_print& r = run.arguments[i];
+    r.data = args[i].data;
+    r.grad = args[i].grad;
+    std::copy(std::begin(args[i].shape), std::end(args[i].shape), std::begin(r.shape));
+    r.scalar_bits = args[i].scalar_bits;
+  }
+  std::unique_ptr<backend::launch_recording> recording = v.device->begin_recording();
+  for (std::size_t i = start; i < run.end; ++i)
+    if (v.schedule[i].is_task)
+      launch_task(k, p, c, v, v.tasks[static_cast<std::size_t>(v.schedule[i].task)], args, launch_no, pass, buffers,
+                  recording.get());
+  v.device->end_recording(*recording);
+  v.device->replay(*recording);
+  run.recording = std::move(recording);
+  k.device_graph_builds.fetch_add(1, std::memory_order_relaxed);
+}
+
 QD_FUNC void run_schedule(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
                           const launch_arg* args, std::uint64_t launch_no, task_buffers& buffers) {
+  graphs_turn graphs(k, c, v);
   const std::uint64_t max_passes = p.config().graph_max_iterations;
   std::uint64_t passes[ir::max_graph_nesting] = {};  // per open do_while: the passes it has run
   int depth = 0;
@@ -100,6 +191,11 @@ QD_FUNC void run_schedule(const kernel_state& k, program& p, const compiled_kern
   const std::size_t steps = v.schedule.size();
   for (std::size_t i = 0; i < steps; ++i) {
     const analysis::schedule_step& st = v.schedule[i];
+    if (device_graphs* g = graphs.get(); g && g->runs[i].recordable) {
+      run_recorded(k, p, c, v, args, launch_no, pass, i, g->runs[i], buffers);
+      i = g->runs[i].end - 1;
+      continue;
+    }
     if (st.is_task) {
       launch_task(k, p, c, v, v.tasks[static_cast<std::size_t>(st.task)], args, launch_no, pass, buffers);
       continue;

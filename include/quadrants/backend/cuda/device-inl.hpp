@@ -121,6 +121,67 @@ class cuda_module final : public loaded_module {
   mutable std::unordered_map<std::string, function_info*> entries_;
 };
 
+// A CUDA graph: launches captured on a private non-blocking stream (so that no other
+// thread's work on the legacy stream joins the capture), instantiated, and launched on
+// the legacy stream, where it is ordered like any launch.
+class cuda_recording final : public launch_recording {
+ public:
+  explicit cuda_recording(std::shared_ptr<const gpu_context> context) : context_(std::move(context)) {
+    const driver_api& api = context_->api();
+    QD_CUDA_CHECK(api.cuStreamCreate(&stream_, stream_non_blocking));
+    const CUresult r = api.cuStreamBeginCapture(stream_, capture_mode_thread_local);
+    if (r != cuda_success) {
+      api.cuStreamDestroy(stream_);
+      throw_failed_call(r, "cuStreamBeginCapture_v2", __FILE__, __LINE__);
+    }
+    capturing_ = true;
+  }
+  cuda_recording(const cuda_recording&) = delete;
+  cuda_recording& operator=(const cuda_recording&) = delete;
+  ~cuda_recording() override {
+    try {
+      context_->make_current();
+    } catch (const error&) {
+    }
+    const driver_api& api = context_->api();
+    if (capturing_) end_capture();
+    if (exec_) api.cuGraphExecDestroy(exec_);
+    if (graph_) api.cuGraphDestroy(graph_);
+    if (stream_) api.cuStreamDestroy(stream_);
+  }
+
+  CUstream stream() const { return stream_; }
+  void instantiate() {
+    const CUresult r = end_capture();
+    if (r != cuda_success) throw_failed_call(r, "cuStreamEndCapture", __FILE__, __LINE__);
+    QD_CUDA_CHECK(context_->api().cuGraphInstantiateWithFlags(&exec_, graph_, 0));
+    QD_CUDA_CHECK(context_->api().cuStreamDestroy(stream_));
+    stream_ = nullptr;
+  }
+  void launch() const {
+    if (!exec_) throw internal_error("a CUDA graph replayed before it was instantiated");
+    QD_CUDA_CHECK(context_->api().cuGraphLaunch(exec_, nullptr));
+  }
+
+ private:
+  CUresult end_capture() {
+    capturing_ = false;
+    return context_->api().cuStreamEndCapture(stream_, &graph_);
+  }
+
+  std::shared_ptr<const gpu_context> context_;
+  CUstream stream_ = nullptr;
+  CUgraph graph_ = nullptr;
+  CUgraphExec exec_ = nullptr;
+  bool capturing_ = false;
+};
+
+// Whether the driver has the graph entry points (11.4+).
+inline bool has_graphs(const driver_api& api) {
+  return api.cuStreamBeginCapture && api.cuStreamEndCapture && api.cuGraphInstantiateWithFlags &&
+         api.cuGraphLaunch && api.cuGraphExecDestroy && api.cuGraphDestroy;
+}
+
 class cuda_device final : public device {
  public:
   explicit cuda_device(const device_options& o) : options_(o) {
@@ -157,7 +218,9 @@ class cuda_device final : public device {
   }
 
   std::string_view name() const override { return "cuda"; }
-  device_traits traits() const override { return {.splits_by_default = true}; }
+  device_traits traits() const override {
+    return {.splits_by_default = true, .records_launches = context_ && has_graphs(context_->api())};
+  }
   std::string target() const override { return fmt::format("sm_{}", options_.arch); }
   std::string compiler_identity() const override { return "nvrtc " + nvrtc_fingerprint(); }
   std::string code_options() const override {
@@ -211,8 +274,9 @@ class cuda_device final : public device {
     fill_gpu_task_params(c, error_record_, params);
     void* args[] = {&params};
     const gpu_launch_shape shape = gpu_launch_shape_of(parallel, f->grid, c.block_dim);
-    QD_CUDA_CHECK(g.api().cuLaunchKernel(f->function, shape.grid, 1, 1, shape.block, 1, 1, 0, nullptr, args, nullptr));
-    if (c.check_errors || c.wide_bounds) {
+    CUstream stream = c.recording ? static_cast<cuda_recording*>(c.recording)->stream() : nullptr;
+    QD_CUDA_CHECK(g.api().cuLaunchKernel(f->function, shape.grid, 1, 1, shape.block, 1, 1, 0, stream, args, nullptr));
+    if ((c.check_errors || c.wide_bounds) && !c.recording) {
       // Bounds checks are on: the launch must report its first out-of-range access.
       std::int64_t record[5] = {0, 0, 0, 0, 0};
       QD_CUDA_CHECK(g.api().cuMemcpyDtoH(record, reinterpret_cast<CUdeviceptr>(error_record_), sizeof(record)));
@@ -221,6 +285,18 @@ class cuda_device final : public device {
         QD_CUDA_CHECK(g.api().cuMemsetD8(reinterpret_cast<CUdeviceptr>(error_record_), 0, sizeof(record)));
       }
     }
+  }
+  std::unique_ptr<launch_recording> begin_recording() override {
+    context("recording a device graph").make_current();
+    return std::make_unique<cuda_recording>(context_);
+  }
+  void end_recording(launch_recording& r) override {
+    context("recording a device graph").make_current();
+    static_cast<cuda_recording&>(r).instantiate();
+  }
+  void replay(launch_recording& r) override {
+    context("replaying a device graph").make_current();
+    static_cast<const cuda_recording&>(r).launch();
   }
 
  private:

@@ -18,11 +18,17 @@ using CUcontext = struct CUctx_st*;
 using CUmodule = struct CUmod_st*;
 using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
+using CUevent = struct CUevent_st*;
+using CUgraph = struct CUgraph_st*;
+using CUgraphExec = struct CUgraphExec_st*;
 
 inline constexpr CUresult cuda_success = 0;
 inline constexpr int attribute_multiprocessor_count = 16;  // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
 inline constexpr int attribute_cc_major = 75;              // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 inline constexpr int attribute_cc_minor = 76;              // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+inline constexpr unsigned stream_non_blocking = 1;         // CU_STREAM_NON_BLOCKING
+inline constexpr unsigned event_disable_timing = 2;        // CU_EVENT_DISABLE_TIMING
+inline constexpr int capture_mode_thread_local = 1;        // CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
 
 // One row per entry point: the table's member, the exported symbol, its type.
 #define QD_CUDA_DRIVER_ENTRY_POINTS(X)                                                                              \
@@ -50,12 +56,29 @@ inline constexpr int attribute_cc_minor = 76;              // CU_DEVICE_ATTRIBUT
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor",                     \
     CUresult(int*, CUfunction, int, std::size_t))                                                                   \
   X(cuGetErrorName, "cuGetErrorName", CUresult(CUresult, const char**))                                             \
-  X(cuGetErrorString, "cuGetErrorString", CUresult(CUresult, const char**))
+  X(cuGetErrorString, "cuGetErrorString", CUresult(CUresult, const char**))                                         \
+  X(cuStreamCreate, "cuStreamCreate", CUresult(CUstream*, unsigned))                                                \
+  X(cuStreamDestroy, "cuStreamDestroy_v2", CUresult(CUstream))                                                      \
+  X(cuEventCreate, "cuEventCreate", CUresult(CUevent*, unsigned))                                                   \
+  X(cuEventDestroy, "cuEventDestroy_v2", CUresult(CUevent))                                                         \
+  X(cuEventRecord, "cuEventRecord", CUresult(CUevent, CUstream))                                                    \
+  X(cuStreamWaitEvent, "cuStreamWaitEvent", CUresult(CUstream, CUevent, unsigned))
+
+// Entry points only some drivers have (null when absent): CUDA graphs (11.4+).
+#define QD_CUDA_DRIVER_OPTIONAL_ENTRY_POINTS(X)                                                                     \
+  X(cuStreamBeginCapture, "cuStreamBeginCapture_v2", CUresult(CUstream, int))                                       \
+  X(cuStreamEndCapture, "cuStreamEndCapture", CUresult(CUstream, CUgraph*))                                         \
+  X(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags",                                                     \
+    CUresult(CUgraphExec*, CUgraph, unsigned long long))                                                            \
+  X(cuGraphLaunch, "cuGraphLaunch", CUresult(CUgraphExec, CUstream))                                                \
+  X(cuGraphExecDestroy, "cuGraphExecDestroy", CUresult(CUgraphExec))                                                \
+  X(cuGraphDestroy, "cuGraphDestroy", CUresult(CUgraph))
 
 // The driver's entry points, resolved once per process.
 struct driver_api {
 #define QD_CUDA_DRIVER_MEMBER(member, exported, type) std::add_pointer_t<type> member = nullptr;
   QD_CUDA_DRIVER_ENTRY_POINTS(QD_CUDA_DRIVER_MEMBER)
+  QD_CUDA_DRIVER_OPTIONAL_ENTRY_POINTS(QD_CUDA_DRIVER_MEMBER)
 #undef QD_CUDA_DRIVER_MEMBER
 };
 
@@ -63,7 +86,7 @@ struct driver_api {
 QD_FUNC library_search driver_library();
 
 // Opens the driver on first use and resolves every entry point; a missing library
-// or symbol is a qd::driver_error naming it. Does not call cuInit.
+// or required symbol is a qd::driver_error naming it. Does not call cuInit.
 QD_FUNC const driver_api& driver();
 
 // "CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)", also when the driver

@@ -1,0 +1,41 @@
+// Device graphs of a graph kernel (docs/graphs.md): each run of tasks between do_while
+// marks is recorded once by the backend (a CUDA or HIP graph) and replayed while the
+// launch's arguments are the ones it was recorded with. Internal.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "quadrants/backend/device.hpp"
+#include "quadrants/base/limits.hpp"
+
+namespace qd::detail {
+
+// What a recorded launch depends on, per kernel parameter: the recording holds these
+// values (array descriptors, scalars), so a different one means recording again.
+struct argument_print {
+  void* data = nullptr;
+  void* grad = nullptr;
+  std::int64_t shape[limits::max_ndim] = {0, 0, 0, 0};
+  std::uint64_t scalar_bits = 0;
+  bool operator==(const argument_print&) const = default;
+};
+
+// One run of a variant's schedule: the steps [its start, end), with no do_while mark.
+struct recorded_run {
+  std::size_t end = 0;       // 0: no run starts at this step
+  bool recordable = false;   // it has tasks and none draws random numbers (their streams change per launch)
+  std::unique_ptr<backend::launch_recording> recording;
+  std::vector<argument_print> arguments;  // what `recording` was recorded with
+};
+
+struct device_graphs {
+  std::atomic<bool> busy{false};  // one launch at a time records or replays; another runs plainly
+  bool planned = false;
+  std::vector<recorded_run> runs;  // one per schedule step
+};
+
+}  // namespace qd::detail
