@@ -253,20 +253,58 @@ gpu_status emulated_gpu::elapsed_ms(void* start, void* end, float* ms) {
   return gpu_status::ok;
 }
 
-gpu_status emulated_gpu::begin_capture(void* stream_handle) {
+gpu_status emulated_gpu::begin_capture(void* stream_handle, void* graph_handle) {
   if (stream_handle == nullptr) return gpu_status::capture_unsupported;  // not the legacy stream
   auto rec = stream_handles_.find(stream_handle);
   if (!rec) return gpu_status::invalid_handle;
-  return rec->capture.begin() ? gpu_status::ok : gpu_status::illegal_state;
+  std::shared_ptr<graph_record> into;
+  if (graph_handle != nullptr && !(into = graphs_.find(graph_handle))) return gpu_status::invalid_handle;
+  return rec->capture.begin(std::move(into), graph_handle) ? gpu_status::ok : gpu_status::illegal_state;
+}
+
+gpu_status emulated_gpu::create_graph(void** graph_out) {
+  if (graph_out == nullptr) return gpu_status::invalid_value;
+  *graph_out = graphs_.add<void*>(std::make_shared<graph_record>());
+  return gpu_status::ok;
+}
+
+gpu_status emulated_gpu::create_condition(void* graph_handle, unsigned default_value, bool assign_default,
+                                          unsigned long long* handle_out) {
+  if (handle_out == nullptr) return gpu_status::invalid_value;
+  auto g = graphs_.find(graph_handle);
+  if (!g) return gpu_status::invalid_handle;
+  auto c = std::make_unique<graph_condition>();
+  c->default_value = default_value;
+  c->assign_default = assign_default;
+  *handle_out = reinterpret_cast<std::uintptr_t>(&c->value);
+  std::lock_guard lock(mutex_);
+  g->conditions.push_back(std::move(c));
+  return gpu_status::ok;
+}
+
+gpu_status emulated_gpu::add_while_node(void* graph_handle, unsigned long long condition, void** body_out) {
+  if (body_out == nullptr) return gpu_status::invalid_value;
+  auto g = graphs_.find(graph_handle);
+  if (!g) return gpu_status::invalid_handle;
+  std::lock_guard lock(mutex_);
+  graph_condition* found = nullptr;
+  for (const auto& c : g->conditions)
+    if (reinterpret_cast<std::uintptr_t>(&c->value) == condition) found = c.get();
+  if (!found) return gpu_status::invalid_value;  // a condition of another graph, or none
+  auto body = std::make_shared<graph_record>();
+  g->nodes.push_back({nullptr, body, found});
+  *body_out = graphs_.add<void*>(std::move(body));
+  return gpu_status::ok;
 }
 
 gpu_status emulated_gpu::end_capture(void* stream_handle, void** graph_out) {
   if (graph_out == nullptr) return gpu_status::invalid_value;
   auto rec = stream_handle ? stream_handles_.find(stream_handle) : nullptr;
   if (!rec) return gpu_status::invalid_handle;
-  std::shared_ptr<graph_record> g = rec->capture.end();
+  void* existing = nullptr;
+  std::shared_ptr<graph_record> g = rec->capture.end(&existing);
   if (!g) return gpu_status::illegal_state;
-  *graph_out = graphs_.add<void*>(std::move(g));
+  *graph_out = existing ? existing : graphs_.add<void*>(std::move(g));
   return gpu_status::ok;
 }
 
@@ -283,7 +321,10 @@ gpu_status emulated_gpu::instantiate_graph(void* graph_handle, void** exec_out) 
   auto g = graphs_.find(graph_handle);
   if (!g) return gpu_status::invalid_handle;
   auto e = std::make_shared<graph_exec_record>();
-  e->work = std::make_shared<const graph_work>(g->work);
+  {
+    std::lock_guard lock(mutex_);
+    e->work = std::make_shared<const graph_work>(instantiate(g));
+  }
   *exec_out = graph_execs_.add<void*>(std::move(e));
   graphs_instantiated_.fetch_add(1);
   return gpu_status::ok;

@@ -101,8 +101,15 @@ class emulated_gpu {
   gpu_status wait_event(void* stream_handle, void* event_handle);
   gpu_status elapsed_ms(void* start, void* end, float* ms);
 
-  // Graphs (core/graphs.hpp): capture on a created stream, instantiate, launch.
-  gpu_status begin_capture(void* stream_handle);
+  // Graphs (core/graphs.hpp): capture on a created stream (into a new graph, or into
+  // `graph_handle`), instantiate, launch; WHILE nodes and their conditions.
+  gpu_status begin_capture(void* stream_handle, void* graph_handle = nullptr);
+  gpu_status create_graph(void** graph_out);
+  // The handle is the address of the condition's value (what device code stores to).
+  gpu_status create_condition(void* graph_handle, unsigned default_value, bool assign_default,
+                              unsigned long long* handle_out);
+  // Appends a WHILE node on `condition` (created on this graph) and gives its body graph.
+  gpu_status add_while_node(void* graph_handle, unsigned long long condition, void** body_out);
   gpu_status end_capture(void* stream_handle, void** graph_out);
   gpu_status capturing(void* stream_handle, bool* out);
   gpu_status instantiate_graph(void* graph_handle, void** exec_out);

@@ -2,15 +2,36 @@
 
 namespace qd::emulation {
 
-bool stream_capture::begin() {
+graph_work instantiate(const std::shared_ptr<const graph_record>& g) {
+  graph_work out;
+  for (const auto& c : g->conditions)
+    if (c->assign_default) out.push_back([c = c.get(), g] { c->value.store(c->default_value); });
+  for (const graph_record::node& n : g->nodes) {
+    if (!n.body) {
+      out.push_back(n.work);
+      continue;
+    }
+    auto body = std::make_shared<const graph_work>(instantiate(n.body));
+    out.push_back([body, c = n.condition, g] {
+      while (c->value.load() != 0)
+        for (const std::function<void()>& w : *body) w();
+    });
+  }
+  return out;
+}
+
+bool stream_capture::begin(std::shared_ptr<graph_record> into, void* handle) {
   std::lock_guard lock(mutex_);
   if (graph_) return false;
-  graph_ = std::make_shared<graph_record>();
+  graph_ = into ? std::move(into) : std::make_shared<graph_record>();
+  handle_ = handle;
   return true;
 }
 
-std::shared_ptr<graph_record> stream_capture::end() {
+std::shared_ptr<graph_record> stream_capture::end(void** handle) {
   std::lock_guard lock(mutex_);
+  *handle = handle_;
+  handle_ = nullptr;
   return std::move(graph_);
 }
 
@@ -22,7 +43,7 @@ bool stream_capture::capturing() {
 bool stream_capture::append(std::function<void()>& work) {
   std::lock_guard lock(mutex_);
   if (!graph_) return false;
-  graph_->work.push_back(std::move(work));
+  graph_->nodes.push_back({std::move(work), nullptr, nullptr});
   return true;
 }
 

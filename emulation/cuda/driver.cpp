@@ -29,6 +29,26 @@ using CUevent = struct CUevent_st*;
 using CUhostFn = void (*)(void*);
 using CUgraph = struct CUgraph_st*;
 using CUgraphExec = struct CUgraphExec_st*;
+using CUgraphNode = struct CUgraphNode_st*;
+
+// CUgraphNodeParams (cuda.h 12.3+), as far as conditional nodes go.
+struct CUDA_CONDITIONAL_NODE_PARAMS {
+  unsigned long long handle;
+  int type;  // 0 IF, 1 WHILE, 2 SWITCH
+  unsigned size;
+  CUgraph* phGraph_out;
+  CUcontext ctx;
+};
+struct CUgraphNodeParams {
+  int type;  // 13: CU_GRAPH_NODE_TYPE_CONDITIONAL
+  int reserved0[3];
+  union {
+    CUDA_CONDITIONAL_NODE_PARAMS conditional;
+    long long reserved1[29];
+  };
+  long long reserved2;
+};
+static_assert(sizeof(CUgraphNodeParams) == 256);
 
 namespace {
 
@@ -228,9 +248,11 @@ QD_EMU_EXPORT CUresult cuInit(unsigned flags) {
   return cuda_success;
 }
 
+// 13.0, or QD_EMULATED_CUDA_DRIVER_VERSION (e.g. 12020: a driver without conditional nodes).
 QD_EMU_EXPORT CUresult cuDriverGetVersion(int* version) {
   if (!version) return cuda_invalid_value;
-  *version = 13000;
+  const char* env = std::getenv("QD_EMULATED_CUDA_DRIVER_VERSION");
+  *version = env && *env ? std::atoi(env) : 13000;
   return cuda_success;
 }
 
@@ -564,6 +586,14 @@ QD_EMU_EXPORT CUresult cuStreamBeginCapture_v2(CUstream h, int mode) {
   return in_context([&] { return mode < 0 || mode > 2 ? emu::gpu_status::invalid_value : gpu().begin_capture(h); });
 }
 QD_EMU_EXPORT CUresult cuStreamBeginCapture(CUstream h, int mode) { return cuStreamBeginCapture_v2(h, mode); }
+QD_EMU_EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream h, CUgraph g, const CUgraphNode* deps, const void* data,
+                                                   std::size_t count, int mode) {
+  return in_context([&] {
+    // Only into an empty dependency set (the body of a conditional node, as Quadrants uses it).
+    if (mode < 0 || mode > 2 || count != 0 || deps || data) return emu::gpu_status::invalid_value;
+    return gpu().begin_capture(h, g);
+  });
+}
 QD_EMU_EXPORT CUresult cuStreamEndCapture(CUstream h, CUgraph* out) {
   return in_context([&] { return gpu().end_capture(h, reinterpret_cast<void**>(out)); });
 }
@@ -572,6 +602,34 @@ QD_EMU_EXPORT CUresult cuStreamIsCapturing(CUstream h, int* status) {
     bool capturing = false;
     const emu::gpu_status s = status ? gpu().capturing(h, &capturing) : emu::gpu_status::invalid_value;
     if (s == emu::gpu_status::ok) *status = capturing ? 1 : 0;  // CU_STREAM_CAPTURE_STATUS_ACTIVE / NONE
+    return s;
+  });
+}
+QD_EMU_EXPORT CUresult cuGraphCreate(CUgraph* out, unsigned flags) {
+  return in_context([&] {
+    return flags != 0 ? emu::gpu_status::invalid_value : gpu().create_graph(reinterpret_cast<void**>(out));
+  });
+}
+QD_EMU_EXPORT CUresult cuGraphConditionalHandleCreate(unsigned long long* out, CUgraph g, CUcontext ctx,
+                                                      unsigned default_value, unsigned flags) {
+  return in_context([&] {
+    if (ctx != primary_context || (flags & ~1u) != 0) return emu::gpu_status::invalid_value;
+    return gpu().create_condition(g, default_value, (flags & 1u) != 0, out);  // 1: CU_GRAPH_COND_ASSIGN_DEFAULT
+  });
+}
+// Conditional WHILE nodes only, with no dependencies: what Quadrants adds.
+QD_EMU_EXPORT CUresult cuGraphAddNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, std::size_t count,
+                                      CUgraphNodeParams* params) {
+  return in_context([&] {
+    if (!out || !params || deps || count != 0) return emu::gpu_status::invalid_value;
+    if (params->type != 13 || params->conditional.type != 1 || params->conditional.size != 1 ||
+        !params->conditional.phGraph_out || params->conditional.ctx != primary_context)
+      return emu::gpu_status::invalid_value;
+    void* body = nullptr;
+    const emu::gpu_status s = gpu().add_while_node(g, params->conditional.handle, &body);
+    if (s != emu::gpu_status::ok) return s;
+    params->conditional.phGraph_out[0] = static_cast<CUgraph>(body);
+    *out = reinterpret_cast<CUgraphNode>(body);
     return s;
   });
 }

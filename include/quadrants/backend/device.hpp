@@ -66,6 +66,8 @@ struct device_traits {
   bool concurrent_launches = false;   // launch() may run on several host threads at once (concurrent
                                       // regions run on threads; else one after the other)
   bool records_launches = false;      // begin_recording / end_recording / replay: device graphs
+  bool device_loops = false;          // begin_loop_recording: a do_while runs on the device (CUDA 12.3+:
+                                      // a conditional WHILE node), no flag read back per pass
 };
 
 class device {
@@ -104,6 +106,12 @@ class device {
   // a launch. The recorded launches keep the arguments they were recorded with.
   virtual std::unique_ptr<launch_recording> begin_recording() {
     throw internal_error("begin_recording called on a backend without device graphs");
+  }
+  // A recording whose launches are the body of a loop: on replay the body runs, then
+  // again while the 0-d i32 at `flag` (device memory) is non-zero (traits().device_loops).
+  virtual std::unique_ptr<launch_recording> begin_loop_recording(const void* flag) {
+    (void)flag;
+    throw internal_error("begin_loop_recording called on a backend without device loops");
   }
   virtual void end_recording(launch_recording& r) {
     (void)r;

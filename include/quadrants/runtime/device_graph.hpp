@@ -24,10 +24,13 @@ struct argument_print {
   bool operator==(const argument_print&) const = default;
 };
 
-// One run of a variant's schedule: the steps [its start, end), with no do_while mark.
+// One run of a variant's schedule: the steps [its start, end), with no do_while mark;
+// or, on a backend with device loops, a whole innermost do_while (its loop_begin to
+// its loop_end), recorded as a loop that runs on the device.
 struct recorded_run {
   std::size_t end = 0;       // 0: no run starts at this step
   bool recordable = false;   // it has tasks and none draws random numbers (their streams change per launch)
+  std::int32_t loop_flag = -1;  // a device loop: the kernel parameter of its flag; -1: a plain run
   std::unique_ptr<backend::launch_recording> recording;
   std::vector<argument_print> arguments;  // what `recording` was recorded with
 };
@@ -35,6 +38,7 @@ struct recorded_run {
 struct device_graphs {
   std::atomic<bool> busy{false};  // one launch at a time records or replays; another runs plainly
   bool planned = false;
+  bool device_loops = false;  // innermost do_whiles are device loops (planned with them)
   std::vector<recorded_run> runs;  // one per schedule step
 };
 

@@ -95,27 +95,49 @@ QD_FUNC void run_fork(const kernel_state& k, program& p, const compiled_kernel& 
 }
 
 // Finds the runs of `v`'s schedule once: the steps between do_while marks (fork marks
-// stay inside a run: a device graph records the branches in order).
-QD_FUNC void plan_recorded_runs(const variant& v, device_graphs& g) {
+// stay inside a run: a device graph records the branches in order). With device loops,
+// each innermost do_while becomes one run of its own.
+QD_FUNC void plan_recorded_runs(const variant& v, device_graphs& g, bool device_loops) {
   const std::size_t steps = v.schedule.size();
+  g.runs.clear();
   g.runs.resize(steps);
   auto loop_mark = [&](std::size_t i) {
     const analysis::schedule_step& st = v.schedule[i];
     return !st.is_task && (st.mark == ir::graph_mark::loop_begin || st.mark == ir::graph_mark::loop_end);
   };
+  // A device loop runs an unknown number of passes, so a later task's random streams
+  // (mixed with the pass count) would differ from the host loop's: all or nothing.
+  for (const compiled_task& t : v.tasks) device_loops &= !t.draws_random;
+  g.device_loops = device_loops;
   for (std::size_t i = 0; i < steps; ++i) {
-    if (loop_mark(i)) continue;
-    std::size_t end = i;
-    bool tasks = false, random = false;
-    for (; end < steps && !loop_mark(end); ++end) {
-      const analysis::schedule_step& st = v.schedule[end];
-      if (!st.is_task) continue;
-      tasks = true;
-      random |= v.tasks[static_cast<std::size_t>(st.task)].draws_random;
+    const analysis::schedule_step& st = v.schedule[i];
+    std::size_t from = i, to = steps;  // the steps a run would record
+    if (loop_mark(i)) {
+      if (!device_loops || st.mark != ir::graph_mark::loop_begin) continue;
+      to = static_cast<std::size_t>(st.jump);  // its loop_end
+      bool innermost = true;
+      for (std::size_t j = i + 1; j < to; ++j) innermost &= !loop_mark(j);
+      if (!innermost) continue;
+      from = i + 1;
+      g.runs[i].loop_flag = v.schedule[to].flag;
+    } else {
+      for (to = i; to < steps && !loop_mark(to); ++to) {
+      }
     }
-    g.runs[i].end = end;
+    bool tasks = false, random = false;
+    for (std::size_t j = from; j < to; ++j) {
+      const analysis::schedule_step& s = v.schedule[j];
+      if (!s.is_task) continue;
+      tasks = true;
+      random |= v.tasks[static_cast<std::size_t>(s.task)].draws_random;
+    }
+    if (g.runs[i].loop_flag >= 0 && !tasks) {  // an empty body: the host loop
+      g.runs[i] = recorded_run{};
+      continue;
+    }
+    g.runs[i].end = g.runs[i].loop_flag >= 0 ? to + 1 : to;
     g.runs[i].recordable = tasks && !random;
-    i = end - 1;
+    i = g.runs[i].end - 1;
   }
   g.planned = true;
 }
@@ -124,13 +146,15 @@ QD_FUNC void plan_recorded_runs(const variant& v, device_graphs& g) {
 // thread's launch (which then runs its tasks plainly): one exchange.
 class graphs_turn {
  public:
-  graphs_turn(const kernel_state& k, const compiled_kernel& c, const variant& v) {
+  graphs_turn(const kernel_state& k, const program& p, const compiled_kernel& c, const variant& v) {
     // A bounds-checked launch reads the error record back after each task, which a
     // graph cannot do; a task's random streams change per launch: both launch plainly.
     if (!k.graph || c.bounds_checks || c.wide_bounds || !v.device->traits().records_launches) return;
     if (v.graphs.busy.exchange(true, std::memory_order_acquire)) return;
     held_ = &v.graphs;
-    if (!held_->planned) plan_recorded_runs(v, *held_);
+    // graph_max_iterations is counted by the host loop: with a limit, do_whiles stay there.
+    const bool loops = v.device->traits().device_loops && p.config().graph_max_iterations == 0;
+    if (!held_->planned || held_->device_loops != loops) plan_recorded_runs(v, *held_, loops);
   }
   graphs_turn(const graphs_turn&) = delete;
   graphs_turn& operator=(const graphs_turn&) = delete;
@@ -170,7 +194,9 @@ QD_FUNC void run_recorded(const kernel_state& k, program& p, const compiled_kern
     std::copy(std::begin(args[i].shape), std::end(args[i].shape), std::begin(r.shape));
     r.scalar_bits = args[i].scalar_bits;
   }
-  std::unique_ptr<backend::launch_recording> recording = v.device->begin_recording();
+  std::unique_ptr<backend::launch_recording> recording =
+      run.loop_flag >= 0 ? v.device->begin_loop_recording(args[static_cast<std::size_t>(run.loop_flag)].data)
+                         : v.device->begin_recording();
   for (std::size_t i = start; i < run.end; ++i)
     if (v.schedule[i].is_task)
       launch_task(k, p, c, v, v.tasks[static_cast<std::size_t>(v.schedule[i].task)], args, launch_no, pass, buffers,
@@ -183,7 +209,7 @@ QD_FUNC void run_recorded(const kernel_state& k, program& p, const compiled_kern
 
 QD_FUNC void run_schedule(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
                           const launch_arg* args, std::uint64_t launch_no, task_buffers& buffers) {
-  graphs_turn graphs(k, c, v);
+  graphs_turn graphs(k, p, c, v);
   const std::uint64_t max_passes = p.config().graph_max_iterations;
   std::uint64_t passes[ir::max_graph_nesting] = {};  // per open do_while: the passes it has run
   int depth = 0;

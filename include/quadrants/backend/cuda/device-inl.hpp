@@ -57,6 +57,7 @@ class gpu_context {
     current = generation_;
   }
   const driver_api& api() const { return api_; }
+  CUcontext handle() const { return context_; }
   int sm() const { return sm_; }
   int multiprocessors() const { return multiprocessors_; }
   const std::string& name() const { return name_; }
@@ -123,18 +124,35 @@ class cuda_module final : public loaded_module {
 
 // A CUDA graph: launches captured on a private non-blocking stream (so that no other
 // thread's work on the legacy stream joins the capture), instantiated, and launched on
-// the legacy stream, where it is ordered like any launch.
+// the legacy stream, where it is ordered like any launch. A loop recording captures
+// into the body of a conditional WHILE node instead, and ends the body with a launch of
+// `set_while`, which sets the node's condition from the flag.
 class cuda_recording final : public launch_recording {
  public:
   explicit cuda_recording(std::shared_ptr<const gpu_context> context) : context_(std::move(context)) {
     const driver_api& api = context_->api();
     QD_CUDA_CHECK(api.cuStreamCreate(&stream_, stream_non_blocking));
-    const CUresult r = api.cuStreamBeginCapture(stream_, capture_mode_thread_local);
-    if (r != cuda_success) {
-      api.cuStreamDestroy(stream_);
-      throw_failed_call(r, "cuStreamBeginCapture_v2", __FILE__, __LINE__);
-    }
-    capturing_ = true;
+    check_begin(api.cuStreamBeginCapture(stream_, capture_mode_thread_local), "cuStreamBeginCapture_v2");
+  }
+  cuda_recording(std::shared_ptr<const gpu_context> context, const void* flag, const function_info& set_while)
+      : context_(std::move(context)), flag_(flag), set_while_(&set_while) {
+    const driver_api& api = context_->api();
+    QD_CUDA_CHECK(api.cuGraphCreate(&graph_, 0));
+    // The default value 1, assigned at each launch of the graph: the body runs at least once.
+    QD_CUDA_CHECK(api.cuGraphConditionalHandleCreate(&condition_, graph_, context_->handle(), 1,
+                                                     conditional_assign_default));
+    graph_node_params p{};
+    p.type = graph_node_type_conditional;
+    p.conditional.handle = condition_;
+    p.conditional.type = conditional_type_while;
+    p.conditional.size = 1;
+    p.conditional.bodies_out = &body_;
+    p.conditional.context = context_->handle();
+    CUgraphNode node = nullptr;
+    QD_CUDA_CHECK(api.cuGraphAddNode(&node, graph_, nullptr, 0, &p));
+    QD_CUDA_CHECK(api.cuStreamCreate(&stream_, stream_non_blocking));
+    check_begin(api.cuStreamBeginCaptureToGraph(stream_, body_, nullptr, nullptr, 0, capture_mode_thread_local),
+                "cuStreamBeginCaptureToGraph");
   }
   cuda_recording(const cuda_recording&) = delete;
   cuda_recording& operator=(const cuda_recording&) = delete;
@@ -146,12 +164,17 @@ class cuda_recording final : public launch_recording {
     const driver_api& api = context_->api();
     if (capturing_) end_capture();
     if (exec_) api.cuGraphExecDestroy(exec_);
-    if (graph_) api.cuGraphDestroy(graph_);
+    if (graph_) api.cuGraphDestroy(graph_);  // a loop's body belongs to its node
     if (stream_) api.cuStreamDestroy(stream_);
   }
 
   CUstream stream() const { return stream_; }
   void instantiate() {
+    if (set_while_) {
+      void* flag = const_cast<void*>(flag_);
+      void* args[] = {&flag, &condition_};
+      QD_CUDA_CHECK(context_->api().cuLaunchKernel(set_while_->function, 1, 1, 1, 1, 1, 1, 0, stream_, args, nullptr));
+    }
     const CUresult r = end_capture();
     if (r != cuda_success) throw_failed_call(r, "cuStreamEndCapture", __FILE__, __LINE__);
     QD_CUDA_CHECK(context_->api().cuGraphInstantiateWithFlags(&exec_, graph_, 0));
@@ -164,22 +187,50 @@ class cuda_recording final : public launch_recording {
   }
 
  private:
+  void check_begin(CUresult r, const char* call) {
+    if (r != cuda_success) throw_failed_call(r, call, __FILE__, __LINE__);
+    capturing_ = true;
+  }
   CUresult end_capture() {
     capturing_ = false;
-    return context_->api().cuStreamEndCapture(stream_, &graph_);
+    CUgraph captured = nullptr;  // the graph a capture began, or the body it captured into
+    const CUresult r = context_->api().cuStreamEndCapture(stream_, &captured);
+    if (!set_while_) graph_ = captured;
+    return r;
   }
 
   std::shared_ptr<const gpu_context> context_;
+  const void* flag_ = nullptr;
+  const function_info* set_while_ = nullptr;  // a loop recording: the kernel that sets its condition
   CUstream stream_ = nullptr;
   CUgraph graph_ = nullptr;
+  CUgraph body_ = nullptr;
+  CUgraphConditionalHandle condition_ = 0;
   CUgraphExec exec_ = nullptr;
   bool capturing_ = false;
 };
+
+// The kernel a loop recording ends its body with: the WHILE node's condition from the
+// do_while flag. cudaGraphSetConditional is a device runtime built-in, declared as NVRTC
+// needs it (no CUDA headers).
+inline constexpr const char* set_while_source = R"(typedef __device_builtin__ unsigned long long cudaGraphConditionalHandle;
+extern "C" __device__ __cudart_builtin__ void cudaGraphSetConditional(cudaGraphConditionalHandle handle, unsigned int value);
+extern "C" __global__ void qd_graph_set_while(const int* flag, cudaGraphConditionalHandle handle) {
+  cudaGraphSetConditional(handle, *flag != 0 ? 1u : 0u);
+}
+)";
 
 // Whether the driver has the graph entry points (11.4+).
 inline bool has_graphs(const driver_api& api) {
   return api.cuStreamBeginCapture && api.cuStreamEndCapture && api.cuGraphInstantiateWithFlags &&
          api.cuGraphLaunch && api.cuGraphExecDestroy && api.cuGraphDestroy;
+}
+// Whether it has conditional nodes: 12.3 or later, and their entry points.
+inline bool has_conditional_nodes(const driver_api& api) {
+  int version = 0;
+  if (api.cuDriverGetVersion(&version) != cuda_success || version < conditional_nodes_version) return false;
+  return has_graphs(api) && api.cuGraphCreate && api.cuGraphConditionalHandleCreate && api.cuGraphAddNode &&
+         api.cuStreamBeginCaptureToGraph;
 }
 
 class cuda_device final : public device {
@@ -211,6 +262,8 @@ class cuda_device final : public device {
       QD_CUDA_CHECK(context_->api().cuMemAlloc(&p, 64));
       QD_CUDA_CHECK(context_->api().cuMemsetD8(p, 0, 64));
       error_record_ = reinterpret_cast<std::int64_t*>(p);
+      graphs_ = has_graphs(context_->api());
+      conditional_nodes_ = has_conditional_nodes(context_->api());
     }
   }
   ~cuda_device() override {
@@ -219,7 +272,7 @@ class cuda_device final : public device {
 
   std::string_view name() const override { return "cuda"; }
   device_traits traits() const override {
-    return {.splits_by_default = true, .records_launches = context_ && has_graphs(context_->api())};
+    return {.splits_by_default = true, .records_launches = graphs_, .device_loops = conditional_nodes_};
   }
   std::string target() const override { return fmt::format("sm_{}", options_.arch); }
   std::string compiler_identity() const override { return "nvrtc " + nvrtc_fingerprint(); }
@@ -290,6 +343,14 @@ class cuda_device final : public device {
     context("recording a device graph").make_current();
     return std::make_unique<cuda_recording>(context_);
   }
+  std::unique_ptr<launch_recording> begin_loop_recording(const void* flag) override {
+    context("recording a device graph").make_current();
+    std::call_once(set_while_once_, [&] {
+      set_while_module_ = load(compile(set_while_source, "qd_graph_set_while"), "qd_graph_set_while");
+      set_while_ = static_cast<const function_info*>(set_while_module_->entry("qd_graph_set_while"));
+    });
+    return std::make_unique<cuda_recording>(context_, flag, *set_while_);
+  }
   void end_recording(launch_recording& r) override {
     context("recording a device graph").make_current();
     static_cast<cuda_recording&>(r).instantiate();
@@ -313,6 +374,11 @@ class cuda_device final : public device {
   std::shared_ptr<const gpu_context> context_;  // null in compile-only mode
   std::string prelude_;
   std::int64_t* error_record_ = nullptr;
+  bool graphs_ = false;             // the driver has CUDA graphs
+  bool conditional_nodes_ = false;  // and conditional nodes (12.3+)
+  std::once_flag set_while_once_;
+  std::unique_ptr<loaded_module> set_while_module_;
+  const function_info* set_while_ = nullptr;
 };
 
 }  // namespace detail
