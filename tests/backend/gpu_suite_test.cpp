@@ -1583,7 +1583,10 @@ TEST_CASE_TEMPLATE("suite: graph kernels loop while their flags are set, whole a
     CHECK(o.fallback == (variant ? qd::fallback_reason::none : qd::fallback_reason::policy_per_offload_off));
 
     qd::ndarray<float, 1> a(9), b(5);
+    const std::uint64_t forks = regions.per_offload_cache_observations().device_stream_forks;
     regions(a, b);
+    // On a GPU the three regions ran on three streams of their own, joined before the last loop.
+    CHECK(regions.per_offload_cache_observations().device_stream_forks == forks + (on_gpu<A>() ? 1 : 0));
     CHECK(a.to_host() == std::vector<float>{0, 1, 2, 3, -1, -1, -1, -1, -1});
     CHECK(b.to_host() == std::vector<float>{1, 4, 7, 10, 13});
     CHECK(regions.per_offload_cache_observations().fallback ==

@@ -27,7 +27,7 @@ struct array_abi {
 };
 
 // Everything one task launch needs, in task-parameter order.
-class launch_recording;
+class launch_queue;
 
 struct launch_context {
   const array_abi* arrays = nullptr;
@@ -39,14 +39,15 @@ struct launch_context {
   bool check_errors = false;           // bounds checks are on: the backend must fill `error` before returning
   bool wide_bounds = false;            // a loop bound may not fit i32: a GPU must bring its error record back too
   unsigned block_dim = 0;              // a parallel task's GPU threads per block (qd::loop_config); 0: the default
-  launch_recording* recording = nullptr;  // not null: record the launch into it (a device graph), do not run it
+  launch_queue* queue = nullptr;       // not null: launch there (a recording: record it, do not run it)
 };
 
-// A sequence of launches a backend recorded (a CUDA or HIP graph), replayed as one
-// submission; opaque to the runtime, released by destroying it.
-class launch_recording {
+// Where launches go other than the default queue, opaque to the runtime and released by
+// destroying it: a recording (a CUDA or HIP graph, replayed as one submission) or a fork
+// branch's stream.
+class launch_queue {
  public:
-  virtual ~launch_recording() = default;
+  virtual ~launch_queue() = default;
 };
 
 class loaded_module {
@@ -68,6 +69,7 @@ struct device_traits {
   bool records_launches = false;      // begin_recording / end_recording / replay: device graphs
   bool device_loops = false;          // begin_loop_recording: a do_while runs on the device (CUDA 12.3+:
                                       // a conditional WHILE node), no flag read back per pass
+  bool branch_queues = false;         // make_branch_queue / fork / join: fork branches on streams of their own
 };
 
 class device {
@@ -104,22 +106,37 @@ class device {
   // names the recording are recorded into it, in order, instead of run; end_recording
   // makes it replayable; replay submits it after the work already queued, ordered like
   // a launch. The recorded launches keep the arguments they were recorded with.
-  virtual std::unique_ptr<launch_recording> begin_recording() {
+  virtual std::unique_ptr<launch_queue> begin_recording() {
     throw internal_error("begin_recording called on a backend without device graphs");
   }
   // A recording whose launches are the body of a loop: on replay the body runs, then
   // again while the 0-d i32 at `flag` (device memory) is non-zero (traits().device_loops).
-  virtual std::unique_ptr<launch_recording> begin_loop_recording(const void* flag) {
+  virtual std::unique_ptr<launch_queue> begin_loop_recording(const void* flag) {
     (void)flag;
     throw internal_error("begin_loop_recording called on a backend without device loops");
   }
-  virtual void end_recording(launch_recording& r) {
+  virtual void end_recording(launch_queue& r) {
     (void)r;
     throw internal_error("end_recording called on a backend without device graphs");
   }
-  virtual void replay(launch_recording& r) {
+  virtual void replay(launch_queue& r) {
     (void)r;
     throw internal_error("replay called on a backend without device graphs");
+  }
+
+  // Fork branches on queues of their own (traits().branch_queues): after fork, launches
+  // on each queue start after the work queued before it; after join, work queued later
+  // starts after theirs. The queues run at once.
+  virtual std::unique_ptr<launch_queue> make_branch_queue() {
+    throw internal_error("make_branch_queue called on a backend without branch queues");
+  }
+  virtual void fork(std::span<launch_queue* const> branches) {
+    (void)branches;
+    throw internal_error("fork called on a backend without branch queues");
+  }
+  virtual void join(std::span<launch_queue* const> branches) {
+    (void)branches;
+    throw internal_error("join called on a backend without branch queues");
   }
 };
 

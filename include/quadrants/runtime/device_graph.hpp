@@ -1,6 +1,7 @@
 // Device graphs of a graph kernel (docs/graphs.md): each run of tasks between do_while
 // marks is recorded once by the backend (a CUDA or HIP graph) and replayed while the
-// launch's arguments are the ones it was recorded with. Internal.
+// launch's arguments are the ones it was recorded with; and the streams fork branches
+// run on. Internal.
 #pragma once
 
 #include <atomic>
@@ -31,7 +32,7 @@ struct recorded_run {
   std::size_t end = 0;       // 0: no run starts at this step
   bool recordable = false;   // it has tasks and none draws random numbers (their streams change per launch)
   std::int32_t loop_flag = -1;  // a device loop: the kernel parameter of its flag; -1: a plain run
-  std::unique_ptr<backend::launch_recording> recording;
+  std::unique_ptr<backend::launch_queue> recording;
   std::vector<argument_print> arguments;  // what `recording` was recorded with
 };
 
@@ -40,6 +41,9 @@ struct device_graphs {
   bool planned = false;
   bool device_loops = false;  // innermost do_whiles are device loops (planned with them)
   std::vector<recorded_run> runs;  // one per schedule step
+  // Fork branches' queues (device_traits::branch_queues), made on first need and kept.
+  std::vector<std::unique_ptr<backend::launch_queue>> branch_queues;
+  std::vector<backend::launch_queue*> branches;  // the same, as a span for fork and join
 };
 
 }  // namespace qd::detail

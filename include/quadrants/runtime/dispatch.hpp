@@ -33,6 +33,8 @@ struct per_offload_observations {
   // runs of tasks recorded (first launch, or arguments changed) and replayed as recorded.
   std::uint64_t device_graph_builds = 0;
   std::uint64_t device_graph_replays = 0;
+  // Forks (qd::concurrent, qd::graph::parallel) whose branches ran on GPU streams of their own.
+  std::uint64_t device_stream_forks = 0;
 };
 
 namespace detail {

@@ -6,6 +6,7 @@
 #include <iterator>
 #include <memory>
 #include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -56,25 +57,44 @@ struct fork_job {
   std::vector<std::pair<std::size_t, std::size_t>> branches;  // [from, to) of task steps
   std::vector<std::exception_ptr> failures;
 
-  void run_branch(std::size_t b, task_buffers& buffers) const {
+  void run_branch(std::size_t b, task_buffers& buffers, backend::launch_queue* queue = nullptr) const {
     for (std::size_t i = branches[b].first; i < branches[b].second; ++i)
       launch_task(*k, *p, *c, *v, v->tasks[static_cast<std::size_t>(v->schedule[i].task)], args, launch_no, pass,
-                  buffers);
+                  buffers, queue);
   }
 };
 
 // The branches of the fork whose fork_begin is step `begin`: at once on the branch
-// workers when the backend launches from several threads, else one after the other.
+// workers when the backend launches from several threads, on streams of their own when
+// it has branch queues (`g`, held by this launch), else one after the other.
 QD_FUNC void run_fork(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
                       const launch_arg* args, std::uint64_t launch_no, std::uint64_t pass, std::size_t begin,
-                      task_buffers& buffers) {
+                      task_buffers& buffers, device_graphs* g) {
   const std::size_t end = static_cast<std::size_t>(v.schedule[begin].jump);
   fork_job job{&k, &p, &c, &v, args, launch_no, pass, {}, {}};
   for (std::size_t i = begin; i < end; ++i)
     if (!v.schedule[i].is_task) job.branches.push_back({i + 1, i + 1});
   for (auto& [from, to] : job.branches)
     while (to < end && v.schedule[to].is_task) ++to;
-  if (job.branches.size() >= 2 && v.device->traits().concurrent_launches) {
+  const std::size_t n = job.branches.size();
+  if (n >= 2 && g && v.device->traits().branch_queues) {
+    while (g->branch_queues.size() < n) {  // made once, kept with the variant
+      g->branch_queues.push_back(v.device->make_branch_queue());
+      g->branches.push_back(g->branch_queues.back().get());
+    }
+    const std::span<backend::launch_queue* const> queues(g->branches.data(), n);
+    v.device->fork(queues);
+    try {
+      for (std::size_t b = 0; b < n; ++b) job.run_branch(b, buffers, queues[b]);
+    } catch (...) {
+      v.device->join(queues);
+      throw;
+    }
+    v.device->join(queues);
+    k.device_stream_forks.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (n >= 2 && v.device->traits().concurrent_launches) {
     job.failures.resize(job.branches.size());
     auto branch = [](void* ctx, std::size_t b) {
       auto& j = *static_cast<fork_job*>(ctx);
@@ -142,29 +162,35 @@ QD_FUNC void plan_recorded_runs(const variant& v, device_graphs& g, bool device_
   g.planned = true;
 }
 
-// Holds a variant's device graphs for one launch, or finds them in use by another
-// thread's launch (which then runs its tasks plainly): one exchange.
+// Holds a variant's device graphs and branch queues for one launch, or finds them in
+// use by another thread's launch (which then launches plainly): one exchange.
 class graphs_turn {
  public:
   graphs_turn(const kernel_state& k, const program& p, const compiled_kernel& c, const variant& v) {
-    // A bounds-checked launch reads the error record back after each task, which a
-    // graph cannot do; a task's random streams change per launch: both launch plainly.
-    if (!k.graph || c.bounds_checks || c.wide_bounds || !v.device->traits().records_launches) return;
+    // A bounds-checked launch reads the error record back after each task, which neither
+    // a graph nor a stream running at once can do: such launches stay plain.
+    if (c.bounds_checks || c.wide_bounds) return;
+    const backend::device_traits t = v.device->traits();
+    const bool record = k.graph && t.records_launches;
+    if (!record && !t.branch_queues) return;
     if (v.graphs.busy.exchange(true, std::memory_order_acquire)) return;
     held_ = &v.graphs;
+    record_ = record;
     // graph_max_iterations is counted by the host loop: with a limit, do_whiles stay there.
-    const bool loops = v.device->traits().device_loops && p.config().graph_max_iterations == 0;
-    if (!held_->planned || held_->device_loops != loops) plan_recorded_runs(v, *held_, loops);
+    const bool loops = t.device_loops && p.config().graph_max_iterations == 0;
+    if (record && (!held_->planned || held_->device_loops != loops)) plan_recorded_runs(v, *held_, loops);
   }
   graphs_turn(const graphs_turn&) = delete;
   graphs_turn& operator=(const graphs_turn&) = delete;
   ~graphs_turn() {
     if (held_) held_->busy.store(false, std::memory_order_release);
   }
-  device_graphs* get() const { return held_; }
+  device_graphs* held() const { return held_; }                    // branch queues
+  device_graphs* recording() const { return record_ ? held_ : nullptr; }  // recorded runs
 
  private:
   device_graphs* held_ = nullptr;
+  bool record_ = false;
 };
 
 // Runs the run of steps starting at `start`: replays its recording when the arguments
@@ -194,7 +220,7 @@ QD_FUNC void run_recorded(const kernel_state& k, program& p, const compiled_kern
     std::copy(std::begin(args[i].shape), std::end(args[i].shape), std::begin(r.shape));
     r.scalar_bits = args[i].scalar_bits;
   }
-  std::unique_ptr<backend::launch_recording> recording =
+  std::unique_ptr<backend::launch_queue> recording =
       run.loop_flag >= 0 ? v.device->begin_loop_recording(args[static_cast<std::size_t>(run.loop_flag)].data)
                          : v.device->begin_recording();
   for (std::size_t i = start; i < run.end; ++i)
@@ -217,7 +243,7 @@ QD_FUNC void run_schedule(const kernel_state& k, program& p, const compiled_kern
   const std::size_t steps = v.schedule.size();
   for (std::size_t i = 0; i < steps; ++i) {
     const analysis::schedule_step& st = v.schedule[i];
-    if (device_graphs* g = graphs.get(); g && g->runs[i].recordable) {
+    if (device_graphs* g = graphs.recording(); g && g->runs[i].recordable) {
       run_recorded(k, p, c, v, args, launch_no, pass, i, g->runs[i], buffers);
       i = g->runs[i].end - 1;
       continue;
@@ -248,7 +274,7 @@ QD_FUNC void run_schedule(const kernel_state& k, program& p, const compiled_kern
         break;
       }
       case ir::graph_mark::fork_begin:
-        run_fork(k, p, c, v, args, launch_no, pass, i, buffers);
+        run_fork(k, p, c, v, args, launch_no, pass, i, buffers, graphs.held());
         i = static_cast<std::size_t>(st.jump);  // its fork_end
         break;
       case ir::graph_mark::fork_next:

@@ -29,10 +29,11 @@ struct task_buffers {
 
 // Launches one task of `v` (launch-inl.hpp); `pass` counts the do_while passes before
 // this one in the launch, so that each pass draws its own random numbers. With a
-// recording, the launch is recorded into it (a device graph) instead.
+// queue, the launch goes there: a recording records it (a device graph), a fork
+// branch's stream runs it.
 QD_FUNC void launch_task(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
                          const compiled_task& t, const launch_arg* args, std::uint64_t launch_no, std::uint64_t pass,
-                         task_buffers& buffers, backend::launch_recording* recording = nullptr);
+                         task_buffers& buffers, backend::launch_queue* queue = nullptr);
 // Runs a graph kernel's schedule; a do_while over graph_max_iterations passes is a qd::user_error.
 QD_FUNC void run_schedule(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
                           const launch_arg* args, std::uint64_t launch_no, task_buffers& buffers);

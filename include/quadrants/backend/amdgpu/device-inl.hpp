@@ -130,7 +130,16 @@ class hip_module final : public loaded_module {
 
 // A HIP graph: launches captured on a private non-blocking stream, instantiated, and
 // launched on the null stream, where it is ordered like any launch.
-class hip_recording final : public launch_recording {
+// HIP's launch queues: a stream.
+class hip_queue : public launch_queue {
+ public:
+  hipStream_t stream() const { return stream_; }
+
+ protected:
+  hipStream_t stream_ = nullptr;
+};
+
+class hip_recording final : public hip_queue {
  public:
   explicit hip_recording(std::shared_ptr<const gpu> g) : gpu_(std::move(g)) {
     const hip_api& api = gpu_->api();
@@ -156,7 +165,6 @@ class hip_recording final : public launch_recording {
     if (stream_) api.hipStreamDestroy(stream_);
   }
 
-  hipStream_t stream() const { return stream_; }
   void instantiate() {
     const hipError_t r = end_capture();
     if (r != hip_success) throw_failed_hip_call(r, "hipStreamEndCapture", __FILE__, __LINE__);
@@ -176,10 +184,45 @@ class hip_recording final : public launch_recording {
   }
 
   std::shared_ptr<const gpu> gpu_;
-  hipStream_t stream_ = nullptr;
   hipGraph_t graph_ = nullptr;
   hipGraphExec_t exec_ = nullptr;
   bool capturing_ = false;
+};
+
+// A fork branch's stream, with the events that order it after the work before the fork
+// and the work after the join after it.
+class hip_branch final : public hip_queue {
+ public:
+  explicit hip_branch(std::shared_ptr<const gpu> g) : gpu_(std::move(g)) {
+    const hip_api& api = gpu_->api();
+    QD_HIP_CHECK(api.hipStreamCreateWithFlags(&stream_, hip_stream_non_blocking));
+    QD_HIP_CHECK(api.hipEventCreateWithFlags(&start_, hip_event_disable_timing));
+    QD_HIP_CHECK(api.hipEventCreateWithFlags(&done_, hip_event_disable_timing));
+  }
+  hip_branch(const hip_branch&) = delete;
+  hip_branch& operator=(const hip_branch&) = delete;
+  ~hip_branch() override {
+    try {
+      gpu_->make_current();
+    } catch (const error&) {
+    }
+    const hip_api& api = gpu_->api();
+    if (done_) api.hipEventDestroy(done_);
+    if (start_) api.hipEventDestroy(start_);
+    if (stream_) api.hipStreamDestroy(stream_);
+  }
+  void fork() const {
+    QD_HIP_CHECK(gpu_->api().hipEventRecord(start_, nullptr));
+    QD_HIP_CHECK(gpu_->api().hipStreamWaitEvent(stream_, start_, 0));
+  }
+  void join() const {
+    QD_HIP_CHECK(gpu_->api().hipEventRecord(done_, stream_));
+    QD_HIP_CHECK(gpu_->api().hipStreamWaitEvent(nullptr, done_, 0));
+  }
+
+ private:
+  std::shared_ptr<const gpu> gpu_;
+  hipEvent_t start_ = nullptr, done_ = nullptr;
 };
 
 // Whether the runtime has the graph entry points.
@@ -223,7 +266,10 @@ class amdgpu_device final : public device {
   std::string_view name() const override { return "amdgpu"; }
   // hipRTC compiles one program at a time.
   device_traits traits() const override {
-    return {.splits_by_default = true, .concurrent_compile = false, .records_launches = gpu_ && has_graphs(gpu_->api())};
+    return {.splits_by_default = true,
+            .concurrent_compile = false,
+            .records_launches = gpu_ && has_graphs(gpu_->api()),
+            .branch_queues = gpu_ != nullptr};
   }
   std::string target() const override { return options_.arch; }
   std::string compiler_identity() const override { return "hiprtc " + hiprtc_fingerprint(); }
@@ -277,10 +323,10 @@ class amdgpu_device final : public device {
     void* config[] = {reinterpret_cast<void*>(1), &params, reinterpret_cast<void*>(2), &size,
                       reinterpret_cast<void*>(3)};
     const gpu_launch_shape shape = gpu_launch_shape_of(parallel, f->grid, c.block_dim);
-    hipStream_t stream = c.recording ? static_cast<hip_recording*>(c.recording)->stream() : nullptr;
+    hipStream_t stream = c.queue ? static_cast<const hip_queue*>(c.queue)->stream() : nullptr;
     QD_HIP_CHECK(g.api().hipModuleLaunchKernel(f->function, shape.grid, 1, 1, shape.block, 1, 1, 0, stream, nullptr,
                                                config));
-    if ((c.check_errors || c.wide_bounds) && !c.recording) {
+    if ((c.check_errors || c.wide_bounds) && !c.queue) {
       std::int64_t record[5] = {0, 0, 0, 0, 0};
       QD_HIP_CHECK(g.api().hipMemcpy(record, error_record_, sizeof(record), hip_memcpy_device_to_host));
       if (record[0] != 0) {
@@ -289,17 +335,29 @@ class amdgpu_device final : public device {
       }
     }
   }
-  std::unique_ptr<launch_recording> begin_recording() override {
+  std::unique_ptr<launch_queue> begin_recording() override {
     current("recording a device graph");
     return std::make_unique<hip_recording>(gpu_);
   }
-  void end_recording(launch_recording& r) override {
+  void end_recording(launch_queue& r) override {
     current("recording a device graph");
     static_cast<hip_recording&>(r).instantiate();
   }
-  void replay(launch_recording& r) override {
+  void replay(launch_queue& r) override {
     current("replaying a device graph");
     static_cast<const hip_recording&>(r).launch();
+  }
+  std::unique_ptr<launch_queue> make_branch_queue() override {
+    current("a fork's branch");
+    return std::make_unique<hip_branch>(gpu_);
+  }
+  void fork(std::span<launch_queue* const> branches) override {
+    current("a fork's branch");
+    for (launch_queue* b : branches) static_cast<const hip_branch*>(b)->fork();
+  }
+  void join(std::span<launch_queue* const> branches) override {
+    current("a fork's branch");
+    for (launch_queue* b : branches) static_cast<const hip_branch*>(b)->join();
   }
 
  private:

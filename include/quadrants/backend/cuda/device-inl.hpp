@@ -127,7 +127,16 @@ class cuda_module final : public loaded_module {
 // the legacy stream, where it is ordered like any launch. A loop recording captures
 // into the body of a conditional WHILE node instead, and ends the body with a launch of
 // `set_while`, which sets the node's condition from the flag.
-class cuda_recording final : public launch_recording {
+// CUDA's launch queues: a stream.
+class cuda_queue : public launch_queue {
+ public:
+  CUstream stream() const { return stream_; }
+
+ protected:
+  CUstream stream_ = nullptr;
+};
+
+class cuda_recording final : public cuda_queue {
  public:
   explicit cuda_recording(std::shared_ptr<const gpu_context> context) : context_(std::move(context)) {
     const driver_api& api = context_->api();
@@ -168,7 +177,6 @@ class cuda_recording final : public launch_recording {
     if (stream_) api.cuStreamDestroy(stream_);
   }
 
-  CUstream stream() const { return stream_; }
   void instantiate() {
     if (set_while_) {
       void* flag = const_cast<void*>(flag_);
@@ -202,12 +210,48 @@ class cuda_recording final : public launch_recording {
   std::shared_ptr<const gpu_context> context_;
   const void* flag_ = nullptr;
   const function_info* set_while_ = nullptr;  // a loop recording: the kernel that sets its condition
-  CUstream stream_ = nullptr;
   CUgraph graph_ = nullptr;
   CUgraph body_ = nullptr;
   CUgraphConditionalHandle condition_ = 0;
   CUgraphExec exec_ = nullptr;
   bool capturing_ = false;
+};
+
+// A fork branch's stream (non-blocking: other threads' legacy-stream work does not
+// serialize it), with the events that order it after the work before the fork and the
+// work after the join after it.
+class cuda_branch final : public cuda_queue {
+ public:
+  explicit cuda_branch(std::shared_ptr<const gpu_context> context) : context_(std::move(context)) {
+    const driver_api& api = context_->api();
+    QD_CUDA_CHECK(api.cuStreamCreate(&stream_, stream_non_blocking));
+    QD_CUDA_CHECK(api.cuEventCreate(&start_, event_disable_timing));
+    QD_CUDA_CHECK(api.cuEventCreate(&done_, event_disable_timing));
+  }
+  cuda_branch(const cuda_branch&) = delete;
+  cuda_branch& operator=(const cuda_branch&) = delete;
+  ~cuda_branch() override {
+    try {
+      context_->make_current();
+    } catch (const error&) {
+    }
+    const driver_api& api = context_->api();
+    if (done_) api.cuEventDestroy(done_);
+    if (start_) api.cuEventDestroy(start_);
+    if (stream_) api.cuStreamDestroy(stream_);
+  }
+  void fork() const {
+    QD_CUDA_CHECK(context_->api().cuEventRecord(start_, nullptr));
+    QD_CUDA_CHECK(context_->api().cuStreamWaitEvent(stream_, start_, 0));
+  }
+  void join() const {
+    QD_CUDA_CHECK(context_->api().cuEventRecord(done_, stream_));
+    QD_CUDA_CHECK(context_->api().cuStreamWaitEvent(nullptr, done_, 0));
+  }
+
+ private:
+  std::shared_ptr<const gpu_context> context_;
+  CUevent start_ = nullptr, done_ = nullptr;
 };
 
 // The kernel a loop recording ends its body with: the WHILE node's condition from the
@@ -272,7 +316,10 @@ class cuda_device final : public device {
 
   std::string_view name() const override { return "cuda"; }
   device_traits traits() const override {
-    return {.splits_by_default = true, .records_launches = graphs_, .device_loops = conditional_nodes_};
+    return {.splits_by_default = true,
+            .records_launches = graphs_,
+            .device_loops = conditional_nodes_,
+            .branch_queues = context_ != nullptr};
   }
   std::string target() const override { return fmt::format("sm_{}", options_.arch); }
   std::string compiler_identity() const override { return "nvrtc " + nvrtc_fingerprint(); }
@@ -327,9 +374,9 @@ class cuda_device final : public device {
     fill_gpu_task_params(c, error_record_, params);
     void* args[] = {&params};
     const gpu_launch_shape shape = gpu_launch_shape_of(parallel, f->grid, c.block_dim);
-    CUstream stream = c.recording ? static_cast<cuda_recording*>(c.recording)->stream() : nullptr;
+    CUstream stream = c.queue ? static_cast<const cuda_queue*>(c.queue)->stream() : nullptr;
     QD_CUDA_CHECK(g.api().cuLaunchKernel(f->function, shape.grid, 1, 1, shape.block, 1, 1, 0, stream, args, nullptr));
-    if ((c.check_errors || c.wide_bounds) && !c.recording) {
+    if ((c.check_errors || c.wide_bounds) && !c.queue) {
       // Bounds checks are on: the launch must report its first out-of-range access.
       std::int64_t record[5] = {0, 0, 0, 0, 0};
       QD_CUDA_CHECK(g.api().cuMemcpyDtoH(record, reinterpret_cast<CUdeviceptr>(error_record_), sizeof(record)));
@@ -339,11 +386,11 @@ class cuda_device final : public device {
       }
     }
   }
-  std::unique_ptr<launch_recording> begin_recording() override {
+  std::unique_ptr<launch_queue> begin_recording() override {
     context("recording a device graph").make_current();
     return std::make_unique<cuda_recording>(context_);
   }
-  std::unique_ptr<launch_recording> begin_loop_recording(const void* flag) override {
+  std::unique_ptr<launch_queue> begin_loop_recording(const void* flag) override {
     context("recording a device graph").make_current();
     std::call_once(set_while_once_, [&] {
       set_while_module_ = load(compile(set_while_source, "qd_graph_set_while"), "qd_graph_set_while");
@@ -351,13 +398,25 @@ class cuda_device final : public device {
     });
     return std::make_unique<cuda_recording>(context_, flag, *set_while_);
   }
-  void end_recording(launch_recording& r) override {
+  void end_recording(launch_queue& r) override {
     context("recording a device graph").make_current();
     static_cast<cuda_recording&>(r).instantiate();
   }
-  void replay(launch_recording& r) override {
+  void replay(launch_queue& r) override {
     context("replaying a device graph").make_current();
     static_cast<const cuda_recording&>(r).launch();
+  }
+  std::unique_ptr<launch_queue> make_branch_queue() override {
+    context("a fork's branch").make_current();
+    return std::make_unique<cuda_branch>(context_);
+  }
+  void fork(std::span<launch_queue* const> branches) override {
+    context("a fork's branch").make_current();
+    for (launch_queue* b : branches) static_cast<const cuda_branch*>(b)->fork();
+  }
+  void join(std::span<launch_queue* const> branches) override {
+    context("a fork's branch").make_current();
+    for (launch_queue* b : branches) static_cast<const cuda_branch*>(b)->join();
   }
 
  private:
