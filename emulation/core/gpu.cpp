@@ -209,12 +209,21 @@ gpu_status emulated_gpu::destroy_event(void* handle) {
 gpu_status emulated_gpu::record_event(void* handle, void* stream_handle) {
   auto rec = events_.find(handle);
   if (!rec) return gpu_status::invalid_handle;
-  std::shared_ptr<stream> s;
-  if (!lookup_stream(stream_handle, s)) return gpu_status::invalid_handle;
-  if (is_capturing(stream_handle)) return gpu_status::capture_unsupported;
+  std::shared_ptr<stream_record> srec;
+  if (stream_handle != nullptr && !(srec = stream_handles_.find(stream_handle))) return gpu_status::invalid_handle;
+  if (std::shared_ptr<graph_record> g = srec ? srec->capture.graph() : nullptr) {  // marks a point of the capture
+    std::lock_guard lock(mutex_);
+    rec->captured = std::move(g);
+    rec->recorded_on = srec;
+    return gpu_status::ok;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    rec->captured = nullptr;
+  }
   auto e = rec->marks;
   const std::uint64_t mark = e->record();
-  streams_.submit(s, [e, mark] { e->complete(mark); });
+  streams_.submit(srec ? srec->queue : nullptr, [e, mark] { e->complete(mark); });
   return gpu_status::ok;
 }
 
@@ -234,12 +243,28 @@ gpu_status emulated_gpu::synchronize_event(void* handle) {
 gpu_status emulated_gpu::wait_event(void* stream_handle, void* event_handle) {
   auto rec = events_.find(event_handle);
   if (!rec) return gpu_status::invalid_handle;
-  std::shared_ptr<stream> s;
-  if (!lookup_stream(stream_handle, s)) return gpu_status::invalid_handle;
-  if (is_capturing(stream_handle)) return gpu_status::capture_unsupported;
+  std::shared_ptr<stream_record> srec;
+  if (stream_handle != nullptr && !(srec = stream_handles_.find(stream_handle))) return gpu_status::invalid_handle;
+  std::shared_ptr<graph_record> captured;
+  std::shared_ptr<stream_record> recorder;
+  {
+    std::lock_guard lock(mutex_);
+    captured = rec->captured;
+    recorder = rec->recorded_on.lock();
+  }
+  const std::shared_ptr<graph_record> mine = srec ? srec->capture.graph() : nullptr;
+  if (captured) {
+    if (!srec) return gpu_status::capture_unsupported;  // the legacy stream cannot join a capture
+    if (!mine) return srec->capture.join(std::move(captured)) ? gpu_status::ok : gpu_status::illegal_state;
+    if (mine != captured) return gpu_status::illegal_state;  // another capture
+    // The capture waits on a stream that joined it: that stream's branch ends here.
+    if (recorder && recorder != srec) recorder->capture.leave();
+    return gpu_status::ok;
+  }
+  if (mine) return gpu_status::capture_unsupported;  // a capture waiting on work outside it
   auto e = rec->marks;
   const std::uint64_t mark = e->latest();
-  streams_.submit(s, [e, mark] { e->wait(mark); });
+  streams_.submit(srec ? srec->queue : nullptr, [e, mark] { e->wait(mark); });
   return gpu_status::ok;
 }
 

@@ -54,6 +54,9 @@ struct stream_record {
 struct event_record {
   std::shared_ptr<event> marks;
   bool timing = true;
+  // Recorded on a capturing stream: the capture it marks, and the stream that recorded it.
+  std::shared_ptr<graph_record> captured;
+  std::weak_ptr<stream_record> recorded_on;
 };
 
 class emulated_gpu {
@@ -125,7 +128,7 @@ class emulated_gpu {
   // Queues `work` on the stream a handle names (null: the null stream, which runs it on
   // the caller), or appends it to the graph that stream is capturing.
   gpu_status submit(void* stream_handle, std::function<void()> work);
-  // Whether the stream a handle names is capturing (event operations cannot be captured).
+  // Whether the stream a handle names is capturing (began or joined a capture).
   bool is_capturing(void* stream_handle) const;
 
   const gpu_api api_;

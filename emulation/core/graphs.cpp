@@ -25,14 +25,36 @@ bool stream_capture::begin(std::shared_ptr<graph_record> into, void* handle) {
   if (graph_) return false;
   graph_ = into ? std::move(into) : std::make_shared<graph_record>();
   handle_ = handle;
+  joined_ = false;
   return true;
 }
 
 std::shared_ptr<graph_record> stream_capture::end(void** handle) {
   std::lock_guard lock(mutex_);
   *handle = handle_;
+  if (joined_) return nullptr;
   handle_ = nullptr;
   return std::move(graph_);
+}
+
+bool stream_capture::join(std::shared_ptr<graph_record> g) {
+  std::lock_guard lock(mutex_);
+  if (graph_) return false;
+  graph_ = std::move(g);
+  joined_ = true;
+  return true;
+}
+
+void stream_capture::leave() {
+  std::lock_guard lock(mutex_);
+  if (!joined_) return;
+  graph_ = nullptr;
+  joined_ = false;
+}
+
+std::shared_ptr<graph_record> stream_capture::graph() {
+  std::lock_guard lock(mutex_);
+  return graph_;
 }
 
 bool stream_capture::capturing() {

@@ -41,13 +41,19 @@ struct graph_exec_record {
 // What instantiation fixes: the work of `g` and its WHILE nodes' bodies, as they are now.
 graph_work instantiate(const std::shared_ptr<const graph_record>& g);
 
-// What a stream is capturing into, if anything.
+// What a stream is capturing into, if anything: as the stream that began the capture,
+// or as one that joined it by waiting on an event recorded in it (cross-stream capture;
+// its work is appended to the same graph, in submission order, and it leaves when the
+// capture waits on an event it recorded).
 class stream_capture {
  public:
   // Starts capturing into `into` (a new graph when null); false if already capturing.
   bool begin(std::shared_ptr<graph_record> into, void* handle);
-  // The graph and the handle given to begin (null: not capturing).
+  // The graph and the handle given to begin (null: not capturing, or only joined).
   std::shared_ptr<graph_record> end(void** handle);
+  bool join(std::shared_ptr<graph_record> g);  // false if already capturing
+  void leave();                                // a joined stream only
+  std::shared_ptr<graph_record> graph();       // null: not capturing
   bool capturing();
   // Appends `work` when capturing (true), else leaves it to the caller (false).
   bool append(std::function<void()>& work);
@@ -56,6 +62,7 @@ class stream_capture {
   std::mutex mutex_;
   std::shared_ptr<graph_record> graph_;
   void* handle_ = nullptr;
+  bool joined_ = false;
 };
 
 }  // namespace qd::emulation

@@ -1701,6 +1701,41 @@ TEST_CASE_TEMPLATE("suite: graph kernels record device graphs once and replay th
   qd::reset();
 }
 
+// qd::graph::parallel in a graph kernel on a GPU: the branches are parallel paths of the
+// recorded graph (their launches captured on streams of their own), replayed later.
+TEST_CASE_TEMPLATE("suite: graph::parallel branches in a do_while run as parallel paths of a device graph", A,
+                   QD_SUITE_ARCHES) {
+  auto k = kernels::graph_parallel();
+  qd_test::scratch_directory cache(std::string("suite-graph-parallel-") + A::name);
+  if (!start<A>({.offline_cache_file_path = cache.str()})) return;
+  qd::ndarray<float, 1> a(7), b(3);
+  qd::ndarray<std::int32_t, 0> flag;
+  std::vector<float> ha(7, 0.0f), hb{1.0f, 2.0f, 3.0f};
+  a.from_host(ha);
+  b.from_host(hb);
+  for (int launch = 0; launch < 3; ++launch) {
+    CAPTURE(launch);
+    do {  // plain C++
+      for (float& v : ha) v += 1.0f;
+      for (float& v : hb) v *= 2.0f;
+    } while (ha[0] < 5.0f);
+    k(a, b, flag);
+    CHECK(a.to_host() == ha);
+    CHECK(b.to_host() == hb);
+    const auto o = k.per_offload_cache_observations();
+    if (on_gpu<A>()) {
+      // Recorded once (its fork on branch streams), replayed by the later launches.
+      CHECK(o.device_graph_builds == 1);
+      CHECK(o.device_stream_forks == 1);
+      CHECK(o.device_graph_replays >= static_cast<std::uint64_t>(launch));
+    } else {
+      CHECK(o.device_graph_builds == 0);
+      CHECK(o.device_stream_forks == 0);
+    }
+  }
+  qd::reset();
+}
+
 // Meshes (issue 14, SPEC §11.7): relations built on the host, uploaded, read by
 // qd::for_each on every arch; the kernel stays whole (`mesh`) when the split is on.
 TEST_CASE_TEMPLATE("suite: a mesh Laplacian and cell means match plain C++", A, QD_SUITE_ARCHES) {

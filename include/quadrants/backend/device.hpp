@@ -125,16 +125,19 @@ class device {
   }
 
   // Fork branches on queues of their own (traits().branch_queues): after fork, launches
-  // on each queue start after the work queued before it; after join, work queued later
-  // starts after theirs. The queues run at once.
+  // on each branch queue start after the work queued on `origin` (null: the default
+  // queue; or a recording, which then records the branches as parallel paths); after
+  // join, work queued on `origin` starts after theirs. The branches run at once.
   virtual std::unique_ptr<launch_queue> make_branch_queue() {
     throw internal_error("make_branch_queue called on a backend without branch queues");
   }
-  virtual void fork(std::span<launch_queue* const> branches) {
+  virtual void fork(launch_queue* origin, std::span<launch_queue* const> branches) {
+    (void)origin;
     (void)branches;
     throw internal_error("fork called on a backend without branch queues");
   }
-  virtual void join(std::span<launch_queue* const> branches) {
+  virtual void join(launch_queue* origin, std::span<launch_queue* const> branches) {
+    (void)origin;
     (void)branches;
     throw internal_error("join called on a backend without branch queues");
   }

@@ -64,36 +64,52 @@ struct fork_job {
   }
 };
 
-// The branches of the fork whose fork_begin is step `begin`: at once on the branch
-// workers when the backend launches from several threads, on streams of their own when
-// it has branch queues (`g`, held by this launch), else one after the other.
-QD_FUNC void run_fork(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
-                      const launch_arg* args, std::uint64_t launch_no, std::uint64_t pass, std::size_t begin,
-                      task_buffers& buffers, device_graphs* g) {
+// The fork whose fork_begin is step `begin`, its branches found.
+QD_FUNC fork_job make_fork_job(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
+                               const launch_arg* args, std::uint64_t launch_no, std::uint64_t pass,
+                               std::size_t begin) {
   const std::size_t end = static_cast<std::size_t>(v.schedule[begin].jump);
   fork_job job{&k, &p, &c, &v, args, launch_no, pass, {}, {}};
   for (std::size_t i = begin; i < end; ++i)
     if (!v.schedule[i].is_task) job.branches.push_back({i + 1, i + 1});
   for (auto& [from, to] : job.branches)
     while (to < end && v.schedule[to].is_task) ++to;
+  return job;
+}
+
+// Runs a fork's branches on queues of their own, forked from and joined to `origin`
+// (null: the default queue; or a recording); false if the backend has none.
+QD_FUNC bool run_on_branch_queues(const fork_job& job, device_graphs* g, backend::launch_queue* origin,
+                                  task_buffers& buffers) {
+  const variant& v = *job.v;
   const std::size_t n = job.branches.size();
-  if (n >= 2 && g && v.device->traits().branch_queues) {
-    while (g->branch_queues.size() < n) {  // made once, kept with the variant
-      g->branch_queues.push_back(v.device->make_branch_queue());
-      g->branches.push_back(g->branch_queues.back().get());
-    }
-    const std::span<backend::launch_queue* const> queues(g->branches.data(), n);
-    v.device->fork(queues);
-    try {
-      for (std::size_t b = 0; b < n; ++b) job.run_branch(b, buffers, queues[b]);
-    } catch (...) {
-      v.device->join(queues);
-      throw;
-    }
-    v.device->join(queues);
-    k.device_stream_forks.fetch_add(1, std::memory_order_relaxed);
-    return;
+  if (n < 2 || !g || !v.device->traits().branch_queues) return false;
+  while (g->branch_queues.size() < n) {  // made once, kept with the variant
+    g->branch_queues.push_back(v.device->make_branch_queue());
+    g->branches.push_back(g->branch_queues.back().get());
   }
+  const std::span<backend::launch_queue* const> queues(g->branches.data(), n);
+  v.device->fork(origin, queues);
+  try {
+    for (std::size_t b = 0; b < n; ++b) job.run_branch(b, buffers, queues[b]);
+  } catch (...) {
+    v.device->join(origin, queues);
+    throw;
+  }
+  v.device->join(origin, queues);
+  job.k->device_stream_forks.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+// The branches of the fork whose fork_begin is step `begin`: at once on the branch
+// workers when the backend launches from several threads, on streams of their own when
+// it has branch queues (`g`, held by this launch), else one after the other.
+QD_FUNC void run_fork(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
+                      const launch_arg* args, std::uint64_t launch_no, std::uint64_t pass, std::size_t begin,
+                      task_buffers& buffers, device_graphs* g) {
+  fork_job job = make_fork_job(k, p, c, v, args, launch_no, pass, begin);
+  if (run_on_branch_queues(job, g, nullptr, buffers)) return;
+  const std::size_t n = job.branches.size();
   if (n >= 2 && v.device->traits().concurrent_launches) {
     job.failures.resize(job.branches.size());
     auto branch = [](void* ctx, std::size_t b) {
@@ -197,7 +213,8 @@ class graphs_turn {
 // are those it was recorded with (no allocation, no hashing), else records it again.
 QD_FUNC void run_recorded(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
                           const launch_arg* args, std::uint64_t launch_no, std::uint64_t pass, std::size_t start,
-                          recorded_run& run, task_buffers& buffers) {
+                          device_graphs& g, task_buffers& buffers) {
+  recorded_run& run = g.runs[start];
   const std::size_t n = k.params.size();
   bool same = run.recording != nullptr && run.arguments.size() == n;
   for (std::size_t i = 0; same && i < n; ++i) {
@@ -223,10 +240,17 @@ QD_FUNC void run_recorded(const kernel_state& k, program& p, const compiled_kern
   std::unique_ptr<backend::launch_queue> recording =
       run.loop_flag >= 0 ? v.device->begin_loop_recording(args[static_cast<std::size_t>(run.loop_flag)].data)
                          : v.device->begin_recording();
-  for (std::size_t i = start; i < run.end; ++i)
-    if (v.schedule[i].is_task)
-      launch_task(k, p, c, v, v.tasks[static_cast<std::size_t>(v.schedule[i].task)], args, launch_no, pass, buffers,
+  for (std::size_t i = start; i < run.end; ++i) {
+    const analysis::schedule_step& st = v.schedule[i];
+    if (st.is_task) {
+      launch_task(k, p, c, v, v.tasks[static_cast<std::size_t>(st.task)], args, launch_no, pass, buffers,
                   recording.get());
+    } else if (st.mark == ir::graph_mark::fork_begin) {
+      // Parallel paths of the graph where the backend has branch queues; else in order.
+      const fork_job job = make_fork_job(k, p, c, v, args, launch_no, pass, i);
+      if (run_on_branch_queues(job, &g, recording.get(), buffers)) i = static_cast<std::size_t>(st.jump);
+    }
+  }
   v.device->end_recording(*recording);
   v.device->replay(*recording);
   run.recording = std::move(recording);
@@ -244,7 +268,7 @@ QD_FUNC void run_schedule(const kernel_state& k, program& p, const compiled_kern
   for (std::size_t i = 0; i < steps; ++i) {
     const analysis::schedule_step& st = v.schedule[i];
     if (device_graphs* g = graphs.recording(); g && g->runs[i].recordable) {
-      run_recorded(k, p, c, v, args, launch_no, pass, i, g->runs[i], buffers);
+      run_recorded(k, p, c, v, args, launch_no, pass, i, *g, buffers);
       i = g->runs[i].end - 1;
       continue;
     }

@@ -211,13 +211,13 @@ class hip_branch final : public hip_queue {
     if (start_) api.hipEventDestroy(start_);
     if (stream_) api.hipStreamDestroy(stream_);
   }
-  void fork() const {
-    QD_HIP_CHECK(gpu_->api().hipEventRecord(start_, nullptr));
+  void fork(hipStream_t origin) const {
+    QD_HIP_CHECK(gpu_->api().hipEventRecord(start_, origin));
     QD_HIP_CHECK(gpu_->api().hipStreamWaitEvent(stream_, start_, 0));
   }
-  void join() const {
+  void join(hipStream_t origin) const {
     QD_HIP_CHECK(gpu_->api().hipEventRecord(done_, stream_));
-    QD_HIP_CHECK(gpu_->api().hipStreamWaitEvent(nullptr, done_, 0));
+    QD_HIP_CHECK(gpu_->api().hipStreamWaitEvent(origin, done_, 0));
   }
 
  private:
@@ -351,13 +351,15 @@ class amdgpu_device final : public device {
     current("a fork's branch");
     return std::make_unique<hip_branch>(gpu_);
   }
-  void fork(std::span<launch_queue* const> branches) override {
+  void fork(launch_queue* origin, std::span<launch_queue* const> branches) override {
     current("a fork's branch");
-    for (launch_queue* b : branches) static_cast<const hip_branch*>(b)->fork();
+    const hipStream_t from = origin ? static_cast<const hip_queue*>(origin)->stream() : nullptr;
+    for (launch_queue* b : branches) static_cast<const hip_branch*>(b)->fork(from);
   }
-  void join(std::span<launch_queue* const> branches) override {
+  void join(launch_queue* origin, std::span<launch_queue* const> branches) override {
     current("a fork's branch");
-    for (launch_queue* b : branches) static_cast<const hip_branch*>(b)->join();
+    const hipStream_t to = origin ? static_cast<const hip_queue*>(origin)->stream() : nullptr;
+    for (launch_queue* b : branches) static_cast<const hip_branch*>(b)->join(to);
   }
 
  private:

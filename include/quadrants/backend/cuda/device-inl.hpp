@@ -240,13 +240,13 @@ class cuda_branch final : public cuda_queue {
     if (start_) api.cuEventDestroy(start_);
     if (stream_) api.cuStreamDestroy(stream_);
   }
-  void fork() const {
-    QD_CUDA_CHECK(context_->api().cuEventRecord(start_, nullptr));
+  void fork(CUstream origin) const {
+    QD_CUDA_CHECK(context_->api().cuEventRecord(start_, origin));
     QD_CUDA_CHECK(context_->api().cuStreamWaitEvent(stream_, start_, 0));
   }
-  void join() const {
+  void join(CUstream origin) const {
     QD_CUDA_CHECK(context_->api().cuEventRecord(done_, stream_));
-    QD_CUDA_CHECK(context_->api().cuStreamWaitEvent(nullptr, done_, 0));
+    QD_CUDA_CHECK(context_->api().cuStreamWaitEvent(origin, done_, 0));
   }
 
  private:
@@ -410,13 +410,15 @@ class cuda_device final : public device {
     context("a fork's branch").make_current();
     return std::make_unique<cuda_branch>(context_);
   }
-  void fork(std::span<launch_queue* const> branches) override {
+  void fork(launch_queue* origin, std::span<launch_queue* const> branches) override {
     context("a fork's branch").make_current();
-    for (launch_queue* b : branches) static_cast<const cuda_branch*>(b)->fork();
+    const CUstream from = origin ? static_cast<const cuda_queue*>(origin)->stream() : nullptr;
+    for (launch_queue* b : branches) static_cast<const cuda_branch*>(b)->fork(from);
   }
-  void join(std::span<launch_queue* const> branches) override {
+  void join(launch_queue* origin, std::span<launch_queue* const> branches) override {
     context("a fork's branch").make_current();
-    for (launch_queue* b : branches) static_cast<const cuda_branch*>(b)->join();
+    const CUstream to = origin ? static_cast<const cuda_queue*>(origin)->stream() : nullptr;
+    for (launch_queue* b : branches) static_cast<const cuda_branch*>(b)->join(to);
   }
 
  private:

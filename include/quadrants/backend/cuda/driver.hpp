@@ -86,6 +86,7 @@ inline constexpr int conditional_nodes_version = 12030;    // cuDriverGetVersion
   X(cuGetErrorString, "cuGetErrorString", CUresult(CUresult, const char**))                                         \
   X(cuStreamCreate, "cuStreamCreate", CUresult(CUstream*, unsigned))                                                \
   X(cuStreamDestroy, "cuStreamDestroy_v2", CUresult(CUstream))                                                      \
+  X(cuStreamSynchronize, "cuStreamSynchronize", CUresult(CUstream))                                                 \
   X(cuEventCreate, "cuEventCreate", CUresult(CUevent*, unsigned))                                                   \
   X(cuEventDestroy, "cuEventDestroy_v2", CUresult(CUevent))                                                         \
   X(cuEventRecord, "cuEventRecord", CUresult(CUevent, CUstream))                                                    \
