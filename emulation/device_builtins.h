@@ -76,6 +76,17 @@ static inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_C
 template <class T>
 static inline T __ldg(const T* p) { return *p; }
 
+/* --- CUDA graphs: a conditional node's condition ------------------------------------ */
+#ifdef QD_EMU_CUDA
+#define __device_builtin__
+#define __cudart_builtin__
+typedef unsigned long long cudaGraphConditionalHandle;
+/* The emulated driver's handle is the address of the condition's value (core/graphs.hpp). */
+extern "C" inline void cudaGraphSetConditional(cudaGraphConditionalHandle handle, unsigned value) {
+  __atomic_store_n(reinterpret_cast<unsigned*>(handle), value, __ATOMIC_RELEASE);
+}
+#endif
+
 /* --- host functions device code may call ------------------------------------------ */
 extern "C" int printf(const char*, ...);
 extern "C" void* malloc(size_t) noexcept;

@@ -43,6 +43,11 @@ foreach(api cuda amdgpu)
                            "QD_EMULATED_GPU_REAL_HIPRTC=off")
 endforeach()
 
+# Graph kernels on a CUDA driver older than 12.3 (no conditional nodes): do_while bodies
+# are device graphs replayed by the host loop (the suite's own instance covers 12.3+).
+qd_add_emulated_test(cuda graph_host_loop backend_gpu_suite_test ARGS "--test-case=*graph*<on_cuda>*"
+                     ENV "QD_EMULATED_CUDA_DRIVER_VERSION=12020")
+
 # The demo on each GPU, as a user runs it (QD_ARCH honoured; a fallback to the CPU fails).
 if(TARGET heat_diffusion)
   foreach(api cuda amdgpu)

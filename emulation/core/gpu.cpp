@@ -12,6 +12,8 @@ void emulated_gpu::reset() {
   streams_.synchronize_all();
   for (const auto& s : stream_handles_.remove_if([](const stream_record&) { return true; })) streams_.forget(s->queue);
   events_.remove_if([](const event_record&) { return true; });
+  graph_execs_.remove_if([](const graph_exec_record&) { return true; });
+  graphs_.remove_if([](const graph_record&) { return true; });
   std::lock_guard lock(mutex_);
   functions_.remove_if([](const function_record&) { return true; });
   modules_.remove_if([](const module_record&) { return true; });
@@ -40,6 +42,19 @@ bool emulated_gpu::lookup_stream(void* handle, std::shared_ptr<stream>& out) con
   return true;
 }
 
+gpu_status emulated_gpu::submit(void* stream_handle, std::function<void()> work) {
+  std::shared_ptr<stream_record> rec;
+  if (stream_handle != nullptr && !(rec = stream_handles_.find(stream_handle))) return gpu_status::invalid_handle;
+  if (rec && rec->capture.append(work)) return gpu_status::ok;
+  streams_.submit(rec ? rec->queue : nullptr, std::move(work));
+  return gpu_status::ok;
+}
+
+bool emulated_gpu::is_capturing(void* stream_handle) const {
+  auto rec = stream_handle ? stream_handles_.find(stream_handle) : nullptr;
+  return rec && rec->capture.capturing();
+}
+
 gpu_status emulated_gpu::copy(void* dst, const void* src, std::size_t bytes, bool dst_device, bool src_device,
                               void* stream_handle, bool async) {
   std::shared_ptr<stream> s;
@@ -48,8 +63,7 @@ gpu_status emulated_gpu::copy(void* dst, const void* src, std::size_t bytes, boo
   if (dst == nullptr || src == nullptr) return gpu_status::invalid_value;
   if ((dst_device && !memory_.contains(dst, bytes)) || (src_device && !memory_.contains(src, bytes)))
     return gpu_status::invalid_value;
-  streams_.submit(async ? s : nullptr, [dst, src, bytes] { std::memmove(dst, src, bytes); });
-  return gpu_status::ok;
+  return submit(async ? stream_handle : nullptr, [dst, src, bytes] { std::memmove(dst, src, bytes); });
 }
 
 gpu_status emulated_gpu::fill(void* dst, unsigned value, std::size_t count, std::size_t width, void* stream_handle,
@@ -60,7 +74,7 @@ gpu_status emulated_gpu::fill(void* dst, unsigned value, std::size_t count, std:
   if (reinterpret_cast<std::uintptr_t>(dst) % width != 0 || count > SIZE_MAX / width ||
       !memory_.contains(dst, count * width))
     return gpu_status::invalid_value;
-  streams_.submit(async ? s : nullptr, [dst, value, count, width] {
+  return submit(async ? stream_handle : nullptr, [dst, value, count, width] {
     if (width == 1) {
       std::memset(dst, static_cast<int>(value & 0xffu), count);
     } else {
@@ -68,7 +82,6 @@ gpu_status emulated_gpu::fill(void* dst, unsigned value, std::size_t count, std:
       for (std::size_t i = 0; i < count; ++i) words[i] = value;
     }
   });
-  return gpu_status::ok;
 }
 
 gpu_status emulated_gpu::load_module(const void* image, void** out) {
@@ -126,7 +139,7 @@ gpu_status emulated_gpu::launch(const function_record& f, qd_emu_dim grid, qd_em
   l->grid = grid;
   l->block = block;
   if (!capture_parameters(entry, kernel_params, buffer, buffer_size, *l)) return gpu_status::parameter_buffer_too_small;
-  streams_.submit(s, [this, l] {
+  submit(stream_handle, [this, l] {
     const launch_outcome o = run_kernel(*l);
     if (o.trap_code == 0) return;
     const gpu_status failed = o.trap_code == 2   ? gpu_status::kernel_assert
@@ -175,8 +188,7 @@ gpu_status emulated_gpu::host_function(void* stream_handle, void (*fn)(void*), v
   if (fn == nullptr) return gpu_status::invalid_value;
   std::shared_ptr<stream> s;
   if (!lookup_stream(stream_handle, s)) return gpu_status::invalid_handle;
-  streams_.submit(s, [fn, data] { fn(data); });
-  return gpu_status::ok;
+  return submit(stream_handle, [fn, data] { fn(data); });
 }
 
 void emulated_gpu::synchronize() { streams_.synchronize_all(); }
@@ -197,11 +209,21 @@ gpu_status emulated_gpu::destroy_event(void* handle) {
 gpu_status emulated_gpu::record_event(void* handle, void* stream_handle) {
   auto rec = events_.find(handle);
   if (!rec) return gpu_status::invalid_handle;
-  std::shared_ptr<stream> s;
-  if (!lookup_stream(stream_handle, s)) return gpu_status::invalid_handle;
+  std::shared_ptr<stream_record> srec;
+  if (stream_handle != nullptr && !(srec = stream_handles_.find(stream_handle))) return gpu_status::invalid_handle;
+  if (std::shared_ptr<graph_record> g = srec ? srec->capture.graph() : nullptr) {  // marks a point of the capture
+    std::lock_guard lock(mutex_);
+    rec->captured = std::move(g);
+    rec->recorded_on = srec;
+    return gpu_status::ok;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    rec->captured = nullptr;
+  }
   auto e = rec->marks;
   const std::uint64_t mark = e->record();
-  streams_.submit(s, [e, mark] { e->complete(mark); });
+  streams_.submit(srec ? srec->queue : nullptr, [e, mark] { e->complete(mark); });
   return gpu_status::ok;
 }
 
@@ -221,11 +243,28 @@ gpu_status emulated_gpu::synchronize_event(void* handle) {
 gpu_status emulated_gpu::wait_event(void* stream_handle, void* event_handle) {
   auto rec = events_.find(event_handle);
   if (!rec) return gpu_status::invalid_handle;
-  std::shared_ptr<stream> s;
-  if (!lookup_stream(stream_handle, s)) return gpu_status::invalid_handle;
+  std::shared_ptr<stream_record> srec;
+  if (stream_handle != nullptr && !(srec = stream_handles_.find(stream_handle))) return gpu_status::invalid_handle;
+  std::shared_ptr<graph_record> captured;
+  std::shared_ptr<stream_record> recorder;
+  {
+    std::lock_guard lock(mutex_);
+    captured = rec->captured;
+    recorder = rec->recorded_on.lock();
+  }
+  const std::shared_ptr<graph_record> mine = srec ? srec->capture.graph() : nullptr;
+  if (captured) {
+    if (!srec) return gpu_status::capture_unsupported;  // the legacy stream cannot join a capture
+    if (!mine) return srec->capture.join(std::move(captured)) ? gpu_status::ok : gpu_status::illegal_state;
+    if (mine != captured) return gpu_status::illegal_state;  // another capture
+    // The capture waits on a stream that joined it: that stream's branch ends here.
+    if (recorder && recorder != srec) recorder->capture.leave();
+    return gpu_status::ok;
+  }
+  if (mine) return gpu_status::capture_unsupported;  // a capture waiting on work outside it
   auto e = rec->marks;
   const std::uint64_t mark = e->latest();
-  streams_.submit(s, [e, mark] { e->wait(mark); });
+  streams_.submit(srec ? srec->queue : nullptr, [e, mark] { e->wait(mark); });
   return gpu_status::ok;
 }
 
@@ -237,6 +276,103 @@ gpu_status emulated_gpu::elapsed_ms(void* start, void* end, float* ms) {
   if (!a->marks->done() || !b->marks->done()) return gpu_status::not_ready;
   *ms = std::chrono::duration<float, std::milli>(b->marks->time() - a->marks->time()).count();
   return gpu_status::ok;
+}
+
+gpu_status emulated_gpu::begin_capture(void* stream_handle, void* graph_handle) {
+  if (stream_handle == nullptr) return gpu_status::capture_unsupported;  // not the legacy stream
+  auto rec = stream_handles_.find(stream_handle);
+  if (!rec) return gpu_status::invalid_handle;
+  std::shared_ptr<graph_record> into;
+  if (graph_handle != nullptr && !(into = graphs_.find(graph_handle))) return gpu_status::invalid_handle;
+  return rec->capture.begin(std::move(into), graph_handle) ? gpu_status::ok : gpu_status::illegal_state;
+}
+
+gpu_status emulated_gpu::create_graph(void** graph_out) {
+  if (graph_out == nullptr) return gpu_status::invalid_value;
+  *graph_out = graphs_.add<void*>(std::make_shared<graph_record>());
+  return gpu_status::ok;
+}
+
+gpu_status emulated_gpu::create_condition(void* graph_handle, unsigned default_value, bool assign_default,
+                                          unsigned long long* handle_out) {
+  if (handle_out == nullptr) return gpu_status::invalid_value;
+  auto g = graphs_.find(graph_handle);
+  if (!g) return gpu_status::invalid_handle;
+  auto c = std::make_unique<graph_condition>();
+  c->default_value = default_value;
+  c->assign_default = assign_default;
+  *handle_out = reinterpret_cast<std::uintptr_t>(&c->value);
+  std::lock_guard lock(mutex_);
+  g->conditions.push_back(std::move(c));
+  return gpu_status::ok;
+}
+
+gpu_status emulated_gpu::add_while_node(void* graph_handle, unsigned long long condition, void** body_out) {
+  if (body_out == nullptr) return gpu_status::invalid_value;
+  auto g = graphs_.find(graph_handle);
+  if (!g) return gpu_status::invalid_handle;
+  std::lock_guard lock(mutex_);
+  graph_condition* found = nullptr;
+  for (const auto& c : g->conditions)
+    if (reinterpret_cast<std::uintptr_t>(&c->value) == condition) found = c.get();
+  if (!found) return gpu_status::invalid_value;  // a condition of another graph, or none
+  auto body = std::make_shared<graph_record>();
+  g->nodes.push_back({nullptr, body, found});
+  *body_out = graphs_.add<void*>(std::move(body));
+  return gpu_status::ok;
+}
+
+gpu_status emulated_gpu::end_capture(void* stream_handle, void** graph_out) {
+  if (graph_out == nullptr) return gpu_status::invalid_value;
+  auto rec = stream_handle ? stream_handles_.find(stream_handle) : nullptr;
+  if (!rec) return gpu_status::invalid_handle;
+  void* existing = nullptr;
+  std::shared_ptr<graph_record> g = rec->capture.end(&existing);
+  if (!g) return gpu_status::illegal_state;
+  *graph_out = existing ? existing : graphs_.add<void*>(std::move(g));
+  return gpu_status::ok;
+}
+
+gpu_status emulated_gpu::capturing(void* stream_handle, bool* out) {
+  if (out == nullptr) return gpu_status::invalid_value;
+  std::shared_ptr<stream> s;
+  if (!lookup_stream(stream_handle, s)) return gpu_status::invalid_handle;
+  *out = is_capturing(stream_handle);
+  return gpu_status::ok;
+}
+
+gpu_status emulated_gpu::instantiate_graph(void* graph_handle, void** exec_out) {
+  if (exec_out == nullptr) return gpu_status::invalid_value;
+  auto g = graphs_.find(graph_handle);
+  if (!g) return gpu_status::invalid_handle;
+  auto e = std::make_shared<graph_exec_record>();
+  {
+    std::lock_guard lock(mutex_);
+    e->work = std::make_shared<const graph_work>(instantiate(g));
+  }
+  *exec_out = graph_execs_.add<void*>(std::move(e));
+  graphs_instantiated_.fetch_add(1);
+  return gpu_status::ok;
+}
+
+gpu_status emulated_gpu::launch_graph(void* exec_handle, void* stream_handle) {
+  auto e = graph_execs_.find(exec_handle);
+  if (!e) return gpu_status::invalid_handle;
+  graph_launches_.fetch_add(1);
+  std::shared_ptr<const graph_work> work = e->work;
+  const gpu_status s = submit(stream_handle, [work] {
+    for (const std::function<void()>& w : *work) w();
+  });
+  if (s != gpu_status::ok) return s;
+  return stream_handle ? gpu_status::ok : sticky_.load();  // the default stream ran it already
+}
+
+gpu_status emulated_gpu::destroy_graph(void* graph_handle) {
+  return graphs_.remove(graph_handle) ? gpu_status::ok : gpu_status::invalid_handle;
+}
+
+gpu_status emulated_gpu::destroy_graph_exec(void* exec_handle) {
+  return graph_execs_.remove(exec_handle) ? gpu_status::ok : gpu_status::invalid_handle;
 }
 
 }  // namespace qd::emulation

@@ -14,6 +14,7 @@
 #include "core/blob.hpp"
 #include "core/device_memory.hpp"
 #include "core/executor.hpp"
+#include "core/graphs.hpp"
 #include "core/handles.hpp"
 #include "core/loaded_program.hpp"
 #include "core/streams.hpp"
@@ -33,6 +34,8 @@ enum class gpu_status {
   kernel_trap,      // __trap
   kernel_assert,    // a failed device assert
   kernel_no_fiber,  // __syncthreads in a kernel built without fibers (an emulation bug)
+  capture_unsupported,  // an operation a capturing stream (or the null stream) cannot capture
+  illegal_state,        // beginning a capture twice, ending one that was not begun
 };
 
 struct module_record {
@@ -46,10 +49,14 @@ struct function_record {
 };
 struct stream_record {
   std::shared_ptr<stream> queue;
+  stream_capture capture;
 };
 struct event_record {
   std::shared_ptr<event> marks;
   bool timing = true;
+  // Recorded on a capturing stream: the capture it marks, and the stream that recorded it.
+  std::shared_ptr<graph_record> captured;
+  std::weak_ptr<stream_record> recorded_on;
 };
 
 class emulated_gpu {
@@ -97,8 +104,32 @@ class emulated_gpu {
   gpu_status wait_event(void* stream_handle, void* event_handle);
   gpu_status elapsed_ms(void* start, void* end, float* ms);
 
+  // Graphs (core/graphs.hpp): capture on a created stream (into a new graph, or into
+  // `graph_handle`), instantiate, launch; WHILE nodes and their conditions.
+  gpu_status begin_capture(void* stream_handle, void* graph_handle = nullptr);
+  gpu_status create_graph(void** graph_out);
+  // The handle is the address of the condition's value (what device code stores to).
+  gpu_status create_condition(void* graph_handle, unsigned default_value, bool assign_default,
+                              unsigned long long* handle_out);
+  // Appends a WHILE node on `condition` (created on this graph) and gives its body graph.
+  gpu_status add_while_node(void* graph_handle, unsigned long long condition, void** body_out);
+  gpu_status end_capture(void* stream_handle, void** graph_out);
+  gpu_status capturing(void* stream_handle, bool* out);
+  gpu_status instantiate_graph(void* graph_handle, void** exec_out);
+  gpu_status launch_graph(void* exec_handle, void* stream_handle);
+  gpu_status destroy_graph(void* graph_handle);
+  gpu_status destroy_graph_exec(void* exec_handle);
+  // Counts since the process started, for tests: graphs instantiated, graph launches.
+  std::uint64_t graphs_instantiated() const { return graphs_instantiated_.load(); }
+  std::uint64_t graph_launches() const { return graph_launches_.load(); }
+
  private:
   bool lookup_stream(void* handle, std::shared_ptr<stream>& out) const;
+  // Queues `work` on the stream a handle names (null: the null stream, which runs it on
+  // the caller), or appends it to the graph that stream is capturing.
+  gpu_status submit(void* stream_handle, std::function<void()> work);
+  // Whether the stream a handle names is capturing (began or joined a capture).
+  bool is_capturing(void* stream_handle) const;
 
   const gpu_api api_;
   bool (*const accepts_)(const std::string&);
@@ -110,6 +141,9 @@ class emulated_gpu {
   handle_table<function_record> functions_{handle_kind::function};
   handle_table<stream_record> stream_handles_{handle_kind::stream};
   handle_table<event_record> events_{handle_kind::event};
+  handle_table<graph_record> graphs_{handle_kind::graph};
+  handle_table<graph_exec_record> graph_execs_{handle_kind::graph_exec};
+  std::atomic<std::uint64_t> graphs_instantiated_{0}, graph_launches_{0};
 };
 
 }  // namespace qd::emulation

@@ -27,6 +27,28 @@ using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
 using CUhostFn = void (*)(void*);
+using CUgraph = struct CUgraph_st*;
+using CUgraphExec = struct CUgraphExec_st*;
+using CUgraphNode = struct CUgraphNode_st*;
+
+// CUgraphNodeParams (cuda.h 12.3+), as far as conditional nodes go.
+struct CUDA_CONDITIONAL_NODE_PARAMS {
+  unsigned long long handle;
+  int type;  // 0 IF, 1 WHILE, 2 SWITCH
+  unsigned size;
+  CUgraph* phGraph_out;
+  CUcontext ctx;
+};
+struct CUgraphNodeParams {
+  int type;  // 13: CU_GRAPH_NODE_TYPE_CONDITIONAL
+  int reserved0[3];
+  union {
+    CUDA_CONDITIONAL_NODE_PARAMS conditional;
+    long long reserved1[29];
+  };
+  long long reserved2;
+};
+static_assert(sizeof(CUgraphNodeParams) == 256);
 
 namespace {
 
@@ -44,6 +66,7 @@ enum : CUresult {
   cuda_invalid_context = 201,
   cuda_no_binary_for_gpu = 209,
   cuda_invalid_handle = 400,
+  cuda_illegal_state = 401,
   cuda_not_found = 500,
   cuda_not_ready = 600,
   cuda_launch_out_of_resources = 701,
@@ -51,6 +74,7 @@ enum : CUresult {
   cuda_illegal_instruction = 715,
   cuda_launch_failed = 719,
   cuda_not_supported = 801,
+  cuda_capture_unsupported = 900,
   cuda_unknown = 999,
 };
 
@@ -71,6 +95,7 @@ const result_text results[] = {
     {201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
     {209, "CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device"},
     {400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {401, "CUDA_ERROR_ILLEGAL_STATE", "the operation is not valid in the current state"},
     {500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
     {600, "CUDA_ERROR_NOT_READY", "device not ready"},
     {700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
@@ -79,6 +104,7 @@ const result_text results[] = {
     {715, "CUDA_ERROR_ILLEGAL_INSTRUCTION", "an illegal instruction was encountered"},
     {719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
     {801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+    {900, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "operation not permitted when stream is capturing"},
     {999, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
@@ -176,6 +202,8 @@ CUresult code(emu::gpu_status s) {
     case emu::gpu_status::kernel_trap: return cuda_illegal_instruction;
     case emu::gpu_status::kernel_assert: return cuda_assert;
     case emu::gpu_status::kernel_no_fiber: return cuda_launch_failed;
+    case emu::gpu_status::capture_unsupported: return cuda_capture_unsupported;
+    case emu::gpu_status::illegal_state: return cuda_illegal_state;
   }
   return cuda_unknown;
 }
@@ -220,9 +248,11 @@ QD_EMU_EXPORT CUresult cuInit(unsigned flags) {
   return cuda_success;
 }
 
+// 13.0, or QD_EMULATED_CUDA_DRIVER_VERSION (e.g. 12020: a driver without conditional nodes).
 QD_EMU_EXPORT CUresult cuDriverGetVersion(int* version) {
   if (!version) return cuda_invalid_value;
-  *version = 13000;
+  const char* env = std::getenv("QD_EMULATED_CUDA_DRIVER_VERSION");
+  *version = env && *env ? std::atoi(env) : 13000;
   return cuda_success;
 }
 
@@ -548,6 +578,74 @@ QD_EMU_EXPORT CUresult cuEventElapsedTime_v2(float* ms, CUevent start, CUevent e
 }
 QD_EMU_EXPORT CUresult cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
   return cuEventElapsedTime_v2(ms, start, end);
+}
+
+// --- graphs: stream capture, instantiation, launch (core/graphs.hpp) ------------------------------
+
+QD_EMU_EXPORT CUresult cuStreamBeginCapture_v2(CUstream h, int mode) {
+  return in_context([&] { return mode < 0 || mode > 2 ? emu::gpu_status::invalid_value : gpu().begin_capture(h); });
+}
+QD_EMU_EXPORT CUresult cuStreamBeginCapture(CUstream h, int mode) { return cuStreamBeginCapture_v2(h, mode); }
+QD_EMU_EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream h, CUgraph g, const CUgraphNode* deps, const void* data,
+                                                   std::size_t count, int mode) {
+  return in_context([&] {
+    // Only into an empty dependency set (the body of a conditional node, as Quadrants uses it).
+    if (mode < 0 || mode > 2 || count != 0 || deps || data) return emu::gpu_status::invalid_value;
+    return gpu().begin_capture(h, g);
+  });
+}
+QD_EMU_EXPORT CUresult cuStreamEndCapture(CUstream h, CUgraph* out) {
+  return in_context([&] { return gpu().end_capture(h, reinterpret_cast<void**>(out)); });
+}
+QD_EMU_EXPORT CUresult cuStreamIsCapturing(CUstream h, int* status) {
+  return in_context([&] {
+    bool capturing = false;
+    const emu::gpu_status s = status ? gpu().capturing(h, &capturing) : emu::gpu_status::invalid_value;
+    if (s == emu::gpu_status::ok) *status = capturing ? 1 : 0;  // CU_STREAM_CAPTURE_STATUS_ACTIVE / NONE
+    return s;
+  });
+}
+QD_EMU_EXPORT CUresult cuGraphCreate(CUgraph* out, unsigned flags) {
+  return in_context([&] {
+    return flags != 0 ? emu::gpu_status::invalid_value : gpu().create_graph(reinterpret_cast<void**>(out));
+  });
+}
+QD_EMU_EXPORT CUresult cuGraphConditionalHandleCreate(unsigned long long* out, CUgraph g, CUcontext ctx,
+                                                      unsigned default_value, unsigned flags) {
+  return in_context([&] {
+    if (ctx != primary_context || (flags & ~1u) != 0) return emu::gpu_status::invalid_value;
+    return gpu().create_condition(g, default_value, (flags & 1u) != 0, out);  // 1: CU_GRAPH_COND_ASSIGN_DEFAULT
+  });
+}
+// Conditional WHILE nodes only, with no dependencies: what Quadrants adds.
+QD_EMU_EXPORT CUresult cuGraphAddNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, std::size_t count,
+                                      CUgraphNodeParams* params) {
+  return in_context([&] {
+    if (!out || !params || deps || count != 0) return emu::gpu_status::invalid_value;
+    if (params->type != 13 || params->conditional.type != 1 || params->conditional.size != 1 ||
+        !params->conditional.phGraph_out || params->conditional.ctx != primary_context)
+      return emu::gpu_status::invalid_value;
+    void* body = nullptr;
+    const emu::gpu_status s = gpu().add_while_node(g, params->conditional.handle, &body);
+    if (s != emu::gpu_status::ok) return s;
+    params->conditional.phGraph_out[0] = static_cast<CUgraph>(body);
+    *out = reinterpret_cast<CUgraphNode>(body);
+    return s;
+  });
+}
+QD_EMU_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* out, CUgraph g, unsigned long long flags) {
+  return in_context([&] {
+    return flags != 0 ? emu::gpu_status::invalid_value : gpu().instantiate_graph(g, reinterpret_cast<void**>(out));
+  });
+}
+QD_EMU_EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s) {
+  return in_context([&] { return gpu().launch_graph(e, s); });
+}
+QD_EMU_EXPORT CUresult cuGraphExecDestroy(CUgraphExec e) {
+  return in_context([&] { return gpu().destroy_graph_exec(e); });
+}
+QD_EMU_EXPORT CUresult cuGraphDestroy(CUgraph g) {
+  return in_context([&] { return gpu().destroy_graph(g); });
 }
 
 // --- errors ------------------------------------------------------------------------------------------

@@ -23,6 +23,9 @@ using hipFunction_t = struct hip_function_st*;
 using hipStream_t = struct hip_stream_st*;
 using hipEvent_t = struct hip_event_st*;
 using hipHostFn_t = void (*)(void*);
+using hipGraph_t = struct hip_graph_st*;
+using hipGraphExec_t = struct hip_graph_exec_st*;
+using hipGraphNode_t = struct hip_graph_node_st*;
 
 namespace {
 
@@ -39,10 +42,12 @@ enum : hipError_t {
   hip_invalid_image = 200,
   hip_no_binary_for_gpu = 209,
   hip_invalid_handle = 400,
+  hip_illegal_state = 401,
   hip_not_found = 500,
   hip_not_ready = 600,
   hip_assert = 710,
   hip_launch_failure = 719,
+  hip_capture_unsupported = 900,
   hip_unknown = 999,
 };
 
@@ -66,6 +71,7 @@ const error_text errors[] = {
     {201, "hipErrorInvalidContext", "invalid device context"},
     {209, "hipErrorNoBinaryForGpu", "no kernel image is available for execution on the device"},
     {400, "hipErrorInvalidHandle", "invalid resource handle"},
+    {401, "hipErrorIllegalState", "the operation cannot be performed in the present state"},
     {500, "hipErrorNotFound", "named symbol not found"},
     {600, "hipErrorNotReady", "device not ready"},
     {700, "hipErrorIllegalAddress", "an illegal memory access was encountered"},
@@ -74,6 +80,7 @@ const error_text errors[] = {
     {710, "hipErrorAssert", "device-side assert triggered"},
     {719, "hipErrorLaunchFailure", "unspecified launch failure"},
     {801, "hipErrorNotSupported", "operation not supported"},
+    {900, "hipErrorStreamCaptureUnsupported", "operation not permitted when stream is capturing"},
     {999, "hipErrorUnknown", "unknown error"},
 };
 
@@ -188,6 +195,8 @@ hipError_t code(emu::gpu_status s) {
     case emu::gpu_status::kernel_trap: return hip_launch_failure;
     case emu::gpu_status::kernel_assert: return hip_assert;
     case emu::gpu_status::kernel_no_fiber: return hip_launch_failure;
+    case emu::gpu_status::capture_unsupported: return hip_capture_unsupported;
+    case emu::gpu_status::illegal_state: return hip_illegal_state;
   }
   return hip_unknown;
 }
@@ -434,6 +443,43 @@ QD_EMU_EXPORT hipError_t hipEventSynchronize(hipEvent_t e) {
 }
 QD_EMU_EXPORT hipError_t hipEventElapsedTime(float* ms, hipEvent_t start, hipEvent_t end) {
   return on_device([&] { return gpu().elapsed_ms(start, end, ms); });
+}
+
+// --- graphs: stream capture, instantiation, launch (core/graphs.hpp) ----------------------------------
+
+QD_EMU_EXPORT hipError_t hipStreamBeginCapture(hipStream_t s, int mode) {
+  return on_device([&] { return mode < 0 || mode > 2 ? emu::gpu_status::invalid_value : gpu().begin_capture(s); });
+}
+QD_EMU_EXPORT hipError_t hipStreamEndCapture(hipStream_t s, hipGraph_t* out) {
+  return on_device([&] { return gpu().end_capture(s, reinterpret_cast<void**>(out)); });
+}
+QD_EMU_EXPORT hipError_t hipStreamIsCapturing(hipStream_t s, int* status) {
+  return on_device([&] {
+    bool capturing = false;
+    const emu::gpu_status r = status ? gpu().capturing(s, &capturing) : emu::gpu_status::invalid_value;
+    if (r == emu::gpu_status::ok) *status = capturing ? 1 : 0;  // hipStreamCaptureStatusActive / None
+    return r;
+  });
+}
+QD_EMU_EXPORT hipError_t hipGraphInstantiate(hipGraphExec_t* out, hipGraph_t g, hipGraphNode_t* error_node,
+                                             char* log, std::size_t log_size) {
+  if (error_node) *error_node = nullptr;
+  if (log && log_size) *log = '\0';
+  return on_device([&] { return gpu().instantiate_graph(g, reinterpret_cast<void**>(out)); });
+}
+QD_EMU_EXPORT hipError_t hipGraphInstantiateWithFlags(hipGraphExec_t* out, hipGraph_t g, unsigned long long flags) {
+  return on_device([&] {
+    return flags != 0 ? emu::gpu_status::invalid_value : gpu().instantiate_graph(g, reinterpret_cast<void**>(out));
+  });
+}
+QD_EMU_EXPORT hipError_t hipGraphLaunch(hipGraphExec_t e, hipStream_t s) {
+  return on_device([&] { return gpu().launch_graph(e, s); });
+}
+QD_EMU_EXPORT hipError_t hipGraphExecDestroy(hipGraphExec_t e) {
+  return on_device([&] { return gpu().destroy_graph_exec(e); });
+}
+QD_EMU_EXPORT hipError_t hipGraphDestroy(hipGraph_t g) {
+  return on_device([&] { return gpu().destroy_graph(g); });
 }
 
 // --- errors --------------------------------------------------------------------------------------------

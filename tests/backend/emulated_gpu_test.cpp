@@ -423,6 +423,91 @@ TEST_CASE("emulated cuda: launches on two streams run at once; on one stream, in
   f.device->release(counter);
 }
 
+// A kernel that ends a conditional WHILE node's body: counts down, then loops while non-zero.
+const char* const count_down_kernel = R"(
+typedef __device_builtin__ unsigned long long cudaGraphConditionalHandle;
+extern "C" __device__ __cudart_builtin__ void cudaGraphSetConditional(cudaGraphConditionalHandle handle, unsigned int value);
+extern "C" __global__ void count_down(int* n, cudaGraphConditionalHandle handle) {
+  *n -= 1;
+  cudaGraphSetConditional(handle, *n > 0 ? 1u : 0u);
+}
+)";
+
+TEST_CASE("emulated cuda: captured launches replay in order; a WHILE node loops while its body sets the condition") {
+  cuda_fixture f;
+  if (!f) return;
+  const cu::driver_api& api = *f.api;
+  cu::CUstream s = nullptr;
+  QD_CUDA_CHECK(api.cuStreamCreate(&s, cu::stream_non_blocking));
+  int* counter = f.allocate<int>(1);
+  int host = 0;
+  f.device->copy_from_host(counter, &host, sizeof(int));
+  void* add_args[] = {&counter};
+  // Capture records the launches without running them.
+  CHECK(api.cuStreamBeginCapture(nullptr, cu::capture_mode_thread_local) == 900);  // not the legacy stream
+  cu::CUgraph graph = nullptr;
+  CHECK(api.cuStreamEndCapture(s, &graph) == 401);  // not capturing
+  QD_CUDA_CHECK(api.cuStreamBeginCapture(s, cu::capture_mode_thread_local));
+  CHECK(api.cuStreamBeginCapture(s, cu::capture_mode_thread_local) == 401);  // already capturing
+  for (int k = 0; k < 3; ++k)
+    QD_CUDA_CHECK(api.cuLaunchKernel(f.function("add_one"), 1, 1, 1, 1, 1, 1, 0, s, add_args, nullptr));
+  QD_CUDA_CHECK(api.cuStreamEndCapture(s, &graph));
+  f.device->copy_to_host(&host, counter, sizeof(int));
+  CHECK(host == 0);
+  cu::CUgraphExec exec = nullptr;
+  QD_CUDA_CHECK(api.cuGraphInstantiateWithFlags(&exec, graph, 0));
+  QD_CUDA_CHECK(api.cuGraphDestroy(graph));  // the executable graph keeps what it needs
+  QD_CUDA_CHECK(api.cuGraphLaunch(exec, nullptr));
+  QD_CUDA_CHECK(api.cuGraphLaunch(exec, s));
+  QD_CUDA_CHECK(api.cuStreamSynchronize(s));
+  f.device->copy_to_host(&host, counter, sizeof(int));
+  CHECK(host == 6);
+  QD_CUDA_CHECK(api.cuGraphExecDestroy(exec));
+  CHECK(api.cuGraphExecDestroy(exec) == 400);
+
+  // A WHILE node whose body counts down to zero; the default 1 runs it at least once.
+  const auto cubin = cu::compile_cubin(count_down_kernel, cu::nvrtc_options{.sm = 90}, "count_down");
+  cu::CUmodule m = nullptr;
+  QD_CUDA_CHECK(api.cuModuleLoadData(&m, cubin.data()));
+  cu::CUfunction count_down = nullptr;
+  QD_CUDA_CHECK(api.cuModuleGetFunction(&count_down, m, "count_down"));
+  cu::CUcontext ctx = nullptr;
+  QD_CUDA_CHECK(entry<cu::CUresult (*)(cu::CUcontext*)>(*f.lib, "cuCtxGetCurrent")(&ctx));
+  QD_CUDA_CHECK(api.cuGraphCreate(&graph, 0));
+  cu::CUgraphConditionalHandle condition = 0;
+  QD_CUDA_CHECK(api.cuGraphConditionalHandleCreate(&condition, graph, ctx, 1, cu::conditional_assign_default));
+  cu::graph_node_params p{};
+  p.type = cu::graph_node_type_conditional;
+  p.conditional.handle = condition;
+  p.conditional.type = cu::conditional_type_while;
+  p.conditional.size = 1;
+  cu::CUgraph body = nullptr;
+  p.conditional.bodies_out = &body;
+  p.conditional.context = ctx;
+  cu::CUgraphNode node = nullptr;
+  QD_CUDA_CHECK(api.cuGraphAddNode(&node, graph, nullptr, 0, &p));
+  QD_CUDA_CHECK(api.cuStreamBeginCaptureToGraph(s, body, nullptr, nullptr, 0, cu::capture_mode_thread_local));
+  void* count_args[] = {&counter, &condition};
+  QD_CUDA_CHECK(api.cuLaunchKernel(count_down, 1, 1, 1, 1, 1, 1, 0, s, count_args, nullptr));
+  cu::CUgraph captured = nullptr;
+  QD_CUDA_CHECK(api.cuStreamEndCapture(s, &captured));
+  CHECK(captured == body);
+  QD_CUDA_CHECK(api.cuGraphInstantiateWithFlags(&exec, graph, 0));
+  for (const int start : {5, 1, 0}) {
+    CAPTURE(start);
+    host = start;
+    f.device->copy_from_host(counter, &host, sizeof(int));
+    QD_CUDA_CHECK(api.cuGraphLaunch(exec, nullptr));
+    f.device->copy_to_host(&host, counter, sizeof(int));
+    CHECK(host == (start > 0 ? 0 : -1));  // a do-while: the body ran once even from 0
+  }
+  QD_CUDA_CHECK(api.cuGraphExecDestroy(exec));
+  QD_CUDA_CHECK(api.cuGraphDestroy(graph));
+  QD_CUDA_CHECK(api.cuModuleUnload(m));
+  QD_CUDA_CHECK(api.cuStreamDestroy(s));
+  f.device->release(counter);
+}
+
 TEST_CASE("emulated cuda: a source NVRTC rejects fails with NVRTC's log; one the emulation cannot build says so") {
   cuda_fixture f;
   if (!f) return;

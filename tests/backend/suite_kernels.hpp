@@ -959,6 +959,35 @@ inline auto graph_loops() {
                     });
 }
 
+// A graph kernel whose runs a GPU records as device graphs: two top-level constructs
+// (one run), then a do_while body of two constructs (another run, replayed each pass).
+inline auto graph_replay() {
+  return qd::kernel("graph_replay", {"x", "y", "flag", "s"}, qd::graph::on,
+                    [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y,
+                       qd::types::ndarray<std::int32_t, 0> flag, qd::f32 s) {
+                      qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] + s; });
+                      qd::range_for(y.shape(0), [&](qd::i32 i) { y[i] = y[i] * 2.0f; });
+                      qd::graph::do_while(flag, [&] {
+                        qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] * 0.5f; });
+                        qd::range_for(1, [&](qd::i32) { flag() = qd::select(x[0] > 1.0f, 1, 0); });
+                      });
+                    });
+}
+
+// qd::graph::parallel inside a do_while: two branches, then the flag.
+inline auto graph_parallel() {
+  return qd::kernel("graph_parallel", {"a", "b", "flag"}, qd::graph::on,
+                    [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b,
+                       qd::types::ndarray<std::int32_t, 0> flag) {
+                      qd::graph::do_while(flag, [&] {
+                        qd::graph::parallel(
+                            [&] { qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = a[i] + 1.0f; }); },
+                            [&] { qd::range_for(b.shape(0), [&](qd::i32 i) { b[i] = b[i] * 2.0f; }); });
+                        qd::range_for(1, [&](qd::i32) { flag() = qd::select(a[0] < 5.0f, 1, 0); });
+                      });
+                    });
+}
+
 // qd::concurrent regions writing disjoint parts of one array and another array.
 inline auto concurrent_regions() {
   return qd::kernel("concurrent_regions", {"a", "b"},

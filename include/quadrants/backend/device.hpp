@@ -27,6 +27,8 @@ struct array_abi {
 };
 
 // Everything one task launch needs, in task-parameter order.
+class launch_queue;
+
 struct launch_context {
   const array_abi* arrays = nullptr;
   const std::uint64_t* scalars = nullptr;
@@ -37,6 +39,15 @@ struct launch_context {
   bool check_errors = false;           // bounds checks are on: the backend must fill `error` before returning
   bool wide_bounds = false;            // a loop bound may not fit i32: a GPU must bring its error record back too
   unsigned block_dim = 0;              // a parallel task's GPU threads per block (qd::loop_config); 0: the default
+  launch_queue* queue = nullptr;       // not null: launch there (a recording: record it, do not run it)
+};
+
+// Where launches go other than the default queue, opaque to the runtime and released by
+// destroying it: a recording (a CUDA or HIP graph, replayed as one submission) or a fork
+// branch's stream.
+class launch_queue {
+ public:
+  virtual ~launch_queue() = default;
 };
 
 class loaded_module {
@@ -55,6 +66,10 @@ struct device_traits {
   bool always_checks_bounds = false;  // checks every access whatever check_out_of_bound says
   bool concurrent_launches = false;   // launch() may run on several host threads at once (concurrent
                                       // regions run on threads; else one after the other)
+  bool records_launches = false;      // begin_recording / end_recording / replay: device graphs
+  bool device_loops = false;          // begin_loop_recording: a do_while runs on the device (CUDA 12.3+:
+                                      // a conditional WHILE node), no flag read back per pass
+  bool branch_queues = false;         // make_branch_queue / fork / join: fork branches on streams of their own
 };
 
 class device {
@@ -86,6 +101,46 @@ class device {
     throw internal_error("load_ir called on a backend that compiles source");
   }
   virtual void launch(void* entry, bool parallel, const launch_context& ctx) = 0;
+
+  // Device graphs (traits().records_launches; docs/graphs.md). Launches whose context
+  // names the recording are recorded into it, in order, instead of run; end_recording
+  // makes it replayable; replay submits it after the work already queued, ordered like
+  // a launch. The recorded launches keep the arguments they were recorded with.
+  virtual std::unique_ptr<launch_queue> begin_recording() {
+    throw internal_error("begin_recording called on a backend without device graphs");
+  }
+  // A recording whose launches are the body of a loop: on replay the body runs, then
+  // again while the 0-d i32 at `flag` (device memory) is non-zero (traits().device_loops).
+  virtual std::unique_ptr<launch_queue> begin_loop_recording(const void* flag) {
+    (void)flag;
+    throw internal_error("begin_loop_recording called on a backend without device loops");
+  }
+  virtual void end_recording(launch_queue& r) {
+    (void)r;
+    throw internal_error("end_recording called on a backend without device graphs");
+  }
+  virtual void replay(launch_queue& r) {
+    (void)r;
+    throw internal_error("replay called on a backend without device graphs");
+  }
+
+  // Fork branches on queues of their own (traits().branch_queues): after fork, launches
+  // on each branch queue start after the work queued on `origin` (null: the default
+  // queue; or a recording, which then records the branches as parallel paths); after
+  // join, work queued on `origin` starts after theirs. The branches run at once.
+  virtual std::unique_ptr<launch_queue> make_branch_queue() {
+    throw internal_error("make_branch_queue called on a backend without branch queues");
+  }
+  virtual void fork(launch_queue* origin, std::span<launch_queue* const> branches) {
+    (void)origin;
+    (void)branches;
+    throw internal_error("fork called on a backend without branch queues");
+  }
+  virtual void join(launch_queue* origin, std::span<launch_queue* const> branches) {
+    (void)origin;
+    (void)branches;
+    throw internal_error("join called on a backend without branch queues");
+  }
 };
 
 }  // namespace qd::backend

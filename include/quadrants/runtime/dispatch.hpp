@@ -29,6 +29,12 @@ struct per_offload_observations {
   int tasks_total = -1;
   int tasks_cache_hit = -1;   // loaded from disk or reused in memory
   int tasks_recompiled = -1;  // produced by the compiler now
+  // Device graphs of a graph kernel on a GPU (docs/graphs.md), counted over its launches:
+  // runs of tasks recorded (first launch, or arguments changed) and replayed as recorded.
+  std::uint64_t device_graph_builds = 0;
+  std::uint64_t device_graph_replays = 0;
+  // Forks (qd::concurrent, qd::graph::parallel) whose branches ran on GPU streams of their own.
+  std::uint64_t device_stream_forks = 0;
 };
 
 namespace detail {

@@ -1,6 +1,7 @@
 // Graph kernels at run time (SPEC §11.6, docs/graphs.md): the launch walks a variant's
 // schedule (analysis/graph.hpp) -- its tasks in order, a do_while body again while its
-// flag is non-zero (read back after each pass), fork branches one after the other.
+// flag is non-zero (read back after each pass), fork branches at once or one after the
+// other; on a backend with device graphs each run of tasks is recorded once and replayed.
 // Internal.
 #pragma once
 
@@ -27,10 +28,12 @@ struct task_buffers {
 };
 
 // Launches one task of `v` (launch-inl.hpp); `pass` counts the do_while passes before
-// this one in the launch, so that each pass draws its own random numbers.
+// this one in the launch, so that each pass draws its own random numbers. With a
+// queue, the launch goes there: a recording records it (a device graph), a fork
+// branch's stream runs it.
 QD_FUNC void launch_task(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
                          const compiled_task& t, const launch_arg* args, std::uint64_t launch_no, std::uint64_t pass,
-                         task_buffers& buffers);
+                         task_buffers& buffers, backend::launch_queue* queue = nullptr);
 // Runs a graph kernel's schedule; a do_while over graph_max_iterations passes is a qd::user_error.
 QD_FUNC void run_schedule(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
                           const launch_arg* args, std::uint64_t launch_no, task_buffers& buffers);

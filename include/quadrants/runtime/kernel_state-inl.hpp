@@ -128,6 +128,9 @@ QD_FUNC per_offload_observations observations(const kernel_state& k) {
   std::lock_guard lock(const_cast<kernel_state&>(k).mutex);
   per_offload_observations o = k.obs;
   o.runtime_fallbacks = k.runtime_fallbacks.load(std::memory_order_relaxed);
+  o.device_graph_builds = k.device_graph_builds.load(std::memory_order_relaxed);
+  o.device_graph_replays = k.device_graph_replays.load(std::memory_order_relaxed);
+  o.device_stream_forks = k.device_stream_forks.load(std::memory_order_relaxed);
   return o;
 }
 

@@ -14,6 +14,7 @@
 #include "quadrants/backend/device.hpp"
 #include "quadrants/base/api.hpp"
 #include "quadrants/runtime/coverage.hpp"
+#include "quadrants/runtime/device_graph.hpp"
 #include "quadrants/runtime/dispatch.hpp"
 
 namespace qd::detail {
@@ -26,6 +27,7 @@ struct compiled_task {
   unsigned block_dim = 0;               // qd::loop_config{.block_dim} of a parallel task's loop
   std::vector<std::int32_t> param_map;  // task parameter -> kernel parameter
   std::int32_t construct = -1;          // the construct it runs, or -1 (for messages)
+  bool draws_random = false;            // its random streams change per launch: never in a device graph
 };
 
 // One variant of a kernel, ready to launch: its tasks in order.
@@ -38,6 +40,7 @@ struct variant {
   // The temporaries buffer is one per variant, so launches of this variant from
   // several host threads take turns: 0 free, 1 in use, 2 in use with waiters.
   mutable std::atomic<int> temps_state{0};
+  mutable device_graphs graphs;  // a graph kernel's recorded runs (runtime/device_graph.hpp)
   variant() = default;
   variant(const variant&) = delete;
   variant& operator=(const variant&) = delete;
@@ -79,6 +82,9 @@ class kernel_state : public std::enable_shared_from_this<kernel_state> {
   std::atomic<compiled_kernel*> ready{nullptr};
   std::atomic<std::uint64_t> ready_program{0};
   std::atomic<std::uint64_t> runtime_fallbacks{0};
+  mutable std::atomic<std::uint64_t> device_graph_builds{0};    // runs recorded (runtime/graph.hpp)
+  mutable std::atomic<std::uint64_t> device_graph_replays{0};   // runs replayed without recording
+  mutable std::atomic<std::uint64_t> device_stream_forks{0};    // forks whose branches ran on streams of their own
   std::atomic<bool> fallback_warned{false};
   bool unchecked_split = false;  // test-only: see force_unchecked_split
   // kernel_coverage: this kernel with probes and one more parameter (the probe buffer),

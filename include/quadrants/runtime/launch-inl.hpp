@@ -66,7 +66,7 @@ class temps_turn {
 
 QD_FUNC void launch_task(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
                          const compiled_task& t, const launch_arg* args, std::uint64_t launch_no,
-                         std::uint64_t pass, task_buffers& buffers) {
+                         std::uint64_t pass, task_buffers& buffers, backend::launch_queue* queue) {
   backend::array_abi* arrays = buffers.arrays;
   std::uint64_t* scalars = buffers.scalars;
   std::int64_t* error = buffers.error;
@@ -86,7 +86,7 @@ QD_FUNC void launch_task(const kernel_state& k, program& p, const compiled_kerne
     // A do_while's later passes (pass > 0) draw from streams of their own.
     backend::launch_context ctx{arrays, scalars, n, static_cast<unsigned char*>(v.temps),
                                 mix_stream(p.config().random_seed, launch_no, t.rng_salt + pass * 0x9e3779b97f4a7c15ull),
-                                error, c.bounds_checks, c.wide_bounds, t.block_dim};
+                                error, c.bounds_checks, c.wide_bounds, t.block_dim, queue};
     v.device->launch(t.entry, t.parallel, ctx);
     // The CPU and the reference backend always fill the record; a GPU brings it back
     // (a synchronization) when bounds checks are on or the kernel has wide loop bounds.

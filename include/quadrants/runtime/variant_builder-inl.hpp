@@ -37,11 +37,12 @@ QD_FUNC void dump_tasks(const program& p, const kernel_state& k, std::string_vie
   }
 }
 
-QD_FUNC bool has_print(const ir::function& fn) {
+QD_FUNC bool has_op(const ir::function& fn, ir::op code) {
   bool found = false;
-  ir::walk(fn, 0, [&](ir::id i, int) { found |= fn.at(i).code == ir::op::print; });
+  ir::walk(fn, 0, [&](ir::id i, int) { found |= fn.at(i).code == code; });
   return found;
 }
+QD_FUNC bool has_print(const ir::function& fn) { return has_op(fn, ir::op::print); }
 
 // Random streams are numbered by construct (or, outside constructs, by the serial run's
 // first statement), so every variant draws alike.
@@ -71,6 +72,7 @@ QD_FUNC compiled_task launchable_task(const backend::loaded_module& module, cons
   c.parallel = t.parallel;
   c.rng_salt = rng_salt(planned);
   c.construct = planned.construct;
+  c.draws_random = has_op(t.fn, ir::op::random);
   if (t.parallel) c.block_dim = static_cast<unsigned>(std::max(0, t.fn.at(t.fn.block(0).back()).param));
   c.param_map = std::move(t.param_map);
   return c;

@@ -128,6 +128,109 @@ class hip_module final : public loaded_module {
   mutable std::unordered_map<std::string, function_info*> entries_;
 };
 
+// A HIP graph: launches captured on a private non-blocking stream, instantiated, and
+// launched on the null stream, where it is ordered like any launch.
+// HIP's launch queues: a stream.
+class hip_queue : public launch_queue {
+ public:
+  hipStream_t stream() const { return stream_; }
+
+ protected:
+  hipStream_t stream_ = nullptr;
+};
+
+class hip_recording final : public hip_queue {
+ public:
+  explicit hip_recording(std::shared_ptr<const gpu> g) : gpu_(std::move(g)) {
+    const hip_api& api = gpu_->api();
+    QD_HIP_CHECK(api.hipStreamCreateWithFlags(&stream_, hip_stream_non_blocking));
+    const hipError_t r = api.hipStreamBeginCapture(stream_, hip_capture_mode_thread_local);
+    if (r != hip_success) {
+      api.hipStreamDestroy(stream_);
+      throw_failed_hip_call(r, "hipStreamBeginCapture", __FILE__, __LINE__);
+    }
+    capturing_ = true;
+  }
+  hip_recording(const hip_recording&) = delete;
+  hip_recording& operator=(const hip_recording&) = delete;
+  ~hip_recording() override {
+    try {
+      gpu_->make_current();
+    } catch (const error&) {
+    }
+    const hip_api& api = gpu_->api();
+    if (capturing_) end_capture();
+    if (exec_) api.hipGraphExecDestroy(exec_);
+    if (graph_) api.hipGraphDestroy(graph_);
+    if (stream_) api.hipStreamDestroy(stream_);
+  }
+
+  void instantiate() {
+    const hipError_t r = end_capture();
+    if (r != hip_success) throw_failed_hip_call(r, "hipStreamEndCapture", __FILE__, __LINE__);
+    QD_HIP_CHECK(gpu_->api().hipGraphInstantiate(&exec_, graph_, nullptr, nullptr, 0));
+    QD_HIP_CHECK(gpu_->api().hipStreamDestroy(stream_));
+    stream_ = nullptr;
+  }
+  void launch() const {
+    if (!exec_) throw internal_error("a HIP graph replayed before it was instantiated");
+    QD_HIP_CHECK(gpu_->api().hipGraphLaunch(exec_, nullptr));
+  }
+
+ private:
+  hipError_t end_capture() {
+    capturing_ = false;
+    return gpu_->api().hipStreamEndCapture(stream_, &graph_);
+  }
+
+  std::shared_ptr<const gpu> gpu_;
+  hipGraph_t graph_ = nullptr;
+  hipGraphExec_t exec_ = nullptr;
+  bool capturing_ = false;
+};
+
+// A fork branch's stream, with the events that order it after the work before the fork
+// and the work after the join after it.
+class hip_branch final : public hip_queue {
+ public:
+  explicit hip_branch(std::shared_ptr<const gpu> g) : gpu_(std::move(g)) {
+    const hip_api& api = gpu_->api();
+    QD_HIP_CHECK(api.hipStreamCreateWithFlags(&stream_, hip_stream_non_blocking));
+    QD_HIP_CHECK(api.hipEventCreateWithFlags(&start_, hip_event_disable_timing));
+    QD_HIP_CHECK(api.hipEventCreateWithFlags(&done_, hip_event_disable_timing));
+  }
+  hip_branch(const hip_branch&) = delete;
+  hip_branch& operator=(const hip_branch&) = delete;
+  ~hip_branch() override {
+    try {
+      gpu_->make_current();
+    } catch (const error&) {
+    }
+    const hip_api& api = gpu_->api();
+    if (done_) api.hipEventDestroy(done_);
+    if (start_) api.hipEventDestroy(start_);
+    if (stream_) api.hipStreamDestroy(stream_);
+  }
+  void fork(hipStream_t origin) const {
+    QD_HIP_CHECK(gpu_->api().hipEventRecord(start_, origin));
+    QD_HIP_CHECK(gpu_->api().hipStreamWaitEvent(stream_, start_, 0));
+  }
+  void join(hipStream_t origin) const {
+    QD_HIP_CHECK(gpu_->api().hipEventRecord(done_, stream_));
+    QD_HIP_CHECK(gpu_->api().hipStreamWaitEvent(origin, done_, 0));
+  }
+
+ private:
+  std::shared_ptr<const gpu> gpu_;
+  hipEvent_t start_ = nullptr, done_ = nullptr;
+};
+
+// Whether the runtime has the graph entry points.
+inline bool has_graphs(const hip_api& api) {
+  return api.hipStreamBeginCapture && api.hipStreamEndCapture && api.hipGraphInstantiate && api.hipGraphLaunch &&
+         api.hipGraphExecDestroy && api.hipGraphDestroy;
+}
+
 class amdgpu_device final : public device {
  public:
   explicit amdgpu_device(const device_options& o) : options_(o) {
@@ -162,7 +265,12 @@ class amdgpu_device final : public device {
 
   std::string_view name() const override { return "amdgpu"; }
   // hipRTC compiles one program at a time.
-  device_traits traits() const override { return {.splits_by_default = true, .concurrent_compile = false}; }
+  device_traits traits() const override {
+    return {.splits_by_default = true,
+            .concurrent_compile = false,
+            .records_launches = gpu_ && has_graphs(gpu_->api()),
+            .branch_queues = gpu_ != nullptr};
+  }
   std::string target() const override { return options_.arch; }
   std::string compiler_identity() const override { return "hiprtc " + hiprtc_fingerprint(); }
   std::string code_options() const override {
@@ -215,9 +323,10 @@ class amdgpu_device final : public device {
     void* config[] = {reinterpret_cast<void*>(1), &params, reinterpret_cast<void*>(2), &size,
                       reinterpret_cast<void*>(3)};
     const gpu_launch_shape shape = gpu_launch_shape_of(parallel, f->grid, c.block_dim);
-    QD_HIP_CHECK(g.api().hipModuleLaunchKernel(f->function, shape.grid, 1, 1, shape.block, 1, 1, 0, nullptr, nullptr,
+    hipStream_t stream = c.queue ? static_cast<const hip_queue*>(c.queue)->stream() : nullptr;
+    QD_HIP_CHECK(g.api().hipModuleLaunchKernel(f->function, shape.grid, 1, 1, shape.block, 1, 1, 0, stream, nullptr,
                                                config));
-    if (c.check_errors || c.wide_bounds) {
+    if ((c.check_errors || c.wide_bounds) && !c.queue) {
       std::int64_t record[5] = {0, 0, 0, 0, 0};
       QD_HIP_CHECK(g.api().hipMemcpy(record, error_record_, sizeof(record), hip_memcpy_device_to_host));
       if (record[0] != 0) {
@@ -225,6 +334,32 @@ class amdgpu_device final : public device {
         QD_HIP_CHECK(g.api().hipMemset(error_record_, 0, sizeof(record)));
       }
     }
+  }
+  std::unique_ptr<launch_queue> begin_recording() override {
+    current("recording a device graph");
+    return std::make_unique<hip_recording>(gpu_);
+  }
+  void end_recording(launch_queue& r) override {
+    current("recording a device graph");
+    static_cast<hip_recording&>(r).instantiate();
+  }
+  void replay(launch_queue& r) override {
+    current("replaying a device graph");
+    static_cast<const hip_recording&>(r).launch();
+  }
+  std::unique_ptr<launch_queue> make_branch_queue() override {
+    current("a fork's branch");
+    return std::make_unique<hip_branch>(gpu_);
+  }
+  void fork(launch_queue* origin, std::span<launch_queue* const> branches) override {
+    current("a fork's branch");
+    const hipStream_t from = origin ? static_cast<const hip_queue*>(origin)->stream() : nullptr;
+    for (launch_queue* b : branches) static_cast<const hip_branch*>(b)->fork(from);
+  }
+  void join(launch_queue* origin, std::span<launch_queue* const> branches) override {
+    current("a fork's branch");
+    const hipStream_t to = origin ? static_cast<const hip_queue*>(origin)->stream() : nullptr;
+    for (launch_queue* b : branches) static_cast<const hip_branch*>(b)->join(to);
   }
 
  private:

@@ -28,6 +28,10 @@ QD_FUNC const hip_api& hip() {
   a.member = reinterpret_cast<std::add_pointer_t<type>>(library.symbol(exported));
     QD_HIP_ENTRY_POINTS(QD_HIP_RESOLVE)
 #undef QD_HIP_RESOLVE
+#define QD_HIP_RESOLVE_OPTIONAL(member, exported, type) \
+  a.member = reinterpret_cast<std::add_pointer_t<type>>(library.optional_symbol(exported));
+    QD_HIP_OPTIONAL_ENTRY_POINTS(QD_HIP_RESOLVE_OPTIONAL)
+#undef QD_HIP_RESOLVE_OPTIONAL
     return a;
   }();
   return api;

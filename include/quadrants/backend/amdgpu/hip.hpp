@@ -15,10 +15,17 @@ using hipError_t = int;
 using hipModule_t = struct hip_module_st*;
 using hipFunction_t = struct hip_function_st*;
 using hipStream_t = struct hip_stream_st*;
+using hipEvent_t = struct hip_event_st*;
+using hipGraph_t = struct hip_graph_st*;
+using hipGraphExec_t = struct hip_graph_exec_st*;
+using hipGraphNode_t = struct hip_graph_node_st*;
 
 inline constexpr hipError_t hip_success = 0;
 inline constexpr int hip_memcpy_host_to_device = 1;  // hipMemcpyHostToDevice
 inline constexpr int hip_memcpy_device_to_host = 2;  // hipMemcpyDeviceToHost
+inline constexpr unsigned hip_stream_non_blocking = 1;   // hipStreamNonBlocking
+inline constexpr unsigned hip_event_disable_timing = 2;  // hipEventDisableTiming
+inline constexpr int hip_capture_mode_thread_local = 1;  // hipStreamCaptureModeThreadLocal
 
 // One row per entry point: the table's member, the exported symbol, its type.
 #define QD_HIP_ENTRY_POINTS(X)                                                                                   \
@@ -39,12 +46,29 @@ inline constexpr int hip_memcpy_device_to_host = 2;  // hipMemcpyDeviceToHost
   X(hipModuleOccupancyMaxPotentialBlockSize, "hipModuleOccupancyMaxPotentialBlockSize",                          \
     hipError_t(int*, int*, hipFunction_t, std::size_t, int))                                                     \
   X(hipGetErrorName, "hipGetErrorName", const char*(hipError_t))                                                 \
-  X(hipGetErrorString, "hipGetErrorString", const char*(hipError_t))
+  X(hipGetErrorString, "hipGetErrorString", const char*(hipError_t))                                             \
+  X(hipStreamCreateWithFlags, "hipStreamCreateWithFlags", hipError_t(hipStream_t*, unsigned))                    \
+  X(hipStreamDestroy, "hipStreamDestroy", hipError_t(hipStream_t))                                               \
+  X(hipEventCreateWithFlags, "hipEventCreateWithFlags", hipError_t(hipEvent_t*, unsigned))                       \
+  X(hipEventDestroy, "hipEventDestroy", hipError_t(hipEvent_t))                                                  \
+  X(hipEventRecord, "hipEventRecord", hipError_t(hipEvent_t, hipStream_t))                                       \
+  X(hipStreamWaitEvent, "hipStreamWaitEvent", hipError_t(hipStream_t, hipEvent_t, unsigned))
+
+// Entry points only some runtimes have (null when absent): HIP graphs.
+#define QD_HIP_OPTIONAL_ENTRY_POINTS(X)                                                                          \
+  X(hipStreamBeginCapture, "hipStreamBeginCapture", hipError_t(hipStream_t, int))                                \
+  X(hipStreamEndCapture, "hipStreamEndCapture", hipError_t(hipStream_t, hipGraph_t*))                            \
+  X(hipGraphInstantiate, "hipGraphInstantiate",                                                                  \
+    hipError_t(hipGraphExec_t*, hipGraph_t, hipGraphNode_t*, char*, std::size_t))                                \
+  X(hipGraphLaunch, "hipGraphLaunch", hipError_t(hipGraphExec_t, hipStream_t))                                   \
+  X(hipGraphExecDestroy, "hipGraphExecDestroy", hipError_t(hipGraphExec_t))                                      \
+  X(hipGraphDestroy, "hipGraphDestroy", hipError_t(hipGraph_t))
 
 // The runtime's entry points, resolved once per process.
 struct hip_api {
 #define QD_HIP_MEMBER(member, exported, type) std::add_pointer_t<type> member = nullptr;
   QD_HIP_ENTRY_POINTS(QD_HIP_MEMBER)
+  QD_HIP_OPTIONAL_ENTRY_POINTS(QD_HIP_MEMBER)
 #undef QD_HIP_MEMBER
 };
 

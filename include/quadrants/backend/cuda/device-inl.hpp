@@ -57,6 +57,7 @@ class gpu_context {
     current = generation_;
   }
   const driver_api& api() const { return api_; }
+  CUcontext handle() const { return context_; }
   int sm() const { return sm_; }
   int multiprocessors() const { return multiprocessors_; }
   const std::string& name() const { return name_; }
@@ -121,6 +122,161 @@ class cuda_module final : public loaded_module {
   mutable std::unordered_map<std::string, function_info*> entries_;
 };
 
+// A CUDA graph: launches captured on a private non-blocking stream (so that no other
+// thread's work on the legacy stream joins the capture), instantiated, and launched on
+// the legacy stream, where it is ordered like any launch. A loop recording captures
+// into the body of a conditional WHILE node instead, and ends the body with a launch of
+// `set_while`, which sets the node's condition from the flag.
+// CUDA's launch queues: a stream.
+class cuda_queue : public launch_queue {
+ public:
+  CUstream stream() const { return stream_; }
+
+ protected:
+  CUstream stream_ = nullptr;
+};
+
+class cuda_recording final : public cuda_queue {
+ public:
+  explicit cuda_recording(std::shared_ptr<const gpu_context> context) : context_(std::move(context)) {
+    const driver_api& api = context_->api();
+    QD_CUDA_CHECK(api.cuStreamCreate(&stream_, stream_non_blocking));
+    check_begin(api.cuStreamBeginCapture(stream_, capture_mode_thread_local), "cuStreamBeginCapture_v2");
+  }
+  cuda_recording(std::shared_ptr<const gpu_context> context, const void* flag, const function_info& set_while)
+      : context_(std::move(context)), flag_(flag), set_while_(&set_while) {
+    const driver_api& api = context_->api();
+    QD_CUDA_CHECK(api.cuGraphCreate(&graph_, 0));
+    // The default value 1, assigned at each launch of the graph: the body runs at least once.
+    QD_CUDA_CHECK(api.cuGraphConditionalHandleCreate(&condition_, graph_, context_->handle(), 1,
+                                                     conditional_assign_default));
+    graph_node_params p{};
+    p.type = graph_node_type_conditional;
+    p.conditional.handle = condition_;
+    p.conditional.type = conditional_type_while;
+    p.conditional.size = 1;
+    p.conditional.bodies_out = &body_;
+    p.conditional.context = context_->handle();
+    CUgraphNode node = nullptr;
+    QD_CUDA_CHECK(api.cuGraphAddNode(&node, graph_, nullptr, 0, &p));
+    QD_CUDA_CHECK(api.cuStreamCreate(&stream_, stream_non_blocking));
+    check_begin(api.cuStreamBeginCaptureToGraph(stream_, body_, nullptr, nullptr, 0, capture_mode_thread_local),
+                "cuStreamBeginCaptureToGraph");
+  }
+  cuda_recording(const cuda_recording&) = delete;
+  cuda_recording& operator=(const cuda_recording&) = delete;
+  ~cuda_recording() override {
+    try {
+      context_->make_current();
+    } catch (const error&) {
+    }
+    const driver_api& api = context_->api();
+    if (capturing_) end_capture();
+    if (exec_) api.cuGraphExecDestroy(exec_);
+    if (graph_) api.cuGraphDestroy(graph_);  // a loop's body belongs to its node
+    if (stream_) api.cuStreamDestroy(stream_);
+  }
+
+  void instantiate() {
+    if (set_while_) {
+      void* flag = const_cast<void*>(flag_);
+      void* args[] = {&flag, &condition_};
+      QD_CUDA_CHECK(context_->api().cuLaunchKernel(set_while_->function, 1, 1, 1, 1, 1, 1, 0, stream_, args, nullptr));
+    }
+    const CUresult r = end_capture();
+    if (r != cuda_success) throw_failed_call(r, "cuStreamEndCapture", __FILE__, __LINE__);
+    QD_CUDA_CHECK(context_->api().cuGraphInstantiateWithFlags(&exec_, graph_, 0));
+    QD_CUDA_CHECK(context_->api().cuStreamDestroy(stream_));
+    stream_ = nullptr;
+  }
+  void launch() const {
+    if (!exec_) throw internal_error("a CUDA graph replayed before it was instantiated");
+    QD_CUDA_CHECK(context_->api().cuGraphLaunch(exec_, nullptr));
+  }
+
+ private:
+  void check_begin(CUresult r, const char* call) {
+    if (r != cuda_success) throw_failed_call(r, call, __FILE__, __LINE__);
+    capturing_ = true;
+  }
+  CUresult end_capture() {
+    capturing_ = false;
+    CUgraph captured = nullptr;  // the graph a capture began, or the body it captured into
+    const CUresult r = context_->api().cuStreamEndCapture(stream_, &captured);
+    if (!set_while_) graph_ = captured;
+    return r;
+  }
+
+  std::shared_ptr<const gpu_context> context_;
+  const void* flag_ = nullptr;
+  const function_info* set_while_ = nullptr;  // a loop recording: the kernel that sets its condition
+  CUgraph graph_ = nullptr;
+  CUgraph body_ = nullptr;
+  CUgraphConditionalHandle condition_ = 0;
+  CUgraphExec exec_ = nullptr;
+  bool capturing_ = false;
+};
+
+// A fork branch's stream (non-blocking: other threads' legacy-stream work does not
+// serialize it), with the events that order it after the work before the fork and the
+// work after the join after it.
+class cuda_branch final : public cuda_queue {
+ public:
+  explicit cuda_branch(std::shared_ptr<const gpu_context> context) : context_(std::move(context)) {
+    const driver_api& api = context_->api();
+    QD_CUDA_CHECK(api.cuStreamCreate(&stream_, stream_non_blocking));
+    QD_CUDA_CHECK(api.cuEventCreate(&start_, event_disable_timing));
+    QD_CUDA_CHECK(api.cuEventCreate(&done_, event_disable_timing));
+  }
+  cuda_branch(const cuda_branch&) = delete;
+  cuda_branch& operator=(const cuda_branch&) = delete;
+  ~cuda_branch() override {
+    try {
+      context_->make_current();
+    } catch (const error&) {
+    }
+    const driver_api& api = context_->api();
+    if (done_) api.cuEventDestroy(done_);
+    if (start_) api.cuEventDestroy(start_);
+    if (stream_) api.cuStreamDestroy(stream_);
+  }
+  void fork(CUstream origin) const {
+    QD_CUDA_CHECK(context_->api().cuEventRecord(start_, origin));
+    QD_CUDA_CHECK(context_->api().cuStreamWaitEvent(stream_, start_, 0));
+  }
+  void join(CUstream origin) const {
+    QD_CUDA_CHECK(context_->api().cuEventRecord(done_, stream_));
+    QD_CUDA_CHECK(context_->api().cuStreamWaitEvent(origin, done_, 0));
+  }
+
+ private:
+  std::shared_ptr<const gpu_context> context_;
+  CUevent start_ = nullptr, done_ = nullptr;
+};
+
+// The kernel a loop recording ends its body with: the WHILE node's condition from the
+// do_while flag. cudaGraphSetConditional is a device runtime built-in, declared as NVRTC
+// needs it (no CUDA headers).
+inline constexpr const char* set_while_source = R"(typedef __device_builtin__ unsigned long long cudaGraphConditionalHandle;
+extern "C" __device__ __cudart_builtin__ void cudaGraphSetConditional(cudaGraphConditionalHandle handle, unsigned int value);
+extern "C" __global__ void qd_graph_set_while(const int* flag, cudaGraphConditionalHandle handle) {
+  cudaGraphSetConditional(handle, *flag != 0 ? 1u : 0u);
+}
+)";
+
+// Whether the driver has the graph entry points (11.4+).
+inline bool has_graphs(const driver_api& api) {
+  return api.cuStreamBeginCapture && api.cuStreamEndCapture && api.cuGraphInstantiateWithFlags &&
+         api.cuGraphLaunch && api.cuGraphExecDestroy && api.cuGraphDestroy;
+}
+// Whether it has conditional nodes: 12.3 or later, and their entry points.
+inline bool has_conditional_nodes(const driver_api& api) {
+  int version = 0;
+  if (api.cuDriverGetVersion(&version) != cuda_success || version < conditional_nodes_version) return false;
+  return has_graphs(api) && api.cuGraphCreate && api.cuGraphConditionalHandleCreate && api.cuGraphAddNode &&
+         api.cuStreamBeginCaptureToGraph;
+}
+
 class cuda_device final : public device {
  public:
   explicit cuda_device(const device_options& o) : options_(o) {
@@ -150,6 +306,8 @@ class cuda_device final : public device {
       QD_CUDA_CHECK(context_->api().cuMemAlloc(&p, 64));
       QD_CUDA_CHECK(context_->api().cuMemsetD8(p, 0, 64));
       error_record_ = reinterpret_cast<std::int64_t*>(p);
+      graphs_ = has_graphs(context_->api());
+      conditional_nodes_ = has_conditional_nodes(context_->api());
     }
   }
   ~cuda_device() override {
@@ -157,7 +315,12 @@ class cuda_device final : public device {
   }
 
   std::string_view name() const override { return "cuda"; }
-  device_traits traits() const override { return {.splits_by_default = true}; }
+  device_traits traits() const override {
+    return {.splits_by_default = true,
+            .records_launches = graphs_,
+            .device_loops = conditional_nodes_,
+            .branch_queues = context_ != nullptr};
+  }
   std::string target() const override { return fmt::format("sm_{}", options_.arch); }
   std::string compiler_identity() const override { return "nvrtc " + nvrtc_fingerprint(); }
   std::string code_options() const override {
@@ -211,8 +374,9 @@ class cuda_device final : public device {
     fill_gpu_task_params(c, error_record_, params);
     void* args[] = {&params};
     const gpu_launch_shape shape = gpu_launch_shape_of(parallel, f->grid, c.block_dim);
-    QD_CUDA_CHECK(g.api().cuLaunchKernel(f->function, shape.grid, 1, 1, shape.block, 1, 1, 0, nullptr, args, nullptr));
-    if (c.check_errors || c.wide_bounds) {
+    CUstream stream = c.queue ? static_cast<const cuda_queue*>(c.queue)->stream() : nullptr;
+    QD_CUDA_CHECK(g.api().cuLaunchKernel(f->function, shape.grid, 1, 1, shape.block, 1, 1, 0, stream, args, nullptr));
+    if ((c.check_errors || c.wide_bounds) && !c.queue) {
       // Bounds checks are on: the launch must report its first out-of-range access.
       std::int64_t record[5] = {0, 0, 0, 0, 0};
       QD_CUDA_CHECK(g.api().cuMemcpyDtoH(record, reinterpret_cast<CUdeviceptr>(error_record_), sizeof(record)));
@@ -221,6 +385,40 @@ class cuda_device final : public device {
         QD_CUDA_CHECK(g.api().cuMemsetD8(reinterpret_cast<CUdeviceptr>(error_record_), 0, sizeof(record)));
       }
     }
+  }
+  std::unique_ptr<launch_queue> begin_recording() override {
+    context("recording a device graph").make_current();
+    return std::make_unique<cuda_recording>(context_);
+  }
+  std::unique_ptr<launch_queue> begin_loop_recording(const void* flag) override {
+    context("recording a device graph").make_current();
+    std::call_once(set_while_once_, [&] {
+      set_while_module_ = load(compile(set_while_source, "qd_graph_set_while"), "qd_graph_set_while");
+      set_while_ = static_cast<const function_info*>(set_while_module_->entry("qd_graph_set_while"));
+    });
+    return std::make_unique<cuda_recording>(context_, flag, *set_while_);
+  }
+  void end_recording(launch_queue& r) override {
+    context("recording a device graph").make_current();
+    static_cast<cuda_recording&>(r).instantiate();
+  }
+  void replay(launch_queue& r) override {
+    context("replaying a device graph").make_current();
+    static_cast<const cuda_recording&>(r).launch();
+  }
+  std::unique_ptr<launch_queue> make_branch_queue() override {
+    context("a fork's branch").make_current();
+    return std::make_unique<cuda_branch>(context_);
+  }
+  void fork(launch_queue* origin, std::span<launch_queue* const> branches) override {
+    context("a fork's branch").make_current();
+    const CUstream from = origin ? static_cast<const cuda_queue*>(origin)->stream() : nullptr;
+    for (launch_queue* b : branches) static_cast<const cuda_branch*>(b)->fork(from);
+  }
+  void join(launch_queue* origin, std::span<launch_queue* const> branches) override {
+    context("a fork's branch").make_current();
+    const CUstream to = origin ? static_cast<const cuda_queue*>(origin)->stream() : nullptr;
+    for (launch_queue* b : branches) static_cast<const cuda_branch*>(b)->join(to);
   }
 
  private:
@@ -237,6 +435,11 @@ class cuda_device final : public device {
   std::shared_ptr<const gpu_context> context_;  // null in compile-only mode
   std::string prelude_;
   std::int64_t* error_record_ = nullptr;
+  bool graphs_ = false;             // the driver has CUDA graphs
+  bool conditional_nodes_ = false;  // and conditional nodes (12.3+)
+  std::once_flag set_while_once_;
+  std::unique_ptr<loaded_module> set_while_module_;
+  const function_info* set_while_ = nullptr;
 };
 
 }  // namespace detail

@@ -23,6 +23,10 @@ QD_FUNC const driver_api& driver() {
   a.member = reinterpret_cast<std::add_pointer_t<type>>(library.symbol(exported));
     QD_CUDA_DRIVER_ENTRY_POINTS(QD_CUDA_DRIVER_RESOLVE)
 #undef QD_CUDA_DRIVER_RESOLVE
+#define QD_CUDA_DRIVER_RESOLVE_OPTIONAL(member, exported, type) \
+  a.member = reinterpret_cast<std::add_pointer_t<type>>(library.optional_symbol(exported));
+    QD_CUDA_DRIVER_OPTIONAL_ENTRY_POINTS(QD_CUDA_DRIVER_RESOLVE_OPTIONAL)
+#undef QD_CUDA_DRIVER_RESOLVE_OPTIONAL
     return a;
   }();
   return api;

@@ -18,11 +18,44 @@ using CUcontext = struct CUctx_st*;
 using CUmodule = struct CUmod_st*;
 using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
+using CUevent = struct CUevent_st*;
+using CUgraph = struct CUgraph_st*;
+using CUgraphExec = struct CUgraphExec_st*;
+using CUgraphNode = struct CUgraphNode_st*;
+using CUgraphConditionalHandle = unsigned long long;
+
+// CUDA_CONDITIONAL_NODE_PARAMS and CUgraphNodeParams (cuda.h, 12.3+), for one node kind.
+// Plain aggregates: value-initialize them (graph_node_params p{}).
+struct conditional_node_params {
+  CUgraphConditionalHandle handle;
+  int type;       // CUgraphConditionalNodeType
+  unsigned size;  // bodies
+  CUgraph* bodies_out;
+  CUcontext context;
+};
+struct graph_node_params {
+  int type;  // CUgraphNodeType
+  int reserved0[3];
+  union {
+    conditional_node_params conditional;
+    long long reserved1[29];
+  };
+  long long reserved2;
+};
+static_assert(sizeof(conditional_node_params) == 32 && sizeof(graph_node_params) == 256 &&
+              offsetof(graph_node_params, conditional) == 16 && offsetof(graph_node_params, reserved2) == 248);
 
 inline constexpr CUresult cuda_success = 0;
 inline constexpr int attribute_multiprocessor_count = 16;  // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
 inline constexpr int attribute_cc_major = 75;              // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 inline constexpr int attribute_cc_minor = 76;              // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+inline constexpr unsigned stream_non_blocking = 1;         // CU_STREAM_NON_BLOCKING
+inline constexpr unsigned event_disable_timing = 2;        // CU_EVENT_DISABLE_TIMING
+inline constexpr int capture_mode_thread_local = 1;        // CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+inline constexpr int graph_node_type_conditional = 13;     // CU_GRAPH_NODE_TYPE_CONDITIONAL
+inline constexpr int conditional_type_while = 1;           // CU_GRAPH_COND_TYPE_WHILE
+inline constexpr unsigned conditional_assign_default = 1;  // CU_GRAPH_COND_ASSIGN_DEFAULT
+inline constexpr int conditional_nodes_version = 12030;    // cuDriverGetVersion: 12.3 has conditional nodes
 
 // One row per entry point: the table's member, the exported symbol, its type.
 #define QD_CUDA_DRIVER_ENTRY_POINTS(X)                                                                              \
@@ -50,12 +83,38 @@ inline constexpr int attribute_cc_minor = 76;              // CU_DEVICE_ATTRIBUT
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor",                     \
     CUresult(int*, CUfunction, int, std::size_t))                                                                   \
   X(cuGetErrorName, "cuGetErrorName", CUresult(CUresult, const char**))                                             \
-  X(cuGetErrorString, "cuGetErrorString", CUresult(CUresult, const char**))
+  X(cuGetErrorString, "cuGetErrorString", CUresult(CUresult, const char**))                                         \
+  X(cuStreamCreate, "cuStreamCreate", CUresult(CUstream*, unsigned))                                                \
+  X(cuStreamDestroy, "cuStreamDestroy_v2", CUresult(CUstream))                                                      \
+  X(cuStreamSynchronize, "cuStreamSynchronize", CUresult(CUstream))                                                 \
+  X(cuEventCreate, "cuEventCreate", CUresult(CUevent*, unsigned))                                                   \
+  X(cuEventDestroy, "cuEventDestroy_v2", CUresult(CUevent))                                                         \
+  X(cuEventRecord, "cuEventRecord", CUresult(CUevent, CUstream))                                                    \
+  X(cuStreamWaitEvent, "cuStreamWaitEvent", CUresult(CUstream, CUevent, unsigned))
+
+// Entry points only some drivers have (null when absent): CUDA graphs (11.4+), and
+// conditional nodes (12.3+; used only when cuDriverGetVersion says 12.3 or later).
+#define QD_CUDA_DRIVER_OPTIONAL_ENTRY_POINTS(X)                                                                     \
+  X(cuStreamBeginCapture, "cuStreamBeginCapture_v2", CUresult(CUstream, int))                                       \
+  X(cuStreamEndCapture, "cuStreamEndCapture", CUresult(CUstream, CUgraph*))                                         \
+  X(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags",                                                     \
+    CUresult(CUgraphExec*, CUgraph, unsigned long long))                                                            \
+  X(cuGraphLaunch, "cuGraphLaunch", CUresult(CUgraphExec, CUstream))                                                \
+  X(cuGraphExecDestroy, "cuGraphExecDestroy", CUresult(CUgraphExec))                                                \
+  X(cuGraphDestroy, "cuGraphDestroy", CUresult(CUgraph))                                                           \
+  X(cuGraphCreate, "cuGraphCreate", CUresult(CUgraph*, unsigned))                                                   \
+  X(cuGraphConditionalHandleCreate, "cuGraphConditionalHandleCreate",                                               \
+    CUresult(CUgraphConditionalHandle*, CUgraph, CUcontext, unsigned, unsigned))                                    \
+  X(cuGraphAddNode, "cuGraphAddNode", CUresult(CUgraphNode*, CUgraph, const CUgraphNode*, std::size_t,             \
+                                               graph_node_params*))                                                 \
+  X(cuStreamBeginCaptureToGraph, "cuStreamBeginCaptureToGraph",                                                     \
+    CUresult(CUstream, CUgraph, const CUgraphNode*, const void*, std::size_t, int))
 
 // The driver's entry points, resolved once per process.
 struct driver_api {
 #define QD_CUDA_DRIVER_MEMBER(member, exported, type) std::add_pointer_t<type> member = nullptr;
   QD_CUDA_DRIVER_ENTRY_POINTS(QD_CUDA_DRIVER_MEMBER)
+  QD_CUDA_DRIVER_OPTIONAL_ENTRY_POINTS(QD_CUDA_DRIVER_MEMBER)
 #undef QD_CUDA_DRIVER_MEMBER
 };
 
@@ -63,7 +122,7 @@ struct driver_api {
 QD_FUNC library_search driver_library();
 
 // Opens the driver on first use and resolves every entry point; a missing library
-// or symbol is a qd::driver_error naming it. Does not call cuInit.
+// or required symbol is a qd::driver_error naming it. Does not call cuInit.
 QD_FUNC const driver_api& driver();
 
 // "CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)", also when the driver
