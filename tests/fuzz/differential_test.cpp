@@ -53,6 +53,11 @@ TEST_CASE("the generator is deterministic, and a case survives its file form") {
     CHECK(back.scalar_bits == a.scalar_bits);
   }
   CHECK_THROWS(qd_fuzz::from_file_text("qdfuzz 1\nnode nonsense\nend\n"));
+  // A struct case keeps its kind (its calls go through the typed kernel).
+  std::uint64_t seed = 1;
+  while (qd_fuzz::generate(seed).struct_kind == 0) ++seed;
+  const qd_fuzz::fuzz_case s = qd_fuzz::generate(seed);
+  CHECK(qd_fuzz::from_file_text(qd_fuzz::to_file_text(s)).struct_kind == s.struct_kind);
 }
 
 TEST_CASE("the struct kinds: the generator declares the parameters qd::kernel reflects from each struct") {

@@ -1167,8 +1167,8 @@ class kernel_generator {
   // --- loop control (SPEC §11.4) -------------------------------------------------------
   // qd::break_ / qd::continue_ of the innermost loop, mostly under a random condition.
   // A break_ never leaves a parallel loop (the DSL refuses it).
-  void jump() {
-    const bool brk = loops_.back().breakable && r_.chance(0.5);
+  void jump(double break_chance = 0.5) {
+    const bool brk = loops_.back().breakable && r_.chance(break_chance);
     c_.features |= brk ? feature::break_ : feature::continue_;
     auto emit = [&] { brk ? qd::break_() : qd::continue_(); };
     if (r_.chance(0.15)) return emit();  // what follows in the block is never reached
@@ -1236,6 +1236,8 @@ class kernel_generator {
     work_ = std::max<std::int64_t>(1, trips);
     loops_.push_back({serialized_});
     block(r_.range(1, 5), true);
+    // A serialized loop is the one top-level loop a break_ may leave: often give it one.
+    if (serialized_ && r_.chance(0.6)) jump(0.75);
     loops_.pop_back();
     work_ = 1;
     nesting_ = 0;
