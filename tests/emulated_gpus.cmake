@@ -70,3 +70,11 @@ endif()
 foreach(api cuda amdgpu)
   qd_add_emulated_test(${api} coverage runtime_coverage_test ARGS "--test-case=*<on_${api}>*")
 endforeach()
+
+# The device graph benchmark, briefly, on each emulated GPU: it runs and says it is emulated.
+if(TARGET device_graph_bench)
+  qd_add_emulated_test(cuda device_graph_bench device_graph_bench ARGS 1 20 20)
+  qd_add_emulated_test(amdgpu device_graph_bench device_graph_bench ARGS 1 20 20 --amdgpu)
+  set_tests_properties(emulated_cuda/device_graph_bench emulated_amdgpu/device_graph_bench PROPERTIES
+                       PASS_REGULAR_EXPRESSION "EMULATED GPU")
+endif()

@@ -1701,6 +1701,28 @@ TEST_CASE_TEMPLATE("suite: graph kernels record device graphs once and replay th
   qd::reset();
 }
 
+// A graph kernel without do_while or forks: its constructs are one device graph on a GPU.
+TEST_CASE_TEMPLATE("suite: a graph kernel of plain constructs is one device graph, replayed", A, QD_SUITE_ARCHES) {
+  auto k = qd::kernel("graph_plain", qd::graph::on, [](qd::types::ndarray<float, 1> x) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] + 1.0f; });
+    qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] * 3.0f; });
+  });
+  qd_test::scratch_directory cache(std::string("suite-graph-plain-") + A::name);
+  if (!start<A>({.offline_cache_file_path = cache.str()})) return;
+  qd::ndarray<float, 1> x(5);
+  std::vector<float> hx{0.0f, 1.0f, 2.0f, 3.0f, 4.0f};
+  x.from_host(hx);
+  for (int launch = 0; launch < 3; ++launch) {
+    for (float& v : hx) v = (v + 1.0f) * 3.0f;
+    k(x);
+  }
+  CHECK(x.to_host() == hx);
+  const auto o = k.per_offload_cache_observations();
+  CHECK(o.device_graph_builds == (on_gpu<A>() ? 1u : 0u));
+  CHECK(o.device_graph_replays == (on_gpu<A>() ? 2u : 0u));
+  qd::reset();
+}
+
 // qd::graph::parallel in a graph kernel on a GPU: the branches are parallel paths of the
 // recorded graph (their launches captured on streams of their own), replayed later.
 TEST_CASE_TEMPLATE("suite: graph::parallel branches in a do_while run as parallel paths of a device graph", A,
