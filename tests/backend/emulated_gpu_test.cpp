@@ -425,8 +425,8 @@ TEST_CASE("emulated cuda: launches on two streams run at once; on one stream, in
 
 // A kernel that ends a conditional WHILE node's body: counts down, then loops while non-zero.
 const char* const count_down_kernel = R"(
-typedef __device_builtin__ unsigned long long cudaGraphConditionalHandle;
-extern "C" __device__ __cudart_builtin__ void cudaGraphSetConditional(cudaGraphConditionalHandle handle, unsigned int value);
+typedef unsigned long long cudaGraphConditionalHandle;
+extern "C" __device__ void cudaGraphSetConditional(cudaGraphConditionalHandle handle, unsigned int value);
 extern "C" __global__ void count_down(int* n, cudaGraphConditionalHandle handle) {
   *n -= 1;
   cudaGraphSetConditional(handle, *n > 0 ? 1u : 0u);
