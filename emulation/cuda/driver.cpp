@@ -633,6 +633,11 @@ QD_EMU_EXPORT CUresult cuGraphAddNode(CUgraphNode* out, CUgraph g, const CUgraph
     return s;
   });
 }
+QD_EMU_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, const void* edges,
+                                         std::size_t count, CUgraphNodeParams* params) {
+  if (edges) return cuda_invalid_value;  // no dependencies, so no edge data
+  return cuGraphAddNode(out, g, deps, count, params);
+}
 QD_EMU_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* out, CUgraph g, unsigned long long flags) {
   return in_context([&] {
     return flags != 0 ? emu::gpu_status::invalid_value : gpu().instantiate_graph(g, reinterpret_cast<void**>(out));

@@ -158,7 +158,11 @@ class cuda_recording final : public cuda_queue {
     p.conditional.bodies_out = &body_;
     p.conditional.context = context_->handle();
     CUgraphNode node = nullptr;
-    QD_CUDA_CHECK(api.cuGraphAddNode(&node, graph_, nullptr, 0, &p));
+    if (api.cuGraphAddNode_v2) {
+      QD_CUDA_CHECK(api.cuGraphAddNode_v2(&node, graph_, nullptr, nullptr, 0, &p));
+    } else {
+      QD_CUDA_CHECK(api.cuGraphAddNode(&node, graph_, nullptr, 0, &p));
+    }
     QD_CUDA_CHECK(api.cuStreamCreate(&stream_, stream_non_blocking));
     check_begin(api.cuStreamBeginCaptureToGraph(stream_, body_, nullptr, nullptr, 0, capture_mode_thread_local),
                 "cuStreamBeginCaptureToGraph");
@@ -263,8 +267,8 @@ inline bool has_graphs(const driver_api& api) {
 inline bool has_conditional_nodes(const driver_api& api) {
   int version = 0;
   if (api.cuDriverGetVersion(&version) != cuda_success || version < conditional_nodes_version) return false;
-  return has_graphs(api) && api.cuGraphCreate && api.cuGraphConditionalHandleCreate && api.cuGraphAddNode &&
-         api.cuStreamBeginCaptureToGraph;
+  return has_graphs(api) && api.cuGraphCreate && api.cuGraphConditionalHandleCreate &&
+         (api.cuGraphAddNode_v2 || api.cuGraphAddNode) && api.cuStreamBeginCaptureToGraph;
 }
 
 class cuda_device final : public device {
