@@ -653,6 +653,12 @@ QD_EMU_EXPORT CUresult cuGraphDestroy(CUgraph g) {
   return in_context([&] { return gpu().destroy_graph(g); });
 }
 
+// Not a driver API: the emulation's own counts, for tests (graphs instantiated, graph launches).
+QD_EMU_EXPORT void qd_emulated_graph_counts(unsigned long long* instantiated, unsigned long long* launches) {
+  if (instantiated) *instantiated = gpu().graphs_instantiated();
+  if (launches) *launches = gpu().graph_launches();
+}
+
 // --- errors ------------------------------------------------------------------------------------------
 
 QD_EMU_EXPORT CUresult cuGetErrorName(CUresult value, const char** name) {
