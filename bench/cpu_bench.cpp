@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <functional>
@@ -209,6 +210,71 @@ extern "C" __attribute__((visibility("default"))) void bare(const qd_ctx* ctx) {
   if (got != expect) fmt::print("  WARNING: tiny kernel result {} != {}\n", got, expect);
 }
 
+// The second wave's parameters and results on the launch path: the same one-element
+// update through a struct parameter, a vector parameter, a return value, a mesh and a
+// graph kernel, against the plain kernel, all warm (docs/architecture.md).
+struct tiny_view {
+  qd::types::ndarray<float, 1> x;
+  qd::f32 step;
+};
+struct tiny_host {
+  const qd::ndarray<float, 1>& x;
+  float step;
+};
+
+void second_wave_launches() {
+  qd::init({.arch = qd::arch::cpu, .offline_cache = false});
+  auto plain = qd::kernel("plain", [](qd::types::ndarray<float, 1> x, qd::f32 step) {
+    qd::range_for(1, [&](qd::i32 i) { x[i] = x[i] + step; });
+  });
+  auto with_struct = qd::kernel("with_struct", [](tiny_view v) {
+    qd::range_for(1, [&](qd::i32 i) { v.x[i] = v.x[i] + v.step; });
+  });
+  auto with_vec = qd::kernel("with_vec", [](qd::types::ndarray<float, 1> x, qd::vec3f step) {
+    qd::range_for(1, [&](qd::i32 i) { x[i] = x[i] + step.x(); });
+  });
+  auto with_return = qd::kernel("with_return", [](qd::types::ndarray<float, 1> x, qd::f32 step) -> qd::f32 {
+    qd::range_for(1, [&](qd::i32 i) { x[i] = x[i] + step; });
+    return x[0];
+  });
+  auto with_mesh = qd::kernel("with_mesh", [](qd::types::ndarray<float, 1> x, qd::types::mesh m) {
+    qd::mesh_for(m.cells(), [&](qd::mesh_element c) { qd::if_(c.id() == 0, [&] { x[0] = x[0] + 1.0f; }); });
+  });
+  auto as_graph = qd::kernel("as_graph", qd::graph::on, [](qd::types::ndarray<float, 1> x, qd::f32 step) {
+    qd::range_for(1, [&](qd::i32 i) { x[i] = x[i] + step; });
+  });
+  qd::ndarray<float, 1> x(1);
+  qd::mesh m = qd::mesh::tetrahedral(4, {{0, 1, 2, 3}});
+  const std::array<float, 3> v{1.0f, 0.0f, 0.0f};
+  float sink = 0.0f;
+  struct row {
+    const char* what;
+    std::function<void()> call;
+  };
+  std::vector<row> rows{{"plain (array, scalar)", [&] { plain(x, 1.0f); }},
+                        {"struct parameter", [&] { with_struct(tiny_host{x, 1.0f}); }},
+                        {"qd::vec3f parameter", [&] { with_vec(x, v); }},
+                        {"returns a qd::f32", [&] { sink += with_return(x, 1.0f); }},
+                        {"qd::mesh parameter (one tet)", [&] { with_mesh(x, m); }},
+                        {"graph kernel (qd::graph::on)", [&] { as_graph(x, 1.0f); }}};
+  const int launches = 100000;
+  std::vector<std::vector<double>> per(rows.size());
+  for (auto& r : rows) r.call();
+  for (int round = 0; round < 5; ++round)
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+      const auto& call = rows[k].call;
+      per[k].push_back(seconds([&] {
+                         for (int l = 0; l < launches; ++l) call();
+                       }) /
+                       launches);
+    }
+  for (std::size_t k = 0; k < rows.size(); ++k)
+    fmt::print("  {:30} {:.3f} us per launch ({:+.3f} us against the plain kernel)\n", rows[k].what,
+               median(per[k]) * 1e6, (median(per[k]) - median(per[0])) * 1e6);
+  if (sink == 0.0f) fmt::print("  WARNING: the returning kernel returned nothing\n");
+  qd::reset();
+}
+
 // A fresh offline cache directory for a split benchmark ("" and a warning if none).
 std::string temporary_cache(const char* what) {
   char dir_template[] = "/tmp/qd-cpu-bench-XXXXXX";
@@ -343,13 +409,18 @@ int main(int argc, char** argv) {
   int rounds = argc > 1 ? std::atoi(argv[1]) : 9;
   fmt::print("Quadrants CPU benchmark ({} hardware threads; medians of {} interleaved rounds)\n",
              std::thread::hardware_concurrency(), rounds);
-  fmt::print("Generated code vs the same loop by hand, same compiler and flags, same thread pool:\n");
-  compare_loops(1, rounds);
-  compare_loops(static_cast<int>(std::thread::hardware_concurrency()), rounds);
+  const bool launches_only = argc > 2 && std::string(argv[2]) == "launch";  // `cpu_bench N launch`
+  if (!launches_only) {
+    fmt::print("Generated code vs the same loop by hand, same compiler and flags, same thread pool:\n");
+    compare_loops(1, rounds);
+    compare_loops(static_cast<int>(std::thread::hardware_concurrency()), rounds);
+  }
   fmt::print("Host launch overhead (in-memory cache hit):\n");
   launch_overhead();
   split_launch();
   persisted_launch();
+  second_wave_launches();
+  if (launches_only) return 0;
   fmt::print("Compile times:\n");
   compile_times();
   return 0;

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "quadrants/cache/records.hpp"
 #include "quadrants/cache/remote.hpp"
 #include "quadrants/cache/store.hpp"
 
@@ -41,6 +42,10 @@ constexpr const char* usage_text =
     "                              (bytes, or with K, M, G, T: 500M, 1.5G; powers of 1024)\n"
     "  push                        upload the valid local entries the remote tier lacks\n"
     "  pull                        download (and validate) the remote entries missing here\n"
+    "  explain NAME|KEY [--dot]    what a cached kernel is made of: its constructs, what each\n"
+    "                              recomputes, the split decision and why (kernel.explain()),\n"
+    "                              or with --dot the same as a Graphviz graph; by kernel name,\n"
+    "                              or by the 32-hex key of one of its entries\n"
     "\n"
     "The remote tier is --remote, else $QD_REMOTE_CACHE (redis://host:port/db or\n"
     "unix:///path.sock), with $QD_REMOTE_CACHE_SECRET (or QD_REMOTE_CACHE_UNAUTHENTICATED=1).\n"
@@ -51,6 +56,49 @@ constexpr const char* usage_text =
 int usage_error(std::string_view message) {
   fmt::print(stderr, "qd-cache: {}\n\n{}", message, usage_text);
   return 2;
+}
+
+// The kernels whose explanation the cache holds, by name or by the key of one of their
+// entries (their own, a record's); prints each, newest first. Exit status 1 when none.
+int cmd_explain(const std::string& root, const std::string& what, bool dot) {
+  key wanted_key;
+  bool by_key = false;
+  if (what.size() == 32)
+    if (std::optional<key> k = key::from_hex(what)) {
+      wanted_key = *k;
+      by_key = true;
+    }
+  std::vector<entry_info> infos;
+  for (entry_info& e : list_entries(root))
+    if (e.kind == entry_kind::explain) infos.push_back(std::move(e));
+  std::sort(infos.begin(), infos.end(), [](const entry_info& a, const entry_info& b) { return a.last_use > b.last_use; });
+  store local({.root = root, .max_size = 0});
+  int shown = 0;
+  for (const entry_info& e : infos) {
+    std::optional<std::vector<std::byte>> bytes = local.load(entry_kind::explain, e.k);
+    if (!bytes) continue;  // invalid: `qd-cache verify` reports it
+    std::optional<explain_record> r = decode_explain_record(*bytes);
+    if (!r) continue;
+    bool match = r->kernel == what;
+    if (by_key) match = match || e.k == wanted_key || std::find(r->keys.begin(), r->keys.end(), wanted_key) != r->keys.end();
+    if (!match) continue;
+    if (shown++ > 0) fmt::print("\n");
+    if (dot) {
+      fmt::print("{}", r->dot);
+    } else {
+      fmt::print("{}", r->text);
+      fmt::print("  cached as {} record{}:", r->keys.size(), r->keys.size() == 1 ? "" : "s");
+      for (const key& k : r->keys) fmt::print(" {}", k.hex());
+      fmt::print("\n  explanation entry {}\n", e.path);
+    }
+  }
+  if (shown == 0) {
+    fmt::print(stderr, "qd-cache: no kernel named or keyed '{}' in {} (explanations are stored when a process compiles a "
+                       "kernel; entries from before that, or from a read-only cache, have none)\n",
+               what, root);
+    return 1;
+  }
+  return 0;
 }
 
 // "12h" -> seconds; units s, m, h, d, w are required.
@@ -385,6 +433,16 @@ int main(int argc, char** argv) {
     return command == "push" ? cmd_push(*root, *tier) : cmd_pull(*root, *tier);
   }
   if (command == "list" && options.empty()) return cmd_list(*root);
+  if (command == "explain") {
+    bool dot = false;
+    std::vector<std::string_view> names;
+    for (std::string_view o : options) {
+      if (o == "--dot") dot = true;
+      else names.push_back(o);
+    }
+    if (names.size() != 1 || names[0].empty()) return usage_error("explain takes one kernel name or key, and optionally --dot");
+    return cmd_explain(*root, std::string(names[0]), dot);
+  }
   if (command == "verify") {
     if (options.size() > 1 || (options.size() == 1 && options[0] != "--fix"))
       return usage_error("verify takes only --fix");

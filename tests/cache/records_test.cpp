@@ -62,3 +62,20 @@ TEST_CASE("records whose bytes are not the encoder's spelling are rejected") {
   for (std::size_t n = 0; n < canonical.size(); ++n)
     CHECK_FALSE(qd::cache::decode_offload_record(bytes(canonical.begin(), canonical.begin() + static_cast<long>(n))));
 }
+
+TEST_CASE("explanation records round-trip, and truncated or foreign bytes are rejected") {
+  qd::cache::explain_record e{"step", "kernel 'step': 2 constructs\n", "digraph \"step\" {}\n", {{1, 2}, {3, 4}}};
+  const bytes encoded = qd::cache::encode(e);
+  auto back = qd::cache::decode_explain_record(encoded);
+  REQUIRE(back);
+  CHECK(*back == e);
+  // Every proper prefix is rejected, and so is a byte more.
+  for (std::size_t n = 0; n < encoded.size(); ++n)
+    CHECK_FALSE(qd::cache::decode_explain_record(std::span<const std::byte>(encoded.data(), n)));
+  bytes longer = encoded;
+  longer.push_back(std::byte{0});
+  CHECK_FALSE(qd::cache::decode_explain_record(longer));
+  // Another record kind's bytes, and a record without a kernel name.
+  CHECK_FALSE(qd::cache::decode_explain_record(qd::cache::encode(qd::cache::offload_record{{5, 6}, {"qd_o1", true, false, {}}})));
+  CHECK_FALSE(qd::cache::decode_explain_record(qd::cache::encode(qd::cache::explain_record{"", "text", "dot", {}})));
+}

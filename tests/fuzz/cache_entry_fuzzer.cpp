@@ -74,7 +74,7 @@ void check_entry(std::span<const std::byte> f) {
     return;
   }
   const auto kind_byte = std::to_integer<std::uint8_t>(f[12]);
-  const auto kind = kind_byte >= 1 && kind_byte <= 3 ? static_cast<qd::cache::entry_kind>(kind_byte)
+  const auto kind = kind_byte >= 1 && kind_byte <= std::size(qd::cache::all_entry_kinds) ? static_cast<qd::cache::entry_kind>(kind_byte)
                                                       : qd::cache::entry_kind::module;
   const qd::cache::key k{le(f.data() + 16, 8), le(f.data() + 24, 8)};
   if (auto payload = qd::cache::decode_entry(f, kind, k, &why)) {

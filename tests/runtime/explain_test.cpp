@@ -3,10 +3,15 @@
 // run-time checks; the DOT form renders with Graphviz.
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
+
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include <quadrants/quadrants.hpp>
 
@@ -84,3 +89,90 @@ TEST_CASE("dot renders with Graphviz") {
   CHECK(has(content, "<svg"));
   CHECK(has(content, "construct 2"));
 }
+
+#ifdef QD_CACHE_TOOL  // built with the qd-cache tool (QD_BUILD_TOOLS)
+namespace {
+
+struct tool_output {
+  int status = -1;
+  std::string text;
+};
+
+// Runs `qd-cache <args>` (stdout and stderr together).
+tool_output qd_cache(const std::string& root, const std::string& args) {
+  std::string command = "'";
+  command += QD_CACHE_TOOL;
+  command += "' --root '";
+  command += root;
+  command += "' ";
+  command += args;
+  command += " 2>&1";
+  tool_output r;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe);
+  char buffer[4096];
+  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) r.text.append(buffer, n);
+  const int status = ::pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// The keys after "cached as N records:" in qd-cache explain's output.
+std::vector<std::string> listed_keys(const std::string& text) {
+  std::vector<std::string> keys;
+  const std::size_t at_line = text.find("cached as ");
+  if (at_line == std::string::npos) return keys;
+  std::istringstream in(text.substr(text.find(':', at_line) + 1, text.find('\n', at_line) - text.find(':', at_line) - 1));
+  for (std::string k; in >> k;) keys.push_back(k);
+  return keys;
+}
+
+}  // namespace
+
+TEST_CASE("qd-cache explain prints a cached kernel's explanation, by name or by the key of one of its entries") {
+  qd_test::fresh_dir dir("qd-cache-explain");
+  const std::string root = dir.str();
+  qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = root, .per_offload = qd::per_offload_mode::on});
+  auto k = qd::kernel("cached_snapshot", {"a", "out"}, [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> out) {
+    qd::f32 v = a[0];
+    qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = 5.0f; });
+    qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = v; });
+  });
+  qd::ndarray<float, 1> a(4), out(4);
+  k(a, out);
+  const std::string in_process = k.explain();
+  qd::reset();
+
+  const tool_output by_name = qd_cache(root, "explain cached_snapshot");
+  MESSAGE(by_name.text);
+  REQUIRE(by_name.status == 0);
+  // The stored text is kernel.explain() as the compiling process saw it.
+  CHECK(by_name.text.starts_with(in_process));
+  CHECK(has(by_name.text, "kernel 'cached_snapshot': 2 constructs\n"));
+  CHECK(has(by_name.text, "decision: splits"));
+  // It lists the split's offload records, each an entry of the cache.
+  const std::vector<std::string> keys = listed_keys(by_name.text);
+  REQUIRE(keys.size() >= 2);
+  for (const std::string& key : keys) {
+    CAPTURE(key);
+    CHECK(std::filesystem::exists(std::filesystem::path(root) / "offload" / (key + ".qdc")));
+  }
+  // Found again by any of those keys, and as a graph.
+  const tool_output by_key = qd_cache(root, "explain " + keys.back());
+  CHECK(by_key.status == 0);
+  CHECK(by_key.text == by_name.text);
+  const tool_output dot = qd_cache(root, "explain --dot cached_snapshot");
+  CHECK(dot.status == 0);
+  CHECK(dot.text.starts_with("digraph"));
+  // A kernel the cache does not hold, and misuse.
+  const tool_output missing = qd_cache(root, "explain no_such_kernel");
+  CHECK(missing.status == 1);
+  CHECK(has(missing.text, "no kernel named or keyed 'no_such_kernel'"));
+  CHECK(qd_cache(root, "explain").status == 2);
+  CHECK(qd_cache(root, "explain a b").status == 2);
+  // The explanation entries are entries like the others: stats counts them, verify accepts them.
+  const tool_output stats = qd_cache(root, "stats");
+  CHECK(has(stats.text, "explain"));
+  CHECK(qd_cache(root, "verify").status == 0);
+}
+#endif

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <type_traits>
 #include <vector>
@@ -158,4 +159,27 @@ TEST_CASE("a kernel returns vectors and matrices as std::arrays, alone and in a 
       CHECK(total == doctest::Approx(sx));
       qd::reset();
     }
+}
+
+TEST_CASE("threads calling one returning kernel each read their own result, call after call") {
+  // Each thread reuses its own hidden result arrays (runtime/kernel.hpp): two threads
+  // summing different arrays at once must never see each other's sums.
+  qd::init({.arch = qd::arch::cpu});
+  auto sum = sum_kernel();
+  std::vector<qd::ndarray<float, 1>> xs;
+  for (int t = 0; t < 2; ++t) {
+    xs.emplace_back(std::int64_t{64});
+    xs.back().fill(static_cast<float>(t + 1));
+  }
+  std::array<int, 2> wrong{};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t)
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < 300; ++k)
+        if (sum(xs[static_cast<std::size_t>(t)]) != 64.0f * static_cast<float>(t + 1)) ++wrong[static_cast<std::size_t>(t)];
+    });
+  for (auto& th : threads) th.join();
+  CHECK(wrong[0] == 0);
+  CHECK(wrong[1] == 0);
+  qd::reset();
 }

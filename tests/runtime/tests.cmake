@@ -8,6 +8,7 @@ qd_add_test(runtime config)   # where a bad setting came from; qd::init_best_ava
 qd_add_test(runtime loop_control)  # qd::loop_config, qd::break_, qd::continue_ (SPEC §11.4)
 qd_add_test(runtime return_value)  # kernels returning values (SPEC §11.3)
 qd_add_test(runtime struct_param)  # struct parameters (SPEC §11.2)
+qd_add_test(runtime hot_path)      # warm launches allocate nothing (global operator new counted)
 
 # Per-offload caching and the offline cache from the user's side; both run
 # kernel_worker in separate processes sharing a cache directory.
@@ -42,6 +43,10 @@ add_dependencies(runtime_graph_test kernel_worker)
 qd_add_test(runtime debug_dump)
 qd_add_test(runtime source_location)
 qd_add_test(runtime explain)
+if(TARGET qd-cache)  # qd-cache explain reads what the runtime stored
+  add_dependencies(runtime_explain_test qd-cache)
+  target_compile_definitions(runtime_explain_test PRIVATE QD_CACHE_TOOL="$<TARGET_FILE:qd-cache>")
+endif()
 qd_add_test(runtime coverage)
 target_compile_definitions(runtime_coverage_test PRIVATE QD_COMPILE_DIR="${CMAKE_BINARY_DIR}")
 qd_add_test(runtime mesh)  # qd::mesh, qd::mesh_for, qd::for_each (SPEC §11.7, issue 14)

@@ -19,6 +19,7 @@ QD_FUNC std::string_view name(entry_kind kind) noexcept {
     case entry_kind::module: return "module";
     case entry_kind::kernel: return "kernel";
     case entry_kind::offload: return "offload";
+    case entry_kind::explain: return "explain";
   }
   return "?";
 }
@@ -127,7 +128,7 @@ QD_FUNC std::optional<entry_header> parse_entry_header(std::span<const std::byte
   if (load_le(h + 56, 8) != XXH3_64bits(h, 56)) return reject(why, "header checksum mismatch");
   if (load_le(h + 14, 2) != 0) return reject(why, "reserved header bits are set");
   auto kind_byte = std::to_integer<std::uint8_t>(h[12]);
-  if (kind_byte < 1 || kind_byte > 3) return reject(why, fmt::format("unknown entry kind {}", kind_byte));
+  if (kind_byte < 1 || kind_byte > std::size(all_entry_kinds)) return reject(why, fmt::format("unknown entry kind {}", kind_byte));
   e.kind = static_cast<entry_kind>(kind_byte);
   auto codec_byte = std::to_integer<std::uint8_t>(h[13]);
   if (codec_byte > 1) return reject(why, fmt::format("unknown codec {}", codec_byte));

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <span>
 #include <string>
@@ -16,13 +17,19 @@
 namespace qd::cache {
 
 // module: the compiled binary of one compiler program; kernel: a whole-kernel record;
-// offload: a per-construct record that references a module. The store treats all
-// payloads as opaque bytes.
-enum class entry_kind : std::uint8_t { module = 1, kernel = 2, offload = 3 };
+// offload: a per-construct record that references a module; explain: what a compiled
+// kernel is made of (its name, kernel.explain() and kernel.dot(), the keys of its
+// records), for `qd-cache explain`. The store treats all payloads as opaque bytes.
+enum class entry_kind : std::uint8_t { module = 1, kernel = 2, offload = 3, explain = 4 };
 
-inline constexpr entry_kind all_entry_kinds[] = {entry_kind::module, entry_kind::kernel, entry_kind::offload};
+inline constexpr entry_kind all_entry_kinds[] = {entry_kind::module, entry_kind::kernel, entry_kind::offload,
+                                                 entry_kind::explain};
 
-// "module", "kernel", "offload": also the entry's directory under the cache root.
+// Tables indexed by the kind byte (store, remote) have one slot per kind plus slot 0.
+static_assert(std::size(all_entry_kinds) == 4 && static_cast<int>(entry_kind::explain) == 4,
+              "a new entry kind: update the tables indexed by kind byte (cache/store-inl.hpp kind_trusted)");
+
+// "module", "kernel", "offload", "explain": also the entry's directory under the cache root.
 QD_FUNC std::string_view name(entry_kind kind) noexcept;
 QD_FUNC std::optional<entry_kind> entry_kind_from_name(std::string_view text) noexcept;
 
@@ -45,6 +52,7 @@ constexpr std::uint64_t max_payload_size_of(entry_kind kind) noexcept {
     case entry_kind::module: return max_payload_size;
     case entry_kind::kernel: return std::uint64_t{16} << 20;
     case entry_kind::offload: return std::uint64_t{1} << 20;
+    case entry_kind::explain: return std::uint64_t{8} << 20;
   }
   return 0;
 }

@@ -124,6 +124,16 @@ QD_FUNC std::vector<std::byte> encode(const offload_record& r) {
   return w.take();
 }
 
+QD_FUNC std::vector<std::byte> encode(const explain_record& r) {
+  detail::record_writer w('E');
+  w.text(r.kernel);
+  w.text(r.text);
+  w.text(r.dot);
+  w.u64(r.keys.size());
+  for (const key& k : r.keys) w.k(k);
+  return w.take();
+}
+
 QD_FUNC std::optional<kernel_record> decode_kernel_record(std::span<const std::byte> bytes) {
   detail::record_reader in(bytes, 'K');
   kernel_record r;
@@ -144,6 +154,19 @@ QD_FUNC std::optional<offload_record> decode_offload_record(std::span<const std:
   offload_record r;
   r.module = in.k();
   r.task = in.task();
+  if (!in.ok() || !in.at_end()) return std::nullopt;
+  return r;
+}
+
+QD_FUNC std::optional<explain_record> decode_explain_record(std::span<const std::byte> bytes) {
+  detail::record_reader in(bytes, 'E');
+  explain_record r;
+  r.kernel = in.text();
+  r.text = in.text();
+  r.dot = in.text();
+  std::uint64_t n = in.u64();
+  if (!in.ok() || r.kernel.empty() || n > bytes.size()) return std::nullopt;
+  for (std::uint64_t i = 0; i < n && in.ok(); ++i) r.keys.push_back(in.k());
   if (!in.ok() || !in.at_end()) return std::nullopt;
   return r;
 }

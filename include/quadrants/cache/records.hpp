@@ -37,11 +37,23 @@ struct offload_record {
   task_record task;
 };
 
+// What a compiled kernel is made of, for `qd-cache explain`: written next to its
+// records when a process compiles it. Never read by a launch.
+struct explain_record {
+  std::string kernel;     // the kernel's name
+  std::string text;       // kernel.explain()
+  std::string dot;        // kernel.dot()
+  std::vector<key> keys;  // its kernel record (whole) or offload records (split)
+  friend bool operator==(const explain_record&, const explain_record&) = default;
+};
+
 QD_FUNC std::vector<std::byte> encode(const kernel_record& r);
 QD_FUNC std::vector<std::byte> encode(const offload_record& r);
+QD_FUNC std::vector<std::byte> encode(const explain_record& r);
 // Malformed bytes give nullopt, never a partial record.
 QD_FUNC std::optional<kernel_record> decode_kernel_record(std::span<const std::byte> bytes);
 QD_FUNC std::optional<offload_record> decode_offload_record(std::span<const std::byte> bytes);
+QD_FUNC std::optional<explain_record> decode_explain_record(std::span<const std::byte> bytes);
 
 }  // namespace qd::cache
 

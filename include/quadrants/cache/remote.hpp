@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <iterator>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -137,8 +138,8 @@ class remote {
     std::string version;
     std::uint64_t used_memory = 0, maxmemory = 0;
     std::string maxmemory_policy;
-    std::uint64_t entries[4] = {0, 0, 0, 0};  // by kind byte, in this namespace
-    std::uint64_t bytes[4] = {0, 0, 0, 0};
+    std::uint64_t entries[std::size(all_entry_kinds) + 1] = {};  // by kind byte (1..), in this namespace
+    std::uint64_t bytes[std::size(all_entry_kinds) + 1] = {};
   };
   QD_FUNC std::optional<server_report> report();
   // Every entry of this namespace on the server (a SCAN), for qd-cache pull and stats.

@@ -98,6 +98,26 @@ struct located_index {
       : id((at(loc), index_id(index))) {}
   ir::id id;
 };
+
+// The place x.at(indices..., qd::boundary) names: one index per dimension and a
+// boundary, in any order (the boundary is conventionally last).
+template <int N, class... A>
+place boundary_place(std::int32_t param, std::uint8_t flags, const A&... args) {
+  static_assert(sizeof...(A) == N + 1, "x.at(indices..., qd::boundary) takes one index per dimension, then a boundary");
+  static_assert((std::is_same_v<A, boundary> + ...) == 1, "x.at(indices..., qd::boundary) takes exactly one boundary");
+  std::array<ir::id, 4> ids{};
+  int count = 0;
+  boundary mode = boundary::unchecked;
+  auto take = [&](const auto& arg) {
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(arg)>, boundary>)
+      mode = arg;
+    else
+      ids[static_cast<std::size_t>(count++)] = index_id(arg);
+  };
+  (take(args), ...);
+  return place{param, static_cast<std::uint8_t>(flags | (mode == boundary::clamp ? ir::access::clamp : 0)),
+               static_cast<std::uint8_t>(N), ids};
+}
 }  // namespace detail
 
 namespace types {
@@ -140,20 +160,7 @@ class ndarray {
   // x.at(i, j, qd::boundary::clamp): indices clamped into the shape.
   template <class... A>
   element_ref<T> at(const A&... args) const {
-    static_assert(sizeof...(A) == N + 1, "x.at(indices..., qd::boundary) takes one index per dimension, then a boundary");
-    std::array<ir::id, 4> ids{};
-    int count = 0;
-    boundary mode = boundary::unchecked;
-    auto take = [&](const auto& arg) {
-      if constexpr (std::is_same_v<std::remove_cvref_t<decltype(arg)>, boundary>)
-        mode = arg;
-      else
-        ids[static_cast<std::size_t>(count++)] = detail::index_id(arg);
-    };
-    (take(args), ...);
-    detail::place p{param_, static_cast<std::uint8_t>(flags_ | (mode == boundary::clamp ? ir::access::clamp : 0)),
-                    static_cast<std::uint8_t>(N), ids};
-    return element_ref<T>(p);
+    return element_ref<T>(detail::boundary_place<N>(param_, flags_, args...));
   }
 
   // The extent of dimension d, as a traced i32.

@@ -254,19 +254,7 @@ class ndarray<E, N, Options...> {
   // p.at(i, j, qd::boundary::clamp): the element with its indices clamped into the shape.
   template <class... A>
   typename traits::reference at(const A&... args) const {
-    static_assert(sizeof...(A) == N + 1, "p.at(indices..., qd::boundary) takes one index per dimension, then a boundary");
-    std::array<ir::id, 4> ids{};
-    int count = 0;
-    boundary mode = boundary::unchecked;
-    auto take = [&](const auto& arg) {
-      if constexpr (std::is_same_v<std::remove_cvref_t<decltype(arg)>, boundary>)
-        mode = arg;
-      else
-        ids[static_cast<std::size_t>(count++)] = detail::index_id(arg);
-    };
-    (take(args), ...);
-    const auto flags = static_cast<std::uint8_t>(flags_ | (mode == boundary::clamp ? ir::access::clamp : 0));
-    return typename traits::reference(detail::place{param_, flags, static_cast<std::uint8_t>(N), ids});
+    return typename traits::reference(detail::boundary_place<N>(param_, flags_, args...));
   }
 
   // The extent of dimension d (d < N: the element dimensions), as a traced i32.

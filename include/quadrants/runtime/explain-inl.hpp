@@ -6,7 +6,10 @@
 #include <vector>
 
 #include "quadrants/analysis/split.hpp"
+#include "quadrants/cache/records.hpp"
+#include "quadrants/cache/store.hpp"
 #include "quadrants/detail/format.hpp"
+#include "quadrants/ir/serialize.hpp"
 #include "quadrants/runtime/config.hpp"
 #include "quadrants/runtime/explain.hpp"
 #include "quadrants/runtime/kernel_state.hpp"
@@ -57,8 +60,8 @@ QD_FUNC std::string value_text(const kernel_state& k, ir::id v) {
   return where.empty() ? what : what + " at " + where;
 }
 
-QD_FUNC explanation gather(kernel_state& k) {
-  std::lock_guard lock(k.mutex);
+// The caller holds k.mutex.
+QD_FUNC explanation gather_locked(kernel_state& k) {
   ensure_traced(k);
   explanation e;
   const auto& s = k.structure;
@@ -106,6 +109,11 @@ QD_FUNC explanation gather(kernel_state& k) {
   return e;
 }
 
+QD_FUNC explanation gather(kernel_state& k) {
+  std::lock_guard lock(k.mutex);
+  return gather_locked(k);
+}
+
 QD_FUNC std::string dot_escape(std::string_view s) {
   std::string out;
   for (char c : s) {
@@ -115,11 +123,7 @@ QD_FUNC std::string dot_escape(std::string_view s) {
   return out;
 }
 
-}  // namespace explain_parts
-
-QD_FUNC std::string explain_text(kernel_state& k) {
-  using namespace explain_parts;
-  const explanation e = gather(k);
+QD_FUNC std::string text_of(const kernel_state& k, const explanation& e) {
   std::string out = fmt::format("kernel '{}': {} construct{}\n", k.name, e.constructs.size(),
                                 e.constructs.size() == 1 ? "" : "s");
   for (const auto& c : e.constructs) {
@@ -140,9 +144,7 @@ QD_FUNC std::string explain_text(kernel_state& k) {
   return out;
 }
 
-QD_FUNC std::string explain_dot(kernel_state& k) {
-  using namespace explain_parts;
-  const explanation e = gather(k);
+QD_FUNC std::string dot_of(const kernel_state& k, const explanation& e) {
   std::string out = fmt::format("digraph \"{}\" {{\n  rankdir=TB;\n  label=\"kernel '{}': {}\";\n  labelloc=t;\n",
                                 dot_escape(k.name), dot_escape(k.name), dot_escape(e.decision_text));
   out += "  node [fontname=\"monospace\"];\n";
@@ -163,6 +165,27 @@ QD_FUNC std::string explain_dot(kernel_state& k) {
     out += fmt::format("  check{} [shape=note, label=\"run-time check: {}\"];\n", p, dot_escape(e.pairs[p]));
   out += "}\n";
   return out;
+}
+
+}  // namespace explain_parts
+
+QD_FUNC std::string explain_text(kernel_state& k) {
+  return explain_parts::text_of(k, explain_parts::gather(k));
+}
+
+QD_FUNC std::string explain_dot(kernel_state& k) {
+  return explain_parts::dot_of(k, explain_parts::gather(k));
+}
+
+QD_FUNC void record_explanation(kernel_state& k, program& p, const std::vector<cache::key>& keys) {
+  // Adjoints always run whole (fallback autodiff) and have no kernel.explain() of their own.
+  if (!p.store() || !p.store()->writable() || keys.empty() || k.ir.is_gradient) return;
+  const explain_parts::explanation e = explain_parts::gather_locked(k);
+  cache::explain_record r{k.name, explain_parts::text_of(k, e), explain_parts::dot_of(k, e), keys};
+  // One entry per kernel name and traced IR: a recompiled kernel replaces its own.
+  cache::key_builder kb = p.environment();
+  const cache::key at = kb.add("explain").add(k.name).add(ir::canonical_bytes(k.ir)).finish();
+  p.store()->save(cache::entry_kind::explain, at, cache::encode(r));
 }
 
 }  // namespace qd::detail

@@ -4,17 +4,24 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "quadrants/base/api.hpp"
+#include "quadrants/cache/key.hpp"
 
 namespace qd::detail {
 
 class kernel_state;
+class program;
 
 // Both trace the kernel on first use; neither needs qd::init. When the kernel was compiled
 // for the running program, they also say which variant it uses there and why.
 QD_FUNC std::string explain_text(kernel_state& k);
 QD_FUNC std::string explain_dot(kernel_state& k);
+
+// After a launch compiled something for `k` (the caller holds k.mutex): stores its
+// explanation and the keys of its records in p's cache, for `qd-cache explain`.
+QD_FUNC void record_explanation(kernel_state& k, program& p, const std::vector<cache::key>& keys);
 
 }  // namespace qd::detail
 

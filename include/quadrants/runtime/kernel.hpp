@@ -9,6 +9,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -140,7 +141,9 @@ void pack_param(const A& a, launch_arg*& out) {
 }
 
 // The hidden result arrays of a kernel returning R (lang/kernel_return.hpp): one 0-d
-// array per element, allocated in the current program for one call.
+// array per element. Each thread keeps one set per result type and reuses it while
+// the program that allocated it runs, so a call allocates nothing after its first
+// (a kernel call is synchronous: nothing else on the thread uses the set meanwhile).
 template <class R>
 class return_arrays {
   using elements = typename return_traits<R>::elements;
@@ -150,9 +153,12 @@ class return_arrays {
   template <class... E> struct arrays_for<std::tuple<E...>> {
     using type = std::tuple<array_of<E>...>;
   };
+  using arrays = typename arrays_for<elements>::type;
 
  public:
   static constexpr std::size_t count = std::tuple_size_v<elements>;
+  return_arrays() : arrays_(this_thread_arrays()) {}
+
   void pack(launch_arg* out) const {
     std::apply([&](const auto&... a) { ((*out++ = pack_argument<types::ndarray<typename std::remove_cvref_t<decltype(a)>::value_type, 0>>(a)), ...); },
                arrays_);
@@ -160,13 +166,28 @@ class return_arrays {
   // Reads every element back (waits for the launch) and assembles the host value.
   typename return_traits<R>::host_type read() const {
     elements values = [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return elements{static_cast<std::tuple_element_t<I, elements>>(std::get<I>(arrays_).to_host()[0])...};
+      return elements{read_element<I>()...};
     }(std::make_index_sequence<count>{});
     return return_traits<R>::assemble(values);
   }
 
  private:
-  typename arrays_for<elements>::type arrays_;
+  template <std::size_t I>
+  std::tuple_element_t<I, elements> read_element() const {
+    const auto& a = std::get<I>(arrays_);
+    typename std::remove_cvref_t<decltype(a)>::value_type v{};
+    a.storage().download(&v, sizeof v);
+    return static_cast<std::tuple_element_t<I, elements>>(v);
+  }
+  static const arrays& this_thread_arrays() {
+    thread_local std::unique_ptr<arrays> kept;
+    if (!kept || !std::get<0>(*kept).storage().alive()) {
+      kept.reset();  // frees the last program's arrays first
+      kept = std::make_unique<arrays>();
+    }
+    return *kept;
+  }
+  const arrays& arrays_;
 };
 
 // One name per kernel parameter: the given names (one per lambda parameter), struct

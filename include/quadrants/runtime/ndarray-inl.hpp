@@ -47,10 +47,14 @@ QD_FUNC buffer& buffer::operator=(buffer&& other) noexcept {
   return *this;
 }
 
+QD_FUNC bool buffer::alive() const noexcept {
+  program_use p(std::nothrow);
+  return device_ && p && p->id() == program_id_;
+}
+
 QD_FUNC void buffer::check_alive(std::string_view what) const {
   if (!device_) throw user_error(fmt::format("{}: the qd::ndarray was moved from", what));
-  program_use p(std::nothrow);
-  if (!p || p->id() != program_id_)
+  if (!alive())
     throw user_error(fmt::format("{}: this qd::ndarray was created before qd::reset() (or a later qd::init()); arrays "
                                  "belong to the program that created them. Create it again after qd::init()",
                                  what));

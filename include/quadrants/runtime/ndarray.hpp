@@ -33,6 +33,8 @@ class buffer {
   std::size_t bytes() const { return bytes_; }
   std::uint64_t program_id() const { return program_id_; }
 
+  // Whether the buffer belongs to the running program.
+  QD_FUNC bool alive() const noexcept;
   // Throws unless the buffer belongs to the running program.
   QD_FUNC void check_alive(std::string_view what) const;
   QD_FUNC void upload(const void* src, std::size_t bytes);

@@ -170,6 +170,7 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
   }
   for (std::size_t t = 0; t < lowered.size(); ++t) v.tasks.push_back(launchable_task(*module, entries[t], lowered[t], plan.tasks[t]));
   v.modules.push_back(std::move(module));
+  if (!p.device().traits().runs_ir) counts.records.push_back(record.module);
   counts.tasks = static_cast<int>(lowered.size());
   v.schedule = schedule_of(k, plan);
   allocate_temporaries(p, plan, v);
@@ -319,6 +320,7 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
   for (std::size_t t = 0; t < offloads.size(); ++t) {
     v.tasks.push_back(launchable_task(*offloads[t].module, offloads[t].entry, lowered[t], plan.tasks[t]));
     v.modules.push_back(offloads[t].module);
+    counts.records.push_back(offloads[t].key);
   }
   counts.tasks = static_cast<int>(lowered.size());
   counts.tasks_compiled = counts.compiled;

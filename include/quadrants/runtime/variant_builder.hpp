@@ -3,6 +3,8 @@
 // each from the parameters alone). Internal.
 #pragma once
 
+#include <vector>
+
 #include "quadrants/analysis/task_plan.hpp"
 #include "quadrants/base/api.hpp"
 #include "quadrants/cache/key.hpp"
@@ -19,6 +21,7 @@ struct build_counts {
   int loaded = 0;
   int tasks = 0;           // tasks of the variant built
   int tasks_compiled = 0;  // of which the compiler produced now
+  std::vector<cache::key> records;  // the cache records the variant is made of (for `qd-cache explain`)
 };
 
 // An offload's generated source and its cache key; the entry name derives from the key.

@@ -10,6 +10,7 @@
 #include "quadrants/runtime/graph.hpp"
 #include "quadrants/runtime/mesh.hpp"
 #include "quadrants/runtime/debug_dump.hpp"
+#include "quadrants/runtime/explain.hpp"
 #include "quadrants/runtime/variant_builder.hpp"
 #include "quadrants/runtime/variant_choice.hpp"
 
@@ -169,6 +170,7 @@ QD_FUNC compiled_kernel* prepare(kernel_state& k, program& p) {
   obs.tasks_cache_hit = counts.tasks - counts.tasks_compiled;
   k.obs = std::move(obs);
   k.compiled = c;
+  if (counts.compiled > 0) record_explanation(k, p, counts.records);  // for `qd-cache explain`
   k.ready.store(c.get(), std::memory_order_release);
   k.ready_program.store(p.id(), std::memory_order_release);
   return c.get();
