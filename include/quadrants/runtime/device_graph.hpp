@@ -22,7 +22,6 @@ struct argument_print {
   void* grad = nullptr;
   std::int64_t shape[limits::max_ndim] = {0, 0, 0, 0};
   std::uint64_t scalar_bits = 0;
-  bool operator==(const argument_print&) const = default;
 };
 
 // One run of a variant's schedule: the steps [its start, end), with no do_while mark;
