@@ -610,8 +610,12 @@ QD_EMU_EXPORT CUresult cuGraphCreate(CUgraph* out, unsigned flags) {
     return flags != 0 ? emu::gpu_status::invalid_value : gpu().create_graph(reinterpret_cast<void**>(out));
   });
 }
+// QD_EMULATED_CUDA_REFUSE_CONDITIONAL set: CUDA_ERROR_NOT_SUPPORTED (a driver that reports
+// 12.3+ but refuses conditional nodes, for the backends' fallback to the host loop).
 QD_EMU_EXPORT CUresult cuGraphConditionalHandleCreate(unsigned long long* out, CUgraph g, CUcontext ctx,
                                                       unsigned default_value, unsigned flags) {
+  if (const char* refuse = std::getenv("QD_EMULATED_CUDA_REFUSE_CONDITIONAL"); refuse && *refuse)
+    return cuda_not_supported;
   return in_context([&] {
     if (ctx != primary_context || (flags & ~1u) != 0) return emu::gpu_status::invalid_value;
     return gpu().create_condition(g, default_value, (flags & 1u) != 0, out);  // 1: CU_GRAPH_COND_ASSIGN_DEFAULT
