@@ -78,8 +78,6 @@ static inline T __ldg(const T* p) { return *p; }
 
 /* --- CUDA graphs: a conditional node's condition ------------------------------------ */
 #ifdef QD_EMU_CUDA
-#define __device_builtin__
-#define __cudart_builtin__
 typedef unsigned long long cudaGraphConditionalHandle;
 /* The emulated driver's handle is the address of the condition's value (core/graphs.hpp). */
 extern "C" inline void cudaGraphSetConditional(cudaGraphConditionalHandle handle, unsigned value) {

@@ -48,6 +48,14 @@ endforeach()
 qd_add_emulated_test(cuda graph_host_loop backend_gpu_suite_test ARGS "--test-case=*graph*<on_cuda>*"
                      ENV "QD_EMULATED_CUDA_DRIVER_VERSION=12020")
 
+# A driver that says 12.3 but refuses conditional nodes: the first do_while warns and
+# falls back to the host loop; the results stay plain C++'s.
+qd_add_emulated_test(cuda graph_loop_refused backend_gpu_suite_test
+                     ARGS "--test-case=*loop while their flags are set*<on_cuda>*,*graph::parallel*<on_cuda>*"
+                     ENV "QD_EMULATED_CUDA_REFUSE_CONDITIONAL=1" "QD_LOG_LEVEL=warn" FAIL "Status: FAILURE")
+set_tests_properties(emulated_cuda/graph_loop_refused PROPERTIES  # the exit status is then not read: FAIL is
+                     PASS_REGULAR_EXPRESSION "could not be recorded as a device loop")
+
 # The demo on each GPU, as a user runs it (QD_ARCH honoured; a fallback to the CPU fails).
 if(TARGET heat_diffusion)
   foreach(api cuda amdgpu)
@@ -70,3 +78,11 @@ endif()
 foreach(api cuda amdgpu)
   qd_add_emulated_test(${api} coverage runtime_coverage_test ARGS "--test-case=*<on_${api}>*")
 endforeach()
+
+# The device graph benchmark, briefly, on each emulated GPU: it runs and says it is emulated.
+if(TARGET device_graph_bench)
+  qd_add_emulated_test(cuda device_graph_bench device_graph_bench ARGS 1 20 20)
+  qd_add_emulated_test(amdgpu device_graph_bench device_graph_bench ARGS 1 20 20 --amdgpu)
+  set_tests_properties(emulated_cuda/device_graph_bench emulated_amdgpu/device_graph_bench PROPERTIES
+                       PASS_REGULAR_EXPRESSION "EMULATED GPU")
+endif()

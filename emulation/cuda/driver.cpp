@@ -610,8 +610,12 @@ QD_EMU_EXPORT CUresult cuGraphCreate(CUgraph* out, unsigned flags) {
     return flags != 0 ? emu::gpu_status::invalid_value : gpu().create_graph(reinterpret_cast<void**>(out));
   });
 }
+// QD_EMULATED_CUDA_REFUSE_CONDITIONAL set: CUDA_ERROR_NOT_SUPPORTED (a driver that reports
+// 12.3+ but refuses conditional nodes, for the backends' fallback to the host loop).
 QD_EMU_EXPORT CUresult cuGraphConditionalHandleCreate(unsigned long long* out, CUgraph g, CUcontext ctx,
                                                       unsigned default_value, unsigned flags) {
+  if (const char* refuse = std::getenv("QD_EMULATED_CUDA_REFUSE_CONDITIONAL"); refuse && *refuse)
+    return cuda_not_supported;
   return in_context([&] {
     if (ctx != primary_context || (flags & ~1u) != 0) return emu::gpu_status::invalid_value;
     return gpu().create_condition(g, default_value, (flags & 1u) != 0, out);  // 1: CU_GRAPH_COND_ASSIGN_DEFAULT
@@ -633,6 +637,11 @@ QD_EMU_EXPORT CUresult cuGraphAddNode(CUgraphNode* out, CUgraph g, const CUgraph
     return s;
   });
 }
+QD_EMU_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, const void* edges,
+                                         std::size_t count, CUgraphNodeParams* params) {
+  if (edges) return cuda_invalid_value;  // no dependencies, so no edge data
+  return cuGraphAddNode(out, g, deps, count, params);
+}
 QD_EMU_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* out, CUgraph g, unsigned long long flags) {
   return in_context([&] {
     return flags != 0 ? emu::gpu_status::invalid_value : gpu().instantiate_graph(g, reinterpret_cast<void**>(out));
@@ -646,6 +655,12 @@ QD_EMU_EXPORT CUresult cuGraphExecDestroy(CUgraphExec e) {
 }
 QD_EMU_EXPORT CUresult cuGraphDestroy(CUgraph g) {
   return in_context([&] { return gpu().destroy_graph(g); });
+}
+
+// Not a driver API: the emulation's own counts, for tests (graphs instantiated, graph launches).
+QD_EMU_EXPORT void qd_emulated_graph_counts(unsigned long long* instantiated, unsigned long long* launches) {
+  if (instantiated) *instantiated = gpu().graphs_instantiated();
+  if (launches) *launches = gpu().graph_launches();
 }
 
 // --- errors ------------------------------------------------------------------------------------------

@@ -482,6 +482,12 @@ QD_EMU_EXPORT hipError_t hipGraphDestroy(hipGraph_t g) {
   return on_device([&] { return gpu().destroy_graph(g); });
 }
 
+// Not a driver API: the emulation's own counts, for tests (graphs instantiated, graph launches).
+QD_EMU_EXPORT void qd_emulated_graph_counts(unsigned long long* instantiated, unsigned long long* launches) {
+  if (instantiated) *instantiated = gpu().graphs_instantiated();
+  if (launches) *launches = gpu().graph_launches();
+}
+
 // --- errors --------------------------------------------------------------------------------------------
 
 QD_EMU_EXPORT const char* hipGetErrorName(hipError_t e) {

@@ -425,8 +425,8 @@ TEST_CASE("emulated cuda: launches on two streams run at once; on one stream, in
 
 // A kernel that ends a conditional WHILE node's body: counts down, then loops while non-zero.
 const char* const count_down_kernel = R"(
-typedef __device_builtin__ unsigned long long cudaGraphConditionalHandle;
-extern "C" __device__ __cudart_builtin__ void cudaGraphSetConditional(cudaGraphConditionalHandle handle, unsigned int value);
+typedef unsigned long long cudaGraphConditionalHandle;
+extern "C" __device__ void cudaGraphSetConditional(cudaGraphConditionalHandle handle, unsigned int value);
 extern "C" __global__ void count_down(int* n, cudaGraphConditionalHandle handle) {
   *n -= 1;
   cudaGraphSetConditional(handle, *n > 0 ? 1u : 0u);
@@ -454,6 +454,9 @@ TEST_CASE("emulated cuda: captured launches replay in order; a WHILE node loops 
   QD_CUDA_CHECK(api.cuStreamEndCapture(s, &graph));
   f.device->copy_to_host(&host, counter, sizeof(int));
   CHECK(host == 0);
+  auto counts = entry<void (*)(unsigned long long*, unsigned long long*)>(*f.lib, "qd_emulated_graph_counts");
+  unsigned long long instantiated = 0, launched = 0, instantiated_after = 0, launched_after = 0;
+  counts(&instantiated, &launched);
   cu::CUgraphExec exec = nullptr;
   QD_CUDA_CHECK(api.cuGraphInstantiateWithFlags(&exec, graph, 0));
   QD_CUDA_CHECK(api.cuGraphDestroy(graph));  // the executable graph keeps what it needs
@@ -462,6 +465,9 @@ TEST_CASE("emulated cuda: captured launches replay in order; a WHILE node loops 
   QD_CUDA_CHECK(api.cuStreamSynchronize(s));
   f.device->copy_to_host(&host, counter, sizeof(int));
   CHECK(host == 6);
+  counts(&instantiated_after, &launched_after);
+  CHECK(instantiated_after == instantiated + 1);
+  CHECK(launched_after == launched + 2);
   QD_CUDA_CHECK(api.cuGraphExecDestroy(exec));
   CHECK(api.cuGraphExecDestroy(exec) == 400);
 

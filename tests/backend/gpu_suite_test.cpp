@@ -15,6 +15,7 @@
 #include <optional>
 #include <utility>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -1698,6 +1699,60 @@ TEST_CASE_TEMPLATE("suite: graph kernels record device graphs once and replay th
   CHECK(by.to_host() == cy);
   CHECK(checked.per_offload_cache_observations().device_graph_builds == 0);
   CHECK(checked.per_offload_cache_observations().device_graph_replays == 0);
+  qd::reset();
+}
+
+// A graph kernel without do_while or forks: its constructs are one device graph on a GPU.
+TEST_CASE_TEMPLATE("suite: a graph kernel of plain constructs is one device graph, replayed", A, QD_SUITE_ARCHES) {
+  auto k = qd::kernel("graph_plain", qd::graph::on, [](qd::types::ndarray<float, 1> x) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] + 1.0f; });
+    qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] * 3.0f; });
+  });
+  qd_test::scratch_directory cache(std::string("suite-graph-plain-") + A::name);
+  if (!start<A>({.offline_cache_file_path = cache.str()})) return;
+  qd::ndarray<float, 1> x(5);
+  std::vector<float> hx{0.0f, 1.0f, 2.0f, 3.0f, 4.0f};
+  x.from_host(hx);
+  for (int launch = 0; launch < 3; ++launch) {
+    for (float& v : hx) v = (v + 1.0f) * 3.0f;
+    k(x);
+  }
+  CHECK(x.to_host() == hx);
+  const auto o = k.per_offload_cache_observations();
+  CHECK(o.device_graph_builds == (on_gpu<A>() ? 1u : 0u));
+  CHECK(o.device_graph_replays == (on_gpu<A>() ? 2u : 0u));
+  qd::reset();
+}
+
+// Two host threads launching one graph kernel with their own arrays: one holds the
+// variant's device graphs at a time, the other launches plainly meanwhile; both get
+// plain C++'s results.
+TEST_CASE_TEMPLATE("suite: two threads launching one graph kernel each get their own results", A, QD_SUITE_ARCHES) {
+  auto k = kernels::graph_replay();
+  qd_test::scratch_directory cache(std::string("suite-graph-threads-") + A::name);
+  if (!start<A>({.offline_cache_file_path = cache.str()})) return;
+  qd::ndarray<float, 1> warm(4), warm_y(2);
+  qd::ndarray<std::int32_t, 0> warm_flag;
+  k(warm, warm_y, warm_flag, 1.0f);  // compiled before the threads start
+  std::vector<float> got[2], want[2];
+  auto worker = [&](int t) {
+    qd::ndarray<float, 1> x(4), y(2);
+    qd::ndarray<std::int32_t, 0> flag;
+    std::vector<float> hx{30.0f + static_cast<float>(t), 2.0f, 3.0f, 5.0f}, hy{1.0f, 2.0f};
+    x.from_host(hx);
+    y.from_host(hy);
+    for (int launch = 0; launch < 8; ++launch) {
+      graph_replay_on_host(hx, hy, 1.0f + static_cast<float>(t));
+      k(x, y, flag, 1.0f + static_cast<float>(t));
+    }
+    got[t] = x.to_host();
+    want[t] = hx;
+  };
+  std::thread other(worker, 1);
+  worker(0);
+  other.join();
+  CHECK(got[0] == want[0]);
+  CHECK(got[1] == want[1]);
   qd::reset();
 }
 

@@ -83,6 +83,15 @@ TEST_CASE("NVRTC compiles the CUDA prelude and a task to a CUBIN for sm_90, with
   CHECK(std::find(flags.begin(), flags.end(), "--use_fast_math") != flags.end());
 }
 
+TEST_CASE("NVRTC compiles the device loop's kernel, which calls cudaGraphSetConditional without CUDA headers") {
+  if (!nvrtc_installed()) return;
+  nvrtc_options options;
+  options.sm = 90;
+  auto cubin = compile_cubin(graph_loop_source(), options, "qd_graph_set_while");
+  REQUIRE(cubin.size() > 4);
+  CHECK(std::string(reinterpret_cast<const char*>(cubin.data()), 4) == "\x7f" "ELF");
+}
+
 TEST_CASE("an arch this NVRTC cannot target is a qd::user_error listing the ones it can, not a code-generation bug") {
   if (!nvrtc_installed()) return;
   const auto supported = nvrtc_supported_archs();

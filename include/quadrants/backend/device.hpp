@@ -26,9 +26,9 @@ struct array_abi {
   std::int64_t shape[limits::max_ndim] = {0, 0, 0, 0};
 };
 
-// Everything one task launch needs, in task-parameter order.
 class launch_queue;
 
+// Everything one task launch needs, in task-parameter order.
 struct launch_context {
   const array_abi* arrays = nullptr;
   const std::uint64_t* scalars = nullptr;

@@ -22,7 +22,6 @@ struct argument_print {
   void* grad = nullptr;
   std::int64_t shape[limits::max_ndim] = {0, 0, 0, 0};
   std::uint64_t scalar_bits = 0;
-  bool operator==(const argument_print&) const = default;
 };
 
 // One run of a variant's schedule: the steps [its start, end), with no do_while mark;
@@ -40,6 +39,7 @@ struct device_graphs {
   std::atomic<bool> busy{false};  // one launch at a time records or replays; another runs plainly
   bool planned = false;
   bool device_loops = false;  // innermost do_whiles are device loops (planned with them)
+  bool device_loops_failed = false;  // the backend could not record one: host loops from then on
   std::vector<recorded_run> runs;  // one per schedule step
   // Fork branches' queues (device_traits::branch_queues), made on first need and kept.
   std::vector<std::unique_ptr<backend::launch_queue>> branch_queues;

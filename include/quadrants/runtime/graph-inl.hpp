@@ -193,7 +193,7 @@ class graphs_turn {
     held_ = &v.graphs;
     record_ = record;
     // graph_max_iterations is counted by the host loop: with a limit, do_whiles stay there.
-    const bool loops = t.device_loops && p.config().graph_max_iterations == 0;
+    const bool loops = t.device_loops && p.config().graph_max_iterations == 0 && !v.graphs.device_loops_failed;
     if (record && (!held_->planned || held_->device_loops != loops)) plan_recorded_runs(v, *held_, loops);
   }
   graphs_turn(const graphs_turn&) = delete;
@@ -211,7 +211,9 @@ class graphs_turn {
 
 // Runs the run of steps starting at `start`: replays its recording when the arguments
 // are those it was recorded with (no allocation, no hashing), else records it again.
-QD_FUNC void run_recorded(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
+// False when a device loop could not be recorded (the driver or its compiler refused:
+// nothing ran); the caller then plans host loops and runs this one on the host.
+QD_FUNC bool run_recorded(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
                           const launch_arg* args, std::uint64_t launch_no, std::uint64_t pass, std::size_t start,
                           device_graphs& g, task_buffers& buffers) {
   recorded_run& run = g.runs[start];
@@ -226,7 +228,7 @@ QD_FUNC void run_recorded(const kernel_state& k, program& p, const compiled_kern
   if (same) {
     v.device->replay(*run.recording);
     k.device_graph_replays.fetch_add(1, std::memory_order_relaxed);
-    return;
+    return true;
   }
   run.recording.reset();
   run.arguments.resize(n);
@@ -237,24 +239,34 @@ QD_FUNC void run_recorded(const kernel_state& k, program& p, const compiled_kern
     std::copy(std::begin(args[i].shape), std::end(args[i].shape), std::begin(r.shape));
     r.scalar_bits = args[i].scalar_bits;
   }
-  std::unique_ptr<backend::launch_queue> recording =
-      run.loop_flag >= 0 ? v.device->begin_loop_recording(args[static_cast<std::size_t>(run.loop_flag)].data)
-                         : v.device->begin_recording();
-  for (std::size_t i = start; i < run.end; ++i) {
-    const analysis::schedule_step& st = v.schedule[i];
-    if (st.is_task) {
-      launch_task(k, p, c, v, v.tasks[static_cast<std::size_t>(st.task)], args, launch_no, pass, buffers,
-                  recording.get());
-    } else if (st.mark == ir::graph_mark::fork_begin) {
-      // Parallel paths of the graph where the backend has branch queues; else in order.
-      const fork_job job = make_fork_job(k, p, c, v, args, launch_no, pass, i);
-      if (run_on_branch_queues(job, &g, recording.get(), buffers)) i = static_cast<std::size_t>(st.jump);
+  std::unique_ptr<backend::launch_queue> recording;
+  try {
+    recording = run.loop_flag >= 0 ? v.device->begin_loop_recording(args[static_cast<std::size_t>(run.loop_flag)].data)
+                                   : v.device->begin_recording();
+    for (std::size_t i = start; i < run.end; ++i) {
+      const analysis::schedule_step& st = v.schedule[i];
+      if (st.is_task) {
+        launch_task(k, p, c, v, v.tasks[static_cast<std::size_t>(st.task)], args, launch_no, pass, buffers,
+                    recording.get());
+      } else if (st.mark == ir::graph_mark::fork_begin) {
+        // Parallel paths of the graph where the backend has branch queues; else in order.
+        const fork_job job = make_fork_job(k, p, c, v, args, launch_no, pass, i);
+        if (run_on_branch_queues(job, &g, recording.get(), buffers)) i = static_cast<std::size_t>(st.jump);
+      }
     }
+    v.device->end_recording(*recording);
+  } catch (const error& e) {
+    if (run.loop_flag < 0 || (!dynamic_cast<const driver_error*>(&e) && !dynamic_cast<const compile_error*>(&e)))
+      throw;
+    log_fmt(log_level::warn, "kernel '{}': a qd::graph::do_while could not be recorded as a device loop ({}); "
+            "its passes run from the host loop instead",
+            k.name, e.what());
+    return false;
   }
-  v.device->end_recording(*recording);
   v.device->replay(*recording);
   run.recording = std::move(recording);
   k.device_graph_builds.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 QD_FUNC void run_schedule(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
@@ -268,9 +280,12 @@ QD_FUNC void run_schedule(const kernel_state& k, program& p, const compiled_kern
   for (std::size_t i = 0; i < steps; ++i) {
     const analysis::schedule_step& st = v.schedule[i];
     if (device_graphs* g = graphs.recording(); g && g->runs[i].recordable) {
-      run_recorded(k, p, c, v, args, launch_no, pass, i, *g, buffers);
-      i = g->runs[i].end - 1;
-      continue;
+      if (run_recorded(k, p, c, v, args, launch_no, pass, i, *g, buffers)) {
+        i = g->runs[i].end - 1;
+        continue;
+      }
+      g->device_loops_failed = true;  // host loops from now on: step i is the loop's begin, run below
+      plan_recorded_runs(v, *g, false);
     }
     if (st.is_task) {
       launch_task(k, p, c, v, v.tasks[static_cast<std::size_t>(st.task)], args, launch_no, pass, buffers);

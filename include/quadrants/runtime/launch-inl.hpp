@@ -112,7 +112,7 @@ QD_FUNC void run_variant(const kernel_state& k, program& p, const compiled_kerne
   temps_turn turn(v);
   std::uint64_t launch_no = p.next_launch();
   task_buffers buffers;
-  if (!v.schedule.empty()) {  // a graph kernel (runtime/graph.hpp)
+  if (!v.schedule.empty()) {  // a graph kernel, or a kernel with forks (runtime/graph.hpp)
     run_schedule(k, p, c, v, args, launch_no, buffers);
     return;
   }

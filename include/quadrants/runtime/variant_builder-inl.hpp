@@ -44,6 +44,15 @@ QD_FUNC bool has_op(const ir::function& fn, ir::op code) {
 }
 QD_FUNC bool has_print(const ir::function& fn) { return has_op(fn, ir::op::print); }
 
+// A variant's schedule (analysis/graph.hpp); a graph kernel walks one even without marks
+// (its tasks, in order), so that a GPU records them as a device graph.
+QD_FUNC std::vector<analysis::schedule_step> schedule_of(const kernel_state& k, const analysis::task_plan& plan) {
+  std::vector<analysis::schedule_step> s = analysis::build_schedule(k.ir, k.structure, plan.tasks);
+  if (s.empty() && k.graph)
+    for (std::size_t t = 0; t < plan.tasks.size(); ++t) s.push_back({.is_task = true, .task = static_cast<std::int32_t>(t)});
+  return s;
+}
+
 // Random streams are numbered by construct (or, outside constructs, by the serial run's
 // first statement), so every variant draws alike.
 QD_FUNC std::uint64_t rng_salt(const analysis::task& t) {
@@ -163,7 +172,7 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
   v.modules.push_back(std::move(module));
   if (!p.device().traits().runs_ir) counts.records.push_back(record.module);
   counts.tasks = static_cast<int>(lowered.size());
-  v.schedule = analysis::build_schedule(k.ir, k.structure, plan.tasks);
+  v.schedule = schedule_of(k, plan);
   allocate_temporaries(p, plan, v);
 }
 
@@ -226,7 +235,7 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
     v.modules.push_back(std::move(module));
     counts.compiled = static_cast<int>(lowered.size());
     counts.tasks = counts.tasks_compiled = counts.compiled;
-    v.schedule = analysis::build_schedule(k.ir, k.structure, plan.tasks);
+    v.schedule = schedule_of(k, plan);
     allocate_temporaries(p, plan, v);
     return;
   }
@@ -315,7 +324,7 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
   }
   counts.tasks = static_cast<int>(lowered.size());
   counts.tasks_compiled = counts.compiled;
-  v.schedule = analysis::build_schedule(k.ir, k.structure, plan.tasks);
+  v.schedule = schedule_of(k, plan);
   allocate_temporaries(p, plan, v);
 }
 

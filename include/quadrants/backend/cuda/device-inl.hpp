@@ -158,7 +158,11 @@ class cuda_recording final : public cuda_queue {
     p.conditional.bodies_out = &body_;
     p.conditional.context = context_->handle();
     CUgraphNode node = nullptr;
-    QD_CUDA_CHECK(api.cuGraphAddNode(&node, graph_, nullptr, 0, &p));
+    if (api.cuGraphAddNode_v2) {
+      QD_CUDA_CHECK(api.cuGraphAddNode_v2(&node, graph_, nullptr, nullptr, 0, &p));
+    } else {
+      QD_CUDA_CHECK(api.cuGraphAddNode(&node, graph_, nullptr, 0, &p));
+    }
     QD_CUDA_CHECK(api.cuStreamCreate(&stream_, stream_non_blocking));
     check_begin(api.cuStreamBeginCaptureToGraph(stream_, body_, nullptr, nullptr, 0, capture_mode_thread_local),
                 "cuStreamBeginCaptureToGraph");
@@ -254,16 +258,6 @@ class cuda_branch final : public cuda_queue {
   CUevent start_ = nullptr, done_ = nullptr;
 };
 
-// The kernel a loop recording ends its body with: the WHILE node's condition from the
-// do_while flag. cudaGraphSetConditional is a device runtime built-in, declared as NVRTC
-// needs it (no CUDA headers).
-inline constexpr const char* set_while_source = R"(typedef __device_builtin__ unsigned long long cudaGraphConditionalHandle;
-extern "C" __device__ __cudart_builtin__ void cudaGraphSetConditional(cudaGraphConditionalHandle handle, unsigned int value);
-extern "C" __global__ void qd_graph_set_while(const int* flag, cudaGraphConditionalHandle handle) {
-  cudaGraphSetConditional(handle, *flag != 0 ? 1u : 0u);
-}
-)";
-
 // Whether the driver has the graph entry points (11.4+).
 inline bool has_graphs(const driver_api& api) {
   return api.cuStreamBeginCapture && api.cuStreamEndCapture && api.cuGraphInstantiateWithFlags &&
@@ -273,8 +267,8 @@ inline bool has_graphs(const driver_api& api) {
 inline bool has_conditional_nodes(const driver_api& api) {
   int version = 0;
   if (api.cuDriverGetVersion(&version) != cuda_success || version < conditional_nodes_version) return false;
-  return has_graphs(api) && api.cuGraphCreate && api.cuGraphConditionalHandleCreate && api.cuGraphAddNode &&
-         api.cuStreamBeginCaptureToGraph;
+  return has_graphs(api) && api.cuGraphCreate && api.cuGraphConditionalHandleCreate &&
+         (api.cuGraphAddNode_v2 || api.cuGraphAddNode) && api.cuStreamBeginCaptureToGraph;
 }
 
 class cuda_device final : public device {
@@ -393,7 +387,7 @@ class cuda_device final : public device {
   std::unique_ptr<launch_queue> begin_loop_recording(const void* flag) override {
     context("recording a device graph").make_current();
     std::call_once(set_while_once_, [&] {
-      set_while_module_ = load(compile(set_while_source, "qd_graph_set_while"), "qd_graph_set_while");
+      set_while_module_ = load(compile(graph_loop_source(), "qd_graph_set_while"), "qd_graph_set_while");
       set_while_ = static_cast<const function_info*>(set_while_module_->entry("qd_graph_set_while"));
     });
     return std::make_unique<cuda_recording>(context_, flag, *set_while_);

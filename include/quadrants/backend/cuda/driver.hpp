@@ -93,7 +93,8 @@ inline constexpr int conditional_nodes_version = 12030;    // cuDriverGetVersion
   X(cuStreamWaitEvent, "cuStreamWaitEvent", CUresult(CUstream, CUevent, unsigned))
 
 // Entry points only some drivers have (null when absent): CUDA graphs (11.4+), and
-// conditional nodes (12.3+; used only when cuDriverGetVersion says 12.3 or later).
+// conditional nodes (12.3+; used only when cuDriverGetVersion says 12.3 or later;
+// cuGraphAddNode_v2, with edge data, is 12.4's and preferred where present).
 #define QD_CUDA_DRIVER_OPTIONAL_ENTRY_POINTS(X)                                                                     \
   X(cuStreamBeginCapture, "cuStreamBeginCapture_v2", CUresult(CUstream, int))                                       \
   X(cuStreamEndCapture, "cuStreamEndCapture", CUresult(CUstream, CUgraph*))                                         \
@@ -107,6 +108,8 @@ inline constexpr int conditional_nodes_version = 12030;    // cuDriverGetVersion
     CUresult(CUgraphConditionalHandle*, CUgraph, CUcontext, unsigned, unsigned))                                    \
   X(cuGraphAddNode, "cuGraphAddNode", CUresult(CUgraphNode*, CUgraph, const CUgraphNode*, std::size_t,             \
                                                graph_node_params*))                                                 \
+  X(cuGraphAddNode_v2, "cuGraphAddNode_v2",                                                                         \
+    CUresult(CUgraphNode*, CUgraph, const CUgraphNode*, const void*, std::size_t, graph_node_params*))              \
   X(cuStreamBeginCaptureToGraph, "cuStreamBeginCaptureToGraph",                                                     \
     CUresult(CUstream, CUgraph, const CUgraphNode*, const void*, std::size_t, int))
 

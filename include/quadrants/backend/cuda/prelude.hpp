@@ -14,4 +14,15 @@ inline std::string translation_unit_prelude() {
                                       "#define QD_GRID_CONSTANT __grid_constant__\n");
 }
 
+// The kernel a device loop's body ends with (backend/cuda/device.hpp, docs/graphs.md): the
+// conditional WHILE node's condition from the do_while flag. cudaGraphSetConditional is a
+// device runtime built-in, declared here as NVRTC needs it without CUDA headers.
+inline const char* graph_loop_source() {
+  return "typedef unsigned long long cudaGraphConditionalHandle;\n"
+         "extern \"C\" __device__ void cudaGraphSetConditional(cudaGraphConditionalHandle handle, unsigned int value);\n"
+         "extern \"C\" __global__ void qd_graph_set_while(const int* flag, cudaGraphConditionalHandle handle) {\n"
+         "  cudaGraphSetConditional(handle, *flag != 0 ? 1u : 0u);\n"
+         "}\n";
+}
+
 }  // namespace qd::backend::cuda
