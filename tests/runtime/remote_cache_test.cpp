@@ -188,11 +188,22 @@ TEST_CASE("a server killed mid-run: launches go on with one warning, and the tie
   CHECK(x.to_host()[3] == (3.0f + 3.0f) * 2.0f);
   INFO(logs.all());
   CHECK(logs.count(qd::log_level::warn) == 1);
-  CHECK(qd::offline_cache_statistics().remote_errors == 1);
+  // At least the first fault; a loaded machine whose compiles outlast the 0.3 s back-off
+  // retries the dead server once more (and doubles the back-off) without a new warning.
+  CHECK(qd::offline_cache_statistics().remote_errors >= 1);
   REQUIRE(server.start());
-  std::this_thread::sleep_for(std::chrono::milliseconds(350));
-  auto before = qd::offline_cache_statistics().remote_stores;
-  make(4.0f)(x);
+  // The tier returns once its back-off has passed: new kernels are stored remotely again
+  // (each offset is a new kernel, so each launch compiles and stores).
+  const auto before = qd::offline_cache_statistics().remote_stores;
+  const auto t0 = std::chrono::steady_clock::now();
+  float offset = 4.0f;
+  while (qd::offline_cache_statistics().remote_stores == before &&
+         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    make(offset)(x);
+    CHECK(x.to_host()[3] == (3.0f + offset) * 2.0f);
+    offset += 1.0f;
+  }
   CHECK(qd::offline_cache_statistics().remote_stores > before);
   CHECK(logs.count(qd::log_level::warn) == 1);
   qd::reset();
