@@ -11,6 +11,14 @@
 
 namespace qd::ir {
 
+namespace detail {
+template <class = void>
+[[noreturn, gnu::cold]] void no_copy(id i, op code, id operand) {
+  throw internal_error("copying node " + std::to_string(i) + " (" + std::string(name(code)) + "): operand " +
+                       std::to_string(operand) + " has no copy (a bug in Quadrants; please report it)");
+}
+}  // namespace detail
+
 // Appends to `b`'s insertion block a copy of `from`'s node i and records it in map[i].
 // Operands and list items go through `map`: each must have its copy already, or lie in
 // the node's own blocks (a while_'s condition); text pieces are added again. Where the
@@ -26,24 +34,21 @@ constexpr id copy_node(builder& b, const function& from, id i, std::vector<id>& 
   auto mapped = [&](id o) {
     if (o == none) return none;
     const id m = map[static_cast<std::size_t>(o)];
-    if (m == none)
-      throw internal_error("copying node " + std::to_string(i) + " (" + std::string(name(old.code)) + "): operand " +
-                           std::to_string(o) + " has no copy (a bug in Quadrants; please report it)");
+    if (m == none) [[unlikely]]
+      detail::no_copy(i, old.code, o);
     return m;
   };
   node n = old;
   n.a = n.b = n.c = none;
   n.block0 = n.block1 = -1;
   if (names_parameter(layout.param) && old.param >= 0) n.param = param(old.param);
-  if (old.list_size > 0) {
-    std::vector<std::int32_t> items;
-    items.reserve(static_cast<std::size_t>(old.list_size));
+  if (old.list_size > 0) {  // appended in place: no temporary vector per node (add_string touches no list)
+    n.list_begin = static_cast<std::int32_t>(b.fn().lists.size());
     for (std::int32_t k = 0; k < old.list_size; ++k) {
       const std::int32_t item = from.list(old, k);
-      items.push_back(is_text(item) ? b.add_string(from.strings[static_cast<std::size_t>(text_index(item))])
-                                    : mapped(item));
+      b.fn().lists.push_back(is_text(item) ? b.add_string(from.strings[static_cast<std::size_t>(text_index(item))])
+                                           : mapped(item));
     }
-    n.list_begin = b.add_list(items.begin(), items.end());
   }
   if (layout.blocks == 0) {
     n.a = mapped(old.a);
