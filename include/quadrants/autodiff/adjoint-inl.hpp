@@ -21,6 +21,7 @@
 #include "quadrants/base/error.hpp"
 #include "quadrants/detail/format.hpp"
 #include "quadrants/ir/builder.hpp"
+#include "quadrants/ir/copy.hpp"
 #include "quadrants/ir/walk.hpp"
 
 namespace qd::autodiff {
@@ -410,17 +411,9 @@ class adjoint_builder {
     return out;
   }
 
+  // A value node replayed on the replayed values of its operands (same parameters).
   ir::id copy_value(ir::id i) {
-    ir::node n = at(i);
-    if (n.a != ir::none) n.a = m(n.a);
-    if (n.b != ir::none) n.b = m(n.b);
-    if (n.c != ir::none) n.c = m(n.c);
-    if (n.list_size > 0) {
-      auto items = mapped_list(at(i));
-      n.list_begin = b_.add_list(items.begin(), items.end());
-    }
-    n.block0 = n.block1 = -1;
-    return b_.emit(n);
+    return ir::copy_node(b_, f_, i, map_, [](std::int32_t p) { return p; }, [](ir::id) {});
   }
 
   // Emits a loop over the same iteration space as forward loop `loop` and maps its

@@ -24,7 +24,8 @@ inline constexpr id none = -1;
 //   invariant: pure arithmetic that is recomputable anywhere from its operands
 //              (top-level values built only from invariant nodes are recomputed
 //              wherever they are used, never carried)
-// The operand notes document each kind's layout.
+// What a, b, c, the list, param, imm, sub, flags and the blocks hold is defined in code by
+// each op's view and layout (ir/view.hpp); the notes on the rows recall it.
 #define QD_IR_OPS(X)                                                                                       \
   X(constant, 1, compute, 1)      /* imm: the value's bits (int64 or double bits)                     */ \
   X(arg, 1, compute, 1)           /* param: scalar parameter                                          */ \

@@ -9,6 +9,7 @@
 #include "quadrants/detail/format.hpp"
 #include "quadrants/ir/graph_mark.hpp"
 #include "quadrants/ir/verify.hpp"
+#include "quadrants/ir/view.hpp"
 #include "quadrants/ir/walk.hpp"
 
 namespace qd::ir {
@@ -117,6 +118,8 @@ class verifier {
 
   void check(id i) {
     const node& n = fn_.at(i);
+    if (const std::string_view field = stray_field(n); !field.empty())
+      invalid(fn_, i, fmt::format("sets its field {}, which its op leaves unused (ir/view.hpp)", field));
     switch (n.code) {
       case op::constant: break;
       case op::arg:
