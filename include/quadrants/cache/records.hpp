@@ -29,6 +29,7 @@ struct kernel_record {
   std::uint32_t constructs = 0;
   bool needs_temporaries = false;
   std::vector<task_record> tasks;
+  friend bool operator==(const kernel_record&, const kernel_record&) = default;
 };
 
 // One construct compiled on its own; identical constructs share it.

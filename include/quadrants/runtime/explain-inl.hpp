@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "quadrants/analysis/split.hpp"
+#include "quadrants/cache/code_cache.hpp"
+#include "quadrants/cache/key_recipe.hpp"
 #include "quadrants/cache/records.hpp"
-#include "quadrants/cache/store.hpp"
 #include "quadrants/detail/format.hpp"
-#include "quadrants/ir/serialize.hpp"
 #include "quadrants/runtime/config.hpp"
 #include "quadrants/runtime/explain.hpp"
 #include "quadrants/runtime/kernel_state.hpp"
@@ -179,13 +179,13 @@ QD_FUNC std::string explain_dot(kernel_state& k) {
 
 QD_FUNC void record_explanation(kernel_state& k, program& p, const std::vector<cache::key>& keys) {
   // Adjoints always run whole (fallback autodiff) and have no kernel.explain() of their own.
-  if (!p.store() || !p.store()->writable() || keys.empty() || k.ir.is_gradient) return;
+  cache::tier_list& tiers = p.code().tiers();
+  if (tiers.empty() || keys.empty() || k.ir.is_gradient) return;
   const explain_parts::explanation e = explain_parts::gather_locked(k);
   cache::explain_record r{k.name, explain_parts::text_of(k, e), explain_parts::dot_of(k, e), keys};
   // One entry per kernel name and traced IR: a recompiled kernel replaces its own.
-  cache::key_builder kb = p.environment();
-  const cache::key at = kb.add("explain").add(k.name).add(ir::canonical_bytes(k.ir)).finish();
-  p.store()->save(cache::entry_kind::explain, at, cache::encode(r));
+  tiers.put(cache::entry_kind::explain, cache::explained_kernel(p.code().environment(), k.name, k.ir),
+            cache::encode(r), nullptr);
 }
 
 }  // namespace qd::detail
