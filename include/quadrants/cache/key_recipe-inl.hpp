@@ -47,4 +47,8 @@ QD_FUNC key explained_kernel(const key_builder& environment, std::string_view ke
   return b.add("explain").add(kernel_name).add(ir::canonical_bytes(traced)).finish();
 }
 
+QD_FUNC key explain_key(const key& explained, std::string_view variant) {
+  return key_builder().add("explain variant").add(explained.lo).add(explained.hi).add(variant).finish();
+}
+
 }  // namespace qd::cache

@@ -40,8 +40,11 @@ QD_FUNC std::optional<key> offload_of_entry(std::string_view entry);
 // A compiled program of offloads (a module): its text.
 QD_FUNC key module_key(const key_builder& environment, std::string_view program);
 
-// A kernel's explanation for `qd-cache explain`: its name and traced IR.
+// One kernel as `qd-cache explain` groups its entries: its name and traced IR.
 QD_FUNC key explained_kernel(const key_builder& environment, std::string_view kernel_name, const ir::function& traced);
+// The explanation entry of one of its variants ("whole", "split", ...): each variant a
+// process compiles keeps its own, so a diagnostic run does not hide the others.
+QD_FUNC key explain_key(const key& explained, std::string_view variant);
 
 }  // namespace qd::cache
 
