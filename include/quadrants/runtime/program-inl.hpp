@@ -99,12 +99,23 @@ inline constexpr tier_maker cache_tiers[] = {
     &remote_tier_for,
 };
 
+QD_FUNC std::function<std::unique_ptr<cache::tier>()>& extra_tier_maker() {
+  static std::function<std::unique_ptr<cache::tier>()> make;
+  return make;
+}
+
+QD_FUNC void set_extra_cache_tier(std::function<std::unique_ptr<cache::tier>()> make) {
+  std::lock_guard lock(init_mutex());
+  extra_tier_maker() = std::move(make);
+}
+
 // None for a backend whose code is not worth caching.
 QD_FUNC cache::tier_list make_tiers(const settings& s, const backend::description& b) {
   cache::tier_list tiers;
   if (!b.caches_code) return tiers;
   for (tier_maker make : cache_tiers)
     if (std::unique_ptr<cache::tier> t = make(s)) tiers.add(std::move(t));
+  if (extra_tier_maker() && s.offline_cache) tiers.add(extra_tier_maker()());
   return tiers;
 }
 

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <new>
 #include <string>
@@ -14,6 +15,7 @@
 
 namespace qd::cache {
 class code_cache;
+class tier;
 struct remote_options;
 }
 
@@ -75,6 +77,10 @@ class program_use {
 // The active program; a qd::user_error naming `what` before qd::init or after qd::reset.
 // Only for callers that already hold a program_use, or that run no concurrent reset.
 QD_FUNC program& current_program(std::string_view what);
+
+// Test-only, never for users: programs started while `make` is set list one more cache
+// tier after the registered ones (when offline_cache is on): a tier is one class.
+QD_FUNC void set_extra_cache_tier(std::function<std::unique_ptr<cache::tier>()> make);
 
 // Resolves a config against QD_* variables and defaults (logging overrides).
 QD_FUNC settings resolve_settings(const config& c);
