@@ -74,7 +74,8 @@ QD_FUNC task_module code_cache::resolve_kernel(const key& k, const kernel_record
     codes.push_back(t.code);
   }
   const std::string text = backend_->program(codes);
-  resolved m = tiers_.resolve(entry_kind::module, k, load, program_builder(all, text, what));
+  // The record missed, and its module shares its key: straight to the build lock.
+  resolved m = tiers_.build_once(entry_kind::module, k, load, program_builder(all, text, what));
   tiers_.put(entry_kind::kernel, k, encode(expected), m.module);
   return {m.module, m.built ? code_origin::built : code_origin::loaded};
 }

@@ -57,6 +57,10 @@ QD_FUNC void tier_list::put(entry_kind kind, const key& k, std::span<const std::
 
 QD_FUNC resolved tier_list::resolve(entry_kind kind, const key& k, const opener& open, const builder& build) {
   if (resolved r = get(kind, k, open)) return r;
+  return build_once(kind, k, open, build);
+}
+
+QD_FUNC resolved tier_list::build_once(entry_kind kind, const key& k, const opener& open, const builder& build) {
   std::vector<std::unique_ptr<build_lock>> locks;
   for (const auto& t : tiers_)
     if (t->available())

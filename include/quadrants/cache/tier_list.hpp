@@ -52,10 +52,12 @@ class tier_list {
   // Writes to every tier (an empty payload: only to the tiers that keep modules).
   QD_FUNC void put(entry_kind kind, const key& k, std::span<const std::byte> payload,
                    const std::shared_ptr<backend::loaded_module>& module);
-  // get(); on a miss, the tiers' build locks, get() again (the holder may just have
-  // stored it), then `build` and put() everywhere: identical misses in several processes
-  // are built once.
+  // get(); on a miss, build_once().
   QD_FUNC resolved resolve(entry_kind kind, const key& k, const opener& open, const builder& build);
+  // The tiers' build locks, get() again (the holder may just have stored it), then `build`
+  // and put() everywhere: identical misses in several processes are built once. For a
+  // caller that has just missed `k` (or an entry that stands for it).
+  QD_FUNC resolved build_once(entry_kind kind, const key& k, const opener& open, const builder& build);
 
   // How long resolve() waits for another process's build.
   static constexpr std::chrono::milliseconds build_wait{120000};
