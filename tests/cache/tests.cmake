@@ -5,6 +5,7 @@ qd_add_test(cache entry LIBS qd_deps::xxhash qd_deps::zstd)
 qd_add_test(cache records)
 qd_add_test(cache store LIBS qd_deps::xxhash)
 qd_add_test(cache remote)  # the remote tier against a redis-server it starts (skipped without one)
+qd_add_test(cache tier_list LIBS qd_deps::xxhash)  # the lookup protocol over the tiers, with a third tier of its own
 
 # Helper for the multi-process tests: saves, loads, locks, and gets killed on purpose.
 add_executable(cache_store_worker ${CMAKE_CURRENT_SOURCE_DIR}/cache/store_worker.cpp)

@@ -84,8 +84,9 @@ struct settings {
 // invalid field or variable, or an unavailable arch with enable_fallback off.
 QD_FUNC void init(const config& c = {});
 // qd::init(c) on the best available arch when neither c.arch nor QD_ARCH names
-// one: a CUDA GPU, else an AMD GPU, else the CPU (docs/configuration.md). A GPU
-// that is missing is skipped silently. Returns the arch in effect.
+// one: the backends the registry prefers, in its order (a CUDA GPU, else an AMD GPU),
+// else the CPU (docs/configuration.md). A device that is missing is skipped silently.
+// Returns the arch in effect.
 QD_FUNC qd::arch init_best_available(const config& c = {});
 // Ends the runtime: compiled kernels are dropped, arrays it created become unusable.
 QD_FUNC void reset();

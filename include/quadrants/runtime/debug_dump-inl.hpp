@@ -13,12 +13,6 @@
 
 namespace qd::detail {
 
-QD_FUNC std::string_view source_extension(std::string_view device_name) {
-  if (device_name == "cuda") return "cu";
-  if (device_name == "amdgpu") return "hip";
-  return "cpp";
-}
-
 QD_FUNC std::string kernel_dump_dir(const settings& s, std::string_view kernel_name) {
   std::filesystem::path root = s.debug_dump_path.empty() ? std::string("qd_dump") : s.debug_dump_path;
   return (root / dump_file_stem(kernel_name)).string();

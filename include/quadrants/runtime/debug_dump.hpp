@@ -1,5 +1,5 @@
 // print_ir's debug dumps (SPEC §11.8): under debug_dump_path, <kernel>/traced.ir.txt and,
-// per variant, <kernel>/<whole|split>/task_<n>.ir.txt, task_<n>.<cpp|cu|hip> and program sources.
+// per variant, <kernel>/<whole|split>/task_<n>.ir.txt, task_<n>.<ext> and program sources (the backend's source_extension).
 #pragma once
 
 #include <string>
@@ -9,9 +9,6 @@
 #include "quadrants/runtime/config.hpp"
 
 namespace qd::detail {
-
-// The extension of generated source for a device: "cu" (cuda), "hip" (amdgpu), else "cpp".
-QD_FUNC std::string_view source_extension(std::string_view device_name);
 
 // <debug_dump_path>/<kernel's file stem>: where a kernel's files go.
 QD_FUNC std::string kernel_dump_dir(const settings& s, std::string_view kernel_name);

@@ -78,7 +78,7 @@ QD_FUNC void force_unchecked_split(kernel_state& k);
 
 // The pipeline behind these declarations, one step per file: kernel_state (the
 // traced kernel), variant_choice (policy and split decision), variant_builder
-// (whole and split variants), code_lookup (memory, disk, compiler), launch.
+// (plan, lower, resolve the variants; cache/code_cache finds or builds the code), launch.
 #ifdef QD_HEADER_ONLY
 #include "quadrants/runtime/kernel_state-inl.hpp"
 #include "quadrants/runtime/launch-inl.hpp"
