@@ -1604,7 +1604,7 @@ bool cuda_device_loops() {
     return false;
   } else {
     int version = 0;
-    REQUIRE(qd::backend::cuda::driver().cuDriverGetVersion(&version) == 0);
+    REQUIRE(qd::backend::cuda::driver().driver_version(&version) == 0);
     return version >= 12030;
   }
 }
