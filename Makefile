@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 
 # Sanitizer builds and the fuzzers (docs/testing.md). make test runs `sanitize` after
 # the suite: ASan+UBSan over most tests, TSan over the threaded ones, and libFuzzer on
-# the cache entry reader for LIBFUZZER_SECONDS.
+# the cache entry reader and the remote tier's reply reader for LIBFUZZER_SECONDS each.
 SANITIZE_DIR ?= build-sanitize
 TSAN_DIR ?= build-tsan
 LIBFUZZER_DIR ?= build-libfuzzer
@@ -60,8 +60,8 @@ tsan: deps
 libfuzzer: deps
 	@cmake -S . -B $(LIBFUZZER_DIR) -DCMAKE_CXX_COMPILER=clang++ $(SANITIZER_FLAGS) -DQD_LIBFUZZER=ON \
 		-DQD_LIBFUZZER_SECONDS=$(LIBFUZZER_SECONDS) >/dev/null
-	cmake --build $(LIBFUZZER_DIR) -j $(JOBS) --target cache_entry_fuzzer
-	ctest --test-dir $(LIBFUZZER_DIR) --output-on-failure -R '^fuzz/cache_entry_'
+	cmake --build $(LIBFUZZER_DIR) -j $(JOBS) --target cache_entry_fuzzer remote_reply_fuzzer
+	ctest --test-dir $(LIBFUZZER_DIR) --output-on-failure -R '^fuzz/(cache_entry|remote_reply)_'
 
 # An open-ended differential campaign (FUZZ_SECONDS; 0: until interrupted): figures as it
 # goes; shrunk findings in $(BUILD_DIR)/fuzz-findings, to review and add to tests/fuzz/regressions.
