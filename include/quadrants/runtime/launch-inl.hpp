@@ -164,6 +164,7 @@ QD_FUNC void launch(kernel_state& k, const launch_arg* args, std::size_t count) 
       throw_launch_error(k, i, "the parameter needs a gradient buffer; construct the qd::ndarray with qd::needs_grad");
     if (args[i].program_id == external_program_id) check_external_extents(k, i, args[i]);
   }
+  if (!k.alias_pairs.empty()) check_adjoint_aliasing(k, args);  // an adjoint: one array for two parameters
   const variant* v = &c->primary;
   if (c->split) {
     for (const auto& pair : c->pairs) {
