@@ -289,3 +289,25 @@ TEST_CASE("after fork() parent and child each talk over a connection of their ow
   tier.reset();
   CHECK(server.command({"EXISTS", lock}) == "0");  // released by its holder
 }
+
+TEST_CASE("without scripting (EVAL disabled) locks are judged the same way, in two round trips") {
+  if (!can_test()) return;
+  redis_server server({"--rename-command", "EVAL", ""});
+  qd_test::log_capture logs;
+  remote_options o = options_for(server.url());
+  o.lock_ttl = ms(3000);
+  remote holder(o), waiter(o);
+  key planted = key_of(40), genuine = key_of(41);
+  server.command({"SET", waiter.redis_key(entry_kind::offload, planted) + ":lock", "planted"});
+  REQUIRE(holder.fetch(entry_kind::offload, {&genuine, 1}, true).status[0] == remote_status::claimed);
+  CHECK(server.command({"PTTL", holder.redis_key(entry_kind::offload, genuine) + ":lock"}) != "-1");
+  key both[] = {planted, genuine};
+  remote_fetch f = waiter.fetch(entry_kind::offload, both, true);
+  CHECK(f.status[0] == remote_status::absent);            // no expiry: ignored
+  CHECK(f.status[1] == remote_status::locked_elsewhere);  // the holder's, signed: waited for
+  CHECK(logs.count(qd::log_level::warn, "it has no expiry") == 1);
+  // The holder stores its entry; the waiter gets it.
+  holder.put(entry_kind::offload, genuine, qd_test::code_like_payload(64, 3));
+  CHECK(waiter.prefetch(entry_kind::offload, {&genuine, 1}) == 1);
+  CHECK(waiter.stats().errors == 0);
+}

@@ -683,6 +683,7 @@ QD_FUNC std::optional<std::vector<redis_reply>> exchange(remote_state& s, const 
       if (st == reply_reader::state::done) replies.push_back(reader.take());
     }
   }
+  s.round_trips.fetch_add(1, std::memory_order_relaxed);
   return replies;
 }
 
@@ -741,7 +742,6 @@ QD_FUNC std::optional<std::vector<redis_reply>> send(remote_state& s, const std:
   if (!s.ctx && !connect(s, deadline)) return std::nullopt;
   auto replies = exchange(s, commands, deadline);
   if (!replies) return std::nullopt;
-  s.round_trips.fetch_add(1, std::memory_order_relaxed);
   if (s.backoff.count() != 0) {
     s.backoff = std::chrono::milliseconds(0);
     qd::detail::log_fmt(log_level::info, "remote cache {}: reachable again", s.address.text());
