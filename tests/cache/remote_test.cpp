@@ -302,12 +302,15 @@ TEST_CASE("a lock whose holder died frees at expiry: the waiter takes it over an
   remote_options o = options_for(server);
   o.lock_ttl = ms(400);
   key k = key_of(77);
+  std::string lock, value;
   {
     remote holder(o);
     REQUIRE(holder.fetch(entry_kind::offload, {&k, 1}, true).status[0] == remote_status::claimed);
-    // A holder that dies releases nothing; forget the lock as a killed process would.
-    server.command({"SET", holder.redis_key(entry_kind::offload, k) + ":lock", "dead-process", "PX", "400"});
+    lock = holder.redis_key(entry_kind::offload, k) + ":lock";
+    value = server.command({"GET", lock});
   }
+  // A holder that dies releases nothing: its lock is put back as a killed process leaves it.
+  server.command({"SET", lock, value, "PX", "400"});
   remote waiter(o);
   auto t0 = std::chrono::steady_clock::now();
   CHECK(waiter.prefetch(entry_kind::offload, {&k, 1}) == 0);

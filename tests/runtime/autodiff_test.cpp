@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <thread>
 #include <string>
 #include <vector>
@@ -887,4 +888,133 @@ TEST_CASE("vectors and matrices (SPEC §11.1, unrolled to scalars) differentiate
     k.grad(x, y);
     check_close(x.grad().to_host(), finite_differences(loss, x0));
   });
+}
+
+TEST_CASE("one array for two parameters: refused where it would change the gradient, exact where it cannot") {
+  using g1 = qd::types::ndarray<double, 1, qd::needs_grad>;
+  using p1 = qd::types::ndarray<double, 1>;
+  using g0 = qd::types::ndarray<double, 0, qd::needs_grad>;
+  auto square = qd::kernel("square", {"a", "b"}, [](g1 a, g1 b) {
+    qd::range_for(a.shape(0), [&](qd::i32 i) { b[i] = a[i] * a[i]; });
+  });
+  auto product = qd::kernel("product", {"a", "b", "out"}, [](g1 a, g1 b, g1 out) {
+    qd::range_for(a.shape(0), [&](qd::i32 i) { out[i] = a[i] * b.at(i + 1, qd::boundary::clamp); });
+  });
+  // w carries the gradient; c and d are only read, so one array for both changes nothing.
+  auto weigh = qd::kernel("weigh", {"w", "c", "d", "loss"}, [](g1 w, p1 c, p1 d, g0 loss) {
+    qd::range_for(w.shape(0), [&](qd::i32 i) { loss() += w[i] * c[i] * qd::sin(d[i]); });
+  });
+  auto total = qd::kernel("total", {"y", "loss"}, [](g1 y, g0 loss) {
+    qd::range_for(y.shape(0), [&](qd::i32 i) { loss() += y[i]; });
+  });
+  const vec x0 = positive(5, 0.3);
+  on_each_arch([&] {
+    // k(y, y) with b[i] = a[i] * a[i]: the forward runs (y becomes y * y) but its adjoint
+    // would read the overwritten y; by hand and from a tape alike, it is refused.
+    auto y = array_of(x0);
+    square(y, y);
+    check_close(y.to_host(), {x0[0] * x0[0], x0[1] * x0[1], x0[2] * x0[2], x0[3] * x0[3], x0[4] * x0[4]});
+    y.grad().fill(1.0);
+    CHECK_THROWS_WITH_AS(square.grad(y, y), Contains("kernel 'square.grad': parameters 'a' and 'b' are given the same array"),
+                         qd::user_error);
+    CHECK_THROWS_WITH_AS(square.grad(y, y), Contains("writes 'b'"), qd::user_error);
+    {
+      qd::ndarray<double, 0> loss(qd::needs_grad);
+      qd::ad::tape tape(loss);
+      square(y, y);
+      total(y, loss);
+      CHECK_THROWS_WITH_AS(tape.backward(), Contains("parameters 'a' and 'b' are given the same array"), qd::user_error);
+    }
+    // Both read, both needing gradients: updates of one gradient buffer through two
+    // parameters could race, so this is refused too.
+    auto out = array_of(vec(x0.size(), 0.0));
+    product(y, y, out);
+    CHECK_THROWS_WITH_AS(product.grad(y, y, out), Contains("parameters 'a' and 'b' are given the same array"),
+                         qd::user_error);
+    // Two read-only parameters without gradients sharing an array: exact, against central
+    // finite differences in f64.
+    const vec z0 = positive(5, 1.1);
+    auto loss_of = [&](const vec& ws) {
+      auto w = array_of(ws), z = array_of(z0, false);
+      qd::ndarray<double, 0> loss(qd::needs_grad);
+      loss.fill(0.0);
+      weigh(w, z, z, loss);
+      return std::pair{loss.to_host()[0], std::move(w)};
+    };
+    auto [value, w] = loss_of(x0);
+    auto z = array_of(z0, false);
+    qd::ndarray<double, 0> loss(qd::needs_grad);
+    loss.grad().fill(1.0);
+    weigh.grad(w, z, z, loss);
+    check_close(w.grad().to_host(), finite_differences([&](const vec& ws) { return loss_of(ws).first; }, x0));
+  });
+}
+
+TEST_CASE("tapes destroyed out of order or on another thread stop recording; later launches and tapes work") {
+  using g1 = qd::types::ndarray<double, 1, qd::needs_grad>;
+  using g0 = qd::types::ndarray<double, 0, qd::needs_grad>;
+  auto twice = qd::kernel("twice", [](g1 x, g1 y) { qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = 2.0 * x[i]; }); });
+  auto total = qd::kernel("total", [](g1 y, g0 loss) { qd::range_for(y.shape(0), [&](qd::i32 i) { loss() += y[i]; }); });
+  qd_test::init_cpu();
+  auto x = array_of({1.0, 2.0, 3.0}), y = array_of({0.0, 0.0, 0.0});
+  qd::ndarray<double, 0> outer_loss(qd::needs_grad), inner_loss(qd::needs_grad);
+  // A fresh tape after the mishaps still records exactly its own launches.
+  auto fresh_tape_works = [&] {
+    x.grad().fill(0.0);
+    y.grad().fill(0.0);
+    qd::ndarray<double, 0> loss(qd::needs_grad);
+    loss.fill(0.0);
+    qd::ad::tape tape(loss);
+    twice(x, y);
+    total(y, loss);
+    tape.backward();
+    CHECK(x.grad().to_host() == vec{2.0, 2.0, 2.0});
+  };
+  SUBCASE("the outer tape first") {
+    auto outer = std::make_unique<qd::ad::tape>(outer_loss);
+    auto inner = std::make_unique<qd::ad::tape>(inner_loss);
+    outer.reset();
+    twice(x, y);  // recorded by the inner tape, the live one
+    inner.reset();
+    twice(x, y);  // recorded by none
+    fresh_tape_works();
+  }
+  SUBCASE("the inner tape records, the outer one runs backward after the inner one is gone") {
+    x.grad().fill(0.0);
+    y.grad().fill(0.0);
+    outer_loss.fill(0.0);
+    auto outer = std::make_unique<qd::ad::tape>(outer_loss);
+    {
+      qd::ad::tape inner(inner_loss);
+      twice(x, y);  // the inner tape's
+    }
+    total(y, outer_loss);  // the outer tape's again
+    outer->backward();     // total's adjoint only: y.grad = 1, x.grad untouched
+    CHECK(y.grad().to_host() == vec{1.0, 1.0, 1.0});
+    CHECK(x.grad().to_host() == vec{0.0, 0.0, 0.0});
+    outer.reset();
+    fresh_tape_works();
+  }
+  SUBCASE("destroyed on another thread") {
+    auto tape = std::make_unique<qd::ad::tape>(outer_loss);
+    twice(x, y);
+    std::thread([&] { tape.reset(); }).join();
+    twice(x, y);  // this thread's tape is gone: recorded by none
+    fresh_tape_works();
+  }
+  SUBCASE("created on a thread that then ends, backward() and destroyed here") {
+    x.grad().fill(0.0);
+    y.grad().fill(0.0);
+    outer_loss.fill(0.0);
+    std::unique_ptr<qd::ad::tape> tape;
+    std::thread([&] {
+      tape = std::make_unique<qd::ad::tape>(outer_loss);
+      twice(x, y);
+      total(y, outer_loss);
+    }).join();
+    tape->backward();
+    CHECK(x.grad().to_host() == vec{2.0, 2.0, 2.0});
+    tape.reset();
+    fresh_tape_works();
+  }
 }

@@ -136,6 +136,34 @@ TEST_CASE("each member is its own parameter: messages name the parameter and the
   qd::reset();
 }
 
+namespace {
+struct one_member_view {  // one member: as many leaves as parameters, still a struct
+  qd::types::ndarray<float, 1> pos;
+};
+struct one_member {
+  qd::ndarray<float, 1> pos;
+};
+}  // namespace
+
+TEST_CASE("a struct of one member: an out-of-range index names the member, not the position") {
+  qd::init({.arch = qd::arch::cpu, .check_out_of_bound = true});
+  auto named = qd::kernel("shift", {"ps"}, [](one_member_view p) {
+    qd::range_for(p.pos.shape(0), [&](qd::i32 i) { p.pos[i] = p.pos[i + 1]; });
+  });
+  auto unnamed = qd::kernel("shift_unnamed", [](one_member_view p) {
+    qd::range_for(p.pos.shape(0), [&](qd::i32 i) { p.pos[i] = p.pos[i + 1]; });
+  });
+  one_member ps{qd::ndarray<float, 1>(8)};
+#if defined(__GNUC__) && !defined(__clang__)
+  CHECK_THROWS_WITH_AS(named(ps), Contains("kernel 'shift', parameter 'ps.pos'"), qd::user_error);
+  CHECK_THROWS_WITH_AS(unnamed(ps), Contains("parameter '#0.pos'"), qd::user_error);
+#else
+  CHECK_THROWS_WITH_AS(named(ps), Contains("kernel 'shift', parameter 'ps.0'"), qd::user_error);
+  CHECK_THROWS_WITH_AS(unnamed(ps), Contains("parameter '#0.0'"), qd::user_error);
+#endif
+  qd::reset();
+}
+
 TEST_CASE("two members bound to one array: the run-time check sees each member, and names it") {
   qd_test::log_capture logs;
   qd::init({.arch = qd::arch::cpu, .per_offload = qd::per_offload_mode::on});

@@ -41,6 +41,7 @@ add_dependencies(runtime_graph_test kernel_worker)
 
 # Diagnostics (issue 14, SPEC §11.8): debug dumps.
 qd_add_test(runtime debug_dump)
+qd_add_test(runtime text_file)  # the dump and coverage writer: planted links, FIFOs, devices, open directories
 qd_add_test(runtime source_location)
 qd_add_test(runtime explain)
 if(TARGET qd-cache)  # qd-cache explain reads what the runtime stored

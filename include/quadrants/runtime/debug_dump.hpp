@@ -13,8 +13,11 @@ namespace qd::detail {
 // <debug_dump_path>/<kernel's file stem>: where a kernel's files go.
 QD_FUNC std::string kernel_dump_dir(const settings& s, std::string_view kernel_name);
 
-// Writes `text` to <kernel_dump_dir>/<relative> atomically. Logs the dump directory once
-// per process (info), and warns once per directory when it cannot write; never throws.
+// Writes `text` to <kernel_dump_dir>/<relative> atomically (runtime/text_file.hpp: a new
+// temporary file, no link followed below debug_dump_path, which with every directory under
+// it must be this user's or root's and not writable by others unless sticky). Logs the dump
+// directory once per process (info), and warns once per directory when it cannot write (or
+// may not); never throws.
 QD_FUNC void dump_debug_file(const settings& s, std::string_view kernel_name, std::string_view relative,
                              std::string_view text);
 

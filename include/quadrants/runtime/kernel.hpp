@@ -197,7 +197,11 @@ template <class F>
 std::vector<std::string> kernel_param_names(std::vector<std::string> names) {
   constexpr auto params = parameter_types<F>();
   constexpr std::size_t count = decltype(boost::hana::length(params))::value;
-  if constexpr (flat_parameter_count<F>() != count) {  // a struct parameter
+  // A struct parameter (even of one member: as many leaves as parameters), or a vector.
+  constexpr bool has_struct = boost::hana::unpack(params, [](auto... p) {
+    return ((valid_param<typename decltype(p)::type>() && !param_traits<typename decltype(p)::type>::valid) || ...);
+  });
+  if constexpr (has_struct || flat_parameter_count<F>() != count) {
     if (names.empty() || names.size() == count) {
       std::vector<std::string> flat;
       boost::hana::unpack(params, [&](auto... p) {

@@ -62,6 +62,14 @@ struct compiled_kernel {
   void* coverage = nullptr;  // kernel_coverage: the probe buffer (owned by runtime/coverage)
 };
 
+// Two parameters of an adjoint kernel that must not be given overlapping arrays: the
+// forward kernel writes one of them (its adjoint would read overwritten values), or both
+// carry gradients into one buffer (runtime/gradient.hpp).
+struct alias_pair {
+  std::int32_t a = -1, b = -1;
+  bool a_written = false, b_written = false;  // by the forward kernel
+};
+
 class kernel_state : public std::enable_shared_from_this<kernel_state> {
  public:
   std::string name;
@@ -94,6 +102,9 @@ class kernel_state : public std::enable_shared_from_this<kernel_state> {
   // kernel.grad: the adjoint kernel, made on first use from this kernel's IR (runtime/gradient.hpp).
   std::once_flag adjoint_once;
   std::shared_ptr<kernel_state> adjoint;
+  // An adjoint's pairs checked at each of its launches; set when it is traced, empty for
+  // every other kernel (runtime/gradient.hpp).
+  std::vector<alias_pair> alias_pairs;
   bool graph = false;            // qd::kernel(name, qd::graph::on, ...) (runtime/graph.hpp)
   // The mesh relations the IR reads, per parameter (runtime/mesh.hpp), found on first use.
   std::once_flag mesh_once;

@@ -15,6 +15,7 @@
 #include "quadrants/runtime/gradient.hpp"
 #include "quadrants/runtime/graph.hpp"
 #include "quadrants/runtime/kernel_state.hpp"
+#include "quadrants/runtime/mesh.hpp"
 #include "quadrants/runtime/program.hpp"
 #include "quadrants/runtime/variant_choice.hpp"
 
@@ -97,6 +98,8 @@ QD_FUNC void launch_task(const kernel_state& k, program& p, const compiled_kerne
                                    k.name, error[3]));
     if (error[0] != 0) {
       std::size_t param = static_cast<std::size_t>(t.param_map[static_cast<std::size_t>(error[1])]);
+      if (std::string mesh = mesh_index_error(k, param, error[3], error[4], t.construct); !mesh.empty())
+        throw user_error(mesh);
       throw_launch_error(k, param,
                          fmt::format("index {} is out of range for dimension {} (extent {}){}{}; out-of-range "
                                      "accesses were skipped (check_out_of_bound is on)",
@@ -164,6 +167,7 @@ QD_FUNC void launch(kernel_state& k, const launch_arg* args, std::size_t count) 
       throw_launch_error(k, i, "the parameter needs a gradient buffer; construct the qd::ndarray with qd::needs_grad");
     if (args[i].program_id == external_program_id) check_external_extents(k, i, args[i]);
   }
+  if (!k.alias_pairs.empty()) check_adjoint_aliasing(k, args);  // an adjoint: one array for two parameters
   const variant* v = &c->primary;
   if (c->split) {
     for (const auto& pair : c->pairs) {
