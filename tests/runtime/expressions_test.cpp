@@ -82,6 +82,29 @@ TEST_CASE("&& and || skip their right operand: i < n && x[i] > 0 never reads x[n
   }
 }
 
+TEST_CASE("a short circuit in a qd::while_ condition and under qd::if_ / .else_ guards its loads") {
+  for (qd::arch a : arches) {
+    CAPTURE(a);
+    init_arch(a, {.check_out_of_bound = true});
+    auto k = qd::kernel("scan", [](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 1> out) {
+      qd::range_for(2, [&](qd::i32 r) {
+        qd::var<std::int32_t> i = 0;
+        qd::while_([&] { return i < x.shape(0) && x[i] > qd::cast<float>(r); }, [&] { i += 1; });
+        qd::if_(i >= x.shape(0) || x[i] < 0.0f, [&] { out[r] = i; }).else_([&] { out[r] = -i; });
+      });
+    });
+    qd::ndarray<float, 1> x(5);
+    x.from_host(std::vector<float>{3.0f, 0.5f, 4.0f, 5.0f, 6.0f});
+    qd::ndarray<std::int32_t, 1> out(2);
+    CHECK_NOTHROW(k(x, out));  // r = 0 runs off the end: x[5] is never read
+    CHECK(out.to_host() == std::vector<std::int32_t>{5, -1});
+    x.from_host(std::vector<float>{3.0f, -2.0f, 4.0f, 5.0f, 6.0f});
+    k(x, out);
+    CHECK(out.to_host() == std::vector<std::int32_t>{1, 1});
+    qd::reset();
+  }
+}
+
 TEST_CASE("a short circuit at the top level guards a load, and splits like any top-level value") {
   for (auto mode : {qd::per_offload_mode::off, qd::per_offload_mode::on}) {
     CAPTURE(mode);
