@@ -7,9 +7,15 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
+#include "quadrants/analysis/split.hpp"
+#include "quadrants/analysis/task_plan.hpp"
+#include "quadrants/codegen/lower.hpp"
+#include "quadrants/ir/verify.hpp"
+#include "quadrants/runtime/kernel_state.hpp"
 #include "runtime/runtime_test_support.hpp"
 #include "support/fresh_dir.hpp"
 
@@ -334,5 +340,53 @@ TEST_CASE("kernel.ir() names named parameters") {
   CHECK(ir.find("global_load f32 src[") != std::string::npos);
   CHECK(ir.find("global_store f32 dst[") != std::string::npos);
   CHECK(ir.find("arg f32 scale") != std::string::npos);
+  qd::reset();
+}
+
+namespace {
+// Traces `body` (in the running program's debug mode) and runs the IR verifier on the
+// traced IR and on every task of the whole and the split variant, as checked builds do.
+template <class F, class Values = std::tuple<>>
+void verify_ir(F body, Values values = {}) {
+  auto k = qd::detail::make_kernel_state("verified", {}, qd::detail::parameter_descs<F>(),
+                                         [body, values](qd::detail::tracer& t) { qd::detail::trace_kernel(body, t, values); });
+  qd::detail::ensure_traced(*k);
+  CHECK_NOTHROW(qd::ir::verify(k->ir, qd::ir::stage::traced));
+  auto lower_all = [&](const qd::analysis::task_plan& plan) {
+    for (const auto& t : plan.tasks) CHECK_NOTHROW(qd::codegen::verify(qd::codegen::lower_task(k->ir, k->structure, t, plan)));
+  };
+  lower_all(qd::analysis::plan_whole_kernel(k->ir, k->structure));
+  const auto split = qd::analysis::plan_split(k->ir, k->structure);
+  if (split.reason == qd::fallback_reason::none) lower_all(split.plan);
+}
+struct cell_k {
+  qd::i32 n;
+  qd::vec2f v;
+  qd::mat2f m;
+};
+}  // namespace
+
+TEST_CASE("the IR of short circuits, assertions, reordered draws and element structs passes the verifier, traced and lowered") {
+  qd_test::init_cpu({.debug = true});
+  verify_ir([](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 1> out) {
+    qd::boolean top = x.shape(0) > 2 && x[2] > 0.0f;  // at the top level
+    qd::range_for(x.shape(0) + 1, [&](qd::i32 i) {
+      out[qd::min(i, x.shape(0) - 1)] = qd::select(top && (i < x.shape(0) && (x[i] > 0.0f || i > 3)), 1, 0);
+      qd::assert_(i >= 0 && i <= x.shape(0), "in range");
+      qd::vec2f r(qd::random<float>() * 2.0f, qd::random<float>());
+      qd::if_(i < x.shape(0) && r.x() > r.y(), [&] { x[i] = r.x(); });
+    });
+    qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = qd::select(top, x[i], 0.0f); });
+  });
+  verify_ir(
+      [](qd::types::template_arg<int> n, qd::types::ndarray<cell_k, 2> c) {
+        qd::range_for(qd::ndrange(c.shape(0), c.shape(1)), [&](qd::i32 i, qd::i32 j) {
+          auto e = c[qd::vec2i(i, j)];
+          e.n = e.n + n;
+          e.v = {e.v.y(), e.m(0, 1)};
+          qd::ref(c(i, 0).n) += 1;
+        });
+      },
+      std::tuple<int>{3});
   qd::reset();
 }

@@ -15,6 +15,13 @@ using doctest::Contains;
 
 namespace {
 
+// GCC spells member names (lang/reflect.hpp); other compilers give members' positions.
+#if defined(__GNUC__) && !defined(__clang__)
+constexpr bool member_names = true;
+#else
+constexpr bool member_names = false;
+#endif
+
 using qd_test::init_arch;
 constexpr auto& arches = qd_test::cpu_and_reference;
 
@@ -119,8 +126,8 @@ TEST_CASE("one compiled kernel serves both layouts; members are parameters named
   CHECK(k.per_offload_cache_observations().constructs_compiled == compiled);  // nothing more compiled
   check_same(soa.to_host(), aos.to_host());
   const std::string ir = k.ir();
-  CHECK(ir.find("ps.x: ndarray<f32, 2>") != std::string::npos);
-  CHECK(ir.find("ps.energy: ndarray<f64, 2>") != std::string::npos);
+  CHECK(ir.find(member_names ? "ps.x: ndarray<f32, 2>" : "ps.0: ndarray<f32, 2>") != std::string::npos);
+  CHECK(ir.find(member_names ? "ps.energy: ndarray<f64, 2>" : "ps.5: ndarray<f64, 2>") != std::string::npos);
   qd::reset();
 }
 
@@ -243,7 +250,7 @@ TEST_CASE("an array of structs as a member of a struct parameter, and a 2-D arra
       CHECK(got[static_cast<std::size_t>(i * 4 + j)].grad ==
             std::array<float, 2>{(at(i + 1, j) - at(i, j)) * 2.0f, (at(i, j + 1) - at(i, j)) * 2.0f});
     }
-  CHECK(k.ir().find("g.nodes.grad") != std::string::npos);
+  CHECK(k.ir().find(member_names ? "g.nodes.grad" : "g.0.1") != std::string::npos);
   qd::reset();
 }
 

@@ -98,7 +98,7 @@ QD_FUNC std::string to_text(const function& fn, text_options options) {
         case op::while_: break;  // its condition value is shown inside the condition block
         case op::graph_mark:
           line += fmt::format(" {}", name(mark_of(n)));
-          if (mark_of(n) == graph_mark::loop_begin) line += fmt::format(" flag #{}", n.param);
+          if (mark_of(n) == graph_mark::loop_begin) line += " flag " + param(n.param);
           if (mark_of(n) == graph_mark::fork_begin) line += fmt::format(" {}", name(static_cast<fork_kind>(n.imm)));
           break;
         case op::range_for:
