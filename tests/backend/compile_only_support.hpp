@@ -15,6 +15,7 @@
 #include <quadrants/quadrants.hpp>
 
 #include "backend/suite_kernels.hpp"
+#include "backend/suite_kernels_lang.hpp"
 #include "backend/suite_kernels_vec.hpp"
 #include "support/fresh_dir.hpp"
 
@@ -105,6 +106,15 @@ inline std::vector<compiled_kernel_result> compile_suite_kernels() {
   add("graph_loops", k::graph_loops());
   add("concurrent_regions", k::concurrent_regions());
   add("mesh_laplacian", k::mesh_laplacian());
+  add("short_circuit", k::short_circuit());
+  add("literal_select", k::literal_select());
+  add("checked_sqrt", k::checked_sqrt());  // its assertion is compiled in the passes with debug
+  add("bodies", k::bodies());
+  {
+    auto substeps = k::substeps();
+    substeps.compile(2);
+    out.push_back({"substeps<2>", substeps.per_offload_cache_observations()});
+  }
   return out;
 }
 
@@ -120,6 +130,7 @@ inline void check_compile_only_round_trip(qd::config target, const compile_only_
   target.offline_cache_file_path = cache;
   target.per_offload = pass.per_offload;
   target.check_out_of_bound = pass.bounds_checks;
+  target.debug = pass.bounds_checks;  // qd::assert_ compiled in (debug turns bounds checks on too)
   target.compile_only = true;
   target.enable_fallback = false;
   const bool split = pass.per_offload == qd::per_offload_mode::on;

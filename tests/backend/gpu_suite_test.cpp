@@ -23,6 +23,7 @@
 
 #include "backend/compile_only_support.hpp"
 #include "backend/suite_kernels.hpp"
+#include "backend/suite_kernels_lang.hpp"
 #include "backend/suite_kernels_vec.hpp"
 #include "runtime/runtime_test_support.hpp"
 #include "support/host_semantics.hpp"
@@ -1545,6 +1546,25 @@ TEST_CASE_TEMPLATE("suite: demoted updates and a scatter that stays atomic give 
 TEST_CASE_TEMPLATE("suite: vector and matrix scalar parameters arrive component by component", A, QD_SUITE_ARCHES) {
   if (!start<A>()) return;
   vec_checks::check_vec_params();
+}
+
+// The third wave's language (SPEC §13.4-§13.6): backend/suite_kernels_lang.hpp.
+TEST_CASE_TEMPLATE("suite: && and || skip their right operand's loads and atomics; C++ values keep their C++ type", A,
+                   on_cpu, on_reference, on_cuda, on_amdgpu) {
+  if (!start<A>({.check_out_of_bound = true})) return;
+  lang_checks::check_short_circuit();
+  lang_checks::check_literal_select();
+}
+TEST_CASE_TEMPLATE("suite: qd::assert_ under debug reports its message from the device", A, on_cpu, on_reference,
+                   on_cuda, on_amdgpu) {
+  if (!start<A>({.debug = true})) return;
+  lang_checks::check_assertion();
+}
+TEST_CASE_TEMPLATE("suite: template arguments, arrays of structs in both layouts and vector indices", A, on_cpu,
+                   on_reference, on_cuda, on_amdgpu) {
+  if (!start<A>()) return;
+  lang_checks::check_template_args();
+  lang_checks::check_struct_arrays();
 }
 
 // Graph kernels (issue 13): nested do_while loops run by the host loop reading each

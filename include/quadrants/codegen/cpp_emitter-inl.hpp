@@ -556,6 +556,10 @@ class emitter {
         break;
       case ir::op::graph_mark: throw internal_error("C++ emitter: a graph mark inside a task (marks are in no task)");
       case ir::op::print: {
+        if (n.flags & ir::print_flags::assertion) {  // a failed qd::assert_: the error record, parameter -1
+          line(fmt::format("qd_report_out_of_bounds(ctx, -1, -1, {}, 0);", n.imm));
+          break;
+        }
         std::string format, args;
         for (std::int32_t k = 0; k < n.list_size; ++k) {
           std::int32_t item = fn_.list(n, k);

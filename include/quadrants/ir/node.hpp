@@ -147,6 +147,12 @@ inline constexpr std::uint8_t owned = 16;      // ... that each iteration owns: 
                                                // (analysis/atomic_demotion.hpp)
 }  // namespace access
 
+// Flags of print.
+namespace print_flags {
+inline constexpr std::uint8_t assertion = 1;  // a failed qd::assert_ (imm: its number): the launch's error
+                                              // record reports it (parameter -1); nothing is printed
+}  // namespace print_flags
+
 // Flags of range_for (qd::loop_config).
 namespace loop {
 inline constexpr std::uint8_t serialize = 1;  // runs in order on one thread: a top-level loop is no construct

@@ -84,14 +84,11 @@ constexpr bool is_boolean_operand() {
   else return std::is_same_v<std::remove_cvref_t<A>, bool>;
 }
 
-// select keeps booleans boolean; two C++ numbers give f32 (any floating) or i32.
+// select keeps booleans boolean; two C++ numbers give their C++ type (-9.8 and 0.1: f64).
 template <class A, class B>
 constexpr dtype select_type() {
-  using LA = std::remove_cvref_t<A>;
-  using LB = std::remove_cvref_t<B>;
   if constexpr (!traced<A> && !traced<B>) {
-    if constexpr (std::is_same_v<LA, bool> && std::is_same_v<LB, bool>) return dtype::boolean;
-    else return std::is_floating_point_v<LA> || std::is_floating_point_v<LB> ? dtype::f32 : dtype::i32;
+    return literal_type<A, B>();
   } else if constexpr (is_boolean_operand<A>() && is_boolean_operand<B>()) {
     return dtype::boolean;
   } else {

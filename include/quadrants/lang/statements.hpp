@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "quadrants/lang/call_operator.hpp"
 #include "quadrants/lang/loop_control.hpp"
 #include "quadrants/lang/ndarray_param.hpp"
 #include "quadrants/lang/source_location.hpp"
@@ -24,16 +25,35 @@ ir::id bound_id(const A& a) {
     static_assert(is_integral(traced_dtype<A>), "qd::range_for bounds must be integers");
     return a.id();
   } else {
-    static_assert(std::is_integral_v<std::remove_cvref_t<A>>, "qd::range_for bounds must be integers");
-    using L = std::remove_cvref_t<A>;
+    using L = literal_t<A>;  // a C++ number or a qd::types::template_arg
+    static_assert(std::is_integral_v<L>, "qd::range_for bounds must be integers");
+    const L v = static_cast<L>(a);
     bool fits = false;
     if constexpr (std::is_signed_v<L>)
-      fits = static_cast<std::int64_t>(a) >= -2147483647 - 1 && static_cast<std::int64_t>(a) <= 2147483647;
+      fits = static_cast<std::int64_t>(v) >= -2147483647 - 1 && static_cast<std::int64_t>(v) <= 2147483647;
     else
-      fits = static_cast<std::uint64_t>(a) <= 2147483647u;
-    if (!fits) throw_bound_literal(std::to_string(a));
-    return emit_int_constant(dtype::i32, static_cast<std::int64_t>(a));
+      fits = static_cast<std::uint64_t>(v) <= 2147483647u;
+    if (!fits) throw_bound_literal(std::to_string(v));
+    return emit_int_constant(dtype::i32, static_cast<std::int64_t>(v));
   }
+}
+
+// Whether a (non-generic) loop body takes a C++ number, as `[&](int i)` does.
+template <class Tuple> struct has_cpp_number;
+template <class... P> struct has_cpp_number<std::tuple<P...>> {
+  static constexpr bool value = (std::is_arithmetic_v<P> || ...);
+};
+template <class F>
+constexpr bool takes_cpp_index() {
+  if constexpr (kernel_lambda<F>) return has_cpp_number<lambda_params<F>>::value;
+  else return false;
+}
+template <class F>
+constexpr bool check_loop_body() {
+  static_assert(!takes_cpp_index<F>(),
+                "a qd::range_for body takes its loop indices as qd::i32 (traced values), not int or another C++ "
+                "number: write [&](qd::i32 i) { ... }");
+  return !takes_cpp_index<F>();
 }
 }  // namespace detail
 
@@ -53,10 +73,12 @@ ndrange_t<static_cast<int>(sizeof...(E))> ndrange(const E&... extents) {
 // an ordinary serial loop anywhere else. The body receives a qd::i32 index.
 template <operand B, operand E, class F>
 void range_for(const B& begin, const E& end, F&& body, qd::source_location loc = qd::source_location::current()) {
-  detail::at(loc);
-  ir::id index = detail::begin_range_for(detail::bound_id(begin), detail::bound_id(end));
-  std::forward<F>(body)(i32::from_id(index));
-  detail::end_range_for();
+  if constexpr (detail::check_loop_body<F>()) {
+    detail::at(loc);
+    ir::id index = detail::begin_range_for(detail::bound_id(begin), detail::bound_id(end));
+    std::forward<F>(body)(i32::from_id(index));
+    detail::end_range_for();
+  }
 }
 
 template <operand E, class F>
@@ -68,12 +90,14 @@ void range_for(const E& end, F&& body, qd::source_location loc = qd::source_loca
 // space at the top level; the body receives one qd::i32 per dimension.
 template <int N, class F>
 void range_for(const ndrange_t<N>& range, F&& body, qd::source_location loc = qd::source_location::current()) {
-  detail::at(loc);
-  std::vector<ir::id> index = detail::begin_range_for_nd(std::vector<ir::id>(range.extents.begin(), range.extents.end()));
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    std::forward<F>(body)(i32::from_id(index[I])...);
-  }(std::make_index_sequence<static_cast<std::size_t>(N)>{});
-  detail::end_range_for();
+  if constexpr (detail::check_loop_body<F>()) {
+    detail::at(loc);
+    std::vector<ir::id> index = detail::begin_range_for_nd(std::vector<ir::id>(range.extents.begin(), range.extents.end()));
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      std::forward<F>(body)(i32::from_id(index[I])...);
+    }(std::make_index_sequence<static_cast<std::size_t>(N)>{});
+    detail::end_range_for();
+  }
 }
 
 // Every form with a qd::loop_config just before the body (SPEC §11.4; top-level loops only).
@@ -158,12 +182,31 @@ QD_ATOMIC_FUNCTION(atomic_max, max)
 #undef QD_ATOMIC_FUNCTION
 
 // A uniform draw: [0, 1) for floating types, uniformly random bits for integers.
-// Counter-based: reproducible for a given seed (config), launch and iteration.
+// Counter-based: reproducible for a given seed (config), launch and iteration. The draws
+// of one expression take their places in the stream in source order (where each
+// qd::random is written), not in the compiler's evaluation order (detail::draw_group).
 template <class E = float, class T = detail::element_of<E>>
-expr<T> random(qd::source_location loc = qd::source_location::current()) {
+expr<T> random(qd::source_location loc = qd::source_location::current(),
+               const detail::draw_group& = detail::draw_group()) {
   detail::at(loc);
   static_assert(!std::is_same_v<T, bool>, "qd::random<bool> is not supported; use qd::random<u32>() & 1");
-  return expr<T>::from_id(detail::emit_random(dtype_of<T>));
+  return expr<T>::from_id(detail::emit_random(dtype_of<T>, loc.file_name(), static_cast<std::uint32_t>(loc.line()),
+                                              static_cast<std::uint32_t>(loc.column())));
+}
+
+// Checks `cond` when the program runs with config.debug (QD_DEBUG=1): a launch in which
+// it is false throws a qd::user_error naming the kernel, the message and this line.
+// Without debug it is compiled out (no code, and cache keys of their own).
+template <class C>
+void assert_(const C& cond, std::string_view message, qd::source_location loc = qd::source_location::current()) {
+  static_assert(traced<C>, "qd::assert_ checks a traced boolean at run time; for a condition known while tracing, "
+                           "check it in C++ (a static_assert or a C++ if)");
+  if constexpr (traced<C>) {
+    static_assert(detail::traced_dtype<C> == dtype::boolean,
+                  "qd::assert_ needs a boolean condition; compare it, e.g. x != 0");
+    detail::at(loc);
+    detail::emit_assert(cond.id(), message);
+  }
 }
 
 // A load that is never removed, merged or recomputed.
@@ -188,10 +231,10 @@ struct print {
         items.push_back(detail::intern_text(std::string_view(arg)));
       else if constexpr (traced<X>)
         items.push_back(arg.id());
-      else if constexpr (std::is_floating_point_v<X>)
-        items.push_back(detail::emit_float_constant(dtype::f64, static_cast<double>(arg)));
-      else if constexpr (std::is_integral_v<X>)
-        items.push_back(detail::emit_int_constant(dtype::i64, static_cast<std::int64_t>(arg)));
+      else if constexpr (literal<X> && std::is_floating_point_v<detail::literal_t<X>>)
+        items.push_back(detail::emit_float_constant(dtype::f64, static_cast<double>(static_cast<detail::literal_t<X>>(arg))));
+      else if constexpr (literal<X> && std::is_integral_v<detail::literal_t<X>>)
+        items.push_back(detail::emit_int_constant(dtype::i64, static_cast<std::int64_t>(static_cast<detail::literal_t<X>>(arg))));
       else
         static_assert(sizeof(X) == 0, "qd::print takes text, numbers and traced values");
     };

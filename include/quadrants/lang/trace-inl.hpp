@@ -1,7 +1,10 @@
 // Implementation of lang/trace.hpp.
 #pragma once
 
+#include <algorithm>
 #include <bit>
+#include <cstring>
+#include <exception>
 #include <limits>
 
 #include "quadrants/base/error.hpp"
@@ -129,7 +132,83 @@ QD_FUNC ir::id emit_shape(std::int32_t param, int dim) {
   return t.b.shape(param, dim);
 }
 
-QD_FUNC ir::id emit_random(dtype t) { return current_tracer().b.random(t); }
+QD_FUNC ir::id emit_random(dtype t, const char* file, std::uint32_t line, std::uint32_t column) {
+  auto& tr = current_tracer();
+  const ir::id n = tr.b.random(t);
+  if (tr.open_draw_groups > 0) tr.pending_draws.push_back({file, line, column, n});
+  return n;
+}
+
+QD_FUNC draw_group::draw_group() noexcept {
+  if (active_tracer != nullptr) ++active_tracer->open_draw_groups;
+}
+
+// Source order: file, line, column.
+QD_FUNC bool written_before(const draw_site& a, const draw_site& b) {
+  if (a.file != b.file) {
+    const int c = std::strcmp(a.file, b.file);
+    if (c != 0) return c < 0;
+  }
+  return a.line != b.line ? a.line < b.line : a.column < b.column;
+}
+
+// Gives the draws of one full-expression stream positions in source order. A random
+// node has no operands, so moving it earlier never breaks a use: all of them move to
+// where the first one was, sorted (a stable sort keeps draws written at one place, a
+// helper called twice, in the order they were traced). Left alone when they are not in
+// one block or control flow separates them (a lambda called inside the expression).
+QD_FUNC void order_draws(tracer& t) {
+  std::vector<draw_site>& d = t.pending_draws;
+  const std::int32_t block = t.fn.node_block[static_cast<std::size_t>(d.front().node)];
+  for (const draw_site& s : d)
+    if (t.fn.node_block[static_cast<std::size_t>(s.node)] != block) return;
+  if (std::is_sorted(d.begin(), d.end(), written_before)) return;
+  std::vector<ir::id>& statements = t.fn.blocks[static_cast<std::size_t>(block)];
+  std::size_t first = statements.size();
+  std::size_t found = 0;
+  for (std::size_t k = statements.size(); k-- > 0 && found < d.size();) {
+    const ir::node& n = t.fn.at(statements[k]);
+    if (n.code == ir::op::random) {
+      if (std::any_of(d.begin(), d.end(), [&](const draw_site& s) { return s.node == statements[k]; })) {
+        ++found;
+        first = k;
+      }
+    } else if (ir::properties(n.code).effect == ir::effect::control) {
+      return;
+    }
+  }
+  if (found != d.size()) return;
+  std::stable_sort(d.begin(), d.end(), written_before);
+  std::vector<ir::id> reordered(statements.begin(), statements.begin() + static_cast<std::ptrdiff_t>(first));
+  for (const draw_site& s : d) reordered.push_back(s.node);
+  for (std::size_t k = first; k < statements.size(); ++k)
+    if (t.fn.at(statements[k]).code != ir::op::random ||
+        std::none_of(d.begin(), d.end(), [&](const draw_site& s) { return s.node == statements[k]; }))
+      reordered.push_back(statements[k]);
+  statements = std::move(reordered);
+}
+
+QD_FUNC draw_group::~draw_group() {
+  tracer* t = active_tracer;
+  if (t == nullptr || --t->open_draw_groups > 0) return;
+  if (t->pending_draws.size() > 1 && std::uncaught_exceptions() == 0) order_draws(*t);
+  t->pending_draws.clear();
+}
+
+QD_FUNC std::int32_t bind_place(const place& p) {
+  auto& t = current_tracer();
+  t.bound_places.push_back(p);
+  return static_cast<std::int32_t>(t.bound_places.size() - 1);
+}
+
+QD_FUNC const place& bound_place(std::int32_t index) {
+  return current_tracer().bound_places[static_cast<std::size_t>(index)];
+}
+
+QD_FUNC void store_bound(std::int32_t index, ir::id value) {
+  const place p = bound_place(index);
+  emit_global_store(p, value);
+}
 
 
 QD_FUNC std::vector<ir::id> widened_indices(const place& p) {
@@ -360,6 +439,68 @@ QD_FUNC void end_while() {
   auto& t = current_tracer();
   --t.nesting;
   t.b.pop_block();
+  t.last_if = ir::none;
+}
+
+QD_FUNC short_circuit begin_short_circuit(bool is_or, ir::id left) {
+  auto& t = current_tracer();
+  short_circuit s;
+  s.is_or = is_or;
+  s.left = convert(left, dtype::boolean);
+  s.result = t.b.local_decl(dtype::boolean, s.left);
+  s.branch = begin_if(is_or ? t.b.unary(ir::unary_op::logical_not, dtype::boolean, s.left) : s.left);
+  return s;
+}
+
+// Nodes a right operand may evaluate unconditionally: no memory, no effect, no failure.
+QD_FUNC bool unconditional(const ir::node& n) {
+  using ir::op;
+  return n.code == op::constant || n.code == op::arg || n.code == op::shape || n.code == op::loop_index ||
+         n.code == op::unary || n.code == op::binary || n.code == op::select || n.code == op::fma ||
+         n.code == op::cast || n.code == op::local_load;
+}
+
+QD_FUNC ir::id end_short_circuit(const short_circuit& s, ir::id right) {
+  auto& t = current_tracer();
+  right = convert(right, dtype::boolean);
+  const std::int32_t inner = t.b.current_block();
+  std::vector<ir::id>& recorded = t.fn.blocks[static_cast<std::size_t>(inner)];
+  const auto o = s.is_or ? ir::binary_op::logical_or : ir::binary_op::logical_and;
+  if (std::all_of(recorded.begin(), recorded.end(), [&](ir::id i) { return unconditional(t.fn.at(i)); })) {
+    // Pure arithmetic (`i >= 0 && i < n`): no branch. The if_, the negation and the
+    // result variable, last in the outer block, are dropped; the right operand's nodes
+    // move out after the left operand's.
+    std::vector<ir::id> moved = std::move(recorded);
+    recorded.clear();
+    end_if(s.branch);
+    std::vector<ir::id>& outer = t.fn.blocks[static_cast<std::size_t>(t.b.current_block())];
+    while (!outer.empty() && outer.back() != s.result) outer.pop_back();
+    if (!outer.empty()) outer.pop_back();
+    for (ir::id i : moved) {
+      outer.push_back(i);
+      t.fn.node_block[static_cast<std::size_t>(i)] = t.b.current_block();
+    }
+    t.last_if = ir::none;
+    return t.b.binary(o, dtype::boolean, s.left, right);
+  }
+  t.b.local_store(s.result, right);
+  end_if(s.branch);
+  t.last_if = ir::none;
+  return t.b.local_load(s.result);
+}
+
+QD_FUNC void emit_assert(ir::id cond, std::string_view message) {
+  auto& t = current_tracer();
+  if (!t.debug) return;  // compiled out: the IR, hence every key, differs from a debug trace
+  if (type_of(cond) != dtype::boolean)
+    throw_trace_error(fmt::format("qd::assert_ needs a boolean condition, got {}; compare it, e.g. x != 0",
+                                  name(type_of(cond))));
+  const ir::id branch = begin_if(t.b.unary(ir::unary_op::logical_not, dtype::boolean, cond));
+  const ir::id report = t.b.print({t.b.add_string(std::string(message))});
+  t.fn.at(report).flags = ir::print_flags::assertion;
+  t.fn.at(report).imm = static_cast<std::int64_t>(t.assertions.size());
+  t.assertions.push_back({std::string(message), report});
+  end_if(branch);
   t.last_if = ir::none;
 }
 

@@ -225,6 +225,8 @@ QD_FUNC settings resolve_settings(const config& c) {
                            600, overrides);
   s.graph_max_iterations = pick(c.graph_max_iterations, "graph_max_iterations", "QD_GRAPH_MAX_ITERATIONS", as_u64,
                                 std::uint64_t{0}, overrides);
+  s.debug = pick(c.debug, "debug", "QD_DEBUG", parse_bool, false, overrides);
+  if (s.debug) s.check_out_of_bound = true;  // debug mode checks every index too
   // Fields set in code: the same ranges as their variables.
   auto check = [](const char* field, int value, int min, int max) {
     if (value < min || value > max)

@@ -47,6 +47,7 @@ struct config {
   std::optional<bool> remote_cache_unauthenticated;        // opt out of the secret; default false
   std::optional<int> compile_timeout;                      // seconds a host compiler may run; 0: no limit; default 600
   std::optional<std::uint64_t> graph_max_iterations;       // passes of one qd::graph::do_while; 0 (default): unlimited
+  std::optional<bool> debug;                               // QD_DEBUG: qd::assert_ checked, check_out_of_bound on; default false
 };
 
 // The configuration in effect: every field decided.
@@ -78,6 +79,7 @@ struct settings {
   bool remote_cache_unauthenticated = false;
   int compile_timeout = 600;
   std::uint64_t graph_max_iterations = 0;
+  bool debug = false;
 };
 
 // Starts the runtime (ending a previous one first). Throws qd::error for an

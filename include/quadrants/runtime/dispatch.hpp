@@ -51,6 +51,11 @@ struct launch_arg {
   std::uint64_t program_id = 0;   // the program that owns the array
   std::uint64_t bytes = 0;        // the array's extent in bytes (for overlap checks)
   bool extent_known = true;       // false for qd::external_array: no overlap can be ruled out
+  // A member of an AoS array of structs: `data` is the array's start plus lane_offset,
+  // and each element's lane_bytes from there are this member's. Two members of one
+  // array share its bytes but never an element's lane.
+  std::uint32_t lane_offset = 0;
+  std::uint32_t lane_bytes = 0;   // 0: not a member of an AoS array
 };
 
 // The program_id of qd::external_array arguments: memory the caller owns.

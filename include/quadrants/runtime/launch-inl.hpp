@@ -38,6 +38,10 @@ QD_FUNC std::uint64_t mix_stream(std::uint64_t seed, std::uint64_t launch, std::
 // qd::ndarray allocates with the data's extent) are provably disjoint address ranges.
 QD_FUNC bool disjoint(const launch_arg& a, bool a_grad, const launch_arg& b, bool b_grad) {
   if (!a.extent_known || !b.extent_known) return false;
+  if (a.lane_bytes != 0 && b.lane_bytes != 0 && !a_grad && !b_grad &&
+      static_cast<const unsigned char*>(a.data) - a.lane_offset ==
+          static_cast<const unsigned char*>(b.data) - b.lane_offset)  // two members of one array of structs
+    return a.lane_offset + a.lane_bytes <= b.lane_offset || b.lane_offset + b.lane_bytes <= a.lane_offset;
   auto a0 = reinterpret_cast<std::uintptr_t>(a_grad ? a.grad : a.data);
   auto b0 = reinterpret_cast<std::uintptr_t>(b_grad ? b.grad : b.data);
   return a.bytes == 0 || b.bytes == 0 || a0 + a.bytes <= b0 || b0 + b.bytes <= a0;
@@ -96,6 +100,7 @@ QD_FUNC void launch_task(const kernel_state& k, program& p, const compiled_kerne
                                    "indices are 32-bit, so that loop ran no iterations. Split the iteration space "
                                    "into loops of at most 2147483647 iterations",
                                    k.name, error[3]));
+    if (error[0] == 1 && error[1] < 0) throw user_error(assertion_failure(k, error[3]));  // qd::assert_
     if (error[0] != 0) {
       std::size_t param = static_cast<std::size_t>(t.param_map[static_cast<std::size_t>(error[1])]);
       if (std::string mesh = mesh_index_error(k, param, error[3], error[4], t.construct); !mesh.empty())

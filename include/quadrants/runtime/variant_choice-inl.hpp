@@ -111,7 +111,7 @@ QD_FUNC compiled_kernel* prepare(kernel_state& k, program& p) {
   c->bounds_checks = cfg.check_out_of_bound;
   c->wide_bounds = std::any_of(k.ir.nodes.begin(), k.ir.nodes.end(), [](const ir::node& n) { return n.code == ir::op::bound; });
 
-  if (cfg.print_ir) dump_debug_file(cfg, k.name, "traced.ir.txt", ir::to_text(k.ir));
+  if (cfg.print_ir) dump_debug_file(cfg, k.name, "traced.ir.txt", traced_ir_text(k));
   per_offload_observations obs;
   fallback_reason reason = fallback_reason::none;
   analysis::split_decision decision;

@@ -500,6 +500,10 @@ class machine {
   }
 
   void print(const ir::node& n) {
+    if (n.flags & ir::print_flags::assertion) {  // a failed qd::assert_, reported as compiled code does
+      report(-1, -1, n.imm, 0);
+      return;
+    }
     std::string line;
     for (std::int32_t k = 0; k < n.list_size; ++k) {
       std::int32_t item = fn_.list(n, k);
