@@ -104,8 +104,9 @@ class lowering {
         result = i;
         break;
       case ir::op::local_atomic:
-        result = var_slot >= 0 ? b_.temp_atomic(static_cast<ir::atomic_op>(n.sub), n.type, var_slot, operand(n.b))
-                               : b_.local_atomic(static_cast<ir::atomic_op>(n.sub), operand(n.a), operand(n.b));
+        result = var_slot >= 0
+                     ? b_.temp_atomic(static_cast<ir::atomic_op>(n.sub), n.type, var_slot, operand(n.b), operand(n.c))
+                     : b_.local_atomic(static_cast<ir::atomic_op>(n.sub), operand(n.a), operand(n.b), operand(n.c));
         break;
       case ir::op::range_for: {
         if (n.imm == 1) {

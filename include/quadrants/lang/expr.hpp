@@ -64,9 +64,23 @@ template <class T> struct traced_traits<element_ref<T>> {
 template <class A>
 concept traced = detail::traced_traits<std::remove_cvref_t<A>>::value;
 
+namespace detail {
+// A host binary16 number: qd::half, or the compiler's _Float16 where it has one.
+template <class L>
+inline constexpr bool is_host_half = std::is_same_v<L, half>
+#ifdef __FLT16_MAX__
+                                     || std::is_same_v<L, _Float16>
+#endif
+    ;
+// A C++ floating-point number (float, double, a host binary16).
+template <class L>
+inline constexpr bool floating_literal =
+    std::is_floating_point_v<std::remove_cvref_t<L>> || is_host_half<std::remove_cvref_t<L>>;
+}  // namespace detail
+
 // A C++ number used inside a kernel; it takes the type of the traced operand it meets.
 template <class A>
-concept literal = std::is_arithmetic_v<std::remove_cvref_t<A>>;
+concept literal = std::is_arithmetic_v<std::remove_cvref_t<A>> || detail::is_host_half<std::remove_cvref_t<A>>;
 
 template <class A>
 concept operand = traced<A> || literal<A>;
@@ -81,10 +95,9 @@ inline constexpr dtype traced_dtype = dtype_of<traced_type<A>>;
 
 // Literals are weakly typed, like Quadrants' Python literals: they adopt the
 // traced operand's type; a floating literal with an integer operand gives f32.
-constexpr dtype weak_promote(dtype traced_type, bool floating_literal) {
-  if (floating_literal && !is_float(traced_type)) return dtype::f32;
-  if (traced_type == dtype::boolean || traced_type == dtype::u8) return dtype::i32;
-  return traced_type;
+constexpr dtype weak_promote(dtype traced_type, bool floating) {
+  if (floating && !is_float(traced_type)) return dtype::f32;
+  return promote(traced_type, traced_type);  // bool and narrow integers to i32, f16 to f32
 }
 
 template <class A, class B>
@@ -92,9 +105,9 @@ constexpr dtype arithmetic_type() {
   if constexpr (traced<A> && traced<B>)
     return promote(traced_dtype<A>, traced_dtype<B>);
   else if constexpr (traced<A>)
-    return weak_promote(traced_dtype<A>, std::is_floating_point_v<std::remove_cvref_t<B>>);
+    return weak_promote(traced_dtype<A>, floating_literal<B>);
   else
-    return weak_promote(traced_dtype<B>, std::is_floating_point_v<std::remove_cvref_t<A>>);
+    return weak_promote(traced_dtype<B>, floating_literal<A>);
 }
 
 // Whether a value of operand type A may be stored into / bound to type To without qd::cast.
@@ -105,7 +118,7 @@ constexpr bool assignable_to(dtype to) {
   } else {
     using L = std::remove_cvref_t<A>;
     if constexpr (std::is_same_v<L, bool>) return to == dtype::boolean;
-    else if constexpr (std::is_floating_point_v<L>) return is_float(to);
+    else if constexpr (floating_literal<L>) return is_float(to);
     else return to != dtype::boolean;
   }
 }
@@ -115,7 +128,7 @@ template <class A>
 ir::id value_id(const A& a, dtype to) {
   if constexpr (traced<A>) {
     return convert(a.id(), to);
-  } else if constexpr (std::is_floating_point_v<std::remove_cvref_t<A>>) {
+  } else if constexpr (floating_literal<A>) {
     return emit_float_constant(to, static_cast<double>(a));
   } else {
     return emit_int_constant(to, static_cast<std::int64_t>(a));
@@ -185,6 +198,11 @@ using i32 = expr<std::int32_t>;
 using i64 = expr<std::int64_t>;
 using u32 = expr<std::uint32_t>;
 using u8 = expr<std::uint8_t>;
+using i8 = expr<std::int8_t>;
+using i16 = expr<std::int16_t>;
+using u16 = expr<std::uint16_t>;
+using u64 = expr<std::uint64_t>;
+using f16 = expr<half>;  // binary16 storage; arithmetic promotes it to f32
 using boolean = expr<bool>;
 
 namespace detail {
