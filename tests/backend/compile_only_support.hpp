@@ -121,6 +121,7 @@ inline std::vector<compiled_kernel_result> compile_suite_kernels() {
   add("atomics_more<i8>", k::atomics_more<std::int8_t>());
   add("atomics_more<f16>", k::atomics_more<qd::half>());
   add("atomic_contention", k::atomic_contention());
+  add("vec_atomics", k::vec_atomics());
   add("narrow_types", k::narrow_types());
   add("f16_rounding", k::f16_rounding());
   return out;

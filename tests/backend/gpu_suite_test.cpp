@@ -1584,6 +1584,7 @@ TEST_CASE_TEMPLATE("suite: atomic mul, and, or, xor, exchange and cas return the
   math_checks::check_atomics_more<std::int8_t>();
   math_checks::check_atomics_more<std::uint16_t>();
   math_checks::check_atomics_more<qd::half>();
+  math_checks::check_vec_atomics();
   math_checks::check_float_cas_compares_bits_and_minmax_nan<float>();
   math_checks::check_float_cas_compares_bits_and_minmax_nan<double>();
 }

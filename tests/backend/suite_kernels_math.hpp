@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -100,6 +101,17 @@ inline auto vec_math() {
                         put(qd::sqrt(qd::abs(v))), put(qd::atan2(u, v)), put(qd::sign(u)), put(qd::exp2(u));
                         cells[i] = qd::cast<qd::i32>(qd::floor(u * 2.0f));  // MPM's base cell
                       });
+                    });
+}
+
+// Per-component atomics on elements of an array of vectors.
+inline auto vec_atomics() {
+  return qd::kernel("vec_atomics", {"p", "olds"},
+                    [](qd::types::ndarray<qd::vec3f, 1> p, qd::types::ndarray<qd::vec3f, 1> olds) {
+                      olds[0] = qd::atomic_exchange(p[0], qd::vec3f(7.0f, 8.0f, 9.0f));
+                      olds[1] = qd::atomic_cas(p[1], qd::vec3f(1.0f, 0.0f, 3.0f), qd::vec3f(-1.0f, -2.0f, -3.0f));
+                      olds[2] = qd::atomic_mul(p[2], qd::vec3f(2.0f, 3.0f, 4.0f));
+                      olds[3] = qd::atomic_max(p[3], qd::vec3f(0.5f, 5.0f, 0.5f));
                     });
 }
 
@@ -489,6 +501,17 @@ void check_atomics_more() {
   CAPTURE(integral);
   CHECK(olds.to_host() == want_olds);
   CHECK(dx.to_host() == mem);
+}
+
+inline void check_vec_atomics() {
+  using v3 = std::array<float, 3>;
+  const std::vector<v3> start = {{1, 2, 3}, {1, 2, 3}, {1, 2, 3}, {1, 2, 3}};
+  qd::ndarray<qd::vec3f, 1> p(4), olds(4);
+  p.from_host(start);
+  kernels::vec_atomics()(p, olds);
+  CHECK(olds.to_host() == start);
+  // cas per component: components 0 and 2 held the expected values, component 1 did not.
+  CHECK(p.to_host() == std::vector<v3>{{7, 8, 9}, {-1, 2, -3}, {2, 6, 12}, {1, 5, 3}});
 }
 
 template <class T>

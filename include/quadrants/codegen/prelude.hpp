@@ -154,41 +154,51 @@ template <class T> QD_FN qd_i32 qd_ffs(T x) { return sizeof(T) == 8 ? qd_ffs64((
 /* What every atomic leaves in memory given the old value: one definition of their
    semantics, used by the backends' atomics, task-local variables and reductions.
    Integers wrap; min and max of floats are IEEE minNum/maxNum (a NaN operand never
-   replaces a number, a stored NaN is replaced); cas compares bits. The templates are
-   the integers'; the floats' overloads below are chosen before them. */
-template <class T> QD_FN T qd_rmw_add(T o, T v) { return (T)((qd_u64)o + (qd_u64)v); }
-template <class T> QD_FN T qd_rmw_sub(T o, T v) { return (T)((qd_u64)o - (qd_u64)v); }
-template <class T> QD_FN T qd_rmw_mul(T o, T v) { return (T)((qd_u64)o * (qd_u64)v); }
-template <class T> QD_FN T qd_rmw_min(T o, T v) { return v < o ? v : o; }
-template <class T> QD_FN T qd_rmw_max(T o, T v) { return v > o ? v : o; }
+   replaces a number, a stored NaN is replaced); cas compares bits; f16 computes in f32
+   and rounds once. Templates only (a function per type, or a wrapper that instantiates
+   one, is parsed and checked in every compile: 10 ms of g++ for these). */
+template <class T> constexpr bool qd_is_float = false;
+template <> constexpr bool qd_is_float<qd_f16> = true;
+template <> constexpr bool qd_is_float<qd_f32> = true;
+template <> constexpr bool qd_is_float<qd_f64> = true;
+QD_FN qd_u16 qd_bits_of(qd_f16 f) { return f.bits; }
+QD_FN qd_u32 qd_bits_of(qd_f32 f) { return qd_f32_bits(f); }
+QD_FN qd_u64 qd_bits_of(qd_f64 f) { return qd_f64_bits(f); }
+QD_FN void qd_from_bits(qd_f16* f, qd_u16 b) { f->bits = b; }
+QD_FN void qd_from_bits(qd_f32* f, qd_u32 b) { *f = qd_f32_from_bits(b); }
+QD_FN void qd_from_bits(qd_f64* f, qd_u64 b) { *f = qd_f64_from_bits(b); }
+QD_FN qd_f32 qd_wide(qd_f16 x) { return qd_f16_to_f32(x); }
+template <class T> QD_FN T qd_wide(T x) { return x; }
+template <class T, class W> QD_FN T qd_narrow(W x) {
+  if constexpr (sizeof(T) == 2 && qd_is_float<T>) return qd_f32_to_f16(x);
+  else return (T)x;
+}
+/* o op v: in the float (f16: f32) type, rounded once; integers wrap through qd_u64. */
+#define QD_RMW_ARITH(NAME, OP)                                                                              \
+  template <class T> QD_FN T NAME(T o, T v) {                                                              \
+    if constexpr (qd_is_float<T>) return qd_narrow<T>(qd_wide(o) OP qd_wide(v));                           \
+    else return (T)((qd_u64)o OP (qd_u64)v);                                                               \
+  }
+QD_RMW_ARITH(qd_rmw_add, +)
+QD_RMW_ARITH(qd_rmw_sub, -)
+QD_RMW_ARITH(qd_rmw_mul, *)
+#undef QD_RMW_ARITH
+template <class T> QD_FN T qd_rmw_min(T o, T v) {
+  if constexpr (qd_is_float<T>) return (qd_wide(v) < qd_wide(o) || qd_wide(o) != qd_wide(o)) ? v : o;
+  else return v < o ? v : o;
+}
+template <class T> QD_FN T qd_rmw_max(T o, T v) {
+  if constexpr (qd_is_float<T>) return (qd_wide(v) > qd_wide(o) || qd_wide(o) != qd_wide(o)) ? v : o;
+  else return v > o ? v : o;
+}
 template <class T> QD_FN T qd_rmw_bit_and(T o, T v) { return (T)(o & v); }
 template <class T> QD_FN T qd_rmw_bit_or(T o, T v) { return (T)(o | v); }
 template <class T> QD_FN T qd_rmw_bit_xor(T o, T v) { return (T)(o ^ v); }
 template <class T> QD_FN T qd_rmw_exchange(T o, T v) { (void)o; return v; }
-template <class T> QD_FN T qd_rmw_cas(T o, T v, T e) { return o == e ? v : o; }
-#define QD_RMW_FLOAT(T, BITS)                                                                              \
-  QD_FN T qd_rmw_add(T o, T v) { return o + v; }                                                           \
-  QD_FN T qd_rmw_sub(T o, T v) { return o - v; }                                                           \
-  QD_FN T qd_rmw_mul(T o, T v) { return o * v; }                                                           \
-  QD_FN T qd_rmw_min(T o, T v) { return (v < o || o != o) ? v : o; }                                       \
-  QD_FN T qd_rmw_max(T o, T v) { return (v > o || o != o) ? v : o; }                                       \
-  QD_FN T qd_rmw_cas(T o, T v, T e) { return BITS(o) == BITS(e) ? v : o; }
-QD_RMW_FLOAT(qd_f32, qd_f32_bits)
-QD_RMW_FLOAT(qd_f64, qd_f64_bits)
-#undef QD_RMW_FLOAT
-/* f16 computes in f32 and rounds the result once. */
-#define QD_RMW_F16(OP, EXPR)                                                                               \
-  QD_FN qd_f16 OP(qd_f16 o16, qd_f16 v16) { const qd_f32 o = qd_f16_to_f32(o16), v = qd_f16_to_f32(v16); return EXPR; }
-QD_RMW_F16(qd_rmw_add, qd_f32_to_f16(o + v))
-QD_RMW_F16(qd_rmw_sub, qd_f32_to_f16(o - v))
-QD_RMW_F16(qd_rmw_mul, qd_f32_to_f16(o * v))
-QD_RMW_F16(qd_rmw_min, (v < o || o != o) ? v16 : o16)
-QD_RMW_F16(qd_rmw_max, (v > o || o != o) ? v16 : o16)
-#undef QD_RMW_F16
-QD_FN qd_f16 qd_rmw_cas(qd_f16 o, qd_f16 v, qd_f16 e) { return o.bits == e.bits ? v : o; }
-/* qd_rmw_<op> by number, as ir::atomic_op numbers them: 0 add, 1 sub, 2 min, 3 max, 4 mul,
-   5 bit_and, 6 bit_or, 7 bit_xor, 8 exchange, 9 cas (e: the expected value). A template
-   argument rather than a lambda per operation: cheaper to parse in every unit. */
+template <class T> QD_FN T qd_rmw_cas(T o, T v, T e) {
+  if constexpr (qd_is_float<T>) return qd_bits_of(o) == qd_bits_of(e) ? v : o;
+  else return o == e ? v : o;
+}
 template <int OP, class T> QD_FN T qd_rmw(T o, T v, T e) {
   if constexpr (OP == 0) return qd_rmw_add(o, v);
   else if constexpr (OP == 1) return qd_rmw_sub(o, v);
@@ -198,7 +208,7 @@ template <int OP, class T> QD_FN T qd_rmw(T o, T v, T e) {
   else if constexpr (OP == 5) return qd_rmw_bit_and(o, v);
   else if constexpr (OP == 6) return qd_rmw_bit_or(o, v);
   else if constexpr (OP == 7) return qd_rmw_bit_xor(o, v);
-  else if constexpr (OP == 8) return (void)o, v;
+  else if constexpr (OP == 8) return qd_rmw_exchange(o, v);
   else return qd_rmw_cas(o, v, e);
 }
 /* Float to integer (docs/dsl.md; base/float_to_int.hpp is the host's copy): truncation

@@ -133,70 +133,76 @@ QD_FN qd_i32 qd_bound(const qd_ctx* ctx, qd_i64 value, qd_i32 on_overflow) {
 // Atomics, after the shared helpers (codegen/prelude.hpp) whose qd_rmw_* define what they
 // store: __atomic built-ins where the host has the operation, else compare-and-swap.
 inline constexpr std::string_view prelude_atomics = R"QD(
-/* Integers of any width (templates: parsed once, instantiated where used). */
-template <class T> QD_FN T qd_atomic_add(T* p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
-template <class T> QD_FN T qd_atomic_sub(T* p, T v) { return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED); }
+/* Every type's atomics as templates (nothing is instantiated, or checked, unless a task
+   uses it): the __atomic built-ins where the host has the operation, else a
+   compare-and-swap loop, of a float's bits (so cas compares bits, NaNs round-trip). */
+template <int OP, class T> QD_FN T qd_update(T* p, T v, T e) {
+  if constexpr (qd_is_float<T>) {
+    typedef decltype(qd_bits_of(v)) U;
+    U* q = (U*)p;
+    U o = __atomic_load_n(q, __ATOMIC_RELAXED);
+    T f;
+    do { qd_from_bits(&f, o); }
+    while (!__atomic_compare_exchange_n(q, &o, qd_bits_of(qd_rmw<OP>(f, v, e)), true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+    return f;
+  } else {
+    T o = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(p, &o, qd_rmw<OP>(o, v, e), true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+    return o;
+  }
+}
+#define QD_ATOMIC(NAME, OP, INT_BUILTIN)                                                                   \
+  template <class T> QD_FN T NAME(T* p, T v) {                                                              \
+    if constexpr (qd_is_float<T>) return qd_update<OP>(p, v, v);                                            \
+    else return INT_BUILTIN(p, v, __ATOMIC_RELAXED);                                                        \
+  }
+QD_ATOMIC(qd_atomic_add, 0, __atomic_fetch_add)
+QD_ATOMIC(qd_atomic_sub, 1, __atomic_fetch_sub)
+#undef QD_ATOMIC
+/* min and max of integers leave the loop as soon as v would not change the value. */
+template <class T> QD_FN T qd_atomic_min(T* p, T v) {
+  if constexpr (qd_is_float<T>) {
+    return qd_update<2>(p, v, v);
+  } else {
+    T o = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (v < o && !__atomic_compare_exchange_n(p, &o, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+    return o;
+  }
+}
+template <class T> QD_FN T qd_atomic_max(T* p, T v) {
+  if constexpr (qd_is_float<T>) {
+    return qd_update<3>(p, v, v);
+  } else {
+    T o = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (v > o && !__atomic_compare_exchange_n(p, &o, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+    return o;
+  }
+}
+template <class T> QD_FN T qd_atomic_mul(T* p, T v) { return qd_update<4>(p, v, v); }
 template <class T> QD_FN T qd_atomic_bit_and(T* p, T v) { return __atomic_fetch_and(p, v, __ATOMIC_RELAXED); }
 template <class T> QD_FN T qd_atomic_bit_or(T* p, T v) { return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }
 template <class T> QD_FN T qd_atomic_bit_xor(T* p, T v) { return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED); }
-template <class T> QD_FN T qd_atomic_exchange(T* p, T v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }
+template <class T> QD_FN T qd_atomic_exchange(T* p, T v) {
+  if constexpr (qd_is_float<T>) {
+    T f;
+    qd_from_bits(&f, __atomic_exchange_n((decltype(qd_bits_of(v))*)p, qd_bits_of(v), __ATOMIC_RELAXED));
+    return f;
+  } else {
+    return __atomic_exchange_n(p, v, __ATOMIC_RELAXED);
+  }
+}
 template <class T> QD_FN T qd_atomic_cas(T* p, T v, T e) {
-  __atomic_compare_exchange_n(p, &e, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-  return e;
+  if constexpr (qd_is_float<T>) {
+    decltype(qd_bits_of(v)) b = qd_bits_of(e);
+    T f;
+    __atomic_compare_exchange_n((decltype(b)*)p, &b, qd_bits_of(v), false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    qd_from_bits(&f, b);
+    return f;
+  } else {
+    __atomic_compare_exchange_n(p, &e, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    return e;
+  }
 }
-template <class T> QD_FN T qd_atomic_min(T* p, T v) {
-  T o = __atomic_load_n(p, __ATOMIC_RELAXED);
-  while (v < o && !__atomic_compare_exchange_n(p, &o, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
-  return o;
-}
-template <class T> QD_FN T qd_atomic_max(T* p, T v) {
-  T o = __atomic_load_n(p, __ATOMIC_RELAXED);
-  while (v > o && !__atomic_compare_exchange_n(p, &o, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
-  return o;
-}
-template <class T> QD_FN T qd_atomic_mul(T* p, T v) {
-  T o = __atomic_load_n(p, __ATOMIC_RELAXED);
-  while (!__atomic_compare_exchange_n(p, &o, qd_rmw_mul(o, v), true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
-  return o;
-}
-/* Floats (overloads, chosen before the templates): compare-and-swap on their bits (U),
-   so cas compares bits and NaNs round-trip. */
-QD_FN qd_u32 qd_bits_of(qd_f32 f) { return qd_f32_bits(f); }
-QD_FN qd_u64 qd_bits_of(qd_f64 f) { return qd_f64_bits(f); }
-QD_FN qd_u16 qd_bits_of(qd_f16 f) { return f.bits; }
-QD_FN void qd_from_bits(qd_f32* f, qd_u32 b) { *f = qd_f32_from_bits(b); }
-QD_FN void qd_from_bits(qd_f64* f, qd_u64 b) { *f = qd_f64_from_bits(b); }
-QD_FN void qd_from_bits(qd_f16* f, qd_u16 b) { f->bits = b; }
-/* qd_rmw<OP>(old, v) stored in place of old, by compare-and-swap of the bits; returns old. */
-template <int OP, class F> QD_FN F qd_update_bits(F* p, F v) {
-  typedef decltype(qd_bits_of(v)) U;
-  U* q = (U*)p;
-  U o = __atomic_load_n(q, __ATOMIC_RELAXED);
-  F f;
-  do { qd_from_bits(&f, o); }
-  while (!__atomic_compare_exchange_n(q, &o, qd_bits_of(qd_rmw<OP>(f, v, v)), true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
-  return f;
-}
-#define QD_ATOMIC_FLOAT(T)                                                                                  \
-  QD_FN T qd_atomic_add(T* p, T v) { return qd_update_bits<0>(p, v); }                                      \
-  QD_FN T qd_atomic_sub(T* p, T v) { return qd_update_bits<1>(p, v); }                                      \
-  QD_FN T qd_atomic_min(T* p, T v) { return qd_update_bits<2>(p, v); }                                      \
-  QD_FN T qd_atomic_max(T* p, T v) { return qd_update_bits<3>(p, v); }                                      \
-  QD_FN T qd_atomic_mul(T* p, T v) { return qd_update_bits<4>(p, v); }                                      \
-  QD_FN T qd_atomic_exchange(T* p, T v) {                                                                   \
-    T f;                                                                                                    \
-    qd_from_bits(&f, __atomic_exchange_n((decltype(qd_bits_of(v))*)p, qd_bits_of(v), __ATOMIC_RELAXED));   \
-    return f; }                                                                                             \
-  QD_FN T qd_atomic_cas(T* p, T v, T e) {                                                                   \
-    decltype(qd_bits_of(v)) b = qd_bits_of(e);                                                              \
-    T f;                                                                                                    \
-    __atomic_compare_exchange_n((decltype(b)*)p, &b, qd_bits_of(v), false, __ATOMIC_RELAXED, __ATOMIC_RELAXED); \
-    qd_from_bits(&f, b);                                                                                    \
-    return f; }
-QD_ATOMIC_FLOAT(qd_f16)
-QD_ATOMIC_FLOAT(qd_f32)
-QD_ATOMIC_FLOAT(qd_f64)
-#undef QD_ATOMIC_FLOAT
 )QD";
 
 // Checks, in the generated code itself, that its structs are laid out as ctx_abi and runtime_abi.
