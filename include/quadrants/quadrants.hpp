@@ -13,6 +13,7 @@
 #include "quadrants/lang/statements.hpp"
 #include "quadrants/lang/var.hpp"
 #include "quadrants/lang/vec.hpp"
+#include "quadrants/lang/vec_math.hpp"
 #include "quadrants/lang/mat.hpp"
 #include "quadrants/lang/vec_var.hpp"
 #include "quadrants/lang/vec_ndarray_param.hpp"

@@ -221,6 +221,46 @@ TEST_CASE("math functions: pow abs min max floor ceil fma") {
       });
 }
 
+TEST_CASE("math functions: tan asin acos atan2 rsqrt log2 exp2 fmod floormod") {
+  // x, z in [0.6, 1.6]: asin and acos take x - 1 and z / 2, inside (-1, 1).
+  check_pointwise(
+      "math3",
+      [](auto a, auto b) {
+        return qd::tan(a) + qd::asin(a - 1.0) * 2.0 + qd::acos(b * 0.5) + qd::atan2(a, b - 1.2) + qd::rsqrt(a * b) +
+               qd::log2(a + b) + qd::exp2(a - b) + qd::fmod(a * 5.0, b) + qd::floormod(-a * 3.0, b);
+      },
+      [](double a, double b) {
+        const double r2 = a * a + (b - 1.2) * (b - 1.2);
+        return 1 + sq(std::tan(a)) + 2 / std::sqrt(1 - sq(a - 1)) + (b - 1.2) / r2 - 0.5 * b / std::pow(a * b, 1.5) +
+               1 / ((a + b) * std::log(2.0)) + std::exp2(a - b) * std::log(2.0) + 5 - 3;
+      },
+      [](double a, double b) {
+        const double r2 = a * a + (b - 1.2) * (b - 1.2);
+        return -0.5 / std::sqrt(1 - sq(b * 0.5)) - a / r2 - 0.5 * a / std::pow(a * b, 1.5) +
+               1 / ((a + b) * std::log(2.0)) - std::exp2(a - b) * std::log(2.0) - std::trunc(a * 5 / b) -
+               std::floor(-a * 3 / b);
+      });
+}
+
+TEST_CASE("steps and selections: round trunc fract sign clamp step floordiv have the derivative of their pieces") {
+  check_pointwise(
+      "steps",
+      [](auto a, auto b) {
+        return qd::round(a * 3.0) + qd::trunc(b * 2.0) + qd::fract(a * 4.0) * b + qd::sign(a - b) * a +
+               qd::clamp(a * 2.0, 1.5, 2.5) + qd::step(1.0, b) * a + qd::floordiv(a * 7.0, b) +
+               qd::mix(a, b, 0.25) + qd::smoothstep(0.5, 2.0, b);
+      },
+      [](double a, double b) {
+        const double c = a * 2.0;
+        return 4 * b + (a > b ? 1.0 : a < b ? -1.0 : 0.0) + (c > 1.5 && c < 2.5 ? 2.0 : 0.0) + (b < 1.0 ? 0.0 : 1.0) +
+               0.75;
+      },
+      [](double a, double b) {
+        const double t = (b - 0.5) / 1.5;
+        return (a * 4.0 - std::floor(a * 4.0)) + 0.25 + (t > 0 && t < 1 ? 6 * t * (1 - t) / 1.5 : 0.0);
+      });
+}
+
 TEST_CASE("qd::select routes the gradient to the chosen side") {
   check_pointwise(
       "select", [](auto a, auto b) { return qd::select(a > b, a * a, b * 3.0); },
@@ -643,6 +683,42 @@ TEST_CASE("unsupported statements are a qd::user_error naming the kernel and the
     });
     k(x, y);
     CHECK_THROWS_WITH_AS(k.grad(x, y), Contains("qd::atomic_max on 'y'[0]"), qd::user_error);
+  }
+  SUBCASE("atomics other than add and sub: mul, exchange, cas and the bitwise ones") {
+    auto mul = qd::kernel("product", {"x", "y"}, [](f1 x, f1 y) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) { qd::atomic_mul(y[0], x[i]); });
+    });
+    mul(x, y);
+    CHECK_THROWS_WITH_AS(mul.grad(x, y), Contains("kernel 'product': no gradient kernel: qd::atomic_mul on 'y'[0]"),
+                         qd::user_error);
+    auto swap = qd::kernel("swap", {"x", "y"}, [](f1 x, f1 y) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) { qd::atomic_exchange(y[1], x[i]); });
+    });
+    CHECK_THROWS_WITH_AS(swap.grad(x, y), Contains("qd::atomic_exchange on 'y'[1]"), qd::user_error);
+    auto cas = qd::kernel("cas", {"x", "y"}, [](f1 x, f1 y) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) { qd::atomic_cas(y[2], 0.0f, x[i]); });
+    });
+    CHECK_THROWS_WITH_AS(cas.grad(x, y), Contains("qd::atomic_cas on 'y'[2]"), qd::user_error);
+    auto bits = qd::kernel("bits", {"x", "y", "flags"}, [](f1 x, f1 y, qd::types::ndarray<std::int32_t, 1> flags) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) {
+        y[i] = x[i] * 2.0f;
+        qd::atomic_or(flags[0], 1 << i);
+      });
+    });
+    qd::ndarray<std::int32_t, 1> flags(1);
+    std::string e = grad_error(bits, x, y, flags);
+    CHECK_MESSAGE(e.find("qd::atomic_or on 'flags'[0]") != std::string::npos, e);
+    CHECK_MESSAGE(e.find("autodiff_test.cpp:") != std::string::npos, e);  // the statement's line
+  }
+  SUBCASE("a value kept as qd::f16, and a bit cast of a value with a gradient") {
+    auto rounded = qd::kernel("rounded", {"x", "y"}, [](f1 x, f1 y) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = qd::f16(qd::cast<qd::half>(x[i])) * 2.0f; });
+    });
+    CHECK_THROWS_WITH_AS(rounded.grad(x, y), Contains("kept as qd::f16"), qd::user_error);
+    auto bits = qd::kernel("through_bits", {"x", "y"}, [](f1 x, f1 y) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = qd::bit_cast<float>(qd::bit_cast<qd::u32>(x[i]) + 1u); });
+    });
+    CHECK_THROWS_WITH_AS(bits.grad(x, y), Contains("qd::bit_cast of a value that carries a gradient"), qd::user_error);
   }
   SUBCASE("reading .grad() in the forward kernel") {
     auto k = qd::kernel("reads_grad", {"x", "y"}, [](f1 x, f1 y) {

@@ -105,8 +105,16 @@ class footprint_builder {
       case dtype::i32: v = static_cast<std::int32_t>(static_cast<std::uint32_t>(bits)); break;
       case dtype::u32: v = static_cast<std::uint32_t>(bits); break;
       case dtype::u8: v = static_cast<std::uint8_t>(bits); break;
+      case dtype::i8: v = static_cast<std::int8_t>(static_cast<std::uint8_t>(bits)); break;
+      case dtype::i16: v = static_cast<std::int16_t>(static_cast<std::uint16_t>(bits)); break;
+      case dtype::u16: v = static_cast<std::uint16_t>(bits); break;
       case dtype::boolean: v = (bits & 0xff) != 0; break;
       case dtype::i64: std::memcpy(&v, &bits, sizeof v); break;
+      case dtype::u64:
+        if (bits > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return std::nullopt;
+        v = static_cast<std::int64_t>(bits);
+        break;
+      case dtype::f16:
       case dtype::f32:
       case dtype::f64: return std::nullopt;
     }

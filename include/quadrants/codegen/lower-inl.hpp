@@ -97,8 +97,8 @@ class lowering {
         },
         [&](ir::view<op::local_atomic> u) {
           const std::int64_t slot = plan_.slot_of(u.variable());
-          return slot >= 0 ? b_.temp_atomic(u.op(), n.type, slot, operand(u.value()))
-                           : b_.local_atomic(u.op(), operand(u.variable()), operand(u.value()));
+          return slot >= 0 ? b_.temp_atomic(u.op(), n.type, slot, operand(u.value()), operand(u.expected()))
+                           : b_.local_atomic(u.op(), operand(u.variable()), operand(u.value()), operand(u.expected()));
         },
         [&](ir::view<op::graph_mark>) -> ir::id {
           throw internal_error("lowering: a graph mark inside a task (marks are in no task)");

@@ -20,8 +20,13 @@ QD_FUNC std::string constant_text(const node& n) {
   switch (n.type) {
     case dtype::f32: return fmt::format("{}", std::bit_cast<float>(static_cast<std::uint32_t>(n.imm)));
     case dtype::f64: return fmt::format("{}", std::bit_cast<double>(n.imm));
+    case dtype::f16: return fmt::format("{}", static_cast<float>(half::from_bits(static_cast<std::uint16_t>(n.imm))));
     case dtype::boolean: return n.imm ? "true" : "false";
+    case dtype::u64: return fmt::format("{}", static_cast<std::uint64_t>(n.imm));
     case dtype::u8:
+    case dtype::i8:
+    case dtype::i16:
+    case dtype::u16:
     case dtype::i32:
     case dtype::u32:
     case dtype::i64: return fmt::format("{}", n.imm);
@@ -53,6 +58,7 @@ QD_FUNC std::string to_text(const function& fn, text_options options) {
     return fmt::format("{}{}[{}]{}", param(n.param), (n.flags & access::grad) ? ".grad" : "", indices(n),
                        (n.flags & access::clamp) ? " clamp" : "");
   };
+  auto expected = [&](const node& n) { return n.c == none ? std::string() : " if " + ref(n.c); };  // cas
   source_loc last{};  // a node's location is printed when it differs from the previous one
   auto print_block = [&](auto& self, std::int32_t block, int depth) -> void {
     for (id i : fn.block(block)) {
@@ -76,16 +82,16 @@ QD_FUNC std::string to_text(const function& fn, text_options options) {
           break;
         case op::global_store: line += " " + place(n) + " <- " + ref(n.a); break;
         case op::global_atomic:
-          line += fmt::format(" {} {} <- {}{}", name(static_cast<atomic_op>(n.sub)), place(n), ref(n.a),
+          line += fmt::format(" {} {} <- {}{}{}", name(static_cast<atomic_op>(n.sub)), place(n), ref(n.a), expected(n),
                               (n.flags & access::owned) ? " owned" : "");
           break;
         case op::local_atomic:
-          line += fmt::format(" {} {} <- {}", name(static_cast<atomic_op>(n.sub)), ref(n.a), ref(n.b));
+          line += fmt::format(" {} {} <- {}{}", name(static_cast<atomic_op>(n.sub)), ref(n.a), ref(n.b), expected(n));
           break;
         case op::temp_load: line += fmt::format(" slot {}", n.imm); break;
         case op::temp_store: line += fmt::format(" slot {} <- {}", n.imm, ref(n.a)); break;
         case op::temp_atomic:
-          line += fmt::format(" {} slot {} <- {}", name(static_cast<atomic_op>(n.sub)), n.imm, ref(n.a));
+          line += fmt::format(" {} slot {} <- {}{}", name(static_cast<atomic_op>(n.sub)), n.imm, ref(n.a), expected(n));
           break;
         case op::print:
           if (n.flags & print_flags::assertion) line += fmt::format(" assertion #{} failed:", n.imm);

@@ -268,12 +268,14 @@ template <>
 struct view<op::global_atomic> : access_view<op::global_atomic> {
   using access_view::access_view;
   static constexpr operand_layout layout{.a = operand_use::value,
+                                         .c = operand_use::value,
                                          .list = list_use::indices,
                                          .param = param_use::array,
                                          .sub = sub_use::atomic_op,
                                          .flags = flags_use::access};
   constexpr atomic_op op() const { return static_cast<atomic_op>(sub()); }
   constexpr id value() const { return a(); }
+  constexpr id expected() const { return c(); }  // atomic_op::cas only; else none
   constexpr bool compound() const { return (flags() & access::compound) != 0; }  // traced from `x[i] += v`
   constexpr bool owned() const { return (flags() & access::owned) != 0; }  // demoted: a plain update
 };
@@ -305,10 +307,12 @@ struct view<op::local_store> : detail::op_view<op::local_store> {
 template <>
 struct view<op::local_atomic> : detail::op_view<op::local_atomic> {
   using op_view::op_view;
-  static constexpr operand_layout layout{.a = operand_use::variable, .b = operand_use::value, .sub = sub_use::atomic_op};
+  static constexpr operand_layout layout{
+      .a = operand_use::variable, .b = operand_use::value, .c = operand_use::value, .sub = sub_use::atomic_op};
   constexpr atomic_op op() const { return static_cast<atomic_op>(sub()); }
   constexpr id variable() const { return a(); }
   constexpr id value() const { return b(); }
+  constexpr id expected() const { return c(); }  // atomic_op::cas only; else none
 };
 
 // --- global temporaries: 8-byte slots, after whole-kernel lowering only -------------
@@ -331,10 +335,12 @@ struct view<op::temp_store> : detail::op_view<op::temp_store> {
 template <>
 struct view<op::temp_atomic> : detail::op_view<op::temp_atomic> {
   using op_view::op_view;
-  static constexpr operand_layout layout{.a = operand_use::value, .imm = imm_use::slot, .sub = sub_use::atomic_op};
+  static constexpr operand_layout layout{
+      .a = operand_use::value, .c = operand_use::value, .imm = imm_use::slot, .sub = sub_use::atomic_op};
   constexpr atomic_op op() const { return static_cast<atomic_op>(sub()); }
   constexpr std::int64_t slot() const { return imm(); }
   constexpr id value() const { return a(); }
+  constexpr id expected() const { return c(); }  // atomic_op::cas only; else none
 };
 
 // --- control flow ------------------------------------------------------------------

@@ -69,15 +69,27 @@ template <class A>
 concept traced = detail::traced_traits<std::remove_cvref_t<A>>::value;
 
 namespace detail {
-// C++ numbers, and template arguments (qd::types::template_arg<int>) of arithmetic type.
+// A host binary16 number: qd::half, or the compiler's _Float16 where it has one.
+template <class L>
+inline constexpr bool is_host_half = std::is_same_v<L, half>
+#ifdef __FLT16_MAX__
+                                     || std::is_same_v<L, _Float16>
+#endif
+    ;
+// C++ numbers (a host binary16 included), and template arguments
+// (qd::types::template_arg<int>) of arithmetic type.
 template <class A> struct literal_traits {
-  static constexpr bool value = std::is_arithmetic_v<A>;
+  static constexpr bool value = std::is_arithmetic_v<A> || is_host_half<A>;
   using type = A;
 };
 template <class T> struct literal_traits<types::template_arg<T>> {
   static constexpr bool value = std::is_arithmetic_v<T>;
   using type = T;
 };
+// A C++ floating-point number (float, double, a host binary16), or a template argument of one.
+template <class L>
+inline constexpr bool floating_literal = std::is_floating_point_v<typename literal_traits<std::remove_cvref_t<L>>::type> ||
+                                         is_host_half<typename literal_traits<std::remove_cvref_t<L>>::type>;
 }  // namespace detail
 
 // A C++ number used inside a kernel; it takes the type of the traced operand it meets.
@@ -107,6 +119,14 @@ constexpr dtype literal_type() {
   using LB = literal_t<B>;
   if constexpr (std::is_same_v<LA, bool> && std::is_same_v<LB, bool>) {
     return dtype::boolean;
+  } else if constexpr (is_host_half<LA> && is_host_half<LB>) {
+    return dtype::f16;
+  } else if constexpr (is_host_half<LA> || is_host_half<LB>) {
+    // binary16 meeting another number: as C++ does with _Float16 (the other's floating
+    // type, an integer gives f16).
+    using O = std::conditional_t<is_host_half<LA>, LB, LA>;
+    if constexpr (std::is_floating_point_v<O>) return dtype_of<O>;
+    else return dtype::f16;
   } else {
     using C = std::common_type_t<decltype(+std::declval<LA>()), decltype(+std::declval<LB>())>;
     static_assert(element_type<C>, "an operation on two C++ numbers takes their C++ type, and this one (such as long "
@@ -118,10 +138,9 @@ constexpr dtype literal_type() {
 
 // Literals are weakly typed, like Quadrants' Python literals: they adopt the
 // traced operand's type; a floating literal with an integer operand gives f32.
-constexpr dtype weak_promote(dtype traced_type, bool floating_literal) {
-  if (floating_literal && !is_float(traced_type)) return dtype::f32;
-  if (traced_type == dtype::boolean || traced_type == dtype::u8) return dtype::i32;
-  return traced_type;
+constexpr dtype weak_promote(dtype traced_type, bool floating) {
+  if (floating && !is_float(traced_type)) return dtype::f32;
+  return promote(traced_type, traced_type);  // bool and narrow integers to i32, f16 to f32
 }
 
 template <class A, class B>
@@ -129,9 +148,9 @@ constexpr dtype arithmetic_type() {
   if constexpr (traced<A> && traced<B>)
     return promote(traced_dtype<A>, traced_dtype<B>);
   else if constexpr (traced<A>)
-    return weak_promote(traced_dtype<A>, std::is_floating_point_v<literal_t<B>>);
+    return weak_promote(traced_dtype<A>, floating_literal<B>);
   else
-    return weak_promote(traced_dtype<B>, std::is_floating_point_v<literal_t<A>>);
+    return weak_promote(traced_dtype<B>, floating_literal<A>);
 }
 
 // Whether a value of operand type A may be stored into / bound to type To without qd::cast.
@@ -142,7 +161,7 @@ constexpr bool assignable_to(dtype to) {
   } else {
     using L = literal_t<A>;
     if constexpr (std::is_same_v<L, bool>) return to == dtype::boolean;
-    else if constexpr (std::is_floating_point_v<L>) return is_float(to);
+    else if constexpr (floating_literal<L>) return is_float(to);
     else return to != dtype::boolean;
   }
 }
@@ -152,7 +171,7 @@ template <class A>
 ir::id value_id(const A& a, dtype to) {
   if constexpr (traced<A>) {
     return convert(a.id(), to);
-  } else if constexpr (std::is_floating_point_v<literal_t<A>>) {
+  } else if constexpr (floating_literal<A>) {
     return emit_float_constant(to, static_cast<double>(static_cast<literal_t<A>>(a)));
   } else {
     return emit_int_constant(to, static_cast<std::int64_t>(static_cast<literal_t<A>>(a)));
@@ -250,6 +269,11 @@ using i32 = expr<std::int32_t>;
 using i64 = expr<std::int64_t>;
 using u32 = expr<std::uint32_t>;
 using u8 = expr<std::uint8_t>;
+using i8 = expr<std::int8_t>;
+using i16 = expr<std::int16_t>;
+using u16 = expr<std::uint16_t>;
+using u64 = expr<std::uint64_t>;
+using f16 = expr<half>;  // binary16 storage; arithmetic promotes it to f32
 using boolean = expr<bool>;
 
 namespace detail {

@@ -152,6 +152,8 @@ class ndarray {
   static_assert((std::is_same_v<std::remove_cv_t<decltype(Options)>, needs_grad_t> && ...),
                 "the only qd::types::ndarray option is qd::needs_grad");
   static_assert(sizeof...(Options) <= 1, "qd::needs_grad given twice");
+  static_assert(sizeof...(Options) == 0 || dtype_of<T> != dtype::f16,
+                "qd::needs_grad does not take f16 elements (f16 is storage: keep the differentiated copy in f32)");
 
  public:
   using value_type = T;

@@ -162,16 +162,30 @@ void while_(C&& cond, F&& body, qd::source_location loc = qd::source_location::c
 }
 
 // Atomic read-modify-write of an array element or a qd::var; returns the old value.
+// The bitwise ones take integers only; on floats min and max are IEEE minNum/maxNum
+// (a NaN operand never replaces a number; a stored NaN is replaced).
+namespace detail {
+template <class T, ir::atomic_op O>
+constexpr void check_atomic_type() {
+  static_assert(!ir::is_bitwise(O) || is_integral(dtype_of<T>),
+                "qd::atomic_and, atomic_or and atomic_xor take integer elements and variables; for the bits of a "
+                "float use qd::bit_cast<qd::u32>(x) on an integer array");
+  static_assert(!std::is_same_v<T, bool>, "qd atomics do not take booleans; use an integer");
+}
+}  // namespace detail
+
 #define QD_ATOMIC_FUNCTION(fname, aop)                                                                  \
   template <element_type T, operand V>                                                                 \
   expr<T> fname(const element_ref<T>& target, const V& value,                                          \
                  qd::source_location loc = qd::source_location::current()) {                           \
     detail::at(loc);                                                                                   \
+    detail::check_atomic_type<T, ir::atomic_op::aop>();                                                \
     static_assert(detail::assignable_to<V>(dtype_of<T>), #fname ": the value must convert to the element type without loss; use qd::cast"); \
     return expr<T>::from_id(detail::emit_global_atomic(ir::atomic_op::aop, target.where(), detail::value_id(value, dtype_of<T>))); \
   }                                                                                                    \
   template <class W, operand V, class T = typename var<W>::value_type>                                 \
   expr<T> fname(var<W>& target, const V& value) {                                                      \
+    detail::check_atomic_type<T, ir::atomic_op::aop>();                                                \
     static_assert(detail::assignable_to<V>(dtype_of<T>), #fname ": the value must convert to the variable's type without loss; use qd::cast"); \
     return expr<T>::from_id(detail::emit_local_atomic(ir::atomic_op::aop, target.decl(), detail::value_id(value, dtype_of<T>))); \
   }
@@ -179,7 +193,36 @@ QD_ATOMIC_FUNCTION(atomic_add, add)
 QD_ATOMIC_FUNCTION(atomic_sub, sub)
 QD_ATOMIC_FUNCTION(atomic_min, min)
 QD_ATOMIC_FUNCTION(atomic_max, max)
+QD_ATOMIC_FUNCTION(atomic_mul, mul)
+QD_ATOMIC_FUNCTION(atomic_and, bit_and)
+QD_ATOMIC_FUNCTION(atomic_or, bit_or)
+QD_ATOMIC_FUNCTION(atomic_xor, bit_xor)
+QD_ATOMIC_FUNCTION(atomic_exchange, exchange)
 #undef QD_ATOMIC_FUNCTION
+
+// Compare-and-swap: stores `desired` where the target holds `expected` (compared bit for
+// bit, so a NaN matches its own bits and -0.0 does not match 0.0); returns the old value,
+// which equals `expected` exactly when the swap happened.
+template <element_type T, operand E, operand D>
+expr<T> atomic_cas(const element_ref<T>& target, const E& expected, const D& desired,
+                   qd::source_location loc = qd::source_location::current()) {
+  detail::at(loc);
+  detail::check_atomic_type<T, ir::atomic_op::cas>();
+  static_assert(detail::assignable_to<E>(dtype_of<T>) && detail::assignable_to<D>(dtype_of<T>),
+                "atomic_cas: expected and desired must convert to the element type without loss; use qd::cast");
+  return expr<T>::from_id(detail::emit_global_atomic(ir::atomic_op::cas, target.where(),
+                                                     detail::value_id(desired, dtype_of<T>),
+                                                     detail::value_id(expected, dtype_of<T>)));
+}
+template <class W, operand E, operand D, class T = typename var<W>::value_type>
+expr<T> atomic_cas(var<W>& target, const E& expected, const D& desired) {
+  detail::check_atomic_type<T, ir::atomic_op::cas>();
+  static_assert(detail::assignable_to<E>(dtype_of<T>) && detail::assignable_to<D>(dtype_of<T>),
+                "atomic_cas: expected and desired must convert to the variable's type without loss; use qd::cast");
+  return expr<T>::from_id(detail::emit_local_atomic(ir::atomic_op::cas, target.decl(),
+                                                    detail::value_id(desired, dtype_of<T>),
+                                                    detail::value_id(expected, dtype_of<T>)));
+}
 
 // A uniform draw: [0, 1) for floating types, uniformly random bits for integers.
 // Counter-based: reproducible for a given seed (config), launch and iteration. The draws
@@ -231,7 +274,7 @@ struct print {
         items.push_back(detail::intern_text(std::string_view(arg)));
       else if constexpr (traced<X>)
         items.push_back(arg.id());
-      else if constexpr (literal<X> && std::is_floating_point_v<detail::literal_t<X>>)
+      else if constexpr (literal<X> && detail::floating_literal<X>)
         items.push_back(detail::emit_float_constant(dtype::f64, static_cast<double>(static_cast<detail::literal_t<X>>(arg))));
       else if constexpr (literal<X> && std::is_integral_v<detail::literal_t<X>>)
         items.push_back(detail::emit_int_constant(dtype::i64, static_cast<std::int64_t>(static_cast<detail::literal_t<X>>(arg))));

@@ -75,11 +75,16 @@ QD_FUNC ir::id emit_int_constant(dtype t, std::int64_t value) {
   switch (t) {
     case dtype::boolean: value = value != 0; break;
     case dtype::u8: value = static_cast<std::uint8_t>(value); break;
+    case dtype::i8: value = static_cast<std::int8_t>(value); break;
+    case dtype::i16: value = static_cast<std::int16_t>(value); break;
+    case dtype::u16: value = static_cast<std::uint16_t>(value); break;
     case dtype::i32: value = static_cast<std::int32_t>(value); break;
     case dtype::u32: value = static_cast<std::uint32_t>(value); break;
+    case dtype::f16:
     case dtype::f32:
     case dtype::f64:
-    case dtype::i64: break;
+    case dtype::i64:
+    case dtype::u64: break;
   }
   return b.constant_int(t, value);
 }
@@ -87,13 +92,18 @@ QD_FUNC ir::id emit_int_constant(dtype t, std::int64_t value) {
 // A C++ floating literal converted to t as a run-time cast would (qd::cast<qd::i32>(1e30)).
 QD_FUNC ir::id emit_float_constant(dtype t, double value) {
   switch (t) {
+    case dtype::f16:
     case dtype::f32:
     case dtype::f64: return current_tracer().b.constant_float(t, value);
     case dtype::boolean: return emit_int_constant(t, value != 0.0);
     case dtype::u8: return emit_int_constant(t, float_to_int<std::uint8_t>(value));
+    case dtype::i8: return emit_int_constant(t, float_to_int<std::int8_t>(value));
+    case dtype::i16: return emit_int_constant(t, float_to_int<std::int16_t>(value));
+    case dtype::u16: return emit_int_constant(t, float_to_int<std::uint16_t>(value));
     case dtype::i32: return emit_int_constant(t, float_to_int<std::int32_t>(value));
     case dtype::u32: return emit_int_constant(t, float_to_int<std::uint32_t>(value));
     case dtype::i64: return emit_int_constant(t, float_to_int<std::int64_t>(value));
+    case dtype::u64: return emit_int_constant(t, static_cast<std::int64_t>(float_to_int<std::uint64_t>(value)));
   }
   return emit_int_constant(t, 0);
 }
@@ -105,6 +115,15 @@ QD_FUNC ir::id convert(ir::id v, dtype to) {
 }
 
 QD_FUNC ir::id emit_unary(ir::unary_op o, dtype t, ir::id a) {
+  switch (ir::kind(o)) {
+    case ir::unary_kind::predicate:
+    case ir::unary_kind::count:
+    case ir::unary_kind::reinterpret: return current_tracer().b.unary(o, t, a);  // t is the result's type
+    case ir::unary_kind::same:
+    case ir::unary_kind::logical:
+    case ir::unary_kind::bits:
+    case ir::unary_kind::math: break;
+  }
   return current_tracer().b.unary(o, t, convert(a, t));
 }
 
@@ -231,12 +250,16 @@ QD_FUNC void emit_global_store(const place& p, ir::id value) {
   t.b.global_store(p.param, p.flags, indices, convert(value, t.fn.params[static_cast<std::size_t>(p.param)].type));
 }
 
-QD_FUNC ir::id emit_global_atomic(ir::atomic_op o, const place& p, ir::id value) {
+QD_FUNC ir::id emit_global_atomic(ir::atomic_op o, const place& p, ir::id value, ir::id expected) {
   auto& t = current_tracer();
   auto indices = widened_indices(p);
-  return t.b.global_atomic(o, p.param, p.flags, indices,
-                           convert(value, t.fn.params[static_cast<std::size_t>(p.param)].type));
+  const dtype elem = t.fn.params[static_cast<std::size_t>(p.param)].type;
+  return t.b.global_atomic(o, p.param, p.flags, indices, convert(value, elem),
+                           expected == ir::none ? ir::none : convert(expected, elem));
 }
+
+// The type `x op= v` computes in: its own, but f16 (storage only) computes in f32.
+QD_FUNC dtype arithmetic_type_of(dtype t) { return t == dtype::f16 ? dtype::f32 : t; }
 
 QD_FUNC void emit_global_update(ir::binary_op o, const place& p, ir::id loaded, ir::id value) {
   auto& t = current_tracer();
@@ -247,7 +270,7 @@ QD_FUNC void emit_global_update(ir::binary_op o, const place& p, ir::id loaded, 
     emit_global_atomic(o == ir::binary_op::add ? ir::atomic_op::add : ir::atomic_op::sub, compound, value);
     return;
   }
-  emit_global_store(p, emit_binary(o, elem, loaded, value));
+  emit_global_store(p, emit_binary(o, arithmetic_type_of(elem), loaded, value));
 }
 
 QD_FUNC ir::id emit_local_decl(dtype t, ir::id init) {
@@ -261,9 +284,10 @@ QD_FUNC void emit_local_store(ir::id decl, ir::id value) {
   t.b.local_store(decl, convert(value, t.fn.at(decl).type));
 }
 
-QD_FUNC ir::id emit_local_atomic(ir::atomic_op o, ir::id decl, ir::id value) {
+QD_FUNC ir::id emit_local_atomic(ir::atomic_op o, ir::id decl, ir::id value, ir::id expected) {
   auto& t = current_tracer();
-  return t.b.local_atomic(o, decl, convert(value, t.fn.at(decl).type));
+  const dtype type = t.fn.at(decl).type;
+  return t.b.local_atomic(o, decl, convert(value, type), expected == ir::none ? ir::none : convert(expected, type));
 }
 
 QD_FUNC std::string_view operator_symbol(ir::binary_op o) {
@@ -288,7 +312,11 @@ QD_FUNC std::string_view operator_symbol(ir::binary_op o) {
     case ir::binary_op::max:
     case ir::binary_op::min:
     case ir::binary_op::ne:
-    case ir::binary_op::pow: return name(o);
+    case ir::binary_op::pow:
+    case ir::binary_op::atan2:
+    case ir::binary_op::fmod:
+    case ir::binary_op::floordiv:
+    case ir::binary_op::floormod: return name(o);
   }
   return name(o);
 }
@@ -307,7 +335,7 @@ QD_FUNC void emit_local_update(ir::binary_op o, ir::id decl, ir::id value) {
         "-= (and qd::atomic_*) are reductions. Use a qd::var declared inside the loop body, or an atomic",
         operator_symbol(o)));
   }
-  emit_local_store(decl, emit_binary(o, type, emit_local_load(decl), value));
+  emit_local_store(decl, emit_binary(o, arithmetic_type_of(type), emit_local_load(decl), value));
 }
 
 // Enters `levels` more levels of control flow, refusing to pass ir::max_nesting_depth
@@ -329,6 +357,10 @@ QD_FUNC void enter_nesting(tracer& t, int levels) {
 QD_FUNC ir::id loop_bound(ir::id v, std::int32_t on_overflow) {
   auto& t = current_tracer();
   dtype type = t.fn.at(v).type;
+  if (type == dtype::u64) {  // capped first, so that its value as an i64 is never negative
+    v = t.b.cast(dtype::i64, t.b.binary(ir::binary_op::min, dtype::u64, v, t.b.constant_int(dtype::u64, 0x80000000ll)));
+    type = dtype::i64;
+  }
   if (type == dtype::i64 || type == dtype::u32) return t.b.bound(v, on_overflow);
   return convert(v, dtype::i32);
 }

@@ -130,14 +130,15 @@ QD_FUNC std::int32_t bind_place(const place& p);
 QD_FUNC const place& bound_place(std::int32_t index);
 QD_FUNC void store_bound(std::int32_t index, ir::id value);
 QD_FUNC void emit_global_store(const place& p, ir::id value);
-QD_FUNC ir::id emit_global_atomic(ir::atomic_op o, const place& p, ir::id value);
+// `expected`: atomic_cas's expected value (ir::none for the other atomics).
+QD_FUNC ir::id emit_global_atomic(ir::atomic_op o, const place& p, ir::id value, ir::id expected = ir::none);
 // `x[i] op= v`: atomic inside a parallel construct (add/sub), else load-op-store.
 QD_FUNC void emit_global_update(ir::binary_op o, const place& p, ir::id loaded, ir::id value);
 
 QD_FUNC ir::id emit_local_decl(dtype t, ir::id init);
 QD_FUNC ir::id emit_local_load(ir::id decl);
 QD_FUNC void emit_local_store(ir::id decl, ir::id value);
-QD_FUNC ir::id emit_local_atomic(ir::atomic_op o, ir::id decl, ir::id value);
+QD_FUNC ir::id emit_local_atomic(ir::atomic_op o, ir::id decl, ir::id value, ir::id expected = ir::none);
 // `v op= x` on a qd::var: atomic reduction for a top-level var inside a parallel construct.
 QD_FUNC void emit_local_update(ir::binary_op o, ir::id decl, ir::id value);
 

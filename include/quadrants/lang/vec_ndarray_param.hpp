@@ -214,7 +214,22 @@ QD_VEC_ATOMIC(atomic_add, add)
 QD_VEC_ATOMIC(atomic_sub, sub)
 QD_VEC_ATOMIC(atomic_min, min)
 QD_VEC_ATOMIC(atomic_max, max)
+QD_VEC_ATOMIC(atomic_mul, mul)
+QD_VEC_ATOMIC(atomic_and, bit_and)
+QD_VEC_ATOMIC(atomic_or, bit_or)
+QD_VEC_ATOMIC(atomic_xor, bit_xor)
+QD_VEC_ATOMIC(atomic_exchange, exchange)
 #undef QD_VEC_ATOMIC
+
+// Per component: each component swaps when it holds expected's; returns the old vector.
+template <element_type T, int N, vector_like E, vector_like D>
+vec<T, N> atomic_cas(const vec_ref<T, N>& target, const E& expected, const D& desired) {
+  static_assert(detail::vector_size<E> == N && detail::vector_size<D> == N,
+                "atomic_cas: the vectors need the element's number of components");
+  auto e = detail::vec_value(expected);
+  auto d = detail::vec_value(desired);
+  return detail::generate_vec<N>([&](int k) { return atomic_cas(target[k], e[k], d[k]); });
+}
 
 namespace types {
 

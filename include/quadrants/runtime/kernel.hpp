@@ -59,6 +59,14 @@ constexpr bool preserves_value() {
   }
 }
 
+// Whether a host array's elements H are a kernel array's E: the same type, or two
+// spellings of one element type (qd::half and _Float16).
+template <class H, class E>
+constexpr bool same_element() {
+  if constexpr (element_type<H> && element_type<E>) return dtype_of<H> == dtype_of<E>;
+  else return std::is_same_v<H, E>;
+}
+
 // Packs argument `a` for kernel parameter type P, rejecting mismatches at compile time.
 template <class P, class A>
 launch_arg pack_argument(const A& a) {
@@ -71,7 +79,7 @@ launch_arg pack_argument(const A& a) {
     static_assert(is_qd_ndarray<A>::value || is_external_array<A>::value,
                   "kernel argument mismatch: this parameter is a qd::types::ndarray; pass a qd::ndarray");
     if constexpr (is_external_array<A>::value) {
-      static_assert(std::is_same_v<typename A::value_type, elem>,
+      static_assert(same_element<typename A::value_type, elem>(),
                     "kernel argument mismatch: the qd::external_array's element type differs from the parameter's");
       static_assert(A::ndim == P::ndim,
                     "kernel argument mismatch: the qd::external_array's number of dimensions differs from the "
@@ -82,7 +90,7 @@ launch_arg pack_argument(const A& a) {
       out.extent_known = false;
       copy_launch_shape(out.shape, a);
     } else if constexpr (is_qd_ndarray<A>::value) {
-      static_assert(std::is_same_v<typename A::value_type, elem>,
+      static_assert(same_element<typename A::value_type, elem>(),
                     "kernel argument mismatch: the qd::ndarray's element type differs from the parameter's");
       static_assert(A::ndim == P::ndim,
                     "kernel argument mismatch: the qd::ndarray's number of dimensions differs from the parameter's");
@@ -91,6 +99,16 @@ launch_arg pack_argument(const A& a) {
       out.bytes = a.storage().bytes();
       if (a.has_grad()) out.grad = a.grad().storage().data();
       copy_launch_shape(out.shape, a);
+    }
+  } else if constexpr (std::is_same_v<typename P::value_type, half>) {
+    if constexpr (element_type<A>) {
+      static_assert(dtype_of<A> == dtype::f16, "kernel argument mismatch: a qd::f16 parameter takes a qd::half (or "
+                                                "_Float16); convert a float with qd::half(x), which rounds");
+      const half v(static_cast<float>(a));
+      std::memcpy(&out.scalar_bits, &v.bits, sizeof v.bits);
+    } else {
+      static_assert(element_type<A>, "kernel argument mismatch: a qd::f16 parameter takes a qd::half (or _Float16); "
+                                     "convert a float with qd::half(x), which rounds");
     }
   } else {
     using T = typename P::value_type;
