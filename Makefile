@@ -15,7 +15,7 @@ LIBFUZZER_SECONDS ?= 30
 FUZZ_SECONDS ?= 600
 SANITIZER_FLAGS = -DQD_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" \
 	-DQD_BUILD_EXAMPLES=OFF -DQD_BUILD_BENCH=OFF
-ASAN_TESTS = ir_serialize_test ir_dce_test ir_printer_test ir_op_table_test ir_nesting_test codegen_golden_test analysis_constructs_test analysis_task_plan_test \
+ASAN_TESTS = ir_serialize_test ir_view_test ir_dce_test ir_printer_test ir_op_table_test ir_nesting_test codegen_golden_test analysis_constructs_test analysis_task_plan_test \
 	analysis_split_test analysis_atomic_demotion_test analysis_graph_test runtime_vec_test runtime_autodiff_test runtime_loop_control_test runtime_return_value_test runtime_struct_param_test \
 	runtime_graph_test runtime_debug_dump_test runtime_text_file_test runtime_mesh_test runtime_source_location_test runtime_explain_test runtime_coverage_test backend_thread_pool_test backend_cpu_compiler_test backend_reference_test backend_gpu_suite_test cache_key_test \
 	cache_entry_test cache_records_test cache_store_test cache_remote_test cache_remote_attacks_test runtime_statements_test \

@@ -23,7 +23,7 @@
 #include "quadrants/lang/mesh_param.hpp"
 #include "quadrants/analysis/fallback.hpp"
 #include "quadrants/runtime/config.hpp"
-#include "quadrants/runtime/coverage.hpp"
+#include "quadrants/runtime/diagnostics/coverage.hpp"
 #include "quadrants/runtime/gradient.hpp"
 #include "quadrants/runtime/kernel.hpp"
 #include "quadrants/runtime/mesh.hpp"

@@ -24,7 +24,7 @@
 #include <quadrants/backend/reference/interpreter.hpp>
 #include <quadrants/ir/dce.hpp>
 #include <quadrants/quadrants.hpp>
-#include <quadrants/runtime/dispatch.hpp>
+#include <quadrants/runtime/pipeline/dispatch.hpp>
 #include <quadrants/runtime/ndarray.hpp>
 
 #include "fuzz/fuzz_case.hpp"

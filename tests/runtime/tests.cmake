@@ -49,7 +49,7 @@ if(TARGET qd-cache)  # qd-cache explain reads what the runtime stored
   target_compile_definitions(runtime_explain_test PRIVATE QD_CACHE_TOOL="$<TARGET_FILE:qd-cache>")
 endif()
 qd_add_test(runtime coverage)
-target_compile_definitions(runtime_coverage_test PRIVATE QD_COMPILE_DIR="${CMAKE_BINARY_DIR}")
+target_compile_definitions(runtime_coverage_test PRIVATE QD_COMPILE_DIR="${CMAKE_CURRENT_BINARY_DIR}")
 qd_add_test(runtime mesh)  # qd::mesh, qd::mesh_for, qd::for_each (SPEC §11.7, issue 14)
 qd_add_test(runtime expressions)  # short-circuit &&/||, literal types, qd::assert_, draw order (SPEC §13.4)
 qd_add_test(runtime struct_array)  # arrays of structs, AoS and SoA; external arrays of vectors (SPEC §13.6)

@@ -19,12 +19,12 @@
 #include "quadrants/analysis/split.hpp"
 #include "quadrants/autodiff/adjoint.hpp"
 #include "quadrants/base/error.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 #include "quadrants/ir/builder.hpp"
 #include "quadrants/ir/copy.hpp"
 #include "quadrants/ir/walk.hpp"
 
-namespace qd::autodiff {
+namespace qd::inline v0::autodiff {
 namespace detail {
 
 // How the adjoint treats an op. Ops missing from the table (added to QD_IR_OPS later)

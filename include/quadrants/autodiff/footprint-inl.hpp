@@ -10,7 +10,7 @@
 #include "quadrants/autodiff/footprint.hpp"
 #include "quadrants/ir/visit.hpp"
 
-namespace qd::autodiff {
+namespace qd::inline v0::autodiff {
 namespace detail {
 
 struct interval {

@@ -10,7 +10,7 @@
 #include "quadrants/base/api.hpp"
 #include "quadrants/ir/node.hpp"
 
-namespace qd::autodiff {
+namespace qd::inline v0::autodiff {
 
 // The values a launch binds: each scalar parameter's bits, each array parameter's shape.
 struct launch_values {

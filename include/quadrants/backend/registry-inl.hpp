@@ -8,7 +8,7 @@
 #include "quadrants/backend/reference/description.hpp"
 #include "quadrants/backend/registry.hpp"
 
-namespace qd::backend {
+namespace qd::inline v0::backend {
 
 QD_FUNC std::span<const description> backends() {
   static const description list[] = {

@@ -19,7 +19,7 @@
 #if !defined(QD_CHECKED) && !defined(NDEBUG)
 #define QD_CHECKED 1
 #endif
-namespace qd::detail {
+namespace qd::inline v0::detail {
 #if defined(QD_CHECKED)
 inline constexpr bool checked_build = true;
 #else

@@ -8,7 +8,7 @@
 #include "quadrants/base/api.hpp"
 #include "quadrants/codegen/lower.hpp"
 
-namespace qd::codegen {
+namespace qd::inline v0::codegen {
 
 struct emit_options {
   bool bounds_checks = false;  // check every index against the shape, report the first violation

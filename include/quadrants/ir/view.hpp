@@ -12,7 +12,7 @@
 #include "quadrants/ir/graph_mark.hpp"
 #include "quadrants/ir/node.hpp"
 
-namespace qd::ir {
+namespace qd::inline v0::ir {
 
 // What each field of ir::node holds for one op. A field an op does not use keeps the
 // node's default (none, 0, -1): the verifier checks it, and canonical bytes rely on it.

@@ -9,15 +9,15 @@
 #include "quadrants/autodiff/adjoint.hpp"
 #include "quadrants/autodiff/footprint.hpp"
 #include "quadrants/base/error.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 #include "quadrants/lang/trace.hpp"
 #include "quadrants/runtime/gradient.hpp"
 // dispatch.hpp before kernel_state.hpp: when everything is inline, dispatch.hpp ends by
 // including kernel_state-inl.hpp and launch-inl.hpp, which need its declarations first.
-#include "quadrants/runtime/dispatch.hpp"
-#include "quadrants/runtime/kernel_state.hpp"
+#include "quadrants/runtime/pipeline/dispatch.hpp"
+#include "quadrants/runtime/pipeline/kernel_state.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 // The parameter pairs of `forward`'s adjoint that must not share an array. The adjoint reads
 // the forward values from memory after the forward launch and accumulates each gradient

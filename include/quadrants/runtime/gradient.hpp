@@ -1,4 +1,4 @@
-// kernel.grad and qd::ad::tape (SPEC §11.5): a kernel's adjoint, built from its IR on
+// kernel.grad and qd::ad::tape: a kernel's adjoint, built from its IR on
 // first use, and a recorder of launches whose adjoints run in reverse order.
 #pragma once
 
@@ -12,10 +12,10 @@
 #include "quadrants/base/api.hpp"
 #include "quadrants/runtime/ndarray.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 namespace detail {
 
-// Declared, not included (runtime/dispatch.hpp): dispatch.hpp pulls in launch-inl.hpp
+// Declared, not included (runtime/pipeline/dispatch.hpp): dispatch.hpp pulls in launch-inl.hpp
 // when everything is inline, and that file reads active_tape below.
 class kernel_state;
 struct launch_arg;

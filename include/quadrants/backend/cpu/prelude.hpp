@@ -12,7 +12,7 @@
 #include "quadrants/backend/device.hpp"
 #include "quadrants/codegen/prelude.hpp"
 
-namespace qd::backend::cpu {
+namespace qd::inline v0::backend::cpu {
 
 class thread_pool;
 

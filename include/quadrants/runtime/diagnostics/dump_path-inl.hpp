@@ -1,12 +1,12 @@
-// Implementation of runtime/dump_path.hpp.
+// Implementation of runtime/diagnostics/dump_path.hpp.
 #pragma once
 
 #include "quadrants/base/log.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 #include "quadrants/ir/serialize.hpp"
-#include "quadrants/runtime/dump_path.hpp"
+#include "quadrants/runtime/diagnostics/dump_path.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 QD_FUNC std::string dump_file_stem(std::string_view kernel_name) {
   constexpr std::size_t max_length = 80;

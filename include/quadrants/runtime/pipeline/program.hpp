@@ -13,13 +13,13 @@
 #include "quadrants/backend/device.hpp"
 #include "quadrants/runtime/config.hpp"
 
-namespace qd::cache {
+namespace qd::inline v0::cache {
 class code_cache;
 class tier;
 struct remote_options;
 }
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 class program {
  public:
@@ -90,5 +90,5 @@ QD_FUNC cache::remote_options remote_options_for(const settings& s);
 }  // namespace qd::detail
 
 #ifdef QD_HEADER_ONLY
-#include "quadrants/runtime/program-inl.hpp"
+#include "quadrants/runtime/pipeline/program-inl.hpp"
 #endif

@@ -1,4 +1,4 @@
-// Implementation of runtime/debug_dump.hpp.
+// Implementation of runtime/diagnostics/debug_dump.hpp.
 #pragma once
 
 #include <filesystem>
@@ -6,12 +6,12 @@
 #include <set>
 
 #include "quadrants/base/log.hpp"
-#include "quadrants/detail/format.hpp"
-#include "quadrants/runtime/debug_dump.hpp"
-#include "quadrants/runtime/dump_path.hpp"
-#include "quadrants/runtime/text_file.hpp"
+#include "quadrants/base/format.hpp"
+#include "quadrants/runtime/diagnostics/debug_dump.hpp"
+#include "quadrants/runtime/diagnostics/dump_path.hpp"
+#include "quadrants/runtime/diagnostics/text_file.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 QD_FUNC std::string kernel_dump_dir(const settings& s, std::string_view kernel_name) {
   std::filesystem::path root = s.debug_dump_path.empty() ? std::string("qd_dump") : s.debug_dump_path;

@@ -7,7 +7,7 @@
 
 #include "quadrants/base/api.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 // `kernel_name` with every character outside [A-Za-z0-9_.-] and a leading '.' replaced by
 // '_', at most 80 characters; a name that had to change gets "-<8 hex digits of its hash>"
@@ -21,5 +21,5 @@ QD_FUNC void log_nothing_dumped(std::string_view kernel_name);
 }  // namespace qd::detail
 
 #ifdef QD_HEADER_ONLY
-#include "quadrants/runtime/dump_path-inl.hpp"
+#include "quadrants/runtime/diagnostics/dump_path-inl.hpp"
 #endif

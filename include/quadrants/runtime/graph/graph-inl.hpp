@@ -1,4 +1,4 @@
-// Implementation of runtime/graph.hpp.
+// Implementation of runtime/graph/graph.hpp.
 #pragma once
 
 #include <algorithm>
@@ -12,14 +12,14 @@
 
 #include "quadrants/analysis/fork.hpp"
 #include "quadrants/base/error.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 #include "quadrants/ir/graph_mark.hpp"
-#include "quadrants/runtime/branch_workers.hpp"
-#include "quadrants/runtime/graph.hpp"
-#include "quadrants/runtime/kernel_state.hpp"
-#include "quadrants/runtime/program.hpp"
+#include "quadrants/runtime/graph/branch_workers.hpp"
+#include "quadrants/runtime/graph/graph.hpp"
+#include "quadrants/runtime/pipeline/kernel_state.hpp"
+#include "quadrants/runtime/pipeline/program.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 QD_FUNC void set_graph_kernel(kernel_state& k) { k.graph = true; }
 

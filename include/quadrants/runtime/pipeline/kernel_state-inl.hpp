@@ -1,21 +1,21 @@
-// Implementation of runtime/kernel_state.hpp and of dispatch.hpp's accessors.
+// Implementation of runtime/pipeline/kernel_state.hpp and of dispatch.hpp's accessors.
 #pragma once
 
 #include <algorithm>
 
 #include "quadrants/base/error.hpp"
 #include "quadrants/base/limits.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 #include "quadrants/analysis/atomic_demotion.hpp"
 #include "quadrants/ir/dce.hpp"
 #include "quadrants/ir/printer.hpp"
 #include "quadrants/ir/verify.hpp"
 #include "quadrants/lang/trace.hpp"
-#include "quadrants/runtime/graph.hpp"
-#include "quadrants/runtime/kernel_state.hpp"
-#include "quadrants/runtime/program.hpp"
+#include "quadrants/runtime/graph/graph.hpp"
+#include "quadrants/runtime/pipeline/kernel_state.hpp"
+#include "quadrants/runtime/pipeline/program.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 QD_FUNC std::shared_ptr<kernel_state> make_kernel_state(std::string name, std::vector<std::string> param_names,
                                                         std::vector<ir::param_desc> params, trace_function trace) {
@@ -44,10 +44,25 @@ QD_FUNC std::string param_label(const kernel_state& k, std::size_t param) {
 QD_FUNC std::string construct_label(const kernel_state& k, std::int32_t c, bool place_first) {
   if (c < 0 || static_cast<std::size_t>(c) >= k.structure.constructs.size()) return fmt::format("construct {}", c + 1);
   const analysis::construct& con = k.structure.constructs[static_cast<std::size_t>(c)];
-  const ir::id first = k.structure.statements[static_cast<std::size_t>(con.statements.front())].node;
+  // Named by its first statement that records a line of its own (invariant values take a
+  // neighbour's), or by its serialized loop when it has one.
+  ir::id first = ir::none;
+  bool serial_loop = false;
+  for (std::int32_t st : con.statements) {
+    const analysis::statement_info& s = k.structure.statements[static_cast<std::size_t>(st)];
+    if (con.kind == analysis::construct_kind::serial && k.ir.at(s.node).code == ir::op::range_for) {
+      first = s.node;
+      serial_loop = true;
+      break;
+    }
+    if (first == ir::none && !s.invariant) first = s.node;
+  }
+  if (first == ir::none) first = k.structure.statements[static_cast<std::size_t>(con.statements.front())].node;
   const ir::source_loc l = k.ir.location(first);
   if (!l.known()) return fmt::format("construct {}", c + 1);
-  const std::string_view what = con.kind == analysis::construct_kind::parallel ? "the loop" : "the statement";
+  const std::string_view what = con.kind == analysis::construct_kind::parallel ? "the loop"
+                                : serial_loop                                  ? "the serial loop"
+                                                                               : "the statement";
   if (place_first) return fmt::format("{} at {} (construct {})", what, ir::to_text(l), c + 1);
   return fmt::format("construct {} ({} at {})", c + 1, what, ir::to_text(l));
 }

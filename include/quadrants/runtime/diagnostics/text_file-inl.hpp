@@ -1,4 +1,4 @@
-// Implementation of runtime/text_file.hpp.
+// Implementation of runtime/diagnostics/text_file.hpp.
 #pragma once
 
 #include <fcntl.h>
@@ -10,10 +10,10 @@
 #include <filesystem>
 #include <random>
 
-#include "quadrants/detail/format.hpp"
-#include "quadrants/runtime/text_file.hpp"
+#include "quadrants/base/format.hpp"
+#include "quadrants/runtime/diagnostics/text_file.hpp"
 
-namespace qd::detail::text_file_parts {
+namespace qd::inline v0::detail::text_file_parts {
 
 QD_FUNC std::string errno_text(int e) { return std::error_code(e, std::generic_category()).message(); }
 
@@ -124,7 +124,7 @@ QD_FUNC bool write_all(int fd, std::string_view text) {
 
 }  // namespace qd::detail::text_file_parts
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 QD_FUNC bool write_text_atomically(const std::string& path, std::string_view text, std::string* why,
                                    const std::string& root) {

@@ -13,7 +13,7 @@
 
 #include "quadrants/base/api.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 class branch_workers {
  public:
@@ -51,5 +51,5 @@ QD_FUNC branch_workers& shared_branch_workers();
 }  // namespace qd::detail
 
 #ifdef QD_HEADER_ONLY
-#include "quadrants/runtime/branch_workers-inl.hpp"
+#include "quadrants/runtime/graph/branch_workers-inl.hpp"
 #endif

@@ -1,4 +1,4 @@
-// Implementation of runtime/coverage.hpp.
+// Implementation of runtime/diagnostics/coverage.hpp.
 #pragma once
 
 #include <unistd.h>
@@ -13,13 +13,13 @@
 #include "quadrants/backend/device.hpp"
 #include "quadrants/base/error.hpp"
 #include "quadrants/base/log.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 #include "quadrants/ir/walk.hpp"
-#include "quadrants/runtime/coverage.hpp"
-#include "quadrants/runtime/program.hpp"
-#include "quadrants/runtime/text_file.hpp"
+#include "quadrants/runtime/diagnostics/coverage.hpp"
+#include "quadrants/runtime/pipeline/program.hpp"
+#include "quadrants/runtime/diagnostics/text_file.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 QD_FUNC ir::function instrument_for_coverage(const ir::function& src, std::vector<coverage_probe>& probes) {
   ir::function fn = src;
@@ -372,7 +372,7 @@ QD_FUNC void end_program_coverage(program& p) {
 
 }  // namespace qd::detail
 
-namespace qd {
+namespace qd::inline v0 {
 
 QD_FUNC void write_coverage(const std::string& path) {
   using namespace detail::coverage_parts;

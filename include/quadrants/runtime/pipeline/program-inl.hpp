@@ -1,4 +1,4 @@
-// Implementation of runtime/program.hpp, qd::init and qd::reset.
+// Implementation of runtime/pipeline/program.hpp, qd::init and qd::reset.
 #pragma once
 
 #include <chrono>
@@ -11,12 +11,12 @@
 #include "quadrants/cache/memory_tier.hpp"
 #include "quadrants/cache/remote_tier.hpp"
 #include "quadrants/base/error.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 #include "quadrants/lang/trace.hpp"
-#include "quadrants/runtime/coverage.hpp"
-#include "quadrants/runtime/program.hpp"
+#include "quadrants/runtime/diagnostics/coverage.hpp"
+#include "quadrants/runtime/pipeline/program.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 namespace detail {
 
 QD_FUNC std::unique_ptr<program>& program_slot() {

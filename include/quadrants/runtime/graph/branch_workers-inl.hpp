@@ -1,13 +1,13 @@
-// Implementation of runtime/branch_workers.hpp.
+// Implementation of runtime/graph/branch_workers.hpp.
 #pragma once
 
 #include <unistd.h>
 
 #include <chrono>
 
-#include "quadrants/runtime/branch_workers.hpp"
+#include "quadrants/runtime/graph/branch_workers.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 QD_FUNC branch_workers& shared_branch_workers() {
   static branch_workers* const workers = new branch_workers;  // never destroyed, on purpose

@@ -11,12 +11,12 @@
 #include "quadrants/analysis/task_plan.hpp"
 #include "quadrants/base/api.hpp"
 #include "quadrants/cache/key.hpp"
-#include "quadrants/runtime/kernel_state.hpp"
-#include "quadrants/runtime/program.hpp"
+#include "quadrants/runtime/pipeline/kernel_state.hpp"
+#include "quadrants/runtime/pipeline/program.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
-// What a build did, for the observations (SPEC §2): constructs compiled now, and
+// What a build did, for the observations: constructs compiled now, and
 // loaded from a cache tier. Reuse of what this process already holds counts as neither.
 struct build_counts {
   int compiled = 0;
@@ -37,5 +37,5 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
 }  // namespace qd::detail
 
 #ifdef QD_HEADER_ONLY
-#include "quadrants/runtime/variant_builder-inl.hpp"
+#include "quadrants/runtime/pipeline/variant_builder-inl.hpp"
 #endif

@@ -1,4 +1,4 @@
-// Graph kernels at run time (SPEC §11.6, docs/graphs.md): the launch walks a variant's
+// Graph kernels at run time (docs/graphs.md): the launch walks a variant's
 // schedule (analysis/graph.hpp) -- its tasks in order, a do_while body again while its
 // flag is non-zero (read back after each pass), fork branches at once or one after the
 // other; on a backend with device graphs each run of tasks is recorded once and replayed.
@@ -11,29 +11,15 @@
 #include "quadrants/backend/device.hpp"
 #include "quadrants/base/api.hpp"
 #include "quadrants/base/limits.hpp"
-#include "quadrants/runtime/dispatch.hpp"
+#include "quadrants/runtime/pipeline/dispatch.hpp"
+#include "quadrants/runtime/pipeline/task_launch.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 class program;
 struct compiled_kernel;
-struct compiled_task;
 struct variant;
 
-// What one task launch packs its arguments into; one per kernel launch.
-struct task_buffers {
-  backend::array_abi arrays[limits::max_kernel_params];
-  std::uint64_t scalars[limits::max_kernel_params];
-  std::int64_t error[5] = {0, 0, 0, 0, 0};
-};
-
-// Launches one task of `v` (launch-inl.hpp); `pass` counts the do_while passes before
-// this one in the launch, so that each pass draws its own random numbers. With a
-// queue, the launch goes there: a recording records it (a device graph), a fork
-// branch's stream runs it.
-QD_FUNC void launch_task(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
-                         const compiled_task& t, const launch_arg* args, std::uint64_t launch_no, std::uint64_t pass,
-                         task_buffers& buffers, backend::launch_queue* queue = nullptr);
 // Runs a graph kernel's schedule; a do_while over graph_max_iterations passes is a qd::user_error.
 QD_FUNC void run_schedule(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
                           const launch_arg* args, std::uint64_t launch_no, task_buffers& buffers);
@@ -48,5 +34,5 @@ QD_FUNC std::string concurrent_detail(const kernel_state& k);
 }  // namespace qd::detail
 
 #ifdef QD_HEADER_ONLY
-#include "quadrants/runtime/graph-inl.hpp"
+#include "quadrants/runtime/graph/graph-inl.hpp"
 #endif

@@ -1,4 +1,4 @@
-// Kernel line coverage (SPEC §11.8, kernel_coverage / QD_KERNEL_COVERAGE=1): probes (one
+// Kernel line coverage (kernel_coverage / QD_KERNEL_COVERAGE=1): probes (one
 // store of 1 each) record which source lines of a kernel ran and which way each qd::if_
 // went; counts are merged (added) into an lcov tracefile when a program ends, at exit, and
 // by qd::write_coverage(path).
@@ -13,7 +13,7 @@
 #include "quadrants/base/api.hpp"
 #include "quadrants/ir/node.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 
 // Merges the coverage counted so far (this program's kernels included) into the lcov
 // tracefile at `path` (adding to the counts already there) and restarts the counts.
@@ -22,11 +22,11 @@ QD_FUNC void write_coverage(const std::string& path);
 
 }  // namespace qd
 
-namespace qd::backend {
+namespace qd::inline v0::backend {
 class device;
 }
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 class program;
 
@@ -57,5 +57,5 @@ QD_FUNC std::string default_coverage_file();
 }  // namespace qd::detail
 
 #ifdef QD_HEADER_ONLY
-#include "quadrants/runtime/coverage-inl.hpp"
+#include "quadrants/runtime/diagnostics/coverage-inl.hpp"
 #endif

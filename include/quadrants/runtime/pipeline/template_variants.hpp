@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "quadrants/runtime/kernel_state.hpp"
+#include "quadrants/runtime/pipeline/kernel_state.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 // Whether two tuples of template values are the same bits (so 0.0 and -0.0 are two
 // variants, as they can compute different results).

@@ -6,13 +6,13 @@
 
 #include "quadrants/analysis/split.hpp"
 #include "quadrants/base/api.hpp"
-#include "quadrants/runtime/kernel_state.hpp"
-#include "quadrants/runtime/program.hpp"
+#include "quadrants/runtime/pipeline/kernel_state.hpp"
+#include "quadrants/runtime/pipeline/program.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
-// Whether the split may run at all (SPEC §4: "also whole-kernel, without a fallback
-// warning"); else `why` is the policy reason.
+// Whether the split may run at all (a policy that keeps a kernel whole does so without a
+// fallback warning); else `why` is the policy reason.
 QD_FUNC bool split_enabled_by_policy(const settings& s, const backend::device_traits& traits, fallback_reason& why);
 
 // How messages name an array access: "a[0]", "b.grad()[...]".
@@ -31,5 +31,5 @@ QD_FUNC variant& whole_variant(kernel_state& k, program& p, compiled_kernel& c);
 }  // namespace qd::detail
 
 #ifdef QD_HEADER_ONLY
-#include "quadrants/runtime/variant_choice-inl.hpp"
+#include "quadrants/runtime/pipeline/variant_choice-inl.hpp"
 #endif

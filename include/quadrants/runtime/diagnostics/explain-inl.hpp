@@ -1,4 +1,4 @@
-// Implementation of runtime/explain.hpp.
+// Implementation of runtime/diagnostics/explain.hpp.
 #pragma once
 
 #include <algorithm>
@@ -10,14 +10,14 @@
 #include "quadrants/cache/code_cache.hpp"
 #include "quadrants/cache/key_recipe.hpp"
 #include "quadrants/cache/records.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 #include "quadrants/runtime/config.hpp"
-#include "quadrants/runtime/explain.hpp"
-#include "quadrants/runtime/kernel_state.hpp"
-#include "quadrants/runtime/program.hpp"
-#include "quadrants/runtime/variant_choice.hpp"
+#include "quadrants/runtime/diagnostics/explain.hpp"
+#include "quadrants/runtime/pipeline/kernel_state.hpp"
+#include "quadrants/runtime/pipeline/program.hpp"
+#include "quadrants/runtime/pipeline/variant_choice.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 namespace explain_parts {
 
@@ -28,10 +28,20 @@ struct explanation {
     std::string text;      // "a[0] at f.cpp:41"
     bool persisted = false;  // read from the persisted buffer (else recomputed)
   };
+  // A top-level qd::var one construct updates and a later one reads.
+  struct variable_flow {
+    ir::id decl = ir::none;
+    std::string text;            // "the qd::var declared at f.cpp:40"
+    std::string other;           // the construct at the other end
+    bool persisted = false;      // it lives in the persisted buffer between the tasks
+    bool reduction = false;      // updated by a parallel loop (a reduction)
+  };
   struct construct_info {
     std::string label;           // "construct 1 (the loop at f.cpp:43)"
     std::vector<std::string> lines;  // the source lines of its statements
     std::vector<value> uses;
+    std::vector<variable_flow> writes;  // variables it updates that a later construct reads
+    std::vector<variable_flow> reads;   // variables an earlier construct updated
   };
   std::vector<construct_info> constructs;
   std::vector<std::string> once;  // values computed once, by a serial task, for later constructs
@@ -61,6 +71,42 @@ QD_FUNC std::string value_text(const kernel_state& k, ir::id v) {
   return where.empty() ? what : what + " at " + where;
 }
 
+// The variables of `statements` that they update (declarations aside) or read.
+QD_FUNC std::vector<ir::id> variables_of(const analysis::kernel_structure& s, const std::vector<std::int32_t>& statements,
+                                         bool written) {
+  std::vector<ir::id> out;
+  for (std::int32_t st : statements) {
+    const auto& statement = s.statements[static_cast<std::size_t>(st)];
+    for (ir::id v : written ? statement.writes_vars : statement.reads_vars)
+      if (v != statement.node && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  }
+  return out;
+}
+
+// A qd::var that one construct updates (a reduction, in a parallel loop) and a later
+// construct reads flows through the persisted buffer: both ends say so.
+QD_FUNC void add_variable_flows(const kernel_state& k, explanation& e) {
+  const auto& s = k.structure;
+  for (std::size_t later = 1; later < s.constructs.size(); ++later) {
+    for (ir::id v : variables_of(s, s.constructs[later].statements, false)) {
+      // The last earlier construct that updates it is the one whose value is read.
+      for (std::size_t c = later; c-- > 0;) {
+        const std::vector<ir::id> writes = variables_of(s, s.constructs[c].statements, true);
+        if (std::find(writes.begin(), writes.end(), v) == writes.end()) continue;
+        const std::string where = ir::to_text(k.ir.location(v));
+        explanation::variable_flow f{v, where.empty() ? std::string("a qd::var") : "the qd::var declared at " + where, {},
+                                     e.decision.plan.slot_of(v) >= 0,
+                                     s.constructs[c].kind == analysis::construct_kind::parallel};
+        f.other = construct_label(k, static_cast<std::int32_t>(later));
+        e.constructs[c].writes.push_back(f);
+        f.other = construct_label(k, static_cast<std::int32_t>(c));
+        e.constructs[later].reads.push_back(std::move(f));
+        break;
+      }
+    }
+  }
+}
+
 // The caller holds k.mutex.
 QD_FUNC explanation gather_locked(kernel_state& k) {
   ensure_traced(k);
@@ -73,7 +119,9 @@ QD_FUNC explanation gather_locked(kernel_state& k) {
     std::vector<ir::id> used;
     for (std::int32_t st : s.constructs[c].statements) {
       const auto& statement = s.statements[static_cast<std::size_t>(st)];
-      const std::string where = ir::to_text(k.ir.location(statement.node));
+      // Invariant values (shapes, constants, arithmetic on them) are evaluated before the
+      // statement that uses them records its line, so their line is a neighbour's.
+      const std::string where = statement.invariant ? std::string() : ir::to_text(k.ir.location(statement.node));
       if (!where.empty() && std::find(info.lines.begin(), info.lines.end(), where) == info.lines.end())
         info.lines.push_back(where);
       for (ir::id u : statement.uses)
@@ -84,6 +132,7 @@ QD_FUNC explanation gather_locked(kernel_state& k) {
         info.uses.push_back({u, value_text(k, u), e.decision.plan.slot_of(u) >= 0});
     e.constructs.push_back(std::move(info));
   }
+  add_variable_flows(k, e);
   for (const auto& t : e.decision.plan.tasks)
     if (t.construct < 0)
       for (std::int32_t st : t.statements) {
@@ -136,7 +185,13 @@ QD_FUNC std::string text_of(const kernel_state& k, const explanation& e) {
     }
     for (const auto& u : c.uses)
       out += fmt::format("    {} {}\n", u.persisted ? "reads from the persisted buffer:" : "recomputes:", u.text);
-    if (c.uses.empty()) out += "    uses no top-level value: compiled from the parameters alone\n";
+    for (const auto& f : c.reads)
+      out += fmt::format("    reads {}{}, {} by {}\n", f.text, f.persisted ? " from the persisted buffer" : "",
+                         f.reduction ? "reduced" : "written", f.other);
+    for (const auto& f : c.writes)
+      out += fmt::format("    {} {}{}, read by {}\n", f.reduction ? "reduces into" : "writes", f.text,
+                         f.persisted ? " in the persisted buffer" : "", f.other);
+    if (c.uses.empty() && c.reads.empty()) out += "    uses no top-level value: compiled from the parameters alone\n";
   }
   for (const auto& v : e.once) out += "  computed once and persisted: " + v + "\n";
   out += "  decision: " + e.decision_text + "\n";
@@ -162,6 +217,20 @@ QD_FUNC std::string dot_of(const kernel_state& k, const explanation& e) {
                          u.persisted ? ", style=bold" : "");
     }
   }
+  // Variables flowing from one construct to a later one: writer -> variable -> reader.
+  for (std::size_t c = 0; c < e.constructs.size(); ++c)
+    for (const auto& f : e.constructs[c].writes) {
+      if (std::find(values.begin(), values.end(), f.decl) == values.end()) {
+        values.push_back(f.decl);
+        out += fmt::format("  v{} [shape=ellipse, label=\"{}\"];\n", f.decl, dot_escape(f.text));
+      }
+      out += fmt::format("  c{} -> v{} [label=\"{}\", style=bold];\n", c, f.decl,
+                         f.reduction ? "reduces into" : "writes");
+    }
+  for (std::size_t c = 0; c < e.constructs.size(); ++c)
+    for (const auto& f : e.constructs[c].reads)
+      out += fmt::format("  v{} -> c{} [label=\"{}\", style=bold];\n", f.decl, c,
+                         f.persisted ? "persisted" : "read");
   for (std::size_t p = 0; p < e.pairs.size(); ++p)
     out += fmt::format("  check{} [shape=note, label=\"run-time check: {}\"];\n", p, dot_escape(e.pairs[p]));
   out += "}\n";

@@ -1,20 +1,20 @@
-// Implementation of runtime/variant_choice.hpp.
+// Implementation of runtime/pipeline/variant_choice.hpp.
 #pragma once
 
 #include <algorithm>
 
 #include "quadrants/base/log.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 #include "quadrants/ir/printer.hpp"
 #include "quadrants/lang/trace.hpp"
-#include "quadrants/runtime/graph.hpp"
+#include "quadrants/runtime/graph/graph.hpp"
 #include "quadrants/runtime/mesh.hpp"
-#include "quadrants/runtime/debug_dump.hpp"
-#include "quadrants/runtime/explain.hpp"
-#include "quadrants/runtime/variant_builder.hpp"
-#include "quadrants/runtime/variant_choice.hpp"
+#include "quadrants/runtime/diagnostics/debug_dump.hpp"
+#include "quadrants/runtime/diagnostics/explain.hpp"
+#include "quadrants/runtime/pipeline/variant_builder.hpp"
+#include "quadrants/runtime/pipeline/variant_choice.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 QD_FUNC std::string index_text(const ir::function& fn, const ir::node& access) {
   std::string s;
@@ -117,7 +117,7 @@ QD_FUNC compiled_kernel* prepare(kernel_state& k, program& p) {
   analysis::split_decision decision;
   if (k.unchecked_split) {  // test-only: every value recomputed that can be, whatever the analysis says
     decision.plan = analysis::plan_split_unchecked(k.ir, k.structure);
-  } else if (k.ir.is_gradient) {  // an adjoint links its constructs, whatever the backend (SPEC §4)
+  } else if (k.ir.is_gradient) {  // an adjoint links its constructs, whatever the backend
     reason = decision.reason = fallback_reason::autodiff;
     obs.fallback_detail = fallback_detail(k, decision);
     log_fmt(log_level::debug, "[PER_OFFLOAD] kernel '{}' stays whole-kernel: {} ({})", k.name, name(reason),

@@ -8,7 +8,7 @@
 
 #include "quadrants/base/api.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 // Writes `text` to `path` atomically: a temporary file created new (O_EXCL | O_NOFOLLOW,
 // a random name) beside it, then a rename, so a reader sees the old content or the new one.
@@ -31,5 +31,5 @@ QD_FUNC bool read_regular_file(const std::string& path, std::string& out, std::s
 }  // namespace qd::detail
 
 #ifdef QD_HEADER_ONLY
-#include "quadrants/runtime/text_file-inl.hpp"
+#include "quadrants/runtime/diagnostics/text_file-inl.hpp"
 #endif

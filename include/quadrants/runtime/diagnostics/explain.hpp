@@ -1,4 +1,4 @@
-// kernel.explain() and kernel.dot() (SPEC §11.8): a kernel's constructs with their source
+// kernel.explain() and kernel.dot(): a kernel's constructs with their source
 // lines, the top-level values each recomputes or reads from the persisted buffer, the
 // split decision and why, and the run-time checks; as text, or as a Graphviz graph.
 #pragma once
@@ -10,7 +10,7 @@
 #include "quadrants/base/api.hpp"
 #include "quadrants/cache/key.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 class kernel_state;
 class program;
@@ -29,5 +29,5 @@ QD_FUNC void record_explanation(kernel_state& k, program& p, const std::vector<c
 }  // namespace qd::detail
 
 #ifdef QD_HEADER_ONLY
-#include "quadrants/runtime/explain-inl.hpp"
+#include "quadrants/runtime/diagnostics/explain-inl.hpp"
 #endif

@@ -12,9 +12,9 @@
 #include "quadrants/base/api.hpp"
 #include "quadrants/ir/node.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 
-// What the latest compile of a kernel did (SPEC §2).
+// What the latest compile of a kernel did.
 struct per_offload_observations {
   int frontend_constructs_total = -1;  // constructs the split produced; -1: the split did not run
   int constructs_compiled = 0;         // constructs compiled by the latest compile
@@ -22,7 +22,7 @@ struct per_offload_observations {
   fallback_reason fallback = fallback_reason::none;
   std::string fallback_detail;
   std::uint64_t runtime_fallbacks = 0;  // launches that used the whole-kernel variant after a run-time check
-  // Quadrants' names (SPEC §11.9). The two frontend_* fields are -1 when the split did not run.
+  // Quadrants' names. The two frontend_* fields are -1 when the split did not run.
   int frontend_constructs_recompiled = -1;  // = constructs_compiled
   int frontend_constructs_cache_hit = -1;   // = total - recompiled: loaded from disk or reused in memory
   // The compiled tasks of the latest compile, whichever variant it built; -1 before any.
@@ -85,6 +85,6 @@ QD_FUNC void force_unchecked_split(kernel_state& k);
 // traced kernel), variant_choice (policy and split decision), variant_builder
 // (plan, lower, resolve the variants; cache/code_cache finds or builds the code), launch.
 #ifdef QD_HEADER_ONLY
-#include "quadrants/runtime/kernel_state-inl.hpp"
-#include "quadrants/runtime/launch-inl.hpp"
+#include "quadrants/runtime/pipeline/kernel_state-inl.hpp"
+#include "quadrants/runtime/pipeline/launch-inl.hpp"
 #endif

@@ -9,7 +9,7 @@
 
 #include "quadrants/base/log.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 template <class... Args>
 void log_fmt(log_level level, fmt::format_string<Args...> format, Args&&... args) {

@@ -14,11 +14,11 @@
 #include "quadrants/backend/device.hpp"
 #include "quadrants/base/api.hpp"
 #include "quadrants/lang/trace.hpp"
-#include "quadrants/runtime/coverage.hpp"
-#include "quadrants/runtime/device_graph.hpp"
-#include "quadrants/runtime/dispatch.hpp"
+#include "quadrants/runtime/diagnostics/coverage.hpp"
+#include "quadrants/runtime/graph/device_graph.hpp"
+#include "quadrants/runtime/pipeline/dispatch.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 // One task of a variant, ready to launch.
 struct compiled_task {
@@ -41,7 +41,7 @@ struct variant {
   // The temporaries buffer is one per variant, so launches of this variant from
   // several host threads take turns: 0 free, 1 in use, 2 in use with waiters.
   mutable std::atomic<int> temps_state{0};
-  mutable device_graphs graphs;  // a graph kernel's recorded runs (runtime/device_graph.hpp)
+  mutable device_graphs graphs;  // a graph kernel's recorded runs (runtime/graph/device_graph.hpp)
   variant() = default;
   variant(const variant&) = delete;
   variant& operator=(const variant&) = delete;
@@ -93,13 +93,13 @@ class kernel_state : public std::enable_shared_from_this<kernel_state> {
   std::atomic<compiled_kernel*> ready{nullptr};
   std::atomic<std::uint64_t> ready_program{0};
   std::atomic<std::uint64_t> runtime_fallbacks{0};
-  mutable std::atomic<std::uint64_t> device_graph_builds{0};    // runs recorded (runtime/graph.hpp)
+  mutable std::atomic<std::uint64_t> device_graph_builds{0};    // runs recorded (runtime/graph/graph.hpp)
   mutable std::atomic<std::uint64_t> device_graph_replays{0};   // runs replayed without recording
   mutable std::atomic<std::uint64_t> device_stream_forks{0};    // forks whose branches ran on streams of their own
   std::atomic<bool> fallback_warned{false};
   bool unchecked_split = false;  // test-only: see force_unchecked_split
   // kernel_coverage: this kernel with probes and one more parameter (the probe buffer),
-  // made on first need; launches run it in place of this one (runtime/coverage.hpp).
+  // made on first need; launches run it in place of this one (runtime/diagnostics/coverage.hpp).
   std::unique_ptr<kernel_state> coverage_twin;
   std::shared_ptr<const std::vector<coverage_probe>> coverage_probes;
   // kernel.grad: the adjoint kernel, made on first use from this kernel's IR (runtime/gradient.hpp).
@@ -108,7 +108,7 @@ class kernel_state : public std::enable_shared_from_this<kernel_state> {
   // An adjoint's pairs checked at each of its launches; set when it is traced, empty for
   // every other kernel (runtime/gradient.hpp).
   std::vector<alias_pair> alias_pairs;
-  bool graph = false;            // qd::kernel(name, qd::graph::on, ...) (runtime/graph.hpp)
+  bool graph = false;            // qd::kernel(name, qd::graph::on, ...) (runtime/graph/graph.hpp)
   // The mesh relations the IR reads, per parameter (runtime/mesh.hpp), found on first use.
   std::once_flag mesh_once;
   std::vector<std::uint32_t> mesh_relations;
@@ -139,5 +139,5 @@ QD_FUNC std::string assertion_failure(const kernel_state& k, std::int64_t number
 }  // namespace qd::detail
 
 #ifdef QD_HEADER_ONLY
-#include "quadrants/runtime/kernel_state-inl.hpp"
+#include "quadrants/runtime/pipeline/kernel_state-inl.hpp"
 #endif

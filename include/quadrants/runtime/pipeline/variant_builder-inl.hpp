@@ -1,4 +1,4 @@
-// Implementation of runtime/variant_builder.hpp.
+// Implementation of runtime/pipeline/variant_builder.hpp.
 #pragma once
 
 #include <algorithm>
@@ -10,14 +10,14 @@
 #include "quadrants/cache/key_recipe.hpp"
 #include "quadrants/codegen/cpp_emitter.hpp"
 #include "quadrants/codegen/lower.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 #include "quadrants/ir/printer.hpp"
 #include "quadrants/ir/walk.hpp"
-#include "quadrants/runtime/debug_dump.hpp"
-#include "quadrants/runtime/dump_path.hpp"
-#include "quadrants/runtime/variant_builder.hpp"
+#include "quadrants/runtime/diagnostics/debug_dump.hpp"
+#include "quadrants/runtime/diagnostics/dump_path.hpp"
+#include "quadrants/runtime/pipeline/variant_builder.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 QD_FUNC bool has_op(const ir::function& fn, ir::op code) {
   bool found = false;

@@ -13,7 +13,7 @@
 #include "quadrants/backend/device.hpp"
 #include "quadrants/base/limits.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 // What a recorded launch depends on, per kernel parameter: the recording holds these
 // values (array descriptors, scalars), so a different one means recording again.
