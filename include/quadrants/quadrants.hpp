@@ -24,6 +24,7 @@
 #include "quadrants/analysis/fallback.hpp"
 #include "quadrants/runtime/config.hpp"
 #include "quadrants/runtime/diagnostics/coverage.hpp"
+#include "quadrants/runtime/gradcheck.hpp"
 #include "quadrants/runtime/gradient.hpp"
 #include "quadrants/runtime/kernel.hpp"
 #include "quadrants/runtime/mesh.hpp"

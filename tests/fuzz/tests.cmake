@@ -46,3 +46,6 @@ target_include_directories(fuzz_gpu_batch_test PRIVATE ${CMAKE_CURRENT_SOURCE_DI
 # Differentiated generated kernels (issue 12): refused cleanly, or the same adjoint results on the reference and the CPU.
 qd_add_test(fuzz adjoint)
 set_tests_properties(fuzz/adjoint PROPERTIES TIMEOUT 600)
+
+# The differential autodiff fuzzer (issue 27): generated kernels and tapes, refused or equal to central differences.
+qd_add_test(fuzz autodiff_fd)

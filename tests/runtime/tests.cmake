@@ -72,3 +72,7 @@ if(QD_CLANGXX AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
   target_sources(runtime_draw_order_test PRIVATE ${qd_draw_order_src} ${qd_draw_order_obj})
   set_source_files_properties(${qd_draw_order_src} PROPERTIES COMPILE_DEFINITIONS QD_DRAW_ORDER_NAMESPACE=by_gcc)
 endif()
+
+# No silent wrong gradient (issue 27): the accumulation rules, in a kernel and on a tape.
+qd_add_test(runtime gradient_rules)
+qd_add_test(runtime gradient_api)  # qd::ad::gradcheck, the tape's clear_gradients (SPEC §13.9)

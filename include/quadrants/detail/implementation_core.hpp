@@ -9,6 +9,7 @@
 #include "quadrants/lang/trace-inl.hpp"
 #include "quadrants/lang/loop_control-inl.hpp"
 #include "quadrants/lang/kernel_return-inl.hpp"
+#include "quadrants/autodiff/activity-inl.hpp"
 #include "quadrants/autodiff/adjoint-inl.hpp"
 #include "quadrants/autodiff/footprint-inl.hpp"
 #include "quadrants/lang/graph-inl.hpp"
