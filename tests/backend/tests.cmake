@@ -14,3 +14,4 @@ qd_add_test(backend gpu_suite)
 # hand-written shaders; the GLSL emitter's tasks validated by spirv-val and run against
 # the reference interpreter. Each reports itself skipped where no Vulkan device is found.
 qd_add_test(backend vulkan_device)
+qd_add_test(backend vulkan_emitter)

@@ -735,7 +735,12 @@ void qd_store_u8(uint64_t p, uint v) {
         declare(n, i, binary(static_cast<ir::binary_op>(n.sub), fn_.at(n.a).type, v(n.a), v(n.b)));
         break;
       case ir::op::select: declare(n, i, fmt::format("({} ? {} : {})", v(n.a), v(n.b), v(n.c))); break;
-      case ir::op::fma: declare(n, i, fmt::format("fma({}, {}, {})", v(n.a), v(n.b), v(n.c))); break;
+      case ir::op::fma: {  // one rounding: GLSL's fma() where the device fuses it, else emulated
+        const std::string f = target_.fused_fma ? "fma" : fmt::format("qd_fma_{}", name(n.type));
+        if (!target_.fused_fma) need_snippet(f.substr(3));
+        declare(n, i, fmt::format("{}({}, {}, {})", f, v(n.a), v(n.b), v(n.c)));
+        break;
+      }
       case ir::op::cast: declare(n, i, cast(fn_.at(n.a).type, n.type, v(n.a))); break;
       case ir::op::bound:
         need("report");

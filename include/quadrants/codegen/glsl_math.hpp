@@ -1,7 +1,8 @@
-// GLSL math for generated Vulkan shaders: exp, log, sin, cos, tanh and pow in f32 and
-// f64, written here because GLSL has no f64 versions and Vulkan's precision rules for
-// its f32 built-ins are loose (sin and cos are defined only on [-pi, pi]). Accuracy and
-// argument ranges are in docs/backends.md; tests compare them with <cmath>.
+// GLSL math for generated Vulkan shaders: exp, log, sin, cos, tanh, pow and fma in f32
+// and f64, written here because GLSL has no f64 versions, Vulkan's precision rules for
+// its f32 built-ins are loose (sin and cos are defined only on [-pi, pi]) and its fma()
+// need not be fused. Accuracy and argument ranges are in docs/backends.md; tests compare
+// them with <cmath>.
 #pragma once
 
 #include <string_view>
@@ -68,34 +69,37 @@ float qd_log_f32(float x) {
   return l;
 }
 )"},
-    {"reduce_f32", "", glsl_snippet::when::without_f64, R"(
-/* x = k pi/2 + r with pi/2 in three parts (k c1, k c2 exact for |x| < 6433); q = k mod 4. */
+    {"reduce_f32", "", glsl_snippet::when::always, R"(
+/* x = k pi/2 + r, |r| <= pi/4; q = k mod 4. Below 6433: pi/2 in three parts (k c1 and k c2
+   exact). Above: Payne and Hanek's reduction, exact to 2^-39: |x| = m 2^e times 96 bits of
+   2/pi chosen by e, in 64-bit integers. */
+const uint qd_two_over_pi[6] = uint[6](0xa2f9836eu, 0x4e441529u, 0xfc2757d1u, 0xf534ddc0u, 0xdb629599u, 0x3c439041u);
+uint qd_two_over_pi_word(int j) { return j < 0 ? 0u : qd_two_over_pi[j]; }
 float qd_reduce_f32(float x, out int q) {
-  precise float k = floor(x * uintBitsToFloat(0x3f22f983u) + 0.5);
-  precise float k4 = k - 4.0 * floor(k * 0.25);
-  q = int(k4);
-  precise float r = ((x - k * uintBitsToFloat(0x3fc90000u)) - k * uintBitsToFloat(0x39fda000u)) -
-                    k * uintBitsToFloat(0x33a22169u);
-  return r;
-}
-)"},
-    {"reduce_f32", "", glsl_snippet::when::with_f64, R"(
-/* x = k pi/2 + r with pi/2 in three parts (exact products for |x| < 6433, in f64 up to 1.6e6); q = k mod 4. */
-float qd_reduce_f32(float x, out int q) {
-  if (abs(x) > 6433.0) {
-    precise double xd = double(x);
-    precise double kd = floor(xd * uint64BitsToDouble(0x3fe45f306dc9c883ul) + 0.5lf);
-    precise double kd4 = kd - 4.0lf * floor(kd * 0.25lf);
-    q = int(kd4);
-    precise double rd = ((xd - kd * uint64BitsToDouble(0x3ff921fb54400000ul)) -
-                         kd * uint64BitsToDouble(0x3dd0b4611a600000ul)) - kd * uint64BitsToDouble(0x3ba3198a2e000000ul);
-    return float(rd);
+  if (abs(x) <= 6433.0) {
+    precise float k = floor(x * uintBitsToFloat(0x3f22f983u) + 0.5);
+    precise float k4 = k - 4.0 * floor(k * 0.25);
+    q = int(k4);
+    precise float r = ((x - k * uintBitsToFloat(0x3fc90000u)) - k * uintBitsToFloat(0x39fda000u)) -
+                      k * uintBitsToFloat(0x33a22169u);
+    return r;
   }
-  precise float k = floor(x * uintBitsToFloat(0x3f22f983u) + 0.5);
-  precise float k4 = k - 4.0 * floor(k * 0.25);
-  q = int(k4);
-  precise float r = ((x - k * uintBitsToFloat(0x3fc90000u)) - k * uintBitsToFloat(0x39fda000u)) -
-                    k * uintBitsToFloat(0x33a22169u);
+  uint b = floatBitsToUint(x) & 0x7fffffffu;
+  uint64_t m = uint64_t((b & 0x007fffffu) | 0x00800000u);
+  int e = int(b >> 23) - 150;
+  int j = e >= 2 ? (e - 2) / 32 : -1;
+  uint64_t p0 = m * uint64_t(qd_two_over_pi_word(j));
+  uint64_t p1 = m * uint64_t(qd_two_over_pi_word(j + 1));
+  uint64_t p2 = m * uint64_t(qd_two_over_pi_word(j + 2));
+  uint64_t lo = p2 + (p1 << 32);
+  uint64_t hi = p0 + (p1 >> 32) + (lo < p2 ? 1ul : 0ul);
+  int shift = 34 - (e - 32 * j);
+  uint64_t f = (hi << (64 - shift)) | (lo >> shift);  /* (|x| 2/pi) mod 4: 2 integer bits, 62 fraction bits */
+  q = int(f >> 62);
+  int64_t frac = int64_t(f & 0x3ffffffffffffffful);
+  if (frac >= 0x2000000000000000l) { frac -= 0x4000000000000000l; q = (q + 1) & 3; }
+  precise float r = float(frac) * uintBitsToFloat(0x20c90fdbu);
+  if (x < 0.0) { r = -r; q = (4 - q) & 3; }
   return r;
 }
 )"},
@@ -169,6 +173,68 @@ float qd_pow_f32(float x, float y) {
   if (negative && !y_int) return uintBitsToFloat(0x7fc00000u);
   float r = qd_pow_core_f32(a, y);
   return negative && y_odd ? -r : r;
+}
+)"},
+    {"fma_f32", "", glsl_snippet::when::with_f64, R"(
+/* a b + c with one rounding, where fma() is not fused: the exact product in f64, the sum
+   rounded to odd in f64 (its error recovered exactly), then rounded once to f32. */
+float qd_fma_f32(float a, float b, float c) {
+  precise double p = double(a) * double(b);
+  precise double s = p + double(c);
+  if (isinf(s) || isnan(s)) return float(s);
+  precise double t = s - p;
+  precise double e = (p - (s - t)) + (double(c) - t);
+  uint64_t bits = doubleBitsToUint64(s);
+  if (e != 0.0lf && (bits & 1ul) == 0ul) bits = (e > 0.0lf) == (s > 0.0lf) ? bits + 1ul : bits - 1ul;
+  return float(uint64BitsToDouble(bits));
+}
+)"},
+    {"fma_f32", "", glsl_snippet::when::without_f64, R"(
+/* a b + c with one rounding, where fma() is not fused (Boldo and Melquiond's emulation):
+   the product exactly as hi + lo, c + hi exactly as th + tl, then th + RO(tl + lo). */
+float qd_fma_f32(float a, float b, float c) {
+  precise float uh = a * b;
+  if (isinf(uh) || isnan(uh) || isinf(c) || isnan(c) || abs(a) > 1e30 || abs(b) > 1e30) return fma(a, b, c);
+  if (uh == 0.0 || c == 0.0) return uh + c;
+  precise float ca = 4097.0 * a;
+  precise float ah = ca - (ca - a);
+  precise float al = a - ah;
+  precise float cb = 4097.0 * b;
+  precise float bh = cb - (cb - b);
+  precise float bl = b - bh;
+  precise float ul = ((ah * bh - uh) + ah * bl + al * bh) + al * bl;
+  precise float th = c + uh;
+  precise float t1 = th - c;
+  precise float tl = (c - (th - t1)) + (uh - t1);
+  precise float v = tl + ul;
+  precise float t2 = v - tl;
+  precise float ve = (tl - (v - t2)) + (ul - t2);
+  uint bits = floatBitsToUint(v);
+  if (ve != 0.0 && (bits & 1u) == 0u) bits = (ve > 0.0) == (v > 0.0) ? bits + 1u : bits - 1u;
+  precise float z = th + uintBitsToFloat(bits);
+  return z;
+}
+)"},
+    {"fma_f64", "two_prod_f64", glsl_snippet::when::always, R"(
+/* a b + c with one rounding, where fma() is not fused (Boldo and Melquiond's emulation):
+   the product exactly as hi + lo, c + hi exactly as th + tl, then th + RO(tl + lo). */
+double qd_fma_f64(double a, double b, double c) {
+  if (isinf(a) || isnan(a) || isinf(b) || isnan(b) || isinf(c) || isnan(c) || abs(a) > 1e300lf || abs(b) > 1e300lf)
+    return fma(a, b, c);
+  double ul;
+  precise double uh = qd_two_prod_f64(a, b, ul);
+  if (isinf(uh)) return fma(a, b, c);
+  if (uh == 0.0lf || c == 0.0lf) return uh + c;
+  precise double th = c + uh;
+  precise double t1 = th - c;
+  precise double tl = (c - (th - t1)) + (uh - t1);
+  precise double v = tl + ul;
+  precise double t2 = v - tl;
+  precise double ve = (tl - (v - t2)) + (ul - t2);
+  uint64_t bits = doubleBitsToUint64(v);
+  if (ve != 0.0lf && (bits & 1ul) == 0ul) bits = (ve > 0.0lf) == (v > 0.0lf) ? bits + 1ul : bits - 1ul;
+  precise double z = th + uint64BitsToDouble(bits);
+  return z;
 }
 )"},
     {"scale_f64", "", glsl_snippet::when::always, R"(
@@ -264,7 +330,7 @@ double qd_log_f64(double x) {
 }
 )"},
     {"sincos_f64", "", glsl_snippet::when::always, R"(
-/* x = k pi/2 + r with pi/2 in four parts (exact products for |x| < 1.6e6); Taylor
+/* x = k pi/2 + r with pi/2 in five parts (exact products for |x| < 2.1e8); Taylor
    polynomials on |r| <= pi/4: sin to r^17, cos to r^18. */
 const double qd_sin_taylor_f64[8] = double[8](-0.16666666666666666lf, 0.0083333333333333332lf,
     -0.00019841269841269841lf, 2.7557319223985893e-06lf, -2.505210838544172e-08lf, 1.6059043836821613e-10lf,
@@ -276,8 +342,11 @@ double qd_reduce_f64(double x, out int q) {
   precise double k = floor(x * uint64BitsToDouble(0x3fe45f306dc9c883ul) + 0.5lf);
   precise double k4 = k - 4.0lf * floor(k * 0.25lf);
   q = int(k4);
-  precise double r = (((x - k * uint64BitsToDouble(0x3ff921fb54400000ul)) - k * uint64BitsToDouble(0x3dd0b4611a600000ul)) -
-                      k * uint64BitsToDouble(0x3ba3198a2e000000ul)) - k * uint64BitsToDouble(0x397b839a252049c1ul);
+  precise double r = ((((x - k * uint64BitsToDouble(0x3ff921fb50000000ul)) - k * uint64BitsToDouble(0x3e5110b460000000ul)) -
+                       k * uint64BitsToDouble(0x3c91a62630000000ul)) - k * uint64BitsToDouble(0x3ae8a2e030000000ul)) -
+                     k * uint64BitsToDouble(0x394c1cd129024e09ul);
+  /* Past 2.1e8 the products are no longer exact and r loses accuracy; keep it in range. */
+  if (abs(r) > 1.0lf) r -= uint64BitsToDouble(0x401921fb54442d18ul) * floor(r * uint64BitsToDouble(0x3fc45f306dc9c883ul) + 0.5lf);
   return r;
 }
 double qd_sin_poly_f64(double r) {

@@ -14,6 +14,7 @@ struct glsl_target {
   bool i64_atomics = false;     // shaderBufferInt64Atomics: i64 atomics, and f64 ones as 64-bit compare-and-swap
   bool f32_atomic_add = false;  // shaderBufferFloat32AtomicAdd (VK_EXT_shader_atomic_float): native f32 add
   bool f64_atomic_add = false;  // shaderBufferFloat64AtomicAdd: native f64 add
+  bool fused_fma = false;       // fma() rounds once (GPUs); else qd::fma is emulated exactly (lavapipe)
   // Reported for completeness: no dtype needs them yet, so they are not in the key.
   bool f16 = false;              // shaderFloat16 and storageBuffer16BitAccess
   bool int8_arithmetic = false;  // shaderInt8 (u8 arithmetic is done in 32 bits)
@@ -33,6 +34,7 @@ struct glsl_target {
     add(i64_atomics, "i64a");
     add(f32_atomic_add, "f32add");
     add(f64_atomic_add, "f64add");
+    add(fused_fma, "ffma");
     return k.empty() ? "baseline" : k;
   }
 };

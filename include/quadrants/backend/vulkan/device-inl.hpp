@@ -152,6 +152,9 @@ inline candidate inspect(const instance_api& api, VkPhysicalDevice pd) {
   t.i64_atomics = f.v12.shaderBufferInt64Atomics;
   t.f32_atomic_add = c.atomic_float_extension && f.atomic_float.shaderBufferFloat32AtomicAdd;
   t.f64_atomic_add = c.atomic_float_extension && f.atomic_float.shaderBufferFloat64AtomicAdd && t.f64;
+  // Not a feature Vulkan reports: GPU drivers implement fma() with the hardware's fused
+  // multiply-add; lavapipe splits it into a multiply and an add (the spec allows both).
+  t.fused_fma = c.properties.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU;
   t.f16 = f.v12.shaderFloat16 && f.v11.storageBuffer16BitAccess;
   t.int8_arithmetic = f.v12.shaderInt8;
   const VkPhysicalDeviceLimits& l = c.properties.limits;
@@ -740,14 +743,19 @@ class vulkan_device_impl final : public vulkan_device {
       const std::size_t site = static_cast<std::size_t>(head >> 32), count = head & 0xffffffffu;
       if (site == 0 || site > e.task.prints.size() || at + 1 + count > used) break;  // 0: a record that did not fit
       std::size_t arg = 0;
-      bool first = true;
+      bool first = true, ended = false;
       for (const codegen::glsl_print_piece& p : e.task.prints[site - 1]) {
         if (!first) out += ' ';
         first = false;
-        if (p.is_text) out += p.text;
-        else if (arg < count) append_value(out, p.type, word(at + 1 + arg++));
+        if (!p.is_text) {
+          if (arg < count) append_value(out, p.type, word(at + 1 + arg++));
+          continue;
+        }
+        const std::size_t nul = p.text.find('\0');  // printf's format ends there, newline included
+        out.append(p.text, 0, nul);
+        if ((ended = nul != std::string::npos)) break;
       }
-      out += '\n';
+      if (!ended) out += '\n';
       at += 1 + count;
     }
     if (!out.empty()) {
