@@ -367,6 +367,11 @@ void qd_store_u8(uint64_t p, uint v) {
   void declare(const ir::node& n, ir::id i, const std::string& value) {
     line(fmt::format("{}{} {} = {};", is_float(n.type) ? "precise " : "", glsl_type(n.type), v(i), value));
   }
+  // A value widened to i64 (i32 through qd_sext: see glsl_prelude).
+  std::string wide(ir::id i) const {
+    const dtype t = fn_.at(i).type;
+    return t == dtype::i64 ? v(i) : t == dtype::i32 ? fmt::format("qd_sext({})", v(i)) : fmt::format("int64_t({})", v(i));
+  }
   std::string array(std::int32_t param) {
     if (std::find(arrays_.begin(), arrays_.end(), param) == arrays_.end()) {
       arrays_.push_back(param);
@@ -444,11 +449,11 @@ void qd_store_u8(uint64_t p, uint v) {
     for (std::size_t k = 0; k + 1 < top.size(); ++k) emit(top[k]);
     for (ir::id f : frame) line(fmt::format("qd_f.{0} = {0};", member(f)));
     if (rank == 1) {
-      line(fmt::format("qd_f.qd_base = int64_t({});", v(ln.a)));
-      line(fmt::format("qd_f.qd_dims[0] = int64_t({}) - int64_t({});", v(ln.b), v(ln.a)));
+      line(fmt::format("qd_f.qd_base = {};", wide(ln.a)));
+      line(fmt::format("qd_f.qd_dims[0] = {} - {};", wide(ln.b), wide(ln.a)));
     } else {
       line("qd_f.qd_base = 0l;");
-      for (std::int32_t d = 0; d < rank; ++d) line(fmt::format("qd_f.qd_dims[{}] = int64_t({});", d, v(fn_.list(ln, d))));
+      for (std::int32_t d = 0; d < rank; ++d) line(fmt::format("qd_f.qd_dims[{}] = {};", d, wide(fn_.list(ln, d))));
     }
     for (std::int32_t d = rank; d < limits::max_ndim; ++d) line(fmt::format("qd_f.qd_dims[{}] = 1l;", d));
     std::string count = "1l";
@@ -462,9 +467,9 @@ void qd_store_u8(uint64_t p, uint v) {
     for (ir::id f : frame) line(fmt::format("{} {} = qd_f.{};", glsl_type(fn_.at(f).type), member(f), member(f)));
     if (uses_random(ln.block0)) {
       need("rng");
-      line("uint64_t qd_rng = qd_rng_init(qd_push.rng_stream, uint64_t(int64_t(qd_i0) - qd_f.qd_base) * "
-           "0x100000001b3ul + uint64_t(int64_t(qd_i1)) * 0x9e37ul + uint64_t(int64_t(qd_i2)) * 0x85ebul + "
-           "uint64_t(int64_t(qd_i3)));");
+      line("uint64_t qd_rng = qd_rng_init(qd_push.rng_stream, uint64_t(qd_sext(qd_i0) - qd_f.qd_base) * "
+           "0x100000001b3ul + uint64_t(qd_sext(qd_i1)) * 0x9e37ul + uint64_t(qd_sext(qd_i2)) * 0x85ebul + "
+           "uint64_t(qd_sext(qd_i3)));");
     }
     for (std::int32_t d = 0; d < rank; ++d)
       line(fmt::format("int {} = qd_i{};", v(fn_.block(ln.block0)[static_cast<std::size_t>(d)]), d));
@@ -565,7 +570,7 @@ void qd_store_u8(uint64_t p, uint v) {
     for (std::int32_t d = 0; d < n.list_size; ++d) {
       const std::string idx = fmt::format("qd_x{}_{}", num, d);
       const std::string extent = fmt::format("{}.shape[{}]", arr, d);
-      line(fmt::format("int64_t {} = int64_t({});", idx, v(fn_.list(n, d))));
+      line(fmt::format("int64_t {} = {};", idx, wide(fn_.list(n, d))));
       if (n.flags & ir::access::clamp) line(fmt::format("{0} = {0} < 0l ? 0l : ({0} >= {1} ? {1} - 1l : {0});", idx, extent));
       if (options_.bounds_checks) {
         need("report");
@@ -699,6 +704,7 @@ void qd_store_u8(uint64_t p, uint v) {
       need(helper);
       return fmt::format("qd_{}({})", helper, a);
     }
+    if (to == dtype::i64 && from == dtype::i32) return fmt::format("qd_sext({})", a);
     if (to == dtype::u8) {
       if (from == dtype::boolean) return fmt::format("uint({})", a);
       if (from == dtype::u32) return fmt::format("({} & 0xffu)", a);
@@ -744,7 +750,7 @@ void qd_store_u8(uint64_t p, uint v) {
       case ir::op::cast: declare(n, i, cast(fn_.at(n.a).type, n.type, v(n.a))); break;
       case ir::op::bound:
         need("report");
-        line(fmt::format("int {} = qd_bound(int64_t({}), {});", v(i), v(n.a), n.imm));
+        line(fmt::format("int {} = qd_bound({}, {});", v(i), wide(n.a), n.imm));
         break;
       case ir::op::global_load: {
         auto [address, guard] = element(i);
@@ -904,7 +910,7 @@ void qd_store_u8(uint64_t p, uint v) {
       switch (t) {
         case dtype::f32: words.push_back(fmt::format("uint64_t(floatBitsToUint({}))", x)); break;
         case dtype::f64: words.push_back(fmt::format("doubleBitsToUint64({})", x)); break;
-        case dtype::i32: words.push_back(fmt::format("uint64_t(int64_t({}))", x)); break;
+        case dtype::i32: words.push_back(fmt::format("uint64_t(qd_sext({}))", x)); break;
         case dtype::boolean: words.push_back(fmt::format("({} ? 1ul : 0ul)", x)); break;
         case dtype::u8:
         case dtype::u32:

@@ -34,6 +34,9 @@ QD_FUNC std::string glsl_prelude(const glsl_target& t) {
                      "v; }};\n",
                      name, type, align);
   };
+  // i32 to i64 by its two halves: Mesa 22.3's lavapipe miscompiles int64_t(i) < c when i is
+  // a 32-bit value it can see being widened (the comparison comes out false for i < 0).
+  s += "int64_t qd_sext(int v) { return packInt2x32(ivec2(v, v >> 31)); }\n";
   ref("i32", "int", 4);
   ref("u32", "uint", 4);
   ref("i64", "int64_t", 8);
