@@ -16,6 +16,7 @@
 #include "quadrants/codegen/cpp_emitter-inl.hpp"
 #include "quadrants/codegen/glsl_task_info-inl.hpp"
 #include "quadrants/codegen/glsl_prelude-inl.hpp"
+#include "quadrants/codegen/glsl_helpers-inl.hpp"
 #include "quadrants/codegen/glsl_emitter-inl.hpp"
 #include "quadrants/backend/host_memory-inl.hpp"
 #include "quadrants/backend/cpu/thread_pool-inl.hpp"
