@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -107,12 +108,32 @@ void main() {
 #endif
 )";
 
-// Milliseconds of one launch of `entry`, median over `rounds` (after one warm-up).
-double launch_ms(vk::vulkan_device& d, void* entry, const launch_context& c, int rounds) {
+// One launch's wall-clock and process CPU milliseconds (lavapipe runs workgroups on
+// threads of this process, so CPU time measures its work even on a loaded machine);
+// medians over `rounds`, after one warm-up launch.
+struct launch_time {
+  double wall = 0, cpu = 0;
+};
+double cpu_ms() {
+  timespec t{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+}
+launch_time time_launch(vk::vulkan_device& d, void* entry, const launch_context& c, int rounds) {
   d.launch(entry, true, c);
-  std::vector<double> t;
-  for (int r = 0; r < rounds; ++r) t.push_back(qd_bench::ms([&] { d.launch(entry, true, c); }));
-  return qd_bench::median(t);
+  std::vector<double> wall, cpu;
+  for (int r = 0; r < rounds; ++r) {
+    const double c0 = cpu_ms();
+    wall.push_back(qd_bench::ms([&] { d.launch(entry, true, c); }));
+    cpu.push_back(cpu_ms() - c0);
+  }
+  return {qd_bench::median(wall), qd_bench::median(cpu)};
+}
+
+void report(const char* what, const launch_time& g, const launch_time& h, bool same) {
+  std::printf("  %s: generated %.1f ms (CPU %.1f ms), by hand %.1f ms (CPU %.1f ms): %.2fx wall, %.2fx CPU "
+              "(target <= 1.3); results %s\n",
+              what, g.wall, g.cpu, h.wall, h.cpu, g.wall / h.wall, g.cpu / h.cpu, same ? "equal" : "DIFFER");
 }
 
 std::vector<float> read(vk::vulkan_device& d, void* p, std::size_t n) {
@@ -200,15 +221,11 @@ int main(int argc, char** argv) {
     const std::vector<std::uint64_t> scalars = {0, 0, std::bit_cast<std::uint32_t>(0.5f)};
     task_args generated_args(gen.params.at(0), arrays, scalars), by_hand({0, 1, 2}, arrays, scalars);
     d->copy_from_host(dy, y.data(), y.size() * 4);
-    const double g = launch_ms(*d, gm->entry("qd_task0"), generated_args.context(), rounds);
+    const launch_time g = time_launch(*d, gm->entry("qd_task0"), generated_args.context(), rounds);
     const auto gy = read(*d, dy, y.size());
     d->copy_from_host(dy, y.data(), y.size() * 4);
-    const double h = launch_ms(*d, hm->entry("saxpy"), by_hand.context(), rounds);
-    const bool same = gy == read(*d, dy, y.size());
-    std::printf("  saxpy, %lld floats: generated %.2f ms, by hand %.2f ms: %.2fx (target <= 1.3); %.1f GB/s; "
-                "results %s\n",
-                static_cast<long long>(n), g, h, g / h, 12.0 * static_cast<double>(n) / (g * 1e6),
-                same ? "equal" : "DIFFER");
+    const launch_time h = time_launch(*d, hm->entry("saxpy"), by_hand.context(), rounds);
+    report(("saxpy, " + std::to_string(n) + " floats").c_str(), g, h, gy == read(*d, dy, y.size()));
     d->release(dx);
     d->release(dy);
   }
@@ -233,14 +250,12 @@ int main(int argc, char** argv) {
     task_args generated_args(gen.params.at(0), arrays, scalars), by_hand({0, 1}, arrays, scalars);
     std::vector<float> zero(cells, 0.0f);
     d->copy_from_host(dout, zero.data(), cells * 4);
-    const double g = launch_ms(*d, gm->entry("qd_task0"), generated_args.context(), rounds);
+    const launch_time g = time_launch(*d, gm->entry("qd_task0"), generated_args.context(), rounds);
     const auto go = read(*d, dout, cells);
     d->copy_from_host(dout, zero.data(), cells * 4);
-    const double h = launch_ms(*d, hm->entry("stencil"), by_hand.context(), rounds);
-    const bool same = go == read(*d, dout, cells);
-    std::printf("  5-point stencil, %lld x %lld: generated %.2f ms, by hand %.2f ms: %.2fx (target <= 1.3); "
-                "results %s\n",
-                static_cast<long long>(side), static_cast<long long>(side), g, h, g / h, same ? "equal" : "DIFFER");
+    const launch_time h = time_launch(*d, hm->entry("stencil"), by_hand.context(), rounds);
+    report(("5-point stencil, " + std::to_string(side) + " x " + std::to_string(side)).c_str(), g, h,
+           go == read(*d, dout, cells));
     d->release(du);
     d->release(dout);
   }

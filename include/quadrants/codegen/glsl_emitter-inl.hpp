@@ -195,6 +195,34 @@ class glsl_emitter {
     const dtype t = fn_.at(i).type;
     return t == dtype::i64 ? v(i) : t == dtype::i32 ? fmt::format("qd_sext({})", v(i)) : fmt::format("int64_t({})", v(i));
   }
+  // An unclamped index as an i64 expression plus a constant: its i32 + and - with constants
+  // redone in i64. It differs from the i32 value only where that overflowed (an
+  // out-of-range access either way), and x(i + 1, j) and x(i, j - 1) then share one base
+  // address with constant offsets, as the C++ emitter's signed index arithmetic lets the
+  // host compiler see. (Clamped indices keep the wrapped value: it picks the edge.)
+  struct affine {
+    std::string expr;  // empty: 0
+    std::int64_t offset = 0;
+  };
+  affine index_affine(ir::id i, int depth) const {
+    const ir::node& n = fn_.at(i);
+    if (n.type == dtype::i32 && n.code == ir::op::constant) return {{}, static_cast<std::int32_t>(n.imm)};
+    const auto o = static_cast<ir::binary_op>(n.sub);
+    if (depth < 8 && n.code == ir::op::binary && n.type == dtype::i32 &&
+        (o == ir::binary_op::add || o == ir::binary_op::sub)) {
+      const affine x = index_affine(n.a, depth + 1), y = index_affine(n.b, depth + 1);
+      const bool add = o == ir::binary_op::add;
+      affine r{x.expr, add ? x.offset + y.offset : x.offset - y.offset};
+      if (!y.expr.empty()) r.expr = x.expr.empty() ? fmt::format("({}{})", add ? "" : "-", y.expr)
+                                                   : fmt::format("({} {} {})", x.expr, add ? "+" : "-", y.expr);
+      return r;
+    }
+    return {wide(i), 0};
+  }
+  static std::string sum(const std::string& expr, std::int64_t offset) {
+    if (expr.empty()) return fmt::format("{}l", offset);
+    return offset == 0 ? expr : fmt::format("{} + {}l", expr, offset);
+  }
   std::string array(std::int32_t param) {
     if (std::find(arrays_.begin(), arrays_.end(), param) == arrays_.end()) {
       arrays_.push_back(param);
@@ -389,12 +417,18 @@ class glsl_emitter {
     const ir::node& n = fn_.at(i);
     const std::string arr = array(n.param);
     const auto num = number_[static_cast<std::size_t>(i)];
-    std::string guard, linear;
+    const bool clamped = (n.flags & ir::access::clamp) != 0;
+    std::string guard, linear, offset;  // the element's index: linear + offset
+    bool offsets = false;
     for (std::int32_t d = 0; d < n.list_size; ++d) {
       const std::string idx = fmt::format("qd_x{}_{}", num, d);
       const std::string extent = fmt::format("{}.shape[{}]", arr, d);
-      line(fmt::format("int64_t {} = {};", idx, wide(fn_.list(n, d))));
-      if (n.flags & ir::access::clamp) line(fmt::format("{0} = {0} < 0l ? 0l : ({0} >= {1} ? {1} - 1l : {0});", idx, extent));
+      affine a = clamped ? affine{wide(fn_.list(n, d)), 0} : index_affine(fn_.list(n, d), 0);
+      line(fmt::format("int64_t {} = {};", idx, sum(a.expr, a.offset)));
+      if (clamped) {
+        line(fmt::format("{0} = {0} < 0l ? 0l : ({0} >= {1} ? {1} - 1l : {0});", idx, extent));
+        a = {idx, 0};
+      }
       if (options_.bounds_checks) {
         need("report");
         if (guard.empty()) {
@@ -403,13 +437,17 @@ class glsl_emitter {
         }
         line(fmt::format("{0} = qd_check_index({1}, {2}, {3}, {4}) && {0};", guard, n.param, d, idx, extent));
       }
-      linear = d == 0 ? idx : fmt::format("({}) * {} + {}", linear, extent, idx);
+      offsets |= a.offset != 0;
+      const std::string term = a.expr.empty() ? "0l" : a.expr, constant = fmt::format("{}l", a.offset);
+      linear = d == 0 ? term : fmt::format("({}) * {} + {}", linear, extent, term);
+      offset = d == 0 ? constant : fmt::format("({}) * {} + {}", offset, extent, constant);
     }
-    if (linear.empty()) linear = "0l";
+    if (linear.empty()) linear = "0l", offset = "0l";
     const std::string base = fmt::format("{}.{}", arr, (n.flags & ir::access::grad) ? "grad" : "data");
     const int size = size_of(n.type);
-    return {size == 1 ? fmt::format("({} + uint64_t({}))", base, linear)
-                      : fmt::format("({} + uint64_t({}) * {}ul)", base, linear, size),
+    const std::string index = offsets ? fmt::format("{} + ({})", linear, offset) : linear;
+    return {size == 1 ? fmt::format("({} + uint64_t({}))", base, index)
+                      : fmt::format("({} + uint64_t({}) * {}ul)", base, index, size),
             guard};
   }
 
