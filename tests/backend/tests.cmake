@@ -3,15 +3,16 @@ qd_add_test(backend cpu_compiler)
 qd_add_test(backend reference)
 # GPU backends: the NVRTC and hipRTC wrappers, choosing a GPU backend, every suite
 # kernel compiled in compile-only mode (all run wherever the compilers are
-# installed, GPU or not), and the per-backend suite (GPU instances skip without one).
-qd_add_test(backend nvrtc)
-qd_add_test(backend hiprtc)
+# installed, GPU or not; each case once per compiler), and the per-backend suite
+# (GPU instances skip without one).
+qd_add_test(backend gpu_compiler)
 qd_add_test(backend gpu_device)
-qd_add_test(backend nvrtc_compile_only)
-qd_add_test(backend hiprtc_compile_only)
+qd_add_test(backend gpu_compile_only)
 qd_add_test(backend gpu_suite)
 # Vulkan (lavapipe in CI, a real driver on the CPU): the loader, shaderc and device with
 # hand-written shaders; the GLSL emitter's tasks validated by spirv-val and run against
 # the reference interpreter. Each reports itself skipped where no Vulkan device is found.
 qd_add_test(backend vulkan_device)
 qd_add_test(backend vulkan_emitter)
+# qd::arch::vulkan through qd::init: the CPU's results, the split, compile_only, fallback.
+qd_add_test(backend vulkan_runtime)

@@ -42,6 +42,11 @@ std::string element_text(qd::dtype t, const std::byte* p) {
     case qd::dtype::i64: return std::to_string(get(std::int64_t{0}));
     case qd::dtype::u8:
     case qd::dtype::boolean: return std::to_string(static_cast<int>(get(std::uint8_t{0})));
+    case qd::dtype::i8:  // not generated for Vulkan yet
+    case qd::dtype::i16:
+    case qd::dtype::u16:
+    case qd::dtype::u64:
+    case qd::dtype::f16: break;
   }
   return "?";
 }

@@ -18,6 +18,8 @@
 #include "quadrants/base/env_integer.hpp"
 #include "quadrants/base/error.hpp"
 #include "quadrants/base/limits.hpp"
+#include "quadrants/codegen/cpp_emitter.hpp"
+#include "quadrants/codegen/glsl_emitter.hpp"
 #include "quadrants/codegen/glsl_prelude.hpp"
 #include "quadrants/detail/format.hpp"
 
@@ -622,6 +624,11 @@ inline void append_value(std::string& out, dtype t, std::uint64_t bits) {
     case dtype::boolean:
     case dtype::u8:
     case dtype::i32: std::snprintf(text, sizeof(text), "%d", static_cast<int>(static_cast<std::int32_t>(bits))); break;
+    case dtype::i8:  // the emitter refuses these types on Vulkan
+    case dtype::i16:
+    case dtype::u16:
+    case dtype::u64:
+    case dtype::f16: throw internal_error("qd::print on Vulkan: a value of a type the emitter refuses");
   }
   out += text;
 }
@@ -629,6 +636,12 @@ inline void append_value(std::string& out, dtype t, std::uint64_t bits) {
 class vulkan_device_impl final : public vulkan_device {
  public:
   explicit vulkan_device_impl(const device_options& o) : options_(o) {
+    if (o.compile_only && o.target_from_device) {
+      try {  // the features of the device present; without one, the options' target
+        options_.target = context(o.ordinal).target();
+      } catch (const driver_error&) {
+      }
+    }
     if (!o.compile_only) {
       context_ = std::make_shared<context>(o.ordinal);
       options_.target = context_->target();
@@ -659,6 +672,13 @@ class vulkan_device_impl final : public vulkan_device {
     ctx("qd::ndarray::to_host").copy(const_cast<void*>(src), dst, bytes, false, "qd::ndarray::to_host");
   }
 
+  // A task as GLSL (codegen/glsl_emitter); program() and build() are the defaults: the
+  // prelude and the tasks as one source, each task compiled by shaderc on its own.
+  std::string emit(const codegen::lowered_task& t, std::string_view entry,
+                   const codegen::emit_options& o) const override {
+    const std::string what = o.kernel.empty() ? std::string("a kernel") : fmt::format("kernel '{}'", o.kernel);
+    return codegen::emit_glsl_task(t, entry, {o.bounds_checks, options_.target}, what);
+  }
   std::string prelude() const override { return prelude_; }
   std::vector<std::byte> compile(std::string_view source, std::string_view what) override {
     std::vector<codegen::glsl_task_info> tasks = codegen::glsl_tasks_in(source);
