@@ -156,6 +156,23 @@ TEST_CASE("vulkan: range loops, ndrange, atomics (f32 add native, CAS loops for 
   }
 }
 
+TEST_CASE("vulkan: graph kernels (do_while read on the host) and qd::concurrent (one queue) give the CPU's results") {
+  if (!have_vulkan()) return;
+  auto graphs = [](outputs& out) {
+    auto loops = kernels::graph_loops();
+    auto regions = kernels::concurrent_regions();
+    qd::ndarray<float, 1> x(6), rows(4), a(9), b(5);
+    qd::ndarray<std::int32_t, 0> r, count, inner, outer;
+    x.from_host(std::vector<float>{0, 1, 2, 0, 1, 2});
+    r.fill(0);
+    loops(x, rows, r, count, inner, outer);
+    regions(a, b);
+    keep(out, rows), keep(out, r), keep(out, a), keep(out, b);
+  };
+  same_as_cpu(graphs, qd::per_offload_mode::off);
+  same_as_cpu(graphs, qd::per_offload_mode::on);
+}
+
 TEST_CASE("vulkan: the split is the default, return values arrive, and a bounds check names the parameter") {
   if (!have_vulkan()) return;
   REQUIRE(start(qd::arch::vulkan, {.check_out_of_bound = true}));
