@@ -14,11 +14,11 @@
 
 namespace qd_test::kernels {
 
+// integer_operators' body, which tests/backend/vulkan_emitter_test.cpp also traces on its own.
 template <class T>
-auto integer_operators() {
+auto integer_operators_body() {
   using R = typename decltype(std::declval<qd::expr<T>>() + std::declval<qd::expr<T>>())::value_type;
-  return qd::kernel("integer_operators", {"x", "y", "out"},
-                    [](qd::types::ndarray<T, 1> x, qd::types::ndarray<T, 1> y, qd::types::ndarray<R, 2> out) {
+  return [](qd::types::ndarray<T, 1> x, qd::types::ndarray<T, 1> y, qd::types::ndarray<R, 2> out) {
                       qd::range_for(x.shape(0), [&](qd::i32 i) {
                         qd::expr<R> a = x[i];
                         qd::expr<R> b = y[i];
@@ -34,7 +34,12 @@ auto integer_operators() {
                         put(a << 3), put(a >> 1), put(a & 0x5a);
                         flag(a != 0 && b / a > 1);
                       });
-                    });
+                    };
+}
+
+template <class T>
+auto integer_operators() {
+  return qd::kernel("integer_operators", {"x", "y", "out"}, integer_operators_body<T>());
 }
 
 template <class T>

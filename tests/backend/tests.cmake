@@ -9,3 +9,10 @@ qd_add_test(backend gpu_compiler)
 qd_add_test(backend gpu_device)
 qd_add_test(backend gpu_compile_only)
 qd_add_test(backend gpu_suite)
+# Vulkan (lavapipe in CI, a real driver on the CPU): the loader, shaderc and device with
+# hand-written shaders; the GLSL emitter's tasks validated by spirv-val and run against
+# the reference interpreter. Each reports itself skipped where no Vulkan device is found.
+qd_add_test(backend vulkan_device)
+qd_add_test(backend vulkan_emitter)
+# qd::arch::vulkan through qd::init: the CPU's results, the split, compile_only, fallback.
+qd_add_test(backend vulkan_runtime)

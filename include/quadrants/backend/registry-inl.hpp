@@ -5,8 +5,10 @@
 #include "quadrants/backend/amdgpu/description.hpp"
 #include "quadrants/backend/cpu/description.hpp"
 #include "quadrants/backend/cuda/description.hpp"
+#include "quadrants/backend/metal/description.hpp"
 #include "quadrants/backend/reference/description.hpp"
 #include "quadrants/backend/registry.hpp"
+#include "quadrants/backend/vulkan/description.hpp"
 
 namespace qd::inline v0::backend {
 
@@ -15,7 +17,9 @@ QD_FUNC std::span<const description> backends() {
       cuda::backend_description,
       amdgpu::backend_description,
       cpu::backend_description,
+      vulkan::backend_description,
       reference::backend_description,
+      metal::backend_description,
   };
   return list;
 }

@@ -12,6 +12,7 @@ namespace qd::inline v0::codegen {
 
 struct emit_options {
   bool bounds_checks = false;  // check every index against the shape, report the first violation
+  std::string_view kernel;     // the kernel's name, for a backend's errors (a type its device lacks)
 };
 
 // Source for one task: helper functions named after `entry` and one

@@ -96,7 +96,7 @@ QD_FUNC lowered_variant lower_whole(const kernel_state& k, program& p, const ana
     cache::task_code c;
     c.task = &v.ir[t];
     c.entry = fmt::format("qd_task{}", t);
-    c.code = p.device().emit(v.ir[t], c.entry, {p.config().check_out_of_bound});
+    c.code = p.device().emit(v.ir[t], c.entry, {p.config().check_out_of_bound, k.name});
     c.record = task_record_of(v.ir[t], c.entry, v.ir[t].param_map);
     v.code.push_back(std::move(c));
   }
@@ -113,7 +113,7 @@ QD_FUNC lowered_variant lower_split(const kernel_state& k, program& p, const ana
   for (std::size_t t = 0; t < v.ir.size(); ++t) {
     cache::task_code c;
     c.task = &v.ir[t];
-    c.code = p.device().emit(v.ir[t], placeholder, {p.config().check_out_of_bound});
+    c.code = p.device().emit(v.ir[t], placeholder, {p.config().check_out_of_bound, k.name});
     v.keys.push_back(cache::offload_key(p.code().environment(), v.ir[t].fn, c.code));
     c.entry = cache::offload_entry(v.keys.back());
     for (std::size_t at = c.code.find(placeholder); at != std::string::npos; at = c.code.find(placeholder, at))
