@@ -11,10 +11,10 @@
 #include "quadrants/codegen/glsl_prelude.hpp"
 #include "quadrants/codegen/glsl_task_info.hpp"
 #include "quadrants/codegen/reductions.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 #include "quadrants/ir/walk.hpp"
 
-namespace qd::codegen {
+namespace qd::inline v0::codegen {
 
 QD_FUNC std::string_view glsl_type(dtype t) {
   switch (t) {

@@ -10,7 +10,7 @@
 #include "quadrants/codegen/glsl_target.hpp"
 #include "quadrants/codegen/lower.hpp"
 
-namespace qd::codegen {
+namespace qd::inline v0::codegen {
 
 struct glsl_options {
   bool bounds_checks = false;  // check every index against the shape, report the first violation

@@ -6,9 +6,9 @@
 #include "quadrants/codegen/glsl_helpers.hpp"
 #include "quadrants/codegen/glsl_math.hpp"
 #include "quadrants/codegen/glsl_prelude.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 
-namespace qd::codegen {
+namespace qd::inline v0::codegen {
 namespace detail {
 
 // atomic_<op>_<type>(address, value) -> the old value.

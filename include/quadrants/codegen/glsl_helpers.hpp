@@ -11,7 +11,7 @@
 #include "quadrants/base/api.hpp"
 #include "quadrants/codegen/glsl_target.hpp"
 
-namespace qd::codegen {
+namespace qd::inline v0::codegen {
 
 struct glsl_helper {
   glsl_helper(std::string c, std::vector<std::string> helpers = {}) : code(std::move(c)), calls(std::move(helpers)) {}

@@ -7,7 +7,7 @@
 
 #include <string_view>
 
-namespace qd::codegen {
+namespace qd::inline v0::codegen {
 
 // One GLSL helper: its name, the helpers it calls (space-separated), and its code. Some
 // names have two versions: one for devices with f64 (`wide`) and one without.

@@ -3,9 +3,9 @@
 
 #include "quadrants/base/limits.hpp"
 #include "quadrants/codegen/glsl_prelude.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 
-namespace qd::codegen {
+namespace qd::inline v0::codegen {
 
 QD_FUNC std::string glsl_prelude(const glsl_target& t) {
   std::string s =

@@ -8,7 +8,7 @@
 #include "quadrants/base/api.hpp"
 #include "quadrants/codegen/glsl_target.hpp"
 
-namespace qd::codegen {
+namespace qd::inline v0::codegen {
 
 // Workgroup size of a parallel task without qd::loop_config{.block_dim}: every Vulkan
 // device runs at least 128 invocations per workgroup.

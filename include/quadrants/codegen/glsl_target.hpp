@@ -4,7 +4,7 @@
 
 #include <string>
 
-namespace qd::codegen {
+namespace qd::inline v0::codegen {
 
 // Every device the Vulkan backend accepts has 64-bit integers (shaderInt64) and buffer
 // device addresses; the rest is optional.

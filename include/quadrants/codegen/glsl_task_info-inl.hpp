@@ -5,9 +5,9 @@
 
 #include "quadrants/base/error.hpp"
 #include "quadrants/codegen/glsl_task_info.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 
-namespace qd::codegen {
+namespace qd::inline v0::codegen {
 namespace detail {
 
 QD_FUNC std::vector<std::string_view> words_of(std::string_view line) {

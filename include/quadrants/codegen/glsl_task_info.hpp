@@ -10,7 +10,7 @@
 #include "quadrants/base/api.hpp"
 #include "quadrants/base/dtype.hpp"
 
-namespace qd::codegen {
+namespace qd::inline v0::codegen {
 
 // One piece of a qd::print call: text, or a value of a type (printed as %g, %lld, %u or %d).
 struct glsl_print_piece {

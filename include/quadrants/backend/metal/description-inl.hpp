@@ -4,7 +4,7 @@
 #include "quadrants/backend/metal/description.hpp"
 #include "quadrants/base/error.hpp"
 
-namespace qd::backend::metal {
+namespace qd::inline v0::backend::metal {
 
 QD_FUNC std::unique_ptr<backend::device> make_from_request(const device_request&) {
   throw driver_error("Quadrants has no native Metal backend yet (no Metal device or compiler was available to build "

@@ -4,7 +4,7 @@
 
 #include "quadrants/backend/description.hpp"
 
-namespace qd::backend::metal {
+namespace qd::inline v0::backend::metal {
 
 // Always throws qd::driver_error (the program then falls back to the CPU with one warning,
 // or refuses with enable_fallback off).

@@ -4,7 +4,7 @@
 #include "quadrants/backend/vulkan/description.hpp"
 #include "quadrants/backend/vulkan/device.hpp"
 
-namespace qd::backend::vulkan {
+namespace qd::inline v0::backend::vulkan {
 
 QD_FUNC std::unique_ptr<backend::device> make_from_request(const device_request& r) {
   device_options o;

@@ -4,7 +4,7 @@
 
 #include "quadrants/backend/description.hpp"
 
-namespace qd::backend::vulkan {
+namespace qd::inline v0::backend::vulkan {
 
 // Reads compile_only (without a device: compiles for the features of the device present,
 // else for a common desktop set; docs/backends.md).

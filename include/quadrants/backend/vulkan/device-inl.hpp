@@ -21,10 +21,10 @@
 #include "quadrants/codegen/cpp_emitter.hpp"
 #include "quadrants/codegen/glsl_emitter.hpp"
 #include "quadrants/codegen/glsl_prelude.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 
 #if QD_HAS_VULKAN_HEADERS
-namespace qd::backend::vulkan {
+namespace qd::inline v0::backend::vulkan {
 namespace detail {
 
 // The ABI between a launch and generated GLSL (codegen/glsl_prelude): push constants
@@ -804,7 +804,7 @@ QD_FUNC std::unique_ptr<vulkan_device> make_device(const device_options& options
 
 }  // namespace qd::backend::vulkan
 #else
-namespace qd::backend::vulkan {
+namespace qd::inline v0::backend::vulkan {
 
 QD_FUNC std::unique_ptr<vulkan_device> make_device(const device_options&) {
   throw driver_error("this build of Quadrants has no Vulkan backend: it was compiled without the Vulkan headers. "

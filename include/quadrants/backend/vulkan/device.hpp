@@ -10,7 +10,7 @@
 #include "quadrants/base/api.hpp"
 #include "quadrants/codegen/glsl_target.hpp"
 
-namespace qd::backend::vulkan {
+namespace qd::inline v0::backend::vulkan {
 
 struct device_options {
   int ordinal = -1;             // which Vulkan device; -1: $QD_VULKAN_DEVICE, else the first usable one

@@ -3,9 +3,9 @@
 
 #include "quadrants/backend/vulkan/loader.hpp"
 #include "quadrants/base/error.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 
-namespace qd::backend::vulkan {
+namespace qd::inline v0::backend::vulkan {
 
 QD_FUNC library_search loader_library() {
   return {"the Vulkan loader (libvulkan)",
@@ -18,7 +18,7 @@ QD_FUNC library_search loader_library() {
 }  // namespace qd::backend::vulkan
 
 #if QD_HAS_VULKAN_HEADERS
-namespace qd::backend::vulkan {
+namespace qd::inline v0::backend::vulkan {
 namespace detail {
 
 template <class T>

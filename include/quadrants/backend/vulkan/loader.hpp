@@ -20,7 +20,7 @@
 #include "quadrants/backend/shared_library.hpp"
 #include "quadrants/base/api.hpp"
 
-namespace qd::backend::vulkan {
+namespace qd::inline v0::backend::vulkan {
 
 // Where the loader is looked for (QD_VULKAN_PATH, then the usual directories).
 QD_FUNC library_search loader_library();
@@ -28,7 +28,7 @@ QD_FUNC library_search loader_library();
 }  // namespace qd::backend::vulkan
 
 #if QD_HAS_VULKAN_HEADERS
-namespace qd::backend::vulkan {
+namespace qd::inline v0::backend::vulkan {
 
 // Entry points of the loader itself, from vkGetInstanceProcAddr(nullptr, ...).
 #define QD_VULKAN_GLOBAL_ENTRY_POINTS(X) \

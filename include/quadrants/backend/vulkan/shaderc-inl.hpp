@@ -8,9 +8,9 @@
 #include "quadrants/backend/compiler_log.hpp"
 #include "quadrants/backend/vulkan/shaderc.hpp"
 #include "quadrants/base/error.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 
-namespace qd::backend::vulkan {
+namespace qd::inline v0::backend::vulkan {
 namespace detail {
 
 // shaderc's C API (shaderc/shaderc.h, env.h, status.h), the handles and enumerators we

@@ -11,7 +11,7 @@
 #include "quadrants/backend/shared_library.hpp"
 #include "quadrants/base/api.hpp"
 
-namespace qd::backend::vulkan {
+namespace qd::inline v0::backend::vulkan {
 
 struct glsl_compile_options {
   // spirv-opt's performance passes: off by default, since every driver optimizes the

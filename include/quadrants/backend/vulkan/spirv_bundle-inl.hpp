@@ -7,7 +7,7 @@
 #include "quadrants/backend/vulkan/spirv_bundle.hpp"
 #include "quadrants/base/error.hpp"
 
-namespace qd::backend::vulkan {
+namespace qd::inline v0::backend::vulkan {
 namespace detail {
 
 // "QDSPIRV1": format version 1.

@@ -11,7 +11,7 @@
 #include "quadrants/base/api.hpp"
 #include "quadrants/codegen/glsl_task_info.hpp"
 
-namespace qd::backend::vulkan {
+namespace qd::inline v0::backend::vulkan {
 
 struct compiled_shader {
   codegen::glsl_task_info task;
