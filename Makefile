@@ -28,7 +28,8 @@ TSAN_REGEX = ^backend/thread_pool$$|^cache/(store|store_processes|remote)$$|^run
 SANITIZER_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 
-.PHONY: all deps configure build test demo bench clean sanitize asan tsan libfuzzer fuzz
+.PHONY: all deps configure build test ctest demo bench clean sanitize asan asan-build tsan tsan-build libfuzzer \
+	libfuzzer-build fuzz
 
 all: build
 
@@ -41,27 +42,39 @@ configure: deps
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
+# make test's phases, each a target (scripts/test-phases times them one by one): deps,
+# configure, build, ctest, then asan-build, asan, tsan-build, tsan, libfuzzer-build, libfuzzer.
 test: build
-	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
+	@$(MAKE) --no-print-directory ctest
 	@$(MAKE) --no-print-directory sanitize
+
+# The suite on what is built (no build step).
+ctest:
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
 
 sanitize: asan tsan libfuzzer
 
-asan: deps
-	@cmake -S . -B $(SANITIZE_DIR) $(SANITIZER_FLAGS) -DQD_SANITIZE=address,undefined >/dev/null
-	cmake --build $(SANITIZE_DIR) -j $(JOBS) --target $(ASAN_TESTS)
+asan: asan-build
 	$(SANITIZER_ENV) ctest --test-dir $(SANITIZE_DIR) --output-on-failure -j $(JOBS) -R '$(ASAN_REGEX)'
 
-tsan: deps
-	@cmake -S . -B $(TSAN_DIR) $(SANITIZER_FLAGS) -DQD_SANITIZE=thread >/dev/null
-	cmake --build $(TSAN_DIR) -j $(JOBS) --target $(TSAN_TESTS)
+asan-build: deps
+	@cmake -S . -B $(SANITIZE_DIR) $(SANITIZER_FLAGS) -DQD_SANITIZE=address,undefined >/dev/null
+	cmake --build $(SANITIZE_DIR) -j $(JOBS) --target $(ASAN_TESTS)
+
+tsan: tsan-build
 	$(SANITIZER_ENV) ctest --test-dir $(TSAN_DIR) --output-on-failure -j $(JOBS) -R '$(TSAN_REGEX)'
 
-libfuzzer: deps
+tsan-build: deps
+	@cmake -S . -B $(TSAN_DIR) $(SANITIZER_FLAGS) -DQD_SANITIZE=thread >/dev/null
+	cmake --build $(TSAN_DIR) -j $(JOBS) --target $(TSAN_TESTS)
+
+libfuzzer: libfuzzer-build
+	ctest --test-dir $(LIBFUZZER_DIR) --output-on-failure -R '^fuzz/cache_entry_'
+
+libfuzzer-build: deps
 	@cmake -S . -B $(LIBFUZZER_DIR) -DCMAKE_CXX_COMPILER=clang++ $(SANITIZER_FLAGS) -DQD_LIBFUZZER=ON \
 		-DQD_LIBFUZZER_SECONDS=$(LIBFUZZER_SECONDS) >/dev/null
 	cmake --build $(LIBFUZZER_DIR) -j $(JOBS) --target cache_entry_fuzzer
-	ctest --test-dir $(LIBFUZZER_DIR) --output-on-failure -R '^fuzz/cache_entry_'
 
 # An open-ended differential campaign (FUZZ_SECONDS; 0: until interrupted): figures as it
 # goes; shrunk findings in $(BUILD_DIR)/fuzz-findings, to review and add to tests/fuzz/regressions.

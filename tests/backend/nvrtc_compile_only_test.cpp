@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "backend/compile_only_support.hpp"
+#include "backend/suite_kernels.hpp"
 #include "quadrants/backend/cuda/nvrtc.hpp"
 
 namespace {
