@@ -1,6 +1,6 @@
-// The per-backend suite's shared part (gpu_suite_test.cpp, gpu_suite_values.cpp,
-// gpu_suite_graphs.cpp: one program, backend_gpu_suite_test, in three translation units
-// that compile in parallel): the arches, starting a program on one, QD_SUITE_CASE, helpers.
+// The per-backend suite's shared part (gpu_suite_test.cpp, gpu_suite_values.cpp, gpu_suite_graphs.cpp,
+// gpu_suite_math.cpp: one program, backend_gpu_suite_test, in four translation units that
+// compile in parallel): the arches, starting a program on one, QD_SUITE_CASE, helpers.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -180,7 +180,7 @@ void check_math_functions(int ulps) {
 template <class T>
 void check_histogram() {
   auto k = kernels::histogram<T>();
-  const std::int64_t n = std::is_same_v<T, std::uint8_t> ? 4000 : 200000;  // u8 bins must not wrap
+  const std::int64_t n = sizeof(T) <= 2 ? 4000 : 200000;  // narrow bins must not wrap
   std::vector<std::int32_t> keys;
   for (std::int64_t i = 0; i < n; ++i) keys.push_back(static_cast<std::int32_t>((i * 7) % 1601));
   std::vector<T> up(16, T(0)), down(16, T(0));
@@ -214,6 +214,59 @@ inline std::vector<float> iota_floats(int n, float scale) {
   std::vector<float> v(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<float>(i) * scale + 1.0f;
   return v;
+}
+
+
+// in * 2 + 1 over every element of an N-dimensional array of T, and the extents seen in the kernel.
+template <class T, int N>
+void check_copy_scale() {
+  auto k = qd::kernel("copy_scale", {"in", "out", "extents"},
+                      [](qd::types::ndarray<T, N> in, qd::types::ndarray<T, N> out,
+                         qd::types::ndarray<std::int32_t, 1> extents) {
+                        if constexpr (N == 0) {
+                          out() = qd::cast<T>(in() * 2 + 1);
+                        } else {
+                          [&]<std::size_t... D>(std::index_sequence<D...>) {
+                            qd::range_for(qd::ndrange(in.shape(static_cast<int>(D))...), [&](auto... index) {
+                              out(index...) = qd::cast<T>(in(index...) * 2 + 1);
+                            });
+                          }(std::make_index_sequence<N>{});
+                        }
+                        for (int d = 0; d < N; ++d) extents[d] = in.shape(d);  // a trace-time C++ loop
+                      });
+  std::array<std::int64_t, N> shape{};
+  const std::array<std::int64_t, 4> dims = {5, 3, 4, 2};
+  for (int d = 0; d < N; ++d) shape[static_cast<std::size_t>(d)] = dims[static_cast<std::size_t>(d)];
+  auto make = [&] {
+    if constexpr (N == 0) return qd::ndarray<T, 0>();
+    else return qd::ndarray<T, N>(shape);
+  };
+  qd::ndarray<T, N> in = make(), out = make();
+  qd::ndarray<std::int32_t, 1> extents(4);
+  std::vector<T> values, want;
+  for (std::int64_t i = 0; i < in.size(); ++i) {
+    T v = std::is_floating_point_v<T> ? static_cast<T>(static_cast<double>(i) * 0.5 - 3.25)
+          : std::is_signed_v<T>       ? static_cast<T>(i % 23 - 5)
+                                      : static_cast<T>(i % 23);
+    values.push_back(v);
+    want.push_back(static_cast<T>(v * 2 + 1));
+  }
+  in.from_host(values);
+  k(in, out, extents);
+  CHECK(out.to_host() == want);
+  auto e = extents.to_host();
+  for (int d = 0; d < N; ++d) CHECK(e[static_cast<std::size_t>(d)] == shape[static_cast<std::size_t>(d)]);
+}
+
+template <class T>
+void check_copy_scale_all_ranks() {
+  const std::string element_type(qd::name(qd::dtype_of<T>));
+  CAPTURE(element_type);
+  check_copy_scale<T, 0>();
+  check_copy_scale<T, 1>();
+  check_copy_scale<T, 2>();
+  check_copy_scale<T, 3>();
+  check_copy_scale<T, 4>();
 }
 
 }  // namespace

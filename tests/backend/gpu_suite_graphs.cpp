@@ -84,7 +84,7 @@ template <class A>
 bool cuda_device_loops() {
   if (A::arch != qd::arch::cuda) return false;
   int version = 0;
-  REQUIRE(qd::backend::cuda::driver().cuDriverGetVersion(&version) == 0);
+  REQUIRE(qd::backend::cuda::driver().driver_version(&version) == 0);
   return version >= 12030;
 }
 

@@ -3,14 +3,15 @@ qd_add_test(backend cpu_compiler)
 qd_add_test(backend reference)
 # GPU backends: the NVRTC and hipRTC wrappers, choosing a GPU backend, every suite
 # kernel compiled in compile-only mode (all run wherever the compilers are
-# installed, GPU or not), and the per-backend suite (GPU instances skip without one).
-qd_add_test(backend nvrtc)
-qd_add_test(backend hiprtc)
+# installed, GPU or not; each case once per compiler), and the per-backend suite
+# (GPU instances skip without one).
+qd_add_test(backend gpu_compiler)
 qd_add_test(backend gpu_device)
-# The suite's kernels compiled for the compile-only round trips once, for both compilers.
+# The suite's kernels compiled for the compile-only round trips (compile_only_support.cpp),
+# a translation unit of its own that builds in parallel with the test's.
 add_library(qd_test_compile_only STATIC ${CMAKE_CURRENT_SOURCE_DIR}/backend/compile_only_support.cpp)
 target_link_libraries(qd_test_compile_only PUBLIC quadrants::quadrants doctest::doctest fmt::fmt)
 target_include_directories(qd_test_compile_only PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
-qd_add_test(backend nvrtc_compile_only LIBS qd_test_compile_only)
-qd_add_test(backend hiprtc_compile_only LIBS qd_test_compile_only)
-qd_add_test(backend gpu_suite SOURCES backend/gpu_suite_values.cpp backend/gpu_suite_graphs.cpp)
+qd_add_test(backend gpu_compile_only LIBS qd_test_compile_only)
+qd_add_test(backend gpu_suite SOURCES backend/gpu_suite_values.cpp backend/gpu_suite_graphs.cpp
+            backend/gpu_suite_math.cpp)
