@@ -33,6 +33,8 @@ if(QD_LIBFUZZER)
              COMMAND ${CMAKE_COMMAND} -E chdir ${corpus}
                      $<TARGET_FILE:${target}> -max_total_time=${QD_LIBFUZZER_SECONDS} -timeout=5
                      -rss_limit_mb=2048 -print_final_stats=1 ${corpus}/seeds)
+    qd_test_programs(fuzz/${name}_seeds ${target})
+    qd_test_programs(fuzz/${name}_libfuzzer ${target})
     set_tests_properties(fuzz/${name}_seeds PROPERTIES FIXTURES_SETUP ${name}_corpus)
     set_tests_properties(fuzz/${name}_libfuzzer PROPERTIES FIXTURES_REQUIRED ${name}_corpus
                          TIMEOUT 900 LABELS libfuzzer)
