@@ -29,8 +29,8 @@ namespace {
 
 // Starts the worker with `args`; stdin and stdout are replaced when given.
 pid_t spawn_worker(std::vector<std::string> args, int stdin_fd = -1, int stdout_fd = -1) {
-  args.insert(args.begin(), QD_STORE_WORKER);
-  std::vector<char*> argv;
+  std::string program = QD_STORE_WORKER;  // (inserting the literal at args' front trips GCC 12's -Warray-bounds)
+  std::vector<char*> argv{program.data()};
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   posix_spawn_file_actions_t actions;
