@@ -1,6 +1,12 @@
 // Every implementation (-inl) file outside the cache layer: the one list that
-// src/quadrants.cpp and <quadrants/implementation.hpp> both compile. Internal.
+// src/{quadrants,backend,runtime}.cpp and <quadrants/implementation.hpp> compile. Internal.
+// In three parts, so that the compiled library builds in parallel and an edit recompiles
+// a third of it: QD_IMPLEMENTATION_PART 1 (base, ir, lang, autodiff, codegen), 2 (backend),
+// 3 (runtime) compiles one part (src/); undefined, all of them. A new file goes into
+// the part of its layer; any part works, as each file declares what it uses.
 #pragma once
+
+#if !defined(QD_IMPLEMENTATION_PART) || QD_IMPLEMENTATION_PART == 1
 
 #include "quadrants/base/log-inl.hpp"
 #include "quadrants/base/env_integer-inl.hpp"
@@ -19,6 +25,9 @@
 #include "quadrants/codegen/glsl_prelude-inl.hpp"
 #include "quadrants/codegen/glsl_helpers-inl.hpp"
 #include "quadrants/codegen/glsl_emitter-inl.hpp"
+#endif
+
+#if !defined(QD_IMPLEMENTATION_PART) || QD_IMPLEMENTATION_PART == 2
 #include "quadrants/backend/device-inl.hpp"
 #include "quadrants/backend/description-inl.hpp"
 #include "quadrants/backend/host_memory-inl.hpp"
@@ -52,6 +61,9 @@
 #include "quadrants/backend/reference/device-inl.hpp"
 #include "quadrants/backend/reference/description-inl.hpp"
 #include "quadrants/backend/registry-inl.hpp"
+#endif
+
+#if !defined(QD_IMPLEMENTATION_PART) || QD_IMPLEMENTATION_PART == 3
 #include "quadrants/runtime/config-inl.hpp"
 #include "quadrants/runtime/pipeline/program-inl.hpp"
 #include "quadrants/runtime/ndarray-inl.hpp"
@@ -71,3 +83,4 @@
 #include "quadrants/runtime/mesh-inl.hpp"
 #include "quadrants/runtime/statistics-inl.hpp"
 #include "quadrants/codegen/reductions-inl.hpp"
+#endif
