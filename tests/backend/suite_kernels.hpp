@@ -3,6 +3,10 @@
 // them with NVRTC and hipRTC. Between them they use every statement and expression.
 #pragma once
 
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <limits>
@@ -840,6 +844,25 @@ inline auto returns() {
     });
     return std::tuple{qd::f32(s), qd::f32(top), qd::i32(positive), qd::vec2f(s, top)};
   });
+}
+
+// Runs returns() on 777 values (multiples of 0.5 of small magnitude: sums exact in any
+// order) and compares each result with plain C++; a program must be initialised.
+inline void check_returns() {
+  auto k = returns();
+  const std::int64_t n = 777;
+  std::vector<float> h;
+  for (std::int64_t i = 0; i < n; ++i) h.push_back(static_cast<float>((i * 37) % 23) * 0.5f - 4.0f);
+  qd::ndarray<float, 1> x(n);
+  x.from_host(h);
+  auto [sum, top, positive, pair] = k(x);
+  float want_sum = 0.0f, want_top = -1e30f;
+  std::int32_t want_positive = 0;
+  for (float v : h) want_sum += v, want_top = std::max(want_top, v), want_positive += v > 0.0f;
+  CHECK(sum == want_sum);
+  CHECK(top == want_top);
+  CHECK(positive == want_positive);
+  CHECK(pair == std::array<float, 2>{want_sum, want_top});  // a qd::vec2f returns a std::array
 }
 
 // Struct parameters (SPEC §11.2): a nested kernel struct, matched by a host struct.

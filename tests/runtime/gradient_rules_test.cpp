@@ -10,11 +10,14 @@
 #include <vector>
 
 #include "runtime/runtime_test_support.hpp"
+#include "support/finite_differences.hpp"
 
 using doctest::Contains;
 
 namespace {
 
+using qd_test::central_differences;
+using qd_test::check_close;
 using vec = std::vector<double>;
 using d1 = qd::types::ndarray<double, 1, qd::needs_grad>;
 using d0 = qd::types::ndarray<double, 0, qd::needs_grad>;
@@ -31,28 +34,6 @@ vec start(std::size_t n, double phase) {
   vec v(n);
   for (std::size_t i = 0; i < n; ++i) v[i] = 0.8 + 0.4 * std::sin(1.3 * static_cast<double>(i) + phase);
   return v;
-}
-
-// Central differences of f at x, one coordinate at a time.
-vec central_differences(const std::function<double(const vec&)>& f, const vec& x, double h = 1e-6) {
-  vec g(x.size());
-  for (std::size_t j = 0; j < x.size(); ++j) {
-    vec hi = x, lo = x;
-    hi[j] += h;
-    lo[j] -= h;
-    g[j] = (f(hi) - f(lo)) / (2 * h);
-  }
-  return g;
-}
-
-void check_close(const vec& got, const vec& want, double rel = 1e-6) {
-  REQUIRE(got.size() == want.size());
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    CAPTURE(i);
-    CAPTURE(got[i]);
-    CAPTURE(want[i]);
-    CHECK(std::abs(got[i] - want[i]) <= rel * std::max(1.0, std::abs(want[i])));
-  }
 }
 
 template <class K, class... A>
