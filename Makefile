@@ -64,7 +64,7 @@ tsan-build: deps
 	cmake --build $(TSAN_DIR) -j $(JOBS) --target qd_selected_tests
 
 libfuzzer: libfuzzer-build
-	ctest --test-dir $(LIBFUZZER_DIR) --output-on-failure -R '$(LIBFUZZER_REGEX)'
+	ctest --test-dir $(LIBFUZZER_DIR) --output-on-failure -j $(JOBS) -R '$(LIBFUZZER_REGEX)'
 
 libfuzzer-build: deps
 	@cmake -S . -B $(LIBFUZZER_DIR) -DCMAKE_CXX_COMPILER=clang++ $(SANITIZER_FLAGS) -DQD_LIBFUZZER=ON \

@@ -33,15 +33,24 @@ function(qd_add_emulated_test api name target)
   endif()
 endfunction()
 
+set(qd_fuzz_gpu_seed_cuda 3000001)
+set(qd_fuzz_gpu_seed_amdgpu 3100001)
+# The per-backend suite's instances for each GPU. On CUDA each program is also compiled by
+# the real NVRTC (~25 CPU s in all); on AMD the real hipRTC is not asked (its fixed ~140 ms a
+# program would add ~115 CPU s, and backend/gpu_compile_only_amdgpu already compiles every
+# suite kernel with it, split and whole, bounds checks on and off).
+qd_add_emulated_test(cuda gpu_suite backend_gpu_suite_test ARGS "--test-case=*<on_cuda>*")
+qd_add_emulated_test(amdgpu gpu_suite backend_gpu_suite_test ARGS "--test-case=*<on_amdgpu>*"
+                     ENV "QD_EMULATED_GPU_REAL_HIPRTC=off")
 foreach(api cuda amdgpu)
-  # The per-backend suite's instances for this GPU.
-  qd_add_emulated_test(${api} gpu_suite backend_gpu_suite_test ARGS "--test-case=*<on_${api}>*")
-  # The fuzzer's GPU batch, blocks in order on one host thread (deterministic).
+  # The fuzzer's GPU batch, blocks in order on one host thread (deterministic): 50 kernels
+  # per GPU (~1 CPU s each), each GPU from its own seeds, so the two see 100 different
+  # kernels (QD_FUZZ_GPU_KERNELS=200 for the longer look).
   # The real compilers are left out here: they already compile every suite kernel in the
   # compile-only tests, and would double this batch's time (hipRTC: ~140 ms a program).
   qd_add_emulated_test(${api} fuzz_batch fuzz_gpu_batch_test TIMEOUT 900
-                       ENV "QD_FUZZ_GPU=${api}" "QD_EMULATED_GPU_THREADS=1" "QD_EMULATED_GPU_REAL_NVRTC=off"
-                           "QD_EMULATED_GPU_REAL_HIPRTC=off")
+                       ENV "QD_FUZZ_GPU=${api}" "QD_FUZZ_GPU_KERNELS=50" "QD_FUZZ_GPU_SEED=${qd_fuzz_gpu_seed_${api}}"
+                           "QD_EMULATED_GPU_THREADS=1" "QD_EMULATED_GPU_REAL_NVRTC=off" "QD_EMULATED_GPU_REAL_HIPRTC=off")
 endforeach()
 
 # Graph kernels on a CUDA driver older than 12.3 (no conditional nodes): do_while bodies

@@ -13,3 +13,6 @@ foreach(header ${qd_public_headers})
 endforeach()
 add_library(qd_header_check OBJECT ${qd_header_check_sources})
 target_link_libraries(qd_header_check PRIVATE quadrants::quadrants fmt::fmt qd_deps::zstd qd_deps::xxhash)
+# What is checked is that each header parses and instantiates on its own; nothing of it is
+# run, so it is not optimised (-O0: 1 to 25 % less time per header, measured on four).
+target_compile_options(qd_header_check PRIVATE -O0)

@@ -1,6 +1,7 @@
 # Runs one compile-failure case: the file must compile as written, and must fail
 # to compile with QD_MISUSE defined, with a diagnostic matching its `// expect:` line.
-# Usage: cmake -DCXX=<compiler> -DSRC=<file> -DINCLUDES=<dir;dir> -P check.cmake
+# Usage: cmake -DCXX=<compiler> -DSRC=<file> -DINCLUDES=<dir;dir> [-DPCH=<header>] -P check.cmake
+# PCH: a header included first, whose precompiled form (<header>.gch) the compiler uses.
 file(STRINGS ${SRC} expect_lines REGEX "^// expect: ")
 if(NOT expect_lines)
   message(FATAL_ERROR "${SRC}: no '// expect: <regex>' line")
@@ -8,6 +9,9 @@ endif()
 list(GET expect_lines 0 expect)
 string(REGEX REPLACE "^// expect: " "" expect "${expect}")
 set(flags -std=c++20 -fsyntax-only -DQD_SEPARATE_COMPILATION)
+if(PCH)
+  list(APPEND flags -include ${PCH} -Winvalid-pch)
+endif()
 foreach(dir ${INCLUDES})
   list(APPEND flags -I${dir})
 endforeach()

@@ -1,5 +1,5 @@
-// The differential fuzzer's GPU batch (docs/testing.md): 200 generated kernels run
-// whole and split on a GPU and compared bitwise with the reference backend's whole
+// The differential fuzzer's GPU batch (docs/testing.md): generated kernels (200, or
+// QD_FUZZ_GPU_KERNELS from seed QD_FUZZ_GPU_SEED) run whole and split on a GPU and compared bitwise with the reference backend's whole
 // kernel. In CI that GPU is emulated, its blocks run in order on one host thread
 // (tests/emulated_gpus.cmake), so the kernels whose results depend on the order of
 // float additions are left out (gpu_comparable). QD_FUZZ_GPU=cuda or amdgpu picks the
@@ -38,7 +38,7 @@ void report(const qd_fuzz::fuzz_case& c, const qd_fuzz::case_report& r) {
 
 }  // namespace
 
-TEST_CASE("200 generated kernels on a GPU: whole and split give the reference backend's results, bit for bit") {
+TEST_CASE("generated kernels on a GPU: whole and split give the reference backend's results, bit for bit") {
   struct gpu {
     qd::arch arch;
     const char* name;
@@ -48,15 +48,18 @@ TEST_CASE("200 generated kernels on a GPU: whole and split give the reference ba
   for (gpu g : {gpu{qd::arch::cuda, "cuda"}, gpu{qd::arch::amdgpu, "amdgpu"}})
     if (!chosen || !*chosen || std::string(chosen) == g.name) gpus.push_back(g);
   REQUIRE_MESSAGE(!gpus.empty(), "QD_FUZZ_GPU must be cuda or amdgpu");
-  const char* count = std::getenv("QD_FUZZ_GPU_KERNELS");  // for a quicker or a longer look; CI runs 200
+  // For a quicker or a longer look; make test runs 50 per GPU, from different seeds.
+  const char* count = std::getenv("QD_FUZZ_GPU_KERNELS");
   const long kernels = count && *count ? std::atol(count) : 200;
+  const char* first_seed = std::getenv("QD_FUZZ_GPU_SEED");
+  const std::uint64_t first = first_seed && *first_seed ? std::strtoull(first_seed, nullptr, 10) : 3000001;
   for (const gpu& g : gpus) {
     CAPTURE(g.name);
     if (!available(g.arch, g.name)) continue;
     qd_fuzz::gpu_under_test() = g.arch;
     qd_fuzz::figures f;
     long left_out = 0;
-    std::uint64_t seed = 3000001;
+    std::uint64_t seed = first;
     for (; f.kernels < kernels; ++seed) {
       const qd_fuzz::fuzz_case c = qd_fuzz::generate(seed);
       if (!qd_fuzz::gpu_comparable(c)) {
@@ -71,7 +74,7 @@ TEST_CASE("200 generated kernels on a GPU: whole and split give the reference ba
       f.add(c, r);
       if (r.what != qd_fuzz::finding::none) report(c, r);
     }
-    MESSAGE(std::string(g.name) << " batch (seeds 3000001.." << seed - 1 << ", " << left_out
+    MESSAGE(std::string(g.name) << " batch (seeds " << first << ".." << seed - 1 << ", " << left_out
                    << " left out for float reductions):\n"
                    << f.text());
     CHECK(f.gpu_kernels == kernels);

@@ -2,7 +2,12 @@
 # configure, build and run a consumer that uses find_package(quadrants); a
 # dependency hidden from that consumer is reported with its Debian package.
 # MODE=subdirectory: build a consumer that add_subdirectory()s the source tree.
-# MODE=demo_install: a fresh build of only what `make demo` builds installs whole.
+# MODE=demo_install: a fresh build of only what `make demo` builds installs whole, and
+# a consumer of quadrants::header-only builds against that prefix.
+# The consumers build without optimisation (CMAKE_BUILD_TYPE empty): what is checked is
+# how they find, compile and link Quadrants, and -O0 halves the time of compiling it.
+# Each compiled-library form is built once (install: the build tree's; subdirectory: its
+# own) and the header-only form once (demo_install), as make test runs all four.
 # MODE=missing_dependency: configuring the source tree without a dependency
 # stops with the dependency's Debian package.
 # MODE=emulated_gpus: the installed bin/qd-with-emulated-gpu runs PROGRAM on the
@@ -28,7 +33,7 @@ function(run_fails expected)
     message(FATAL_ERROR "failed without saying '${expected}': ${ARGN}\n${out}\n${err}")
   endif()
 endfunction()
-set(generator_args -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=${CXX})
+set(generator_args -DCMAKE_BUILD_TYPE= -DCMAKE_CXX_COMPILER=${CXX})
 if(MODE STREQUAL "install")
   run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${work}/prefix)
   if(NOT EXISTS ${work}/prefix/lib/cmake/quadrants/quadrants-config.cmake AND
@@ -37,19 +42,23 @@ if(MODE STREQUAL "install")
   endif()
   run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/consumer -B ${work}/build ${generator_args}
       -DCMAKE_PREFIX_PATH=${work}/prefix)
-  run(${CMAKE_COMMAND} --build ${work}/build -j 2)
+  run(${CMAKE_COMMAND} --build ${work}/build -j 2 --target consumer)
   run(${work}/build/consumer)
-  run(${work}/build/consumer_header_only)
   run_fails("Debian package libfmt-dev" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/consumer
             -B ${work}/build-without-fmt ${generator_args} -DCMAKE_PREFIX_PATH=${work}/prefix
             -DCMAKE_DISABLE_FIND_PACKAGE_fmt=ON)
 elseif(MODE STREQUAL "demo_install")
-  # As `make demo`: only the demo target, at -O0 to keep the test short.
-  run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${work}/build -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=
+  # As `make demo`: only the demo target, at -O0 to keep the test short (build type None: an
+  # empty one would become Release, the default of a top-level build).
+  run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${work}/build -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=None
       -DQD_BUILD_TESTS=OFF -DQD_BUILD_BENCH=OFF)
   run(${CMAKE_COMMAND} --build ${work}/build -j 2 --target heat_diffusion)
   run(${CMAKE_COMMAND} --install ${work}/build --prefix ${work}/prefix)
   run(${work}/prefix/bin/qd-cache path)
+  run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/consumer -B ${work}/consumer ${generator_args}
+      -DCMAKE_PREFIX_PATH=${work}/prefix)
+  run(${CMAKE_COMMAND} --build ${work}/consumer -j 2 --target consumer_header_only)
+  run(${work}/consumer/consumer_header_only)
 elseif(MODE STREQUAL "missing_dependency")
   set(configure ${CMAKE_COMMAND} -S ${SOURCE_DIR} -DCMAKE_CXX_COMPILER=${CXX} -DQD_BUILD_TESTS=OFF
       -DQD_BUILD_BENCH=OFF -DQD_BUILD_EXAMPLES=OFF)
@@ -94,8 +103,7 @@ elseif(MODE STREQUAL "emulated_gpus")
 else()
   run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/subdirectory -B ${work}/build ${generator_args}
       -DQD_SOURCE_DIR=${SOURCE_DIR})
-  run(${CMAKE_COMMAND} --build ${work}/build -j 2 --target consumer consumer_header_only)
+  run(${CMAKE_COMMAND} --build ${work}/build -j 2 --target consumer)
   run(${work}/build/consumer)
-  run(${work}/build/consumer_header_only)
 endif()
 message(STATUS "package test (${MODE}): ok")
