@@ -23,6 +23,7 @@
 
 #include "backend/compile_only_support.hpp"
 #include "backend/suite_kernels.hpp"
+#include "backend/suite_kernels_linalg.hpp"
 #include "backend/suite_kernels_vec.hpp"
 #include "runtime/runtime_test_support.hpp"
 #include "support/host_semantics.hpp"
@@ -233,6 +234,11 @@ TEST_CASE_TEMPLATE("suite: integer operators wrap and define division by zero, f
   check_integer_operators<std::int64_t>();
   check_integer_operators<std::uint32_t>();
   check_integer_operators<std::uint8_t>();
+}
+
+TEST_CASE_TEMPLATE("suite: per-thread svd, polar_decompose, sym_eig, make_spd and solve in f32 and f64", A, QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  linalg_checks::check_linalg();
 }
 
 TEST_CASE_TEMPLATE("suite: floating-point operators are IEEE, bit for bit", A, QD_SUITE_ARCHES) {

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "quadrants/base/error.hpp"
+#include "quadrants/base/limits.hpp"
 #include "quadrants/codegen/cpp_emitter.hpp"
 #include "quadrants/codegen/reductions.hpp"
 #include "quadrants/detail/format.hpp"
@@ -302,10 +303,40 @@ class emitter {
     emit_block(ln.block0, static_cast<std::size_t>(rank));
     --indent_;
     line("}");
-    if (ln.param > 0)  // qd::loop_config{.block_dim}: the GPU kernel's launch bounds
+    // A body with a loop of its own: few iterations are still worth spreading over CPU threads.
+    const bool nested = has_nested_loop(fn_, ln.block0);
+    const std::string block = ln.param > 0 ? std::to_string(ln.param) : std::string("QD_BLOCK");
+    if (!reductions_.empty()) {
+      // Chunked, combined in a fixed order (codegen/reductions.hpp); on a GPU only with
+      // deterministic_reductions (DET), in the scratch region at `reduction_scratch_offset`.
+      const bool det = options_.deterministic_reductions;
+      if (det) check_deterministic_limits(ln.param > 0 ? ln.param : static_cast<std::int64_t>(limits::gpu_threads_per_block));
+      line(fmt::format("QD_PARALLEL_REDUCE_TASK({}, {}, {}, {}, {}, {})", entry_, rank, block, det ? 1 : 0,
+                       options_.reduction_scratch_offset,
+                       nested ? "QD_NESTED_REDUCTION_CHUNK_MIN" : "QD_REDUCTION_CHUNK_MIN"));
+    } else if (nested) {
+      line(fmt::format("QD_PARALLEL_NESTED_TASK({}, {}, {})", entry_, rank, block));
+    } else if (ln.param > 0) {  // qd::loop_config{.block_dim}: the GPU kernel's launch bounds
       line(fmt::format("QD_PARALLEL_TASK_BLOCK({}, {}, {})", entry_, rank, ln.param));
-    else
+    } else {
       line(fmt::format("QD_PARALLEL_TASK({}, {})", entry_, rank));
+    }
+  }
+
+  // A GPU block combines its threads' accumulators in shared memory, and each chunk's
+  // partial of each reduction has a place in the scratch region.
+  void check_deterministic_limits(std::int64_t block) const {
+    const auto count = static_cast<std::int64_t>(reductions_.size());
+    if (count > gpu_deterministic_reductions_max)
+      throw user_error(fmt::format("a parallel loop with {} reductions into top-level qd::vars: deterministic_reductions "
+                                   "supports at most {} per loop on GPUs; split the loop, or reduce into arrays",
+                                   count, gpu_deterministic_reductions_max));
+    const std::int64_t shared = block * (count + 1) * 8;
+    if (shared > 40960)
+      throw user_error(fmt::format("a parallel loop with {} reductions and qd::loop_config{{.block_dim = {}}}: "
+                                   "deterministic_reductions combines them in {} bytes of shared memory (at most "
+                                   "40960); use a smaller block_dim or fewer reductions per loop",
+                                   count, block, shared));
   }
 
   // A reduction into a global temporary whose old value nobody reads, and whose
@@ -319,20 +350,36 @@ class emitter {
   }
 
   static std::string identity(const chunk_reduction& r) {
+    const dtype t = accumulator_type(r);
     switch (r.op) {
       case ir::atomic_op::add:
-      case ir::atomic_op::sub: return fmt::format("({})0", c_type(r.type));
-      case ir::atomic_op::min: return fmt::format("qd_max_value_{}()", name(r.type));
-      case ir::atomic_op::max: return fmt::format("qd_lowest_value_{}()", name(r.type));
+      case ir::atomic_op::sub: return fmt::format("({})0", c_type(t));
+      case ir::atomic_op::min: return fmt::format("qd_max_value_{}()", name(t));
+      case ir::atomic_op::max: return fmt::format("qd_lowest_value_{}()", name(t));
     }
     return "0";
   }
 
+  // `acc = acc (op) value`, with the atomics' semantics: min and max compare the value
+  // first, so a NaN never replaces a number; sums wrap for signed integers.
+  static std::string accumulate(const chunk_reduction& r, const std::string& acc, const std::string& value) {
+    switch (r.op) {
+      case ir::atomic_op::add:
+      case ir::atomic_op::sub: return fmt::format("{} = {};", acc, wrapping_arithmetic(accumulator_type(r), "+", acc, value));
+      case ir::atomic_op::min: return fmt::format("{0} = qd_min({1}, {0});", acc, value);
+      case ir::atomic_op::max: return fmt::format("{0} = qd_max({1}, {0});", acc, value);
+    }
+    return "";
+  }
+
+  // The accumulators of one thread or chunk: init, flush into the slots and, for a loop
+  // with reductions, merge (a fixed-order combine) and a load through volatile (another
+  // GPU block's partial).
   void emit_reduction_functions() {
     line(fmt::format("struct {}_red {{", entry_));
     ++indent_;
     line("qd_i32 qd_unused;");
-    for (std::size_t k = 0; k < reductions_.size(); ++k) line(fmt::format("{} r{};", c_type(reductions_[k].type), k));
+    for (std::size_t k = 0; k < reductions_.size(); ++k) line(fmt::format("{} r{};", c_type(accumulator_type(reductions_[k])), k));
     --indent_;
     line("};");
     line(fmt::format("QD_FN void {0}_red_init({0}_red* qd_r) {{", entry_));
@@ -341,12 +388,32 @@ class emitter {
     for (std::size_t k = 0; k < reductions_.size(); ++k) line(fmt::format("qd_r->r{} = {};", k, identity(reductions_[k])));
     --indent_;
     line("}");
+    if (!reductions_.empty()) emit_combine_functions();
     line(fmt::format("QD_FN void {0}_red_flush(const qd_ctx* ctx, const {0}_red* qd_r) {{", entry_));
     ++indent_;
     line("(void)ctx; (void)qd_r;");
+    for (std::size_t k = 0; k < reductions_.size(); ++k) {
+      const chunk_reduction& r = reductions_[k];
+      const std::string value = accumulator_type(r) == r.type ? fmt::format("qd_r->r{}", k)
+                                                              : fmt::format("({})qd_r->r{}", c_type(r.type), k);
+      line(fmt::format("{}(({}*)(ctx->temps + {}), {});", atomic_helper(r.op), c_type(r.type), r.slot * 8, value));
+    }
+    --indent_;
+    line("}");
+  }
+
+  void emit_combine_functions() {
+    line(fmt::format("QD_FN void {0}_red_merge({0}_red* qd_a, const {0}_red* qd_b) {{", entry_));
+    ++indent_;
+    line("(void)qd_a; (void)qd_b;");
     for (std::size_t k = 0; k < reductions_.size(); ++k)
-      line(fmt::format("{}(({}*)(ctx->temps + {}), qd_r->r{});", atomic_helper(reductions_[k].op),
-                       c_type(reductions_[k].type), reductions_[k].slot * 8, k));
+      line(accumulate(reductions_[k], fmt::format("qd_a->r{}", k), fmt::format("qd_b->r{}", k)));
+    --indent_;
+    line("}");
+    line(fmt::format("QD_FN void {0}_red_load({0}_red* qd_a, const volatile {0}_red* qd_b) {{", entry_));
+    ++indent_;
+    line("qd_a->qd_unused = 0; (void)qd_b;");
+    for (std::size_t k = 0; k < reductions_.size(); ++k) line(fmt::format("qd_a->r{0} = qd_b->r{0};", k));
     --indent_;
     line("}");
   }
@@ -490,16 +557,10 @@ class emitter {
       case ir::op::temp_store: line(fmt::format("*({}*)(ctx->temps + {}) = {};", type, n.imm * 8, v(n.a))); break;
       case ir::op::temp_atomic:
         if (const chunk_reduction* r = reduction_of(n)) {
-          std::string acc = reduction_member(n);
-          switch (r->op) {
-            case ir::atomic_op::add:
-            case ir::atomic_op::sub:
-              line(fmt::format("{} = {};", acc, wrapping_arithmetic(r->type, "+", acc, v(n.a))));
-              break;
-            // v first, as an atomic compares: a NaN never enters the accumulator.
-            case ir::atomic_op::min: line(fmt::format("{0} = qd_min({1}, {0});", acc, v(n.a))); break;
-            case ir::atomic_op::max: line(fmt::format("{0} = qd_max({1}, {0});", acc, v(n.a))); break;
-          }
+          const std::string value = accumulator_type(*r) == r->type
+                                        ? v(n.a)
+                                        : fmt::format("({}){}", c_type(accumulator_type(*r)), v(n.a));
+          line(accumulate(*r, reduction_member(n), value));
           break;
         }
         line(fmt::format("const {} {} = {}(({}*)(ctx->temps + {}), {});", type, v(i),

@@ -2,6 +2,7 @@
 // (codegen/*_prelude.hpp) supplies types, math, atomics and the task wrappers.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -12,6 +13,10 @@ namespace qd::codegen {
 
 struct emit_options {
   bool bounds_checks = false;  // check every index against the shape, report the first violation
+  // A GPU combines a loop's reductions in a fixed order (the config's deterministic_reductions),
+  // using the scratch region at this offset after the global temporaries. The CPU always does.
+  bool deterministic_reductions = false;
+  std::size_t reduction_scratch_offset = 0;
 };
 
 // Source for one task: helper functions named after `entry` and one

@@ -224,6 +224,8 @@ QD_FUNC settings resolve_settings(const config& c) {
                            600, overrides);
   s.graph_max_iterations = pick(c.graph_max_iterations, "graph_max_iterations", "QD_GRAPH_MAX_ITERATIONS", as_u64,
                                 std::uint64_t{0}, overrides);
+  s.deterministic_reductions = pick(c.deterministic_reductions, "deterministic_reductions",
+                                    "QD_DETERMINISTIC_REDUCTIONS", parse_bool, false, overrides);
   // Fields set in code: the same ranges as their variables.
   auto check = [](const char* field, int value, int min, int max) {
     if (value < min || value > max)

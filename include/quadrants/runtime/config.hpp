@@ -47,6 +47,9 @@ struct config {
   std::optional<bool> remote_cache_unauthenticated;        // opt out of the secret; default false
   std::optional<int> compile_timeout;                      // seconds a host compiler may run; 0: no limit; default 600
   std::optional<std::uint64_t> graph_max_iterations;       // passes of one qd::graph::do_while; 0 (default): unlimited
+  // GPUs combine reductions in a fixed order: the same bits run to run (default false;
+  // the CPU and the reference backend always do, docs/dsl.md "Reductions").
+  std::optional<bool> deterministic_reductions;            // QD_DETERMINISTIC_REDUCTIONS
 };
 
 // The configuration in effect: every field decided.
@@ -78,6 +81,7 @@ struct settings {
   bool remote_cache_unauthenticated = false;
   int compile_timeout = 600;
   std::uint64_t graph_max_iterations = 0;
+  bool deterministic_reductions = false;
 };
 
 // Starts the runtime (ending a previous one first). Throws qd::error for an

@@ -13,6 +13,7 @@
 #include "quadrants/cache/store.hpp"
 #include "quadrants/codegen/cpp_emitter.hpp"
 #include "quadrants/codegen/lower.hpp"
+#include "quadrants/codegen/reductions.hpp"
 #include "quadrants/detail/format.hpp"
 #include "quadrants/ir/printer.hpp"
 #include "quadrants/ir/serialize.hpp"
@@ -90,9 +91,26 @@ QD_FUNC compiled_task launchable_task(const backend::loaded_module& module, cons
 // The global temporaries of the whole variant, or the split's persisted buffer: one per
 // variant, held by a launch for its duration (launch-inl.hpp, temps_turn). Under
 // compile_only nothing runs (and a GPU backend has no device memory).
-QD_FUNC void allocate_temporaries(program& p, const analysis::task_plan& plan, variant& v) {
-  if (!plan.temps.empty() && !p.config().compile_only)
-    v.temps = p.device().allocate(static_cast<std::size_t>(limits::temp_slot_count) * limits::temp_slot_bytes);
+// `scratch`: bytes after the slots for deterministic GPU reductions, zeroed (their tickets).
+QD_FUNC void allocate_temporaries(program& p, const analysis::task_plan& plan, variant& v, std::size_t scratch) {
+  if ((plan.temps.empty() && scratch == 0) || p.config().compile_only) return;
+  const std::size_t slots = static_cast<std::size_t>(limits::temp_slot_count) * limits::temp_slot_bytes;
+  v.temps = p.device().allocate(slots + scratch);
+  if (scratch > 0) {
+    const std::vector<unsigned char> zeros(scratch, 0);
+    p.device().copy_from_host(static_cast<unsigned char*>(v.temps) + slots, zeros.data(), scratch);
+  }
+}
+
+// Whether a GPU combines this program's reductions in a fixed order (deterministic_reductions;
+// the CPU always does, whatever the generated code says).
+QD_FUNC bool deterministic_gpu_reductions(const program& p) {
+  return p.config().deterministic_reductions && p.device().name() != "cpu";
+}
+
+// Whether a lowered task is a loop with reductions into global temporaries (codegen/reductions.hpp).
+QD_FUNC bool has_chunk_reductions(const codegen::lowered_task& t) {
+  return t.parallel && !codegen::find_chunk_reductions(t.fn, t.fn.at(t.fn.block(0).back()).block0).empty();
 }
 
 QD_FUNC std::vector<codegen::lowered_task> lower_all(const kernel_state& k, const analysis::task_plan& plan) {
@@ -116,9 +134,17 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
   std::vector<std::string> entries;  // one module per whole kernel: local names
   std::vector<std::string> bodies;
   std::string body;
+  // Tasks of a whole kernel may run at once (concurrent regions): each reducing one its own scratch.
+  std::size_t scratch = 0;
   for (std::size_t t = 0; t < lowered.size(); ++t) {
     entries.push_back(fmt::format("qd_task{}", t));
-    bodies.push_back(codegen::emit_task(lowered[t], entries.back(), {p.config().check_out_of_bound}));
+    codegen::emit_options options{.bounds_checks = p.config().check_out_of_bound};
+    if (deterministic_gpu_reductions(p) && has_chunk_reductions(lowered[t])) {
+      options.deterministic_reductions = true;
+      options.reduction_scratch_offset = scratch;
+      scratch += codegen::gpu_reduction_scratch_bytes;
+    }
+    bodies.push_back(codegen::emit_task(lowered[t], entries.back(), options));
     body += bodies.back();
   }
   const bool dump = p.config().print_ir;
@@ -173,7 +199,7 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
   if (!p.device().traits().runs_ir) counts.records.push_back(record.module);
   counts.tasks = static_cast<int>(lowered.size());
   v.schedule = schedule_of(k, plan);
-  allocate_temporaries(p, plan, v);
+  allocate_temporaries(p, plan, v, scratch);
 }
 
 QD_FUNC offload_code offload_code_of(program& p, const codegen::lowered_task& t) {
@@ -181,7 +207,10 @@ QD_FUNC offload_code offload_code_of(program& p, const codegen::lowered_task& t)
   // entry name that is then replaced by one derived from the key.
   constexpr std::string_view placeholder = "QD_OFFLOAD_ENTRY";
   offload_code o;
-  o.body = codegen::emit_task(t, placeholder, {p.config().check_out_of_bound});
+  // A split kernel's tasks run one after another: every one uses the scratch region at 0.
+  o.body = codegen::emit_task(t, placeholder, {.bounds_checks = p.config().check_out_of_bound,
+                                               .deterministic_reductions = deterministic_gpu_reductions(p) &&
+                                                                           has_chunk_reductions(t)});
   cache::key_builder kb = p.environment();
   o.key = kb.add("offload").add(ir::canonical_bytes(t.fn)).add(o.body).finish();
   o.entry = "qd_o" + o.key.hex();
@@ -236,7 +265,7 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
     counts.compiled = static_cast<int>(lowered.size());
     counts.tasks = counts.tasks_compiled = counts.compiled;
     v.schedule = schedule_of(k, plan);
-    allocate_temporaries(p, plan, v);
+    allocate_temporaries(p, plan, v, 0);
     return;
   }
   // [remote tier, issue 17] the records and modules this process lacks, in one round trip
@@ -325,7 +354,9 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
   counts.tasks = static_cast<int>(lowered.size());
   counts.tasks_compiled = counts.compiled;
   v.schedule = schedule_of(k, plan);
-  allocate_temporaries(p, plan, v);
+  bool reduces = false;
+  for (const auto& t : lowered) reduces = reduces || has_chunk_reductions(t);
+  allocate_temporaries(p, plan, v, deterministic_gpu_reductions(p) && reduces ? codegen::gpu_reduction_scratch_bytes : 0);
 }
 
 }  // namespace qd::detail
