@@ -25,3 +25,9 @@ add_dependencies(benchmarks trace_bench)
 add_executable(coverage_bench ${CMAKE_CURRENT_SOURCE_DIR}/coverage_bench.cpp)
 target_link_libraries(coverage_bench PRIVATE quadrants::quadrants fmt::fmt)
 add_dependencies(benchmarks coverage_bench)
+
+# bench/math_bench: the third wave's math functions and an atomic_cas-loop counter
+# against the same std:: calls and std::atomic by hand.
+add_executable(math_bench ${CMAKE_CURRENT_SOURCE_DIR}/math_bench.cpp)
+target_link_libraries(math_bench PRIVATE quadrants::quadrants fmt::fmt)
+add_dependencies(benchmarks math_bench)

@@ -222,6 +222,31 @@ struct tiny_host {
   float step;
 };
 
+// One kind of launch: a label and the call.
+struct launch_row {
+  const char* what;
+  std::function<void()> call;
+};
+
+// Times 100,000 launches of each row (each warmed up twice), five interleaved rounds,
+// and prints the medians against the first row's.
+void print_launch_rows(const std::vector<launch_row>& rows) {
+  const int launches = 100000;
+  std::vector<std::vector<double>> per(rows.size());
+  for (const auto& r : rows) r.call(), r.call();
+  for (int round = 0; round < 5; ++round)
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+      const auto& call = rows[k].call;
+      per[k].push_back(seconds([&] {
+                         for (int l = 0; l < launches; ++l) call();
+                       }) /
+                       launches);
+    }
+  for (std::size_t k = 0; k < rows.size(); ++k)
+    fmt::print("  {:30} {:.3f} us per launch ({:+.3f} us against the plain kernel)\n", rows[k].what,
+               median(per[k]) * 1e6, (median(per[k]) - median(per[0])) * 1e6);
+}
+
 void second_wave_launches() {
   qd::init({.arch = qd::arch::cpu, .offline_cache = false});
   auto plain = qd::kernel("plain", [](qd::types::ndarray<float, 1> x, qd::f32 step) {
@@ -247,31 +272,76 @@ void second_wave_launches() {
   qd::mesh m = qd::mesh::tetrahedral(4, {{0, 1, 2, 3}});
   const std::array<float, 3> v{1.0f, 0.0f, 0.0f};
   float sink = 0.0f;
-  struct row {
-    const char* what;
-    std::function<void()> call;
-  };
-  std::vector<row> rows{{"plain (array, scalar)", [&] { plain(x, 1.0f); }},
-                        {"struct parameter", [&] { with_struct(tiny_host{x, 1.0f}); }},
-                        {"qd::vec3f parameter", [&] { with_vec(x, v); }},
-                        {"returns a qd::f32", [&] { sink += with_return(x, 1.0f); }},
-                        {"qd::mesh parameter (one tet)", [&] { with_mesh(x, m); }},
-                        {"graph kernel (qd::graph::on)", [&] { as_graph(x, 1.0f); }}};
-  const int launches = 100000;
-  std::vector<std::vector<double>> per(rows.size());
-  for (auto& r : rows) r.call();
-  for (int round = 0; round < 5; ++round)
-    for (std::size_t k = 0; k < rows.size(); ++k) {
-      const auto& call = rows[k].call;
-      per[k].push_back(seconds([&] {
-                         for (int l = 0; l < launches; ++l) call();
-                       }) /
-                       launches);
-    }
-  for (std::size_t k = 0; k < rows.size(); ++k)
-    fmt::print("  {:30} {:.3f} us per launch ({:+.3f} us against the plain kernel)\n", rows[k].what,
-               median(per[k]) * 1e6, (median(per[k]) - median(per[0])) * 1e6);
+  print_launch_rows({{"plain (array, scalar)", [&] { plain(x, 1.0f); }},
+                     {"struct parameter", [&] { with_struct(tiny_host{x, 1.0f}); }},
+                     {"qd::vec3f parameter", [&] { with_vec(x, v); }},
+                     {"returns a qd::f32", [&] { sink += with_return(x, 1.0f); }},
+                     {"qd::mesh parameter (one tet)", [&] { with_mesh(x, m); }},
+                     {"graph kernel (qd::graph::on)", [&] { as_graph(x, 1.0f); }}});
   if (sink == 0.0f) fmt::print("  WARNING: the returning kernel returned nothing\n");
+  qd::reset();
+}
+
+// The third wave on the launch path: a kernel specialised per value (one template
+// argument; the same value, then two values alternating) and an array of structs,
+// against the plain kernel, all warm.
+struct tiny_k {
+  qd::f32 x;
+  qd::vec2f v;
+};
+struct tiny_h {
+  float x;
+  std::array<float, 2> v;
+};
+
+void third_wave_launches() {
+  qd::init({.arch = qd::arch::cpu, .offline_cache = false});
+  auto plain = qd::kernel("plain", [](qd::types::ndarray<float, 1> x, qd::f32 step) {
+    qd::range_for(1, [&](qd::i32 i) { x[i] = x[i] + step; });
+  });
+  auto templated = qd::kernel("templated", [](qd::types::template_arg<int> k, qd::types::ndarray<float, 1> x, qd::f32 step) {
+    qd::range_for(1, [&](qd::i32 i) { x[i] = x[i] + step * static_cast<float>(k); });
+  });
+  auto of_structs = qd::kernel("of_structs", [](qd::types::ndarray<tiny_k, 1> p, qd::f32 step) {
+    qd::range_for(1, [&](qd::i32 i) { p[i].x = p[i].x + step; });
+  });
+  qd::ndarray<float, 1> x(1);
+  qd::ndarray<tiny_h, 1> p(1);
+  int flip = 0;
+  print_launch_rows({{"plain (array, scalar)", [&] { plain(x, 1.0f); }},
+                     {"one template argument", [&] { templated(1, x, 1.0f); }},
+                     {"template argument, 2 values", [&] { templated(1 + (flip ^= 1), x, 1.0f); }},
+                     {"array of structs (2 members)", [&] { of_structs(p, 1.0f); }}});
+  qd::reset();
+}
+
+// A short-circuit guard (`i < m && x[i] > 0`, the load of x[i] skipped past m) against
+// the same guard written as a qd::var and a qd::if_, over 16M elements.
+void short_circuit_cost(int threads, int rounds) {
+  qd::init({.arch = qd::arch::cpu, .offline_cache = false, .cpu_max_num_threads = threads});
+  auto with_and = qd::kernel("with_and", [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> out, qd::i32 m) {
+    qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = qd::select(i < m && x[i] > 0.0f, 1.0f, 0.0f); });
+  });
+  auto with_if = qd::kernel("with_if", [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> out, qd::i32 m) {
+    qd::range_for(out.shape(0), [&](qd::i32 i) {
+      qd::var<bool> ok = i < m;
+      qd::if_(ok, [&] { ok = x[i] > 0.0f; });
+      out[i] = qd::select(ok, 1.0f, 0.0f);
+    });
+  });
+  const std::int64_t n = 1 << 24;
+  qd::ndarray<float, 1> x(n), out(n);
+  x.fill(1.0f);
+  const std::int32_t m = static_cast<std::int32_t>(n / 2);
+  with_and(x, out, m);
+  with_if(x, out, m);
+  std::vector<double> ta, ti;
+  for (int r = 0; r < rounds; ++r) {
+    ta.push_back(seconds([&] { with_and(x, out, m); }));
+    ti.push_back(seconds([&] { with_if(x, out, m); }));
+  }
+  fmt::print("  {} thread{}: i < m && x[i] > 0, 16M  && {:7.2f} ms  qd::var + qd::if_ {:7.2f} ms  ratio {:.3f}\n",
+             threads, threads == 1 ? " " : "s", median(ta) * 1e3, median(ti) * 1e3, median(ta) / median(ti));
   qd::reset();
 }
 
@@ -409,18 +479,27 @@ int main(int argc, char** argv) {
   int rounds = argc > 1 ? std::atoi(argv[1]) : 9;
   fmt::print("Quadrants CPU benchmark ({} hardware threads; medians of {} interleaved rounds)\n",
              std::thread::hardware_concurrency(), rounds);
-  const bool launches_only = argc > 2 && std::string(argv[2]) == "launch";  // `cpu_bench N launch`
-  if (!launches_only) {
+  // `cpu_bench N launch`: launch overheads only; `cpu_bench N third`: the third wave's figures only.
+  const std::string mode = argc > 2 ? argv[2] : "";
+  if (mode.empty()) {
     fmt::print("Generated code vs the same loop by hand, same compiler and flags, same thread pool:\n");
     compare_loops(1, rounds);
     compare_loops(static_cast<int>(std::thread::hardware_concurrency()), rounds);
   }
+  if (mode != "launch") {
+    fmt::print("Short-circuit && against the equivalent qd::if_:\n");
+    short_circuit_cost(1, rounds);
+    short_circuit_cost(static_cast<int>(std::thread::hardware_concurrency()), rounds);
+  }
   fmt::print("Host launch overhead (in-memory cache hit):\n");
   launch_overhead();
-  split_launch();
-  persisted_launch();
-  second_wave_launches();
-  if (launches_only) return 0;
+  if (mode != "third") {
+    split_launch();
+    persisted_launch();
+    second_wave_launches();
+  }
+  third_wave_launches();
+  if (!mode.empty()) return 0;
   fmt::print("Compile times:\n");
   compile_times();
   return 0;

@@ -44,21 +44,21 @@ void eight_tiny_then_flag(f1 x, flag_t count, flag_t again, qd::i32 passes) {
 // Whether a do_while runs as a conditional WHILE node here (CUDA, 12.3+ drivers).
 bool conditional_nodes(qd::arch arch) {
   int version = 0;
-  return arch == qd::arch::cuda && qd::backend::cuda::driver().cuDriverGetVersion(&version) == 0 && version >= 12030;
+  return arch == qd::arch::cuda && qd::backend::cuda::driver().driver_version(&version) == 0 && version >= 12030;
 }
 
 // What the figures are: the device's name, and whether it is an emulation.
 std::string device_label(qd::arch arch) {
   if (arch != qd::arch::cuda) {
     std::vector<char> props(16384, 0);  // hipDeviceProp_t begins with char name[256]
-    QD_HIP_CHECK(qd::backend::amdgpu::hip().hipGetDeviceProperties(props.data(), 0));
+    QD_GPU_CALL(qd::backend::amdgpu::hip(), device_properties, props.data(), 0);
     return std::string(props.data(), strnlen(props.data(), 256));
   }
   char name[256] = {};
   namespace cu = qd::backend::cuda;
-  QD_CUDA_CHECK(cu::driver().cuDeviceGetName(name, sizeof(name) - 1, 0));
+  QD_GPU_CALL(cu::driver(), device_name, name, sizeof(name) - 1, 0);
   int version = 0;
-  QD_CUDA_CHECK(cu::driver().cuDriverGetVersion(&version));
+  QD_GPU_CALL(cu::driver(), driver_version, &version);
   return fmt::format("{} (driver {}.{})", name, version / 1000, version % 1000 / 10);
 }
 

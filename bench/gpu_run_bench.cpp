@@ -48,28 +48,28 @@ extern "C" __global__ void hand_tiny(float* x) { x[0] = x[0] + 1.0f; }
 )";
 
 struct hand_module {
-  cu::CUmodule module = nullptr;
-  cu::CUfunction saxpy = nullptr, stencil = nullptr, tiny = nullptr;
+  qd::backend::gpu_module module = nullptr;
+  qd::backend::gpu_function saxpy = nullptr, stencil = nullptr, tiny = nullptr;
 };
 
 int device_sm() {
   const auto& api = cu::driver();
   const char* env = std::getenv("QD_CUDA_DEVICE");
-  cu::CUdevice dev = 0;
-  QD_CUDA_CHECK(api.cuDeviceGet(&dev, env && *env ? std::atoi(env) : 0));
+  int dev = 0;
+  QD_GPU_CALL(api, device_get, &dev, env && *env ? std::atoi(env) : 0);
   int major = 0, minor = 0;
-  QD_CUDA_CHECK(api.cuDeviceGetAttribute(&major, cu::attribute_cc_major, dev));
-  QD_CUDA_CHECK(api.cuDeviceGetAttribute(&minor, cu::attribute_cc_minor, dev));
+  QD_GPU_CALL(api, device_attribute, &major, cu::attribute_cc_major, dev);
+  QD_GPU_CALL(api, device_attribute, &minor, cu::attribute_cc_minor, dev);
   return major * 10 + minor;
 }
 
 // Milliseconds per call of `launch`, over `calls` calls between two synchronizations.
 double device_ms(const std::function<void()>& launch, int calls) {
   const auto& api = cu::driver();
-  QD_CUDA_CHECK(api.cuCtxSynchronize());
+  QD_GPU_CALL(api, synchronize);
   auto t0 = clock_type::now();
   for (int k = 0; k < calls; ++k) launch();
-  QD_CUDA_CHECK(api.cuCtxSynchronize());
+  QD_GPU_CALL(api, synchronize);
   return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count() / calls;
 }
 
@@ -77,11 +77,11 @@ double device_ms(const std::function<void()>& launch, int calls) {
 // queue holds, so the host never waits for the GPU); synchronized outside the timing.
 double host_us(const std::function<void()>& launch, int calls) {
   const auto& api = cu::driver();
-  QD_CUDA_CHECK(api.cuCtxSynchronize());
+  QD_GPU_CALL(api, synchronize);
   auto t0 = clock_type::now();
   for (int k = 0; k < calls; ++k) launch();
   double us = std::chrono::duration<double, std::micro>(clock_type::now() - t0).count() / calls;
-  QD_CUDA_CHECK(api.cuCtxSynchronize());
+  QD_GPU_CALL(api, synchronize);
   return us;
 }
 
@@ -108,17 +108,17 @@ int main(int argc, char** argv) {
   options.fast_math = qd::current_settings().fast_math;
   std::string flags;
   for (const auto& f : cu::nvrtc_flags(options)) flags += f + " ";
-  char device_name[256] = {};
-  QD_CUDA_CHECK(api.cuDeviceGetName(device_name, sizeof(device_name) - 1, 0));
-  fmt::print("Quadrants GPU run benchmark on {}, sm_{} (NVRTC {}, options {}), medians of {} rounds{}\n", device_name,
+  char gpu_name[256] = {};
+  QD_GPU_CALL(api, device_name, gpu_name, sizeof(gpu_name) - 1, 0);
+  fmt::print("Quadrants GPU run benchmark on {}, sm_{} (NVRTC {}, options {}), medians of {} rounds{}\n", gpu_name,
              sm, cu::nvrtc_version(), flags, rounds, check ? " (--check: small arrays)" : "");
 
   hand_module hand;
   auto cubin = cu::compile_cubin(hand_written, options, "hand-written kernels");
-  QD_CUDA_CHECK(api.cuModuleLoadData(&hand.module, cubin.data()));
-  QD_CUDA_CHECK(api.cuModuleGetFunction(&hand.saxpy, hand.module, "hand_saxpy"));
-  QD_CUDA_CHECK(api.cuModuleGetFunction(&hand.stencil, hand.module, "hand_stencil"));
-  QD_CUDA_CHECK(api.cuModuleGetFunction(&hand.tiny, hand.module, "hand_tiny"));
+  QD_GPU_CALL(api, module_load, &hand.module, cubin.data());
+  QD_GPU_CALL(api, module_function, &hand.saxpy, hand.module, "hand_saxpy");
+  QD_GPU_CALL(api, module_function, &hand.stencil, hand.module, "hand_stencil");
+  QD_GPU_CALL(api, module_function, &hand.tiny, hand.module, "hand_tiny");
 
   // saxpy: y = a * x + y over 2^26 floats (768 MB of traffic per call).
   {
@@ -131,13 +131,13 @@ int main(int argc, char** argv) {
     for (std::int64_t i = 0; i < n; ++i) hx[static_cast<std::size_t>(i)] = static_cast<float>(i % 1000) * 0.001f, hy[static_cast<std::size_t>(i)] = 1.0f;
     x.from_host(hx), y.from_host(hy), y2.from_host(hy);
     float a = 1.5f;
-    auto xp = reinterpret_cast<cu::CUdeviceptr>(x.storage().data());
-    auto yp = reinterpret_cast<cu::CUdeviceptr>(y2.storage().data());
+    auto xp = reinterpret_cast<unsigned long long>(x.storage().data());
+    auto yp = reinterpret_cast<unsigned long long>(y2.storage().data());
     long long count = n;
     void* args[] = {&xp, &yp, &a, &count};
     auto run_hand = [&] {
-      QD_CUDA_CHECK(api.cuLaunchKernel(hand.saxpy, static_cast<unsigned>((n + 255) / 256), 1, 1, 256, 1, 1, 0,
-                                       nullptr, args, nullptr));
+      QD_GPU_CALL(api, launch, hand.saxpy, static_cast<unsigned>((n + 255) / 256), 1, 1, 256, 1, 1, 0,
+                                       nullptr, args, nullptr);
     };
     auto run_qd = [&] { saxpy(x, y, a); };
     run_qd(), run_hand();  // compile, load, warm up; both now hold x * a + 1
@@ -168,13 +168,13 @@ int main(int argc, char** argv) {
     std::vector<float> hin(static_cast<std::size_t>(h) * w);
     for (std::size_t i = 0; i < hin.size(); ++i) hin[i] = static_cast<float>((i * 7) % 101) * 0.01f;
     in.from_host(hin);
-    auto ip = reinterpret_cast<cu::CUdeviceptr>(in.storage().data());
-    auto op = reinterpret_cast<cu::CUdeviceptr>(out2.storage().data());
+    auto ip = reinterpret_cast<unsigned long long>(in.storage().data());
+    auto op = reinterpret_cast<unsigned long long>(out2.storage().data());
     int hh = h, ww = w;
     void* args[] = {&ip, &op, &hh, &ww};
     auto run_hand = [&] {
-      QD_CUDA_CHECK(api.cuLaunchKernel(hand.stencil, (w - 2 + 31) / 32, (h - 2 + 7) / 8, 1, 32, 8, 1, 0, nullptr,
-                                       args, nullptr));
+      QD_GPU_CALL(api, launch, hand.stencil, (w - 2 + 31) / 32, (h - 2 + 7) / 8, 1, 32, 8, 1, 0, nullptr,
+                                       args, nullptr);
     };
     auto run_qd = [&] { stencil(in, out); };
     run_qd(), run_hand();
@@ -195,21 +195,21 @@ int main(int argc, char** argv) {
     auto tiny = qd::kernel("tiny", [](qd::types::ndarray<float, 1> x) { x[0] = x[0] + 1.0f; });
     qd::ndarray<float, 1> x(1);
     tiny(x);
-    auto xp = reinterpret_cast<cu::CUdeviceptr>(x.storage().data());
+    auto xp = reinterpret_cast<unsigned long long>(x.storage().data());
     void* args[] = {&xp};
     std::vector<double> tq, th;
     const int tiny_calls = check ? 10 : 200;
     for (int r = 0; r < rounds * 3; ++r) {
       tq.push_back(host_us([&] { tiny(x); }, tiny_calls));
       th.push_back(host_us([&] {
-        QD_CUDA_CHECK(api.cuLaunchKernel(hand.tiny, 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr));
+        QD_GPU_CALL(api, launch, hand.tiny, 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr);
       }, tiny_calls));
     }
     fmt::print("  launch overhead (host time per call): qd kernel {:.2f} us, bare cuLaunchKernel {:.2f} us "
                "({:+.2f} us per call)\n",
                median(tq), median(th), median(tq) - median(th));
   }
-  QD_CUDA_CHECK(api.cuModuleUnload(hand.module));
+  QD_GPU_CALL(api, module_unload, hand.module);
   qd::reset();
   fs::remove_all(cache);
   return all_same ? 0 : 1;

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "quadrants/cache/key_recipe.hpp"
 #include "quadrants/cache/records.hpp"
 #include "quadrants/cache/remote.hpp"
 #include "quadrants/cache/store.hpp"
@@ -44,8 +45,10 @@ constexpr const char* usage_text =
     "  pull                        download (and validate) the remote entries missing here\n"
     "  explain NAME|KEY [--dot]    what a cached kernel is made of: its constructs, what each\n"
     "                              recomputes, the split decision and why (kernel.explain()),\n"
-    "                              or with --dot the same as a Graphviz graph; by kernel name,\n"
-    "                              or by the 32-hex key of one of its entries\n"
+    "                              and the records of each variant compiled (whole, split,\n"
+    "                              coverage); or with --dot the same as a Graphviz graph; by\n"
+    "                              kernel name, by the 32-hex key of one of its entries, or by\n"
+    "                              an offload's entry point (qd_o<32 hex>)\n"
     "\n"
     "The remote tier is --remote, else $QD_REMOTE_CACHE (redis://host:port/db or\n"
     "unix:///path.sock), with $QD_REMOTE_CACHE_SECRET (or QD_REMOTE_CACHE_UNAUTHENTICATED=1).\n"
@@ -58,39 +61,58 @@ int usage_error(std::string_view message) {
   return 2;
 }
 
-// The kernels whose explanation the cache holds, by name or by the key of one of their
-// entries (their own, a record's); prints each, newest first. Exit status 1 when none.
+// The kernels whose explanation the cache holds, by name, by the key of one of their
+// entries (an explanation, a record), or by an offload's entry point (qd_o<32 hex>, as a
+// profiler or a compiler log names it). Each kernel is printed once, newest first: its
+// latest explanation and the records of every variant a process compiled (a print_ir or
+// coverage run adds the whole kernel's). Exit status 1 when none.
 int cmd_explain(const std::string& root, const std::string& what, bool dot) {
-  key wanted_key;
-  bool by_key = false;
-  if (what.size() == 32)
-    if (std::optional<key> k = key::from_hex(what)) {
-      wanted_key = *k;
-      by_key = true;
-    }
-  std::vector<entry_info> infos;
-  for (entry_info& e : list_entries(root))
-    if (e.kind == entry_kind::explain) infos.push_back(std::move(e));
-  std::sort(infos.begin(), infos.end(), [](const entry_info& a, const entry_info& b) { return a.last_use > b.last_use; });
+  std::optional<key> wanted = what.size() == 32 ? key::from_hex(what) : offload_of_entry(what);
+  // The variants of one kernel share its `explained` key; newest first.
+  struct variant {
+    entry_info entry;
+    explain_record record;
+  };
+  std::vector<variant> all;
   store local({.root = root, .max_size = 0});
-  int shown = 0;
-  for (const entry_info& e : infos) {
+  for (entry_info& e : list_entries(root)) {
+    if (e.kind != entry_kind::explain) continue;
     std::optional<std::vector<std::byte>> bytes = local.load(entry_kind::explain, e.k);
     if (!bytes) continue;  // invalid: `qd-cache verify` reports it
     std::optional<explain_record> r = decode_explain_record(*bytes);
-    if (!r) continue;
-    bool match = r->kernel == what;
-    if (by_key) match = match || e.k == wanted_key || std::find(r->keys.begin(), r->keys.end(), wanted_key) != r->keys.end();
+    if (!r) continue;  // written by another version
+    all.push_back({std::move(e), std::move(*r)});
+  }
+  std::sort(all.begin(), all.end(), [](const variant& a, const variant& b) { return a.record.written > b.record.written; });
+  std::vector<std::vector<variant>> kernels;
+  for (variant& v : all) {
+    auto same = [&](const std::vector<variant>& k) { return k.front().record.explained == v.record.explained; };
+    auto it = std::find_if(kernels.begin(), kernels.end(), same);
+    if (it == kernels.end()) it = kernels.insert(kernels.end(), std::vector<variant>{});
+    it->push_back(std::move(v));
+  }
+  int shown = 0;
+  for (const std::vector<variant>& k : kernels) {
+    bool match = false;
+    for (const variant& v : k) {
+      match |= v.record.kernel == what;
+      if (wanted)
+        match |= v.entry.k == *wanted || std::find(v.record.keys.begin(), v.record.keys.end(), *wanted) != v.record.keys.end();
+    }
     if (!match) continue;
     if (shown++ > 0) fmt::print("\n");
     if (dot) {
-      fmt::print("{}", r->dot);
-    } else {
-      fmt::print("{}", r->text);
-      fmt::print("  cached as {} record{}:", r->keys.size(), r->keys.size() == 1 ? "" : "s");
-      for (const key& k : r->keys) fmt::print(" {}", k.hex());
-      fmt::print("\n  explanation entry {}\n", e.path);
+      fmt::print("{}", k.front().record.dot);
+      continue;
     }
+    fmt::print("{}", k.front().record.text);
+    for (const variant& v : k) {
+      fmt::print("  cached as {} record{} ({}):", v.record.keys.size(), v.record.keys.size() == 1 ? "" : "s",
+                 v.record.variant);
+      for (const key& r : v.record.keys) fmt::print(" {}", r.hex());
+      fmt::print("\n");
+    }
+    for (const variant& v : k) fmt::print("  explanation entry {}\n", v.entry.path);
   }
   if (shown == 0) {
     fmt::print(stderr, "qd-cache: no kernel named or keyed '{}' in {} (explanations are stored when a process compiles a "

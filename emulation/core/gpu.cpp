@@ -1,9 +1,15 @@
 #include "core/gpu.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
 namespace qd::emulation {
+
+unsigned block_limit(const function_record& f, unsigned device_max) {
+  const unsigned bound = f.kernel->entry->max_threads_per_block;
+  return bound ? std::min(bound, device_max) : device_max;
+}
 
 emulated_gpu::emulated_gpu(gpu_api api, std::size_t memory_bytes, bool (*accepts)(const std::string&))
     : api_(api), accepts_(accepts), memory_(memory_bytes) {}
@@ -25,6 +31,13 @@ gpu_status emulated_gpu::allocate(std::size_t bytes, void** out) {
   if (out == nullptr || bytes == 0) return gpu_status::invalid_value;
   *out = memory_.allocate(bytes);
   return *out ? gpu_status::ok : gpu_status::out_of_memory;
+}
+
+gpu_status emulated_gpu::memory_info(std::size_t* free_bytes, std::size_t* total_bytes) {
+  if (!free_bytes || !total_bytes) return gpu_status::invalid_value;
+  *total_bytes = memory_.capacity();
+  *free_bytes = memory_.capacity() - memory_.used();
+  return gpu_status::ok;
 }
 
 gpu_status emulated_gpu::release(void* p) {
@@ -333,11 +346,11 @@ gpu_status emulated_gpu::end_capture(void* stream_handle, void** graph_out) {
   return gpu_status::ok;
 }
 
-gpu_status emulated_gpu::capturing(void* stream_handle, bool* out) {
+gpu_status emulated_gpu::capture_status(void* stream_handle, int* out) {
   if (out == nullptr) return gpu_status::invalid_value;
   std::shared_ptr<stream> s;
   if (!lookup_stream(stream_handle, s)) return gpu_status::invalid_handle;
-  *out = is_capturing(stream_handle);
+  *out = is_capturing(stream_handle) ? 1 : 0;
   return gpu_status::ok;
 }
 

@@ -1,7 +1,7 @@
 // One emulated GPU as both driver APIs see it: device memory, loaded modules and
 // their functions, streams and events, launches, and the sticky error a failed kernel
-// leaves. The CUDA and HIP files check their API's arguments, translate statuses into
-// their result codes, and describe the device; everything else is here.
+// leaves. The CUDA and HIP files describe the device and check what their APIs check
+// differently; everything else is here (the calls both export alike: core/exports.hpp).
 #pragma once
 
 #include <atomic>
@@ -17,26 +17,11 @@
 #include "core/graphs.hpp"
 #include "core/handles.hpp"
 #include "core/loaded_program.hpp"
+#include "core/results.hpp"
 #include "core/streams.hpp"
 
 namespace qd::emulation {
 
-enum class gpu_status {
-  ok,
-  invalid_value,
-  out_of_memory,
-  invalid_handle,
-  not_found,
-  invalid_image,  // not an emulated binary of this API, or corrupt
-  no_binary,      // an emulated binary for another target
-  not_ready,
-  parameter_buffer_too_small,
-  kernel_trap,      // __trap
-  kernel_assert,    // a failed device assert
-  kernel_no_fiber,  // __syncthreads in a kernel built without fibers (an emulation bug)
-  capture_unsupported,  // an operation a capturing stream (or the null stream) cannot capture
-  illegal_state,        // beginning a capture twice, ending one that was not begun
-};
 
 struct module_record {
   std::shared_ptr<const loaded_program> program;
@@ -59,6 +44,9 @@ struct event_record {
   std::weak_ptr<stream_record> recorded_on;
 };
 
+// The most threads a block of `f` may have: its __launch_bounds__, else the device's.
+unsigned block_limit(const function_record& f, unsigned device_max);
+
 class emulated_gpu {
  public:
   // `accepts` says whether a binary compiled for a target runs on this device.
@@ -72,6 +60,8 @@ class emulated_gpu {
   void reset();
 
   device_memory& memory() { return memory_; }
+  // cuMemGetInfo / hipMemGetInfo.
+  gpu_status memory_info(std::size_t* free_bytes, std::size_t* total_bytes);
   gpu_status allocate(std::size_t bytes, void** out);
   gpu_status release(void* p);
   // Copies or fills on a stream (null: the default stream); `*_device` says which side
@@ -114,7 +104,8 @@ class emulated_gpu {
   // Appends a WHILE node on `condition` (created on this graph) and gives its body graph.
   gpu_status add_while_node(void* graph_handle, unsigned long long condition, void** body_out);
   gpu_status end_capture(void* stream_handle, void** graph_out);
-  gpu_status capturing(void* stream_handle, bool* out);
+  // 1 when the stream is capturing, else 0 (both APIs' capture status values).
+  gpu_status capture_status(void* stream_handle, int* out);
   gpu_status instantiate_graph(void* graph_handle, void** exec_out);
   gpu_status launch_graph(void* exec_handle, void* stream_handle);
   gpu_status destroy_graph(void* graph_handle);

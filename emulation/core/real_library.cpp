@@ -38,7 +38,13 @@ void* open_real_library(const real_library_search& s, std::string& path) {
     path = h ? v : std::string(s.variable) + "='" + v + "' is not a usable library";
     return h;
   }
-  for (const auto& dir : s.directories)
+  for (std::string dir : s.directories) {
+    if (dir.rfind('$', 0) == 0) {  // "$VAR/sub": under the variable's directory, when it is set
+      const std::size_t slash = dir.find('/');
+      const char* root = std::getenv(dir.substr(1, slash - 1).c_str());
+      if (!root || !*root) continue;
+      dir = root + dir.substr(slash);
+    }
     for (const auto& name : s.names) {
       const std::string file = dir + "/" + name;
       if (!is_file(file)) continue;
@@ -47,6 +53,7 @@ void* open_real_library(const real_library_search& s, std::string& path) {
         return h;
       }
     }
+  }
   path = "not installed";
   return nullptr;
 }

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -33,7 +34,34 @@ void resolve(void* library, const std::string& name, F& f) {
 }
 }  // namespace
 
-runtime_compiler::runtime_compiler(rtc_flavor flavor) : flavor_(std::move(flavor)) {
+rtc_flavor flavor_of(gpu_api api) {
+  const bool cuda = api == gpu_api::cuda;
+  rtc_flavor f{};
+  f.name = cuda ? "NVRTC" : "hipRTC";
+  f.result_prefix = cuda ? "NVRTC" : "HIPRTC";
+  f.prefix = cuda ? "nvrtc" : "hiprtc";
+  f.search.variable = cuda ? "QD_EMULATED_GPU_REAL_NVRTC" : "QD_EMULATED_GPU_REAL_HIPRTC";
+  f.search.required_symbol = cuda ? "nvrtcCompileProgram" : "hiprtcCompileProgram";
+  // Where the backends look too (backend/cuda/nvrtc-inl.hpp, backend/amdgpu/hiprtc-inl.hpp).
+  if (cuda) {
+    f.search.names = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so"};
+    f.search.directories = {"$CUDA_HOME/lib64", "$CUDA_PATH/lib64", "/usr/local/cuda/lib64",
+                            "/usr/local/cuda/targets/x86_64-linux/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib64",
+                            "/opt/cuda/lib64"};
+  } else {
+    f.search.names = {"libhiprtc.so.6", "libhiprtc.so", "libamdhip64.so.5", "libamdhip64.so"};
+    f.search.directories = {"$ROCM_PATH/lib", "/opt/rocm/lib", "/opt/rocm/lib64", "/usr/lib/x86_64-linux-gnu",
+                            "/usr/lib64", "/usr/lib"};
+  }
+  f.check_once = !cuda;  // hipRTC's ~140 ms a program would double the emulated AMD runs' time
+  f.serialize = !cuda;
+  f.default_major = cuda ? 13 : 6;
+  f.default_minor = 0;
+  return f;
+}
+
+runtime_compiler::runtime_compiler(gpu_api api, rtc_options reader)
+    : flavor_(flavor_of(api)), reader_(std::move(reader)) {
   for (const char* r : {"SUCCESS", "ERROR_OUT_OF_MEMORY", "ERROR_PROGRAM_CREATION_FAILURE", "ERROR_INVALID_INPUT",
                         "ERROR_INVALID_PROGRAM", "ERROR_INVALID_OPTION", "ERROR_COMPILATION",
                         "ERROR_BUILTIN_OPERATION_FAILURE", "ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION",
@@ -69,9 +97,16 @@ const runtime_compiler::real_api& runtime_compiler::real() {
 void* runtime_compiler::real_handle() { return real().library; }
 const std::string& runtime_compiler::real_path() { return real().path; }
 
-bool runtime_compiler::real_version(int* major, int* minor) {
-  return real().library && real().version(major, minor) == rtc_success;
+int runtime_compiler::version(int* major, int* minor) {
+  if (!major || !minor) return rtc_invalid_input;
+  if (!real().library || real().version(major, minor) != rtc_success) {
+    *major = flavor_.default_major;
+    *minor = flavor_.default_minor;
+  }
+  return rtc_success;
 }
+
+const char* runtime_compiler::real_compiler() { return real_handle() ? real_path().c_str() : nullptr; }
 
 runtime_compiler::program* runtime_compiler::find(void* handle) {
   std::lock_guard lock(mutex_);
@@ -142,6 +177,28 @@ int runtime_compiler::real_compile(const program& p, int count, const char* cons
   return result;
 }
 
+bool runtime_compiler::translate(int count, const char* const* options, host_compile& hc, bool real_accepted,
+                                 std::string& error) const {
+  reader_.defaults(hc);
+  for (int i = 0; i < count; ++i) {
+    const std::string option = options[i];
+    switch (reader_.translate(count, options, i, hc, error)) {
+      case option_use::translated: continue;
+      case option_use::invalid: return false;
+      case option_use::unknown: break;
+    }
+    auto ignored = [&](const std::string& entry) {
+      return !entry.empty() && entry.back() == '*' ? option.rfind(entry.substr(0, entry.size() - 1), 0) == 0
+                                                   : option == entry;
+    };
+    if (real_accepted || std::any_of(reader_.ignored.begin(), reader_.ignored.end(), ignored)) continue;
+    error = reader_.unknown_before + option + reader_.unknown_after;
+    return false;
+  }
+  reader_.finish(hc);
+  return true;
+}
+
 int runtime_compiler::compile(void* handle, int count, const char* const* options) {
   program* p = find(handle);
   if (!p) return rtc_invalid_program;
@@ -164,7 +221,7 @@ int runtime_compiler::compile(void* handle, int count, const char* const* option
   hc.source = p->source;
   hc.headers = p->headers;
   std::string error;
-  if (!flavor_.translate(count, options, hc, have_real, error)) {
+  if (!translate(count, options, hc, have_real, error)) {
     p->log = error + "\n";
     return rtc_invalid_option;
   }

@@ -11,10 +11,9 @@
 #include <mutex>
 #include <string>
 
+#include "core/exports.hpp"
 #include "core/gpu.hpp"
 #include "core/real_library.hpp"
-
-#define QD_EMU_EXPORT extern "C" __attribute__((visibility("default")))
 
 QD_EMULATED_GPU_LIBRARY_MARKER
 
@@ -26,9 +25,7 @@ using CUmodule = struct CUmod_st*;
 using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
-using CUhostFn = void (*)(void*);
 using CUgraph = struct CUgraph_st*;
-using CUgraphExec = struct CUgraphExec_st*;
 using CUgraphNode = struct CUgraphNode_st*;
 
 // CUgraphNodeParams (cuda.h 12.3+), as far as conditional nodes go.
@@ -53,60 +50,8 @@ static_assert(sizeof(CUgraphNodeParams) == 256);
 namespace {
 
 namespace emu = qd::emulation;
-
-// --- result codes (cuda.h) ---------------------------------------------------------------
-
-enum : CUresult {
-  cuda_success = 0,
-  cuda_invalid_value = 1,
-  cuda_out_of_memory = 2,
-  cuda_not_initialized = 3,
-  cuda_invalid_device = 101,
-  cuda_invalid_image = 200,
-  cuda_invalid_context = 201,
-  cuda_no_binary_for_gpu = 209,
-  cuda_invalid_handle = 400,
-  cuda_illegal_state = 401,
-  cuda_not_found = 500,
-  cuda_not_ready = 600,
-  cuda_launch_out_of_resources = 701,
-  cuda_assert = 710,
-  cuda_illegal_instruction = 715,
-  cuda_launch_failed = 719,
-  cuda_not_supported = 801,
-  cuda_capture_unsupported = 900,
-  cuda_unknown = 999,
-};
-
-struct result_text {
-  CUresult code;
-  const char* name;
-  const char* text;
-};
-const result_text results[] = {
-    {0, "CUDA_SUCCESS", "no error"},
-    {1, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
-    {2, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
-    {3, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
-    {4, "CUDA_ERROR_DEINITIALIZED", "driver shutting down"},
-    {100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
-    {101, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
-    {200, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
-    {201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
-    {209, "CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device"},
-    {400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
-    {401, "CUDA_ERROR_ILLEGAL_STATE", "the operation is not valid in the current state"},
-    {500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
-    {600, "CUDA_ERROR_NOT_READY", "device not ready"},
-    {700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
-    {701, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
-    {710, "CUDA_ERROR_ASSERT", "device-side assert triggered"},
-    {715, "CUDA_ERROR_ILLEGAL_INSTRUCTION", "an illegal instruction was encountered"},
-    {719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
-    {801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
-    {900, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "operation not permitted when stream is capturing"},
-    {999, "CUDA_ERROR_UNKNOWN", "unknown error"},
-};
+using status = emu::gpu_status;
+constexpr CUresult cuda_success = 0;
 
 // --- the emulated device: an H200 ----------------------------------------------------------
 
@@ -188,83 +133,70 @@ const CUcontext primary_context = reinterpret_cast<CUcontext>(
     static_cast<std::uintptr_t>((1u << 8) | static_cast<unsigned>(emu::handle_kind::context)));
 thread_local CUcontext current_context = nullptr;
 
-CUresult code(emu::gpu_status s) {
-  switch (s) {
-    case emu::gpu_status::ok: return cuda_success;
-    case emu::gpu_status::invalid_value: return cuda_invalid_value;
-    case emu::gpu_status::out_of_memory: return cuda_out_of_memory;
-    case emu::gpu_status::invalid_handle: return cuda_invalid_handle;
-    case emu::gpu_status::not_found: return cuda_not_found;
-    case emu::gpu_status::invalid_image: return cuda_invalid_image;
-    case emu::gpu_status::no_binary: return cuda_no_binary_for_gpu;
-    case emu::gpu_status::not_ready: return cuda_not_ready;
-    case emu::gpu_status::parameter_buffer_too_small: return cuda_invalid_value;
-    case emu::gpu_status::kernel_trap: return cuda_illegal_instruction;
-    case emu::gpu_status::kernel_assert: return cuda_assert;
-    case emu::gpu_status::kernel_no_fiber: return cuda_launch_failed;
-    case emu::gpu_status::capture_unsupported: return cuda_capture_unsupported;
-    case emu::gpu_status::illegal_state: return cuda_illegal_state;
-  }
-  return cuda_unknown;
-}
+CUresult code(emu::gpu_status s) { return emu::result_code(emu::gpu_api::cuda, s); }
 
 // Every call that works in a context: the driver initialized, a live context current,
 // and no kernel failure since (a sticky error, returned by every later call).
 CUresult need_context() {
   driver_state& d = state();
-  if (!d.initialized) return cuda_not_initialized;
-  if (current_context != primary_context || !d.alive) return cuda_invalid_context;
+  if (!d.initialized) return code(status::not_initialized);
+  if (current_context != primary_context || !d.alive) return code(status::invalid_context);
   return code(d.gpu.sticky());
 }
 
 CUresult need_device(CUdevice dev) {
-  if (!state().initialized) return cuda_not_initialized;
-  return dev == 0 ? cuda_success : cuda_invalid_device;
+  if (!state().initialized) return code(status::not_initialized);
+  return dev == 0 ? cuda_success : code(status::invalid_device);
 }
 
 emu::emulated_gpu& gpu() { return state().gpu; }
 
-// The most threads a block of `f` may have: its __launch_bounds__, else the device's.
-unsigned block_limit(const emu::function_record& f) {
-  const unsigned bound = f.kernel->entry->max_threads_per_block;
-  return bound ? std::min<unsigned>(bound, max_threads_per_block) : max_threads_per_block;
-}
-void* as_pointer(CUdeviceptr p) { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(p)); }
+unsigned block_limit(const emu::function_record& f) { return emu::block_limit(f, max_threads_per_block); }
+using emu::as_pointer;
 
-// need_context(), then the call.
+// Every call in a context: need_context(), then the call.
 template <class F>
-CUresult in_context(F&& call) {
+CUresult guarded(F&& call) {
   if (CUresult r = need_context(); r != cuda_success) return r;
   return code(call());
 }
 
+// For the calls both APIs export alike (core/exports.hpp).
+using device_ptr = CUdeviceptr;
+constexpr unsigned max_wait_event_flags = 1;  // CU_EVENT_WAIT_EXTERNAL
+
 }  // namespace
+
+// --- what both APIs export alike (core/exports.hpp), by CUDA's names ---------------------
+
+QD_EMU_SHARED_CALLS(QD_EMU_CUDA_EXPORT)
+QD_EMU_GRAPH_COUNTS_EXPORT
 
 // --- initialization and the device -------------------------------------------------------
 
 QD_EMU_EXPORT CUresult cuInit(unsigned flags) {
-  if (flags != 0) return cuda_invalid_value;
+  if (flags != 0) return code(status::invalid_value);
   state().initialized = true;
   return cuda_success;
 }
 
 // 13.0, or QD_EMULATED_CUDA_DRIVER_VERSION (e.g. 12020: a driver without conditional nodes).
 QD_EMU_EXPORT CUresult cuDriverGetVersion(int* version) {
-  if (!version) return cuda_invalid_value;
+  if (!version) return code(status::invalid_value);
   const char* env = std::getenv("QD_EMULATED_CUDA_DRIVER_VERSION");
   *version = env && *env ? std::atoi(env) : 13000;
   return cuda_success;
 }
 
 QD_EMU_EXPORT CUresult cuDeviceGetCount(int* count) {
-  if (!count) return cuda_invalid_value;
-  if (!state().initialized) return cuda_not_initialized;
+  if (!count) return code(status::invalid_value);
+  if (!state().initialized) return code(status::not_initialized);
   *count = 1;
   return cuda_success;
 }
 
 QD_EMU_EXPORT CUresult cuDeviceGet(CUdevice* dev, int ordinal) {
-  if (!dev) return cuda_invalid_value;
+  if (!dev) return code(status::invalid_value);
   if (CUresult r = need_device(ordinal); r != cuda_success) return r;
   *dev = ordinal;
   return cuda_success;
@@ -272,7 +204,7 @@ QD_EMU_EXPORT CUresult cuDeviceGet(CUdevice* dev, int ordinal) {
 
 QD_EMU_EXPORT CUresult cuDeviceGetName(char* name, int length, CUdevice dev) {
   if (CUresult r = need_device(dev); r != cuda_success) return r;
-  if (!name || length <= 0) return cuda_invalid_value;
+  if (!name || length <= 0) return code(status::invalid_value);
   std::strncpy(name, device_name, static_cast<std::size_t>(length));
   name[length - 1] = '\0';
   return cuda_success;
@@ -280,20 +212,20 @@ QD_EMU_EXPORT CUresult cuDeviceGetName(char* name, int length, CUdevice dev) {
 
 QD_EMU_EXPORT CUresult cuDeviceGetAttribute(int* value, int which, CUdevice dev) {
   if (CUresult r = need_device(dev); r != cuda_success) return r;
-  if (!value) return cuda_invalid_value;
-  return attribute(which, *value) ? cuda_success : cuda_invalid_value;
+  if (!value) return code(status::invalid_value);
+  return attribute(which, *value) ? cuda_success : code(status::invalid_value);
 }
 
 QD_EMU_EXPORT CUresult cuDeviceTotalMem_v2(std::size_t* bytes, CUdevice dev) {
   if (CUresult r = need_device(dev); r != cuda_success) return r;
-  if (!bytes) return cuda_invalid_value;
+  if (!bytes) return code(status::invalid_value);
   *bytes = total_memory;
   return cuda_success;
 }
 
 QD_EMU_EXPORT CUresult cuDeviceComputeCapability(int* major, int* minor, CUdevice dev) {
   if (CUresult r = need_device(dev); r != cuda_success) return r;
-  if (!major || !minor) return cuda_invalid_value;
+  if (!major || !minor) return code(status::invalid_value);
   *major = sm_major;
   *minor = sm_minor;
   return cuda_success;
@@ -303,7 +235,7 @@ QD_EMU_EXPORT CUresult cuDeviceComputeCapability(int* major, int* minor, CUdevic
 
 QD_EMU_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice dev) {
   if (CUresult r = need_device(dev); r != cuda_success) return r;
-  if (!ctx) return cuda_invalid_value;
+  if (!ctx) return code(status::invalid_value);
   driver_state& d = state();
   std::lock_guard lock(d.mutex);
   ++d.references;
@@ -316,7 +248,7 @@ QD_EMU_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
   if (CUresult r = need_device(dev); r != cuda_success) return r;
   driver_state& d = state();
   std::lock_guard lock(d.mutex);
-  if (d.references == 0) return cuda_invalid_context;
+  if (d.references == 0) return code(status::invalid_context);
   if (--d.references == 0) {
     d.gpu.reset();
     d.alive = false;
@@ -338,37 +270,37 @@ QD_EMU_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
 
 QD_EMU_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned* flags, int* active) {
   if (CUresult r = need_device(dev); r != cuda_success) return r;
-  if (!flags || !active) return cuda_invalid_value;
+  if (!flags || !active) return code(status::invalid_value);
   *flags = 0;
   *active = state().alive ? 1 : 0;
   return cuda_success;
 }
 
 QD_EMU_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
-  if (!state().initialized) return cuda_not_initialized;
-  if (ctx != nullptr && ctx != primary_context) return cuda_invalid_context;
+  if (!state().initialized) return code(status::not_initialized);
+  if (ctx != nullptr && ctx != primary_context) return code(status::invalid_context);
   current_context = ctx;
   return cuda_success;
 }
 
 QD_EMU_EXPORT CUresult cuCtxGetCurrent(CUcontext* ctx) {
-  if (!state().initialized) return cuda_not_initialized;
-  if (!ctx) return cuda_invalid_value;
+  if (!state().initialized) return code(status::not_initialized);
+  if (!ctx) return code(status::invalid_value);
   *ctx = current_context;
   return cuda_success;
 }
 
 QD_EMU_EXPORT CUresult cuCtxGetDevice(CUdevice* dev) {
-  if (!dev) return cuda_invalid_value;
-  return in_context([&] {
+  if (!dev) return code(status::invalid_value);
+  return guarded([&] {
     *dev = 0;
     return emu::gpu_status::ok;
   });
 }
 
 QD_EMU_EXPORT CUresult cuCtxSynchronize() {
-  if (!state().initialized) return cuda_not_initialized;
-  if (current_context != primary_context || !state().alive) return cuda_invalid_context;
+  if (!state().initialized) return code(status::not_initialized);
+  if (current_context != primary_context || !state().alive) return code(status::invalid_context);
   gpu().synchronize();
   return code(gpu().sticky());
 }
@@ -376,7 +308,7 @@ QD_EMU_EXPORT CUresult cuCtxSynchronize() {
 // --- memory --------------------------------------------------------------------------------------
 
 QD_EMU_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* out, std::size_t bytes) {
-  return in_context([&] {
+  return guarded([&] {
     void* p = nullptr;
     const emu::gpu_status s = out ? gpu().allocate(bytes, &p) : emu::gpu_status::invalid_value;
     if (s == emu::gpu_status::ok) *out = reinterpret_cast<std::uintptr_t>(p);
@@ -384,21 +316,8 @@ QD_EMU_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* out, std::size_t bytes) {
   });
 }
 
-QD_EMU_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
-  return in_context([&] { return p == 0 ? emu::gpu_status::ok : gpu().release(as_pointer(p)); });
-}
-
-QD_EMU_EXPORT CUresult cuMemGetInfo_v2(std::size_t* free_bytes, std::size_t* total_bytes) {
-  return in_context([&] {
-    if (!free_bytes || !total_bytes) return emu::gpu_status::invalid_value;
-    *total_bytes = total_memory;
-    *free_bytes = total_memory - gpu().memory().used();
-    return emu::gpu_status::ok;
-  });
-}
-
 QD_EMU_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr* base, std::size_t* size, CUdeviceptr p) {
-  return in_context([&] {
+  return guarded([&] {
     void* b = nullptr;
     std::size_t s = 0;
     if (!gpu().memory().range_of(as_pointer(p), &b, &s)) return emu::gpu_status::not_found;
@@ -408,57 +327,10 @@ QD_EMU_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr* base, std::size_t* s
   });
 }
 
-QD_EMU_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, std::size_t bytes) {
-  return in_context([&] { return gpu().copy(as_pointer(dst), src, bytes, true, false, nullptr, false); });
-}
-QD_EMU_EXPORT CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, std::size_t bytes) {
-  return in_context([&] { return gpu().copy(dst, as_pointer(src), bytes, false, true, nullptr, false); });
-}
-QD_EMU_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, std::size_t bytes) {
-  return in_context([&] { return gpu().copy(as_pointer(dst), as_pointer(src), bytes, true, true, nullptr, false); });
-}
-QD_EMU_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, std::size_t bytes, CUstream s) {
-  return in_context([&] { return gpu().copy(as_pointer(dst), src, bytes, true, false, s, true); });
-}
-QD_EMU_EXPORT CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, std::size_t bytes, CUstream s) {
-  return in_context([&] { return gpu().copy(dst, as_pointer(src), bytes, false, true, s, true); });
-}
-QD_EMU_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, std::size_t bytes, CUstream s) {
-  return in_context([&] { return gpu().copy(as_pointer(dst), as_pointer(src), bytes, true, true, s, true); });
-}
-QD_EMU_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char value, std::size_t count) {
-  return in_context([&] { return gpu().fill(as_pointer(dst), value, count, 1, nullptr, false); });
-}
-QD_EMU_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr dst, unsigned value, std::size_t count) {
-  return in_context([&] { return gpu().fill(as_pointer(dst), value, count, 4, nullptr, false); });
-}
-QD_EMU_EXPORT CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, std::size_t count, CUstream s) {
-  return in_context([&] { return gpu().fill(as_pointer(dst), value, count, 1, s, true); });
-}
-QD_EMU_EXPORT CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned value, std::size_t count, CUstream s) {
-  return in_context([&] { return gpu().fill(as_pointer(dst), value, count, 4, s, true); });
-}
-
-// --- modules and functions -----------------------------------------------------------------------
-
-QD_EMU_EXPORT CUresult cuModuleLoadData(CUmodule* out, const void* image) {
-  return in_context([&] { return gpu().load_module(image, reinterpret_cast<void**>(out)); });
-}
-
-QD_EMU_EXPORT CUresult cuModuleLoadDataEx(CUmodule* out, const void* image, unsigned, int*, void**) {
-  return cuModuleLoadData(out, image);
-}
-
-QD_EMU_EXPORT CUresult cuModuleUnload(CUmodule h) {
-  return in_context([&] { return gpu().unload_module(h); });
-}
-
-QD_EMU_EXPORT CUresult cuModuleGetFunction(CUfunction* out, CUmodule h, const char* name) {
-  return in_context([&] { return gpu().get_function(h, name, reinterpret_cast<void**>(out)); });
-}
+// --- functions and launches ----------------------------------------------------------------------
 
 QD_EMU_EXPORT CUresult cuFuncGetAttribute(int* value, int which, CUfunction h) {
-  return in_context([&] {
+  return guarded([&] {
     auto f = gpu().function(h);
     if (!f) return emu::gpu_status::invalid_handle;
     if (!value) return emu::gpu_status::invalid_value;
@@ -477,7 +349,7 @@ QD_EMU_EXPORT CUresult cuFuncGetAttribute(int* value, int which, CUfunction h) {
 
 QD_EMU_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunction h, int block_size,
                                                                   std::size_t dynamic_shared) {
-  return in_context([&] {
+  return guarded([&] {
     auto f = gpu().function(h);
     if (!f) return emu::gpu_status::invalid_handle;
     if (!blocks) return emu::gpu_status::invalid_value;
@@ -499,18 +371,18 @@ QD_EMU_EXPORT CUresult cuLaunchKernel(CUfunction h, unsigned gx, unsigned gy, un
                                       void** extra) {
   if (CUresult r = need_context(); r != cuda_success) return r;
   auto f = gpu().function(h);
-  if (!f) return cuda_invalid_handle;
-  if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0) return cuda_invalid_value;
+  if (!f) return code(status::invalid_handle);
+  if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0) return code(status::invalid_value);
   if (bx > 1024 || by > 1024 || bz > 64 || static_cast<unsigned long long>(bx) * by * bz > max_threads_per_block)
-    return cuda_invalid_value;
-  if (gx > 2147483647u || gy > 65535 || gz > 65535) return cuda_invalid_value;
-  if (shared_bytes > static_cast<unsigned>(shared_memory_per_block)) return cuda_invalid_value;
-  if (bx * by * bz > block_limit(*f)) return cuda_launch_out_of_resources;
+    return code(status::invalid_value);
+  if (gx > 2147483647u || gy > 65535 || gz > 65535) return code(status::invalid_value);
+  if (shared_bytes > static_cast<unsigned>(shared_memory_per_block)) return code(status::invalid_value);
+  if (bx * by * bz > block_limit(*f)) return code(status::beyond_launch_bounds);
   // Parameters: kernelParams, or one packed buffer in `extra`, not both.
   const void* buffer = nullptr;
   std::size_t buffer_size = 0;
   if (extra) {
-    if (params) return cuda_invalid_value;
+    if (params) return code(status::invalid_value);
     bool have_pointer = false, have_size = false;
     for (std::size_t i = 0; extra[i] != nullptr; i += 2) {
       const auto key = reinterpret_cast<std::uintptr_t>(extra[i]);
@@ -521,93 +393,31 @@ QD_EMU_EXPORT CUresult cuLaunchKernel(CUfunction h, unsigned gx, unsigned gy, un
         buffer_size = *static_cast<const std::size_t*>(extra[i + 1]);
         have_size = true;
       } else {
-        return cuda_invalid_value;
+        return code(status::invalid_value);
       }
     }
-    if (!have_pointer || !have_size) return cuda_invalid_value;
+    if (!have_pointer || !have_size) return code(status::invalid_value);
   }
   return code(gpu().launch(*f, {gx, gy, gz}, {bx, by, bz}, params, buffer, buffer_size, stream));
 }
 
-// --- streams and events --------------------------------------------------------------------------
+// --- older names of shared calls ------------------------------------------------------------------
 
-QD_EMU_EXPORT CUresult cuStreamCreate(CUstream* out, unsigned flags) {
-  return in_context([&] {
-    if (flags > 1) return emu::gpu_status::invalid_value;
-    return gpu().create_stream(flags == 0, reinterpret_cast<void**>(out));  // 1: CU_STREAM_NON_BLOCKING
-  });
-}
-QD_EMU_EXPORT CUresult cuStreamDestroy_v2(CUstream h) {
-  return in_context([&] { return gpu().destroy_stream(h); });
-}
 QD_EMU_EXPORT CUresult cuStreamDestroy(CUstream h) { return cuStreamDestroy_v2(h); }
-QD_EMU_EXPORT CUresult cuStreamSynchronize(CUstream h) {
-  return in_context([&] { return gpu().synchronize_stream(h); });
-}
-QD_EMU_EXPORT CUresult cuStreamQuery(CUstream h) {
-  return in_context([&] { return gpu().query_stream(h); });
-}
-QD_EMU_EXPORT CUresult cuLaunchHostFunc(CUstream h, CUhostFn fn, void* data) {
-  return in_context([&] { return gpu().host_function(h, fn, data); });
-}
-QD_EMU_EXPORT CUresult cuStreamWaitEvent(CUstream stream, CUevent e, unsigned flags) {
-  return in_context([&] { return flags > 1 ? emu::gpu_status::invalid_value : gpu().wait_event(stream, e); });
-}
-
-QD_EMU_EXPORT CUresult cuEventCreate(CUevent* out, unsigned flags) {
-  return in_context([&] {
-    if ((flags & ~0x7u) != 0) return emu::gpu_status::invalid_value;
-    return gpu().create_event((flags & 0x2u) == 0, reinterpret_cast<void**>(out));  // 2: CU_EVENT_DISABLE_TIMING
-  });
-}
-QD_EMU_EXPORT CUresult cuEventDestroy_v2(CUevent h) {
-  return in_context([&] { return gpu().destroy_event(h); });
-}
 QD_EMU_EXPORT CUresult cuEventDestroy(CUevent h) { return cuEventDestroy_v2(h); }
-QD_EMU_EXPORT CUresult cuEventRecord(CUevent h, CUstream s) {
-  return in_context([&] { return gpu().record_event(h, s); });
-}
-QD_EMU_EXPORT CUresult cuEventQuery(CUevent h) {
-  return in_context([&] { return gpu().query_event(h); });
-}
-QD_EMU_EXPORT CUresult cuEventSynchronize(CUevent h) {
-  return in_context([&] { return gpu().synchronize_event(h); });
-}
-QD_EMU_EXPORT CUresult cuEventElapsedTime_v2(float* ms, CUevent start, CUevent end) {
-  return in_context([&] { return gpu().elapsed_ms(start, end, ms); });
-}
 QD_EMU_EXPORT CUresult cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
   return cuEventElapsedTime_v2(ms, start, end);
 }
-
-// --- graphs: stream capture, instantiation, launch (core/graphs.hpp) ------------------------------
-
-QD_EMU_EXPORT CUresult cuStreamBeginCapture_v2(CUstream h, int mode) {
-  return in_context([&] { return mode < 0 || mode > 2 ? emu::gpu_status::invalid_value : gpu().begin_capture(h); });
-}
 QD_EMU_EXPORT CUresult cuStreamBeginCapture(CUstream h, int mode) { return cuStreamBeginCapture_v2(h, mode); }
+
+// --- conditional nodes (core/graphs.hpp) ----------------------------------------------------------
+
 QD_EMU_EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream h, CUgraph g, const CUgraphNode* deps, const void* data,
                                                    std::size_t count, int mode) {
-  return in_context([&] {
+  return guarded([&] {
     // Only into an empty dependency set (the body of a conditional node, as Quadrants uses it).
     if (mode < 0 || mode > 2 || count != 0 || deps || data) return emu::gpu_status::invalid_value;
     return gpu().begin_capture(h, g);
-  });
-}
-QD_EMU_EXPORT CUresult cuStreamEndCapture(CUstream h, CUgraph* out) {
-  return in_context([&] { return gpu().end_capture(h, reinterpret_cast<void**>(out)); });
-}
-QD_EMU_EXPORT CUresult cuStreamIsCapturing(CUstream h, int* status) {
-  return in_context([&] {
-    bool capturing = false;
-    const emu::gpu_status s = status ? gpu().capturing(h, &capturing) : emu::gpu_status::invalid_value;
-    if (s == emu::gpu_status::ok) *status = capturing ? 1 : 0;  // CU_STREAM_CAPTURE_STATUS_ACTIVE / NONE
-    return s;
-  });
-}
-QD_EMU_EXPORT CUresult cuGraphCreate(CUgraph* out, unsigned flags) {
-  return in_context([&] {
-    return flags != 0 ? emu::gpu_status::invalid_value : gpu().create_graph(reinterpret_cast<void**>(out));
   });
 }
 // QD_EMULATED_CUDA_REFUSE_CONDITIONAL set: CUDA_ERROR_NOT_SUPPORTED (a driver that reports
@@ -615,8 +425,8 @@ QD_EMU_EXPORT CUresult cuGraphCreate(CUgraph* out, unsigned flags) {
 QD_EMU_EXPORT CUresult cuGraphConditionalHandleCreate(unsigned long long* out, CUgraph g, CUcontext ctx,
                                                       unsigned default_value, unsigned flags) {
   if (const char* refuse = std::getenv("QD_EMULATED_CUDA_REFUSE_CONDITIONAL"); refuse && *refuse)
-    return cuda_not_supported;
-  return in_context([&] {
+    return code(status::not_supported);
+  return guarded([&] {
     if (ctx != primary_context || (flags & ~1u) != 0) return emu::gpu_status::invalid_value;
     return gpu().create_condition(g, default_value, (flags & 1u) != 0, out);  // 1: CU_GRAPH_COND_ASSIGN_DEFAULT
   });
@@ -624,7 +434,7 @@ QD_EMU_EXPORT CUresult cuGraphConditionalHandleCreate(unsigned long long* out, C
 // Conditional WHILE nodes only, with no dependencies: what Quadrants adds.
 QD_EMU_EXPORT CUresult cuGraphAddNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, std::size_t count,
                                       CUgraphNodeParams* params) {
-  return in_context([&] {
+  return guarded([&] {
     if (!out || !params || deps || count != 0) return emu::gpu_status::invalid_value;
     if (params->type != 13 || params->conditional.type != 1 || params->conditional.size != 1 ||
         !params->conditional.phGraph_out || params->conditional.ctx != primary_context)
@@ -639,50 +449,20 @@ QD_EMU_EXPORT CUresult cuGraphAddNode(CUgraphNode* out, CUgraph g, const CUgraph
 }
 QD_EMU_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, const void* edges,
                                          std::size_t count, CUgraphNodeParams* params) {
-  if (edges) return cuda_invalid_value;  // no dependencies, so no edge data
+  if (edges) return code(status::invalid_value);  // no dependencies, so no edge data
   return cuGraphAddNode(out, g, deps, count, params);
-}
-QD_EMU_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* out, CUgraph g, unsigned long long flags) {
-  return in_context([&] {
-    return flags != 0 ? emu::gpu_status::invalid_value : gpu().instantiate_graph(g, reinterpret_cast<void**>(out));
-  });
-}
-QD_EMU_EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s) {
-  return in_context([&] { return gpu().launch_graph(e, s); });
-}
-QD_EMU_EXPORT CUresult cuGraphExecDestroy(CUgraphExec e) {
-  return in_context([&] { return gpu().destroy_graph_exec(e); });
-}
-QD_EMU_EXPORT CUresult cuGraphDestroy(CUgraph g) {
-  return in_context([&] { return gpu().destroy_graph(g); });
-}
-
-// Not a driver API: the emulation's own counts, for tests (graphs instantiated, graph launches).
-QD_EMU_EXPORT void qd_emulated_graph_counts(unsigned long long* instantiated, unsigned long long* launches) {
-  if (instantiated) *instantiated = gpu().graphs_instantiated();
-  if (launches) *launches = gpu().graph_launches();
 }
 
 // --- errors ------------------------------------------------------------------------------------------
 
 QD_EMU_EXPORT CUresult cuGetErrorName(CUresult value, const char** name) {
-  if (!name) return cuda_invalid_value;
-  for (const auto& r : results)
-    if (r.code == value) {
-      *name = r.name;
-      return cuda_success;
-    }
-  *name = nullptr;
-  return cuda_invalid_value;
+  if (!name) return code(status::invalid_value);
+  *name = emu::result_name(emu::gpu_api::cuda, value);
+  return *name ? cuda_success : code(status::invalid_value);
 }
 
 QD_EMU_EXPORT CUresult cuGetErrorString(CUresult value, const char** text) {
-  if (!text) return cuda_invalid_value;
-  for (const auto& r : results)
-    if (r.code == value) {
-      *text = r.text;
-      return cuda_success;
-    }
-  *text = nullptr;
-  return cuda_invalid_value;
+  if (!text) return code(status::invalid_value);
+  *text = emu::result_text(emu::gpu_api::cuda, value);
+  return *text ? cuda_success : code(status::invalid_value);
 }

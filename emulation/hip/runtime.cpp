@@ -10,10 +10,9 @@
 #include <cstring>
 #include <string>
 
+#include "core/exports.hpp"
 #include "core/gpu.hpp"
 #include "core/real_library.hpp"
-
-#define QD_EMU_EXPORT extern "C" __attribute__((visibility("default")))
 
 QD_EMULATED_GPU_LIBRARY_MARKER
 
@@ -30,59 +29,8 @@ using hipGraphNode_t = struct hip_graph_node_st*;
 namespace {
 
 namespace emu = qd::emulation;
-
-// --- error codes (hip_runtime_api.h) ------------------------------------------------------
-
-enum : hipError_t {
-  hip_success = 0,
-  hip_invalid_value = 1,
-  hip_out_of_memory = 2,
-  hip_invalid_memcpy_direction = 21,
-  hip_invalid_device = 101,
-  hip_invalid_image = 200,
-  hip_no_binary_for_gpu = 209,
-  hip_invalid_handle = 400,
-  hip_illegal_state = 401,
-  hip_not_found = 500,
-  hip_not_ready = 600,
-  hip_assert = 710,
-  hip_launch_failure = 719,
-  hip_capture_unsupported = 900,
-  hip_unknown = 999,
-};
-
-struct error_text {
-  hipError_t code;
-  const char* name;
-  const char* text;
-};
-const error_text errors[] = {
-    {0, "hipSuccess", "no error"},
-    {1, "hipErrorInvalidValue", "invalid argument"},
-    {2, "hipErrorOutOfMemory", "out of memory"},
-    {3, "hipErrorNotInitialized", "initialization error"},
-    {9, "hipErrorInvalidConfiguration", "invalid configuration argument"},
-    {17, "hipErrorInvalidDevicePointer", "invalid device pointer"},
-    {21, "hipErrorInvalidMemcpyDirection", "invalid copy direction for memcpy"},
-    {98, "hipErrorInvalidDeviceFunction", "invalid device function"},
-    {100, "hipErrorNoDevice", "no ROCm-capable device is detected"},
-    {101, "hipErrorInvalidDevice", "invalid device ordinal"},
-    {200, "hipErrorInvalidImage", "device kernel image is invalid"},
-    {201, "hipErrorInvalidContext", "invalid device context"},
-    {209, "hipErrorNoBinaryForGpu", "no kernel image is available for execution on the device"},
-    {400, "hipErrorInvalidHandle", "invalid resource handle"},
-    {401, "hipErrorIllegalState", "the operation cannot be performed in the present state"},
-    {500, "hipErrorNotFound", "named symbol not found"},
-    {600, "hipErrorNotReady", "device not ready"},
-    {700, "hipErrorIllegalAddress", "an illegal memory access was encountered"},
-    {701, "hipErrorLaunchOutOfResources", "too many resources requested for launch"},
-    {709, "hipErrorContextIsDestroyed", "context is destroyed"},
-    {710, "hipErrorAssert", "device-side assert triggered"},
-    {719, "hipErrorLaunchFailure", "unspecified launch failure"},
-    {801, "hipErrorNotSupported", "operation not supported"},
-    {900, "hipErrorStreamCaptureUnsupported", "operation not permitted when stream is capturing"},
-    {999, "hipErrorUnknown", "unknown error"},
-};
+using status = emu::gpu_status;
+constexpr hipError_t hip_success = 0;
 
 // --- the emulated device: an MI210 --------------------------------------------------------------
 
@@ -181,38 +129,16 @@ hipError_t done(hipError_t e) {
   return e;
 }
 
-hipError_t code(emu::gpu_status s) {
-  switch (s) {
-    case emu::gpu_status::ok: return hip_success;
-    case emu::gpu_status::invalid_value: return hip_invalid_value;
-    case emu::gpu_status::out_of_memory: return hip_out_of_memory;
-    case emu::gpu_status::invalid_handle: return hip_invalid_handle;
-    case emu::gpu_status::not_found: return hip_not_found;
-    case emu::gpu_status::invalid_image: return hip_invalid_image;
-    case emu::gpu_status::no_binary: return hip_no_binary_for_gpu;
-    case emu::gpu_status::not_ready: return hip_not_ready;
-    case emu::gpu_status::parameter_buffer_too_small: return hip_invalid_value;
-    case emu::gpu_status::kernel_trap: return hip_launch_failure;
-    case emu::gpu_status::kernel_assert: return hip_assert;
-    case emu::gpu_status::kernel_no_fiber: return hip_launch_failure;
-    case emu::gpu_status::capture_unsupported: return hip_capture_unsupported;
-    case emu::gpu_status::illegal_state: return hip_illegal_state;
-  }
-  return hip_unknown;
-}
+hipError_t code(emu::gpu_status s) { return emu::result_code(emu::gpu_api::hip, s); }
 
 // A call on the device: refused with the sticky error after a kernel failed.
 template <class F>
-hipError_t on_device(F&& call) {
+hipError_t guarded(F&& call) {
   if (const emu::gpu_status sticky = gpu().sticky(); sticky != emu::gpu_status::ok) return done(code(sticky));
   return done(code(call()));
 }
 
-// The most threads a block of `f` may have: its __launch_bounds__, else the device's.
-unsigned block_limit(const emu::function_record& f) {
-  const unsigned bound = f.kernel->entry->max_threads_per_block;
-  return bound ? std::min<unsigned>(bound, max_threads_per_block) : max_threads_per_block;
-}
+unsigned block_limit(const emu::function_record& f) { return emu::block_limit(f, max_threads_per_block); }
 
 // Blocks of `block_size` threads a compute unit holds when registers do not limit it
 // (the emulation has none): 2048 threads (32 waves of 64), 64 KiB of LDS. The answer sizes
@@ -224,36 +150,49 @@ int resident_blocks(int block_size, std::size_t dynamic_shared) {
   return blocks;
 }
 
+// For the calls both APIs export alike (core/exports.hpp).
+using device_ptr = void*;
+constexpr unsigned max_wait_event_flags = 0;  // HIP's stream waits take no flags
+
 }  // namespace
+
+// --- what both APIs export alike (core/exports.hpp), by HIP's names -------------------------
+
+QD_EMU_SHARED_CALLS(QD_EMU_HIP_EXPORT)
+QD_EMU_GRAPH_COUNTS_EXPORT
 
 // --- the device ---------------------------------------------------------------------------------
 
-QD_EMU_EXPORT hipError_t hipInit(unsigned flags) { return done(flags == 0 ? hip_success : hip_invalid_value); }
+QD_EMU_EXPORT hipError_t hipInit(unsigned flags) {
+  return done(flags == 0 ? hip_success : code(status::invalid_value));
+}
 
 QD_EMU_EXPORT hipError_t hipDriverGetVersion(int* version) {
-  if (!version) return done(hip_invalid_value);
+  if (!version) return done(code(status::invalid_value));
   *version = 50221153;
   return hip_success;
 }
 QD_EMU_EXPORT hipError_t hipRuntimeGetVersion(int* version) { return hipDriverGetVersion(version); }
 
 QD_EMU_EXPORT hipError_t hipGetDeviceCount(int* count) {
-  if (!count) return done(hip_invalid_value);
+  if (!count) return done(code(status::invalid_value));
   *count = 1;
   return hip_success;
 }
 
-QD_EMU_EXPORT hipError_t hipSetDevice(int device) { return done(device == 0 ? hip_success : hip_invalid_device); }
+QD_EMU_EXPORT hipError_t hipSetDevice(int device) {
+  return done(device == 0 ? hip_success : code(status::invalid_device));
+}
 
 QD_EMU_EXPORT hipError_t hipGetDevice(int* device) {
-  if (!device) return done(hip_invalid_value);
+  if (!device) return done(code(status::invalid_value));
   *device = 0;
   return hip_success;
 }
 
 QD_EMU_EXPORT hipError_t hipGetDeviceProperties(void* out, int device) {
-  if (!out) return done(hip_invalid_value);
-  if (device != 0) return done(hip_invalid_device);
+  if (!out) return done(code(status::invalid_value));
+  if (device != 0) return done(code(status::invalid_device));
   const hip_device_properties p = properties();
   std::memcpy(out, &p, sizeof(p));
   return hip_success;
@@ -272,7 +211,7 @@ QD_EMU_EXPORT hipError_t hipDeviceReset() {
 // --- memory ------------------------------------------------------------------------------------------
 
 QD_EMU_EXPORT hipError_t hipMalloc(void** out, std::size_t bytes) {
-  return on_device([&] {
+  return guarded([&] {
     if (!out) return emu::gpu_status::invalid_value;
     if (bytes == 0) {  // HIP gives a null pointer for nothing
       *out = nullptr;
@@ -282,24 +221,11 @@ QD_EMU_EXPORT hipError_t hipMalloc(void** out, std::size_t bytes) {
   });
 }
 
-QD_EMU_EXPORT hipError_t hipFree(void* p) {
-  return on_device([&] { return p == nullptr ? emu::gpu_status::ok : gpu().release(p); });
-}
-
-QD_EMU_EXPORT hipError_t hipMemGetInfo(std::size_t* free_bytes, std::size_t* total_bytes) {
-  return on_device([&] {
-    if (!free_bytes || !total_bytes) return emu::gpu_status::invalid_value;
-    *total_bytes = total_memory;
-    *free_bytes = total_memory - gpu().memory().used();
-    return emu::gpu_status::ok;
-  });
-}
-
 namespace {
 // hipMemcpyKind: which sides are device memory; Default (4) asks the pointers.
 hipError_t copy(void* dst, const void* src, std::size_t bytes, int kind, hipStream_t stream, bool async) {
-  if (kind < 0 || kind > 4) return done(hip_invalid_memcpy_direction);
-  return on_device([&] {
+  if (kind < 0 || kind > 4) return done(code(status::invalid_memcpy_direction));
+  return guarded([&] {
     const bool dst_device = kind == 4 ? gpu().memory().is_device_pointer(dst) : (kind == 1 || kind == 3);
     const bool src_device = kind == 4 ? gpu().memory().is_device_pointer(src) : (kind == 2 || kind == 3);
     return gpu().copy(dst, src, bytes, dst_device, src_device, stream, async);
@@ -313,40 +239,18 @@ QD_EMU_EXPORT hipError_t hipMemcpy(void* dst, const void* src, std::size_t bytes
 QD_EMU_EXPORT hipError_t hipMemcpyAsync(void* dst, const void* src, std::size_t bytes, int kind, hipStream_t s) {
   return copy(dst, src, bytes, kind, s, true);
 }
-QD_EMU_EXPORT hipError_t hipMemcpyHtoD(void* dst, void* src, std::size_t bytes) { return copy(dst, src, bytes, 1, nullptr, false); }
-QD_EMU_EXPORT hipError_t hipMemcpyDtoH(void* dst, void* src, std::size_t bytes) { return copy(dst, src, bytes, 2, nullptr, false); }
-QD_EMU_EXPORT hipError_t hipMemcpyDtoD(void* dst, void* src, std::size_t bytes) { return copy(dst, src, bytes, 3, nullptr, false); }
 QD_EMU_EXPORT hipError_t hipMemset(void* dst, int value, std::size_t bytes) {
-  return on_device([&] { return gpu().fill(dst, static_cast<unsigned>(value), bytes, 1, nullptr, false); });
+  return guarded([&] { return gpu().fill(dst, static_cast<unsigned>(value), bytes, 1, nullptr, false); });
 }
 QD_EMU_EXPORT hipError_t hipMemsetAsync(void* dst, int value, std::size_t bytes, hipStream_t s) {
-  return on_device([&] { return gpu().fill(dst, static_cast<unsigned>(value), bytes, 1, s, true); });
-}
-QD_EMU_EXPORT hipError_t hipMemsetD8(void* dst, unsigned char value, std::size_t count) {
-  return on_device([&] { return gpu().fill(dst, value, count, 1, nullptr, false); });
-}
-QD_EMU_EXPORT hipError_t hipMemsetD32(void* dst, int value, std::size_t count) {
-  return on_device([&] { return gpu().fill(dst, static_cast<unsigned>(value), count, 4, nullptr, false); });
+  return guarded([&] { return gpu().fill(dst, static_cast<unsigned>(value), bytes, 1, s, true); });
 }
 
 // --- modules and functions -----------------------------------------------------------------------------
 
-QD_EMU_EXPORT hipError_t hipModuleLoadData(hipModule_t* out, const void* image) {
-  return on_device([&] { return gpu().load_module(image, reinterpret_cast<void**>(out)); });
-}
-QD_EMU_EXPORT hipError_t hipModuleLoadDataEx(hipModule_t* out, const void* image, unsigned, void*, void**) {
-  return hipModuleLoadData(out, image);
-}
-QD_EMU_EXPORT hipError_t hipModuleUnload(hipModule_t m) {
-  return on_device([&] { return gpu().unload_module(m); });
-}
-QD_EMU_EXPORT hipError_t hipModuleGetFunction(hipFunction_t* out, hipModule_t m, const char* name) {
-  return on_device([&] { return gpu().get_function(m, name, reinterpret_cast<void**>(out)); });
-}
-
 QD_EMU_EXPORT hipError_t hipModuleOccupancyMaxPotentialBlockSize(int* grid, int* block, hipFunction_t h,
                                                                  std::size_t dynamic_shared, int block_limit_arg) {
-  return on_device([&] {
+  return guarded([&] {
     auto f = gpu().function(h);
     if (!f) return emu::gpu_status::invalid_handle;
     if (!grid || !block || block_limit_arg < 0 || dynamic_shared > static_cast<std::size_t>(shared_memory_per_block))
@@ -361,7 +265,7 @@ QD_EMU_EXPORT hipError_t hipModuleOccupancyMaxPotentialBlockSize(int* grid, int*
 
 QD_EMU_EXPORT hipError_t hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, hipFunction_t h,
                                                                             int block_size, std::size_t dynamic_shared) {
-  return on_device([&] {
+  return guarded([&] {
     auto f = gpu().function(h);
     if (!f) return emu::gpu_status::invalid_handle;
     if (!blocks) return emu::gpu_status::invalid_value;
@@ -377,129 +281,51 @@ QD_EMU_EXPORT hipError_t hipModuleLaunchKernel(hipFunction_t h, unsigned gx, uns
                                                void** params, void** extra) {
   if (const emu::gpu_status sticky = gpu().sticky(); sticky != emu::gpu_status::ok) return done(code(sticky));
   auto f = gpu().function(h);
-  if (!f) return done(hip_invalid_handle);
-  if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0) return done(hip_invalid_value);
-  if (gx > 2147483647u || gy > 65536 || gz > 65536) return done(hip_invalid_value);
-  if (static_cast<unsigned long long>(bx) * by * bz > max_threads_per_block) return done(hip_invalid_value);
-  if (shared_bytes > static_cast<unsigned>(shared_memory_per_block)) return done(hip_invalid_value);
-  if (params && extra) return done(hip_invalid_value);
-  if (bx * by * bz > block_limit(*f)) return done(hip_launch_failure);  // beyond __launch_bounds__
+  if (!f) return done(code(status::invalid_handle));
+  if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0) return done(code(status::invalid_value));
+  if (gx > 2147483647u || gy > 65536 || gz > 65536) return done(code(status::invalid_value));
+  if (static_cast<unsigned long long>(bx) * by * bz > max_threads_per_block) return done(code(status::invalid_value));
+  if (shared_bytes > static_cast<unsigned>(shared_memory_per_block)) return done(code(status::invalid_value));
+  if (params && extra) return done(code(status::invalid_value));
+  if (bx * by * bz > block_limit(*f)) return done(code(status::beyond_launch_bounds));  // beyond __launch_bounds__
   // extra: exactly {HIP_LAUNCH_PARAM_BUFFER_POINTER, p, HIP_LAUNCH_PARAM_BUFFER_SIZE, &size, HIP_LAUNCH_PARAM_END}.
   const void* buffer = nullptr;
   std::size_t buffer_size = 0;
   if (extra) {
     if (reinterpret_cast<std::uintptr_t>(extra[0]) != 1 || reinterpret_cast<std::uintptr_t>(extra[2]) != 2 ||
         reinterpret_cast<std::uintptr_t>(extra[4]) != 3 || extra[3] == nullptr)
-      return done(hip_invalid_value);
+      return done(code(status::invalid_value));
     buffer = extra[1];
     buffer_size = *static_cast<const std::size_t*>(extra[3]);
   }
   return done(code(gpu().launch(*f, {gx, gy, gz}, {bx, by, bz}, params, buffer, buffer_size, stream)));
 }
 
-// --- streams and events ------------------------------------------------------------------------------
+// --- shorter forms of shared calls, and graphs ---------------------------------------------------------
 
-QD_EMU_EXPORT hipError_t hipStreamCreateWithFlags(hipStream_t* out, unsigned flags) {
-  return on_device([&] {
-    if (flags > 1) return emu::gpu_status::invalid_value;
-    return gpu().create_stream(flags == 0, reinterpret_cast<void**>(out));  // 1: hipStreamNonBlocking
-  });
+QD_EMU_EXPORT hipError_t hipStreamCreate(hipStream_t* out) {
+  return hipStreamCreateWithFlags(reinterpret_cast<void**>(out), 0);
 }
-QD_EMU_EXPORT hipError_t hipStreamCreate(hipStream_t* out) { return hipStreamCreateWithFlags(out, 0); }
-QD_EMU_EXPORT hipError_t hipStreamDestroy(hipStream_t s) {
-  return on_device([&] { return gpu().destroy_stream(s); });
-}
-QD_EMU_EXPORT hipError_t hipStreamSynchronize(hipStream_t s) {
-  return on_device([&] { return gpu().synchronize_stream(s); });
-}
-QD_EMU_EXPORT hipError_t hipStreamQuery(hipStream_t s) {
-  return on_device([&] { return gpu().query_stream(s); });
-}
-QD_EMU_EXPORT hipError_t hipStreamWaitEvent(hipStream_t s, hipEvent_t e, unsigned flags) {
-  return on_device([&] { return flags != 0 ? emu::gpu_status::invalid_value : gpu().wait_event(s, e); });
-}
-QD_EMU_EXPORT hipError_t hipLaunchHostFunc(hipStream_t s, hipHostFn_t fn, void* data) {
-  return on_device([&] { return gpu().host_function(s, fn, data); });
-}
-
-QD_EMU_EXPORT hipError_t hipEventCreateWithFlags(hipEvent_t* out, unsigned flags) {
-  return on_device([&] {
-    if ((flags & ~0x7u) != 0) return emu::gpu_status::invalid_value;
-    return gpu().create_event((flags & 0x2u) == 0, reinterpret_cast<void**>(out));  // 2: hipEventDisableTiming
-  });
-}
-QD_EMU_EXPORT hipError_t hipEventCreate(hipEvent_t* out) { return hipEventCreateWithFlags(out, 0); }
-QD_EMU_EXPORT hipError_t hipEventDestroy(hipEvent_t e) {
-  return on_device([&] { return gpu().destroy_event(e); });
-}
-QD_EMU_EXPORT hipError_t hipEventRecord(hipEvent_t e, hipStream_t s) {
-  return on_device([&] { return gpu().record_event(e, s); });
-}
-QD_EMU_EXPORT hipError_t hipEventQuery(hipEvent_t e) {
-  return on_device([&] { return gpu().query_event(e); });
-}
-QD_EMU_EXPORT hipError_t hipEventSynchronize(hipEvent_t e) {
-  return on_device([&] { return gpu().synchronize_event(e); });
-}
-QD_EMU_EXPORT hipError_t hipEventElapsedTime(float* ms, hipEvent_t start, hipEvent_t end) {
-  return on_device([&] { return gpu().elapsed_ms(start, end, ms); });
-}
-
-// --- graphs: stream capture, instantiation, launch (core/graphs.hpp) ----------------------------------
-
-QD_EMU_EXPORT hipError_t hipStreamBeginCapture(hipStream_t s, int mode) {
-  return on_device([&] { return mode < 0 || mode > 2 ? emu::gpu_status::invalid_value : gpu().begin_capture(s); });
-}
-QD_EMU_EXPORT hipError_t hipStreamEndCapture(hipStream_t s, hipGraph_t* out) {
-  return on_device([&] { return gpu().end_capture(s, reinterpret_cast<void**>(out)); });
-}
-QD_EMU_EXPORT hipError_t hipStreamIsCapturing(hipStream_t s, int* status) {
-  return on_device([&] {
-    bool capturing = false;
-    const emu::gpu_status r = status ? gpu().capturing(s, &capturing) : emu::gpu_status::invalid_value;
-    if (r == emu::gpu_status::ok) *status = capturing ? 1 : 0;  // hipStreamCaptureStatusActive / None
-    return r;
-  });
+QD_EMU_EXPORT hipError_t hipEventCreate(hipEvent_t* out) {
+  return hipEventCreateWithFlags(reinterpret_cast<void**>(out), 0);
 }
 QD_EMU_EXPORT hipError_t hipGraphInstantiate(hipGraphExec_t* out, hipGraph_t g, hipGraphNode_t* error_node,
                                              char* log, std::size_t log_size) {
   if (error_node) *error_node = nullptr;
   if (log && log_size) *log = '\0';
-  return on_device([&] { return gpu().instantiate_graph(g, reinterpret_cast<void**>(out)); });
-}
-QD_EMU_EXPORT hipError_t hipGraphInstantiateWithFlags(hipGraphExec_t* out, hipGraph_t g, unsigned long long flags) {
-  return on_device([&] {
-    return flags != 0 ? emu::gpu_status::invalid_value : gpu().instantiate_graph(g, reinterpret_cast<void**>(out));
-  });
-}
-QD_EMU_EXPORT hipError_t hipGraphLaunch(hipGraphExec_t e, hipStream_t s) {
-  return on_device([&] { return gpu().launch_graph(e, s); });
-}
-QD_EMU_EXPORT hipError_t hipGraphExecDestroy(hipGraphExec_t e) {
-  return on_device([&] { return gpu().destroy_graph_exec(e); });
-}
-QD_EMU_EXPORT hipError_t hipGraphDestroy(hipGraph_t g) {
-  return on_device([&] { return gpu().destroy_graph(g); });
-}
-
-// Not a driver API: the emulation's own counts, for tests (graphs instantiated, graph launches).
-QD_EMU_EXPORT void qd_emulated_graph_counts(unsigned long long* instantiated, unsigned long long* launches) {
-  if (instantiated) *instantiated = gpu().graphs_instantiated();
-  if (launches) *launches = gpu().graph_launches();
+  return guarded([&] { return gpu().instantiate_graph(g, reinterpret_cast<void**>(out)); });
 }
 
 // --- errors --------------------------------------------------------------------------------------------
 
 QD_EMU_EXPORT const char* hipGetErrorName(hipError_t e) {
-  for (const auto& x : errors)
-    if (x.code == e) return x.name;
-  return "hipErrorUnknown";
+  const char* name = emu::result_name(emu::gpu_api::hip, e);
+  return name ? name : "hipErrorUnknown";
 }
 
 QD_EMU_EXPORT const char* hipGetErrorString(hipError_t e) {
-  for (const auto& x : errors)
-    if (x.code == e) return x.text;
-  return "unknown error";
+  const char* text = emu::result_text(emu::gpu_api::hip, e);
+  return text ? text : "unknown error";
 }
 
 QD_EMU_EXPORT hipError_t hipGetLastError() {

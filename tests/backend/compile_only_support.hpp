@@ -15,7 +15,9 @@
 #include <quadrants/quadrants.hpp>
 
 #include "backend/suite_kernels.hpp"
+#include "backend/suite_kernels_lang.hpp"
 #include "backend/suite_kernels_linalg.hpp"
+#include "backend/suite_kernels_math.hpp"
 #include "backend/suite_kernels_vec.hpp"
 #include "support/fresh_dir.hpp"
 
@@ -107,6 +109,33 @@ inline std::vector<compiled_kernel_result> compile_suite_kernels() {
   add("graph_loops", k::graph_loops());
   add("concurrent_regions", k::concurrent_regions());
   add("mesh_laplacian", k::mesh_laplacian());
+  add("short_circuit", k::short_circuit());
+  add("literal_select", k::literal_select());
+  add("checked_sqrt", k::checked_sqrt());  // its assertion is compiled in the passes with debug
+  add("bodies", k::bodies());
+  {
+    auto substeps = k::substeps();
+    substeps.compile(2);
+    out.push_back({"substeps<2>", substeps.per_offload_cache_observations()});
+  }
+  add("math_more<f32>", k::math_more<float>());
+  add("math_more<f64>", k::math_more<double>());
+  add("integer_functions<i32>", k::integer_functions<std::int32_t>());
+  add("integer_functions<u64>", k::integer_functions<std::uint64_t>());
+  add("integer_functions<i8>", k::integer_functions<std::int8_t>());
+  add("integer_functions<u16>", k::integer_functions<std::uint16_t>());
+  add("bit_casts", k::bit_casts());
+  add("vec_math", k::vec_math());
+  add("atomics_more<i32>", k::atomics_more<std::int32_t>());
+  add("atomics_more<u64>", k::atomics_more<std::uint64_t>());
+  add("atomics_more<f32>", k::atomics_more<float>());
+  add("atomics_more<f64>", k::atomics_more<double>());
+  add("atomics_more<i8>", k::atomics_more<std::int8_t>());
+  add("atomics_more<f16>", k::atomics_more<qd::half>());
+  add("atomic_contention", k::atomic_contention());
+  add("vec_atomics", k::vec_atomics());
+  add("narrow_types", k::narrow_types());
+  add("f16_rounding", k::f16_rounding());
   return out;
 }
 
@@ -122,6 +151,7 @@ inline void check_compile_only_round_trip(qd::config target, const compile_only_
   target.offline_cache_file_path = cache;
   target.per_offload = pass.per_offload;
   target.check_out_of_bound = pass.bounds_checks;
+  target.debug = pass.bounds_checks;  // qd::assert_ compiled in (debug turns bounds checks on too)
   target.compile_only = true;
   target.enable_fallback = false;
   const bool split = pass.per_offload == qd::per_offload_mode::on;

@@ -172,6 +172,41 @@ TEST_CASE("a compiler that never returns is stopped after the timeout, with its 
   CHECK(process_gone(child));  // the compiler's own child died with it
 }
 
+TEST_CASE("a hung compiler and its children die with a parent killed by SIGKILL") {
+  fake_compiler_dir fake;
+  const std::string cxx_pid = fake.root() + "/cxx.pid", child_pid = fake.root() + "/child.pid";
+  // Hangs with no limit: compile_timeout = 0, as a user may set it.
+  fake.use("hang.sh", "echo $$ > " + cxx_pid + ".tmp; mv " + cxx_pid + ".tmp " + cxx_pid + "\nsleep 300 & echo $! > " +
+                          child_pid + ".tmp; mv " + child_pid + ".tmp " + child_pid + "\nwait");
+  std::fflush(nullptr);
+  const pid_t parent = ::fork();
+  REQUIRE(parent >= 0);
+  if (parent == 0) {
+    compile_failure({.timeout_seconds = 0});
+    ::_exit(0);
+  }
+  // Both pids written: the compiler and its child are running.
+  bool started = false;
+  for (int i = 0; i < 1000 && !started; ++i) {
+    started = std::filesystem::exists(cxx_pid) && std::filesystem::exists(child_pid);
+    if (!started) ::usleep(10000);
+  }
+  REQUIRE(started);
+  ::kill(parent, SIGKILL);  // no handler, no destructor, no atexit runs
+  int status = 0;
+  ::waitpid(parent, &status, 0);
+  pid_t cxx = 0, sleeper = 0;
+  std::ifstream(cxx_pid) >> cxx;
+  std::ifstream(child_pid) >> sleeper;
+  REQUIRE(cxx > 0);
+  REQUIRE(sleeper > 0);
+  const bool cxx_gone = process_gone(cxx), sleeper_gone = process_gone(sleeper);
+  CHECK(cxx_gone);
+  CHECK(sleeper_gone);
+  if (!cxx_gone) ::kill(cxx, SIGKILL);  // leave nothing behind either way
+  if (!sleeper_gone) ::kill(sleeper, SIGKILL);
+}
+
 TEST_CASE("a compiler killed by a signal, writing nothing, or missing its parts is reported as such") {
   fake_compiler_dir fake;
   SUBCASE("killed by a signal") {

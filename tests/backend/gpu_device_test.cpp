@@ -1,6 +1,7 @@
 // Choosing a GPU backend (SPEC §7, issue 5): a missing library or GPU is one warning
-// and the CPU with enable_fallback, a clear error naming what is missing without it;
-// cache keys separate targets. Deterministic: the "missing" cases are made missing.
+// and the CPU with enable_fallback, a clear error naming what is missing without it
+// (each case once per vendor); cache keys separate targets. Deterministic: the
+// "missing" cases are made missing.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -8,11 +9,13 @@
 #include <quadrants/quadrants.hpp>
 
 #include "backend/compile_only_support.hpp"
-#include "quadrants/backend/cuda/nvrtc.hpp"
-#include "quadrants/backend/shared_library.hpp"
+#include "backend/gpu_vendors.hpp"
 #include "runtime/runtime_test_support.hpp"
 
 namespace {
+
+using qd_test::on_amdgpu;
+using qd_test::on_cuda;
 
 auto doubling() {
   return qd::kernel("doubling", {"x"}, [](qd::types::ndarray<float, 1> x) {
@@ -22,16 +25,17 @@ auto doubling() {
 
 }  // namespace
 
-TEST_CASE("arch = cuda with no usable CUDA driver falls back to the CPU with one warning naming what is missing") {
-  qd_test::scoped_env missing("QD_CUDA_PATH", "/nonexistent/libcuda.so.1");
+TEST_CASE_TEMPLATE("a GPU arch with no usable driver falls back to the CPU with one warning naming what is missing", V,
+                   on_cuda, on_amdgpu) {
+  qd_test::scoped_env missing(V::driver_variable, "/nonexistent/libgpu.so");
   auto k = doubling();
   SUBCASE("enable_fallback = true") {
     qd_test::log_capture logs;
-    qd::init({.arch = qd::arch::cuda, .log_level = qd::log_level::warn});
+    qd::init({.arch = V::arch, .log_level = qd::log_level::warn});
     auto warnings = logs.at(qd::log_level::warn);
     REQUIRE(warnings.size() == 1);
-    CHECK(warnings[0].find("qd::init(arch = cuda)") != std::string::npos);
-    CHECK(warnings[0].find("QD_CUDA_PATH") != std::string::npos);
+    CHECK(warnings[0].find(std::string("qd::init(arch = ") + V::arch_name + ")") != std::string::npos);
+    CHECK(warnings[0].find(V::driver_variable) != std::string::npos);
     CHECK(warnings[0].find("falling back to arch = cpu") != std::string::npos);
     CHECK(qd::current_settings().arch == qd::arch::cpu);
     qd::ndarray<float, 1> x(3);
@@ -40,8 +44,8 @@ TEST_CASE("arch = cuda with no usable CUDA driver falls back to the CPU with one
     CHECK(logs.at(qd::log_level::warn).size() == 1);
   }
   SUBCASE("enable_fallback = false") {
-    CHECK_THROWS_WITH_AS(qd::init({.arch = qd::arch::cuda, .enable_fallback = false}),
-                         doctest::Contains("QD_CUDA_PATH"), qd::user_error);
+    CHECK_THROWS_WITH_AS(qd::init({.arch = V::arch, .enable_fallback = false}),
+                         doctest::Contains(V::driver_variable), qd::user_error);
     CHECK_FALSE(qd::is_initialized());
   }
 }
@@ -60,40 +64,24 @@ TEST_CASE("the CUDA stub library is a driver that cannot run anything, reported 
                        doctest::Contains("cuInit"), qd::user_error);
 }
 
-TEST_CASE("arch = amdgpu with no usable HIP runtime falls back to the CPU with one warning naming what is missing") {
-  qd_test::scoped_env missing("QD_HIP_PATH", "/nonexistent");
+TEST_CASE_TEMPLATE("compile-only mode needs the compiler: a missing one falls back, or is an error naming its variable",
+                   V, on_cuda, on_amdgpu) {
+  qd_test::scoped_env missing(V::compiler_variable, "/nonexistent");
+  qd_test::scratch_directory cache(std::string("gpu-device-no-compiler-") + V::arch_name);
   qd_test::log_capture logs;
-  qd::init({.arch = qd::arch::amdgpu, .log_level = qd::log_level::warn});
-  auto warnings = logs.at(qd::log_level::warn);
-  REQUIRE(warnings.size() == 1);
-  CHECK(warnings[0].find("qd::init(arch = amdgpu)") != std::string::npos);
-  CHECK(warnings[0].find("QD_HIP_PATH") != std::string::npos);
+  qd::config c = V::target();
+  c.offline_cache_file_path = cache.str();
+  c.log_level = qd::log_level::warn;
+  c.compile_only = true;
+  qd::init(c);
+  CHECK(logs.count(qd::log_level::warn, V::compiler_variable) == 1);
   CHECK(qd::current_settings().arch == qd::arch::cpu);
-  CHECK_THROWS_WITH_AS(qd::init({.arch = qd::arch::amdgpu, .enable_fallback = false}),
-                       doctest::Contains("QD_HIP_PATH"), qd::user_error);
-}
-
-TEST_CASE("compile-only mode needs the compiler: a missing NVRTC falls back, or is an error naming QD_NVRTC_PATH") {
-  qd_test::scoped_env missing("QD_NVRTC_PATH", "/nonexistent");
-  qd_test::scratch_directory cache("gpu-device-no-nvrtc");
-  qd_test::log_capture logs;
-  qd::init({.arch = qd::arch::cuda, .offline_cache_file_path = cache.str(), .log_level = qd::log_level::warn,
-            .compile_only = true, .cuda_arch = 90});
-  CHECK(logs.count(qd::log_level::warn, "QD_NVRTC_PATH") == 1);
-  CHECK(qd::current_settings().arch == qd::arch::cpu);
-  CHECK_THROWS_WITH_AS(qd::init({.arch = qd::arch::cuda, .offline_cache_file_path = cache.str(), .compile_only = true,
-                                 .cuda_arch = 90, .enable_fallback = false}),
-                       doctest::Contains("QD_NVRTC_PATH"), qd::user_error);
+  c.enable_fallback = false;
+  CHECK_THROWS_WITH_AS(qd::init(c), doctest::Contains(V::compiler_variable), qd::user_error);
 }
 
 TEST_CASE("cache keys hold the target: the same kernel compiles anew for sm_80 after sm_90, and per option") {
-  try {
-    qd::backend::locate_library(qd::backend::cuda::nvrtc_library());
-  } catch (const qd::error& e) {
-    const std::string message = std::string("skipped: NVRTC is not installed: ") + e.what();
-    MESSAGE(message);
-    return;
-  }
+  if (!on_cuda::compiler_installed()) return;
   qd_test::scratch_directory cache("gpu-device-targets");
   auto k = doubling();
   auto compiled_for = [&](qd::config c) {

@@ -23,7 +23,9 @@
 
 #include "backend/compile_only_support.hpp"
 #include "backend/suite_kernels.hpp"
+#include "backend/suite_kernels_lang.hpp"
 #include "backend/suite_kernels_linalg.hpp"
+#include "backend/suite_kernels_math.hpp"
 #include "backend/suite_kernels_vec.hpp"
 #include "runtime/runtime_test_support.hpp"
 #include "support/host_semantics.hpp"
@@ -180,7 +182,7 @@ void check_math_functions(int ulps) {
 template <class T>
 void check_histogram() {
   auto k = kernels::histogram<T>();
-  const std::int64_t n = std::is_same_v<T, std::uint8_t> ? 4000 : 200000;  // u8 bins must not wrap
+  const std::int64_t n = sizeof(T) <= 2 ? 4000 : 200000;  // narrow bins must not wrap
   std::vector<std::int32_t> keys;
   for (std::int64_t i = 0; i < n; ++i) keys.push_back(static_cast<std::int32_t>((i * 7) % 1601));
   std::vector<T> up(16, T(0)), down(16, T(0));
@@ -1553,6 +1555,84 @@ TEST_CASE_TEMPLATE("suite: vector and matrix scalar parameters arrive component 
   vec_checks::check_vec_params();
 }
 
+// The third wave's language (SPEC §13.4-§13.6): backend/suite_kernels_lang.hpp.
+TEST_CASE_TEMPLATE("suite: && and || skip their right operand's loads and atomics; C++ values keep their C++ type", A,
+                   on_cpu, on_reference, on_cuda, on_amdgpu) {
+  if (!start<A>({.check_out_of_bound = true})) return;
+  lang_checks::check_short_circuit();
+  lang_checks::check_literal_select();
+}
+TEST_CASE_TEMPLATE("suite: qd::assert_ under debug reports its message from the device", A, on_cpu, on_reference,
+                   on_cuda, on_amdgpu) {
+  if (!start<A>({.debug = true})) return;
+  lang_checks::check_assertion();
+}
+TEST_CASE_TEMPLATE("suite: template arguments, arrays of structs in both layouts and vector indices", A, on_cpu,
+                   on_reference, on_cuda, on_amdgpu) {
+  if (!start<A>()) return;
+  lang_checks::check_template_args();
+  lang_checks::check_struct_arrays();
+}
+// Math, bits, integer division, atomics and narrow types (backend/suite_kernels_math.hpp),
+// on the reference backend too: every backend against plain C++.
+#define QD_SUITE_ARCHES_AND_REFERENCE on_cpu, on_reference, on_cuda, on_amdgpu
+TEST_CASE_TEMPLATE("suite: the third wave's math functions agree with <cmath> and Python's // and %", A,
+                   QD_SUITE_ARCHES_AND_REFERENCE) {
+  if (!start<A>()) return;
+  const int ulps = on_gpu<A>() ? 4 : 2;  // CUDA documents up to 4 ulp for tanf; the host's libm gives 1
+  math_checks::check_math_more<float>(ulps);
+  math_checks::check_math_more<double>(ulps);
+  math_checks::check_vec_math();
+}
+TEST_CASE_TEMPLATE("suite: floordiv, floormod, sign, clamp and the bit counts of every integer type", A,
+                   QD_SUITE_ARCHES_AND_REFERENCE) {
+  if (!start<A>()) return;
+  math_checks::check_integer_functions<std::int32_t>(interesting_values<std::int32_t>());
+  math_checks::check_integer_functions<std::int64_t>(interesting_values<std::int64_t>());
+  math_checks::check_integer_functions<std::uint32_t>(interesting_values<std::uint32_t>());
+  math_checks::check_integer_functions<std::uint64_t>(interesting_values<std::uint64_t>());
+  math_checks::check_integer_functions<std::uint8_t>(interesting_values<std::uint8_t>());
+  math_checks::check_integer_functions<std::int8_t>({0, 1, -1, 2, -2, 7, -7, 13, 100, 127, -128});
+  math_checks::check_integer_functions<std::int16_t>({0, 1, -1, 3, -3, 255, -256, 1000, -1000, 32767, -32768});
+  math_checks::check_integer_functions<std::uint16_t>({0, 1, 2, 3, 255, 256, 1000, 40000, 65535});
+  math_checks::check_bit_casts();
+}
+TEST_CASE_TEMPLATE("suite: atomic mul, and, or, xor, exchange and cas return the old value for every element type", A,
+                   QD_SUITE_ARCHES_AND_REFERENCE) {
+  if (!start<A>()) return;
+  math_checks::check_atomics_more<std::int32_t>();
+  math_checks::check_atomics_more<std::uint32_t>();
+  math_checks::check_atomics_more<std::int64_t>();
+  math_checks::check_atomics_more<std::uint64_t>();
+  math_checks::check_atomics_more<float>();
+  math_checks::check_atomics_more<double>();
+  math_checks::check_atomics_more<std::int8_t>();
+  math_checks::check_atomics_more<std::uint16_t>();
+  math_checks::check_atomics_more<qd::half>();
+  math_checks::check_vec_atomics();
+  math_checks::check_float_cas_compares_bits_and_minmax_nan<float>();
+  math_checks::check_float_cas_compares_bits_and_minmax_nan<double>();
+}
+TEST_CASE_TEMPLATE("suite: contended compare-and-swap loops, bitwise atomics and exchanges lose nothing", A,
+                   QD_SUITE_ARCHES_AND_REFERENCE) {
+  if (!start<A>()) return;
+  math_checks::check_atomic_contention();
+}
+TEST_CASE_TEMPLATE("suite: i8, i16, u16, u64 and f16 as arrays, scalars, variables, casts and atomics", A,
+                   QD_SUITE_ARCHES_AND_REFERENCE) {
+  if (!start<A>()) return;
+  math_checks::check_narrow_types();
+  math_checks::check_f16_rounding();
+  check_copy_scale_all_ranks<std::int8_t>();
+  check_copy_scale_all_ranks<std::int16_t>();
+  check_copy_scale_all_ranks<std::uint16_t>();
+  check_copy_scale_all_ranks<std::uint64_t>();
+  check_copy_scale_all_ranks<qd::half>();
+  check_histogram<std::int16_t>();
+  check_histogram<std::uint64_t>();
+  check_histogram<qd::half>();
+}
+
 // Graph kernels (issue 13): nested do_while loops run by the host loop reading each
 // flag back after every pass, whole and split; concurrent regions joined.
 TEST_CASE_TEMPLATE("suite: graph kernels loop while their flags are set, whole and split, and concurrent regions join", A,
@@ -1610,7 +1690,7 @@ bool cuda_device_loops() {
     return false;
   } else {
     int version = 0;
-    REQUIRE(qd::backend::cuda::driver().cuDriverGetVersion(&version) == 0);
+    REQUIRE(qd::backend::cuda::driver().driver_version(&version) == 0);
     return version >= 12030;
   }
 }

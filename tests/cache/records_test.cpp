@@ -64,7 +64,8 @@ TEST_CASE("records whose bytes are not the encoder's spelling are rejected") {
 }
 
 TEST_CASE("explanation records round-trip, and truncated or foreign bytes are rejected") {
-  qd::cache::explain_record e{"step", "kernel 'step': 2 constructs\n", "digraph \"step\" {}\n", {{1, 2}, {3, 4}}};
+  qd::cache::explain_record e{"step",  "kernel 'step': 2 constructs\n", "digraph \"step\" {}\n", {{1, 2}, {3, 4}},
+                             "split", {7, 8},                            1764000000123456789};
   const bytes encoded = qd::cache::encode(e);
   auto back = qd::cache::decode_explain_record(encoded);
   REQUIRE(back);

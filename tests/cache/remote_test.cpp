@@ -1,6 +1,7 @@
-// Tests of cache/remote.hpp and the store in front of it, against a real redis-server
-// that each test starts on a unix socket: hits, write-through, one round trip per kernel,
-// refused entries, read-only mode, compile locks, and every fault the tier must survive.
+// Tests of cache/remote.hpp and of the tier list with the disk in front of it, against a
+// real redis-server that each test starts on a unix socket: hits, write-through, one round
+// trip per kernel, refused entries, read-only mode, compile locks, and every fault the tier
+// must survive.
 #include <doctest/doctest.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -13,8 +14,12 @@
 #include "cache/cache_test_support.hpp"
 #include "quadrants/base/error.hpp"
 #include "quadrants/cache/records.hpp"
+#include "cache/tier_test_support.hpp"
+#include "quadrants/cache/disk_tier.hpp"
 #include "quadrants/cache/remote.hpp"
+#include "quadrants/cache/remote_tier.hpp"
 #include "quadrants/cache/store.hpp"
+#include "quadrants/cache/tier_list.hpp"
 #include "support/redis_server.hpp"
 
 using namespace qd::cache;
@@ -41,6 +46,14 @@ remote_options options_for(const redis_server& server, std::string secret = "tea
 
 key key_of(std::uint64_t n) { return key_builder().add(n).finish(); }
 
+// The disk at `root`, then `server`: the runtime's tiers below memory.
+tier_list disk_then(const std::string& root, std::shared_ptr<remote> server) {
+  tier_list tiers;
+  tiers.add(make_disk_tier(std::make_shared<store>(store_options{.root = root})));
+  tiers.add(make_remote_tier(std::move(server)));
+  return tiers;
+}
+
 double elapsed_ms(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
 }
@@ -56,6 +69,11 @@ struct kernel_entries {
     s.save(entry_kind::module, module, code);
     s.save(entry_kind::offload, first, record(first));
     s.save(entry_kind::offload, second, record(second));
+  }
+  void put(tier_list& tiers) const {
+    tiers.put(entry_kind::module, module, code, nullptr);
+    tiers.put(entry_kind::offload, first, record(first), nullptr);
+    tiers.put(entry_kind::offload, second, record(second), nullptr);
   }
 };
 
@@ -112,51 +130,49 @@ TEST_CASE("an empty disk cache is filled from the server: hit, written through, 
   qd_test::temp_dir a, b;
   kernel_entries k;
   {
-    store writer({.root = a / "root"});
-    writer.set_remote(std::make_shared<remote>(options_for(server)));
-    k.save(writer);
-    CHECK(writer.remote_tier()->stats().stores == 3);
+    auto writer = std::make_shared<remote>(options_for(server));
+    tier_list tiers = disk_then(a / "root", writer);
+    k.put(tiers);
+    CHECK(writer->stats().stores == 3);
   }
-  store reader({.root = b / "root"});
   auto tier = std::make_shared<remote>(options_for(server));
-  reader.set_remote(tier);
+  tier_list reader = disk_then(b / "root", tier);
   // One kernel: its two records and the module they name, in one round trip.
   key records[] = {k.first, k.second};
   reader.prefetch(entry_kind::offload, records);
   CHECK(tier->stats().round_trips == 1);
   CHECK(tier->stats().hits == 3);
-  auto r1 = reader.load(entry_kind::offload, k.first);
-  auto r2 = reader.load(entry_kind::offload, k.second);
-  auto m = reader.load(entry_kind::module, k.module);
+  auto r1 = reader.get(entry_kind::offload, k.first, qd_test::open_any());
+  auto r2 = reader.get(entry_kind::offload, k.second, qd_test::open_any());
+  auto m = reader.get(entry_kind::module, k.module, qd_test::open_any());
   REQUIRE(r1);
   REQUIRE(r2);
   REQUIRE(m);
-  CHECK(*r1 == k.record(k.first));
-  CHECK(*m == k.code);
-  CHECK(tier->stats().round_trips == 1);  // the loads asked nothing more
-  // Written through: the disk now holds valid entries, and a later load stays local.
-  CHECK(verify_entry(entry_path(reader.root(), entry_kind::module, k.module)));
-  CHECK(verify_entry(entry_path(reader.root(), entry_kind::offload, k.first)));
+  CHECK(qd_test::found_bytes(r1) == k.record(k.first));
+  CHECK(qd_test::found_bytes(m) == k.code);
+  CHECK(tier->stats().round_trips == 1);  // the gets asked nothing more
+  // Written through: the disk now holds valid entries, and a later lookup stays local.
+  CHECK(verify_entry(entry_path(b / "root", entry_kind::module, k.module)));
+  CHECK(verify_entry(entry_path(b / "root", entry_kind::offload, k.first)));
   reader.prefetch(entry_kind::offload, records);
-  CHECK(reader.load(entry_kind::module, k.module) == k.code);
+  CHECK(qd_test::found_bytes(reader.get(entry_kind::module, k.module, qd_test::open_any())) == k.code);
   CHECK(tier->stats().round_trips == 1);
-  CHECK(reader.stats().hits == 1);
+  CHECK(reader[0].stats().hits == 1);
 }
 
 TEST_CASE("a key prefetched as absent costs no second round trip, and a lone load asks once") {
   if (!can_test()) return;
   redis_server server;
   qd_test::temp_dir dir;
-  store s({.root = dir / "root"});
   auto tier = std::make_shared<remote>(options_for(server));
-  s.set_remote(tier);
+  tier_list tiers = disk_then(dir / "root", tier);
   key k = key_of(5);
-  s.prefetch(entry_kind::offload, {&k, 1});
+  tiers.prefetch(entry_kind::offload, {&k, 1});
   CHECK(tier->stats().round_trips == 1);
-  CHECK(!s.load(entry_kind::offload, k));
+  CHECK(!tiers.get(entry_kind::offload, k, qd_test::open_any()));
   CHECK(tier->stats().round_trips == 1);
   key other = key_of(6);
-  CHECK(!s.load(entry_kind::module, other));
+  CHECK(!tiers.get(entry_kind::module, other, qd_test::open_any()));
   CHECK(tier->stats().round_trips == 2);
 }
 
@@ -239,12 +255,12 @@ TEST_CASE("read-only mode reads but never writes: no entries, no locks, no count
     remote_options o = options_for(server);
     o.read_only = true;
     auto tier = std::make_shared<remote>(o);
-    store s({.root = dir / "root"});
-    s.set_remote(tier);
-    CHECK(s.load(entry_kind::module, key_of(1)) == payload);
-    CHECK(s.save(entry_kind::module, key_of(2), payload));  // to disk only
+    tier_list tiers = disk_then(dir / "root", tier);
+    CHECK(qd_test::found_bytes(tiers.get(entry_kind::module, key_of(1), qd_test::open_any())) == payload);
+    tiers.put(entry_kind::module, key_of(2), payload, nullptr);  // to disk only
+    CHECK(verify_entry(entry_path(dir / "root", entry_kind::module, key_of(2))));
     key absent = key_of(3);
-    s.prefetch(entry_kind::offload, {&absent, 1});
+    tiers.prefetch(entry_kind::offload, {&absent, 1});
     CHECK(tier->stats().locks_taken == 0);
     CHECK(tier->stats().stores == 0);
   }
@@ -286,12 +302,15 @@ TEST_CASE("a lock whose holder died frees at expiry: the waiter takes it over an
   remote_options o = options_for(server);
   o.lock_ttl = ms(400);
   key k = key_of(77);
+  std::string lock, value;
   {
     remote holder(o);
     REQUIRE(holder.fetch(entry_kind::offload, {&k, 1}, true).status[0] == remote_status::claimed);
-    // A holder that dies releases nothing; forget the lock as a killed process would.
-    server.command({"SET", holder.redis_key(entry_kind::offload, k) + ":lock", "dead-process", "PX", "400"});
+    lock = holder.redis_key(entry_kind::offload, k) + ":lock";
+    value = server.command({"GET", lock});
   }
+  // A holder that dies releases nothing: its lock is put back as a killed process leaves it.
+  server.command({"SET", lock, value, "PX", "400"});
   remote waiter(o);
   auto t0 = std::chrono::steady_clock::now();
   CHECK(waiter.prefetch(entry_kind::offload, {&k, 1}) == 0);

@@ -4,7 +4,10 @@
 
 #include "cache/cache_test_support.hpp"
 #include "quadrants/base/error.hpp"
+#include "cache/tier_test_support.hpp"
+#include "quadrants/cache/disk_tier.hpp"
 #include "quadrants/cache/remote.hpp"
+#include "quadrants/cache/remote_tier.hpp"
 #include "quadrants/cache/store.hpp"
 
 #ifdef QD_WITH_REMOTE_CACHE
@@ -13,7 +16,7 @@
 
 using namespace qd::cache;
 
-TEST_CASE("without hiredis and libsodium, a remote tier is one warning and the store stays local") {
+TEST_CASE("without hiredis and libsodium, a remote tier is one warning and the disk tier stays local") {
   CHECK(!remote_supported());
   CHECK(!hmac_supported());
   qd_test::log_capture logs;
@@ -24,14 +27,16 @@ TEST_CASE("without hiredis and libsodium, a remote tier is one warning and the s
   CHECK(logs.count(qd::log_level::warn, "no remote cache tier") == 1);
   CHECK(!tier->available());
   qd_test::temp_dir dir;
-  store s({.root = dir / "root"});
-  s.set_remote(tier);
+  tier_list tiers;
+  tiers.add(make_disk_tier(std::make_shared<store>(store_options{.root = dir / "root"})));
+  tiers.add(make_remote_tier(tier));
+  CHECK(!tiers[1].available());
   key k = key_builder().add(std::uint64_t{1}).finish();
   auto payload = qd_test::code_like_payload(1000, 1);
-  s.prefetch(entry_kind::offload, {&k, 1});
-  CHECK(!s.load(entry_kind::module, k));
-  CHECK(s.save(entry_kind::module, k, payload));
-  CHECK(s.load(entry_kind::module, k) == payload);
+  tiers.prefetch(entry_kind::offload, {&k, 1});
+  CHECK(!tiers.get(entry_kind::module, k, qd_test::open_any()));
+  tiers.put(entry_kind::module, k, payload, nullptr);
+  CHECK(qd_test::found_bytes(tiers.get(entry_kind::module, k, qd_test::open_any())) == payload);
   CHECK(tier->stats().round_trips == 0);
   CHECK(logs.count(qd::log_level::warn) == 1);
   // Configuration mistakes are still errors.

@@ -5,6 +5,8 @@ qd_add_test(cache entry LIBS qd_deps::xxhash qd_deps::zstd)
 qd_add_test(cache records)
 qd_add_test(cache store LIBS qd_deps::xxhash)
 qd_add_test(cache remote)  # the remote tier against a redis-server it starts (skipped without one)
+qd_add_test(cache tier_list LIBS qd_deps::xxhash)  # the lookup protocol over the tiers, with a third tier of its own
+qd_add_test(cache remote_attacks)  # fake servers that trickle, flood, nest, hang; planted locks; fork()
 
 # Helper for the multi-process tests: saves, loads, locks, and gets killed on purpose.
 add_executable(cache_store_worker ${CMAKE_CURRENT_SOURCE_DIR}/cache/store_worker.cpp)
@@ -20,6 +22,8 @@ if(TARGET qd-cache)
   target_compile_definitions(cache_qd_cache_tool_test PRIVATE QD_CACHE_TOOL="$<TARGET_FILE:qd-cache>")
   add_dependencies(cache_remote_test qd-cache)
   target_compile_definitions(cache_remote_test PRIVATE QD_CACHE_TOOL="$<TARGET_FILE:qd-cache>")
+  add_dependencies(cache_remote_attacks_test qd-cache)
+  target_compile_definitions(cache_remote_attacks_test PRIVATE QD_CACHE_TOOL="$<TARGET_FILE:qd-cache>")
 endif()
 
 # The same store used in the all-inline header-only mode (no compiled library).

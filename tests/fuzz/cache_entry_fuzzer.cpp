@@ -25,6 +25,8 @@
 #include <quadrants/cache/entry.hpp>
 #include <quadrants/cache/records.hpp>
 
+#include "libfuzzer_seeds.hpp"
+
 namespace {
 
 using bytes = std::vector<std::byte>;
@@ -154,13 +156,7 @@ void write_seeds(const std::string& dir) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
-  for (int i = 1; i < *argc; ++i) {
-    const std::string a = (*argv)[i];
-    if (a.rfind("-qd_write_seeds=", 0) == 0) {
-      write_seeds(a.substr(16));
-      std::exit(0);
-    }
-  }
+  qd_fuzz::handle_seed_flag(argc, argv, write_seeds);
   return 0;
 }
 

@@ -60,6 +60,18 @@ TEST_CASE("the generator is deterministic, and a case survives its file form") {
   CHECK(qd_fuzz::from_file_text(qd_fuzz::to_file_text(s)).struct_kind == s.struct_kind);
 }
 
+TEST_CASE("the shrinker's copy of an unedited case is the same IR, and a dropped statement shrinks it") {
+  for (std::uint64_t seed : {3u, 4u, 5u, 6u}) {
+    const qd_fuzz::fuzz_case c = qd_fuzz::generate(seed);
+    qd::ir::function live = c.fn;
+    qd::ir::eliminate_dead_code(live);
+    const qd::ir::function copy = qd_fuzz::apply(c.fn, {});
+    CHECK(qd::ir::canonical_bytes(copy) == qd::ir::canonical_bytes(live));
+    const qd::ir::function dropped = qd_fuzz::apply(copy, {qd_fuzz::edit::drop, copy.block(0).back()});
+    CHECK(dropped.block(0).size() < copy.block(0).size());
+  }
+}
+
 TEST_CASE("the struct kinds: the generator declares the parameters qd::kernel reflects from each struct") {
   for (int kind = 1; kind <= qd_fuzz::structs::kinds; ++kind) {
     CAPTURE(kind);

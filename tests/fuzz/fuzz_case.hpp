@@ -151,18 +151,20 @@ inline std::string sub_name(const qd::ir::node& n) {
 }
 
 inline std::uint8_t sub_named(qd::ir::op code, const std::string& s) {
-  auto find = [&](auto last, auto namer) -> std::uint8_t {
-    for (int v = 0; v <= static_cast<int>(last); ++v)
-      if (namer(static_cast<decltype(last)>(v)) == s) return static_cast<std::uint8_t>(v);
+  auto find = [&](int count, auto namer) -> std::uint8_t {
+    for (int v = 0; v < count; ++v)
+      if (namer(v) == s) return static_cast<std::uint8_t>(v);
     throw std::runtime_error("qdfuzz: unknown sub-op " + s);
   };
   switch (code) {
-    case qd::ir::op::unary: return find(qd::ir::unary_op::ceil, [](qd::ir::unary_op o) { return qd::ir::name(o); });
-    case qd::ir::op::binary: return find(qd::ir::binary_op::ge, [](qd::ir::binary_op o) { return qd::ir::name(o); });
+    case qd::ir::op::unary:
+      return find(qd::ir::unary_op_count, [](int o) { return qd::ir::name(static_cast<qd::ir::unary_op>(o)); });
+    case qd::ir::op::binary:
+      return find(qd::ir::binary_op_count, [](int o) { return qd::ir::name(static_cast<qd::ir::binary_op>(o)); });
     case qd::ir::op::global_atomic:
     case qd::ir::op::local_atomic:
     case qd::ir::op::temp_atomic:
-      return find(qd::ir::atomic_op::max, [](qd::ir::atomic_op o) { return qd::ir::name(o); });
+      return find(qd::ir::atomic_op_count, [](int o) { return qd::ir::name(static_cast<qd::ir::atomic_op>(o)); });
     case qd::ir::op::arg:
     case qd::ir::op::bound:
     case qd::ir::op::cast:

@@ -72,6 +72,12 @@ inline std::uint64_t interesting_bits(rng& r, dtype t) {
   switch (t) {
     case dtype::boolean: return r.below(2);
     case dtype::u8: return r.chance(0.7) ? static_cast<std::uint64_t>(r.below(12)) : r.next() & 0xff;
+    // The third wave's types (not generated yet): small values, some at the edges.
+    case dtype::i8: return bits(static_cast<std::int8_t>(r.chance(0.8) ? r.range(-12, 12) : static_cast<int>(r.next())));
+    case dtype::i16: return bits(static_cast<std::int16_t>(r.chance(0.8) ? r.range(-12, 12) : static_cast<int>(r.next())));
+    case dtype::u16: return bits(static_cast<std::uint16_t>(r.chance(0.8) ? r.below(12) : static_cast<int>(r.next())));
+    case dtype::u64: return r.chance(0.8) ? static_cast<std::uint64_t>(r.below(20)) : r.next();
+    case dtype::f16: return qd::half(static_cast<float>(r.range(-16, 16)) * 0.25f).bits;
     case dtype::i32: {
       static const std::vector<std::int32_t> edges = {0, 1, -1, 2, 31, 32, 100, -100, INT32_MAX, INT32_MIN, 0x55555555};
       std::int32_t v = r.chance(0.8) ? r.range(-12, 12) : r.pick(edges);
@@ -318,6 +324,11 @@ class kernel_generator {
         return b_.constant_int(t, r_.pick(nice));
       }
       case dtype::u8: return b_.constant_int(t, r_.below(256));
+      case dtype::i8:
+      case dtype::i16:
+      case dtype::u16:
+      case dtype::u64: return b_.constant_int(t, r_.below(100));  // the third wave's types: not generated yet
+      case dtype::f16: return b_.constant_float(t, 0.5);
     }
     return b_.constant_int(t, 0);
   }

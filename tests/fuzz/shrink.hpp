@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <quadrants/ir/builder.hpp>
+#include <quadrants/ir/copy.hpp>
 #include <quadrants/ir/dce.hpp>
 #include <quadrants/ir/walk.hpp>
 
@@ -81,89 +82,8 @@ class copier {
         case edit::none: break;
       }
     }
-    qd::ir::id result = qd::ir::none;
-    switch (n.code) {
-      case qd::ir::op::range_for: {
-        if (n.imm == 1) {
-          result = b_.range_for(m(n.a), m(n.b));
-        } else {
-          std::vector<qd::ir::id> extents;
-          for (std::int32_t d = 0; d < n.list_size; ++d) extents.push_back(m(in_.list(n, d)));
-          result = b_.range_for_nd(extents);
-        }
-        out_.at(result).flags = n.flags;
-        out_.at(result).param = n.param;
-        map_[static_cast<std::size_t>(i)] = result;
-        for (std::int32_t d = 0; d < static_cast<std::int32_t>(n.imm); ++d)
-          map_[static_cast<std::size_t>(in_.block(n.block0)[static_cast<std::size_t>(d)])] = b_.loop_index_of(result, d);
-        b_.push_block(out_.at(result).block0);
-        clone_block(n.block0, static_cast<std::size_t>(n.imm));
-        b_.pop_block();
-        return;
-      }
-      case qd::ir::op::if_:
-        result = b_.if_(m(n.a));
-        map_[static_cast<std::size_t>(i)] = result;
-        b_.push_block(out_.at(result).block0);
-        clone_block(n.block0, 0);
-        b_.pop_block();
-        b_.push_block(out_.at(result).block1);
-        clone_block(n.block1, 0);
-        b_.pop_block();
-        return;
-      case qd::ir::op::while_:
-        result = b_.while_();
-        map_[static_cast<std::size_t>(i)] = result;
-        b_.push_block(out_.at(result).block0);
-        clone_block(n.block0, 0);
-        out_.at(result).a = m(n.a);
-        b_.pop_block();
-        b_.push_block(out_.at(result).block1);
-        clone_block(n.block1, 0);
-        b_.pop_block();
-        return;
-      case qd::ir::op::arg:
-      case qd::ir::op::binary:
-      case qd::ir::op::bound:
-      case qd::ir::op::break_:
-      case qd::ir::op::continue_:
-      case qd::ir::op::graph_mark:
-      case qd::ir::op::cast:
-      case qd::ir::op::constant:
-      case qd::ir::op::fma:
-      case qd::ir::op::global_atomic:
-      case qd::ir::op::global_load:
-      case qd::ir::op::global_store:
-      case qd::ir::op::local_atomic:
-      case qd::ir::op::local_decl:
-      case qd::ir::op::local_load:
-      case qd::ir::op::local_store:
-      case qd::ir::op::loop_index:
-      case qd::ir::op::print:
-      case qd::ir::op::random:
-      case qd::ir::op::select:
-      case qd::ir::op::shape:
-      case qd::ir::op::temp_atomic:
-      case qd::ir::op::temp_load:
-      case qd::ir::op::temp_store:
-      case qd::ir::op::unary: {
-        qd::ir::node copy = n;
-        copy.a = m(n.a);
-        copy.b = m(n.b);
-        copy.c = m(n.c);
-        if (n.list_size > 0) {
-          std::vector<std::int32_t> items;
-          for (std::int32_t k = 0; k < n.list_size; ++k) {
-            std::int32_t item = in_.list(n, k);
-            items.push_back(qd::ir::is_text(item)
-                                ? b_.add_string(in_.strings[static_cast<std::size_t>(qd::ir::text_index(item))])
-                                : m(item));
-          }
-          copy.list_begin = b_.add_list(items.begin(), items.end());
-        }
-        map_[static_cast<std::size_t>(i)] = b_.emit(copy);
-      }
-    }
+    // Unedited: a plain copy, a control op's blocks statement by statement.
+    qd::ir::copy_node(b_, in_, i, map_, [](std::int32_t p) { return p; }, [&](qd::ir::id j) { clone(j); });
   }
 
   const qd::ir::function& in_;

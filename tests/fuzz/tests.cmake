@@ -10,23 +10,31 @@ add_executable(qd_fuzz ${CMAKE_CURRENT_LIST_DIR}/fuzz_campaign.cpp)
 target_link_libraries(qd_fuzz PRIVATE quadrants::quadrants fmt::fmt)
 target_include_directories(qd_fuzz PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 
-# The cache entry reader under libFuzzer (clang; -DQD_LIBFUZZER=ON, make sanitize):
-# a seed corpus first, then QD_LIBFUZZER_SECONDS of fuzzing (default 60).
+# The cache entry reader and the remote tier's reply reader under libFuzzer (clang;
+# -DQD_LIBFUZZER=ON, make sanitize): a seed corpus first, then QD_LIBFUZZER_SECONDS of
+# fuzzing each (default 60).
 if(QD_LIBFUZZER)
-  add_executable(cache_entry_fuzzer ${CMAKE_CURRENT_LIST_DIR}/cache_entry_fuzzer.cpp)
-  target_link_libraries(cache_entry_fuzzer PRIVATE qd_all_inline)
-  target_compile_options(cache_entry_fuzzer PRIVATE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
-  target_link_options(cache_entry_fuzzer PRIVATE -fsanitize=fuzzer,address,undefined)
-  set(QD_LIBFUZZER_SECONDS 60 CACHE STRING "How long the ctest libFuzzer run lasts")
-  set(corpus ${CMAKE_CURRENT_BINARY_DIR}/cache_entry_corpus)
-  add_test(NAME fuzz/cache_entry_seeds COMMAND cache_entry_fuzzer -qd_write_seeds=${corpus}/seeds)
-  add_test(NAME fuzz/cache_entry_libfuzzer
-           COMMAND ${CMAKE_COMMAND} -E chdir ${corpus}
-                   $<TARGET_FILE:cache_entry_fuzzer> -max_total_time=${QD_LIBFUZZER_SECONDS} -timeout=5
-                   -rss_limit_mb=2048 -print_final_stats=1 ${corpus}/seeds)
-  set_tests_properties(fuzz/cache_entry_seeds PROPERTIES FIXTURES_SETUP cache_entry_corpus)
-  set_tests_properties(fuzz/cache_entry_libfuzzer PROPERTIES FIXTURES_REQUIRED cache_entry_corpus
-                       TIMEOUT 900 LABELS libfuzzer)
+  set(QD_LIBFUZZER_SECONDS 60 CACHE STRING "How long each ctest libFuzzer run lasts")
+  # qd_add_libfuzzer(<name>): tests/fuzz/<name>_fuzzer.cpp; fuzz/<name>_seeds writes its
+  # corpus, fuzz/<name>_libfuzzer fuzzes from it.
+  function(qd_add_libfuzzer name)
+    set(target ${name}_fuzzer)
+    add_executable(${target} ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/${target}.cpp)
+    target_link_libraries(${target} PRIVATE qd_all_inline)
+    target_compile_options(${target} PRIVATE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
+    target_link_options(${target} PRIVATE -fsanitize=fuzzer,address,undefined)
+    set(corpus ${CMAKE_CURRENT_BINARY_DIR}/${name}_corpus)
+    add_test(NAME fuzz/${name}_seeds COMMAND ${target} -qd_write_seeds=${corpus}/seeds)
+    add_test(NAME fuzz/${name}_libfuzzer
+             COMMAND ${CMAKE_COMMAND} -E chdir ${corpus}
+                     $<TARGET_FILE:${target}> -max_total_time=${QD_LIBFUZZER_SECONDS} -timeout=5
+                     -rss_limit_mb=2048 -print_final_stats=1 ${corpus}/seeds)
+    set_tests_properties(fuzz/${name}_seeds PROPERTIES FIXTURES_SETUP ${name}_corpus)
+    set_tests_properties(fuzz/${name}_libfuzzer PROPERTIES FIXTURES_REQUIRED ${name}_corpus
+                         TIMEOUT 900 LABELS libfuzzer)
+  endfunction()
+  qd_add_libfuzzer(cache_entry)
+  qd_add_libfuzzer(remote_reply)
 endif()
 
 # The GPU batch: registered only under the emulated GPUs (tests/emulated_gpus.cmake),

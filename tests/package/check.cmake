@@ -5,6 +5,8 @@
 # MODE=demo_install: a fresh build of only what `make demo` builds installs whole.
 # MODE=missing_dependency: configuring the source tree without a dependency
 # stops with the dependency's Debian package.
+# MODE=emulated_gpus: the installed bin/qd-with-emulated-gpu runs PROGRAM on the
+# emulated GPUs installed beside it, and says what is missing when they are not.
 set(work ${WORK_DIR}/${MODE})
 file(REMOVE_RECURSE ${work})
 file(MAKE_DIRECTORY ${work})
@@ -56,6 +58,39 @@ elseif(MODE STREQUAL "missing_dependency")
   file(MAKE_DIRECTORY ${work}/empty-pkgconfig)
   run_fails("Debian package libzstd-dev" ${CMAKE_COMMAND} -E env PKG_CONFIG_LIBDIR=${work}/empty-pkgconfig
             PKG_CONFIG_PATH= ${configure} -B ${work}/no-zstd)
+elseif(MODE STREQUAL "emulated_gpus")
+  run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${work}/prefix)
+  set(script ${work}/prefix/bin/qd-with-emulated-gpu)
+  file(READ ${script} text)
+  foreach(tree ${SOURCE_DIR} ${BUILD_DIR})
+    string(FIND "${text}" "${tree}" at)
+    if(NOT at EQUAL -1)
+      message(FATAL_ERROR "the installed ${script} names ${tree}")
+    endif()
+  endforeach()
+  # The variables point into the prefix.
+  execute_process(COMMAND ${script} env RESULT_VARIABLE rc OUTPUT_VARIABLE env)
+  foreach(variable QD_CUDA_PATH QD_NVRTC_PATH QD_HIP_PATH QD_HIPRTC_PATH)
+    string(REGEX MATCH "${variable}=[^\n]*" line "${env}")
+    string(FIND "${line}" "=${work}/prefix/" at)
+    if(NOT rc EQUAL 0 OR NOT at GREATER 0 OR NOT line MATCHES "/libqd_emulated_[a-z]+\\.so$")
+      message(FATAL_ERROR "qd-with-emulated-gpu (${rc}) did not point ${variable} into ${work}/prefix:\n${env}")
+    endif()
+  endforeach()
+  # A program on each emulated GPU: a kernel compiled and run (a case that finds a library
+  # that is not the emulation reports itself skipped).
+  execute_process(COMMAND ${script} ${PROGRAM} "--test-case=*compiled for the device's target*"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0 OR "${out}${err}" MATCHES "skipped on" OR NOT out MATCHES "test cases: *2 \\| *2 passed")
+    message(FATAL_ERROR "${PROGRAM} under ${script} failed (${rc}):\n${out}\n${err}")
+  endif()
+  # A library missing from the prefix: the script says which, and what to build.
+  file(REMOVE_RECURSE ${work}/partial)
+  file(COPY ${work}/prefix/ DESTINATION ${work}/partial)
+  file(GLOB_RECURSE hip ${work}/partial/*/libqd_emulated_hip.so)
+  file(REMOVE ${hip})
+  run_fails("libqd_emulated_hip.so is not installed: build the target qd_emulated_gpus"
+            ${work}/partial/bin/qd-with-emulated-gpu true)
 else()
   run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/subdirectory -B ${work}/build ${generator_args}
       -DQD_SOURCE_DIR=${SOURCE_DIR})

@@ -15,3 +15,14 @@ add_test(NAME package/implementation_lists
 add_executable(package_all_inline_test ${CMAKE_CURRENT_LIST_DIR}/all_inline_test.cpp)
 target_link_libraries(package_all_inline_test PRIVATE qd_all_inline qd_doctest_main)
 add_test(NAME package/all_inline COMMAND package_all_inline_test)
+
+# The emulated GPUs as installed: bin/qd-with-emulated-gpu runs a program on the
+# libraries installed beside it, with no source or build tree (the program asks the
+# emulation itself, and fails if what it is given is not the emulation).
+if(TARGET qd_emulated_gpus AND TARGET backend_emulated_gpu_test)
+  add_test(NAME package/emulated_gpus
+           COMMAND ${CMAKE_COMMAND} -DMODE=emulated_gpus -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DBUILD_DIR=${PROJECT_BINARY_DIR}
+                   -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/package -DCXX=${CMAKE_CXX_COMPILER}
+                   -DPROGRAM=$<TARGET_FILE:backend_emulated_gpu_test> -P ${CMAKE_CURRENT_LIST_DIR}/check.cmake)
+  set_tests_properties(package/emulated_gpus PROPERTIES TIMEOUT 300 LABELS emulated_gpu)
+endif()

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <thread>
 #include <string>
 #include <vector>
@@ -217,6 +218,46 @@ TEST_CASE("math functions: pow abs min max floor ceil fma") {
       },
       [](double a, double b) {
         return std::pow(a, b) * std::log(a) - (a > b ? 1.0 : -1.0) + (a < b ? 0.0 : 2.0) + (a * a > b ? 0.0 : 1.0) + a;
+      });
+}
+
+TEST_CASE("math functions: tan asin acos atan2 rsqrt log2 exp2 fmod floormod") {
+  // x, z in [0.6, 1.6]: asin and acos take x - 1 and z / 2, inside (-1, 1).
+  check_pointwise(
+      "math3",
+      [](auto a, auto b) {
+        return qd::tan(a) + qd::asin(a - 1.0) * 2.0 + qd::acos(b * 0.5) + qd::atan2(a, b - 1.2) + qd::rsqrt(a * b) +
+               qd::log2(a + b) + qd::exp2(a - b) + qd::fmod(a * 5.0, b) + qd::floormod(-a * 3.0, b);
+      },
+      [](double a, double b) {
+        const double r2 = a * a + (b - 1.2) * (b - 1.2);
+        return 1 + sq(std::tan(a)) + 2 / std::sqrt(1 - sq(a - 1)) + (b - 1.2) / r2 - 0.5 * b / std::pow(a * b, 1.5) +
+               1 / ((a + b) * std::log(2.0)) + std::exp2(a - b) * std::log(2.0) + 5 - 3;
+      },
+      [](double a, double b) {
+        const double r2 = a * a + (b - 1.2) * (b - 1.2);
+        return -0.5 / std::sqrt(1 - sq(b * 0.5)) - a / r2 - 0.5 * a / std::pow(a * b, 1.5) +
+               1 / ((a + b) * std::log(2.0)) - std::exp2(a - b) * std::log(2.0) - std::trunc(a * 5 / b) -
+               std::floor(-a * 3 / b);
+      });
+}
+
+TEST_CASE("steps and selections: round trunc fract sign clamp step floordiv have the derivative of their pieces") {
+  check_pointwise(
+      "steps",
+      [](auto a, auto b) {
+        return qd::round(a * 3.0) + qd::trunc(b * 2.0) + qd::fract(a * 4.0) * b + qd::sign(a - b) * a +
+               qd::clamp(a * 2.0, 1.5, 2.5) + qd::step(1.0, b) * a + qd::floordiv(a * 7.0, b) +
+               qd::mix(a, b, 0.25) + qd::smoothstep(0.5, 2.0, b);
+      },
+      [](double a, double b) {
+        const double c = a * 2.0;
+        return 4 * b + (a > b ? 1.0 : a < b ? -1.0 : 0.0) + (c > 1.5 && c < 2.5 ? 2.0 : 0.0) + (b < 1.0 ? 0.0 : 1.0) +
+               0.75;
+      },
+      [](double a, double b) {
+        const double t = (b - 0.5) / 1.5;
+        return (a * 4.0 - std::floor(a * 4.0)) + 0.25 + (t > 0 && t < 1 ? 6 * t * (1 - t) / 1.5 : 0.0);
       });
 }
 
@@ -643,6 +684,42 @@ TEST_CASE("unsupported statements are a qd::user_error naming the kernel and the
     k(x, y);
     CHECK_THROWS_WITH_AS(k.grad(x, y), Contains("qd::atomic_max on 'y'[0]"), qd::user_error);
   }
+  SUBCASE("atomics other than add and sub: mul, exchange, cas and the bitwise ones") {
+    auto mul = qd::kernel("product", {"x", "y"}, [](f1 x, f1 y) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) { qd::atomic_mul(y[0], x[i]); });
+    });
+    mul(x, y);
+    CHECK_THROWS_WITH_AS(mul.grad(x, y), Contains("kernel 'product': no gradient kernel: qd::atomic_mul on 'y'[0]"),
+                         qd::user_error);
+    auto swap = qd::kernel("swap", {"x", "y"}, [](f1 x, f1 y) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) { qd::atomic_exchange(y[1], x[i]); });
+    });
+    CHECK_THROWS_WITH_AS(swap.grad(x, y), Contains("qd::atomic_exchange on 'y'[1]"), qd::user_error);
+    auto cas = qd::kernel("cas", {"x", "y"}, [](f1 x, f1 y) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) { qd::atomic_cas(y[2], 0.0f, x[i]); });
+    });
+    CHECK_THROWS_WITH_AS(cas.grad(x, y), Contains("qd::atomic_cas on 'y'[2]"), qd::user_error);
+    auto bits = qd::kernel("bits", {"x", "y", "flags"}, [](f1 x, f1 y, qd::types::ndarray<std::int32_t, 1> flags) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) {
+        y[i] = x[i] * 2.0f;
+        qd::atomic_or(flags[0], 1 << i);
+      });
+    });
+    qd::ndarray<std::int32_t, 1> flags(1);
+    std::string e = grad_error(bits, x, y, flags);
+    CHECK_MESSAGE(e.find("qd::atomic_or on 'flags'[0]") != std::string::npos, e);
+    CHECK_MESSAGE(e.find("autodiff_test.cpp:") != std::string::npos, e);  // the statement's line
+  }
+  SUBCASE("a value kept as qd::f16, and a bit cast of a value with a gradient") {
+    auto rounded = qd::kernel("rounded", {"x", "y"}, [](f1 x, f1 y) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = qd::f16(qd::cast<qd::half>(x[i])) * 2.0f; });
+    });
+    CHECK_THROWS_WITH_AS(rounded.grad(x, y), Contains("kept as qd::f16"), qd::user_error);
+    auto bits = qd::kernel("through_bits", {"x", "y"}, [](f1 x, f1 y) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = qd::bit_cast<float>(qd::bit_cast<qd::u32>(x[i]) + 1u); });
+    });
+    CHECK_THROWS_WITH_AS(bits.grad(x, y), Contains("qd::bit_cast of a value that carries a gradient"), qd::user_error);
+  }
   SUBCASE("reading .grad() in the forward kernel") {
     auto k = qd::kernel("reads_grad", {"x", "y"}, [](f1 x, f1 y) {
       qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = x.grad()[i]; });
@@ -887,4 +964,133 @@ TEST_CASE("vectors and matrices (SPEC §11.1, unrolled to scalars) differentiate
     k.grad(x, y);
     check_close(x.grad().to_host(), finite_differences(loss, x0));
   });
+}
+
+TEST_CASE("one array for two parameters: refused where it would change the gradient, exact where it cannot") {
+  using g1 = qd::types::ndarray<double, 1, qd::needs_grad>;
+  using p1 = qd::types::ndarray<double, 1>;
+  using g0 = qd::types::ndarray<double, 0, qd::needs_grad>;
+  auto square = qd::kernel("square", {"a", "b"}, [](g1 a, g1 b) {
+    qd::range_for(a.shape(0), [&](qd::i32 i) { b[i] = a[i] * a[i]; });
+  });
+  auto product = qd::kernel("product", {"a", "b", "out"}, [](g1 a, g1 b, g1 out) {
+    qd::range_for(a.shape(0), [&](qd::i32 i) { out[i] = a[i] * b.at(i + 1, qd::boundary::clamp); });
+  });
+  // w carries the gradient; c and d are only read, so one array for both changes nothing.
+  auto weigh = qd::kernel("weigh", {"w", "c", "d", "loss"}, [](g1 w, p1 c, p1 d, g0 loss) {
+    qd::range_for(w.shape(0), [&](qd::i32 i) { loss() += w[i] * c[i] * qd::sin(d[i]); });
+  });
+  auto total = qd::kernel("total", {"y", "loss"}, [](g1 y, g0 loss) {
+    qd::range_for(y.shape(0), [&](qd::i32 i) { loss() += y[i]; });
+  });
+  const vec x0 = positive(5, 0.3);
+  on_each_arch([&] {
+    // k(y, y) with b[i] = a[i] * a[i]: the forward runs (y becomes y * y) but its adjoint
+    // would read the overwritten y; by hand and from a tape alike, it is refused.
+    auto y = array_of(x0);
+    square(y, y);
+    check_close(y.to_host(), {x0[0] * x0[0], x0[1] * x0[1], x0[2] * x0[2], x0[3] * x0[3], x0[4] * x0[4]});
+    y.grad().fill(1.0);
+    CHECK_THROWS_WITH_AS(square.grad(y, y), Contains("kernel 'square.grad': parameters 'a' and 'b' are given the same array"),
+                         qd::user_error);
+    CHECK_THROWS_WITH_AS(square.grad(y, y), Contains("writes 'b'"), qd::user_error);
+    {
+      qd::ndarray<double, 0> loss(qd::needs_grad);
+      qd::ad::tape tape(loss);
+      square(y, y);
+      total(y, loss);
+      CHECK_THROWS_WITH_AS(tape.backward(), Contains("parameters 'a' and 'b' are given the same array"), qd::user_error);
+    }
+    // Both read, both needing gradients: updates of one gradient buffer through two
+    // parameters could race, so this is refused too.
+    auto out = array_of(vec(x0.size(), 0.0));
+    product(y, y, out);
+    CHECK_THROWS_WITH_AS(product.grad(y, y, out), Contains("parameters 'a' and 'b' are given the same array"),
+                         qd::user_error);
+    // Two read-only parameters without gradients sharing an array: exact, against central
+    // finite differences in f64.
+    const vec z0 = positive(5, 1.1);
+    auto loss_of = [&](const vec& ws) {
+      auto w = array_of(ws), z = array_of(z0, false);
+      qd::ndarray<double, 0> loss(qd::needs_grad);
+      loss.fill(0.0);
+      weigh(w, z, z, loss);
+      return std::pair{loss.to_host()[0], std::move(w)};
+    };
+    auto [value, w] = loss_of(x0);
+    auto z = array_of(z0, false);
+    qd::ndarray<double, 0> loss(qd::needs_grad);
+    loss.grad().fill(1.0);
+    weigh.grad(w, z, z, loss);
+    check_close(w.grad().to_host(), finite_differences([&](const vec& ws) { return loss_of(ws).first; }, x0));
+  });
+}
+
+TEST_CASE("tapes destroyed out of order or on another thread stop recording; later launches and tapes work") {
+  using g1 = qd::types::ndarray<double, 1, qd::needs_grad>;
+  using g0 = qd::types::ndarray<double, 0, qd::needs_grad>;
+  auto twice = qd::kernel("twice", [](g1 x, g1 y) { qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = 2.0 * x[i]; }); });
+  auto total = qd::kernel("total", [](g1 y, g0 loss) { qd::range_for(y.shape(0), [&](qd::i32 i) { loss() += y[i]; }); });
+  qd_test::init_cpu();
+  auto x = array_of({1.0, 2.0, 3.0}), y = array_of({0.0, 0.0, 0.0});
+  qd::ndarray<double, 0> outer_loss(qd::needs_grad), inner_loss(qd::needs_grad);
+  // A fresh tape after the mishaps still records exactly its own launches.
+  auto fresh_tape_works = [&] {
+    x.grad().fill(0.0);
+    y.grad().fill(0.0);
+    qd::ndarray<double, 0> loss(qd::needs_grad);
+    loss.fill(0.0);
+    qd::ad::tape tape(loss);
+    twice(x, y);
+    total(y, loss);
+    tape.backward();
+    CHECK(x.grad().to_host() == vec{2.0, 2.0, 2.0});
+  };
+  SUBCASE("the outer tape first") {
+    auto outer = std::make_unique<qd::ad::tape>(outer_loss);
+    auto inner = std::make_unique<qd::ad::tape>(inner_loss);
+    outer.reset();
+    twice(x, y);  // recorded by the inner tape, the live one
+    inner.reset();
+    twice(x, y);  // recorded by none
+    fresh_tape_works();
+  }
+  SUBCASE("the inner tape records, the outer one runs backward after the inner one is gone") {
+    x.grad().fill(0.0);
+    y.grad().fill(0.0);
+    outer_loss.fill(0.0);
+    auto outer = std::make_unique<qd::ad::tape>(outer_loss);
+    {
+      qd::ad::tape inner(inner_loss);
+      twice(x, y);  // the inner tape's
+    }
+    total(y, outer_loss);  // the outer tape's again
+    outer->backward();     // total's adjoint only: y.grad = 1, x.grad untouched
+    CHECK(y.grad().to_host() == vec{1.0, 1.0, 1.0});
+    CHECK(x.grad().to_host() == vec{0.0, 0.0, 0.0});
+    outer.reset();
+    fresh_tape_works();
+  }
+  SUBCASE("destroyed on another thread") {
+    auto tape = std::make_unique<qd::ad::tape>(outer_loss);
+    twice(x, y);
+    std::thread([&] { tape.reset(); }).join();
+    twice(x, y);  // this thread's tape is gone: recorded by none
+    fresh_tape_works();
+  }
+  SUBCASE("created on a thread that then ends, backward() and destroyed here") {
+    x.grad().fill(0.0);
+    y.grad().fill(0.0);
+    outer_loss.fill(0.0);
+    std::unique_ptr<qd::ad::tape> tape;
+    std::thread([&] {
+      tape = std::make_unique<qd::ad::tape>(outer_loss);
+      twice(x, y);
+      total(y, outer_loss);
+    }).join();
+    tape->backward();
+    CHECK(x.grad().to_host() == vec{2.0, 2.0, 2.0});
+    tape.reset();
+    fresh_tape_works();
+  }
 }

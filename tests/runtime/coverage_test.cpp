@@ -2,9 +2,15 @@
 // way each qd::if_ went, as lcov DA and BRDA records, merged (added) across programs into
 // the tracefile; genhtml renders it.
 #include <doctest/doctest.h>
+#include <poll.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <filesystem>
 #include <fstream>
@@ -262,6 +268,71 @@ TEST_CASE("a child of fork() does not write its parent's counts a second time") 
   qd::reset();
   CHECK(of_this_file(read(file)).lines[loop] == 1);
   ::unsetenv("QD_KERNEL_COVERAGE_FILE");
+}
+
+namespace {
+
+// Runs a kernel with coverage in a child process whose tracefile is `path`, and returns how
+// the child ended (-1: still running after 20 s, so killed). The child exits 0 when
+// qd::write_coverage(path) is refused as not a regular file; exiting runs the exit handler,
+// which tries the file once more.
+int coverage_child(const std::string& path) {
+  std::fflush(nullptr);  // else the child would print what this process has buffered a second time
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::setenv("QD_KERNEL_COVERAGE_FILE", path.c_str(), 1);
+    qd::set_log_sink([](qd::log_level, std::string_view) {});
+    qd::init({.arch = qd::arch::cpu, .offline_cache = false, .kernel_coverage = true});
+    auto k = clamp_kernel();
+    qd::ndarray<float, 1> x(4);
+    k(x);
+    int code = 1;
+    try {
+      qd::write_coverage(path);
+    } catch (const qd::user_error& e) {
+      code = std::string(e.what()).find("not a regular file") != std::string::npos ? 0 : 2;
+    }
+    qd::reset();
+    std::exit(code);
+  }
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, child, 0));
+  pollfd p{pidfd, POLLIN, 0};
+  const bool ended = pidfd >= 0 ? ::poll(&p, 1, 20000) > 0 : true;
+  if (pidfd >= 0) ::close(pidfd);
+  if (!ended) ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return !ended ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace
+
+TEST_CASE("a tracefile that is a FIFO, a device or a link is refused, left as it was, and never blocks the exit") {
+  qd_test::fresh_dir dir("coverage-special");
+  const fs::path fifo = dir.path() / "fifo.info", victim = dir.path() / "victim", link = dir.path() / "link.info";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::ofstream(victim) << "precious\n";
+  fs::create_symlink(victim, link);
+  CHECK(coverage_child(fifo.string()) == 0);  // a reader of a FIFO would wait for a writer forever
+  CHECK(fs::is_fifo(fs::symlink_status(fifo)));
+  CHECK(coverage_child(link.string()) == 0);
+  CHECK(fs::is_symlink(link));
+  CHECK(read(victim) == "precious\n");
+  // /dev/null and /dev/zero (which a reader reads until memory runs out): private copies
+  // when this process is root, so that no mistake can replace the system's.
+  for (auto [name, minor] : {std::pair{"null", 3u}, std::pair{"zero", 5u}}) {
+    std::string dev = std::string("/dev/") + name;
+    if (::geteuid() == 0) {
+      dev = (dir.path() / name).string();
+      if (::mknod(dev.c_str(), S_IFCHR | 0666, makedev(1, minor)) != 0) {
+        MESSAGE("skipped /dev/" << name << ": root without CAP_MKNOD");
+        continue;
+      }
+    }
+    INFO(dev);
+    CHECK(coverage_child(dev) == 0);
+    CHECK(fs::is_character_file(fs::symlink_status(dev)));
+  }
 }
 
 TEST_CASE("coverage instruments every statement form and leaves results unchanged") {

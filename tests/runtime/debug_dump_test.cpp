@@ -3,6 +3,7 @@
 // reference backend and the GPU compilers in compile-only mode.
 #include <doctest/doctest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -153,6 +154,49 @@ TEST_CASE("kernel names become safe directory names inside debug_dump_path") {
   for (const auto& e : fs::recursive_directory_iterator(dir.path()))
     CHECK(e.path().string().find(".tmp") == std::string::npos);  // every write was renamed into place
   qd::reset();
+}
+
+TEST_CASE("print_ir refuses a dump root others may write, and follows no link planted inside one") {
+  qd_test::fresh_dir dir("dump-attacks");
+  auto run = [&](const fs::path& dump) {
+    qd::init({.arch = qd::arch::reference, .debug_dump_path = dump.string(), .print_ir = true});
+    auto k = two_loops();
+    qd::ndarray<float, 1> x(5), y(3);
+    k(x, y);
+    CHECK(x.to_host()[3] == 6.0f);  // the kernel runs all the same
+    qd::reset();
+  };
+  {
+    // Another user could swap the files of a privileged run in a directory they may write.
+    const fs::path open_root = dir.path() / "open";
+    fs::create_directory(open_root);
+    ::chmod(open_root.c_str(), 0777);
+    qd_test::log_capture logs;
+    run(open_root);
+    CHECK(fs::is_empty(open_root));
+    CHECK(logs.count(qd::log_level::warn, "writable by group or others without the sticky bit") == 1);
+  }
+  {
+    // A kernel's directory replaced by a link to somewhere the attacker wants files written.
+    const fs::path root = dir.path() / "root", elsewhere = dir.path() / "elsewhere";
+    fs::create_directories(root);
+    fs::create_directories(elsewhere);
+    fs::create_directory_symlink(elsewhere, root / "two_loops");
+    qd_test::log_capture logs;
+    run(root);
+    CHECK(fs::is_empty(elsewhere));
+    CHECK(logs.count(qd::log_level::warn, "symbolic link") == 1);
+  }
+  {
+    // A dump file's name taken by a FIFO: refused at once, never opened.
+    const fs::path root = dir.path() / "fifo";
+    fs::create_directories(root / "two_loops");
+    REQUIRE(::mkfifo((root / "two_loops" / "traced.ir.txt").c_str(), 0600) == 0);
+    qd_test::log_capture logs;
+    run(root);
+    CHECK(fs::is_fifo(fs::symlink_status(root / "two_loops" / "traced.ir.txt")));
+    CHECK(logs.count(qd::log_level::warn, "FIFO") == 1);
+  }
 }
 
 TEST_CASE("compile-only for CUDA dumps the .cu programs NVRTC compiled") {

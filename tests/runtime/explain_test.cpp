@@ -117,14 +117,20 @@ tool_output qd_cache(const std::string& root, const std::string& args) {
   return r;
 }
 
-// The keys after "cached as N records:" in qd-cache explain's output.
-std::vector<std::string> listed_keys(const std::string& text) {
+// The keys after "cached as N records (<variant>):" in qd-cache explain's output: the
+// first such line, or the one of `variant`.
+std::vector<std::string> listed_keys(const std::string& text, const std::string& variant = "") {
   std::vector<std::string> keys;
-  const std::size_t at_line = text.find("cached as ");
+  const std::size_t at_line = text.find(variant.empty() ? "cached as " : "(" + variant + "):");
   if (at_line == std::string::npos) return keys;
-  std::istringstream in(text.substr(text.find(':', at_line) + 1, text.find('\n', at_line) - text.find(':', at_line) - 1));
+  const std::size_t colon = text.find(':', at_line);
+  std::istringstream in(text.substr(colon + 1, text.find('\n', at_line) - colon - 1));
   for (std::string k; in >> k;) keys.push_back(k);
   return keys;
+}
+
+bool entry_exists(const std::string& root, const char* kind, const std::string& key) {
+  return std::filesystem::exists(std::filesystem::path(root) / kind / (key + ".qdc"));
 }
 
 }  // namespace
@@ -174,5 +180,53 @@ TEST_CASE("qd-cache explain prints a cached kernel's explanation, by name or by 
   const tool_output stats = qd_cache(root, "stats");
   CHECK(has(stats.text, "explain"));
   CHECK(qd_cache(root, "verify").status == 0);
+}
+
+TEST_CASE("qd-cache explain keeps the records of every variant compiled: print_ir's and coverage's whole kernel, "
+          "then the split") {
+  qd_test::fresh_dir dir("qd-cache-explain-variants");
+  const std::string root = (dir.path() / "cache").string();
+  ::setenv("QD_KERNEL_COVERAGE_FILE", (dir.path() / "coverage.info").c_str(), 1);
+  auto k = qd::kernel("three_ways", {"a", "out"}, [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> out) {
+    qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = 2.0f; });
+    qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = 3.0f; });
+  });
+  const qd::config base{.arch = qd::arch::cpu, .offline_cache_file_path = root, .per_offload = qd::per_offload_mode::on};
+  // A diagnostic run keeps the kernel whole and compiles that variant, then a normal run splits it.
+  qd::config dump = base;
+  dump.debug_dump_path = (dir.path() / "dump").string();
+  dump.print_ir = true;
+  qd::config coverage = base;
+  coverage.kernel_coverage = true;
+  for (const qd::config& c : {dump, coverage, base}) {
+    qd::init(c);
+    qd::ndarray<float, 1> a(4), out(4);
+    k(a, out);
+    CHECK(out.to_host()[0] == 3.0f);
+    CHECK(k.per_offload_cache_observations().constructs_compiled == 2);
+    qd::reset();
+  }
+  ::unsetenv("QD_KERNEL_COVERAGE_FILE");
+
+  const tool_output shown = qd_cache(root, "explain three_ways");
+  MESSAGE(shown.text);
+  REQUIRE(shown.status == 0);
+  // One kernel, its newest explanation (the split run's) once, and the records of all three variants.
+  CHECK(has(shown.text, "kernel 'three_ways': 2 constructs\n"));
+  CHECK(shown.text.find("kernel 'three_ways'") == shown.text.rfind("kernel 'three_ways'"));
+  CHECK(has(shown.text, "in this program: split (per-offload)"));
+  const std::vector<std::string> whole = listed_keys(shown.text, "whole");
+  const std::vector<std::string> with_probes = listed_keys(shown.text, "coverage");
+  const std::vector<std::string> split = listed_keys(shown.text, "split");
+  REQUIRE(whole.size() == 1);
+  REQUIRE(with_probes.size() == 1);
+  REQUIRE(split.size() == 2);
+  CHECK(entry_exists(root, "kernel", whole[0]));
+  CHECK(entry_exists(root, "kernel", with_probes[0]));
+  CHECK(whole[0] != with_probes[0]);  // the probes are other IR, so another kernel record
+  for (const std::string& key : split) CHECK(entry_exists(root, "offload", key));
+  // Found by any record's key, and by an offload's entry point as a profiler names it.
+  CHECK(qd_cache(root, "explain " + whole[0]).text == shown.text);
+  CHECK(qd_cache(root, "explain qd_o" + split[1]).text == shown.text);
 }
 #endif

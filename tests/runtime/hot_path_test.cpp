@@ -91,7 +91,12 @@ TEST_CASE("warm launches allocate nothing, whatever the kernel's parameters and 
                               });
                             });
 
-    qd::ndarray<float, 1> x(n), y(n), pos(n), vel(n);
+    // A kernel specialised per value: launching a value seen before allocates nothing either.
+    auto scaled = qd::kernel("hot_scaled", [](qd::types::template_arg<int> k, qd::types::ndarray<float, 1> x) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] * static_cast<float>(k) * 0.5f; });
+    });
+
+    qd::ndarray<float, 1> x(n), y(n), pos(n), vel(n), z(n);
     x.fill(1.0f);
     particles host{std::move(pos), std::move(vel), 0.5f};
     qd::ndarray<std::int32_t, 0> passes, again;
@@ -107,6 +112,8 @@ TEST_CASE("warm launches allocate nothing, whatever the kernel's parameters and 
     CHECK(allocations_per(100, [&] { total = sum(x); }) == 0);
     CHECK(allocations_per(100, [&] { degree(m, deg); }) == 0);
     CHECK(allocations_per(20, [&] { halve(x, passes, again); }) == 0);
+    scaled(4, z);  // two variants made and warmed up
+    CHECK(allocations_per(100, [&] { scaled(2, z), scaled(4, z); }) == 0);
 
     // The launches did their work (so nothing above was skipped).
     CHECK(y.to_host()[0] == doctest::Approx(2.0f * 101.0f));

@@ -376,6 +376,43 @@ TEST_CASE("a kernel with a qd::mesh_for stays whole with fallback reason mesh") 
   }, {.log_level = qd::log_level::debug});
 }
 
+TEST_CASE("rel[k] out of range with bounds checks names the mesh relation and the user's line") {
+  constexpr int rel_line = __LINE__ + 4;  // the rel[k] below
+  auto k = qd::kernel("rel_index", {"mesh", "k", "out"},
+                      [](qd::types::mesh mesh, qd::i32 kk, qd::types::ndarray<std::int32_t, 1> out) {
+                        qd::mesh_for(mesh.cells(), [&](qd::mesh_element c) {
+                          out[c.id()] = c.verts()[kk].id();
+                        });
+                      });
+  const auto tets = cube_tets(1);
+  for (qd::arch a : {qd::arch::cpu, qd::arch::reference}) {
+    CAPTURE(qd::name(a));
+    qd::init({.arch = a, .check_out_of_bound = true});
+    qd::mesh m = qd::mesh::tetrahedral(8, tets);
+    qd::ndarray<std::int32_t, 1> out(static_cast<std::int64_t>(tets.size()));
+    k(m, 3, out);  // in range: each cell's fourth vertex, in input order
+    std::vector<std::int32_t> fourth;
+    for (const auto& t : tets) fourth.push_back(t[3]);
+    CHECK(out.to_host() == fourth);
+    // k = 4 reads past a cell's own 4 vertices but inside the mesh's data (the next cell's
+    // list); k = 100000 past all of it; k = -1 before it. Each is the same error.
+    for (int bad : {4, 100000, -1}) {
+      CAPTURE(bad);
+      CHECK_THROWS_WITH_AS(k(m, bad, out), Contains("kernel 'rel_index': an index into the mesh relation cells -> verts"),
+                           qd::user_error);
+      CHECK_THROWS_WITH_AS(k(m, bad, out), Contains(("mesh_test.cpp:" + std::to_string(rel_line)).c_str()), qd::user_error);
+      CHECK_THROWS_WITH_AS(k(m, bad, out), Contains("parameter 'mesh'"), qd::user_error);
+      try {
+        k(m, bad, out);
+      } catch (const qd::user_error& e) {
+        CHECK(std::string(e.what()).find("mesh_param.hpp") == std::string::npos);
+        CHECK(std::string(e.what()).find("ndarray<i32, 1>") == std::string::npos);
+      }
+    }
+    qd::reset();
+  }
+}
+
 TEST_CASE("bad meshes and misplaced mesh loops are clear errors") {
   SUBCASE("a vertex id out of range") {
     CHECK_THROWS_WITH_AS(qd::mesh::tetrahedral(4, {{0, 1, 2, 3}, {1, 2, 3, 4}}),

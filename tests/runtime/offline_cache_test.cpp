@@ -8,10 +8,14 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "quadrants/cache/store.hpp"
+#include "quadrants/cache/tier.hpp"
+#include "quadrants/runtime/program.hpp"
 #include "runtime/worker_support.hpp"
 
 namespace fs = std::filesystem;
@@ -192,4 +196,80 @@ TEST_CASE("whole kernels loaded from disk report their constructs as loaded") {
     CHECK(x.to_host()[0] == 2.0f);
   }
   qd::reset();
+}
+
+namespace {
+
+// A third cache tier, written here as a user of the tier interface would: a map that every
+// program listing it shares (an object store's stand-in).
+struct shared_objects {
+  std::mutex mutex;
+  std::map<std::pair<qd::cache::entry_kind, std::string>, std::vector<std::byte>> objects;
+  int count(qd::cache::entry_kind kind) {
+    std::lock_guard lock(mutex);
+    int n = 0;
+    for (const auto& [at, payload] : objects) n += at.first == kind;
+    return n;
+  }
+};
+
+class shared_tier final : public qd::cache::tier {
+ public:
+  explicit shared_tier(std::shared_ptr<shared_objects> o) : o_(std::move(o)) {}
+  std::string_view name() const override { return "shared objects"; }
+  std::optional<qd::cache::tier_item> get(qd::cache::entry_kind kind, const qd::cache::key& k) override {
+    std::lock_guard lock(o_->mutex);
+    auto it = o_->objects.find({kind, k.hex()});
+    if (it == o_->objects.end()) return std::nullopt;
+    return qd::cache::tier_item{it->second, nullptr};
+  }
+  bool put(qd::cache::entry_kind kind, const qd::cache::key& k, std::span<const std::byte> payload,
+           const std::shared_ptr<qd::backend::loaded_module>&) override {
+    std::lock_guard lock(o_->mutex);
+    o_->objects[{kind, k.hex()}].assign(payload.begin(), payload.end());
+    return true;
+  }
+
+ private:
+  std::shared_ptr<shared_objects> o_;
+};
+
+}  // namespace
+
+TEST_CASE("a cache tier listed after the disk fills an empty disk, and its bad modules are rebuilt") {
+  auto shared = std::make_shared<shared_objects>();
+  qd::detail::set_extra_cache_tier([shared] { return std::make_unique<shared_tier>(shared); });
+  auto k = qd::kernel("tiered", [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> out) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = qd::cast<float>(i); });
+    qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = x[i] * 3.0f; });
+  });
+  for (int run = 0; run < 3; ++run) {
+    CAPTURE(run);
+    if (run == 2) {  // modules that do not load: misses, rebuilt and replaced
+      std::lock_guard lock(shared->mutex);
+      for (auto& [at, payload] : shared->objects)
+        if (at.first == qd::cache::entry_kind::module) payload.assign(64, std::byte{0x5a});
+    }
+    qd_test::temp_dir cache("extra-tier-" + std::to_string(run));  // every program on an empty disk
+    qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = cache.str(), .per_offload = qd::per_offload_mode::on});
+    qd::ndarray<float, 1> x(5), out(5);
+    k(x, out);
+    CHECK(out.to_host() == std::vector<float>{0.0f, 3.0f, 6.0f, 9.0f, 12.0f});
+    const auto o = k.per_offload_cache_observations();
+    CHECK(o.constructs_compiled == (run == 1 ? 0 : 2));
+    CHECK(o.constructs_loaded == (run == 1 ? 2 : 0));
+    // Whatever was compiled or found reached every tier: the disk and the third one.
+    CHECK(shared->count(qd::cache::entry_kind::offload) == 2);
+    CHECK(shared->count(qd::cache::entry_kind::module) >= 1);
+    int on_disk = 0;
+    for (const qd::cache::entry_info& e : qd::cache::list_entries(cache.str()))
+      on_disk += e.kind == qd::cache::entry_kind::offload && qd::cache::verify_entry(e.path);
+    CHECK(on_disk == 2);
+    qd::reset();
+  }
+  {
+    std::lock_guard lock(shared->mutex);
+    for (const auto& [at, payload] : shared->objects) CHECK(payload != std::vector<std::byte>(64, std::byte{0x5a}));
+  }
+  qd::detail::set_extra_cache_tier({});
 }

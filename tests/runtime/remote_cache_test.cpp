@@ -41,7 +41,7 @@ std::vector<std::string> worker_env(const redis_server& server, const fs::path& 
 // A number printed by the worker as name=value.
 long long field(const std::string& output, const std::string& name) {
   std::smatch m;
-  if (!std::regex_search(output, m, std::regex("(^| )" + name + "=([0-9.]+)"))) return -1;
+  if (!std::regex_search(output, m, std::regex("(^|\\s)" + name + "=([0-9.]+)"))) return -1;
   return std::stoll(m[2]);
 }
 

@@ -26,6 +26,15 @@ inline void init_cpu(qd::config c = {}) {
   qd::init(c);
 }
 
+// The backends tests compare with plain C++ without a GPU: compiled code and the interpreter.
+inline constexpr qd::arch cpu_and_reference[] = {qd::arch::cpu, qd::arch::reference};
+
+// Starts (or restarts) the runtime on `a`.
+inline void init_arch(qd::arch a, qd::config c = {}) {
+  c.arch = a;
+  qd::init(c);
+}
+
 // Runs `f` with the process's stdout redirected to a temporary file; returns what was printed.
 template <class F>
 std::string capture_stdout(F&& f) {

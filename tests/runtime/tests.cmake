@@ -46,6 +46,7 @@ add_dependencies(runtime_graph_test kernel_worker)
 
 # Diagnostics (issue 14, SPEC §11.8): debug dumps.
 qd_add_test(runtime debug_dump)
+qd_add_test(runtime text_file)  # the dump and coverage writer: planted links, FIFOs, devices, open directories
 qd_add_test(runtime source_location)
 qd_add_test(runtime explain)
 if(TARGET qd-cache)  # qd-cache explain reads what the runtime stored
@@ -55,3 +56,24 @@ endif()
 qd_add_test(runtime coverage)
 target_compile_definitions(runtime_coverage_test PRIVATE QD_COMPILE_DIR="${CMAKE_BINARY_DIR}")
 qd_add_test(runtime mesh)  # qd::mesh, qd::mesh_for, qd::for_each (SPEC §11.7, issue 14)
+qd_add_test(runtime expressions)  # short-circuit &&/||, literal types, qd::assert_, draw order (SPEC §13.4)
+qd_add_test(runtime struct_array)  # arrays of structs, AoS and SoA; external arrays of vectors (SPEC §13.6)
+qd_add_test(runtime template_arg)  # kernels specialised per value (SPEC §13.5)
+
+# One kernel source built by g++ and by clang++ draws the same random numbers: the
+# kernel file is compiled a second time by clang++ into a namespace of its own.
+find_program(QD_CLANGXX NAMES clang++ clang++-16 clang++-15 clang++-14)
+if(QD_CLANGXX AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  set(qd_draw_order_src ${CMAKE_CURRENT_LIST_DIR}/draw_order_kernel.cpp)
+  set(qd_draw_order_obj ${CMAKE_CURRENT_BINARY_DIR}/draw_order_kernel_clang.o)
+  get_target_property(qd_draw_order_boost Boost::headers INTERFACE_INCLUDE_DIRECTORIES)
+  add_custom_command(OUTPUT ${qd_draw_order_obj}
+                     COMMAND ${QD_CLANGXX} -std=c++20 -O1 -fPIC -DQD_SEPARATE_COMPILATION
+                             -DQD_DRAW_ORDER_NAMESPACE=by_clang -I${PROJECT_SOURCE_DIR}/include
+                             "-I$<JOIN:${qd_draw_order_boost},;-I>" -c ${qd_draw_order_src} -o ${qd_draw_order_obj}
+                     DEPENDS ${qd_draw_order_src} IMPLICIT_DEPENDS CXX ${qd_draw_order_src} COMMAND_EXPAND_LISTS
+                     COMMENT "Compiling draw_order_kernel.cpp with clang++")
+  qd_add_test(runtime draw_order)
+  target_sources(runtime_draw_order_test PRIVATE ${qd_draw_order_src} ${qd_draw_order_obj})
+  set_source_files_properties(${qd_draw_order_src} PROPERTIES COMPILE_DEFINITIONS QD_DRAW_ORDER_NAMESPACE=by_gcc)
+endif()

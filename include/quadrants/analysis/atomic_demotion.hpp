@@ -24,8 +24,7 @@
 #include <optional>
 #include <vector>
 
-#include "quadrants/ir/node.hpp"
-#include "quadrants/ir/walk.hpp"
+#include "quadrants/ir/visit.hpp"
 
 namespace qd::analysis {
 
@@ -121,10 +120,6 @@ class demotion_context {
   std::vector<bool> invariant_;
 };
 
-constexpr bool is_access(ir::op o) {
-  return o == ir::op::global_load || o == ir::op::global_store || o == ir::op::global_atomic;
-}
-
 // Whether every access of `group` keeps the iterations of `loop` on disjoint elements.
 constexpr bool iterations_own_elements(const ir::function& fn, ir::id loop, const std::vector<ir::id>& group) {
   const demotion_context ctx(fn, loop);
@@ -161,11 +156,8 @@ constexpr int demote_owned_updates(ir::function& fn) {
     if (fn.at(loop).code != ir::op::range_for) continue;
     // Accesses per buffer: (parameter, gradient or not).
     std::vector<std::vector<ir::id>> groups(fn.params.size() * 2);
-    ir::walk(fn, fn.at(loop).block0, [&](ir::id i, int) {
-      const ir::node& n = fn.at(i);
-      if (!detail::is_access(n.code)) return;
-      const std::size_t buffer = static_cast<std::size_t>(n.param) * 2 + ((n.flags & ir::access::grad) ? 1 : 0);
-      groups[buffer].push_back(i);
+    ir::visit(fn, fn.at(loop).block0, [&]<ir::op O>(ir::access_view<O> a) {
+      groups[static_cast<std::size_t>(a.array()) * 2 + (a.grad() ? 1 : 0)].push_back(a.self());
     });
     for (const auto& group : groups) {
       bool has_compound = false;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "quadrants/ir/view.hpp"
 #include "quadrants/ir/walk.hpp"
 
 namespace qd::analysis {
@@ -81,8 +82,8 @@ constexpr kernel_structure analyze_structure(const ir::function& fn) {
         if (fn.is_top_level(operand) && operand != root) detail::add_unique(info.uses, operand);
       });
       const array_access access{n.param, (n.flags & ir::access::grad) != 0, (n.flags & ir::access::clamp) != 0, i};
-      // A declaration names its own variable; the other local nodes name it in `a`.
-      const ir::id variable = n.code == ir::op::local_decl ? i : n.a;
+      // A declaration is its own variable; the other local nodes name it (ir/view.hpp).
+      const ir::id variable = ir::layout_of(n.code).a == ir::operand_use::variable ? n.a : i;
       switch (ir::properties(n.code).effect) {
         case ir::effect::global_read:
           info.reads.push_back(access);
@@ -118,10 +119,7 @@ constexpr kernel_structure analyze_structure(const ir::function& fn) {
         case ir::effect::control: break;
       }
     };
-    visit(root);
-    const ir::node& r = fn.at(root);
-    if (r.block0 >= 0) ir::walk(fn, r.block0, [&](ir::id i, int) { visit(i); });
-    if (r.block1 >= 0) ir::walk(fn, r.block1, [&](ir::id i, int) { visit(i); });
+    ir::walk_statement(fn, root, [&](ir::id i, int) { visit(i); });
     // The variable a top-level local_load reads is a use, through reads_vars; the
     // declaration operand itself is not a value.
     std::erase_if(info.uses, [&](ir::id u) { return fn.at(u).code == ir::op::local_decl; });

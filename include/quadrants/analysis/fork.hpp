@@ -45,13 +45,13 @@ constexpr index_cover cover_of(const ir::function& fn, ir::id index) {
     c.point = a;
     return c;
   }
-  const ir::node& li = fn.at(a.sym);
-  const ir::node& loop = fn.at(li.a);
+  const ir::view<ir::op::loop_index> li(fn, a.sym);
+  const ir::view<ir::op::range_for> loop(fn, li.loop());
   c.interval = true;
   c.index = a.sym;
   c.off = a.off;
-  c.begin = loop.imm == 1 ? loop.a : ir::none;
-  c.end = loop.imm == 1 ? loop.b : fn.list(loop, static_cast<std::int32_t>(li.imm));
+  c.begin = loop.begin(li.dimension());
+  c.end = loop.end(li.dimension());
   return c;
 }
 

@@ -9,6 +9,7 @@
 
 #include "quadrants/analysis/task_plan.hpp"
 #include "quadrants/ir/graph_mark.hpp"
+#include "quadrants/ir/view.hpp"
 
 namespace qd::analysis {
 
@@ -28,17 +29,17 @@ constexpr std::vector<graph_region> graph_regions(const ir::function& fn, const 
   std::vector<std::int32_t> open;
   for (std::size_t k = 0; k < s.statements.size(); ++k) {
     if (!s.statements[k].mark) continue;
-    const ir::node& n = fn.at(s.statements[k].node);
+    const ir::view<ir::op::graph_mark> mark(fn, s.statements[k].node);
     const auto at = static_cast<std::int32_t>(k);
-    switch (ir::mark_of(n)) {
+    switch (mark.mark()) {
       case ir::graph_mark::loop_begin:
       case ir::graph_mark::fork_begin: {
         graph_region r;
-        r.loop = ir::mark_of(n) == ir::graph_mark::loop_begin;
+        r.loop = mark.mark() == ir::graph_mark::loop_begin;
         r.begin = at;
-        r.flag = r.loop ? n.param : -1;
+        r.flag = r.loop ? mark.flag() : -1;
         if (!r.loop) {
-          r.fork = static_cast<ir::fork_kind>(n.imm);
+          r.fork = mark.fork();
           r.branches.push_back(at);
         }
         r.parent = open.empty() ? -1 : open.back();
@@ -123,8 +124,9 @@ constexpr std::vector<schedule_step> build_schedule(const ir::function& fn, cons
     if (!s.statements[k].mark) continue;
     schedule_step st;
     st.is_task = false;
-    st.mark = ir::mark_of(fn.at(s.statements[k].node));
-    st.flag = fn.at(s.statements[k].node).param;
+    const ir::view<ir::op::graph_mark> mark(fn, s.statements[k].node);
+    st.mark = mark.mark();
+    st.flag = mark.flag();
     items.push_back({static_cast<std::int32_t>(k), static_cast<std::int32_t>(items.size()), st});
   }
   std::sort(items.begin(), items.end(), [](const item& a, const item& b) {

@@ -11,6 +11,7 @@
 #include "quadrants/analysis/fallback.hpp"
 #include "quadrants/analysis/graph.hpp"
 #include "quadrants/analysis/task_plan.hpp"
+#include "quadrants/ir/visit.hpp"
 
 namespace qd::analysis {
 
@@ -75,67 +76,41 @@ constexpr std::int64_t constant_value(const ir::node& n) {
 // it. One that underflows wraps to a large positive index that may be in range, so an
 // upper bound is only given with a lower bound that rules the underflow out.
 constexpr index_range range_of_index(const ir::function& fn, ir::id i, int depth = 0) {
-  const ir::node& n = fn.at(i);
-  if (depth > 16 || !is_integral(n.type)) return {};
-  switch (n.code) {
-    case ir::op::constant: {
-      const std::int64_t v = constant_value(n);
-      return known_range(true, v, true, v);
-    }
-    case ir::op::shape: return known_range(true, 0, true, i32_max);
-    case ir::op::cast: {
-      const dtype from = fn.at(n.a).type;
-      const bool preserving = (from == dtype::i32 && n.type == dtype::i64) || (from == dtype::u32 && n.type == dtype::i64) ||
-                              (from == dtype::u8 && n.type != dtype::boolean);
-      return preserving ? range_of_index(fn, n.a, depth + 1) : index_range{};
-    }
-    case ir::op::loop_index: {
-      const ir::node& loop = fn.at(n.a);
-      if (loop.imm == 1) {
-        index_range b = range_of_index(fn, loop.a, depth + 1), e = range_of_index(fn, loop.b, depth + 1);
+  if (depth > 16 || !is_integral(fn.at(i).type)) return {};
+  using ir::op;
+  return ir::match<index_range>(
+      fn, i,  // every other op: nothing is known
+      [&](ir::view<op::constant> c) {
+        const std::int64_t v = constant_value(c.node());
+        return known_range(true, v, true, v);
+      },
+      [](ir::view<op::shape>) { return known_range(true, 0, true, i32_max); },
+      [&](ir::view<op::cast> c) {
+        const dtype from = fn.at(c.operand()).type, to = c.type();
+        const bool preserving = (from == dtype::i32 && to == dtype::i64) || (from == dtype::u32 && to == dtype::i64) ||
+                                (from == dtype::u8 && to != dtype::boolean);
+        return preserving ? range_of_index(fn, c.operand(), depth + 1) : index_range{};
+      },
+      [&](ir::view<op::loop_index> index) {
+        const ir::view<op::range_for> loop(fn, index.loop());
+        const ir::id begin = loop.begin(index.dimension());
+        const index_range b = begin == ir::none ? known_range(true, 0, true, 0) : range_of_index(fn, begin, depth + 1);
+        const index_range e = range_of_index(fn, loop.end(index.dimension()), depth + 1);
         return known_range(b.has_lo, b.lo, e.has_hi, e.hi - 1);
-      }
-      index_range e = range_of_index(fn, fn.list(loop, static_cast<std::int32_t>(n.imm)), depth + 1);
-      return known_range(true, 0, e.has_hi, e.hi - 1);
-    }
-    case ir::op::binary: {
-      const auto o = static_cast<ir::binary_op>(n.sub);
-      if ((o != ir::binary_op::add && o != ir::binary_op::sub) || (n.type != dtype::i32 && n.type != dtype::i64))
-        return {};
-      index_range a = range_of_index(fn, n.a, depth + 1), b = range_of_index(fn, n.b, depth + 1);
-      if (o == ir::binary_op::sub) b = known_range(b.has_hi, -b.hi, b.has_lo, -b.lo);  // a - b = a + (-b)
-      index_range sum = known_range(a.has_lo && b.has_lo, a.lo + b.lo, a.has_hi && b.has_hi, a.hi + b.hi);
-      const std::int64_t min = n.type == dtype::i32 ? i32_min : -index_range_limit;
-      const std::int64_t max = n.type == dtype::i32 ? i32_max : index_range_limit;
-      if (!sum.has_lo || sum.lo < min) return {};  // it may underflow: nothing is known
-      if (sum.has_hi && sum.hi > max) sum.has_hi = false;  // it may overflow, to a negative index
-      return sum;
-    }
-    case ir::op::arg:
-    case ir::op::bound:
-    case ir::op::fma:
-    case ir::op::global_atomic:
-    case ir::op::global_load:
-    case ir::op::global_store:
-    case ir::op::graph_mark:
-    case ir::op::if_:
-    case ir::op::local_atomic:
-    case ir::op::local_decl:
-    case ir::op::local_load:
-    case ir::op::local_store:
-    case ir::op::print:
-    case ir::op::random:
-    case ir::op::range_for:
-    case ir::op::select:
-    case ir::op::temp_atomic:
-    case ir::op::temp_load:
-    case ir::op::temp_store:
-    case ir::op::unary:
-    case ir::op::while_:
-    case ir::op::break_:
-    case ir::op::continue_: return {};
-  }
-  return {};
+      },
+      [&](ir::view<op::binary> x) {
+        const ir::binary_op o = x.op();
+        const dtype t = x.type();
+        if ((o != ir::binary_op::add && o != ir::binary_op::sub) || (t != dtype::i32 && t != dtype::i64)) return index_range{};
+        index_range a = range_of_index(fn, x.lhs(), depth + 1), b = range_of_index(fn, x.rhs(), depth + 1);
+        if (o == ir::binary_op::sub) b = known_range(b.has_hi, -b.hi, b.has_lo, -b.lo);  // a - b = a + (-b)
+        index_range sum = known_range(a.has_lo && b.has_lo, a.lo + b.lo, a.has_hi && b.has_hi, a.hi + b.hi);
+        const std::int64_t min = t == dtype::i32 ? i32_min : -index_range_limit;
+        const std::int64_t max = t == dtype::i32 ? i32_max : index_range_limit;
+        if (!sum.has_lo || sum.lo < min) return index_range{};  // it may underflow: nothing is known
+        if (sum.has_hi && sum.hi > max) sum.has_hi = false;     // it may overflow, to a negative index
+        return sum;
+      });
 }
 
 // An integer value as `sym + off` modulo 2^32 (the low 32 bits of any index): the
@@ -149,26 +124,26 @@ struct affine {
 inline constexpr std::int64_t affine_offset_limit = std::int64_t{1} << 30;
 
 constexpr affine affine_of(const ir::function& fn, ir::id i, int depth = 0) {
-  const ir::node& n = fn.at(i);
   const affine self{i, 0};
   if (depth > 16) return self;
-  if (n.code == ir::op::constant) {
-    const std::int64_t v = constant_value(n);
-    return v > -affine_offset_limit && v < affine_offset_limit ? affine{ir::none, v} : self;
-  }
-  const bool wide_int = n.type == dtype::i32 || n.type == dtype::i64;
-  if (n.code == ir::op::cast && wide_int && (fn.at(n.a).type == dtype::i32 || fn.at(n.a).type == dtype::i64))
-    return affine_of(fn, n.a, depth + 1);  // sign extension and truncation keep the low 32 bits
-  if (n.code == ir::op::binary && wide_int) {
-    const auto o = static_cast<ir::binary_op>(n.sub);
-    if (o != ir::binary_op::add && o != ir::binary_op::sub) return self;
-    const affine a = affine_of(fn, n.a, depth + 1), b = affine_of(fn, n.b, depth + 1);
-    affine r = self;
-    if (b.sym == ir::none) r = {a.sym, o == ir::binary_op::add ? a.off + b.off : a.off - b.off};
-    else if (a.sym == ir::none && o == ir::binary_op::add) r = {b.sym, a.off + b.off};
-    return r.off > -affine_offset_limit && r.off < affine_offset_limit ? r : self;
-  }
-  return self;
+  auto wide_int = [](dtype t) { return t == dtype::i32 || t == dtype::i64; };
+  using ir::op;
+  const affine r = ir::match<affine>(
+      fn, i,  // every other op: itself
+      [&](ir::view<op::constant> c) { return affine{ir::none, constant_value(c.node())}; },
+      [&](ir::view<op::cast> c) {  // sign extension and truncation keep the low 32 bits
+        return wide_int(c.type()) && wide_int(fn.at(c.operand()).type) ? affine_of(fn, c.operand(), depth + 1) : self;
+      },
+      [&](ir::view<op::binary> x) {
+        const ir::binary_op o = x.op();
+        if (!wide_int(x.type()) || (o != ir::binary_op::add && o != ir::binary_op::sub)) return self;
+        const affine a = affine_of(fn, x.lhs(), depth + 1), b = affine_of(fn, x.rhs(), depth + 1);
+        if (b.sym == ir::none) return affine{a.sym, o == ir::binary_op::add ? a.off + b.off : a.off - b.off};
+        if (a.sym == ir::none && o == ir::binary_op::add) return affine{b.sym, a.off + b.off};
+        return self;
+      },
+      [&](ir::node_view) { return self; });
+  return r.off > -affine_offset_limit && r.off < affine_offset_limit ? r : self;
 }
 
 // Whether two nodes provably hold the same value wherever both are evaluated: the same
@@ -201,12 +176,13 @@ constexpr bool never_wraps(const ir::function& fn, ir::id sym, std::int64_t off)
 // both sides are the same value modulo 2^32), or, when nothing can wrap, when it is
 // ordered outside the bounds.
 constexpr bool point_outside_loop(const ir::function& fn, affine p, affine l) {
-  const ir::node& index = fn.at(l.sym);
-  if (p.sym == ir::none || index.code != ir::op::loop_index) return false;
-  const ir::node& loop = fn.at(index.a);
+  if (p.sym == ir::none || fn.at(l.sym).code != ir::op::loop_index) return false;
+  const ir::view<ir::op::loop_index> index(fn, l.sym);
+  const ir::view<ir::op::range_for> loop(fn, index.loop());
   const affine t{p.sym, p.off - l.off};  // the colliding iteration
-  const affine begin = loop.imm == 1 ? affine_of(fn, loop.a) : affine{ir::none, 0};
-  const affine end = affine_of(fn, loop.imm == 1 ? loop.b : fn.list(loop, static_cast<std::int32_t>(index.imm)));
+  const ir::id first = loop.begin(index.dimension());
+  const affine begin = first == ir::none ? affine{ir::none, 0} : affine_of(fn, first);
+  const affine end = affine_of(fn, loop.end(index.dimension()));
   if (end.sym != ir::none && same_value(fn, end.sym, t.sym) && end.off == t.off) return true;
   if (begin.sym != ir::none && same_value(fn, begin.sym, t.sym) && begin.off - 1 == t.off) return true;
   if (!never_wraps(fn, t.sym, t.off)) return false;
@@ -251,17 +227,22 @@ constexpr bool provably_disjoint(const ir::function& fn, ir::id first, ir::id se
 constexpr bool never_runs(const ir::function& fn, ir::id i) {
   for (std::int32_t b = fn.node_block[static_cast<std::size_t>(i)]; b != 0;) {
     const ir::id owner = fn.block_owner[static_cast<std::size_t>(b)];
-    const ir::node& n = fn.at(owner);
-    if (n.code == ir::op::range_for && b == n.block0) {
-      for (std::int32_t d = 0; d < static_cast<std::int32_t>(n.imm); ++d) {
-        const ir::id begin = n.imm == 1 ? n.a : ir::none, end = n.imm == 1 ? n.b : fn.list(n, d);
-        const index_range e = range_of_index(fn, end);
-        const index_range lo = begin == ir::none ? index_range{true, true, 0, 0} : range_of_index(fn, begin);
-        if ((e.has_hi && lo.has_lo && e.hi <= lo.lo) || (begin != ir::none && same_value(fn, begin, end))) return true;
-      }
-    }
-    if (n.code == ir::op::if_ && fn.at(n.a).code == ir::op::constant)
-      if ((fn.at(n.a).imm != 0) != (b == n.block0)) return true;
+    const bool never = ir::match<bool>(
+        fn, owner,
+        [&](ir::view<ir::op::range_for> loop) {
+          for (std::int32_t d = 0; d < loop.rank(); ++d) {
+            const ir::id begin = loop.begin(d), end = loop.end(d);
+            const index_range e = range_of_index(fn, end);
+            const index_range lo = begin == ir::none ? index_range{true, true, 0, 0} : range_of_index(fn, begin);
+            if ((e.has_hi && lo.has_lo && e.hi <= lo.lo) || (begin != ir::none && same_value(fn, begin, end))) return true;
+          }
+          return false;
+        },
+        [&](ir::view<ir::op::if_> branch) {
+          const ir::node& c = fn.at(branch.condition());
+          return c.code == ir::op::constant && (c.imm != 0) != (b == branch.then_block());
+        });
+    if (never) return true;
     b = fn.node_block[static_cast<std::size_t>(owner)];
   }
   return false;

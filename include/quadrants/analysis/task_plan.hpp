@@ -11,6 +11,7 @@
 #include "quadrants/analysis/constructs.hpp"
 #include "quadrants/base/limits.hpp"
 #include "quadrants/ir/serialize.hpp"
+#include "quadrants/ir/visit.hpp"
 
 namespace qd::analysis {
 
@@ -113,10 +114,9 @@ constexpr std::vector<temp_assignment> assign_slots(const ir::function& fn, std:
   });
   std::vector<std::uint64_t> memo(fn.nodes.size(), 0);
   std::vector<std::vector<ir::id>> updates(fn.nodes.size());  // per declaration, in program order
-  ir::walk(fn, 0, [&](ir::id u, int) {
-    const ir::node& n = fn.at(u);
-    if (n.code == ir::op::local_store || n.code == ir::op::local_atomic) updates[static_cast<std::size_t>(n.a)].push_back(u);
-  });
+  ir::visit(
+      fn, 0, [&](ir::view<ir::op::local_store> s) { updates[static_cast<std::size_t>(s.variable())].push_back(s.self()); },
+      [&](ir::view<ir::op::local_atomic> u) { updates[static_cast<std::size_t>(u.variable())].push_back(u.self()); });
   std::vector<std::uint64_t> hashes;
   for (ir::id item : items) {
     std::uint64_t h = detail::content_hash(fn, item, memo);

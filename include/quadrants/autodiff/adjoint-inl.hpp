@@ -21,6 +21,7 @@
 #include "quadrants/base/error.hpp"
 #include "quadrants/detail/format.hpp"
 #include "quadrants/ir/builder.hpp"
+#include "quadrants/ir/copy.hpp"
 #include "quadrants/ir/walk.hpp"
 
 namespace qd::autodiff {
@@ -56,15 +57,18 @@ constexpr rule rule_of(ir::op o) {
 
 // Unary and binary sub-ops with a derivative; the others are integer or boolean
 // ops (no gradient) or, on a float, unsupported.
+// floor, ceil, round, trunc and floordiv are steps: zero derivative almost everywhere.
 constexpr bool differentiable(ir::unary_op o) {
   using u = ir::unary_op;
-  for (u d : {u::neg, u::sqrt, u::exp, u::log, u::sin, u::cos, u::tanh, u::abs, u::floor, u::ceil})
+  for (u d : {u::neg, u::sqrt, u::exp, u::log, u::sin, u::cos, u::tanh, u::abs, u::floor, u::ceil, u::tan, u::asin,
+              u::acos, u::rsqrt, u::log2, u::exp2, u::round, u::trunc,
+              u::bit_cast})  // of an integer: no gradient (of a float: refused by validate_active)
     if (o == d) return true;
   return false;
 }
 constexpr bool differentiable(ir::binary_op o) {
   using b = ir::binary_op;
-  for (b d : {b::add, b::sub, b::mul, b::div, b::min, b::max, b::pow})
+  for (b d : {b::add, b::sub, b::mul, b::div, b::min, b::max, b::pow, b::atan2, b::fmod, b::floordiv, b::floormod})
     if (o == d) return true;
   return ir::is_comparison(o);  // boolean results: no gradient, but fine on floats
 }
@@ -85,6 +89,7 @@ class adjoint_builder {
   ir::function build() {
     validate();
     find_active();
+    validate_active();
     adjoint_block(0);
     return std::move(out_);
   }
@@ -271,6 +276,9 @@ class adjoint_builder {
       if (n.code == ir::op::global_atomic || n.code == ir::op::local_atomic) {
         auto o = static_cast<ir::atomic_op>(n.sub);
         std::string target = n.code == ir::op::global_atomic ? access_text(i) : std::string("a qd::var");
+        if (o != ir::atomic_op::add && o != ir::atomic_op::sub && o != ir::atomic_op::min && o != ir::atomic_op::max)
+          reject(i, fmt::format("qd::atomic_{} on {}", atomic_name(o), target),
+                 "only atomic add and sub have an adjoint; run this atomic in a kernel that is not differentiated");
         if ((o == ir::atomic_op::min || o == ir::atomic_op::max) && is_float(n.type))
           reject(i, fmt::format("qd::atomic_{} on {}", ir::name(o), target),
                  "atomic min/max have no adjoint; compute the extremum in a kernel that is not differentiated");
@@ -291,6 +299,36 @@ class adjoint_builder {
       }
       if (n.code == ir::op::global_store) check_access_rule(i, order);
     }
+  }
+
+  // What carries a gradient but cannot pass it on exactly.
+  void validate_active() const {
+    ir::walk(f_, 0, [&](ir::id i, int) {
+      const ir::node& n = at(i);
+      if (!active_[idx(i)] && !(n.code == ir::op::unary && n.a != ir::none && active_[idx(n.a)])) return;
+      if (n.type == dtype::f16 && ir::has_value(n.code))
+        reject(i, "a value that carries a gradient is kept as qd::f16",
+               "differentiate in f32 or f64 (f16 is storage: its rounding has no adjoint here)");
+      if (n.code == ir::op::unary && static_cast<ir::unary_op>(n.sub) == ir::unary_op::bit_cast)
+        reject(i, "qd::bit_cast of a value that carries a gradient",
+               "the gradient cannot pass through its bits; compute it in a kernel that is not differentiated");
+    });
+  }
+
+  static std::string atomic_name(ir::atomic_op o) {
+    switch (o) {
+      case ir::atomic_op::bit_and: return "and";
+      case ir::atomic_op::bit_or: return "or";
+      case ir::atomic_op::bit_xor: return "xor";
+      case ir::atomic_op::add:
+      case ir::atomic_op::sub:
+      case ir::atomic_op::min:
+      case ir::atomic_op::max:
+      case ir::atomic_op::mul:
+      case ir::atomic_op::exchange:
+      case ir::atomic_op::cas: break;
+    }
+    return std::string(ir::name(o));
   }
 
   // Quadrants' global data access rule: the adjoint reads forward data from memory
@@ -410,17 +448,9 @@ class adjoint_builder {
     return out;
   }
 
+  // A value node replayed on the replayed values of its operands (same parameters).
   ir::id copy_value(ir::id i) {
-    ir::node n = at(i);
-    if (n.a != ir::none) n.a = m(n.a);
-    if (n.b != ir::none) n.b = m(n.b);
-    if (n.c != ir::none) n.c = m(n.c);
-    if (n.list_size > 0) {
-      auto items = mapped_list(at(i));
-      n.list_begin = b_.add_list(items.begin(), items.end());
-    }
-    n.block0 = n.block1 = -1;
-    return b_.emit(n);
+    return ir::copy_node(b_, f_, i, map_, [](std::int32_t p) { return p; }, [](ir::id) {});
   }
 
   // Emits a loop over the same iteration space as forward loop `loop` and maps its
@@ -674,7 +704,14 @@ class adjoint_builder {
     else if (o == u::abs)
       d = b_.select(t, bin(ir::binary_op::gt, dtype::boolean, x, zero(t)), g,
                     b_.select(t, bin(ir::binary_op::lt, dtype::boolean, x, zero(t)), neg(t, g), zero(t)));
-    if (d != ir::none) accumulate(n.a, d);  // floor and ceil: zero almost everywhere
+    else if (o == u::tan) d = mul(t, g, bin(ir::binary_op::add, t, num(t, 1.0), mul(t, y, y)));
+    else if (o == u::asin || o == u::acos) {  // +-1 / sqrt(1 - x^2)
+      ir::id root = b_.unary(u::sqrt, t, bin(ir::binary_op::sub, t, num(t, 1.0), mul(t, x, x)));
+      d = bin(ir::binary_op::div, t, o == u::asin ? g : neg(t, g), root);
+    } else if (o == u::rsqrt) d = mul(t, g, mul(t, num(t, -0.5), mul(t, y, mul(t, y, y))));
+    else if (o == u::log2) d = bin(ir::binary_op::div, t, g, mul(t, x, num(t, 0.69314718055994530942)));
+    else if (o == u::exp2) d = mul(t, g, mul(t, y, num(t, 0.69314718055994530942)));
+    if (d != ir::none) accumulate(n.a, d);  // floor, ceil, round and trunc: zero almost everywhere
   }
 
   void reverse_binary(ir::id s, ir::id g) {
@@ -700,6 +737,13 @@ class adjoint_builder {
       ir::id takes_a = bin(op == o::min ? o::lt : o::gt, dtype::boolean, x, y);
       accumulate(n.a, b_.select(t, takes_a, g, zero(t)));
       accumulate(n.b, b_.select(t, takes_a, zero(t), g));
+    } else if (op == o::atan2) {  // atan2(y, x): (x, -y) / (x^2 + y^2)
+      ir::id r2 = bin(o::add, t, mul(t, x, x), mul(t, y, y));
+      accumulate(n.a, bin(o::div, t, mul(t, g, y), r2));
+      accumulate(n.b, neg(t, bin(o::div, t, mul(t, g, x), r2)));
+    } else if (op == o::fmod || op == o::floormod) {  // a - q b with q an integer: q = (a - r) / b
+      accumulate(n.a, g);
+      accumulate(n.b, neg(t, mul(t, g, bin(o::div, t, bin(o::sub, t, x, r), y))));
     } else if (op == o::pow) {
       accumulate(n.a, mul(t, mul(t, g, y), bin(o::pow, t, x, bin(o::sub, t, y, num(t, 1.0)))));
       if (active_[idx(n.b)])

@@ -8,7 +8,7 @@
 #include <optional>
 
 #include "quadrants/autodiff/footprint.hpp"
-#include "quadrants/ir/walk.hpp"
+#include "quadrants/ir/visit.hpp"
 
 namespace qd::autodiff {
 namespace detail {
@@ -22,36 +22,40 @@ class footprint_builder {
   footprint_builder(const ir::function& fn, const launch_values& values) : fn_(fn), values_(values) {}
 
   std::optional<interval> eval(ir::id i, int depth = 0) const {
-    const ir::node& n = fn_.at(i);
-    if (depth > 32 || !is_integral(n.type)) return std::nullopt;
-    if (n.code == ir::op::constant) return interval{n.imm, n.imm};
-    if (n.code == ir::op::arg) return scalar(n);
-    if (n.code == ir::op::shape) {
-      auto p = static_cast<std::size_t>(n.param);
-      if (p >= values_.shapes.size()) return std::nullopt;
-      std::int64_t e = values_.shapes[p][static_cast<std::size_t>(n.imm)];
-      return interval{e, e};
-    }
-    if (n.code == ir::op::cast || n.code == ir::op::bound) return eval(n.a, depth + 1);
-    if (n.code == ir::op::loop_index) {
-      const ir::node& loop = fn_.at(n.a);
-      std::optional<interval> begin = loop.imm == 1 ? eval(loop.a, depth + 1) : interval{0, 0};
-      std::optional<interval> end = eval(loop.imm == 1 ? loop.b : fn_.list(loop, static_cast<std::int32_t>(n.imm)), depth + 1);
-      if (!begin || !end) return std::nullopt;
-      return interval{begin->lo, std::max(begin->lo, end->hi - 1)};
-    }
-    if (n.code == ir::op::binary) {
-      auto a = eval(n.a, depth + 1), b = eval(n.b, depth + 1);
-      if (!a || !b) return std::nullopt;
-      const auto o = static_cast<ir::binary_op>(n.sub);
-      if (o == ir::binary_op::add) return interval{a->lo + b->lo, a->hi + b->hi};
-      if (o == ir::binary_op::sub) return interval{a->lo - b->hi, a->hi - b->lo};
-      if (o == ir::binary_op::mul) {
-        std::int64_t c[4] = {a->lo * b->lo, a->lo * b->hi, a->hi * b->lo, a->hi * b->hi};
-        return interval{*std::min_element(c, c + 4), *std::max_element(c, c + 4)};
-      }
-    }
-    return std::nullopt;  // data-dependent, or an operation not followed
+    if (depth > 32 || !is_integral(fn_.at(i).type)) return std::nullopt;
+    using ir::op;
+    using range = std::optional<interval>;
+    return ir::match<range>(
+        fn_, i,  // every other op: data-dependent, or an operation not followed
+        [](ir::view<op::constant> c) -> range { return interval{c.bits(), c.bits()}; },
+        [&](ir::view<op::arg> a) { return scalar(a.node()); },
+        [&](ir::view<op::shape> s) -> range {
+          auto p = static_cast<std::size_t>(s.array());
+          if (p >= values_.shapes.size()) return std::nullopt;
+          std::int64_t e = values_.shapes[p][static_cast<std::size_t>(s.dimension())];
+          return interval{e, e};
+        },
+        [&](ir::view<op::cast> c) { return eval(c.operand(), depth + 1); },
+        [&](ir::view<op::bound> b) { return eval(b.operand(), depth + 1); },
+        [&](ir::view<op::loop_index> index) -> range {
+          const ir::view<op::range_for> loop(fn_, index.loop());
+          const ir::id first = loop.begin(index.dimension());
+          range begin = first == ir::none ? interval{0, 0} : eval(first, depth + 1);
+          range end = eval(loop.end(index.dimension()), depth + 1);
+          if (!begin || !end) return std::nullopt;
+          return interval{begin->lo, std::max(begin->lo, end->hi - 1)};
+        },
+        [&](ir::view<op::binary> x) -> range {
+          auto a = eval(x.lhs(), depth + 1), b = eval(x.rhs(), depth + 1);
+          if (!a || !b) return std::nullopt;
+          if (x.op() == ir::binary_op::add) return interval{a->lo + b->lo, a->hi + b->hi};
+          if (x.op() == ir::binary_op::sub) return interval{a->lo - b->hi, a->hi - b->lo};
+          if (x.op() == ir::binary_op::mul) {
+            std::int64_t c[4] = {a->lo * b->lo, a->lo * b->hi, a->hi * b->lo, a->hi * b->hi};
+            return interval{*std::min_element(c, c + 4), *std::max_element(c, c + 4)};
+          }
+          return std::nullopt;
+        });
   }
 
   access_box box(ir::id i, bool overwrite) const {
@@ -101,8 +105,16 @@ class footprint_builder {
       case dtype::i32: v = static_cast<std::int32_t>(static_cast<std::uint32_t>(bits)); break;
       case dtype::u32: v = static_cast<std::uint32_t>(bits); break;
       case dtype::u8: v = static_cast<std::uint8_t>(bits); break;
+      case dtype::i8: v = static_cast<std::int8_t>(static_cast<std::uint8_t>(bits)); break;
+      case dtype::i16: v = static_cast<std::int16_t>(static_cast<std::uint16_t>(bits)); break;
+      case dtype::u16: v = static_cast<std::uint16_t>(bits); break;
       case dtype::boolean: v = (bits & 0xff) != 0; break;
       case dtype::i64: std::memcpy(&v, &bits, sizeof v); break;
+      case dtype::u64:
+        if (bits > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return std::nullopt;
+        v = static_cast<std::int64_t>(bits);
+        break;
+      case dtype::f16:
       case dtype::f32:
       case dtype::f64: return std::nullopt;
     }

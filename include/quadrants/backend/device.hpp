@@ -1,5 +1,5 @@
-// The interface every backend implements for the runtime: memory, compiling a
-// generated translation unit, loading it, and launching one task.
+// The interface every backend implements for the runtime: memory, its build (lowered
+// tasks to loadable code: emit, compile, load), and launching one task.
 #pragma once
 
 #include <cstddef>
@@ -10,11 +10,14 @@
 #include <string_view>
 #include <vector>
 
+#include "quadrants/backend/loaded_module.hpp"
+#include "quadrants/base/api.hpp"
 #include "quadrants/base/error.hpp"
 #include "quadrants/base/limits.hpp"
 
 namespace qd::codegen {
 struct lowered_task;
+struct emit_options;
 }
 
 namespace qd::backend {
@@ -50,18 +53,24 @@ class launch_queue {
   virtual ~launch_queue() = default;
 };
 
-class loaded_module {
- public:
-  virtual ~loaded_module() = default;
-  virtual void* entry(const std::string& name) const = 0;
+// A program to build: its tasks in order, their entry points, and its text (program()).
+struct program_source {
+  std::span<const codegen::lowered_task* const> tasks;
+  std::span<const std::string> entries;
+  std::string_view text;
+};
+
+// What a build made: the bytes the cache stores and loads again (empty: nothing worth
+// storing, as for an interpreter), and the module ready to launch.
+struct built_program {
+  std::vector<std::byte> binary;
+  std::unique_ptr<loaded_module> module;
 };
 
 // What the runtime needs to know about a backend, declared by the backend itself,
 // so that the runtime branches on data and a new backend touches no runtime code.
 struct device_traits {
   bool splits_by_default = false;     // per-offload caching is the default (SPEC §4: CUDA and AMD GPUs)
-  bool runs_ir = false;               // interprets lowered IR (load_ir) instead of compiling source;
-                                      // nothing is compiled or cached on disk for it
   bool concurrent_compile = true;     // compile() may run on several threads at once (hipRTC cannot)
   bool always_checks_bounds = false;  // checks every access whatever check_out_of_bound says
   bool concurrent_launches = false;   // launch() may run on several host threads at once (concurrent
@@ -88,18 +97,25 @@ class device {
   virtual void copy_from_host(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void copy_to_host(void* dst, const void* src, std::size_t bytes) = 0;
 
-  // Source text that precedes the generated task bodies.
+  // The build: lowered tasks to loadable code. The runtime emits each task, keys it
+  // (cache/key_recipe.hpp), and on a miss builds a program of several tasks. The defaults
+  // (backend/device-inl.hpp) are the C++ dialects': codegen::emit_task bodies after
+  // prelude(), compiled by compile() and loaded by load(). A backend with another source
+  // language overrides emit() and program(); one that builds no binary overrides build().
+  //
+  // One task's code, its entry point named `entry`: what a cache key covers with its IR.
+  QD_FUNC virtual std::string emit(const codegen::lowered_task& t, std::string_view entry,
+                                   const codegen::emit_options& options) const;
+  // The text of a program of tasks whose code is `codes`, in order: what a module key
+  // covers, and what print_ir writes.
+  QD_FUNC virtual std::string program(std::span<const std::string> codes) const;
+  // Builds `source`: compile(source.text) and load() by default.
+  QD_FUNC virtual built_program build(const program_source& source, std::string_view what);
+
+  // Text that precedes the generated task code (a cache key covers it).
   virtual std::string prelude() const = 0;
   virtual std::vector<std::byte> compile(std::string_view source, std::string_view what) = 0;
   virtual std::unique_ptr<loaded_module> load(std::span<const std::byte> binary, std::string_view what) = 0;
-  // A backend whose traits say runs_ir is handed the lowered tasks, named by
-  // `entries`, instead of source.
-  virtual std::unique_ptr<loaded_module> load_ir(const std::vector<codegen::lowered_task>& tasks,
-                                                 const std::vector<std::string>& entries) {
-    (void)tasks;
-    (void)entries;
-    throw internal_error("load_ir called on a backend that compiles source");
-  }
   virtual void launch(void* entry, bool parallel, const launch_context& ctx) = 0;
 
   // Device graphs (traits().records_launches; docs/graphs.md). Launches whose context
@@ -144,3 +160,7 @@ class device {
 };
 
 }  // namespace qd::backend
+
+#ifdef QD_HEADER_ONLY
+#include "quadrants/backend/device-inl.hpp"
+#endif

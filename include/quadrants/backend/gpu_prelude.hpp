@@ -30,88 +30,26 @@ QD_FN qd_f32 qd_f32_from_bits(qd_u32 b) { return __int_as_float((int)b); }
 QD_FN qd_f64 qd_f64_from_bits(qd_u64 b) { return __longlong_as_double((long long)b); }
 QD_FN qd_u32 qd_f32_bits(qd_f32 f) { return (qd_u32)__float_as_int(f); }
 QD_FN qd_u64 qd_f64_bits(qd_f64 f) { return (qd_u64)__double_as_longlong(f); }
-QD_FN qd_f32 qd_sqrt(qd_f32 x) { return sqrtf(x); }
-QD_FN qd_f64 qd_sqrt(qd_f64 x) { return sqrt(x); }
-QD_FN qd_f32 qd_exp(qd_f32 x) { return expf(x); }
-QD_FN qd_f64 qd_exp(qd_f64 x) { return exp(x); }
-QD_FN qd_f32 qd_log(qd_f32 x) { return logf(x); }
-QD_FN qd_f64 qd_log(qd_f64 x) { return log(x); }
-QD_FN qd_f32 qd_sin(qd_f32 x) { return sinf(x); }
-QD_FN qd_f64 qd_sin(qd_f64 x) { return sin(x); }
-QD_FN qd_f32 qd_cos(qd_f32 x) { return cosf(x); }
-QD_FN qd_f64 qd_cos(qd_f64 x) { return cos(x); }
-QD_FN qd_f32 qd_tanh(qd_f32 x) { return tanhf(x); }
-QD_FN qd_f64 qd_tanh(qd_f64 x) { return tanh(x); }
+#define QD_MATH1(N)                                                            \
+  QD_FN qd_f32 qd_##N(qd_f32 x) { return N##f(x); }                          \
+  QD_FN qd_f64 qd_##N(qd_f64 x) { return N(x); }
+#define QD_MATH2(N)                                                            \
+  QD_FN qd_f32 qd_##N(qd_f32 a, qd_f32 b) { return N##f(a, b); }             \
+  QD_FN qd_f64 qd_##N(qd_f64 a, qd_f64 b) { return N(a, b); }
+QD_FOR_MATH1(QD_MATH1)
+QD_FOR_MATH2(QD_MATH2)
+#undef QD_MATH1
+#undef QD_MATH2
 QD_FN qd_f32 qd_abs(qd_f32 x) { return fabsf(x); }
 QD_FN qd_f64 qd_abs(qd_f64 x) { return fabs(x); }
-QD_FN qd_f32 qd_floor(qd_f32 x) { return floorf(x); }
-QD_FN qd_f64 qd_floor(qd_f64 x) { return floor(x); }
-QD_FN qd_f32 qd_ceil(qd_f32 x) { return ceilf(x); }
-QD_FN qd_f64 qd_ceil(qd_f64 x) { return ceil(x); }
-QD_FN qd_f32 qd_pow(qd_f32 a, qd_f32 b) { return powf(a, b); }
-QD_FN qd_f64 qd_pow(qd_f64 a, qd_f64 b) { return pow(a, b); }
 QD_FN qd_f32 qd_fma(qd_f32 a, qd_f32 b, qd_f32 c) { return fmaf(a, b, c); }
 QD_FN qd_f64 qd_fma(qd_f64 a, qd_f64 b, qd_f64 c) { return fma(a, b, c); }
-/* Atomics: native where CUDA and HIP both have them, else compare-and-swap loops. */
-QD_FN qd_i32 qd_atomic_add(qd_i32* p, qd_i32 v) { return atomicAdd(p, v); }
-QD_FN qd_i32 qd_atomic_sub(qd_i32* p, qd_i32 v) { return atomicSub(p, v); }
-QD_FN qd_i32 qd_atomic_min(qd_i32* p, qd_i32 v) { return atomicMin(p, v); }
-QD_FN qd_i32 qd_atomic_max(qd_i32* p, qd_i32 v) { return atomicMax(p, v); }
-QD_FN qd_u32 qd_atomic_add(qd_u32* p, qd_u32 v) { return atomicAdd(p, v); }
-QD_FN qd_u32 qd_atomic_sub(qd_u32* p, qd_u32 v) { return atomicSub(p, v); }
-QD_FN qd_u32 qd_atomic_min(qd_u32* p, qd_u32 v) { return atomicMin(p, v); }
-QD_FN qd_u32 qd_atomic_max(qd_u32* p, qd_u32 v) { return atomicMax(p, v); }
-QD_FN qd_i64 qd_atomic_add(qd_i64* p, qd_i64 v) { return (qd_i64)atomicAdd((unsigned long long*)p, (unsigned long long)v); }
-QD_FN qd_i64 qd_atomic_sub(qd_i64* p, qd_i64 v) { return (qd_i64)atomicAdd((unsigned long long*)p, 0ull - (unsigned long long)v); }
-QD_FN qd_f32 qd_atomic_add(qd_f32* p, qd_f32 v) { return atomicAdd(p, v); }
-QD_FN qd_f32 qd_atomic_sub(qd_f32* p, qd_f32 v) { return atomicAdd(p, -v); }
-QD_FN qd_f64 qd_atomic_add(qd_f64* p, qd_f64 v) { return atomicAdd(p, v); }
-QD_FN qd_f64 qd_atomic_sub(qd_f64* p, qd_f64 v) { return atomicAdd(p, -v); }
-/* 64-bit read-modify-write by compare-and-swap; OLD is the value replaced. */
-QD_FN qd_i64 qd_from_bits_qd_i64(unsigned long long b) { return (qd_i64)b; }
-QD_FN unsigned long long qd_to_bits_qd_i64(qd_i64 v) { return (unsigned long long)v; }
-QD_FN qd_f64 qd_from_bits_qd_f64(unsigned long long b) { return qd_f64_from_bits(b); }
-QD_FN unsigned long long qd_to_bits_qd_f64(qd_f64 v) { return qd_f64_bits(v); }
-#define QD_CAS64(T, OP, EXPR)                                                                              \
-  QD_FN T OP(T* p, T v) {                                                                                \
-    unsigned long long* qd_q = (unsigned long long*)p;                                                   \
-    unsigned long long qd_seen = *(volatile unsigned long long*)qd_q, qd_prev;                            \
-    T OLD;                                                                                               \
-    do { qd_prev = qd_seen; OLD = qd_from_bits_##T(qd_prev);                                             \
-         qd_seen = atomicCAS(qd_q, qd_prev, qd_to_bits_##T(EXPR)); } while (qd_seen != qd_prev);          \
-    return OLD; }
-QD_CAS64(qd_i64, qd_atomic_min, v < OLD ? v : OLD)
-QD_CAS64(qd_i64, qd_atomic_max, v > OLD ? v : OLD)
-QD_CAS64(qd_f64, qd_atomic_min, v < OLD ? v : OLD)
-QD_CAS64(qd_f64, qd_atomic_max, v > OLD ? v : OLD)
-#undef QD_CAS64
-#define QD_CAS_F32(OP, EXPR)                                                                               \
-  QD_FN qd_f32 OP(qd_f32* p, qd_f32 v) {                                                                 \
-    unsigned int* qd_q = (unsigned int*)p;                                                               \
-    unsigned int qd_seen = *(volatile unsigned int*)qd_q, qd_prev; qd_f32 OLD;                            \
-    do { qd_prev = qd_seen; OLD = qd_f32_from_bits(qd_prev);                                             \
-         qd_seen = atomicCAS(qd_q, qd_prev, qd_f32_bits(EXPR)); } while (qd_seen != qd_prev);             \
-    return OLD; }
-QD_CAS_F32(qd_atomic_min, v < OLD ? v : OLD)
-QD_CAS_F32(qd_atomic_max, v > OLD ? v : OLD)
-#undef QD_CAS_F32
-/* u8: compare-and-swap on the aligned 32-bit word holding the byte (device
-   allocations are rounded up to 8 bytes, so the word is always mapped). */
-#define QD_CAS_U8(OP, EXPR)                                                                                \
-  QD_FN qd_u8 OP(qd_u8* p, qd_u8 v) {                                                                    \
-    unsigned int* qd_q = (unsigned int*)((unsigned long long)p & ~3ull);                                  \
-    const unsigned int qd_shift = ((unsigned int)(unsigned long long)p & 3u) * 8u;                        \
-    unsigned int qd_seen = *(volatile unsigned int*)qd_q, qd_prev; qd_u8 OLD;                             \
-    do { qd_prev = qd_seen; OLD = (qd_u8)(qd_prev >> qd_shift);                                           \
-         const unsigned int qd_new = (unsigned int)(qd_u8)(EXPR);                                        \
-         qd_seen = atomicCAS(qd_q, qd_prev, (qd_prev & ~(0xffu << qd_shift)) | (qd_new << qd_shift)); }   \
-    while (qd_seen != qd_prev);                                                                          \
-    return OLD; }
-QD_CAS_U8(qd_atomic_add, OLD + v)
-QD_CAS_U8(qd_atomic_sub, OLD - v)
-QD_CAS_U8(qd_atomic_min, v < OLD ? v : OLD)
-QD_CAS_U8(qd_atomic_max, v > OLD ? v : OLD)
-#undef QD_CAS_U8
+QD_FN qd_i32 qd_popc32(qd_u32 x) { return __popc(x); }
+QD_FN qd_i32 qd_popc64(qd_u64 x) { return __popcll(x); }
+QD_FN qd_i32 qd_clz32(qd_u32 x) { return __clz((int)x); }
+QD_FN qd_i32 qd_clz64(qd_u64 x) { return __clzll((long long)x); }
+QD_FN qd_i32 qd_ffs32(qd_u32 x) { return __ffs((int)x); }
+QD_FN qd_i32 qd_ffs64(qd_u64 x) { return __ffsll((long long)x); }
 /* The first out-of-range access wins the device-side error record. */
 QD_FN void qd_report_out_of_bounds(const qd_ctx* ctx, qd_i32 param, qd_i32 dim, qd_i64 index, qd_i64 extent) {
   if (atomicCAS((unsigned long long*)ctx->error, 0ull, 1ull) == 0ull) {
@@ -240,6 +178,95 @@ QD_FN qd_i64 qd_reduction_chunk_size(qd_i64 count, qd_i64 max_chunks, qd_i64 min
   }
 )QD";
 
+// Atomics, after the shared helpers (codegen/prelude.hpp) whose qd_rmw_* define what they
+// store: native where CUDA and HIP both have the operation, else compare-and-swap loops.
+inline constexpr std::string_view gpu_prelude_atomics = R"QD(
+/* The word atomicCAS swaps for an element: its bits (32 and 64 bits), or the aligned
+   32-bit word holding it (8 and 16 bits, f16: device allocations are rounded up to 8
+   bytes, so that word is always mapped). */
+QD_FN unsigned int qd_word(qd_i32 v) { return (unsigned int)v; }
+QD_FN unsigned int qd_word(qd_u32 v) { return v; }
+QD_FN unsigned int qd_word(qd_f32 v) { return qd_f32_bits(v); }
+QD_FN unsigned long long qd_word(qd_i64 v) { return (unsigned long long)v; }
+QD_FN unsigned long long qd_word(qd_u64 v) { return v; }
+QD_FN unsigned long long qd_word(qd_f64 v) { return qd_f64_bits(v); }
+QD_FN unsigned int qd_word(qd_u8 v) { return v; }
+QD_FN unsigned int qd_word(qd_i8 v) { return (qd_u8)v; }
+QD_FN unsigned int qd_word(qd_u16 v) { return v; }
+QD_FN unsigned int qd_word(qd_i16 v) { return (qd_u16)v; }
+QD_FN unsigned int qd_word(qd_f16 v) { return v.bits; }
+template <class T, class W> QD_FN void qd_unword(T* v, W w) { *v = (T)w; }  /* integers: the low bits */
+QD_FN void qd_unword(qd_f32* v, unsigned int w) { *v = qd_f32_from_bits(w); }
+QD_FN void qd_unword(qd_f64* v, unsigned long long w) { *v = qd_f64_from_bits(w); }
+QD_FN void qd_unword(qd_f16* v, unsigned int w) { v->bits = (qd_u16)w; }
+/* qd_rmw<OP>(old, v, e) stored in place of old by compare-and-swap; returns old. Every
+   operation a type has no native atomic for. */
+template <int OP, class T> QD_FN T qd_cas_update(T* p, T v, T e) {
+  if constexpr (sizeof(T) >= 4) {
+    typedef decltype(qd_word(v)) W;
+    W* qd_q = (W*)p;
+    T qd_old;
+    if constexpr (OP == 9) {  /* cas: one native compare-and-swap */
+      qd_unword(&qd_old, atomicCAS(qd_q, qd_word(e), qd_word(v)));
+      return qd_old;
+    }
+    W qd_seen = *(volatile W*)qd_q, qd_prev;
+    do {
+      qd_prev = qd_seen;
+      qd_unword(&qd_old, qd_prev);
+      qd_seen = atomicCAS(qd_q, qd_prev, qd_word(qd_rmw<OP>(qd_old, v, e)));
+    } while (qd_seen != qd_prev);
+    return qd_old;
+  } else {
+    unsigned int* qd_q = (unsigned int*)((unsigned long long)p & ~3ull);
+    const unsigned int qd_shift = ((unsigned int)(unsigned long long)p & 3u) * 8u;
+    const unsigned int qd_mask = (sizeof(T) == 1 ? 0xffu : 0xffffu) << qd_shift;
+    unsigned int qd_seen = *(volatile unsigned int*)qd_q, qd_prev;
+    T qd_old;
+    do {
+      qd_prev = qd_seen;
+      qd_unword(&qd_old, (qd_prev & qd_mask) >> qd_shift);
+      const unsigned int qd_new = qd_word(qd_rmw<OP>(qd_old, v, e));
+      qd_seen = atomicCAS(qd_q, qd_prev, (qd_prev & ~qd_mask) | (qd_new << qd_shift));
+    } while (qd_seen != qd_prev);
+    return qd_old;
+  }
+}
+/* Templates for what has no native atomic; the native overloads below are chosen first. */
+template <class T> QD_FN T qd_atomic_add(T* p, T v) { return qd_cas_update<0>(p, v, v); }
+template <class T> QD_FN T qd_atomic_sub(T* p, T v) { return qd_cas_update<1>(p, v, v); }
+template <class T> QD_FN T qd_atomic_min(T* p, T v) { return qd_cas_update<2>(p, v, v); }
+template <class T> QD_FN T qd_atomic_max(T* p, T v) { return qd_cas_update<3>(p, v, v); }
+template <class T> QD_FN T qd_atomic_mul(T* p, T v) { return qd_cas_update<4>(p, v, v); }
+template <class T> QD_FN T qd_atomic_bit_and(T* p, T v) { return qd_cas_update<5>(p, v, v); }
+template <class T> QD_FN T qd_atomic_bit_or(T* p, T v) { return qd_cas_update<6>(p, v, v); }
+template <class T> QD_FN T qd_atomic_bit_xor(T* p, T v) { return qd_cas_update<7>(p, v, v); }
+template <class T> QD_FN T qd_atomic_exchange(T* p, T v) { return qd_cas_update<8>(p, v, v); }
+template <class T> QD_FN T qd_atomic_cas(T* p, T v, T e) { return qd_cas_update<9>(p, v, e); }
+/* Native where CUDA and HIP both have the operation for the type. */
+#define QD_ATOMIC_NATIVE(T, W, ZERO)                                                                      \
+  QD_FN T qd_atomic_add(T* p, T v) { return (T)atomicAdd((W*)p, (W)v); }                                  \
+  QD_FN T qd_atomic_sub(T* p, T v) { return (T)atomicAdd((W*)p, (W)(ZERO - (W)v)); }                      \
+  QD_FN T qd_atomic_bit_and(T* p, T v) { return (T)atomicAnd((W*)p, (W)v); }                               \
+  QD_FN T qd_atomic_bit_or(T* p, T v) { return (T)atomicOr((W*)p, (W)v); }                                 \
+  QD_FN T qd_atomic_bit_xor(T* p, T v) { return (T)atomicXor((W*)p, (W)v); }                               \
+  QD_FN T qd_atomic_exchange(T* p, T v) { return (T)atomicExch((W*)p, (W)v); }
+QD_ATOMIC_NATIVE(qd_i32, unsigned int, 0u)
+QD_ATOMIC_NATIVE(qd_u32, unsigned int, 0u)
+QD_ATOMIC_NATIVE(qd_i64, unsigned long long, 0ull)
+QD_ATOMIC_NATIVE(qd_u64, unsigned long long, 0ull)
+#undef QD_ATOMIC_NATIVE
+QD_FN qd_i32 qd_atomic_min(qd_i32* p, qd_i32 v) { return atomicMin(p, v); }
+QD_FN qd_i32 qd_atomic_max(qd_i32* p, qd_i32 v) { return atomicMax(p, v); }
+QD_FN qd_u32 qd_atomic_min(qd_u32* p, qd_u32 v) { return atomicMin(p, v); }
+QD_FN qd_u32 qd_atomic_max(qd_u32* p, qd_u32 v) { return atomicMax(p, v); }
+QD_FN qd_f32 qd_atomic_add(qd_f32* p, qd_f32 v) { return atomicAdd(p, v); }
+QD_FN qd_f32 qd_atomic_sub(qd_f32* p, qd_f32 v) { return atomicAdd(p, -v); }
+QD_FN qd_f32 qd_atomic_exchange(qd_f32* p, qd_f32 v) { return atomicExch(p, v); }
+QD_FN qd_f64 qd_atomic_add(qd_f64* p, qd_f64 v) { return atomicAdd(p, v); }
+QD_FN qd_f64 qd_atomic_sub(qd_f64* p, qd_f64 v) { return atomicAdd(p, -v); }
+)QD";
+
 // Checks, in the generated code itself, that qd_ctx is laid out as gpu_task_params.
 inline std::string gpu_abi_checks() {
   return array_abi_checks() + member_at("qd_ctx", "arrays", offsetof(gpu_task_params, arrays)) +
@@ -264,6 +291,7 @@ inline std::string gpu_translation_unit_prelude(std::string_view banner, std::st
   s += codegen::prelude_types;
   s += gpu_prelude_source;
   s += codegen::prelude_helpers;
+  s += gpu_prelude_atomics;
   s += gpu_abi_checks();
   return s;
 }

@@ -1,45 +1,34 @@
-// Implementation of backend/registry.hpp.
+// Implementation of backend/registry.hpp: the list. A new backend adds its include and
+// one line below (docs/architecture.md, "Adding a backend").
 #pragma once
 
-#include "quadrants/backend/amdgpu/device.hpp"
-#include "quadrants/backend/cpu/device.hpp"
-#include "quadrants/backend/cuda/device.hpp"
-#include "quadrants/backend/reference/device.hpp"
+#include "quadrants/backend/amdgpu/description.hpp"
+#include "quadrants/backend/cpu/description.hpp"
+#include "quadrants/backend/cuda/description.hpp"
+#include "quadrants/backend/reference/description.hpp"
 #include "quadrants/backend/registry.hpp"
 
 namespace qd::backend {
 
-QD_FUNC std::unique_ptr<device> make_device(arch a, const device_request& r) {
-  switch (a) {
-    case arch::cpu: {
-      cpu::device_options o;
-      o.compile.opt_level = r.opt_level;
-      o.compile.fast_math = r.fast_math;
-      o.compile.timeout_seconds = r.compile_timeout_seconds;
-      o.threads = r.cpu_threads;
-      return cpu::make_device(o);
-    }
-    case arch::cuda: {
-      cuda::device_options o;
-      o.arch = r.cuda_arch;
-      o.compile_only = r.compile_only;
-      o.opt_level = r.opt_level;
-      o.fast_math = r.fast_math;
-      return cuda::make_device(o);
-    }
-    case arch::amdgpu: {
-      amdgpu::device_options o;
-      o.arch = r.amdgpu_arch;
-      o.compile_only = r.compile_only;
-      o.opt_level = r.opt_level;
-      o.fast_math = r.fast_math;
-      return amdgpu::make_device(o);
-    }
-    case arch::reference: return reference::make_device();
-    case arch::metal:
-    case arch::vulkan: return nullptr;  // not on this platform yet (SPEC §7)
-  }
+QD_FUNC std::span<const description> backends() {
+  static const description list[] = {
+      cuda::backend_description,
+      amdgpu::backend_description,
+      cpu::backend_description,
+      reference::backend_description,
+  };
+  return list;
+}
+
+QD_FUNC const description* find_backend(arch a) {
+  for (const description& d : backends())
+    if (d.arch == a) return &d;
   return nullptr;
+}
+
+QD_FUNC std::unique_ptr<device> make_device(arch a, const device_request& r) {
+  const description* d = find_backend(a);
+  return d ? d->make(r) : nullptr;
 }
 
 }  // namespace qd::backend

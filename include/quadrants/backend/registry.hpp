@@ -1,29 +1,22 @@
-// The backends of this build and how each makes its device: the one list a new
-// backend joins. The runtime asks it for a device and reads the device's traits.
+// The backends of this build: the one list a new backend joins (registry-inl.hpp), each
+// entry its own description (backend/<name>/description.hpp). The runtime finds a
+// backend here, makes its device and reads its description and traits.
 #pragma once
 
 #include <memory>
-#include <string>
+#include <span>
 
-#include "quadrants/backend/device.hpp"
+#include "quadrants/backend/description.hpp"
 #include "quadrants/base/api.hpp"
 #include "quadrants/base/arch.hpp"
 
 namespace qd::backend {
 
-// What any backend may need to make its device (each reads its own fields).
-struct device_request {
-  bool compile_only = false;  // compile and cache, no device (GPU backends)
-  int opt_level = 2;
-  bool fast_math = false;
-  int cuda_arch = 0;          // sm as major * 10 + minor; 0: the GPU's own
-  std::string amdgpu_arch;    // "gfx90a"; empty: the GPU's own
-  unsigned cpu_threads = 0;   // 0: all hardware threads
-  int compile_timeout_seconds = 600;  // the host compiler's limit; 0: none (CPU)
-};
-
-// The device for `a`; null when this build has no backend for it. A backend whose
-// library, symbol or GPU is missing throws qd::driver_error.
+// Every backend of this build, in the order init_best_available prefers them.
+QD_FUNC std::span<const description> backends();
+// The backend serving `a`, or null when this build has none.
+QD_FUNC const description* find_backend(arch a);
+// The device for `a`; null when this build has no backend for it.
 QD_FUNC std::unique_ptr<device> make_device(arch a, const device_request& r);
 
 }  // namespace qd::backend

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "quadrants/base/api.hpp"
@@ -51,6 +52,29 @@ class shared_library {
   std::string path_;
   std::string what_;
 };
+
+// A table of entry points resolved from `library`: Table::for_each_entry(table, visit)
+// calls visit(member, symbol, required) for each row (backend/gpu_driver.hpp). A row
+// whose symbol is null (this library has no such entry point) stays null, a missing
+// optional one too; a missing required one is a qd::driver_error naming it.
+template <class Table>
+Table resolve_entry_points(const shared_library& library, Table table = {}) {
+  Table::for_each_entry(table, [&](auto& member, const char* symbol, bool required) {
+    if (symbol == nullptr) return;
+    void* address = required ? library.symbol(symbol) : library.optional_symbol(symbol);
+    member = reinterpret_cast<std::remove_reference_t<decltype(member)>>(address);
+  });
+  return table;
+}
+
+// The entry points of the library Search() finds, resolved on first use (into a copy
+// of `prototype`) and kept for the life of the process (the library is never closed).
+template <class Table, library_search (*Search)()>
+const Table& process_entry_points(const Table& prototype = {}) {
+  static const shared_library library(Search());
+  static const Table table = resolve_entry_points(library, prototype);
+  return table;
+}
 
 }  // namespace qd::backend
 

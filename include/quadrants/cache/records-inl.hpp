@@ -131,6 +131,9 @@ QD_FUNC std::vector<std::byte> encode(const explain_record& r) {
   w.text(r.dot);
   w.u64(r.keys.size());
   for (const key& k : r.keys) w.k(k);
+  w.text(r.variant);
+  w.k(r.explained);
+  w.u64(r.written);
   return w.take();
 }
 
@@ -167,6 +170,9 @@ QD_FUNC std::optional<explain_record> decode_explain_record(std::span<const std:
   std::uint64_t n = in.u64();
   if (!in.ok() || r.kernel.empty() || n > bytes.size()) return std::nullopt;
   for (std::uint64_t i = 0; i < n && in.ok(); ++i) r.keys.push_back(in.k());
+  r.variant = in.text();
+  r.explained = in.k();
+  r.written = in.u64();
   if (!in.ok() || !in.at_end()) return std::nullopt;
   return r;
 }

@@ -29,6 +29,7 @@ struct kernel_record {
   std::uint32_t constructs = 0;
   bool needs_temporaries = false;
   std::vector<task_record> tasks;
+  friend bool operator==(const kernel_record&, const kernel_record&) = default;
 };
 
 // One construct compiled on its own; identical constructs share it.
@@ -38,12 +39,16 @@ struct offload_record {
 };
 
 // What a compiled kernel is made of, for `qd-cache explain`: written next to its
-// records when a process compiles it. Never read by a launch.
+// records when a process compiles one of its variants (one entry per variant, so that a
+// print_ir or coverage run adds its whole-kernel records to the split's). Never read by a launch.
 struct explain_record {
   std::string kernel;     // the kernel's name
   std::string text;       // kernel.explain()
   std::string dot;        // kernel.dot()
   std::vector<key> keys;  // its kernel record (whole) or offload records (split)
+  std::string variant;    // "whole", "split", "coverage" (whole, with kernel_coverage's probes)
+  key explained;          // the kernel (cache::explained_kernel): the entries of its variants share it
+  std::uint64_t written = 0;  // when, in nanoseconds since 1970: the newest variant's text is shown
   friend bool operator==(const explain_record&, const explain_record&) = default;
 };
 

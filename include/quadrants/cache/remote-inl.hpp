@@ -1,17 +1,19 @@
-// Implementation of cache/remote.hpp. The protocol client is hiredis (blocking, one
-// connection per process behind a mutex); the tags are libsodium's HMAC-SHA-256.
+// Implementation of cache/remote.hpp. hiredis connects (one connection per process behind
+// a mutex); the tier writes commands and reads replies itself, with its own bounded reader
+// and a deadline for the whole exchange; the tags are libsodium's HMAC-SHA-256.
 #pragma once
 
-#include <pthread.h>
-#include <signal.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/time.h>
-#include <time.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <limits>
 #include <mutex>
@@ -43,15 +45,18 @@ inline constexpr std::size_t remote_link_size = 32;
 inline constexpr std::size_t remote_value_header = 4 + hmac_size + remote_link_size;
 inline constexpr std::string_view no_link = "00000000000000000000000000000000";
 
-// KEYS: the entries. ARGV: module key prefix, claim ('1'), lock token, lock ttl (ms),
-// this namespace, the set of namespaces. Per key: its value, or an integer whose bits say
-// 1 = this process holds its lock, 2 = another does, 4 = another secret's namespace has
-// it. Then (link, module value or nil) for each distinct module the records name.
+// KEYS: the entries. ARGV: module key prefix, claim ('1'), lock token, lock ttl (ms), this
+// namespace, the set of namespaces, then (when claiming) the lock value to set for each key.
+// Per key: its value; or, when another process's lock is there, {its value, its PTTL, bits};
+// else an integer. Bits: 1 = this process holds its lock, 4 = another secret's namespace
+// has the entry. Then (link, module value or nil) for each distinct module the records name.
 // Reads only its KEYS, the locks beside them and the named modules; a lock is taken with
-// pcall, so a full or read-only server answers the reads all the same.
+// pcall, so a full or read-only server answers the reads all the same. The client checks a
+// lock it finds (remote_lock_problem) before waiting for it: Lua cannot check the tag.
 inline constexpr std::string_view fetch_script = R"lua(
 local out, want, seen = {}, {}, {}
 local prefix = 'qd:' .. ARGV[5] .. ':'
+local mine = ARGV[3] .. ':'
 local others = nil
 for i, k in ipairs(KEYS) do
   local v = redis.call('GET', k)
@@ -67,10 +72,9 @@ for i, k in ipairs(KEYS) do
     local lock = k .. ':lock'
     local holder = redis.call('GET', lock)
     local bits = 0
-    if holder == ARGV[3] then bits = 1
-    elseif holder then bits = 2
-    elseif ARGV[2] == '1' then
-      local r = redis.pcall('SET', lock, ARGV[3], 'NX', 'PX', ARGV[4])
+    if holder and string.sub(holder, 1, string.len(mine)) == mine then bits = 1
+    elseif not holder and ARGV[2] == '1' then
+      local r = redis.pcall('SET', lock, ARGV[6 + i], 'NX', 'PX', ARGV[4])
       if type(r) == 'table' and r.ok then bits = 1 end
     end
     if others == nil then others = redis.call('SMEMBERS', ARGV[6]) end
@@ -81,7 +85,8 @@ for i, k in ipairs(KEYS) do
         break
       end
     end
-    out[i] = bits
+    if holder and bits % 2 == 0 then out[i] = {holder, redis.call('PTTL', lock), bits}
+    else out[i] = bits end
   end
 end
 for _, link in ipairs(want) do
@@ -91,9 +96,11 @@ end
 return out
 )lua";
 
-// Deletes a lock only if this process still holds it (it may have expired and been retaken).
+// Deletes a lock only if this process still holds it (it may have expired and been retaken):
+// its value starts with this process's token.
 inline constexpr std::string_view release_script = R"lua(
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+local v = redis.call('GET', KEYS[1])
+if v and string.sub(v, 1, string.len(ARGV[1]) + 1) == ARGV[1] .. ':' then return redis.call('DEL', KEYS[1]) end
 return 0
 )lua";
 
@@ -108,12 +115,208 @@ struct remote_slot_hash {
   }
 };
 
-#if defined(QD_WITH_REMOTE_CACHE)
-struct reply_deleter {
-  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
+// A Redis reply (RESP2), as the tier's reader builds it.
+struct redis_reply {
+  enum class kind : std::uint8_t { string, status, error, integer, nil, array };
+  kind type = kind::nil;
+  std::int64_t integer = 0;
+  std::string str;                    // string, status, error
+  std::vector<redis_reply> elements;  // array
+  bool is_string() const noexcept { return type == kind::string; }
 };
-using reply_ptr = std::unique_ptr<redisReply, reply_deleter>;
-#endif
+
+// What one reply may hold, checked at each header before anything is read or allocated.
+struct reply_limits {
+  std::uint64_t max_bytes = 0;     // the reply's bytes on the wire
+  std::uint64_t max_elements = 0;  // the elements of all its arrays together
+  std::size_t max_depth = 0;       // 1: a flat array; 2: arrays in an array
+  std::size_t max_line = 0;        // a status, error, integer or length line
+};
+
+// The tier's replies: a string at most the largest entry value (the entry limit, with the
+// value header and zstd's worst-case growth), the largest fetch of a few thousand keys, and
+// arrays inside arrays (SCAN, a lock's holder) but no deeper.
+inline constexpr reply_limits tier_reply_limits{
+    remote_value_header + entry_header_size + max_payload_size + (max_payload_size >> 7) + 65536, 262144, 2, 65536};
+
+// An incremental RESP2 reader that never buffers more than one line: strings go straight
+// into their reply, and every size is checked against the limits when its header arrives.
+class reply_reader {
+ public:
+  enum class state : std::uint8_t { more, done, failed };
+  explicit reply_reader(reply_limits limits) : limits_(limits) {}
+
+  // Consumes bytes from the front of `in`, stopping after the end of one reply (done: take()
+  // it; the rest of `in` belongs to the next). failed: error() says why; the stream is lost.
+  state feed(std::string_view& in) {
+    if (!error_.empty()) return state::failed;
+    while (!in.empty()) {
+      if (bulk_) {
+        if (bulk_left_ > 0) {
+          const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(in.size(), bulk_left_));
+          bulk_->str.append(in.data(), n);
+          in.remove_prefix(n);
+          bytes_ += n;
+          bulk_left_ -= n;
+          continue;
+        }
+        const char c = in.front();
+        in.remove_prefix(1);
+        bytes_ += 1;
+        if (c != (bulk_crlf_ == 0 ? '\r' : '\n')) return fail("a string not followed by CRLF, which is not the Redis protocol");
+        if (++bulk_crlf_ < 2) continue;
+        bulk_ = nullptr;
+        if (finish()) return state::done;
+        continue;
+      }
+      const std::size_t newline = in.find('\n');
+      const std::size_t n = newline == std::string_view::npos ? in.size() : newline + 1;
+      if (line_.size() + n > limits_.max_line)
+        return fail(fmt::format("a line longer than {} bytes, which no answer of the tier has", limits_.max_line));
+      if (bytes_ + n > limits_.max_bytes) return too_large(bytes_ + n);
+      line_.append(in.data(), n);
+      in.remove_prefix(n);
+      bytes_ += n;
+      if (newline == std::string_view::npos) continue;
+      if (line_.size() < 3 || line_[line_.size() - 2] != '\r')
+        return fail("a line not ending in CRLF, which is not the Redis protocol");
+      const state s = header(line_[0], std::string_view(line_).substr(1, line_.size() - 3));
+      line_.clear();
+      if (s != state::more) return s;
+    }
+    return state::more;
+  }
+
+  // The reply completed by feed(); the reader is then ready for the next one.
+  redis_reply take() {
+    redis_reply r = std::move(root_);
+    root_ = {};
+    frames_.clear();
+    bytes_ = elements_ = 0;
+    return r;
+  }
+  const std::string& error() const noexcept { return error_; }
+
+ private:
+  struct frame {
+    redis_reply* array;
+    std::uint64_t left;  // elements still to come
+  };
+
+  state fail(std::string why) {
+    error_ = std::move(why);
+    return state::failed;
+  }
+  state too_large(std::uint64_t bytes) {
+    return fail(fmt::format("a reply of {} bytes or more, larger than any entry (a reply holds at most {} bytes)",
+                            bytes, limits_.max_bytes));
+  }
+
+  static std::optional<std::int64_t> number(std::string_view text) {
+    std::int64_t v = 0;
+    if (text.empty() || text.front() == '+') return std::nullopt;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+    return v;
+  }
+
+  // The next reply: the root, or the next element of the innermost open array.
+  redis_reply* start() { return frames_.empty() ? &root_ : &frames_.back().array->elements.emplace_back(); }
+
+  // A reply just ended: closes the arrays it completes. True when the root is complete.
+  bool finish() {
+    while (!frames_.empty()) {
+      if (--frames_.back().left > 0) return false;
+      frames_.pop_back();
+    }
+    return true;
+  }
+
+  state header(char type, std::string_view body) {
+    using kind = redis_reply::kind;
+    switch (type) {
+      case '+':
+      case '-': {
+        redis_reply* r = start();
+        r->type = type == '+' ? kind::status : kind::error;
+        r->str.assign(body);
+        return finish() ? state::done : state::more;
+      }
+      case ':': {
+        std::optional<std::int64_t> v = number(body);
+        if (!v) return fail("an integer reply that is not a number, which is not the Redis protocol");
+        redis_reply* r = start();
+        r->type = kind::integer;
+        r->integer = *v;
+        return finish() ? state::done : state::more;
+      }
+      case '$': {
+        std::optional<std::int64_t> v = number(body);
+        if (!v || *v < -1) return fail("a string length that is not one, which is not the Redis protocol");
+        if (*v == -1) return finish_nil();
+        const auto length = static_cast<std::uint64_t>(*v);
+        if (length + 2 > limits_.max_bytes - bytes_)
+          return fail(fmt::format("a string of {} bytes, larger than any entry (a reply holds at most {} bytes)",
+                                  length, limits_.max_bytes));
+        redis_reply* r = start();
+        r->type = kind::string;
+        r->str.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(length, std::uint64_t{1} << 20)));
+        bulk_ = r;
+        bulk_left_ = length;
+        bulk_crlf_ = 0;
+        return state::more;
+      }
+      case '*': {
+        std::optional<std::int64_t> v = number(body);
+        if (!v || *v < -1) return fail("an array length that is not one, which is not the Redis protocol");
+        if (*v == -1) return finish_nil();
+        const auto count = static_cast<std::uint64_t>(*v);
+        if (frames_.size() + 1 > limits_.max_depth)
+          return fail(fmt::format("arrays nested {} deep (no answer of the tier nests more than {})",
+                                  frames_.size() + 1, limits_.max_depth));
+        if (count > limits_.max_elements - elements_)
+          return fail(fmt::format("an array of {} elements (a reply holds at most {})", count, limits_.max_elements));
+        elements_ += count;
+        redis_reply* r = start();
+        r->type = kind::array;
+        if (count == 0) return finish() ? state::done : state::more;
+        r->elements.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(count, 64)));
+        frames_.push_back({r, count});
+        return state::more;
+      }
+      default:
+        return fail(fmt::format("a reply starting with the byte 0x{:02x}, which is not the Redis protocol",
+                                static_cast<unsigned>(static_cast<unsigned char>(type))));
+    }
+  }
+  state finish_nil() {
+    start()->type = redis_reply::kind::nil;
+    return finish() ? state::done : state::more;
+  }
+
+  reply_limits limits_;
+  redis_reply root_;
+  std::vector<frame> frames_;
+  redis_reply* bulk_ = nullptr;  // the string being read
+  std::uint64_t bulk_left_ = 0;  // its bytes still to come
+  int bulk_crlf_ = 0;            // bytes of its CRLF seen
+  std::string line_;             // the header line being read
+  std::uint64_t bytes_ = 0, elements_ = 0;
+  std::string error_;
+};
+
+// What a reply is, for messages.
+QD_FUNC std::string reply_text(const redis_reply& r) {
+  switch (r.type) {
+    case redis_reply::kind::string:
+    case redis_reply::kind::status:
+    case redis_reply::kind::error: return r.str.substr(0, 200);
+    case redis_reply::kind::integer: return fmt::format("the integer {}", r.integer);
+    case redis_reply::kind::nil: return "nil";
+    case redis_reply::kind::array: return fmt::format("an array of {} elements", r.elements.size());
+  }
+  return "?";
+}
 
 // One argument of a command, borrowed from the caller.
 struct remote_arg {
@@ -131,12 +334,15 @@ struct remote_state {
   remote_options options;
   remote_address address;
   bool supported = false;
-  std::string ns, prefix, token;
+  std::string ns, prefix;
+  std::string token;   // names this process's locks: random, then its pid
+  pid_t owner = 0;     // the process the connection, token and locks belong to
 
   std::mutex mutex;  // the connection, the buffer and the sets below
 #if defined(QD_WITH_REMOTE_CACHE)
-  redisContext* ctx = nullptr;
+  redisContext* ctx = nullptr;  // connected by hiredis; the tier reads and writes its socket itself
 #endif
+  std::vector<char> io;  // what a read takes from the socket at once
   bool scripting = true;  // false once EVAL was refused: two pipelined round trips instead
   bool registered = false;
   std::chrono::milliseconds backoff{0};
@@ -144,6 +350,7 @@ struct remote_state {
   std::atomic<std::int64_t> writes_resume_at{0};  // after the server refused a write (full)
   std::string last_error;
   std::atomic<bool> warned_fault{false}, warned_auth{false}, warned_foreign{false}, warned_full{false};
+  std::atomic<bool> warned_lock{false}, warned_wait{false};
 
   std::unordered_map<remote_slot, std::vector<std::byte>, remote_slot_hash> buffer;
   std::size_t buffer_bytes = 0;
@@ -299,63 +506,192 @@ QD_FUNC void fault(remote_state& s, const std::string& why) {
                       seconds_text(s.backoff));
 }
 
+// A fresh token for this process's locks: random bits, then the pid (for people reading them).
+QD_FUNC std::string make_token() {
+  std::random_device rd;
+  return fmt::format("{:08x}{:08x}-{}", rd(), rd(), ::getpid());
+}
+
+// A child of fork() shares its parent's connection, token and locks: it takes a connection,
+// a token and counters of its own (the parent reports its counts), and holds no lock. The
+// caller holds s.mutex; one getpid() per call of the tier.
+QD_FUNC void adopt_after_fork(remote_state& s) {
+  const pid_t self = ::getpid();
+  if (s.owner == self) return;
+  s.owner = self;
+#if defined(QD_WITH_REMOTE_CACHE)
+  if (s.ctx) {  // closes this process's copy of the socket; the parent's connection lives on
+    redisFree(s.ctx);
+    s.ctx = nullptr;
+  }
+#endif
+  s.token = make_token();
+  s.held.clear();
+  for (auto* counter : {&s.hits, &s.misses, &s.stores, &s.rejected, &s.errors, &s.bytes_read, &s.bytes_written,
+                        &s.round_trips, &s.locks_taken, &s.waited})
+    counter->store(0, std::memory_order_relaxed);
+}
+
+QD_FUNC std::int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+QD_FUNC std::string hex_of(std::span<const std::byte> bytes) {
+  std::string out;
+  for (std::byte b : bytes) out += fmt::format("{:02x}", std::to_integer<unsigned>(b));
+  return out;
+}
+
+// The tag of a lock value's head (token:issued:ttl) on the lock `lock_name`.
+QD_FUNC hmac_tag lock_tag(const remote_state& s, std::string_view lock_name, std::string_view head) {
+  return hmac(s.options.secret, {as_bytes(std::string_view("quadrants remote cache lock\0", 28)), as_bytes(lock_name),
+                                 as_bytes(std::string_view("\0", 1)), as_bytes(head)});
+}
+
+// The value of a compile lock this process takes: token:issued (unix ms):ttl (ms):tag, the
+// tag an HMAC under the secret (zeros without one), so that others can tell a genuine lock.
+QD_FUNC std::string make_lock_value(const remote_state& s, std::string_view lock_name) {
+  std::string head = fmt::format("{}:{}:{}", s.token, wall_ms(), s.options.lock_ttl.count());
+  std::string tag = s.options.unauthenticated ? std::string(2 * hmac_size, '0') : hex_of(lock_tag(s, lock_name, head));
+  return head + ":" + tag;
+}
+
+// Clocks of the machines sharing a server may differ by this much.
+inline constexpr std::int64_t lock_clock_skew_ms = 60000;
+
+// Why a lock found on the server is not worth waiting for (planted, forged, replayed or
+// stuck), or empty for a genuine one: taken by a process with this secret, with an expiry.
+QD_FUNC std::string remote_lock_problem(const remote_state& s, std::string_view lock_name, std::string_view value,
+                                        std::int64_t pttl) {
+  if (pttl == -1) return "it has no expiry";
+  if (pttl < 0) return "it is gone";
+  const std::size_t tag_at = value.rfind(':');
+  const std::size_t ttl_at = tag_at == std::string_view::npos ? tag_at : value.rfind(':', tag_at - 1);
+  const std::size_t issued_at = ttl_at == std::string_view::npos || ttl_at == 0 ? std::string_view::npos
+                                                                                  : value.rfind(':', ttl_at - 1);
+  std::int64_t issued = 0, ttl = 0;
+  auto number = [](std::string_view text, std::int64_t& v) {
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    return !text.empty() && ec == std::errc() && end == text.data() + text.size();
+  };
+  if (issued_at == std::string_view::npos || value.size() - tag_at - 1 != 2 * hmac_size ||
+      !number(value.substr(issued_at + 1, ttl_at - issued_at - 1), issued) ||
+      !number(value.substr(ttl_at + 1, tag_at - ttl_at - 1), ttl) || ttl <= 0)
+    return "its value is not one this tier writes";
+  if (!s.options.unauthenticated) {
+    const std::string expected = hex_of(lock_tag(s, lock_name, value.substr(0, tag_at)));
+    hmac_tag got{}, want{};
+    for (std::size_t i = 0; i < hmac_size; ++i) {  // compared in constant time, as entries are
+      unsigned a = 0, b = 0;
+      std::from_chars(value.data() + tag_at + 1 + 2 * i, value.data() + tag_at + 3 + 2 * i, a, 16);
+      std::from_chars(expected.data() + 2 * i, expected.data() + 2 * i + 2, b, 16);
+      got[i] = static_cast<std::byte>(a);
+      want[i] = static_cast<std::byte>(b);
+    }
+    if (!hmac_equal(got, want)) return "it is not signed with this remote_cache_secret";
+  }
+  if (pttl > ttl) return fmt::format("it expires in {} ms, later than the {} ms its holder gave it", pttl, ttl);
+  if (wall_ms() > issued + ttl + lock_clock_skew_ms)
+    return fmt::format("it was taken {} s ago and should have expired (a replayed lock)", (wall_ms() - issued) / 1000);
+  return {};
+}
+
+// A lock not worth waiting for: one warning per process, later ones at debug.
+QD_FUNC void note_ignored_lock(remote_state& s, entry_kind kind, const key& k, const std::string& why) {
+  qd::detail::log_fmt(s.warned_lock.exchange(true) ? log_level::debug : log_level::warn,
+                      "remote cache {}: the compile lock on {} {} is ignored: {}. Only a process with this "
+                      "remote_cache_secret takes locks, always with an expiry, so it was planted or replayed by "
+                      "someone who can write to the server; compiling here instead of waiting for it",
+                      s.address.text(), name(kind), k.hex(), why);
+}
+
 #if defined(QD_WITH_REMOTE_CACHE)
 
-// Writing to a socket the server closed raises SIGPIPE, which would end the process:
-// block it on this thread for the round trip and discard one it raised.
-class sigpipe_guard {
- public:
-  sigpipe_guard() {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &set, &old_);
-    sigset_t pending;
-    sigpending(&pending);
-    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
+// The whole exchange may take remote_cache_timeout_ms, plus this much per byte moved, so that
+// a large entry on a slow link (8 MiB/s) arrives while a trickle does not stretch the wait.
+inline constexpr std::int64_t exchange_ns_per_byte = 1000000000 / (std::int64_t{8} << 20);
+
+QD_FUNC void append_command(std::string& out, const remote_command& c) {
+  out += fmt::format("*{}\r\n", c.size());
+  for (const remote_arg& a : c) {
+    out += fmt::format("${}\r\n", a.size);
+    out.append(a.data, a.size);
+    out += "\r\n";
   }
-  sigpipe_guard(const sigpipe_guard&) = delete;
-  sigpipe_guard& operator=(const sigpipe_guard&) = delete;
-  ~sigpipe_guard() {
-    if (!was_pending_) {
-      sigset_t pending;
-      sigpending(&pending);
-      if (sigismember(&pending, SIGPIPE) == 1) {
-        sigset_t set;
-        sigemptyset(&set);
-        sigaddset(&set, SIGPIPE);
-        struct timespec zero = {0, 0};
-        while (sigtimedwait(&set, nullptr, &zero) < 0 && errno == EINTR) {
-        }
-      }
+}
+
+QD_FUNC std::string timeout_text(const remote_state& s) {
+  return fmt::format("remote_cache_timeout_ms = {}", s.options.timeout.count());
+}
+
+// Writes the commands and reads their replies, all by `deadline` (steady ns; it moves out
+// with each byte moved); nullopt after a fault.
+QD_FUNC std::optional<std::vector<redis_reply>> exchange(remote_state& s, const std::vector<remote_command>& commands,
+                                                         std::int64_t deadline) {
+  std::string out;
+  for (const remote_command& c : commands) append_command(out, c);
+  if (s.io.empty()) s.io.resize(std::size_t{256} << 10);
+  const int fd = s.ctx->fd;
+  reply_reader reader(tier_reply_limits);
+  std::vector<redis_reply> replies;
+  replies.reserve(commands.size());
+  std::size_t written = 0;
+  std::uint64_t received = 0;
+  while (replies.size() < commands.size()) {
+    const std::int64_t left = deadline + static_cast<std::int64_t>(written + received) * exchange_ns_per_byte - steady_ns();
+    if (left <= 0) {
+      fault(s, received == 0 ? fmt::format("no answer within {}", timeout_text(s))
+                             : fmt::format("the answer did not arrive within {} ({} bytes came, too slowly)",
+                                           timeout_text(s), received));
+      return std::nullopt;
     }
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+    pollfd p{fd, static_cast<short>(POLLIN | (written < out.size() ? POLLOUT : 0)), 0};
+    const int rc = ::poll(&p, 1, static_cast<int>(std::min<std::int64_t>((left + 999999) / 1000000, 60000)));
+    if (rc < 0 && errno != EINTR) {
+      fault(s, fmt::format("the connection failed ({})", std::strerror(errno)));
+      return std::nullopt;
+    }
+    if (rc <= 0) continue;
+    if (p.revents & POLLOUT) {
+      const ssize_t n = ::send(fd, out.data() + written, out.size() - written, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        fault(s, fmt::format("the connection was lost ({})", std::strerror(errno)));
+        return std::nullopt;
+      }
+      if (n > 0) written += static_cast<std::size_t>(n);
+    }
+    if (!(p.revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    const ssize_t n = ::recv(fd, s.io.data(), s.io.size(), MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
+    if (n <= 0) {
+      fault(s, fmt::format("the connection was lost ({})", n == 0 ? "the server closed it" : std::strerror(errno)));
+      return std::nullopt;
+    }
+    received += static_cast<std::uint64_t>(n);
+    std::string_view in(s.io.data(), static_cast<std::size_t>(n));
+    while (!in.empty()) {
+      if (replies.size() == commands.size()) {
+        fault(s, "the server's answer is not the Redis protocol (more replies than commands)");
+        return std::nullopt;
+      }
+      const reply_reader::state st = reader.feed(in);
+      if (st == reply_reader::state::failed) {
+        fault(s, fmt::format("the server's answer is refused: {}", reader.error()));
+        return std::nullopt;
+      }
+      if (st == reply_reader::state::done) replies.push_back(reader.take());
+    }
   }
+  s.round_trips.fetch_add(1, std::memory_order_relaxed);
+  return replies;
+}
 
- private:
-  sigset_t old_;
-  bool was_pending_ = false;
-};
-
-QD_FUNC struct timeval to_timeval(std::chrono::milliseconds d) {
+QD_FUNC bool connect(remote_state& s, std::int64_t deadline) {
+  const std::int64_t left_ms = std::max<std::int64_t>(1, (deadline - steady_ns()) / 1000000);
   struct timeval tv;
-  tv.tv_sec = static_cast<time_t>(d.count() / 1000);
-  tv.tv_usec = static_cast<suseconds_t>((d.count() % 1000) * 1000);
-  return tv;
-}
-
-QD_FUNC std::string reply_text(const redisReply* r) {
-  if (!r) return "no reply";
-  if (r->type == REDIS_REPLY_ERROR || r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_STRING)
-    return std::string(r->str, std::min<std::size_t>(r->len, 200));
-  return fmt::format("a reply of type {}", r->type);
-}
-
-// Sends the commands as one pipeline and reads their replies; nullopt after a fault.
-QD_FUNC std::optional<std::vector<reply_ptr>> send(remote_state& s, const std::vector<remote_command>& commands);
-
-QD_FUNC bool connect(remote_state& s) {
-  struct timeval tv = to_timeval(s.options.timeout);
+  tv.tv_sec = static_cast<time_t>(left_ms / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((left_ms % 1000) * 1000);
   s.ctx = s.address.unix_socket ? redisConnectUnixWithTimeout(s.address.path.c_str(), tv)
                                 : redisConnectWithTimeout(s.address.host.c_str(), s.address.port, tv);
   if (!s.ctx || s.ctx->err) {
@@ -363,7 +699,11 @@ QD_FUNC bool connect(remote_state& s) {
     fault(s, fmt::format("cannot connect ({})", why));
     return false;
   }
-  redisSetTimeout(s.ctx, tv);
+  const int flags = ::fcntl(s.ctx->fd, F_GETFL);
+  if (flags < 0 || ::fcntl(s.ctx->fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+    fault(s, fmt::format("cannot use the connection ({})", std::strerror(errno)));
+    return false;
+  }
   std::vector<remote_command> setup;
   std::string db = std::to_string(s.address.db);
   if (!s.address.password.empty()) {
@@ -372,60 +712,36 @@ QD_FUNC bool connect(remote_state& s) {
   }
   if (s.address.db != 0) setup.push_back({"SELECT", db});
   if (setup.empty()) return true;
-  auto replies = send(s, setup);
+  auto replies = exchange(s, setup, deadline);
   if (!replies) return false;
-  for (auto& r : *replies)
-    if (r->type == REDIS_REPLY_ERROR) {
+  for (const redis_reply& r : *replies)
+    if (r.type == redis_reply::kind::error) {
       fault(s, fmt::format("the server refused the connection's set-up ({}); check the password and the "
                            "database number in remote_cache",
-                           reply_text(r.get())));
+                           reply_text(r)));
       return false;
     }
   return true;
 }
 
-QD_FUNC std::optional<std::vector<reply_ptr>> send(remote_state& s, const std::vector<remote_command>& commands) {
-  if (!s.ctx && !connect(s)) return std::nullopt;
-  sigpipe_guard guard;
-  std::vector<const char*> argv;
-  std::vector<std::size_t> lengths;
-  for (const remote_command& c : commands) {
-    argv.clear();
-    lengths.clear();
-    for (const remote_arg& a : c) {
-      argv.push_back(a.data);
-      lengths.push_back(a.size);
-    }
-    if (redisAppendCommandArgv(s.ctx, static_cast<int>(argv.size()), argv.data(), lengths.data()) != REDIS_OK) {
-      fault(s, fmt::format("cannot queue a command ({})", s.ctx->errstr));
-      return std::nullopt;
+// Sends the commands as one pipeline and reads their replies; nullopt after a fault. The
+// exchange, connecting included, has remote_cache_timeout_ms (and time for its bytes).
+QD_FUNC std::optional<std::vector<redis_reply>> send(remote_state& s, const std::vector<remote_command>& commands) {
+  const std::int64_t deadline =
+      steady_ns() + std::chrono::duration_cast<std::chrono::nanoseconds>(s.options.timeout).count();
+  if (s.ctx) {
+    // Bytes nobody asked for, or the server's end of an idle connection: start afresh.
+    pollfd p{s.ctx->fd, POLLIN, 0};
+    if (::poll(&p, 1, 0) != 0) {
+      qd::detail::log_fmt(log_level::debug, "remote cache {}: the connection was closed or sent unasked bytes; "
+                          "reconnecting", s.address.text());
+      redisFree(s.ctx);
+      s.ctx = nullptr;
     }
   }
-  // The wait for the first reply gets the timeout less the kernel's rounding of socket
-  // timeouts (measured up to ~8 ms here), so that a silent server costs at most the
-  // timeout; later replies only need to keep coming within it.
-  auto first_wait = std::max(s.options.timeout / 2, s.options.timeout - std::chrono::milliseconds(10));
-  redisSetTimeout(s.ctx, to_timeval(first_wait));
-  std::vector<reply_ptr> replies;
-  for (std::size_t i = 0; i < commands.size(); ++i) {
-    if (i == 1) redisSetTimeout(s.ctx, to_timeval(s.options.timeout));
-    void* r = nullptr;
-    if (redisGetReply(s.ctx, &r) != REDIS_OK || r == nullptr) {
-      int err = s.ctx->err;
-      std::string why = s.ctx->errstr;
-      if (err == REDIS_ERR_IO && (why.find("Resource temporarily unavailable") != std::string::npos ||
-                                  why.find("timed out") != std::string::npos))
-        why = fmt::format("no answer within remote_cache_timeout_ms = {}", s.options.timeout.count());
-      else if (err == REDIS_ERR_EOF || err == REDIS_ERR_IO)
-        why = fmt::format("the connection was lost ({})", why);
-      else if (err == REDIS_ERR_PROTOCOL)
-        why = fmt::format("the server's answer is not the Redis protocol ({})", why);
-      fault(s, why);
-      return std::nullopt;
-    }
-    replies.emplace_back(static_cast<redisReply*>(r));
-  }
-  s.round_trips.fetch_add(1, std::memory_order_relaxed);
+  if (!s.ctx && !connect(s, deadline)) return std::nullopt;
+  auto replies = exchange(s, commands, deadline);
+  if (!replies) return std::nullopt;
   if (s.backoff.count() != 0) {
     s.backoff = std::chrono::milliseconds(0);
     qd::detail::log_fmt(log_level::info, "remote cache {}: reachable again", s.address.text());
@@ -434,21 +750,17 @@ QD_FUNC std::optional<std::vector<reply_ptr>> send(remote_state& s, const std::v
 }
 
 // A round trip, unless the tier is backing off.
-QD_FUNC std::optional<std::vector<reply_ptr>> round_trip(remote_state& s, const std::vector<remote_command>& commands) {
+QD_FUNC std::optional<std::vector<redis_reply>> round_trip(remote_state& s, const std::vector<remote_command>& commands) {
   if (!s.supported || backing_off(s)) return std::nullopt;
   return send(s, commands);
 }
 
-QD_FUNC bool is_string(const redisReply* r) { return r && r->type == REDIS_REPLY_STRING; }
-
-QD_FUNC std::span<const std::byte> reply_bytes(const redisReply* r) {
-  return {reinterpret_cast<const std::byte*>(r->str), r->len};
-}
+QD_FUNC std::span<const std::byte> reply_bytes(const redis_reply& r) { return as_bytes(r.str); }
 
 // Judges one value fetched for (kind, k); hits go to `out`.
-QD_FUNC bool accept_value(remote_state& s, entry_kind kind, const key& k, const redisReply* r,
+QD_FUNC bool accept_value(remote_state& s, entry_kind kind, const key& k, const redis_reply& r,
                           std::vector<remote_entry>& out) {
-  s.bytes_read.fetch_add(r->len, std::memory_order_relaxed);
+  s.bytes_read.fetch_add(r.str.size(), std::memory_order_relaxed);
   remote_entry e{kind, k, {}};
   std::string why;
   switch (open_value(s, kind, k, reply_bytes(r), e.payload, why)) {
@@ -480,25 +792,40 @@ QD_FUNC void note_foreign(remote_state& s, entry_kind kind, const key& k) {
                       s.address.text(), name(kind), k.hex(), s.ns);
 }
 
+// What another process's lock on (kind, k) means: wait for it, or (not genuine) ignore it.
+QD_FUNC remote_status judge_lock(remote_state& s, entry_kind kind, const key& k, const redis_reply& holder,
+                                 const redis_reply& pttl) {
+  const std::string lock_name = remote_key(s, kind, k) + ":lock";
+  std::string why = !holder.is_string() || pttl.type != redis_reply::kind::integer
+                        ? std::string("the server described it oddly")
+                        : remote_lock_problem(s, lock_name, holder.str, pttl.integer);
+  if (why.empty()) return remote_status::locked_elsewhere;
+  note_ignored_lock(s, kind, k, why);
+  return remote_status::absent;
+}
+
 // The script fetch; nullopt with `scripting` cleared when the server refuses EVAL.
 QD_FUNC std::optional<remote_fetch> fetch_scripted(remote_state& s, entry_kind kind, std::span<const key> keys,
                                                    bool claim, bool& faulted) {
-  std::vector<std::string> names;
+  std::vector<std::string> names, values;
   for (const key& k : keys) names.push_back(remote_key(s, kind, k));
+  if (claim)
+    for (const std::string& n : names) values.push_back(make_lock_value(s, n + ":lock"));
   std::string module_prefix = s.prefix + "module:";
   std::string count = std::to_string(keys.size());
   std::string ttl = std::to_string(s.options.lock_ttl.count());
   remote_command c{"EVAL", fetch_script, count};
   for (const std::string& n : names) c.emplace_back(n);
   c.insert(c.end(), {module_prefix, claim ? "1" : "0", s.token, ttl, s.ns, "qd:namespaces"});
+  for (const std::string& v : values) c.emplace_back(v);
   auto replies = round_trip(s, {c});
   if (!replies) {
     faulted = true;
     return std::nullopt;
   }
-  const redisReply* r = (*replies)[0].get();
-  if (r->type == REDIS_REPLY_ERROR) {
-    std::string text = reply_text(r);
+  const redis_reply& r = (*replies)[0];
+  if (r.type == redis_reply::kind::error) {
+    const std::string& text = r.str;
     if (text.starts_with("BUSY") || text.starts_with("LOADING") || text.starts_with("MASTERDOWN")) {
       fault(s, fmt::format("the server is not answering scripts now ({})", text));
       faulted = true;
@@ -509,33 +836,39 @@ QD_FUNC std::optional<remote_fetch> fetch_scripted(remote_state& s, entry_kind k
     s.scripting = false;
     return std::nullopt;
   }
-  if (r->type != REDIS_REPLY_ARRAY || r->elements < keys.size() || (r->elements - keys.size()) % 2 != 0) {
-    fault(s, fmt::format("unexpected answer to the fetch script ({})", reply_text(r)));
+  auto unexpected = [&](const redis_reply& what) {
+    fault(s, fmt::format("unexpected answer to the fetch script ({})", reply_text(what)));
     faulted = true;
     return std::nullopt;
-  }
+  };
+  if (r.type != redis_reply::kind::array || r.elements.size() < keys.size() ||
+      (r.elements.size() - keys.size()) % 2 != 0)
+    return unexpected(r);
   remote_fetch f;
   for (std::size_t i = 0; i < keys.size(); ++i) {
-    const redisReply* v = r->element[i];
+    const redis_reply& v = r.elements[i];
     remote_status status = remote_status::absent;
-    if (is_string(v)) {
+    std::int64_t bits = 0;
+    if (v.is_string()) {
       if (accept_value(s, kind, keys[i], v, f.entries)) status = remote_status::hit;
-    } else if (v->type == REDIS_REPLY_INTEGER) {
-      if (v->integer & 1) status = remote_status::claimed;
-      else if (v->integer & 2) status = remote_status::locked_elsewhere;
-      if (v->integer & 4) note_foreign(s, kind, keys[i]);
+    } else if (v.type == redis_reply::kind::integer) {
+      bits = v.integer;
+      if (bits & 1) status = remote_status::claimed;
+    } else if (v.type == redis_reply::kind::array && v.elements.size() == 3 &&
+               v.elements[2].type == redis_reply::kind::integer) {
+      bits = v.elements[2].integer;
+      status = judge_lock(s, kind, keys[i], v.elements[0], v.elements[1]);
     } else {
-      fault(s, fmt::format("unexpected answer to the fetch script ({})", reply_text(v)));
-      faulted = true;
-      return std::nullopt;
+      return unexpected(v);
     }
+    if (bits & 4) note_foreign(s, kind, keys[i]);
     f.status.push_back(status);
   }
-  for (std::size_t i = keys.size(); i + 1 < r->elements; i += 2) {
-    const redisReply* link = r->element[i];
-    const redisReply* v = r->element[i + 1];
-    std::optional<key> mk = is_string(link) ? key::from_hex(std::string_view(link->str, link->len)) : std::nullopt;
-    if (mk && is_string(v)) accept_value(s, entry_kind::module, *mk, v, f.entries);
+  for (std::size_t i = keys.size(); i + 1 < r.elements.size(); i += 2) {
+    const redis_reply& link = r.elements[i];
+    const redis_reply& v = r.elements[i + 1];
+    std::optional<key> mk = link.is_string() ? key::from_hex(link.str) : std::nullopt;
+    if (mk && v.is_string()) accept_value(s, entry_kind::module, *mk, v, f.entries);
   }
   return f;
 }
@@ -551,6 +884,7 @@ QD_FUNC std::optional<remote_fetch> fetch_pipelined(remote_state& s, entry_kind 
   std::vector<remote_command> first;
   for (const std::string& n : names) first.push_back({"GET", n});
   for (const std::string& l : locks) first.push_back({"GET", l});
+  for (const std::string& l : locks) first.push_back({"PTTL", l});
   auto replies = round_trip(s, first);
   if (!replies) return std::nullopt;
   remote_fetch f;
@@ -558,31 +892,34 @@ QD_FUNC std::optional<remote_fetch> fetch_pipelined(remote_state& s, entry_kind 
   std::vector<remote_command> second;
   std::string ttl = std::to_string(s.options.lock_ttl.count());
   std::vector<std::size_t> claiming;
+  const std::string mine = s.token + ":";
   for (std::size_t i = 0; i < keys.size(); ++i) {
-    const redisReply* v = (*replies)[i].get();
-    const redisReply* holder = (*replies)[keys.size() + i].get();
-    if (is_string(v)) {
+    const redis_reply& v = (*replies)[i];
+    const redis_reply& holder = (*replies)[keys.size() + i];
+    if (v.is_string()) {
       bool ok = accept_value(s, kind, keys[i], v, f.entries);
       f.status.push_back(ok ? remote_status::hit : remote_status::absent);
-      if (ok && v->len >= remote_value_header) {
-        std::string link(v->str + 4 + hmac_size, remote_link_size);
+      if (ok && v.str.size() >= remote_value_header) {
+        std::string link = v.str.substr(4 + hmac_size, remote_link_size);
         if (link != no_link && std::find(links.begin(), links.end(), link) == links.end()) links.push_back(link);
       }
       continue;
     }
-    if (is_string(holder)) {
-      bool mine = std::string_view(holder->str, holder->len) == s.token;
-      f.status.push_back(mine ? remote_status::claimed : remote_status::locked_elsewhere);
+    if (holder.is_string()) {
+      f.status.push_back(holder.str.starts_with(mine)
+                             ? remote_status::claimed
+                             : judge_lock(s, kind, keys[i], holder, (*replies)[2 * keys.size() + i]));
     } else {
       f.status.push_back(remote_status::absent);
       if (claim) claiming.push_back(i);
     }
   }
-  std::vector<std::string> module_names;
+  std::vector<std::string> module_names, values;
   for (const std::string& l : links) module_names.push_back(s.prefix + "module:" + l);
   for (const std::string& m : module_names) second.push_back({"GET", m});
-  for (std::size_t i : claiming) {
-    remote_command c{"SET", locks[i], s.token, "NX", "PX"};
+  for (std::size_t i : claiming) values.push_back(make_lock_value(s, locks[i]));
+  for (std::size_t j = 0; j < claiming.size(); ++j) {
+    remote_command c{"SET", locks[claiming[j]], values[j], "NX", "PX"};
     c.emplace_back(ttl);
     second.push_back(std::move(c));
   }
@@ -590,12 +927,10 @@ QD_FUNC std::optional<remote_fetch> fetch_pipelined(remote_state& s, entry_kind 
   auto more = round_trip(s, second);
   if (!more) return f;
   for (std::size_t j = 0; j < links.size(); ++j)
-    if (auto mk = key::from_hex(links[j]); mk && is_string((*more)[j].get()))
-      accept_value(s, entry_kind::module, *mk, (*more)[j].get(), f.entries);
-  for (std::size_t j = 0; j < claiming.size(); ++j) {
-    const redisReply* r = (*more)[links.size() + j].get();
-    if (r->type == REDIS_REPLY_STATUS) f.status[claiming[j]] = remote_status::claimed;
-  }
+    if (auto mk = key::from_hex(links[j]); mk && (*more)[j].is_string())
+      accept_value(s, entry_kind::module, *mk, (*more)[j], f.entries);
+  for (std::size_t j = 0; j < claiming.size(); ++j)
+    if ((*more)[links.size() + j].type == redis_reply::kind::status) f.status[claiming[j]] = remote_status::claimed;
   return f;
 }
 
@@ -758,8 +1093,8 @@ QD_FUNC remote::remote(remote_options options) : state_(std::make_unique<detail:
     for (int i = 0; i < 8; ++i) s.ns += fmt::format("{:02x}", std::to_integer<unsigned>(id[static_cast<std::size_t>(i)]));
   }
   s.prefix = "qd:" + s.ns + ":";
-  std::random_device rd;
-  s.token = fmt::format("{:08x}{:08x}-{}", rd(), rd(), ::getpid());
+  s.token = detail::make_token();
+  s.owner = ::getpid();
 }
 
 QD_FUNC remote::~remote() {
@@ -767,6 +1102,7 @@ QD_FUNC remote::~remote() {
   detail::remote_state& s = *state_;
   try {
     std::lock_guard lock(s.mutex);
+    detail::adopt_after_fork(s);
     s.warned_fault = true;  // a server gone by the time the program ends is not worth a warning
     std::vector<std::string> names;
     for (const detail::remote_slot& h : s.held) names.push_back(detail::remote_key(s, h.kind, h.k) + ":lock");
@@ -807,6 +1143,7 @@ QD_FUNC remote_fetch remote::fetch(entry_kind kind, std::span<const key> keys, b
   detail::remote_state& s = *state_;
   try {
     std::lock_guard lock(s.mutex);
+    detail::adopt_after_fork(s);
     return detail::fetch_locked(s, kind, keys, claim);
   } catch (...) {
     remote_fetch f;
@@ -824,6 +1161,7 @@ QD_FUNC std::size_t remote::prefetch(entry_kind kind, std::span<const key> keys)
     for (const key& k : keys)
       if (std::find(wanted.begin(), wanted.end(), k) == wanted.end()) wanted.push_back(k);
     std::unique_lock lock(s.mutex);
+    detail::adopt_after_fork(s);
     if (s.absent.size() > 100000) s.absent.clear();
     remote_fetch f = detail::fetch_locked(s, kind, wanted, true);
     std::vector<key> pending;
@@ -838,14 +1176,27 @@ QD_FUNC std::size_t remote::prefetch(entry_kind kind, std::span<const key> keys)
     // Another process is compiling some of these: wait for its entries, bounded by the
     // lock's life. Taking over a lock whose holder died ends the wait (compiling it and
     // the rest here), which keeps two waiters from waiting on each other.
-    auto deadline = std::chrono::steady_clock::now() + s.options.lock_ttl + s.options.timeout;
+    const auto wait_start = std::chrono::steady_clock::now();
+    const auto deadline = wait_start + s.options.lock_ttl + s.options.timeout;
     auto pause = std::chrono::milliseconds(2);
+    bool warned = false;
     while (!pending.empty()) {
-      if (std::chrono::steady_clock::now() >= deadline) break;
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) break;
+      if (!warned && now - wait_start >= std::chrono::seconds(1)) {
+        warned = true;
+        qd::detail::log_fmt(s.warned_wait.exchange(true) ? log_level::debug : log_level::warn,
+                            "remote cache {}: waited 1 s for {} {} entr{} that another process is compiling (it "
+                            "holds their compile locks); waiting at most remote_cache_lock_ttl ({}) in all, then "
+                            "compiling here",
+                            s.address.text(), pending.size(), name(kind), pending.size() == 1 ? "y" : "ies",
+                            detail::seconds_text(s.options.lock_ttl));
+      }
       lock.unlock();
       std::this_thread::sleep_for(pause);
       pause = std::min(pause * 3 / 2 + std::chrono::milliseconds(1), std::chrono::milliseconds(50));
       lock.lock();
+      detail::adopt_after_fork(s);
       remote_fetch g = detail::fetch_locked(s, kind, pending, true, false);
       std::vector<key> still;
       bool stop = false;
@@ -873,6 +1224,7 @@ QD_FUNC std::optional<std::vector<std::byte>> remote::take(entry_kind kind, cons
   if (!s.supported) return std::nullopt;
   try {
     std::lock_guard lock(s.mutex);
+    detail::adopt_after_fork(s);
     if (auto it = s.buffer.find({kind, k}); it != s.buffer.end()) {
       std::vector<std::byte> payload = std::move(it->second);
       s.buffer_bytes -= payload.size();
@@ -902,6 +1254,7 @@ QD_FUNC bool remote::put(entry_kind kind, const key& k, std::span<const std::byt
 #if defined(QD_WITH_REMOTE_CACHE)
   try {
     std::lock_guard lock(s.mutex);
+    detail::adopt_after_fork(s);
     bool held = s.held.erase({kind, k}) > 0;
     std::string name = detail::remote_key(s, kind, k), lock_name = name + ":lock";
     bool writing = detail::steady_ns() >= s.writes_resume_at.load(std::memory_order_relaxed);
@@ -916,8 +1269,8 @@ QD_FUNC bool remote::put(entry_kind kind, const key& k, std::span<const std::byt
     if (commands.empty()) return false;
     auto replies = detail::round_trip(s, commands);
     if (!replies || !writing) return false;
-    const redisReply* r = (*replies)[0].get();
-    if (r->type == REDIS_REPLY_ERROR) {
+    const detail::redis_reply& r = (*replies)[0];
+    if (r.type == detail::redis_reply::kind::error) {
       // Full (maxmemory with noeviction), a read-only replica, or no permission: reads
       // go on; writes pause for a back-off.
       std::string why = detail::reply_text(r);
@@ -952,6 +1305,7 @@ QD_FUNC std::optional<std::vector<bool>> remote::contains(entry_kind kind, std::
 #if defined(QD_WITH_REMOTE_CACHE)
   try {
     std::lock_guard lock(s.mutex);
+    detail::adopt_after_fork(s);
     std::vector<std::string> names;
     for (const key& k : keys) names.push_back(detail::remote_key(s, kind, k));
     std::vector<detail::remote_command> commands;
@@ -960,7 +1314,8 @@ QD_FUNC std::optional<std::vector<bool>> remote::contains(entry_kind kind, std::
     auto replies = detail::round_trip(s, commands);
     if (!replies) return std::nullopt;
     std::vector<bool> out;
-    for (auto& r : *replies) out.push_back(r->type == REDIS_REPLY_INTEGER && r->integer == 1);
+    for (const detail::redis_reply& r : *replies)
+      out.push_back(r.type == detail::redis_reply::kind::integer && r.integer == 1);
     return out;
   } catch (...) {
     return std::nullopt;
@@ -977,30 +1332,38 @@ QD_FUNC std::optional<remote::server_report> remote::report() {
   detail::remote_state& s = *state_;
 #if defined(QD_WITH_REMOTE_CACHE)
   try {
+    using kind = detail::redis_reply::kind;
     std::unique_lock lock(s.mutex);
+    detail::adopt_after_fork(s);
     std::string stats_key = s.prefix + "stats";
     auto replies = detail::round_trip(s, {{"HGETALL", stats_key}, {"INFO", "server"}, {"INFO", "memory"}});
     if (!replies) return std::nullopt;
+    const detail::redis_reply& h = (*replies)[0];
+    std::string odd;
+    if (h.type != kind::array) odd = fmt::format("HGETALL with {}, not a list of fields", detail::reply_text(h));
+    for (int i : {1, 2})
+      if (odd.empty() && !(*replies)[static_cast<std::size_t>(i)].is_string())
+        odd = fmt::format("INFO with {}, not a text", detail::reply_text((*replies)[static_cast<std::size_t>(i)]));
+    if (!odd.empty()) {
+      detail::fault(s, "the server answered " + odd + "; is it a Redis server?");
+      return std::nullopt;
+    }
     server_report rep;
-    const redisReply* h = (*replies)[0].get();
-    if (h->type == REDIS_REPLY_ARRAY)
-      for (std::size_t i = 0; i + 1 < h->elements; i += 2)
-        if (detail::is_string(h->element[i]) && detail::is_string(h->element[i + 1]))
-          rep.counters.emplace_back(std::string(h->element[i]->str, h->element[i]->len),
-                                    std::string(h->element[i + 1]->str, h->element[i + 1]->len));
-    auto field = [&](const redisReply* r, std::string_view name) -> std::string {
-      if (!detail::is_string(r) && !(r && r->type == REDIS_REPLY_STATUS)) return {};
-      std::string_view text(r->str, r->len);
+    for (std::size_t i = 0; i + 1 < h.elements.size(); i += 2)
+      if (h.elements[i].is_string() && h.elements[i + 1].is_string())
+        rep.counters.emplace_back(h.elements[i].str, h.elements[i + 1].str);
+    auto field = [&](const detail::redis_reply& r, std::string_view name) -> std::string {
+      std::string_view text(r.str);
       std::string needle = std::string(name) + ":";
       std::size_t at = text.find(needle);
       if (at == std::string_view::npos) return {};
       std::size_t end = text.find_first_of("\r\n", at);
       return std::string(text.substr(at + needle.size(), end - at - needle.size()));
     };
-    rep.version = field((*replies)[1].get(), "redis_version");
-    rep.used_memory = std::strtoull(field((*replies)[2].get(), "used_memory").c_str(), nullptr, 10);
-    rep.maxmemory = std::strtoull(field((*replies)[2].get(), "maxmemory").c_str(), nullptr, 10);
-    rep.maxmemory_policy = field((*replies)[2].get(), "maxmemory_policy");
+    rep.version = field((*replies)[1], "redis_version");
+    rep.used_memory = std::strtoull(field((*replies)[2], "used_memory").c_str(), nullptr, 10);
+    rep.maxmemory = std::strtoull(field((*replies)[2], "maxmemory").c_str(), nullptr, 10);
+    rep.maxmemory_policy = field((*replies)[2], "maxmemory_policy");
     lock.unlock();
     std::optional<std::vector<listed_entry>> entries = list();
     if (!entries) return std::nullopt;
@@ -1022,39 +1385,44 @@ QD_FUNC std::optional<std::vector<remote::listed_entry>> remote::list() {
   detail::remote_state& s = *state_;
 #if defined(QD_WITH_REMOTE_CACHE)
   try {
+    using kind = detail::redis_reply::kind;
     std::lock_guard lock(s.mutex);
+    detail::adopt_after_fork(s);
     // A SCAN of the namespace, then the values' sizes: a page per round trip.
     std::vector<listed_entry> out;
     std::string cursor = "0", pattern = s.prefix + "*";
     do {
       auto page = detail::round_trip(s, {{"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}});
       if (!page) return std::nullopt;
-      const redisReply* p = (*page)[0].get();
-      if (p->type != REDIS_REPLY_ARRAY || p->elements != 2 || !detail::is_string(p->element[0]) ||
-          p->element[1]->type != REDIS_REPLY_ARRAY)
+      const detail::redis_reply& p = (*page)[0];
+      if (p.type != kind::array || p.elements.size() != 2 || !p.elements[0].is_string() ||
+          p.elements[1].type != kind::array) {
+        detail::fault(s, fmt::format("the server answered SCAN with {}, not a cursor and a list of keys; is it a "
+                                     "Redis server?",
+                                     detail::reply_text(p)));
         return std::nullopt;
-      cursor.assign(p->element[0]->str, p->element[0]->len);
-      const redisReply* names = p->element[1];
+      }
+      cursor = p.elements[0].str;
+      const std::vector<detail::redis_reply>& names = p.elements[1].elements;
       std::vector<detail::remote_command> sizes;
       std::size_t first = out.size();
-      for (std::size_t i = 0; i < names->elements; ++i) {
-        if (!detail::is_string(names->element[i])) continue;
-        std::string_view n(names->element[i]->str, names->element[i]->len);
-        std::string_view rest = n.substr(s.prefix.size());  // <kind>:<32 hex>, nothing else
+      for (const detail::redis_reply& name : names) {
+        if (!name.is_string() || !name.str.starts_with(s.prefix)) continue;
+        std::string_view rest = std::string_view(name.str).substr(s.prefix.size());  // <kind>:<32 hex>, nothing else
         std::size_t colon = rest.find(':');
         if (colon == std::string_view::npos) continue;
-        std::optional<entry_kind> kind = entry_kind_from_name(rest.substr(0, colon));
+        std::optional<entry_kind> kind_of = entry_kind_from_name(rest.substr(0, colon));
         std::optional<key> k = key::from_hex(rest.substr(colon + 1));
-        if (!kind || !k) continue;
-        out.push_back({*kind, *k, 0});
-        sizes.push_back({"STRLEN", n});
+        if (!kind_of || !k) continue;
+        out.push_back({*kind_of, *k, 0});
+        sizes.push_back({"STRLEN", name.str});
       }
       if (sizes.empty()) continue;
       auto lengths = detail::round_trip(s, sizes);
       if (!lengths) return std::nullopt;
       for (std::size_t i = 0; i < sizes.size(); ++i)
-        if ((*lengths)[i]->type == REDIS_REPLY_INTEGER)
-          out[first + i].size = static_cast<std::uint64_t>((*lengths)[i]->integer);
+        if ((*lengths)[i].type == kind::integer && (*lengths)[i].integer >= 0)
+          out[first + i].size = static_cast<std::uint64_t>((*lengths)[i].integer);
     } while (cursor != "0");
     return out;
   } catch (...) {

@@ -29,7 +29,6 @@
 
 #include "quadrants/base/error.hpp"
 #include "quadrants/cache/entry.hpp"
-#include "quadrants/cache/remote.hpp"
 #include "quadrants/cache/store.hpp"
 #include "quadrants/detail/format.hpp"
 
@@ -54,8 +53,6 @@ struct store_state {
   std::atomic<bool> scan_known{false};
   std::atomic<std::uint64_t> scanned_bytes{0}, written_since_scan{0};
   std::atomic<std::int64_t> last_scan{0};
-
-  std::shared_ptr<remote> tier;  // the remote tier behind the disk, or null
 };
 
 QD_FUNC std::string errno_text(int e) { return std::error_code(e, std::generic_category()).message(); }
@@ -539,38 +536,20 @@ QD_FUNC std::optional<std::vector<std::byte>> store::load(entry_kind kind, const
     // Only allocation can throw here; a miss is always a correct answer.
   }
   s.misses.fetch_add(1, std::memory_order_relaxed);
-  // The remote tier: a validated hit is written to disk, then used.
-  if (s.tier)
-    if (std::optional<std::vector<std::byte>> payload = s.tier->take(kind, k)) {
-      save_to_disk(kind, k, *payload);
-      return payload;
-    }
   return std::nullopt;
 }
 
-QD_FUNC bool store::save(entry_kind kind, const key& k, std::span<const std::byte> payload) {
-  bool saved = save_to_disk(kind, k, payload);
-  if (state_->tier) state_->tier->put(kind, k, payload);
-  return saved;
-}
-
-QD_FUNC void store::set_remote(std::shared_ptr<remote> tier) { state_->tier = std::move(tier); }
-QD_FUNC remote* store::remote_tier() const noexcept { return state_->tier.get(); }
-
-QD_FUNC void store::prefetch(entry_kind kind, std::span<const key> keys) {
-  detail::store_state& s = *state_;
-  if (!s.tier || keys.empty() || !s.tier->available()) return;
+QD_FUNC bool store::contains(entry_kind kind, const key& k) const noexcept {
+  const detail::store_state& s = *state_;
   try {
-    std::vector<key> missing;
-    bool disk = s.readable.load(std::memory_order_relaxed) && s.kind_trusted[static_cast<int>(kind)];
-    for (const key& k : keys)
-      if (!disk || ::access(entry_path(s.root, kind, k).c_str(), F_OK) != 0) missing.push_back(k);
-    if (!missing.empty()) s.tier->prefetch(kind, missing);
+    return s.readable.load(std::memory_order_relaxed) && s.kind_trusted[static_cast<int>(kind)] &&
+           ::access(entry_path(s.root, kind, k).c_str(), F_OK) == 0;
   } catch (...) {
+    return false;
   }
 }
 
-QD_FUNC bool store::save_to_disk(entry_kind kind, const key& k, std::span<const std::byte> payload) {
+QD_FUNC bool store::save(entry_kind kind, const key& k, std::span<const std::byte> payload) {
   detail::store_state& s = *state_;
   if (!s.writable.load(std::memory_order_relaxed) || !s.kind_trusted[static_cast<int>(kind)]) return false;
   try {

@@ -59,7 +59,6 @@ struct store_stats {
 namespace detail {
 struct store_state;
 }
-class remote;  // cache/remote.hpp
 
 class store {
  public:
@@ -121,18 +120,12 @@ class store {
   // holder may just have saved it), compile and save on a miss, then let it go.
   QD_FUNC compile_lock lock_for_compile(const key& k, std::chrono::milliseconds timeout);
 
-  // The remote tier (cache/remote.hpp) behind this store, or null: load() asks it after a
-  // disk miss and writes what it returns to disk; save() writes to it too.
-  QD_FUNC void set_remote(std::shared_ptr<remote> tier);
-  QD_FUNC remote* remote_tier() const noexcept;
-  // Before a kernel's loads: fetches from the remote tier, in one round trip, the entries
-  // of `keys` that are not on disk and the modules their records name, and takes the
-  // compile locks of those nobody has (remote::prefetch). Without a remote tier, nothing.
-  QD_FUNC void prefetch(entry_kind kind, std::span<const key> keys);
+  // Whether an entry file for `k` exists (an access(): not read, not validated): how the
+  // tier list learns what a tier below need not fetch. False when the store cannot read.
+  QD_FUNC bool contains(entry_kind kind, const key& k) const noexcept;
 
  private:
   QD_FUNC void maybe_scan(std::uint64_t bytes_written);
-  QD_FUNC bool save_to_disk(entry_kind kind, const key& k, std::span<const std::byte> payload);
   std::unique_ptr<detail::store_state> state_;
 };
 

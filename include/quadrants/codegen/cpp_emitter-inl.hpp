@@ -22,6 +22,11 @@ QD_FUNC std::string_view c_type(dtype t) {
     case dtype::i64: return "qd_i64";
     case dtype::f32: return "qd_f32";
     case dtype::f64: return "qd_f64";
+    case dtype::i8: return "qd_i8";
+    case dtype::i16: return "qd_i16";
+    case dtype::u16: return "qd_u16";
+    case dtype::u64: return "qd_u64";
+    case dtype::f16: return "qd_f16";
   }
   return "void";
 }
@@ -40,9 +45,14 @@ QD_FUNC std::string literal(const ir::node& n) {
       if (!std::isfinite(v)) return fmt::format("qd_f64_from_bits({}ull)", static_cast<std::uint64_t>(n.imm));
       return fmt::format("{:a}", v);
     }
+    case dtype::f16: return fmt::format("qd_f16_from_bits({}u)", static_cast<std::uint16_t>(n.imm));
     case dtype::boolean: return n.imm ? "true" : "false";
-    case dtype::u8: return fmt::format("(qd_u8){}", n.imm);
+    case dtype::u8:
+    case dtype::i8:
+    case dtype::i16:
+    case dtype::u16: return fmt::format("({}){}", c_type(n.type), n.imm);
     case dtype::u32: return fmt::format("{}u", static_cast<std::uint32_t>(n.imm));
+    case dtype::u64: return fmt::format("{}ull", static_cast<std::uint64_t>(n.imm));
     case dtype::i32:
     case dtype::i64:
       if (n.imm == INT64_MIN) return fmt::format("({})(-9223372036854775807ll - 1)", c_type(n.type));
@@ -65,6 +75,21 @@ QD_FUNC std::string_view unary_call(ir::unary_op o) {
     case ir::unary_op::abs: return "qd_abs";
     case ir::unary_op::floor: return "qd_floor";
     case ir::unary_op::ceil: return "qd_ceil";
+    case ir::unary_op::tan: return "qd_tan";
+    case ir::unary_op::asin: return "qd_asin";
+    case ir::unary_op::acos: return "qd_acos";
+    case ir::unary_op::rsqrt: return "qd_rsqrt";
+    case ir::unary_op::log2: return "qd_log2";
+    case ir::unary_op::exp2: return "qd_exp2";
+    case ir::unary_op::round: return "qd_round";
+    case ir::unary_op::trunc: return "qd_trunc";
+    case ir::unary_op::isnan: return "qd_isnan";
+    case ir::unary_op::isinf: return "qd_isinf";
+    case ir::unary_op::isfinite: return "qd_isfinite";
+    case ir::unary_op::popcnt: return "qd_popcnt";
+    case ir::unary_op::clz: return "qd_clz";
+    case ir::unary_op::ffs: return "qd_ffs";
+    case ir::unary_op::bit_cast: return "?";  // emitted by bit_cast() below
   }
   return "?";
 }
@@ -92,7 +117,11 @@ QD_FUNC std::string_view infix(ir::binary_op o, dtype operand_type) {
     case ir::binary_op::mod:
     case ir::binary_op::pow:
     case ir::binary_op::shl:
-    case ir::binary_op::shr: return "";
+    case ir::binary_op::shr:
+    case ir::binary_op::atan2:
+    case ir::binary_op::fmod:
+    case ir::binary_op::floordiv:
+    case ir::binary_op::floormod: return "";
   }
   return "";
 }
@@ -106,6 +135,10 @@ QD_FUNC std::string_view helper(ir::binary_op o) {
     case ir::binary_op::pow: return "qd_pow";
     case ir::binary_op::shl: return "qd_shl";
     case ir::binary_op::shr: return "qd_shr";
+    case ir::binary_op::atan2: return "qd_atan2";
+    case ir::binary_op::fmod: return "qd_fmod";
+    case ir::binary_op::floordiv: return "qd_floordiv";
+    case ir::binary_op::floormod: return "qd_floormod";
     case ir::binary_op::add:
     case ir::binary_op::bit_and:
     case ir::binary_op::bit_or:
@@ -130,10 +163,15 @@ QD_FUNC std::string_view wrapping_type(dtype t) {
   switch (t) {
     case dtype::i32: return "qd_u32";
     case dtype::i64: return "qd_u64";
+    case dtype::u16: return "qd_u32";  // u16 * u16 promotes to int, where it may overflow
     case dtype::boolean:
+    case dtype::f16:
     case dtype::f32:
     case dtype::f64:
     case dtype::u32:
+    case dtype::u64:
+    case dtype::i8:
+    case dtype::i16:
     case dtype::u8: return "";
   }
   return "";
@@ -146,14 +184,50 @@ QD_FUNC std::string wrapping_arithmetic(dtype t, std::string_view op, const std:
   return fmt::format("({})(({}){} {} ({}){})", c_type(t), u, a, op, u, b);
 }
 
-QD_FUNC std::string_view atomic_helper(ir::atomic_op o) {
-  switch (o) {
-    case ir::atomic_op::add: return "qd_atomic_add";
-    case ir::atomic_op::sub: return "qd_atomic_sub";
-    case ir::atomic_op::min: return "qd_atomic_min";
-    case ir::atomic_op::max: return "qd_atomic_max";
+QD_FUNC std::string atomic_helper(ir::atomic_op o) { return fmt::format("qd_atomic_{}", ir::name(o)); }
+
+// The value an atomic `o` leaves given the old value and its operand(s): the prelude's
+// qd_rmw_* (one definition of the atomics' semantics), but + and - of the types with
+// an operator inline, as a plain update (analysis/atomic_demotion.hpp) always was.
+QD_FUNC std::string updated_value(ir::atomic_op o, dtype t, const std::string& old, const std::string& v,
+                                  const std::string& expected) {
+  if ((o == ir::atomic_op::add || o == ir::atomic_op::sub) && t != dtype::f16)
+    return wrapping_arithmetic(t, o == ir::atomic_op::add ? "+" : "-", old, v);
+  if (o == ir::atomic_op::cas) return fmt::format("qd_rmw_cas({}, {}, {})", old, v, expected);
+  return fmt::format("qd_rmw_{}({}, {})", ir::name(o), old, v);
+}
+
+// A zero of type t, for the value of a skipped (out-of-range) access.
+QD_FUNC std::string zero_of(dtype t) {
+  return t == dtype::f16 ? std::string("qd_f16_from_bits(0u)") : fmt::format("({})0", c_type(t));
+}
+
+// The bits of value `x` of type `from` as type `to`, of the same size.
+QD_FUNC std::string bit_cast(dtype from, dtype to, const std::string& x) {
+  const std::string bits = from == dtype::f16   ? x + ".bits"
+                           : from == dtype::f32 ? fmt::format("qd_f32_bits({})", x)
+                           : from == dtype::f64 ? fmt::format("qd_f64_bits({})", x)
+                                                : x;
+  if (to == dtype::f16) return fmt::format("qd_f16_from_bits((qd_u16){})", bits);
+  if (to == dtype::f32) return fmt::format("qd_f32_from_bits((qd_u32){})", bits);
+  if (to == dtype::f64) return fmt::format("qd_f64_from_bits((qd_u64){})", bits);
+  return fmt::format("({}){}", c_type(to), bits);
+}
+
+// A conversion of `x` from `from` to `to` (not bool): f16 through f32, floats to
+// integers saturating (defined for NaN and out-of-range values), else C's.
+QD_FUNC std::string converted(dtype from, dtype to, const std::string& x) {
+  if (from == dtype::f16) {
+    const std::string wide = fmt::format("qd_f16_to_f32({})", x);
+    return to == dtype::f32 ? wide : converted(dtype::f32, to, wide);
   }
-  return "?";
+  if (to == dtype::f16) {
+    if (from == dtype::f64) return fmt::format("qd_f64_to_f16({})", x);
+    // f32 directly; an integer exactly (every integer f16 does not overflow on is exact in f32)
+    return fmt::format("qd_f32_to_f16({})", from == dtype::f32 ? x : fmt::format("(qd_f32){}", x));
+  }
+  if (is_float(from) && !is_float(to)) return fmt::format("qd_to_{}({})", name(to), x);
+  return fmt::format("({}){}", c_type(to), x);
 }
 
 QD_FUNC std::string escape_format(std::string_view text) {
@@ -188,7 +262,7 @@ class emitter {
  private:
   static bool is_signed_arithmetic(const ir::node& n) {
     auto o = static_cast<ir::binary_op>(n.sub);
-    return n.code == ir::op::binary && !wrapping_type(n.type).empty() &&
+    return n.code == ir::op::binary && !wrapping_type(n.type).empty() && is_signed(n.type) &&
            (o == ir::binary_op::add || o == ir::binary_op::sub || o == ir::binary_op::mul);
   }
 
@@ -225,6 +299,8 @@ class emitter {
   }
 
   std::string v(ir::id i) const { return fmt::format("v{}", number_[static_cast<std::size_t>(i)]); }
+  // ", expected" of a compare-and-swap (operand c), else "".
+  std::string expected(const ir::node& n) const { return n.c == ir::none ? std::string() : ", " + v(n.c); }
   std::string var(ir::id decl) const { return fmt::format("l{}", number_[static_cast<std::size_t>(decl)]); }
   void line(std::string_view text) {
     out_.append(static_cast<std::size_t>(indent_) * 2, ' ');
@@ -349,27 +425,21 @@ class emitter {
     return r < 0 ? nullptr : &reductions_[static_cast<std::size_t>(r)];
   }
 
+  // Of floats' min and max: a NaN, minNum's identity (any value replaces it).
   static std::string identity(const chunk_reduction& r) {
     const dtype t = accumulator_type(r);
-    switch (r.op) {
-      case ir::atomic_op::add:
-      case ir::atomic_op::sub: return fmt::format("({})0", c_type(t));
-      case ir::atomic_op::min: return fmt::format("qd_max_value_{}()", name(t));
-      case ir::atomic_op::max: return fmt::format("qd_lowest_value_{}()", name(t));
-    }
-    return "0";
+    if (r.op != ir::atomic_op::min && r.op != ir::atomic_op::max) return zero_of(t);  // add, sub
+    if (t == dtype::f32) return "qd_f32_from_bits(0x7fc00000u)";
+    if (t == dtype::f64) return "qd_f64_from_bits(0x7ff8000000000000ull)";
+    if (t == dtype::f16) return "qd_f16_from_bits(0x7e00u)";
+    return fmt::format("qd_{}_value_{}()", r.op == ir::atomic_op::min ? "max" : "lowest", name(t));
   }
 
-  // `acc = acc (op) value`, with the atomics' semantics: min and max compare the value
-  // first, so a NaN never replaces a number; sums wrap for signed integers.
+  // `acc = acc (op) value`, with the atomics' semantics (qd_rmw_*): a sub's accumulator
+  // adds (the flush subtracts the sum); sums wrap for signed integers.
   static std::string accumulate(const chunk_reduction& r, const std::string& acc, const std::string& value) {
-    switch (r.op) {
-      case ir::atomic_op::add:
-      case ir::atomic_op::sub: return fmt::format("{} = {};", acc, wrapping_arithmetic(accumulator_type(r), "+", acc, value));
-      case ir::atomic_op::min: return fmt::format("{0} = qd_min({1}, {0});", acc, value);
-      case ir::atomic_op::max: return fmt::format("{0} = qd_max({1}, {0});", acc, value);
-    }
-    return "";
+    const ir::atomic_op o = r.op == ir::atomic_op::sub ? ir::atomic_op::add : r.op;
+    return fmt::format("{} = {};", acc, updated_value(o, accumulator_type(r), acc, value, ""));
   }
 
   // The accumulators of one thread or chunk: init, flush into the slots and, for a loop
@@ -413,7 +483,10 @@ class emitter {
     line(fmt::format("QD_FN void {0}_red_load({0}_red* qd_a, const volatile {0}_red* qd_b) {{", entry_));
     ++indent_;
     line("qd_a->qd_unused = 0; (void)qd_b;");
-    for (std::size_t k = 0; k < reductions_.size(); ++k) line(fmt::format("qd_a->r{0} = qd_b->r{0};", k));
+    // An f16 (a struct) through its bits: a struct has no copy from volatile.
+    for (std::size_t k = 0; k < reductions_.size(); ++k)
+      line(accumulator_type(reductions_[k]) == dtype::f16 ? fmt::format("qd_a->r{0}.bits = qd_b->r{0}.bits;", k)
+                                                          : fmt::format("qd_a->r{0} = qd_b->r{0};", k));
     --indent_;
     line("}");
   }
@@ -470,7 +543,9 @@ class emitter {
       case ir::op::loop_index: break;  // declared by its loop
       case ir::op::unary: {
         auto o = static_cast<ir::unary_op>(n.sub);
-        if (o == ir::unary_op::neg && !wrapping_type(n.type).empty())
+        if (o == ir::unary_op::bit_cast)
+          line(fmt::format("const {} {} = {};", type, v(i), bit_cast(fn_.at(n.a).type, n.type, v(n.a))));
+        else if (o == ir::unary_op::neg && !wrapping_type(n.type).empty())
           line(fmt::format("const {} {} = {};", type, v(i), wrapping_arithmetic(n.type, "-", "0", v(n.a))));
         else
           line(fmt::format("const {} {} = {}({});", type, v(i), unary_call(o), v(n.a)));
@@ -493,11 +568,10 @@ class emitter {
       case ir::op::fma: line(fmt::format("const {} {} = qd_fma({}, {}, {});", type, v(i), v(n.a), v(n.b), v(n.c))); break;
       case ir::op::cast:
         if (n.type == dtype::boolean)
-          line(fmt::format("const qd_bool {} = {} != 0;", v(i), v(n.a)));
-        else if (is_float(fn_.at(n.a).type) && !is_float(n.type))  // defined for NaN and out-of-range values
-          line(fmt::format("const {} {} = qd_to_{}({});", type, v(i), name(n.type), v(n.a)));
+          line(fmt::format("const qd_bool {} = {} != 0;", v(i),
+                           fn_.at(n.a).type == dtype::f16 ? fmt::format("qd_f16_to_f32({})", v(n.a)) : v(n.a)));
         else
-          line(fmt::format("const {} {} = ({}){};", type, v(i), type, v(n.a)));
+          line(fmt::format("const {} {} = {};", type, v(i), converted(fn_.at(n.a).type, n.type, v(n.a))));
         break;
       case ir::op::bound:
         line(fmt::format("const qd_i32 {} = qd_bound(ctx, (qd_i64){}, {});", v(i), v(n.a), n.imm));
@@ -505,7 +579,7 @@ class emitter {
       case ir::op::global_load: {
         auto [elem, guard] = element(i);
         if (guard.empty()) line(fmt::format("const {} {} = {};", type, v(i), elem));
-        else line(fmt::format("const {} {} = {} ? {} : ({})0;", type, v(i), guard, elem, type));
+        else line(fmt::format("const {} {} = {} ? {} : {};", type, v(i), guard, elem, zero_of(n.type)));
         break;
       }
       case ir::op::global_store: {
@@ -516,21 +590,21 @@ class emitter {
       }
       case ir::op::global_atomic: {
         auto [elem, guard] = element(i);
+        const auto o = static_cast<ir::atomic_op>(n.sub);
         if (n.flags & ir::access::owned) {  // demoted: this iteration owns the element
-          const auto o = static_cast<ir::atomic_op>(n.sub);
-          const std::string updated = wrapping_arithmetic(n.type, o == ir::atomic_op::add ? "+" : "-", v(i), v(n.a));
+          const std::string updated = updated_value(o, n.type, v(i), v(n.a), "");
           if (guard.empty()) {
             line(fmt::format("const {} {} = {};", type, v(i), elem));
             line(fmt::format("{} = {};", elem, updated));
           } else {
-            line(fmt::format("const {} {} = {} ? {} : ({})0;", type, v(i), guard, elem, type));
+            line(fmt::format("const {} {} = {} ? {} : {};", type, v(i), guard, elem, zero_of(n.type)));
             line(fmt::format("if ({}) {} = {};", guard, elem, updated));
           }
           break;
         }
-        auto call = fmt::format("{}(&{}, {})", atomic_helper(static_cast<ir::atomic_op>(n.sub)), elem, v(n.a));
+        auto call = fmt::format("{}(&{}, {}{})", atomic_helper(o), elem, v(n.a), expected(n));
         if (guard.empty()) line(fmt::format("const {} {} = {};", type, v(i), call));
-        else line(fmt::format("const {} {} = {} ? {} : ({})0;", type, v(i), guard, call, type));
+        else line(fmt::format("const {} {} = {} ? {} : {};", type, v(i), guard, call, zero_of(n.type)));
         break;
       }
       case ir::op::local_decl: line(fmt::format("{} {} = {};", type, var(i), v(n.a))); break;
@@ -541,14 +615,9 @@ class emitter {
         // with the atomics' semantics (min keeps the old value unless v < old, so a
         // NaN never replaces it), as the same variable kept in a temporary has.
         line(fmt::format("const {} {} = {};", type, v(i), var(n.a)));
-        std::string updated;
-        switch (static_cast<ir::atomic_op>(n.sub)) {
-          case ir::atomic_op::add: updated = wrapping_arithmetic(n.type, "+", v(i), v(n.b)); break;
-          case ir::atomic_op::sub: updated = wrapping_arithmetic(n.type, "-", v(i), v(n.b)); break;
-          case ir::atomic_op::min: updated = fmt::format("qd_min({}, {})", v(n.b), v(i)); break;
-          case ir::atomic_op::max: updated = fmt::format("qd_max({}, {})", v(n.b), v(i)); break;
-        }
-        line(fmt::format("{} = {};", var(n.a), updated));
+        line(fmt::format("{} = {};", var(n.a),
+                         updated_value(static_cast<ir::atomic_op>(n.sub), n.type, v(i), v(n.b),
+                                       n.c == ir::none ? std::string() : v(n.c))));
         break;
       }
       case ir::op::temp_load:
@@ -563,8 +632,8 @@ class emitter {
           line(accumulate(*r, reduction_member(n), value));
           break;
         }
-        line(fmt::format("const {} {} = {}(({}*)(ctx->temps + {}), {});", type, v(i),
-                         atomic_helper(static_cast<ir::atomic_op>(n.sub)), type, n.imm * 8, v(n.a)));
+        line(fmt::format("const {} {} = {}(({}*)(ctx->temps + {}), {}{});", type, v(i),
+                         atomic_helper(static_cast<ir::atomic_op>(n.sub)), type, n.imm * 8, v(n.a), expected(n)));
         break;
       case ir::op::range_for: {
         const auto rank = static_cast<std::int32_t>(n.imm);
@@ -617,6 +686,10 @@ class emitter {
         break;
       case ir::op::graph_mark: throw internal_error("C++ emitter: a graph mark inside a task (marks are in no task)");
       case ir::op::print: {
+        if (n.flags & ir::print_flags::assertion) {  // a failed qd::assert_: the error record, parameter -1
+          line(fmt::format("qd_report_out_of_bounds(ctx, -1, -1, {}, 0);", n.imm));
+          break;
+        }
         std::string format, args;
         for (std::int32_t k = 0; k < n.list_size; ++k) {
           std::int32_t item = fn_.list(n, k);
@@ -628,9 +701,14 @@ class emitter {
           switch (fn_.at(item).type) {
             case dtype::f32:
             case dtype::f64: format += "%g"; args += fmt::format(", (qd_f64){}", v(item)); break;
+            case dtype::f16: format += "%g"; args += fmt::format(", (qd_f64)qd_f16_to_f32({})", v(item)); break;
             case dtype::i64: format += "%lld"; args += fmt::format(", (long long){}", v(item)); break;
+            case dtype::u64: format += "%llu"; args += fmt::format(", (unsigned long long){}", v(item)); break;
             case dtype::u32: format += "%u"; args += fmt::format(", (unsigned){}", v(item)); break;
             case dtype::boolean:
+            case dtype::i8:
+            case dtype::i16:
+            case dtype::u16:
             case dtype::i32:
             case dtype::u8: format += "%d"; args += fmt::format(", (int){}", v(item)); break;
           }

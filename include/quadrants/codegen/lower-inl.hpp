@@ -4,10 +4,10 @@
 #include "quadrants/base/error.hpp"
 #include "quadrants/codegen/lower.hpp"
 #include "quadrants/detail/format.hpp"
-#include "quadrants/ir/builder.hpp"
-#include "quadrants/ir/verify.hpp"
-#include "quadrants/ir/walk.hpp"
+#include "quadrants/ir/copy.hpp"
 #include "quadrants/ir/nesting.hpp"
+#include "quadrants/ir/verify.hpp"
+#include "quadrants/ir/visit.hpp"
 
 namespace qd::codegen {
 namespace detail {
@@ -68,126 +68,45 @@ class lowering {
     map_[static_cast<std::size_t>(v)] = b_.temp_load(k_.at(v).type, slot);
   }
 
-  void clone_block(std::int32_t block, std::size_t skip = 0) {
-    const auto& stmts = k_.block(block);
-    for (std::size_t j = skip; j < stmts.size(); ++j) clone(stmts[j]);
-  }
-
+  // Copies node i into the task; a control op's blocks statement by statement. Only the
+  // local-variable ops differ from a plain copy: a variable that lives in a temporary
+  // slot is read and written there.
   void clone(ir::id i) {
     if (map_[static_cast<std::size_t>(i)] != ir::none) return;  // already recomputed
     b_.set_location(k_.location(i));
     const ir::node& n = k_.at(i);
-    std::int64_t var_slot = (n.code == ir::op::local_load || n.code == ir::op::local_store ||
-                             n.code == ir::op::local_atomic)
-                                ? plan_.slot_of(n.a)
-                                : -1;
-    ir::id result = ir::none;
-    switch (n.code) {
-      case ir::op::local_decl: {
-        std::int64_t slot = plan_.slot_of(i);
-        if (slot >= 0) {
-          b_.temp_store(n.type, slot, operand(n.a));
-          result = i;  // marks the declaration as done; never used as an operand
-        } else {
-          result = b_.local_decl(n.type, operand(n.a));
-        }
-        break;
-      }
-      case ir::op::local_load:
-        result = var_slot >= 0 ? b_.temp_load(n.type, var_slot) : b_.local_load(operand(n.a));
-        break;
-      case ir::op::local_store:
-        if (var_slot >= 0)
-          b_.temp_store(n.type, var_slot, operand(n.b));
-        else
-          b_.local_store(operand(n.a), operand(n.b));
-        result = i;
-        break;
-      case ir::op::local_atomic:
-        result = var_slot >= 0 ? b_.temp_atomic(static_cast<ir::atomic_op>(n.sub), n.type, var_slot, operand(n.b))
-                               : b_.local_atomic(static_cast<ir::atomic_op>(n.sub), operand(n.a), operand(n.b));
-        break;
-      case ir::op::range_for: {
-        if (n.imm == 1) {
-          result = b_.range_for(operand(n.a), operand(n.b));
-        } else {
-          std::vector<ir::id> extents;
-          for (std::int32_t d = 0; d < n.list_size; ++d) extents.push_back(operand(k_.list(n, d)));
-          result = b_.range_for_nd(extents);
-        }
-        out_.fn.at(result).flags = n.flags;  // qd::loop_config
-        out_.fn.at(result).param = n.param;
-        map_[static_cast<std::size_t>(i)] = result;
-        for (std::int32_t d = 0; d < static_cast<std::int32_t>(n.imm); ++d)
-          map_[static_cast<std::size_t>(k_.block(n.block0)[static_cast<std::size_t>(d)])] = b_.loop_index_of(result, d);
-        b_.push_block(out_.fn.at(result).block0);
-        clone_block(n.block0, static_cast<std::size_t>(n.imm));
-        b_.pop_block();
-        break;
-      }
-      case ir::op::if_: {
-        result = b_.if_(operand(n.a));
-        map_[static_cast<std::size_t>(i)] = result;
-        b_.push_block(out_.fn.at(result).block0);
-        clone_block(n.block0);
-        b_.pop_block();
-        b_.push_block(out_.fn.at(result).block1);
-        clone_block(n.block1);
-        b_.pop_block();
-        break;
-      }
-      case ir::op::graph_mark: throw internal_error("lowering: a graph mark inside a task (marks are in no task)");
-      case ir::op::while_: {
-        result = b_.while_();
-        map_[static_cast<std::size_t>(i)] = result;
-        b_.push_block(out_.fn.at(result).block0);
-        clone_block(n.block0);
-        b_.pop_block();
-        out_.fn.at(result).a = operand(n.a);
-        b_.push_block(out_.fn.at(result).block1);
-        clone_block(n.block1);
-        b_.pop_block();
-        break;
-      }
-      case ir::op::arg:
-      case ir::op::binary:
-      case ir::op::bound:
-      case ir::op::break_:
-      case ir::op::continue_:
-      case ir::op::cast:
-      case ir::op::constant:
-      case ir::op::fma:
-      case ir::op::global_atomic:
-      case ir::op::global_load:
-      case ir::op::global_store:
-      case ir::op::loop_index:
-      case ir::op::print:
-      case ir::op::random:
-      case ir::op::select:
-      case ir::op::shape:
-      case ir::op::temp_atomic:
-      case ir::op::temp_load:
-      case ir::op::temp_store:
-      case ir::op::unary: {
-        ir::node copy = n;
-        copy.a = operand(n.a);
-        copy.b = operand(n.b);
-        copy.c = operand(n.c);
-        if (n.param >= 0) copy.param = param(n.param);
-        if (n.list_size > 0) {
-          std::vector<std::int32_t> items;
-          for (std::int32_t j = 0; j < n.list_size; ++j) {
-            std::int32_t item = k_.list(n, j);
-            items.push_back(ir::is_text(item)
-                                ? b_.add_string(k_.strings[static_cast<std::size_t>(ir::text_index(item))])
-                                : operand(item));
-          }
-          copy.list_begin = b_.add_list(items.begin(), items.end());
-        }
-        result = b_.emit(copy);
-        break;
-      }
-    }
+    using ir::op;
+    const ir::id result = ir::match<ir::id>(
+        k_, i,
+        [&](ir::view<op::local_decl> d) {
+          const std::int64_t slot = plan_.slot_of(i);
+          if (slot < 0) return b_.local_decl(n.type, operand(d.initial_value()));
+          b_.temp_store(n.type, slot, operand(d.initial_value()));
+          return i;  // marks the declaration as done; never used as an operand
+        },
+        [&](ir::view<op::local_load> l) {
+          const std::int64_t slot = plan_.slot_of(l.variable());
+          return slot >= 0 ? b_.temp_load(n.type, slot) : b_.local_load(operand(l.variable()));
+        },
+        [&](ir::view<op::local_store> s) {
+          if (const std::int64_t slot = plan_.slot_of(s.variable()); slot >= 0)
+            b_.temp_store(n.type, slot, operand(s.value()));
+          else
+            b_.local_store(operand(s.variable()), operand(s.value()));
+          return i;
+        },
+        [&](ir::view<op::local_atomic> u) {
+          const std::int64_t slot = plan_.slot_of(u.variable());
+          return slot >= 0 ? b_.temp_atomic(u.op(), n.type, slot, operand(u.value()), operand(u.expected()))
+                           : b_.local_atomic(u.op(), operand(u.variable()), operand(u.value()), operand(u.expected()));
+        },
+        [&](ir::view<op::graph_mark>) -> ir::id {
+          throw internal_error("lowering: a graph mark inside a task (marks are in no task)");
+        },
+        [&](ir::node_view) {
+          return ir::copy_node(b_, k_, i, map_, [&](std::int32_t p) { return param(p); },
+                               [&](ir::id j) { clone(j); });
+        });
     map_[static_cast<std::size_t>(i)] = result;
     // A value other tasks need is published to its slot as soon as it exists.
     if (k_.is_top_level(i) && n.code != ir::op::local_decl && ir::has_value(n.code)) {
@@ -230,15 +149,10 @@ QD_FUNC void verify(const lowered_task& t) {
   if (top.empty() || t.fn.at(top.back()).code != ir::op::range_for)
     fail(top.empty() ? ir::none : top.back(), "ends a parallel task that must end with its loop");
   // The prologue runs once per thread on a GPU: a draw there would differ by thread.
-  for (std::size_t k = 0; k + 1 < top.size(); ++k) {
-    auto no_random = [&](ir::id i) {
-      if (t.fn.at(i).code == ir::op::random) fail(i, "draws a random number in a parallel task's prologue");
-    };
-    no_random(top[k]);
-    const ir::node& n = t.fn.at(top[k]);
-    if (n.block0 >= 0) ir::walk(t.fn, n.block0, [&](ir::id i, int) { no_random(i); });
-    if (n.block1 >= 0) ir::walk(t.fn, n.block1, [&](ir::id i, int) { no_random(i); });
-  }
+  for (std::size_t k = 0; k + 1 < top.size(); ++k)
+    ir::visit_statement(t.fn, top[k], [&](ir::view<ir::op::random> r) {
+      fail(r.self(), "draws a random number in a parallel task's prologue");
+    });
 }
 
 }  // namespace qd::codegen

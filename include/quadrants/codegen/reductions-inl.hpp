@@ -21,7 +21,11 @@ QD_FUNC std::vector<chunk_reduction> find_chunk_reductions(const ir::function& f
     const ir::node& n = fn.at(i);
     if (n.code != ir::op::temp_atomic) return;
     auto op = static_cast<ir::atomic_op>(n.sub);
-    bool ok = !used[static_cast<std::size_t>(i)] && std::find(accessed.begin(), accessed.end(), n.imm) == accessed.end();
+    // Only the reductions (an exchange or cas per chunk would change what later ones see).
+    const bool reduction = op == ir::atomic_op::add || op == ir::atomic_op::sub || op == ir::atomic_op::min ||
+                           op == ir::atomic_op::max;
+    bool ok = reduction && !used[static_cast<std::size_t>(i)] &&
+              std::find(accessed.begin(), accessed.end(), n.imm) == accessed.end();
     for (const auto& r : found)
       if (r.slot == n.imm && (r.op != op || r.type != n.type)) ok = false;
     if (!ok) {

@@ -75,6 +75,7 @@ class builder {
   constexpr id constant_bits(dtype t, std::int64_t bits) { return emit({.code = op::constant, .type = t, .imm = bits}); }
   constexpr id constant_int(dtype t, std::int64_t v) { return constant_bits(t, v); }
   constexpr id constant_float(dtype t, double v) {
+    if (t == dtype::f16) return constant_bits(t, half(v).bits);  // rounded once, from the double
     return constant_bits(t, t == dtype::f32 ? static_cast<std::int64_t>(std::bit_cast<std::uint32_t>(static_cast<float>(v)))
                                             : std::bit_cast<std::int64_t>(v));
   }
@@ -113,27 +114,29 @@ class builder {
                  .list_size = static_cast<std::int32_t>(std::size(indices))});
   }
   template <class Ids>
-  constexpr id global_atomic(atomic_op o, std::int32_t param, std::uint8_t flags, const Ids& indices, id value) {
+  constexpr id global_atomic(atomic_op o, std::int32_t param, std::uint8_t flags, const Ids& indices, id value,
+                             id expected = none) {
     auto begin = add_list(std::begin(indices), std::end(indices));
     return emit({.code = op::global_atomic, .type = fn_->params[static_cast<std::size_t>(param)].type,
-                 .sub = static_cast<std::uint8_t>(o), .flags = flags, .a = value, .param = param, .list_begin = begin,
-                 .list_size = static_cast<std::int32_t>(std::size(indices))});
+                 .sub = static_cast<std::uint8_t>(o), .flags = flags, .a = value, .c = expected, .param = param,
+                 .list_begin = begin, .list_size = static_cast<std::int32_t>(std::size(indices))});
   }
   constexpr id local_decl(dtype t, id init) { return emit({.code = op::local_decl, .type = t, .a = init}); }
   constexpr id local_load(id decl) { return emit({.code = op::local_load, .type = fn_->at(decl).type, .a = decl}); }
   constexpr id local_store(id decl, id value) {
     return emit({.code = op::local_store, .type = fn_->at(decl).type, .a = decl, .b = value});
   }
-  constexpr id local_atomic(atomic_op o, id decl, id value) {
+  constexpr id local_atomic(atomic_op o, id decl, id value, id expected = none) {
     return emit({.code = op::local_atomic, .type = fn_->at(decl).type, .sub = static_cast<std::uint8_t>(o), .a = decl,
-                 .b = value});
+                 .b = value, .c = expected});
   }
   constexpr id temp_load(dtype t, std::int64_t slot) { return emit({.code = op::temp_load, .type = t, .imm = slot}); }
   constexpr id temp_store(dtype t, std::int64_t slot, id value) {
     return emit({.code = op::temp_store, .type = t, .a = value, .imm = slot});
   }
-  constexpr id temp_atomic(atomic_op o, dtype t, std::int64_t slot, id value) {
-    return emit({.code = op::temp_atomic, .type = t, .sub = static_cast<std::uint8_t>(o), .a = value, .imm = slot});
+  constexpr id temp_atomic(atomic_op o, dtype t, std::int64_t slot, id value, id expected = none) {
+    return emit({.code = op::temp_atomic, .type = t, .sub = static_cast<std::uint8_t>(o), .a = value, .c = expected,
+                 .imm = slot});
   }
 
   // --- control flow: returns the node; its blocks are created empty --------

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "quadrants/ir/walk.hpp"
+#include "quadrants/ir/visit.hpp"
 
 namespace qd::ir {
 
@@ -16,9 +16,11 @@ constexpr void eliminate_dead_code(function& fn) {
   std::vector<bool> reachable(count, false);
   walk(fn, 0, [&](id i, int) {
     reachable[static_cast<std::size_t>(i)] = true;
-    const node& n = fn.at(i);
-    if (n.code == op::local_store || n.code == op::local_atomic) writers[static_cast<std::size_t>(n.a)].push_back(i);
-    if (is_jump(n.code)) jumps[static_cast<std::size_t>(n.a)].push_back(i);
+    auto add = [i](std::vector<std::vector<id>>& to, id key) { to[static_cast<std::size_t>(key)].push_back(i); };
+    match(
+        fn, i, [&](view<op::local_store> s) { add(writers, s.variable()); },
+        [&](view<op::local_atomic> u) { add(writers, u.variable()); },
+        [&]<op O>(jump_view<O> j) { add(jumps, j.loop()); });
   });
   std::vector<bool> live(count, false);
   std::vector<id> work;
@@ -40,7 +42,7 @@ constexpr void eliminate_dead_code(function& fn) {
     if (n.code == op::local_decl)
       for (id w : writers[static_cast<std::size_t>(i)]) mark(w);
     if (n.code == op::range_for)  // its loop indices
-      for (std::int64_t d = 0; d < n.imm; ++d) mark(fn.block(n.block0)[static_cast<std::size_t>(d)]);
+      for (std::int32_t d = 0; d < view<op::range_for>(fn, i).rank(); ++d) mark(view<op::range_for>(fn, i).index(d));
     // A live loop keeps the jumps that decide how many iterations run.
     if (n.code == op::range_for || n.code == op::while_)
       for (id j : jumps[static_cast<std::size_t>(i)]) mark(j);

@@ -24,7 +24,8 @@ inline constexpr id none = -1;
 //   invariant: pure arithmetic that is recomputable anywhere from its operands
 //              (top-level values built only from invariant nodes are recomputed
 //              wherever they are used, never carried)
-// The operand notes document each kind's layout.
+// What a, b, c, the list, param, imm, sub, flags and the blocks hold is defined in code by
+// each op's view and layout (ir/view.hpp); the notes on the rows recall it.
 #define QD_IR_OPS(X)                                                                                       \
   X(constant, 1, compute, 1)      /* imm: the value's bits (int64 or double bits)                     */ \
   X(arg, 1, compute, 1)           /* param: scalar parameter                                          */ \
@@ -39,14 +40,16 @@ inline constexpr id none = -1;
                                   /* used when it does not fit (the launch then fails)                */ \
   X(global_load, 1, global_read, 0)   /* param, flags, list: indices                                  */ \
   X(global_store, 0, global_write, 0) /* param, flags, list: indices, a: value                        */ \
-  X(global_atomic, 1, global_update, 0) /* param, flags, list: indices, sub: atomic_op, a: value; old */ \
+  X(global_atomic, 1, global_update, 0) /* param, flags, list: indices, sub: atomic_op, a: value,      */ \
+                                        /* c: cas's expected value; result: the old value              */ \
   X(local_decl, 1, local_write, 0)  /* a: initial value; the node id is the variable                  */ \
   X(local_load, 1, local_read, 0)   /* a: local_decl                                                  */ \
   X(local_store, 0, local_write, 0) /* a: local_decl, b: value                                        */ \
-  X(local_atomic, 1, local_update, 0) /* a: local_decl, b: value, sub: atomic_op; result: old value   */ \
+  X(local_atomic, 1, local_update, 0) /* a: local_decl, b: value, sub: atomic_op, c: cas's expected;  */ \
+                                      /* result: the old value                                         */ \
   X(temp_load, 1, temp_read, 0)     /* imm: global-temporary slot (whole-kernel lowering only)        */ \
   X(temp_store, 0, temp_write, 0)   /* imm: slot, a: value                                            */ \
-  X(temp_atomic, 1, temp_update, 0) /* imm: slot, a: value, sub: atomic_op; result: old value         */ \
+  X(temp_atomic, 1, temp_update, 0) /* imm: slot, a: value, sub: atomic_op, c: cas's expected; old    */ \
   X(range_for, 0, control, 0)  /* imm: rank; rank 1: a..b; else list: extents from 0; block0: body,  */ \
                                /* starting with one loop_index per dimension; flags: loop:: bits;     */ \
                                /* param: block_dim, a GPU launch's threads per block (-1: default)    */ \
@@ -99,17 +102,30 @@ inline constexpr std::size_t op_count = sizeof(op_table) / sizeof(op_table[0]);
 constexpr const op_properties& properties(op o) { return op_table[static_cast<std::size_t>(o)]; }
 constexpr std::string_view name(op o) { return properties(o).name; }
 
-#define QD_IR_UNARY_OPS(X) X(neg) X(logical_not) X(bit_not) X(sqrt) X(exp) X(log) X(sin) X(cos) X(tanh) X(abs) X(floor) X(ceil)
+// Sub-ops of unary, binary and the atomics (appended as they arrived: the values are
+// part of serialized IR). unary_kind and binary_kind below say what each takes.
+#define QD_IR_UNARY_OPS(X)                                                                                   \
+  X(neg) X(logical_not) X(bit_not) X(sqrt) X(exp) X(log) X(sin) X(cos) X(tanh) X(abs) X(floor) X(ceil)      \
+  X(tan) X(asin) X(acos) X(rsqrt) X(log2) X(exp2) X(round) X(trunc) X(isnan) X(isinf) X(isfinite)          \
+  X(popcnt) X(clz) X(ffs) X(bit_cast)
 #define QD_IR_BINARY_OPS(X)                                                                                  \
   X(add) X(sub) X(mul) X(div) X(mod) X(min) X(max) X(pow) X(bit_and) X(bit_or) X(bit_xor) X(shl) X(shr)      \
-  X(logical_and) X(logical_or) X(eq) X(ne) X(lt) X(le) X(gt) X(ge)
-#define QD_IR_ATOMIC_OPS(X) X(add) X(sub) X(min) X(max)
+  X(logical_and) X(logical_or) X(eq) X(ne) X(lt) X(le) X(gt) X(ge) X(atan2) X(fmod) X(floordiv) X(floormod)
+// cas: the node's operand c is the expected value (global_atomic, local_atomic and
+// temp_atomic alike); the node's value is the old one, as for every atomic.
+#define QD_IR_ATOMIC_OPS(X) X(add) X(sub) X(min) X(max) X(mul) X(bit_and) X(bit_or) X(bit_xor) X(exchange) X(cas)
 
 #define QD_IR_ENUM(name) name,
 enum class unary_op : std::uint8_t { QD_IR_UNARY_OPS(QD_IR_ENUM) };
 enum class binary_op : std::uint8_t { QD_IR_BINARY_OPS(QD_IR_ENUM) };
 enum class atomic_op : std::uint8_t { QD_IR_ATOMIC_OPS(QD_IR_ENUM) };
 #undef QD_IR_ENUM
+
+#define QD_IR_COUNT(name) +1
+inline constexpr int unary_op_count = 0 QD_IR_UNARY_OPS(QD_IR_COUNT);
+inline constexpr int binary_op_count = 0 QD_IR_BINARY_OPS(QD_IR_COUNT);
+inline constexpr int atomic_op_count = 0 QD_IR_ATOMIC_OPS(QD_IR_COUNT);
+#undef QD_IR_COUNT
 
 #define QD_IR_NAME(name) \
   case E::name:          \
@@ -136,6 +152,54 @@ constexpr bool is_comparison(binary_op o) {
          o == binary_op::gt || o == binary_op::ge;
 }
 
+// What a unary sub-op applies to and gives.
+enum class unary_kind : std::uint8_t {
+  same,       // neg, abs: any number, the same type
+  logical,    // logical_not: a boolean
+  bits,       // bit_not: an integer, the same type
+  math,       // a float function: f32 or f64, the same type
+  predicate,  // isnan, isinf, isfinite: f32 or f64, a boolean
+  count,      // popcnt, clz, ffs: an integer, an i32
+  reinterpret // bit_cast: the bits as another type of the same size
+};
+constexpr unary_kind kind(unary_op o) {
+  switch (o) {
+    case unary_op::neg:
+    case unary_op::abs: return unary_kind::same;
+    case unary_op::logical_not: return unary_kind::logical;
+    case unary_op::bit_not: return unary_kind::bits;
+    case unary_op::isnan:
+    case unary_op::isinf:
+    case unary_op::isfinite: return unary_kind::predicate;
+    case unary_op::popcnt:
+    case unary_op::clz:
+    case unary_op::ffs: return unary_kind::count;
+    case unary_op::bit_cast: return unary_kind::reinterpret;
+    case unary_op::sqrt:
+    case unary_op::exp:
+    case unary_op::log:
+    case unary_op::sin:
+    case unary_op::cos:
+    case unary_op::tanh:
+    case unary_op::floor:
+    case unary_op::ceil:
+    case unary_op::tan:
+    case unary_op::asin:
+    case unary_op::acos:
+    case unary_op::rsqrt:
+    case unary_op::log2:
+    case unary_op::exp2:
+    case unary_op::round:
+    case unary_op::trunc: return unary_kind::math;
+  }
+  return unary_kind::math;
+}
+
+// Atomics that only integers have (a C++ compile error on floats in the DSL).
+constexpr bool is_bitwise(atomic_op o) {
+  return o == atomic_op::bit_and || o == atomic_op::bit_or || o == atomic_op::bit_xor;
+}
+
 // Access flags of global_load / global_store / global_atomic.
 namespace access {
 inline constexpr std::uint8_t grad = 1;        // the parameter's gradient buffer
@@ -145,6 +209,12 @@ inline constexpr std::uint8_t compound = 8;    // global_atomic of `x[i] += v` i
 inline constexpr std::uint8_t owned = 16;      // ... that each iteration owns: a plain read-modify-write
                                                // (analysis/atomic_demotion.hpp)
 }  // namespace access
+
+// Flags of print.
+namespace print_flags {
+inline constexpr std::uint8_t assertion = 1;  // a failed qd::assert_ (imm: its number): the launch's error
+                                              // record reports it (parameter -1); nothing is printed
+}  // namespace print_flags
 
 // Flags of range_for (qd::loop_config).
 namespace loop {

@@ -9,6 +9,7 @@
 #include "quadrants/detail/format.hpp"
 #include "quadrants/ir/graph_mark.hpp"
 #include "quadrants/ir/verify.hpp"
+#include "quadrants/ir/view.hpp"
 #include "quadrants/ir/walk.hpp"
 
 namespace qd::ir {
@@ -87,6 +88,14 @@ class verifier {
     }
     invalid(fn_, i, "is outside any loop");
   }
+  // cas has its expected value in c, the others nothing; bitwise ones take integers.
+  void atomic(const node& n, id i) const {
+    const auto o = static_cast<atomic_op>(n.sub);
+    if (static_cast<int>(n.sub) >= atomic_op_count) invalid(fn_, i, "has an unknown atomic operation");
+    if (o == atomic_op::cas) expect(n.c, n.type, i, "an expected value");
+    else if (n.c != none) invalid(fn_, i, "has an expected value but is no compare-and-swap");
+    if (is_bitwise(o) && !is_integral(n.type)) invalid(fn_, i, fmt::format("applies {} to {}", name(o), name(n.type)));
+  }
   static bool helper_defined(binary_op o, dtype t) {
     switch (o) {
       case binary_op::div: return t != dtype::boolean;
@@ -99,7 +108,11 @@ class verifier {
                                                               o != binary_op::shl && o != binary_op::shr);
       case binary_op::min:
       case binary_op::max: return t != dtype::boolean;
-      case binary_op::pow: return is_float(t);
+      case binary_op::pow:
+      case binary_op::atan2:
+      case binary_op::fmod: return t == dtype::f32 || t == dtype::f64;
+      case binary_op::floordiv:
+      case binary_op::floormod: return t != dtype::boolean;
       case binary_op::add:
       case binary_op::eq:
       case binary_op::ge:
@@ -117,6 +130,8 @@ class verifier {
 
   void check(id i) {
     const node& n = fn_.at(i);
+    if (const std::string_view field = stray_field(n); !field.empty())
+      invalid(fn_, i, fmt::format("sets its field {}, which its op leaves unused (ir/view.hpp)", field));
     switch (n.code) {
       case op::constant: break;
       case op::arg:
@@ -132,18 +147,26 @@ class verifier {
       case op::unary: {
         auto o = static_cast<unary_op>(n.sub);
         dtype t = type(n.a, i);
-        if (o == unary_op::logical_not) break;
-        if (t != n.type) invalid(fn_, i, "has an operand of another type");
-        bool float_only = o != unary_op::neg && o != unary_op::bit_not && o != unary_op::abs;
-        if ((float_only && !is_float(t)) || (o == unary_op::bit_not && is_float(t)) ||
-            (o == unary_op::abs && t == dtype::boolean))
-          invalid(fn_, i, fmt::format("applies {} to {}", name(o), name(t)));
+        bool ok = true;
+        switch (kind(o)) {
+          case unary_kind::logical: break;
+          case unary_kind::same: ok = t == n.type && t != dtype::f16 && !(o == unary_op::abs && t == dtype::boolean); break;
+          case unary_kind::bits: ok = t == n.type && !is_float(t); break;
+          case unary_kind::math: ok = t == n.type && (t == dtype::f32 || t == dtype::f64); break;
+          case unary_kind::predicate: ok = n.type == dtype::boolean && (t == dtype::f32 || t == dtype::f64); break;
+          case unary_kind::count: ok = n.type == dtype::i32 && is_integral(t); break;
+          case unary_kind::reinterpret:
+            ok = size_of(t) == size_of(n.type) && t != dtype::boolean && n.type != dtype::boolean;
+            break;
+        }
+        if (!ok) invalid(fn_, i, fmt::format("applies {} to {} giving {}", name(o), name(t), name(n.type)));
         break;
       }
       case op::binary: {
         auto o = static_cast<binary_op>(n.sub);
         dtype t = type(n.a, i);
         if (type(n.b, i) != t) invalid(fn_, i, "has operands of two types");
+        if (t == dtype::f16) invalid(fn_, i, "computes in f16 (f16 is storage: arithmetic promotes it to f32)");
         const bool boolean_result =
             is_comparison(o) || o == binary_op::logical_and || o == binary_op::logical_or;
         if (n.type != (boolean_result ? dtype::boolean : t))
@@ -172,6 +195,7 @@ class verifier {
       case op::global_atomic:
         access(n, i);
         expect(n.a, n.type, i, "an operand");
+        atomic(n, i);
         break;
       case op::local_decl: expect(n.a, n.type, i, "an initial value"); break;
       case op::local_load: expect_decl(n.a, i); break;
@@ -183,6 +207,7 @@ class verifier {
         expect_decl(n.a, i);
         expect(n.b, n.type, i, "an operand");
         if (n.type == dtype::boolean) invalid(fn_, i, "updates a boolean atomically");
+        atomic(n, i);
         break;
       case op::temp_load:
       case op::temp_store:
@@ -190,6 +215,7 @@ class verifier {
         if (stage_ == stage::traced) invalid(fn_, i, "uses a global temporary before lowering");
         if (n.imm < 0) invalid(fn_, i, "names a negative slot");
         if (n.code != op::temp_load) expect(n.a, n.type, i, "a value");
+        if (n.code == op::temp_atomic) atomic(n, i);
         break;
       case op::range_for: {
         if (n.imm < 1 || n.imm > 4) invalid(fn_, i, "has a rank outside 1..4");

@@ -2,11 +2,28 @@
 // A node's canonical number is its position in a depth-first walk of the blocks.
 #pragma once
 
+#include <type_traits>
 #include <vector>
 
 #include "quadrants/ir/node.hpp"
 
 namespace qd::ir {
+
+// What a walk's callback may return: walk the node's blocks next (the default, also for
+// a callback returning void), or skip them.
+enum class next : std::uint8_t { into_blocks, skip_blocks };
+
+namespace detail {
+template <class Visit>
+constexpr next visit_step(Visit& visit, id i, int depth) {
+  if constexpr (std::is_same_v<std::invoke_result_t<Visit&, id, int>, next>) {
+    return visit(i, depth);
+  } else {
+    visit(i, depth);
+    return next::into_blocks;
+  }
+}
+}  // namespace detail
 
 // Calls visit(node_id, depth) for every statement reachable from `block`, in
 // program order: a control-flow node before the contents of its blocks. An explicit
@@ -27,11 +44,20 @@ constexpr void walk(const function& fn, std::int32_t block, Visit&& visit, int d
     }
     const id i = fn.block(c.block)[c.next++];
     const int d = c.depth;
-    visit(i, d);
+    if (detail::visit_step(visit, i, d) == next::skip_blocks) continue;
     const node& n = fn.at(i);
     if (n.block1 >= 0) open.push_back({n.block1, 0, d + 1});  // walked after block0
     if (n.block0 >= 0) open.push_back({n.block0, 0, d + 1});
   }
+}
+
+// The walk of one statement: visit(i, depth), then its blocks' statements (block0's first).
+template <class Visit>
+constexpr void walk_statement(const function& fn, id i, Visit&& visit, int depth = 0) {
+  if (detail::visit_step(visit, i, depth) == next::skip_blocks) return;
+  const node& n = fn.at(i);
+  if (n.block0 >= 0) walk(fn, n.block0, visit, depth + 1);
+  if (n.block1 >= 0) walk(fn, n.block1, visit, depth + 1);
 }
 
 // canonical[i] = position of node i in the walk of `block`, or none if unreachable.

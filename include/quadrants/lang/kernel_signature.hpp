@@ -11,34 +11,25 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "quadrants/lang/call_operator.hpp"
 #include "quadrants/lang/kernel_return.hpp"
 #include "quadrants/lang/ndarray_param.hpp"
 #include "quadrants/lang/struct_param.hpp"
+#include "quadrants/lang/template_arg.hpp"
 
 namespace qd::detail {
 
 namespace hana = boost::hana;
 
-template <class M> struct call_operator;
-template <class C, class R, class... A>
-struct call_operator<R (C::*)(A...) const> {
-  static constexpr auto params = hana::tuple_t<std::remove_cvref_t<A>...>;
-  using result = R;
+template <class Tuple> struct hana_types;
+template <class... P> struct hana_types<std::tuple<P...>> {
+  static constexpr auto value = hana::tuple_t<P...>;
 };
-template <class C, class R, class... A>
-struct call_operator<R (C::*)(A...)> : call_operator<R (C::*)(A...) const> {};
-// noexcept is part of the function type since C++17: `[](...) noexcept {...}`, `mutable noexcept`.
-template <class C, class R, class... A>
-struct call_operator<R (C::*)(A...) const noexcept> : call_operator<R (C::*)(A...) const> {};
-template <class C, class R, class... A>
-struct call_operator<R (C::*)(A...) noexcept> : call_operator<R (C::*)(A...) const> {};
-
-template <class F>
-concept kernel_lambda = requires { &std::remove_cvref_t<F>::operator(); };
 
 // hana::tuple_t of the lambda's parameter types (cv-ref removed).
 template <class F>
@@ -46,7 +37,7 @@ constexpr auto parameter_types() {
   static_assert(kernel_lambda<F>,
                 "qd::kernel needs a lambda with typed parameters (qd::types::ndarray<T, N>, qd::f32, ...); generic "
                 "`auto` parameters cannot be reflected");
-  return call_operator<decltype(&std::remove_cvref_t<F>::operator())>::params;
+  return hana_types<lambda_params<F>>::value;
 }
 
 // What each parameter type means to the kernel.
@@ -60,6 +51,19 @@ struct param_traits<types::ndarray<T, N, Options...>> {
   static constexpr ir::param_desc desc{true, dtype_of<T>, N, types::ndarray<T, N, Options...>::has_grad};
   static types::ndarray<T, N, Options...> make(std::int32_t index) { return {param_tag{}, index}; }
 };
+// A template argument: a C++ value while tracing, part of the variant's identity, no
+// IR parameter (runtime/template_variants.hpp).
+template <class T>
+struct param_traits<types::template_arg<T>> {
+  static_assert(!std::is_same_v<T, long double>, "qd::types::template_arg<long double> is not supported; use double");
+  static constexpr bool valid = true;
+  static constexpr bool is_array = false;
+  static constexpr bool top_level_only = true;  // not a struct member
+  static constexpr int count = 0;
+  static constexpr std::array<ir::param_desc, 0> descs{};
+  static std::string component_name(const std::string& base, int) { return base; }
+};
+
 template <element_type T>
 struct param_traits<expr<T>> {
   static constexpr bool valid = true;
@@ -83,9 +87,10 @@ constexpr std::size_t flat_parameter_count() {
 template <class F>
 std::vector<ir::param_desc> parameter_descs() {
   static_assert(valid_parameters<F>(),
-                "a kernel parameter must be qd::types::ndarray<T, N[, qd::needs_grad]>, a scalar type such as "
-                "qd::f32 or qd::i32, a qd::vec / qd::mat, or a struct (an aggregate, at most 16 members) of them (plain C++ types are not "
-                "kernel parameters)");
+                "a kernel parameter must be qd::types::ndarray<T, N[, qd::needs_grad]> (T a scalar, a qd::vec / "
+                "qd::mat or a struct of them), a scalar type such as qd::f32 or qd::i32, a qd::vec / qd::mat, "
+                "qd::types::template_arg<T>, or a struct (an aggregate, at most 16 members) of them (plain C++ types "
+                "are not kernel parameters: a value to specialise the kernel for is a qd::types::template_arg)");
   if constexpr (valid_parameters<F>()) {
     std::vector<ir::param_desc> descs;
     hana::unpack(parameter_types<F>(), [&](auto... t) { (append_param_descs<typename decltype(t)::type>(descs), ...); });
@@ -108,16 +113,57 @@ std::vector<ir::param_desc> kernel_param_descs() {
   return descs;
 }
 
-// Runs `f` with symbolic arguments while `t` records its IR.
+template <class P> struct template_slot {
+  using type = std::tuple<>;
+};
+template <class T> struct template_slot<types::template_arg<T>> {
+  using type = std::tuple<T>;
+};
+template <class Tuple> struct template_values;
+template <class... P> struct template_values<std::tuple<P...>> {
+  using type = decltype(std::tuple_cat(std::declval<typename template_slot<P>::type>()...));
+};
+template <class F, bool = kernel_lambda<F>> struct template_values_of_lambda {
+  using type = std::tuple<>;
+};
+template <class F> struct template_values_of_lambda<F, true> {
+  using type = typename template_values<lambda_params<F>>::type;
+};
+// The values of F's template arguments, in order (std::tuple<> for a kernel without).
 template <class F>
-void trace_kernel(const F& f, tracer& t) {
+using template_values_t = typename template_values_of_lambda<F>::type;
+
+// How many of the first I lambda parameters are template arguments.
+template <class F, std::size_t I>
+constexpr std::size_t template_index() {
+  return []<std::size_t... J>(std::index_sequence<J...>) {
+    return (std::size_t{0} + ... + std::size_t{is_template_arg<std::tuple_element_t<J, lambda_params<F>>>});
+  }(std::make_index_sequence<I>{});
+}
+
+// The symbolic argument of lambda parameter I: its IR parameters next, next + 1, ...,
+// or for a template argument its value.
+template <class F, std::size_t I, class Values>
+auto make_lambda_arg(std::int32_t& next, const Values& values) {
+  using P = std::tuple_element_t<I, lambda_params<F>>;
+  if constexpr (is_template_arg<P>)
+    return P(std::get<template_index<F, I>()>(values));
+  else
+    return make_param<P>(next);
+}
+
+// Runs `f` with symbolic arguments while `t` records its IR; `values` are the template
+// arguments' values (template_values_t<F>).
+template <class F, class Values = std::tuple<>>
+void trace_kernel(const F& f, tracer& t, const Values& values = {}) {
   if constexpr (valid_parameters<F>()) {  // else parameter_descs reports the error
     trace_scope scope(t);
     for (const ir::param_desc& d : kernel_param_descs<F>()) t.b.add_param(d);
-    hana::unpack(parameter_types<F>(), [&](auto... types) {
+    using params = lambda_params<F>;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
       // Braced initialization evaluates left to right: parameters are numbered in order.
       std::int32_t next = 0;
-      hana::tuple<typename decltype(types)::type...> args{make_param<typename decltype(types)::type>(next)...};
+      hana::tuple<std::tuple_element_t<I, params>...> args{make_lambda_arg<F, I>(next, values)...};
       using R = kernel_result_t<F>;
       hana::unpack(args, [&](auto&... a) {
         if constexpr (std::is_void_v<R> || !return_traits<R>::valid)
@@ -125,7 +171,7 @@ void trace_kernel(const F& f, tracer& t) {
         else
           store_return_value<R>(f(a...), next);
       });
-    });
+    }(std::make_index_sequence<std::tuple_size_v<params>>{});
   }
 }
 

@@ -9,6 +9,10 @@
 // So the backends see ordinary array loads and loops. Which relations a kernel
 // uses is visible in its IR (loads of header slots at constant positions): the
 // launch builds and uploads those before binding the mesh (runtime/mesh.hpp).
+// The array is followed by one slot per relation beyond its extent: rel[k] with k
+// outside the element's own list reads the slot of its relation, which a bounds check
+// reports as that relation's error (runtime/mesh.hpp), and which unchecked holds 0.
+// The header's loads record no location of their own: they are the user's statement's.
 #pragma once
 
 #include <cstdint>
@@ -35,12 +39,22 @@ constexpr std::string_view name(mesh_kind k) {
   return "?";
 }
 
+namespace detail {
+// Element `position` of mesh parameter `param`'s array, at the location of the statement
+// being traced (not at a line of this header).
+inline expr<std::int32_t> load_mesh(std::int32_t param, ir::id position) {
+  return expr<std::int32_t>::from_id(emit_global_load(place{param, 0, 1, {position}}));
+}
+}  // namespace detail
+
 namespace detail::mesh_layout {
 inline constexpr int kinds = 4;
 inline constexpr int relations = kinds * kinds;
 // Header: the element count of each kind, then for each relation `from * 4 + to` the
 // position of its offsets and of its indices in the same array (-1: not built).
 inline constexpr int header_size = kinds + 2 * relations;
+// Past the extent: one slot per relation, read by rel[k] out of range.
+constexpr int out_of_range_slot(int relation) { return relation; }
 constexpr int relation(mesh_kind from, mesh_kind to) { return static_cast<int>(from) * kinds + static_cast<int>(to); }
 constexpr int count_slot(mesh_kind k) { return static_cast<int>(k); }
 constexpr int offsets_slot(int relation) { return kinds + 2 * relation; }
@@ -64,9 +78,9 @@ class mesh_relation {
     const i32 first = row_bound(off, 0);
     return row_bound(off, 1) - first;
   }
-  // Element k of the relation, 0 <= k < size() (not checked): c.verts()[0].
-  template <operand I>
-  mesh_element operator[](const I& k) const;
+  // Element k of the relation, 0 <= k < size(): c.verts()[0]. With check_out_of_bound,
+  // another k is an error naming the relation and this line; without, element 0.
+  mesh_element operator[](detail::located_index k) const;
   mesh_kind from() const { return from_; }
   mesh_kind to() const { return to_; }
 
@@ -74,12 +88,12 @@ class mesh_relation {
   template <class F>
   friend void for_each(const mesh_relation& rel, F&& body, qd::source_location loc);
 
-  types::ndarray<std::int32_t, 1> data() const { return {detail::param_tag{}, param_}; }
   int relation() const { return detail::mesh_layout::relation(from_, to_); }
-  i32 offsets() const { return i32::from_id(data()[detail::mesh_layout::offsets_slot(relation())].id()); }
-  i32 indices() const { return i32::from_id(data()[detail::mesh_layout::indices_slot(relation())].id()); }
+  i32 load(const i32& position) const { return detail::load_mesh(param_, position.id()); }
+  i32 offsets() const { return load(detail::mesh_layout::offsets_slot(relation())); }
+  i32 indices() const { return load(detail::mesh_layout::indices_slot(relation())); }
   // offsets[id + k] of the relation whose offsets start at `off`.
-  i32 row_bound(const i32& off, int k) const { return i32::from_id(data()[off + id_ + k].id()); }
+  i32 row_bound(const i32& off, int k) const { return load(off + id_ + k); }
 
   std::int32_t param_;
   mesh_kind from_, to_;
@@ -108,11 +122,16 @@ class mesh_element {
   i32 id_;
 };
 
-template <operand I>
-mesh_element mesh_relation::operator[](const I& k) const {
-  const i32 first = row_bound(offsets(), 0);
-  const i32 position = indices() + first + i32(k);
-  return mesh_element(detail::param_tag{}, param_, to_, i32::from_id(data()[position].id()));
+inline mesh_element mesh_relation::operator[](detail::located_index k) const {
+  const i32 index = i32::from_id(detail::convert(k.id, dtype::i32));
+  const i32 off = offsets();
+  const i32 first = row_bound(off, 0);
+  const i32 size = row_bound(off, 1) - first;
+  const i32 extent = i32::from_id(detail::emit_shape(param_, 0));
+  const expr<bool> inside = index >= 0 && index < size;
+  const i32 past = extent + detail::mesh_layout::out_of_range_slot(relation());
+  const i32 position = i32::from_id(detail::emit_select(dtype::i32, inside.id(), (indices() + first + index).id(), past.id()));
+  return mesh_element(detail::param_tag{}, param_, to_, load(position));
 }
 
 // All elements of one kind: mesh.verts(), the range of a qd::mesh_for.
@@ -120,10 +139,7 @@ class mesh_elements {
  public:
   mesh_elements(detail::param_tag, std::int32_t param, mesh_kind kind) : param_(param), kind_(kind) {}
   // The number of elements (a traced qd::i32).
-  i32 size() const {
-    types::ndarray<std::int32_t, 1> data(detail::param_tag{}, param_);
-    return i32::from_id(data[detail::mesh_layout::count_slot(kind_)].id());
-  }
+  i32 size() const { return detail::load_mesh(param_, detail::index_id(detail::mesh_layout::count_slot(kind_))); }
   mesh_kind kind() const { return kind_; }
   std::int32_t param_index() const { return param_; }
 
@@ -205,7 +221,7 @@ void for_each(const mesh_relation& rel, F&& body, qd::source_location loc) {
   const i32 first = rel.row_bound(offsets, 0);
   const i32 last = rel.row_bound(offsets, 1);
   range_for(first, last, [&](i32 j) {
-    body(mesh_element(detail::param_tag{}, rel.param_, rel.to_, i32::from_id(rel.data()[indices + j].id())));
+    body(mesh_element(detail::param_tag{}, rel.param_, rel.to_, rel.load(indices + j)));
   }, loc);
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <concepts>
 #include <cstdint>
 #include <type_traits>
 
@@ -59,7 +60,7 @@ class element_ref {
   QD_ELEMENT_COMPOUND(^=, bit_xor)
 #undef QD_ELEMENT_COMPOUND
 
-  operator bool() const { return detail::no_cpp_value<T>(); }  // a compile error naming qd::if_
+  operator T() const { return detail::no_cpp_value<T>(); }  // a compile error naming qd::if_ and qd::sqrt
 
   ir::id id() const { return load_; }
   const detail::place& where() const { return place_; }
@@ -85,9 +86,9 @@ ir::id index_id(const I& index) {
     static_assert(is_integral(traced_dtype<I>), "array indices must be integers; use qd::cast<int>(x)");
     return index.id();
   } else {
-    static_assert(std::is_integral_v<std::remove_cvref_t<I>> && !std::is_same_v<std::remove_cvref_t<I>, bool>,
-                  "array indices must be integers");
-    return emit_int_constant(dtype::i32, static_cast<std::int64_t>(index));
+    using L = literal_t<I>;  // a C++ number or a qd::types::template_arg
+    static_assert(std::is_integral_v<L> && !std::is_same_v<L, bool>, "array indices must be integers");
+    return emit_int_constant(dtype::i32, static_cast<std::int64_t>(static_cast<L>(index)));
   }
 }
 // An array index and where it was written: x[i] and x(i, j) record the user's line.
@@ -97,6 +98,25 @@ struct located_index {
   located_index(const I& index, qd::source_location loc = qd::source_location::current())
       : id((at(loc), index_id(index))) {}
   ir::id id;
+};
+
+// The N indices of x[v] for a vector v of N integers (a qd::vec2i for a 2-D array, or a
+// qd::var or an array element holding one), and where x[v] was written.
+template <class V>
+concept index_vector = requires(const V& v) {
+  { v.value()[0].id() };
+  { std::remove_cvref_t<decltype(v.value())>::size } -> std::convertible_to<int>;
+};
+template <int N>
+struct located_indices {
+  template <index_vector V>
+    requires(std::remove_cvref_t<decltype(std::declval<const V&>().value())>::size == N)
+  located_indices(const V& v, qd::source_location loc = qd::source_location::current()) {
+    at(loc);
+    const auto value = v.value();
+    for (int d = 0; d < N; ++d) ids[static_cast<std::size_t>(d)] = index_id(value[d]);
+  }
+  std::array<ir::id, 4> ids{};
 };
 
 // The place x.at(indices..., qd::boundary) names: one index per dimension and a
@@ -132,6 +152,8 @@ class ndarray {
   static_assert((std::is_same_v<std::remove_cv_t<decltype(Options)>, needs_grad_t> && ...),
                 "the only qd::types::ndarray option is qd::needs_grad");
   static_assert(sizeof...(Options) <= 1, "qd::needs_grad given twice");
+  static_assert(sizeof...(Options) == 0 || dtype_of<T> != dtype::f16,
+                "qd::needs_grad does not take f16 elements (f16 is storage: keep the differentiated copy in f32)");
 
  public:
   using value_type = T;
@@ -144,6 +166,12 @@ class ndarray {
     requires(N == 1)
   {
     return element_ref<T>(make_place(flags_, i.id));
+  }
+  // x[v] with a vector of N integer indices: x(v[0], v[1], ...).
+  element_ref<T> operator[](const detail::located_indices<N>& v) const
+    requires(N >= 2)
+  {
+    return element_ref<T>(detail::place{param_, flags_, static_cast<std::uint8_t>(N), v.ids});
   }
 
   template <class... I>

@@ -28,6 +28,22 @@ constexpr bool brace_constructible(std::index_sequence<I...>) {
   return requires { S{(static_cast<void>(I), any_member{})...}; };
 }
 
+// Binds any non-const lvalue reference: probes for members such as `qd::ndarray<float, 1>& a`,
+// which any_member cannot initialize (so member_count does not see them).
+struct any_lvalue_member {
+  template <class T>
+  operator T&() const;  // never defined: unevaluated only
+};
+
+// Whether S takes N initializers that bind non-const references: a host struct with
+// reference members, which reflection does not support.
+template <class S, std::size_t N>
+constexpr bool has_lvalue_reference_members() {
+  return []<std::size_t... I>(std::index_sequence<I...>) {
+    return requires { S{(static_cast<void>(I), any_lvalue_member{})...}; };
+  }(std::make_index_sequence<N>{}) && !brace_constructible<S>(std::make_index_sequence<N>{});
+}
+
 inline constexpr std::size_t max_struct_members = 16;
 
 // The number of members of the aggregate S (max_struct_members + 1: more than supported).

@@ -20,18 +20,22 @@ using source_location = std::source_location;
 class source_location {
  public:
   static constexpr source_location current(const char* file = __builtin_FILE(),
-                                           std::uint_least32_t line = __builtin_LINE()) noexcept {
+                                           std::uint_least32_t line = __builtin_LINE(),
+                                           std::uint_least32_t column = __builtin_COLUMN()) noexcept {
     source_location l;
     l.file_ = file;
     l.line_ = line;
+    l.column_ = column;
     return l;
   }
   constexpr const char* file_name() const noexcept { return file_; }
   constexpr std::uint_least32_t line() const noexcept { return line_; }
+  constexpr std::uint_least32_t column() const noexcept { return column_; }
 
  private:
   const char* file_ = "";
   std::uint_least32_t line_ = 0;
+  std::uint_least32_t column_ = 0;
 };
 #endif
 

@@ -32,6 +32,25 @@ constexpr std::size_t ir_param_count() {
 template <class S, std::size_t I>
 using member_type = std::remove_cvref_t<std::tuple_element_t<I, member_types<S>>>;
 
+// Whether S is an aggregate of 1 to max_struct_members members, each a type M with
+// Kind<M>::valid (element structs of arrays, lang/struct_ndarray_param.hpp and
+// runtime/struct_ndarray.hpp).
+template <class S, template <class> class Kind>
+constexpr bool aggregate_of() {
+  if constexpr (!reflectable_struct<S>) {
+    return false;
+  } else {
+    constexpr std::size_t n = member_count<S>();
+    if constexpr (n == 0 || n > max_struct_members) {
+      return false;
+    } else {
+      return []<std::size_t... I>(std::index_sequence<I...>) {
+        return (Kind<member_type<S, I>>::valid && ...);
+      }(std::make_index_sequence<n>{});
+    }
+  }
+}
+
 // A leaf parameter type, or an aggregate whose members are all valid parameters.
 template <class P>
 constexpr bool valid_param() {

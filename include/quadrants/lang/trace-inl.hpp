@@ -1,7 +1,10 @@
 // Implementation of lang/trace.hpp.
 #pragma once
 
+#include <algorithm>
 #include <bit>
+#include <cstring>
+#include <exception>
 #include <limits>
 
 #include "quadrants/base/error.hpp"
@@ -72,11 +75,16 @@ QD_FUNC ir::id emit_int_constant(dtype t, std::int64_t value) {
   switch (t) {
     case dtype::boolean: value = value != 0; break;
     case dtype::u8: value = static_cast<std::uint8_t>(value); break;
+    case dtype::i8: value = static_cast<std::int8_t>(value); break;
+    case dtype::i16: value = static_cast<std::int16_t>(value); break;
+    case dtype::u16: value = static_cast<std::uint16_t>(value); break;
     case dtype::i32: value = static_cast<std::int32_t>(value); break;
     case dtype::u32: value = static_cast<std::uint32_t>(value); break;
+    case dtype::f16:
     case dtype::f32:
     case dtype::f64:
-    case dtype::i64: break;
+    case dtype::i64:
+    case dtype::u64: break;
   }
   return b.constant_int(t, value);
 }
@@ -84,13 +92,18 @@ QD_FUNC ir::id emit_int_constant(dtype t, std::int64_t value) {
 // A C++ floating literal converted to t as a run-time cast would (qd::cast<qd::i32>(1e30)).
 QD_FUNC ir::id emit_float_constant(dtype t, double value) {
   switch (t) {
+    case dtype::f16:
     case dtype::f32:
     case dtype::f64: return current_tracer().b.constant_float(t, value);
     case dtype::boolean: return emit_int_constant(t, value != 0.0);
     case dtype::u8: return emit_int_constant(t, float_to_int<std::uint8_t>(value));
+    case dtype::i8: return emit_int_constant(t, float_to_int<std::int8_t>(value));
+    case dtype::i16: return emit_int_constant(t, float_to_int<std::int16_t>(value));
+    case dtype::u16: return emit_int_constant(t, float_to_int<std::uint16_t>(value));
     case dtype::i32: return emit_int_constant(t, float_to_int<std::int32_t>(value));
     case dtype::u32: return emit_int_constant(t, float_to_int<std::uint32_t>(value));
     case dtype::i64: return emit_int_constant(t, float_to_int<std::int64_t>(value));
+    case dtype::u64: return emit_int_constant(t, static_cast<std::int64_t>(float_to_int<std::uint64_t>(value)));
   }
   return emit_int_constant(t, 0);
 }
@@ -102,6 +115,15 @@ QD_FUNC ir::id convert(ir::id v, dtype to) {
 }
 
 QD_FUNC ir::id emit_unary(ir::unary_op o, dtype t, ir::id a) {
+  switch (ir::kind(o)) {
+    case ir::unary_kind::predicate:
+    case ir::unary_kind::count:
+    case ir::unary_kind::reinterpret: return current_tracer().b.unary(o, t, a);  // t is the result's type
+    case ir::unary_kind::same:
+    case ir::unary_kind::logical:
+    case ir::unary_kind::bits:
+    case ir::unary_kind::math: break;
+  }
   return current_tracer().b.unary(o, t, convert(a, t));
 }
 
@@ -129,7 +151,83 @@ QD_FUNC ir::id emit_shape(std::int32_t param, int dim) {
   return t.b.shape(param, dim);
 }
 
-QD_FUNC ir::id emit_random(dtype t) { return current_tracer().b.random(t); }
+QD_FUNC ir::id emit_random(dtype t, const char* file, std::uint32_t line, std::uint32_t column) {
+  auto& tr = current_tracer();
+  const ir::id n = tr.b.random(t);
+  if (tr.open_draw_groups > 0) tr.pending_draws.push_back({file, line, column, n});
+  return n;
+}
+
+QD_FUNC draw_group::draw_group() noexcept {
+  if (active_tracer != nullptr) ++active_tracer->open_draw_groups;
+}
+
+// Source order: file, line, column.
+QD_FUNC bool written_before(const draw_site& a, const draw_site& b) {
+  if (a.file != b.file) {
+    const int c = std::strcmp(a.file, b.file);
+    if (c != 0) return c < 0;
+  }
+  return a.line != b.line ? a.line < b.line : a.column < b.column;
+}
+
+// Gives the draws of one full-expression stream positions in source order. A random
+// node has no operands, so moving it earlier never breaks a use: all of them move to
+// where the first one was, sorted (a stable sort keeps draws written at one place, a
+// helper called twice, in the order they were traced). Left alone when they are not in
+// one block or control flow separates them (a lambda called inside the expression).
+QD_FUNC void order_draws(tracer& t) {
+  std::vector<draw_site>& d = t.pending_draws;
+  const std::int32_t block = t.fn.node_block[static_cast<std::size_t>(d.front().node)];
+  for (const draw_site& s : d)
+    if (t.fn.node_block[static_cast<std::size_t>(s.node)] != block) return;
+  if (std::is_sorted(d.begin(), d.end(), written_before)) return;
+  std::vector<ir::id>& statements = t.fn.blocks[static_cast<std::size_t>(block)];
+  std::size_t first = statements.size();
+  std::size_t found = 0;
+  for (std::size_t k = statements.size(); k-- > 0 && found < d.size();) {
+    const ir::node& n = t.fn.at(statements[k]);
+    if (n.code == ir::op::random) {
+      if (std::any_of(d.begin(), d.end(), [&](const draw_site& s) { return s.node == statements[k]; })) {
+        ++found;
+        first = k;
+      }
+    } else if (ir::properties(n.code).effect == ir::effect::control) {
+      return;
+    }
+  }
+  if (found != d.size()) return;
+  std::stable_sort(d.begin(), d.end(), written_before);
+  std::vector<ir::id> reordered(statements.begin(), statements.begin() + static_cast<std::ptrdiff_t>(first));
+  for (const draw_site& s : d) reordered.push_back(s.node);
+  for (std::size_t k = first; k < statements.size(); ++k)
+    if (t.fn.at(statements[k]).code != ir::op::random ||
+        std::none_of(d.begin(), d.end(), [&](const draw_site& s) { return s.node == statements[k]; }))
+      reordered.push_back(statements[k]);
+  statements = std::move(reordered);
+}
+
+QD_FUNC draw_group::~draw_group() {
+  tracer* t = active_tracer;
+  if (t == nullptr || --t->open_draw_groups > 0) return;
+  if (t->pending_draws.size() > 1 && std::uncaught_exceptions() == 0) order_draws(*t);
+  t->pending_draws.clear();
+}
+
+QD_FUNC std::int32_t bind_place(const place& p) {
+  auto& t = current_tracer();
+  t.bound_places.push_back(p);
+  return static_cast<std::int32_t>(t.bound_places.size() - 1);
+}
+
+QD_FUNC const place& bound_place(std::int32_t index) {
+  return current_tracer().bound_places[static_cast<std::size_t>(index)];
+}
+
+QD_FUNC void store_bound(std::int32_t index, ir::id value) {
+  const place p = bound_place(index);
+  emit_global_store(p, value);
+}
 
 
 QD_FUNC std::vector<ir::id> widened_indices(const place& p) {
@@ -152,12 +250,16 @@ QD_FUNC void emit_global_store(const place& p, ir::id value) {
   t.b.global_store(p.param, p.flags, indices, convert(value, t.fn.params[static_cast<std::size_t>(p.param)].type));
 }
 
-QD_FUNC ir::id emit_global_atomic(ir::atomic_op o, const place& p, ir::id value) {
+QD_FUNC ir::id emit_global_atomic(ir::atomic_op o, const place& p, ir::id value, ir::id expected) {
   auto& t = current_tracer();
   auto indices = widened_indices(p);
-  return t.b.global_atomic(o, p.param, p.flags, indices,
-                           convert(value, t.fn.params[static_cast<std::size_t>(p.param)].type));
+  const dtype elem = t.fn.params[static_cast<std::size_t>(p.param)].type;
+  return t.b.global_atomic(o, p.param, p.flags, indices, convert(value, elem),
+                           expected == ir::none ? ir::none : convert(expected, elem));
 }
+
+// The type `x op= v` computes in: its own, but f16 (storage only) computes in f32.
+QD_FUNC dtype arithmetic_type_of(dtype t) { return t == dtype::f16 ? dtype::f32 : t; }
 
 QD_FUNC void emit_global_update(ir::binary_op o, const place& p, ir::id loaded, ir::id value) {
   auto& t = current_tracer();
@@ -168,7 +270,7 @@ QD_FUNC void emit_global_update(ir::binary_op o, const place& p, ir::id loaded, 
     emit_global_atomic(o == ir::binary_op::add ? ir::atomic_op::add : ir::atomic_op::sub, compound, value);
     return;
   }
-  emit_global_store(p, emit_binary(o, elem, loaded, value));
+  emit_global_store(p, emit_binary(o, arithmetic_type_of(elem), loaded, value));
 }
 
 QD_FUNC ir::id emit_local_decl(dtype t, ir::id init) {
@@ -182,9 +284,10 @@ QD_FUNC void emit_local_store(ir::id decl, ir::id value) {
   t.b.local_store(decl, convert(value, t.fn.at(decl).type));
 }
 
-QD_FUNC ir::id emit_local_atomic(ir::atomic_op o, ir::id decl, ir::id value) {
+QD_FUNC ir::id emit_local_atomic(ir::atomic_op o, ir::id decl, ir::id value, ir::id expected) {
   auto& t = current_tracer();
-  return t.b.local_atomic(o, decl, convert(value, t.fn.at(decl).type));
+  const dtype type = t.fn.at(decl).type;
+  return t.b.local_atomic(o, decl, convert(value, type), expected == ir::none ? ir::none : convert(expected, type));
 }
 
 QD_FUNC std::string_view operator_symbol(ir::binary_op o) {
@@ -209,7 +312,11 @@ QD_FUNC std::string_view operator_symbol(ir::binary_op o) {
     case ir::binary_op::max:
     case ir::binary_op::min:
     case ir::binary_op::ne:
-    case ir::binary_op::pow: return name(o);
+    case ir::binary_op::pow:
+    case ir::binary_op::atan2:
+    case ir::binary_op::fmod:
+    case ir::binary_op::floordiv:
+    case ir::binary_op::floormod: return name(o);
   }
   return name(o);
 }
@@ -228,7 +335,7 @@ QD_FUNC void emit_local_update(ir::binary_op o, ir::id decl, ir::id value) {
         "-= (and qd::atomic_*) are reductions. Use a qd::var declared inside the loop body, or an atomic",
         operator_symbol(o)));
   }
-  emit_local_store(decl, emit_binary(o, type, emit_local_load(decl), value));
+  emit_local_store(decl, emit_binary(o, arithmetic_type_of(type), emit_local_load(decl), value));
 }
 
 // Enters `levels` more levels of control flow, refusing to pass ir::max_nesting_depth
@@ -250,6 +357,10 @@ QD_FUNC void enter_nesting(tracer& t, int levels) {
 QD_FUNC ir::id loop_bound(ir::id v, std::int32_t on_overflow) {
   auto& t = current_tracer();
   dtype type = t.fn.at(v).type;
+  if (type == dtype::u64) {  // capped first, so that its value as an i64 is never negative
+    v = t.b.cast(dtype::i64, t.b.binary(ir::binary_op::min, dtype::u64, v, t.b.constant_int(dtype::u64, 0x80000000ll)));
+    type = dtype::i64;
+  }
   if (type == dtype::i64 || type == dtype::u32) return t.b.bound(v, on_overflow);
   return convert(v, dtype::i32);
 }
@@ -360,6 +471,68 @@ QD_FUNC void end_while() {
   auto& t = current_tracer();
   --t.nesting;
   t.b.pop_block();
+  t.last_if = ir::none;
+}
+
+QD_FUNC short_circuit begin_short_circuit(bool is_or, ir::id left) {
+  auto& t = current_tracer();
+  short_circuit s;
+  s.is_or = is_or;
+  s.left = convert(left, dtype::boolean);
+  s.result = t.b.local_decl(dtype::boolean, s.left);
+  s.branch = begin_if(is_or ? t.b.unary(ir::unary_op::logical_not, dtype::boolean, s.left) : s.left);
+  return s;
+}
+
+// Nodes a right operand may evaluate unconditionally: no memory, no effect, no failure.
+QD_FUNC bool unconditional(const ir::node& n) {
+  using ir::op;
+  return n.code == op::constant || n.code == op::arg || n.code == op::shape || n.code == op::loop_index ||
+         n.code == op::unary || n.code == op::binary || n.code == op::select || n.code == op::fma ||
+         n.code == op::cast || n.code == op::local_load;
+}
+
+QD_FUNC ir::id end_short_circuit(const short_circuit& s, ir::id right) {
+  auto& t = current_tracer();
+  right = convert(right, dtype::boolean);
+  const std::int32_t inner = t.b.current_block();
+  std::vector<ir::id>& recorded = t.fn.blocks[static_cast<std::size_t>(inner)];
+  const auto o = s.is_or ? ir::binary_op::logical_or : ir::binary_op::logical_and;
+  if (std::all_of(recorded.begin(), recorded.end(), [&](ir::id i) { return unconditional(t.fn.at(i)); })) {
+    // Pure arithmetic (`i >= 0 && i < n`): no branch. The if_, the negation and the
+    // result variable, last in the outer block, are dropped; the right operand's nodes
+    // move out after the left operand's.
+    std::vector<ir::id> moved = std::move(recorded);
+    recorded.clear();
+    end_if(s.branch);
+    std::vector<ir::id>& outer = t.fn.blocks[static_cast<std::size_t>(t.b.current_block())];
+    while (!outer.empty() && outer.back() != s.result) outer.pop_back();
+    if (!outer.empty()) outer.pop_back();
+    for (ir::id i : moved) {
+      outer.push_back(i);
+      t.fn.node_block[static_cast<std::size_t>(i)] = t.b.current_block();
+    }
+    t.last_if = ir::none;
+    return t.b.binary(o, dtype::boolean, s.left, right);
+  }
+  t.b.local_store(s.result, right);
+  end_if(s.branch);
+  t.last_if = ir::none;
+  return t.b.local_load(s.result);
+}
+
+QD_FUNC void emit_assert(ir::id cond, std::string_view message) {
+  auto& t = current_tracer();
+  if (!t.debug) return;  // compiled out: the IR, hence every key, differs from a debug trace
+  if (type_of(cond) != dtype::boolean)
+    throw_trace_error(fmt::format("qd::assert_ needs a boolean condition, got {}; compare it, e.g. x != 0",
+                                  name(type_of(cond))));
+  const ir::id branch = begin_if(t.b.unary(ir::unary_op::logical_not, dtype::boolean, cond));
+  const ir::id report = t.b.print({t.b.add_string(std::string(message))});
+  t.fn.at(report).flags = ir::print_flags::assertion;
+  t.fn.at(report).imm = static_cast<std::int64_t>(t.assertions.size());
+  t.assertions.push_back({std::string(message), report});
+  end_if(branch);
   t.last_if = ir::none;
 }
 

@@ -75,7 +75,7 @@ class var {
   QD_VAR_COMPOUND(^=, bit_xor)
 #undef QD_VAR_COMPOUND
 
-  operator bool() const { return detail::no_cpp_value<T>(); }  // a compile error naming qd::if_
+  operator T() const { return detail::no_cpp_value<T>(); }  // a compile error naming qd::if_ and qd::sqrt
 
   ir::id id() const { return detail::emit_local_load(decl_); }  // the current value
   ir::id decl() const { return decl_; }

@@ -43,6 +43,8 @@ class vec_ref {
   vec_ref(const vec_ref&) = default;
 
   vec_ref& operator=(const vec_ref& v) { return assign(v.value()); }
+  // p[i] = {0.0f, -1.0f}: a braced list of the components.
+  vec_ref& operator=(const vec<T, N>& v) { return assign(v); }
   template <vector_like A>
   vec_ref& operator=(const A& v) {
     return assign(v);
@@ -121,6 +123,7 @@ class mat_ref {
   mat_ref(const mat_ref&) = default;
 
   mat_ref& operator=(const mat_ref& m) { return assign(m.value()); }
+  mat_ref& operator=(const mat<T, R, C>& m) { return assign(m); }
   template <matrix_like A>
   mat_ref& operator=(const A& m) {
     return assign(m);
@@ -211,7 +214,22 @@ QD_VEC_ATOMIC(atomic_add, add)
 QD_VEC_ATOMIC(atomic_sub, sub)
 QD_VEC_ATOMIC(atomic_min, min)
 QD_VEC_ATOMIC(atomic_max, max)
+QD_VEC_ATOMIC(atomic_mul, mul)
+QD_VEC_ATOMIC(atomic_and, bit_and)
+QD_VEC_ATOMIC(atomic_or, bit_or)
+QD_VEC_ATOMIC(atomic_xor, bit_xor)
+QD_VEC_ATOMIC(atomic_exchange, exchange)
 #undef QD_VEC_ATOMIC
+
+// Per component: each component swaps when it holds expected's; returns the old vector.
+template <element_type T, int N, vector_like E, vector_like D>
+vec<T, N> atomic_cas(const vec_ref<T, N>& target, const E& expected, const D& desired) {
+  static_assert(detail::vector_size<E> == N && detail::vector_size<D> == N,
+                "atomic_cas: the vectors need the element's number of components");
+  auto e = detail::vec_value(expected);
+  auto d = detail::vec_value(desired);
+  return detail::generate_vec<N>([&](int k) { return atomic_cas(target[k], e[k], d[k]); });
+}
 
 namespace types {
 
@@ -239,6 +257,12 @@ class ndarray<E, N, Options...> {
     requires(N == 1)
   {
     return typename traits::reference(make_place(i.id));
+  }
+  // p[v] with a vector of N integer indices: p(v[0], v[1], ...).
+  typename traits::reference operator[](const detail::located_indices<N>& v) const
+    requires(N >= 2)
+  {
+    return typename traits::reference(detail::place{param_, flags_, static_cast<std::uint8_t>(N), v.ids});
   }
   template <class... I>
     requires(sizeof...(I) + 1 == N && (operand<I> && ...))

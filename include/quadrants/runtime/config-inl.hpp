@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "quadrants/backend/registry.hpp"
 #include "quadrants/base/env_integer.hpp"
 #include "quadrants/base/error.hpp"
 #include "quadrants/cache/remote.hpp"
@@ -224,6 +225,8 @@ QD_FUNC settings resolve_settings(const config& c) {
                            600, overrides);
   s.graph_max_iterations = pick(c.graph_max_iterations, "graph_max_iterations", "QD_GRAPH_MAX_ITERATIONS", as_u64,
                                 std::uint64_t{0}, overrides);
+  s.debug = pick(c.debug, "debug", "QD_DEBUG", parse_bool, false, overrides);
+  if (s.debug) s.check_out_of_bound = true;  // debug mode checks every index too
   s.deterministic_reductions = pick(c.deterministic_reductions, "deterministic_reductions",
                                     "QD_DETERMINISTIC_REDUCTIONS", parse_bool, false, overrides);
   // Fields set in code: the same ranges as their variables.
@@ -247,15 +250,16 @@ QD_FUNC settings resolve_settings(const config& c) {
 QD_FUNC qd::arch init_best_available(const config& c) {
   // An arch asked for, or compile-only mode (which needs no device), is the user's choice.
   if (!c.arch && !detail::env("QD_ARCH") && !c.compile_only && !detail::env("QD_COMPILE_ONLY")) {
-    for (qd::arch gpu : {arch::cuda, arch::amdgpu}) {
+    for (const backend::description& b : backend::backends()) {
+      if (!b.preferred) continue;
       config probe = c;
-      probe.arch = gpu;
-      probe.enable_fallback = false;  // a missing GPU throws instead of warning and falling back
+      probe.arch = b.arch;
+      probe.enable_fallback = false;  // a missing device throws instead of warning and falling back
       try {
         init(probe);
-        return gpu;
+        return b.arch;
       } catch (const user_error&) {
-        // this GPU, its driver or its compiler is missing: try the next
+        // this device, its driver or its compiler is missing: try the next
       }
     }
   }

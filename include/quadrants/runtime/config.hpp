@@ -47,6 +47,7 @@ struct config {
   std::optional<bool> remote_cache_unauthenticated;        // opt out of the secret; default false
   std::optional<int> compile_timeout;                      // seconds a host compiler may run; 0: no limit; default 600
   std::optional<std::uint64_t> graph_max_iterations;       // passes of one qd::graph::do_while; 0 (default): unlimited
+  std::optional<bool> debug;                               // QD_DEBUG: qd::assert_ checked, check_out_of_bound on; default false
   // GPUs combine reductions in a fixed order: the same bits run to run (default false;
   // the CPU and the reference backend always do, docs/dsl.md "Reductions").
   std::optional<bool> deterministic_reductions;            // QD_DETERMINISTIC_REDUCTIONS
@@ -81,6 +82,7 @@ struct settings {
   bool remote_cache_unauthenticated = false;
   int compile_timeout = 600;
   std::uint64_t graph_max_iterations = 0;
+  bool debug = false;
   bool deterministic_reductions = false;
 };
 
@@ -88,8 +90,9 @@ struct settings {
 // invalid field or variable, or an unavailable arch with enable_fallback off.
 QD_FUNC void init(const config& c = {});
 // qd::init(c) on the best available arch when neither c.arch nor QD_ARCH names
-// one: a CUDA GPU, else an AMD GPU, else the CPU (docs/configuration.md). A GPU
-// that is missing is skipped silently. Returns the arch in effect.
+// one: the backends the registry prefers, in its order (a CUDA GPU, else an AMD GPU),
+// else the CPU (docs/configuration.md). A device that is missing is skipped silently.
+// Returns the arch in effect.
 QD_FUNC qd::arch init_best_available(const config& c = {});
 // Ends the runtime: compiled kernels are dropped, arrays it created become unusable.
 QD_FUNC void reset();

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -252,9 +251,9 @@ QD_FUNC void collect(registry& r, std::uint64_t program, bool release) {
   }
 }
 
-QD_FUNC counts parse_tracefile(const std::string& path) {
+QD_FUNC counts parse_tracefile(const std::string& text) {
   counts c;
-  std::ifstream in(path);
+  std::istringstream in(text);
   std::string line, file;
   while (std::getline(in, line)) {
     if (line.starts_with("SF:")) {
@@ -310,7 +309,11 @@ QD_FUNC std::string tracefile_text(const counts& c) {
 // file cannot be written. Caller holds r.mutex.
 QD_FUNC bool flush(registry& r, const std::string& path, std::string* why) {
   if (r.pending.empty()) return true;
-  counts merged = parse_tracefile(path);
+  // Only a regular file (or a new name) is read and replaced: a FIFO, device or link there
+  // is refused, never opened, so nothing blocks at exit or reads without end.
+  std::string existing;
+  if (!read_regular_file(path, existing, why)) return false;
+  counts merged = parse_tracefile(existing);
   merged.add(r.pending);
   if (!write_text_atomically(path, tracefile_text(merged), why)) return false;
   r.pending = {};

@@ -13,12 +13,6 @@
 
 namespace qd::detail {
 
-QD_FUNC std::string_view source_extension(std::string_view device_name) {
-  if (device_name == "cuda") return "cu";
-  if (device_name == "amdgpu") return "hip";
-  return "cpp";
-}
-
 QD_FUNC std::string kernel_dump_dir(const settings& s, std::string_view kernel_name) {
   std::filesystem::path root = s.debug_dump_path.empty() ? std::string("qd_dump") : s.debug_dump_path;
   return (root / dump_file_stem(kernel_name)).string();
@@ -31,7 +25,7 @@ QD_FUNC void dump_debug_file(const settings& s, std::string_view kernel_name, st
   const std::string root = s.debug_dump_path.empty() ? std::string("qd_dump") : s.debug_dump_path;
   const std::string path = kernel_dump_dir(s, kernel_name) + "/" + std::string(relative);
   std::string why;
-  const bool written = write_text_atomically(path, text, &why);
+  const bool written = write_text_atomically(path, text, &why, root);  // every directory from the root down checked
   std::lock_guard lock(mutex);
   if (written && logged.insert(root).second) {
     std::error_code ec;

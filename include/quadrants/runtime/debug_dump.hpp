@@ -1,5 +1,5 @@
 // print_ir's debug dumps (SPEC §11.8): under debug_dump_path, <kernel>/traced.ir.txt and,
-// per variant, <kernel>/<whole|split>/task_<n>.ir.txt, task_<n>.<cpp|cu|hip> and program sources.
+// per variant, <kernel>/<whole|split>/task_<n>.ir.txt, task_<n>.<ext> and program sources (the backend's source_extension).
 #pragma once
 
 #include <string>
@@ -10,14 +10,14 @@
 
 namespace qd::detail {
 
-// The extension of generated source for a device: "cu" (cuda), "hip" (amdgpu), else "cpp".
-QD_FUNC std::string_view source_extension(std::string_view device_name);
-
 // <debug_dump_path>/<kernel's file stem>: where a kernel's files go.
 QD_FUNC std::string kernel_dump_dir(const settings& s, std::string_view kernel_name);
 
-// Writes `text` to <kernel_dump_dir>/<relative> atomically. Logs the dump directory once
-// per process (info), and warns once per directory when it cannot write; never throws.
+// Writes `text` to <kernel_dump_dir>/<relative> atomically (runtime/text_file.hpp: a new
+// temporary file, no link followed below debug_dump_path, which with every directory under
+// it must be this user's or root's and not writable by others unless sticky). Logs the dump
+// directory once per process (info), and warns once per directory when it cannot write (or
+// may not); never throws.
 QD_FUNC void dump_debug_file(const settings& s, std::string_view kernel_name, std::string_view relative,
                              std::string_view text);
 

@@ -51,6 +51,11 @@ struct launch_arg {
   std::uint64_t program_id = 0;   // the program that owns the array
   std::uint64_t bytes = 0;        // the array's extent in bytes (for overlap checks)
   bool extent_known = true;       // false for qd::external_array: no overlap can be ruled out
+  // A member of an AoS array of structs: `data` is the array's start plus lane_offset,
+  // and each element's lane_bytes from there are this member's. Two members of one
+  // array share its bytes but never an element's lane.
+  std::uint32_t lane_offset = 0;
+  std::uint32_t lane_bytes = 0;   // 0: not a member of an AoS array
 };
 
 // The program_id of qd::external_array arguments: memory the caller owns.
@@ -78,7 +83,7 @@ QD_FUNC void force_unchecked_split(kernel_state& k);
 
 // The pipeline behind these declarations, one step per file: kernel_state (the
 // traced kernel), variant_choice (policy and split decision), variant_builder
-// (whole and split variants), code_lookup (memory, disk, compiler), launch.
+// (plan, lower, resolve the variants; cache/code_cache finds or builds the code), launch.
 #ifdef QD_HEADER_ONLY
 #include "quadrants/runtime/kernel_state-inl.hpp"
 #include "quadrants/runtime/launch-inl.hpp"

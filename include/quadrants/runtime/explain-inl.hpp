@@ -2,14 +2,15 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <mutex>
 #include <vector>
 
 #include "quadrants/analysis/split.hpp"
+#include "quadrants/cache/code_cache.hpp"
+#include "quadrants/cache/key_recipe.hpp"
 #include "quadrants/cache/records.hpp"
-#include "quadrants/cache/store.hpp"
 #include "quadrants/detail/format.hpp"
-#include "quadrants/ir/serialize.hpp"
 #include "quadrants/runtime/config.hpp"
 #include "quadrants/runtime/explain.hpp"
 #include "quadrants/runtime/kernel_state.hpp"
@@ -177,15 +178,23 @@ QD_FUNC std::string explain_dot(kernel_state& k) {
   return explain_parts::dot_of(k, explain_parts::gather(k));
 }
 
-QD_FUNC void record_explanation(kernel_state& k, program& p, const std::vector<cache::key>& keys) {
+QD_FUNC void record_explanation(kernel_state& k, program& p, const std::vector<cache::key>& keys,
+                                std::string_view variant) {
   // Adjoints always run whole (fallback autodiff) and have no kernel.explain() of their own.
-  if (!p.store() || !p.store()->writable() || keys.empty() || k.ir.is_gradient) return;
+  cache::tier_list& tiers = p.code().tiers();
+  if (tiers.empty() || keys.empty() || k.ir.is_gradient) return;
   const explain_parts::explanation e = explain_parts::gather_locked(k);
-  cache::explain_record r{k.name, explain_parts::text_of(k, e), explain_parts::dot_of(k, e), keys};
-  // One entry per kernel name and traced IR: a recompiled kernel replaces its own.
-  cache::key_builder kb = p.environment();
-  const cache::key at = kb.add("explain").add(k.name).add(ir::canonical_bytes(k.ir)).finish();
-  p.store()->save(cache::entry_kind::explain, at, cache::encode(r));
+  const cache::key kernel = cache::explained_kernel(p.code().environment(), k.name, k.ir);
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  const cache::explain_record r{k.name,
+                                explain_parts::text_of(k, e),
+                                explain_parts::dot_of(k, e),
+                                keys,
+                                std::string(variant),
+                                kernel,
+                                static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count())};
+  // One entry per kernel, traced IR and variant: a recompiled variant replaces its own.
+  tiers.put(cache::entry_kind::explain, cache::explain_key(kernel, variant), cache::encode(r), nullptr);
 }
 
 }  // namespace qd::detail

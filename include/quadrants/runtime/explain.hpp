@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "quadrants/base/api.hpp"
@@ -20,8 +21,10 @@ QD_FUNC std::string explain_text(kernel_state& k);
 QD_FUNC std::string explain_dot(kernel_state& k);
 
 // After a launch compiled something for `k` (the caller holds k.mutex): stores its
-// explanation and the keys of its records in p's cache, for `qd-cache explain`.
-QD_FUNC void record_explanation(kernel_state& k, program& p, const std::vector<cache::key>& keys);
+// explanation and the keys of the records of `variant` ("whole", "split", "coverage") in
+// p's cache tiers, for `qd-cache explain`. Each variant keeps its own entry.
+QD_FUNC void record_explanation(kernel_state& k, program& p, const std::vector<cache::key>& keys,
+                                std::string_view variant);
 
 }  // namespace qd::detail
 

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
+#include <thread>
 
 #include "quadrants/autodiff/adjoint.hpp"
 #include "quadrants/autodiff/footprint.hpp"
@@ -17,6 +19,32 @@
 
 namespace qd::detail {
 
+// The parameter pairs of `forward`'s adjoint that must not share an array. The adjoint reads
+// the forward values from memory after the forward launch and accumulates each gradient
+// into its parameter's buffer; with one array for two parameters, a write through one
+// changes what the other read, and two gradients' updates meet in one buffer, where the
+// plain (demoted) updates of owned elements may race. Read-only parameters without
+// gradients may share freely.
+QD_FUNC std::vector<alias_pair> adjoint_alias_pairs(const ir::function& forward) {
+  const std::size_t n = forward.params.size();
+  std::vector<char> read(n, 0), written(n, 0);
+  for (const ir::node& node : forward.nodes) {
+    if (node.param < 0 || static_cast<std::size_t>(node.param) >= n || (node.flags & ir::access::grad) != 0) continue;
+    const ir::effect e = ir::properties(node.code).effect;
+    if (e == ir::effect::global_read) read[static_cast<std::size_t>(node.param)] = 1;
+    if (e == ir::effect::global_write || e == ir::effect::global_update) written[static_cast<std::size_t>(node.param)] = 1;
+  }
+  std::vector<alias_pair> pairs;
+  for (std::size_t a = 0; a < n; ++a)
+    for (std::size_t b = a + 1; b < n; ++b) {
+      const ir::param_desc &da = forward.params[a], &db = forward.params[b];
+      if (!da.is_array || !db.is_array || !(read[a] || written[a]) || !(read[b] || written[b])) continue;
+      if (written[a] || written[b] || (da.needs_grad && db.needs_grad))
+        pairs.push_back({static_cast<std::int32_t>(a), static_cast<std::int32_t>(b), written[a] != 0, written[b] != 0});
+    }
+  return pairs;
+}
+
 QD_FUNC kernel_state& adjoint_of(kernel_state& forward) {
   std::call_once(forward.adjoint_once, [&forward] {
     // The forward state owns its adjoint, so the adjoint may point back without owning it.
@@ -27,9 +55,49 @@ QD_FUNC kernel_state& adjoint_of(kernel_state& forward) {
         ensure_traced(*fwd);
       }
       t.fn = autodiff::make_adjoint(fwd->ir, {fwd->name, fwd->param_names});
+      fwd->adjoint->alias_pairs = adjoint_alias_pairs(fwd->ir);  // traced under the adjoint's mutex
     });
   });
   return *forward.adjoint;
+}
+
+// Whether a's and b's buffers (their gradients' with `grad`) provably overlap: the same
+// start, or ranges that intersect where both extents are known.
+QD_FUNC bool provably_overlap(const launch_arg& a, const launch_arg& b, bool grad) {
+  const void* p = grad ? a.grad : a.data;
+  const void* q = grad ? b.grad : b.data;
+  if (p == nullptr || q == nullptr) return false;
+  if ((a.extent_known && a.bytes == 0) || (b.extent_known && b.bytes == 0)) return false;  // no elements
+  if (p == q) return true;
+  if (!a.extent_known || !b.extent_known) return false;
+  const auto p0 = reinterpret_cast<std::uintptr_t>(p), q0 = reinterpret_cast<std::uintptr_t>(q);
+  return p0 < q0 + b.bytes && q0 < p0 + a.bytes;
+}
+
+[[noreturn]] QD_FUNC void throw_aliased(const kernel_state& k, const alias_pair& pair) {
+  const std::string a = param_name(k, static_cast<std::size_t>(pair.a)), b = param_name(k, static_cast<std::size_t>(pair.b));
+  std::string why;
+  if (pair.a_written || pair.b_written) {
+    const std::string& w = pair.b_written ? b : a;
+    const std::string& other = pair.b_written ? a : b;
+    why = fmt::format("the forward kernel writes '{}', so '{}' no longer holds the values the forward launch read, "
+                      "and the adjoint, which reads them from memory, would differentiate the wrong ones",
+                      w, other);
+  } else {
+    why = "both carry gradients, and the adjoint's updates of one gradient buffer through two parameters may race "
+          "and lose some";
+  }
+  throw user_error(fmt::format("kernel '{}': parameters '{}' and '{}' are given the same array (or overlapping "
+                               "ones): {}. Pass distinct arrays (copy the array first) and add the two gradients "
+                               "if you need their sum",
+                               k.name, a, b, why));
+}
+
+QD_FUNC void check_adjoint_aliasing(const kernel_state& k, const launch_arg* args) {
+  for (const alias_pair& pair : k.alias_pairs) {
+    const launch_arg &a = args[static_cast<std::size_t>(pair.a)], &b = args[static_cast<std::size_t>(pair.b)];
+    if (provably_overlap(a, b, false) || provably_overlap(a, b, true)) throw_aliased(k, pair);
+  }
 }
 
 struct tape_launch {
@@ -39,17 +107,40 @@ struct tape_launch {
 
 struct tape_state {
   tape_loss loss;
-  tape_state* previous = nullptr;
   std::vector<tape_launch> launches;
   bool done = false;
+  std::atomic<bool> ended{false};  // its qd::ad::tape is gone (destroyed on any thread)
+  std::thread::id owner;           // the thread whose launches it records
 };
 
+// The tapes recording on this thread, oldest first: they live here until their thread
+// notices they ended, so active_tape never points at a freed tape.
+struct thread_tapes {
+  std::vector<std::shared_ptr<tape_state>> stack;
+};
+
+QD_FUNC thread_tapes& this_thread_tapes() {
+  thread_local thread_tapes tapes;
+  return tapes;
+}
+
+// Drops the ended tapes of this thread; active_tape becomes the newest live one.
+QD_FUNC void settle_tapes() {
+  std::vector<std::shared_ptr<tape_state>>& stack = this_thread_tapes().stack;
+  std::erase_if(stack, [](const std::shared_ptr<tape_state>& t) { return t->ended.load(std::memory_order_acquire); });
+  active_tape = stack.empty() ? nullptr : stack.back().get();
+}
+
 QD_FUNC void record_on_tape(kernel_state& k, const launch_arg* args, std::size_t count) {
+  if (active_tape->ended.load(std::memory_order_acquire)) {  // destroyed, perhaps on another thread
+    settle_tapes();
+    if (active_tape == nullptr) return;
+  }
   if (k.ir.is_gradient) return;  // adjoints launched by hand are not part of the forward pass
   active_tape->launches.push_back({k.shared_from_this(), std::vector<launch_arg>(args, args + count)});
 }
 
-QD_FUNC tape_state* begin_tape(tape_loss loss) {
+QD_FUNC std::shared_ptr<tape_state> begin_tape(tape_loss loss) {
   if (loss.ndim != 0)
     throw user_error(fmt::format("qd::ad::tape: the loss must be a 0-d array (qd::ndarray<T, 0>), not a {}-d one; "
                                  "reduce it into one element first",
@@ -58,15 +149,19 @@ QD_FUNC tape_state* begin_tape(tape_loss loss) {
   if (!loss.has_grad)
     throw user_error("qd::ad::tape: the loss has no gradient buffer; construct it with qd::needs_grad");
   loss.set_grad(0.0);
-  auto* t = new tape_state{std::move(loss), active_tape, {}, false};
-  active_tape = t;
+  auto t = std::make_shared<tape_state>();
+  t->loss = std::move(loss);
+  t->owner = std::this_thread::get_id();
+  this_thread_tapes().stack.push_back(t);
+  settle_tapes();
   return t;
 }
 
-QD_FUNC void end_tape(tape_state* t) {
-  // Tapes end in reverse order of their creation on a thread (they are scoped objects).
-  if (active_tape == t) active_tape = t->previous;
-  delete t;
+QD_FUNC void end_tape(const std::shared_ptr<tape_state>& t) noexcept {
+  t->ended.store(true, std::memory_order_release);
+  // On its own thread it leaves the stack now; elsewhere, at its thread's next tape
+  // operation or recorded launch (that thread may be launching right now).
+  if (t->owner == std::this_thread::get_id()) settle_tapes();
 }
 
 // What a recorded launch reads and overwrites, element by element where its indices

@@ -29,6 +29,9 @@ struct tape_state;
 inline thread_local tape_state* active_tape = nullptr;
 // Called by detail::launch after a forward kernel ran while a tape was active.
 QD_FUNC void record_on_tape(kernel_state& k, const launch_arg* args, std::size_t count);
+// Called by detail::launch for an adjoint kernel (one with alias pairs): a qd::user_error
+// naming both parameters when a pair is given overlapping arrays. O(pairs), no allocation.
+QD_FUNC void check_adjoint_aliasing(const kernel_state& k, const launch_arg* args);
 
 // What a tape needs of its loss array, without its type.
 struct tape_loss {
@@ -37,8 +40,11 @@ struct tape_loss {
   bool is_float = false;
   std::function<void(double)> set_grad;  // fills the loss gradient
 };
-QD_FUNC tape_state* begin_tape(tape_loss loss);
-QD_FUNC void end_tape(tape_state* t);
+// A tape is held by its qd::ad::tape and by the thread it records on, so that either may
+// go first: ending it (on any thread) only marks it, and its thread drops it at its next
+// tape operation or launch.
+QD_FUNC std::shared_ptr<tape_state> begin_tape(tape_loss loss);
+QD_FUNC void end_tape(const std::shared_ptr<tape_state>& t) noexcept;
 QD_FUNC void run_backward(tape_state& t);
 
 }  // namespace detail
@@ -47,7 +53,10 @@ namespace ad {
 
 // Records the kernel launches of this thread while alive; backward() seeds the
 // loss gradient with 1 and runs their adjoints in reverse order. Destroying a tape
-// runs nothing. The loss and the recorded arrays must outlive backward().
+// runs nothing. The loss and the recorded arrays must outlive backward(). Tapes on one
+// thread nest (the newest live one records); any may be destroyed first, and on any
+// thread: it stops recording then. backward() may run on any thread, once the
+// recording thread no longer launches.
 class tape {
  public:
   template <class T, int N>
@@ -61,7 +70,7 @@ class tape {
   void backward() { detail::run_backward(*state_); }
 
  private:
-  detail::tape_state* state_;
+  std::shared_ptr<detail::tape_state> state_;
 };
 
 }  // namespace ad

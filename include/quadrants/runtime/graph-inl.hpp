@@ -39,10 +39,20 @@ QD_FUNC void check_graph_kernel(const kernel_state& k) {
 }
 
 QD_FUNC std::string concurrent_detail(const kernel_state& k) {
-  for (const analysis::graph_region& r : analysis::graph_regions(k.ir, k.structure))
-    if (!r.loop)
-      return fmt::format("a {} with {} branches runs them at once, so the kernel stays one unit", ir::name(r.fork),
-                         r.branches.size());
+  for (const analysis::graph_region& r : analysis::graph_regions(k.ir, k.structure)) {
+    if (r.loop) continue;
+    // Its source line: that of the first statement inside it with one (a fork's marks are
+    // recorded by the library, and top-level values computed for a statement before it
+    // runs carry the line of the statement before).
+    std::string where;
+    for (std::int32_t st = r.begin + 1; st < r.end && where.empty(); ++st) {
+      const analysis::statement_info& info = k.structure.statements[static_cast<std::size_t>(st)];
+      if (info.mark || ir::has_value(k.ir.at(info.node).code)) continue;
+      if (const ir::source_loc l = k.ir.location(info.node); l.known()) where = " (the first at " + ir::to_text(l) + ")";
+    }
+    return fmt::format("a {} with {} branches{} runs them at once, so the kernel stays one unit", ir::name(r.fork),
+                       r.branches.size(), where);
+  }
   return std::string(describe(fallback_reason::concurrent));
 }
 

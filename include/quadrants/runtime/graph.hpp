@@ -41,7 +41,8 @@ QD_FUNC void run_schedule(const kernel_state& k, program& p, const compiled_kern
 QD_FUNC void set_graph_kernel(kernel_state& k);
 // After tracing: concurrent branches that provably write the same elements are a qd::user_error.
 QD_FUNC void check_graph_kernel(const kernel_state& k);
-// fallback_detail of the `concurrent` fallback: "a qd::concurrent with 2 regions ...".
+// fallback_detail of the `concurrent` fallback: "a qd::concurrent with 2 branches (the first
+// at sim.cpp:12) runs them at once, ...".
 QD_FUNC std::string concurrent_detail(const kernel_state& k);
 
 }  // namespace qd::detail

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <charconv>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -23,6 +24,8 @@
 #include "quadrants/runtime/mesh.hpp"
 #include "quadrants/runtime/graph.hpp"
 #include "quadrants/runtime/ndarray.hpp"
+#include "quadrants/runtime/struct_ndarray.hpp"
+#include "quadrants/runtime/template_variants.hpp"
 #include "quadrants/runtime/vec_ndarray.hpp"
 
 namespace qd {
@@ -56,6 +59,14 @@ constexpr bool preserves_value() {
   }
 }
 
+// Whether a host array's elements H are a kernel array's E: the same type, or two
+// spellings of one element type (qd::half and _Float16).
+template <class H, class E>
+constexpr bool same_element() {
+  if constexpr (element_type<H> && element_type<E>) return dtype_of<H> == dtype_of<E>;
+  else return std::is_same_v<H, E>;
+}
+
 // Packs argument `a` for kernel parameter type P, rejecting mismatches at compile time.
 template <class P, class A>
 launch_arg pack_argument(const A& a) {
@@ -68,7 +79,7 @@ launch_arg pack_argument(const A& a) {
     static_assert(is_qd_ndarray<A>::value || is_external_array<A>::value,
                   "kernel argument mismatch: this parameter is a qd::types::ndarray; pass a qd::ndarray");
     if constexpr (is_external_array<A>::value) {
-      static_assert(std::is_same_v<typename A::value_type, elem>,
+      static_assert(same_element<typename A::value_type, elem>(),
                     "kernel argument mismatch: the qd::external_array's element type differs from the parameter's");
       static_assert(A::ndim == P::ndim,
                     "kernel argument mismatch: the qd::external_array's number of dimensions differs from the "
@@ -77,9 +88,9 @@ launch_arg pack_argument(const A& a) {
       out.grad = a.grad_data();
       out.program_id = external_program_id;
       out.extent_known = false;
-      for (int d = 0; d < A::ndim; ++d) out.shape[d] = a.shape(d);
+      copy_launch_shape(out.shape, a);
     } else if constexpr (is_qd_ndarray<A>::value) {
-      static_assert(std::is_same_v<typename A::value_type, elem>,
+      static_assert(same_element<typename A::value_type, elem>(),
                     "kernel argument mismatch: the qd::ndarray's element type differs from the parameter's");
       static_assert(A::ndim == P::ndim,
                     "kernel argument mismatch: the qd::ndarray's number of dimensions differs from the parameter's");
@@ -88,6 +99,16 @@ launch_arg pack_argument(const A& a) {
       out.bytes = a.storage().bytes();
       if (a.has_grad()) out.grad = a.grad().storage().data();
       copy_launch_shape(out.shape, a);
+    }
+  } else if constexpr (std::is_same_v<typename P::value_type, half>) {
+    if constexpr (element_type<A>) {
+      static_assert(dtype_of<A> == dtype::f16, "kernel argument mismatch: a qd::f16 parameter takes a qd::half (or "
+                                                "_Float16); convert a float with qd::half(x), which rounds");
+      const half v(static_cast<float>(a));
+      std::memcpy(&out.scalar_bits, &v.bits, sizeof v.bits);
+    } else {
+      static_assert(element_type<A>, "kernel argument mismatch: a qd::f16 parameter takes a qd::half (or _Float16); "
+                                     "convert a float with qd::half(x), which rounds");
     }
   } else {
     using T = typename P::value_type;
@@ -106,13 +127,52 @@ launch_arg pack_argument(const A& a) {
   return out;
 }
 
+// An array of structs: one launch_arg per member, each a view of the member's values
+// (struct_ndarray.hpp): its start, the array's extents, then its stride in scalars.
+template <class P, class A>
+void pack_struct_array(const A& a, launch_arg*& out) {
+  using S = typename P::value_type;
+  static_assert(is_qd_ndarray<A>::value && host_struct_element<typename A::value_type>,
+                "kernel argument mismatch: this parameter is an array of structs (qd::types::ndarray<S, N>); pass a "
+                "qd::ndarray of the host struct");
+  if constexpr (is_qd_ndarray<A>::value && host_struct_element<typename A::value_type>) {
+    static_assert(host_matches_kernel_struct<typename A::value_type, S>(),
+                  "kernel argument mismatch: the host struct of the qd::ndarray does not match the kernel's element "
+                  "struct member by member; a qd::f32 member is a float on the host, a qd::vec<T, K> a "
+                  "std::array<T, K>, a qd::mat<T, R, C> a std::array<std::array<T, C>, R>, in the same order");
+    static_assert(A::ndim == P::ndim,
+                  "kernel argument mismatch: the qd::ndarray's number of dimensions differs from the parameter's");
+    auto* base = static_cast<unsigned char*>(a.storage().data());
+    for (int m = 0; m < A::members; ++m) {
+      const member_layout& ml = a.member(m);
+      launch_arg& o = *out++;
+      o.data = base + ml.offset;
+      o.program_id = a.storage().program_id();
+      o.bytes = a.storage().bytes() - ml.offset;
+      for (int d = 0; d < A::ndim; ++d) o.shape[d] = a.shape(d);
+      o.shape[A::ndim] = ml.stride;
+      if (a.memory_layout() == layout::aos) {
+        o.lane_offset = static_cast<std::uint32_t>(ml.offset);
+        o.lane_bytes = static_cast<std::uint32_t>(ml.bytes);
+      } else if (m + 1 < A::members) {
+        o.bytes = a.member(m + 1).offset - ml.offset;  // a member's values end where the next one's start
+      }
+    }
+  }
+}
+
 // Packs argument `a` for parameter type P, a struct parameter member by member (the
 // host struct matches the kernel struct in order, checked here at compile time), a
 // vector or matrix parameter component by component from its host value (std::array,
 // nested for matrices), each checked as a scalar argument.
 template <class P, class A>
 void pack_param(const A& a, launch_arg*& out) {
-  if constexpr (requires { param_traits<P>::descs; }) {
+  if constexpr (is_template_arg<P>) {
+    (void)a;  // no IR parameter: its value chose the variant (kernel_states)
+    (void)out;
+  } else if constexpr (requires { param_traits<P>::struct_array; }) {
+    pack_struct_array<P>(a, out);
+  } else if constexpr (requires { param_traits<P>::descs; }) {
     static_assert(param_traits<P>::template accepts_host<A>,
                   "kernel argument mismatch: a qd::vec<T, N> parameter takes a std::array<T, N>, a qd::mat<T, R, C> "
                   "parameter a std::array<std::array<T, C>, R>");
@@ -129,10 +189,16 @@ void pack_param(const A& a, launch_arg*& out) {
                   "kernel argument mismatch: this parameter is a struct; pass a host struct (an aggregate) whose "
                   "members match the kernel struct's in order (qd::ndarray for qd::types::ndarray, C++ numbers for "
                   "scalars, host structs for nested structs)");
-    if constexpr (reflectable_struct<A>) {
+    if constexpr (reflectable_struct<A> && has_lvalue_reference_members<A, member_count<P>()>()) {
+      static_assert(dependent_false<A>,
+                    "kernel argument mismatch: a member of the host struct is a non-const reference (such as "
+                    "qd::ndarray<float, 1>&); the members of a host struct must be values or const references "
+                    "(const qd::ndarray<float, 1>&)");
+    } else if constexpr (reflectable_struct<A>) {
       static_assert(member_count<A>() == member_count<P>(),
                     "kernel argument mismatch: the host struct has another number of members than the kernel struct; "
-                    "they must match member by member, in order");
+                    "they must match member by member, in order (members must be values or const references: a "
+                    "non-const reference such as qd::ndarray<float, 1>& is not seen)");
       if constexpr (member_count<A>() == member_count<P>()) {
         const auto host = tie_members(a);
         [&]<std::size_t... I>(std::index_sequence<I...>) {
@@ -200,7 +266,11 @@ template <class F>
 std::vector<std::string> kernel_param_names(std::vector<std::string> names) {
   constexpr auto params = parameter_types<F>();
   constexpr std::size_t count = decltype(boost::hana::length(params))::value;
-  if constexpr (flat_parameter_count<F>() != count) {  // a struct parameter
+  // A struct parameter (even of one member: as many leaves as parameters), or a vector.
+  constexpr bool has_struct = boost::hana::unpack(params, [](auto... p) {
+    return ((valid_param<typename decltype(p)::type>() && !param_traits<typename decltype(p)::type>::valid) || ...);
+  });
+  if constexpr (has_struct || flat_parameter_count<F>() != count) {
     if (names.empty() || names.size() == count) {
       std::vector<std::string> flat;
       boost::hana::unpack(params, [&](auto... p) {
@@ -211,7 +281,13 @@ std::vector<std::string> kernel_param_names(std::vector<std::string> names) {
           s += std::to_string(k);
           return s;
         };
-        ((append_param_names<typename decltype(p)::type>(param_traits<typename decltype(p)::type>::valid && names.empty() ? std::string() : base(), flat), ++k), ...);
+        // An unnamed leaf stays unnamed ("#3" in messages); an array of structs' members
+        // are named after its position ("#0.x").
+        auto unnamed_leaf = [&](auto type) {
+          using P = typename decltype(type)::type;
+          return param_traits<P>::valid && !requires { param_traits<P>::struct_array; } && names.empty();
+        };
+        ((append_param_names<typename decltype(p)::type>(unnamed_leaf(p) ? std::string() : base(), flat), ++k), ...);
       });
       names = std::move(flat);
     }
@@ -237,94 +313,262 @@ auto pack_arguments(const Args&... args) {
 
 }  // namespace detail
 
+namespace detail {
+
+// The value of template argument P (qd::types::template_arg<T>) from a call's argument:
+// a T, or a C++ number every value of which is a T value (as for scalar arguments).
+template <class P, class A>
+auto template_value_at(const A& a) {
+  if constexpr (is_template_arg<P>) {
+    using T = typename P::value_type;
+    if constexpr (std::is_same_v<A, P>) {
+      return std::tuple<T>(a.value());
+    } else if constexpr (std::is_enum_v<T> || std::is_enum_v<A>) {
+      static_assert(std::is_same_v<A, T>, "kernel argument mismatch: this parameter is a qd::types::template_arg of "
+                                          "an enum; pass a value of that enum");
+      return std::tuple<T>(a);
+    } else {
+      static_assert(std::is_arithmetic_v<A>, "kernel argument mismatch: this parameter is a qd::types::template_arg; "
+                                             "pass a C++ value of its type");
+      if constexpr (std::is_arithmetic_v<A>) {
+        static_assert(preserves_value<A, T>(),
+                      "kernel argument mismatch: this C++ number would change on conversion to the template "
+                      "argument's type; pass the parameter's own type or convert explicitly with static_cast<T>(value)");
+        return std::tuple<T>(static_cast<T>(a));
+      } else {
+        return std::tuple<T>();
+      }
+    }
+  } else {
+    return std::tuple<>();
+  }
+}
+
+// The template arguments' values of a call, in order.
+template <class F, class... Args>
+template_values_t<F> template_values_from(const Args&... args) {
+  using params = lambda_params<F>;
+  static_assert(sizeof...(Args) == std::tuple_size_v<params>,
+                "wrong number of kernel arguments: pass one per kernel parameter");
+  auto all = std::forward_as_tuple(args...);
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return std::tuple_cat(template_value_at<std::tuple_element_t<I, params>>(std::get<I>(all))...);
+  }(std::make_index_sequence<sizeof...(Args)>{});
+}
+
+// How a kernel's name shows a template value: 4, 0.5, true.
+template <class T>
+std::string template_value_text(T v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return v ? "true" : "false";
+  } else if constexpr (std::is_enum_v<T>) {
+    return std::to_string(static_cast<std::int64_t>(v));
+  } else if constexpr (std::is_floating_point_v<T>) {
+    char buf[64];
+    auto r = std::to_chars(buf, buf + sizeof buf, v);
+    return std::string(buf, r.ptr);
+  } else {
+    return std::to_string(+v);
+  }
+}
+
+// The kernel_state a launch uses: the kernel's one state, or for a kernel with template
+// arguments the variant of their values, each traced, split and cached on its own and
+// named "k<n_sub=4>" in messages.
+template <class F>
+class kernel_states {
+ public:
+  using values = template_values_t<F>;
+  static constexpr bool specialised = std::tuple_size_v<values> > 0;
+
+  kernel_states(std::string name, std::vector<std::string> names, F body) {
+    if constexpr (!specialised) {
+      one_ = make_kernel_state(std::move(name), kernel_param_names<F>(std::move(names)), kernel_param_descs<F>(),
+                               [body = std::move(body)](tracer& t) { trace_kernel(body, t); });
+    } else {
+      name_ = std::move(name);
+      template_names_ = template_param_names(names);
+      flat_names_ = kernel_param_names<F>(std::move(names));
+      descs_ = kernel_param_descs<F>();
+      body_ = std::make_shared<const F>(std::move(body));
+    }
+  }
+
+  void set_graph() {
+    graph_ = true;
+    if (one_) set_graph_kernel(*one_);
+  }
+
+  template <class... Args>
+  kernel_state& for_call(const Args&... args) {
+    if constexpr (!specialised) return *one_;
+    else return variant(template_values_from<F>(args...));
+  }
+
+  kernel_state& variant(const values& v) {
+    return table_.get(v, [&] {
+      auto k = make_kernel_state(variant_name(v), flat_names_, descs_,
+                                 [body = body_, v](tracer& t) { trace_kernel(*body, t, v); });
+      if (graph_) set_graph_kernel(*k);
+      return k;
+    });
+  }
+
+  // For ir(), explain(), observations: the variant launched or compiled last.
+  kernel_state& latest() const {
+    if constexpr (!specialised) {
+      return *one_;
+    } else {
+      if (kernel_state* k = table_.latest()) return *k;
+      throw user_error("kernel '" + name_ +
+                       "' has template arguments (qd::types::template_arg) and no variant yet: launch it, or compile "
+                       "one with kernel.compile(values...)");
+    }
+  }
+  const std::string& name() const { return specialised ? name_ : kernel_name(*one_); }
+
+ private:
+  // The names given to the template parameters, by position among them.
+  static std::vector<std::string> template_param_names(const std::vector<std::string>& names) {
+    std::vector<std::string> out;
+    using params = lambda_params<F>;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((is_template_arg<std::tuple_element_t<I, params>>
+            ? out.push_back(names.size() == std::tuple_size_v<params> ? names[I] : std::string())
+            : void()),
+       ...);
+    }(std::make_index_sequence<std::tuple_size_v<params>>{});
+    return out;
+  }
+  std::string variant_name(const values& v) const {
+    std::string out = name_ + "<";
+    std::size_t k = 0;
+    std::apply(
+        [&](const auto&... x) {
+          ((out += (k ? ", " : "") + (template_names_[k].empty() ? std::string() : template_names_[k] + "=") +
+                    template_value_text(x),
+            ++k),
+           ...);
+        },
+        v);
+    return out + ">";
+  }
+
+  std::shared_ptr<kernel_state> one_;  // a kernel without template arguments
+  std::string name_;
+  std::vector<std::string> template_names_, flat_names_;
+  std::vector<ir::param_desc> descs_;
+  std::shared_ptr<const F> body_;
+  bool graph_ = false;
+  mutable template_variants<values> table_;
+};
+
+}  // namespace detail
+
 // kernel.grad: the adjoint of a kernel (SPEC §11.5), called with the forward
 // kernel's arguments. It accumulates into the .grad() buffers of the needs_grad
 // parameters, seeded from the outputs' .grad() buffers; it always runs whole.
 template <class F>
 class adjoint_kernel {
  public:
-  explicit adjoint_kernel(std::shared_ptr<detail::kernel_state> forward) : forward_(std::move(forward)) {}
+  explicit adjoint_kernel(std::shared_ptr<detail::kernel_states<F>> forward) : forward_(std::move(forward)) {}
 
   template <class... Args>
   void operator()(const Args&... args) const {
+    detail::kernel_state& fwd = forward_->for_call(args...);
     auto packed = detail::pack_arguments<F>(args...);
-    if constexpr (detail::has_mesh_parameter<F>()) detail::bind_meshes<F>(*forward_, packed.data(), args...);
+    if constexpr (detail::has_mesh_parameter<F>()) detail::bind_meshes<F>(fwd, packed.data(), args...);
     using R = detail::kernel_result_t<F>;
     if constexpr (detail::return_element_count<R> == 0) {
-      detail::launch(detail::adjoint_of(*forward_), packed.data(), packed.size());
+      detail::launch(detail::adjoint_of(fwd), packed.data(), packed.size());
     } else {  // the forward kernel's result parameters: written, never returned
       detail::return_arrays<R> out;
       out.pack(packed.data() + detail::flat_parameter_count<F>());
-      detail::launch(detail::adjoint_of(*forward_), packed.data(), packed.size());
+      detail::launch(detail::adjoint_of(fwd), packed.data(), packed.size());
     }
   }
-  void compile() const { detail::compile(detail::adjoint_of(*forward_)); }
+  void compile() const { detail::compile(detail::adjoint_of(forward_->latest())); }
   per_offload_observations per_offload_cache_observations() const {
-    return detail::observations(detail::adjoint_of(*forward_));
+    return detail::observations(detail::adjoint_of(forward_->latest()));
   }
   // The adjoint's IR as text (derived on first use).
-  std::string ir() const { return detail::kernel_ir_text(detail::adjoint_of(*forward_)); }
+  std::string ir() const { return detail::kernel_ir_text(detail::adjoint_of(forward_->latest())); }
 
  private:
-  std::shared_ptr<detail::kernel_state> forward_;
+  std::shared_ptr<detail::kernel_states<F>> forward_;
 };
 
 template <class F>
 class kernel {
+  using states = detail::kernel_states<F>;
+
  public:
   kernel(std::string name, F body) : kernel(std::move(name), std::vector<std::string>{}, std::move(body)) {}
 
   // Parameter names make error messages and logs clearer: {"x", "out"}.
   kernel(std::string name, std::vector<std::string> param_names, F body)
-      : state_(detail::make_kernel_state(std::move(name), detail::kernel_param_names<F>(std::move(param_names)),
-                                         detail::kernel_param_descs<F>(),
-                                         [body = std::move(body)](detail::tracer& t) { detail::trace_kernel(body, t); })) {}
+      : states_(std::make_shared<states>(std::move(name), std::move(param_names), std::move(body))) {}
 
   // A graph kernel (SPEC §11.6): qd::graph::do_while and qd::graph::parallel are allowed in it.
-  kernel(std::string name, graph::on_t, F body) : kernel(std::move(name), std::move(body)) {
-    detail::set_graph_kernel(*state_);
-  }
+  kernel(std::string name, graph::on_t, F body) : kernel(std::move(name), std::move(body)) { states_->set_graph(); }
   kernel(std::string name, std::vector<std::string> param_names, graph::on_t, F body)
       : kernel(std::move(name), std::move(param_names), std::move(body)) {
-    detail::set_graph_kernel(*state_);
+    states_->set_graph();
   }
 
   // Launches the kernel: arrays as qd::ndarray, scalars as C++ numbers, host structs for
-  // struct parameters. A kernel that returns a value (SPEC §11.3) waits for it and
-  // returns it as a host value.
+  // struct parameters, C++ values for template arguments (each distinct value runs its
+  // own variant). A kernel that returns a value (SPEC §11.3) waits for it and returns it
+  // as a host value.
   template <class... Args>
   auto operator()(const Args&... args) const {
+    detail::kernel_state& k = states_->for_call(args...);
     auto packed = detail::pack_arguments<F>(args...);
-    if constexpr (detail::has_mesh_parameter<F>()) detail::bind_meshes<F>(*state_, packed.data(), args...);
+    if constexpr (detail::has_mesh_parameter<F>()) detail::bind_meshes<F>(k, packed.data(), args...);
     using R = detail::kernel_result_t<F>;
     if constexpr (detail::return_element_count<R> == 0) {
-      detail::launch(*state_, packed.data(), packed.size());
+      detail::launch(k, packed.data(), packed.size());
     } else {
       detail::return_arrays<R> out;
       out.pack(packed.data() + detail::flat_parameter_count<F>());
-      detail::launch(*state_, packed.data(), packed.size());
+      detail::launch(k, packed.data(), packed.size());
       return out.read();
     }
   }
 
-  // Compiles (or loads from the cache) every variant the configuration would use, without launching.
-  void compile() const { detail::compile(*state_); }
+  // Compiles (or loads from the cache) every variant the configuration would use, without
+  // launching. A kernel with template arguments takes their values, in order: k.compile(4).
+  template <class... V>
+  void compile(const V&... template_values) const {
+    if constexpr (states::specialised) {
+      static_assert(sizeof...(V) == std::tuple_size_v<typename states::values>,
+                    "kernel.compile(values...) of a kernel with template arguments takes one value per "
+                    "qd::types::template_arg parameter, in order");
+      if constexpr (sizeof...(V) == std::tuple_size_v<typename states::values>)
+        detail::compile(states_->variant(typename states::values(template_values...)));
+    } else {
+      static_assert(sizeof...(V) == 0, "kernel.compile() takes no arguments: the kernel has no template arguments");
+      detail::compile(states_->latest());
+    }
+  }
 
-  per_offload_observations per_offload_cache_observations() const { return detail::observations(*state_); }
-  const std::string& name() const { return detail::kernel_name(*state_); }
+  // The next members describe the kernel, or for a kernel with template arguments the
+  // variant launched or compiled last.
+  per_offload_observations per_offload_cache_observations() const { return detail::observations(states_->latest()); }
+  const std::string& name() const { return states_->name(); }
   // The kernel's IR as text (traced on first use), with the source line of each statement.
-  std::string ir() const { return detail::kernel_ir_text(*state_); }
+  std::string ir() const { return detail::kernel_ir_text(states_->latest()); }
   // Its constructs with their source lines, what each recomputes, the split decision and
   // why (docs/diagnostics.md); dot(): the same as a Graphviz graph.
-  std::string explain() const { return detail::explain_text(*state_); }
-  std::string dot() const { return detail::explain_dot(*state_); }
+  std::string explain() const { return detail::explain_text(states_->latest()); }
+  std::string dot() const { return detail::explain_dot(states_->latest()); }
 
  private:
-  std::shared_ptr<detail::kernel_state> state_;
+  std::shared_ptr<states> states_;
 
  public:
   // The adjoint kernel: kernel.grad(args...) (SPEC §11.5).
-  adjoint_kernel<F> grad{state_};
+  adjoint_kernel<F> grad{states_};
 };
 
 template <class F>

@@ -13,6 +13,7 @@
 #include "quadrants/lang/trace.hpp"
 #include "quadrants/runtime/graph.hpp"
 #include "quadrants/runtime/kernel_state.hpp"
+#include "quadrants/runtime/program.hpp"
 
 namespace qd::detail {
 
@@ -92,7 +93,16 @@ QD_FUNC kernel_state& coverage_twin(kernel_state& k) {
 }
 
 QD_FUNC void ensure_traced(kernel_state& k) {
-  if (k.traced) return;
+  bool debug = false;
+  {
+    program_use use(std::nothrow);
+    if (use) debug = use->config().debug;
+  }
+  if (k.traced && (k.traced_debug == debug || k.trace == nullptr)) return;  // a derived kernel keeps its IR
+  if (k.traced) {  // traced for the other debug setting: what came from that IR goes too
+    k.coverage_twin.reset();
+    k.coverage_probes.reset();
+  }
   if (k.params.size() > limits::max_kernel_params)
     throw user_error(fmt::format("kernel '{}': {} parameters; at most {} are supported", k.name, k.params.size(),
                                  limits::max_kernel_params));
@@ -101,14 +111,26 @@ QD_FUNC void ensure_traced(kernel_state& k) {
                                  k.name, k.param_names.size(), k.params.size()));
   tracer t(k.name, k.param_names);
   t.graph_kernel = k.graph;
+  t.debug = debug;
   k.trace(t);
   ir::eliminate_dead_code(t.fn);
   analysis::demote_owned_updates(t.fn);
   if constexpr (checked_build) ir::verify(t.fn, ir::stage::traced);
   k.ir = std::move(t.fn);
+  k.assertions = std::move(t.assertions);
   k.structure = analysis::analyze_structure(k.ir);
   check_graph_kernel(k);
   k.traced = true;
+  k.traced_debug = debug;
+}
+
+QD_FUNC std::string assertion_failure(const kernel_state& k, std::int64_t number) {
+  if (number < 0 || static_cast<std::size_t>(number) >= k.assertions.size())
+    return fmt::format("kernel '{}': an assertion failed (qd::assert_ #{})", k.name, number);
+  const assertion_site& a = k.assertions[static_cast<std::size_t>(number)];
+  const std::string where = ir::to_text(k.ir.location(a.node));
+  return fmt::format("kernel '{}': assertion failed{}{}: {} (qd::assert_, checked because config.debug is on)", k.name,
+                     where.empty() ? "" : " at ", where, a.message);
 }
 
 QD_FUNC void force_unchecked_split(kernel_state& k) {
@@ -118,10 +140,16 @@ QD_FUNC void force_unchecked_split(kernel_state& k) {
   k.ready_program.store(0, std::memory_order_release);
 }
 
+QD_FUNC std::string traced_ir_text(const kernel_state& k) {
+  ir::text_options options;
+  options.param_names = &k.param_names;
+  return ir::to_text(k.ir, options);
+}
+
 QD_FUNC std::string kernel_ir_text(kernel_state& k) {
   std::lock_guard lock(k.mutex);
   ensure_traced(k);
-  return ir::to_text(k.ir);
+  return traced_ir_text(k);
 }
 
 QD_FUNC per_offload_observations observations(const kernel_state& k) {

@@ -13,6 +13,7 @@
 #include "quadrants/analysis/split.hpp"
 #include "quadrants/backend/device.hpp"
 #include "quadrants/base/api.hpp"
+#include "quadrants/lang/trace.hpp"
 #include "quadrants/runtime/coverage.hpp"
 #include "quadrants/runtime/device_graph.hpp"
 #include "quadrants/runtime/dispatch.hpp"
@@ -62,6 +63,14 @@ struct compiled_kernel {
   void* coverage = nullptr;  // kernel_coverage: the probe buffer (owned by runtime/coverage)
 };
 
+// Two parameters of an adjoint kernel that must not be given overlapping arrays: the
+// forward kernel writes one of them (its adjoint would read overwritten values), or both
+// carry gradients into one buffer (runtime/gradient.hpp).
+struct alias_pair {
+  std::int32_t a = -1, b = -1;
+  bool a_written = false, b_written = false;  // by the forward kernel
+};
+
 class kernel_state : public std::enable_shared_from_this<kernel_state> {
  public:
   std::string name;
@@ -71,6 +80,8 @@ class kernel_state : public std::enable_shared_from_this<kernel_state> {
 
   std::mutex mutex;  // this kernel's preparation only; launches never take it
   bool traced = false;
+  bool traced_debug = false;  // traced with config.debug: qd::assert_ is in the IR
+  std::vector<assertion_site> assertions;  // the qd::assert_ calls traced, by number
   ir::function ir;
   analysis::kernel_structure structure;
   per_offload_observations obs;
@@ -94,6 +105,9 @@ class kernel_state : public std::enable_shared_from_this<kernel_state> {
   // kernel.grad: the adjoint kernel, made on first use from this kernel's IR (runtime/gradient.hpp).
   std::once_flag adjoint_once;
   std::shared_ptr<kernel_state> adjoint;
+  // An adjoint's pairs checked at each of its launches; set when it is traced, empty for
+  // every other kernel (runtime/gradient.hpp).
+  std::vector<alias_pair> alias_pairs;
   bool graph = false;            // qd::kernel(name, qd::graph::on, ...) (runtime/graph.hpp)
   // The mesh relations the IR reads, per parameter (runtime/mesh.hpp), found on first use.
   std::once_flag mesh_once;
@@ -112,9 +126,15 @@ QD_FUNC std::string construct_label(const kernel_state& k, std::int32_t c, bool 
 QD_FUNC std::string access_sites(const kernel_state& k, std::size_t param, std::int32_t c);
 // The kernel with coverage probes (kernel_coverage), made once; needs k traced and its mutex held.
 QD_FUNC kernel_state& coverage_twin(kernel_state& k);
-// Traces the lambda once (the IR does not depend on the configuration), removes
-// dead code and analyses the structure; checked builds verify the IR.
+// Traces the lambda once, removes dead code and analyses the structure; checked builds
+// verify the IR. The IR depends on the configuration only through config.debug
+// (qd::assert_ is compiled out without it): a program with the other debug setting
+// traces the kernel again.
 QD_FUNC void ensure_traced(kernel_state& k);
+// The traced IR as text, parameters by name where the kernel names them.
+QD_FUNC std::string traced_ir_text(const kernel_state& k);
+// The failure message of assertion `number` (qd::assert_), naming its source line.
+QD_FUNC std::string assertion_failure(const kernel_state& k, std::int64_t number);
 
 }  // namespace qd::detail
 

@@ -15,6 +15,7 @@
 #include "quadrants/runtime/gradient.hpp"
 #include "quadrants/runtime/graph.hpp"
 #include "quadrants/runtime/kernel_state.hpp"
+#include "quadrants/runtime/mesh.hpp"
 #include "quadrants/runtime/program.hpp"
 #include "quadrants/runtime/variant_choice.hpp"
 
@@ -37,6 +38,10 @@ QD_FUNC std::uint64_t mix_stream(std::uint64_t seed, std::uint64_t launch, std::
 // qd::ndarray allocates with the data's extent) are provably disjoint address ranges.
 QD_FUNC bool disjoint(const launch_arg& a, bool a_grad, const launch_arg& b, bool b_grad) {
   if (!a.extent_known || !b.extent_known) return false;
+  if (a.lane_bytes != 0 && b.lane_bytes != 0 && !a_grad && !b_grad &&
+      static_cast<const unsigned char*>(a.data) - a.lane_offset ==
+          static_cast<const unsigned char*>(b.data) - b.lane_offset)  // two members of one array of structs
+    return a.lane_offset + a.lane_bytes <= b.lane_offset || b.lane_offset + b.lane_bytes <= a.lane_offset;
   auto a0 = reinterpret_cast<std::uintptr_t>(a_grad ? a.grad : a.data);
   auto b0 = reinterpret_cast<std::uintptr_t>(b_grad ? b.grad : b.data);
   return a.bytes == 0 || b.bytes == 0 || a0 + a.bytes <= b0 || b0 + b.bytes <= a0;
@@ -95,8 +100,11 @@ QD_FUNC void launch_task(const kernel_state& k, program& p, const compiled_kerne
                                    "indices are 32-bit, so that loop ran no iterations. Split the iteration space "
                                    "into loops of at most 2147483647 iterations",
                                    k.name, error[3]));
+    if (error[0] == 1 && error[1] < 0) throw user_error(assertion_failure(k, error[3]));  // qd::assert_
     if (error[0] != 0) {
       std::size_t param = static_cast<std::size_t>(t.param_map[static_cast<std::size_t>(error[1])]);
+      if (std::string mesh = mesh_index_error(k, param, error[3], error[4], t.construct); !mesh.empty())
+        throw user_error(mesh);
       throw_launch_error(k, param,
                          fmt::format("index {} is out of range for dimension {} (extent {}){}{}; out-of-range "
                                      "accesses were skipped (check_out_of_bound is on)",
@@ -164,6 +172,7 @@ QD_FUNC void launch(kernel_state& k, const launch_arg* args, std::size_t count) 
       throw_launch_error(k, i, "the parameter needs a gradient buffer; construct the qd::ndarray with qd::needs_grad");
     if (args[i].program_id == external_program_id) check_external_extents(k, i, args[i]);
   }
+  if (!k.alias_pairs.empty()) check_adjoint_aliasing(k, args);  // an adjoint: one array for two parameters
   const variant* v = &c->primary;
   if (c->split) {
     for (const auto& pair : c->pairs) {

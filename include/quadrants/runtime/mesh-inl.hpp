@@ -283,7 +283,7 @@ QD_FUNC detail::launch_arg mesh::bind(std::uint32_t relations, std::string_view 
     std::size_t total = packed.size();
     for (int r = 0; r < layout::relations; ++r)
       if (m.built & (1u << r)) total += m.rel[static_cast<std::size_t>(r)].offsets.size() + m.rel[static_cast<std::size_t>(r)].indices.size();
-    if (total > std::size_t{2147483647})
+    if (total + layout::relations > std::size_t{2147483647})
       throw user_error(fmt::format("kernel '{}': the qd::mesh's relations hold {} entries; at most 2147483647 fit in "
                                    "one mesh parameter",
                                    kernel, total));
@@ -296,6 +296,8 @@ QD_FUNC detail::launch_arg mesh::bind(std::uint32_t relations, std::string_view 
       packed[static_cast<std::size_t>(layout::indices_slot(r))] = static_cast<std::int32_t>(packed.size());
       packed.insert(packed.end(), c.indices.begin(), c.indices.end());
     }
+    // Past the extent: the slots rel[k] out of range reads (element 0, or a bounds error).
+    packed.insert(packed.end(), layout::relations, 0);
     detail::buffer b(packed.size() * sizeof(std::int32_t));
     b.upload(packed.data(), packed.size() * sizeof(std::int32_t));
     if (m.device.program_id() == use->id()) m.retired.push_back(std::move(m.device));
@@ -307,7 +309,7 @@ QD_FUNC detail::launch_arg mesh::bind(std::uint32_t relations, std::string_view 
   a.data = m.device.data();
   a.program_id = m.device.program_id();
   a.bytes = m.device.bytes();
-  a.shape[0] = static_cast<std::int64_t>(m.device.bytes() / sizeof(std::int32_t));
+  a.shape[0] = static_cast<std::int64_t>(m.device.bytes() / sizeof(std::int32_t)) - layout::relations;
   return a;
 }
 
@@ -332,6 +334,37 @@ QD_FUNC const std::vector<std::uint32_t>& mesh_relations_used(kernel_state& k) {
     k.mesh_relations = std::move(used);
   });
   return k.mesh_relations;
+}
+
+QD_FUNC std::string mesh_index_error(const kernel_state& k, std::size_t param, std::int64_t index, std::int64_t extent,
+                                     std::int32_t construct) {
+  if (param >= k.mesh_relations.size() || k.mesh_relations[param] == 0) return {};
+  const std::int64_t relation = index - extent;
+  if (relation < 0 || relation >= mesh_layout::relations) return {};
+  // The rel[k] of this relation: loads of the mesh at a select whose out-of-range side is
+  // the extent plus the relation's slot.
+  std::vector<std::string> sites;
+  for (std::size_t i = 0; i < k.ir.nodes.size(); ++i) {
+    const ir::node& n = k.ir.nodes[i];
+    if (n.code != ir::op::global_load || n.param != static_cast<std::int32_t>(param) || n.list_size != 1) continue;
+    const ir::node& position = k.ir.at(k.ir.lists[static_cast<std::size_t>(n.list_begin)]);
+    if (position.code != ir::op::select || position.c == ir::none) continue;
+    const ir::node& past = k.ir.at(position.c);
+    if (past.code != ir::op::binary || past.b == ir::none || k.ir.at(past.b).code != ir::op::constant ||
+        k.ir.at(past.b).imm != relation)
+      continue;
+    const std::int32_t st = k.structure.statement_of[i];
+    if (st < 0 || (construct >= 0 && k.structure.construct_of[static_cast<std::size_t>(st)] != construct)) continue;
+    const std::string where = ir::to_text(k.ir.location(static_cast<ir::id>(i)));
+    if (!where.empty() && std::find(sites.begin(), sites.end(), where) == sites.end()) sites.push_back(where);
+  }
+  std::string at;
+  for (std::size_t j = 0; j < sites.size(); ++j) at += (j ? ", " : " at ") + sites[j];
+  const auto from = static_cast<mesh_kind>(relation / mesh_layout::kinds), to = static_cast<mesh_kind>(relation % mesh_layout::kinds);
+  return fmt::format("kernel '{}': an index into the mesh relation {} -> {} (element.{}()[k] of one of the {}) of "
+                     "parameter '{}' is out of range{}: k must be at least 0 and less than element.{}().size(), the "
+                     "length of that element's own list; out-of-range accesses were skipped (check_out_of_bound is on)",
+                     k.name, name(from), name(to), name(to), name(from), param_name(k, param), at, name(to));
 }
 
 QD_FUNC std::string mesh_detail(const kernel_state& k) {

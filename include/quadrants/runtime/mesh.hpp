@@ -75,6 +75,12 @@ namespace detail {
 // parameter (traced on first use, then cached in the kernel state).
 QD_FUNC const std::vector<std::uint32_t>& mesh_relations_used(kernel_state& k);
 
+// The message for a bounds error at `index` (of `extent`) of kernel parameter `param`
+// when it is a mesh relation's rel[k] out of range (in `construct`, or any when < 0): the
+// relation and the user's lines; empty for any other bounds error.
+QD_FUNC std::string mesh_index_error(const kernel_state& k, std::size_t param, std::int64_t index, std::int64_t extent,
+                                     std::int32_t construct);
+
 // fallback_detail of the `mesh` fallback: "a qd::mesh_for over the verts at sim.cpp:12 ...".
 QD_FUNC std::string mesh_detail(const kernel_state& k);
 

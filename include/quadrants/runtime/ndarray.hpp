@@ -60,6 +60,13 @@ std::int64_t extent(const std::array<std::int64_t, N>& shape, int d, std::string
   return shape[static_cast<std::size_t>(d)];
 }
 
+template <std::size_t N>
+std::int64_t element_count(const std::array<std::int64_t, N>& shape) {
+  std::int64_t n = 1;
+  for (auto s : shape) n *= s;
+  return n;
+}
+
 }  // namespace detail
 
 // Elements are scalars here; runtime/vec_ndarray.hpp specializes vectors and matrices.
@@ -92,11 +99,7 @@ class ndarray {
 
   std::int64_t shape(int d) const { return detail::extent(shape_, d, "qd::ndarray::shape"); }
   const std::array<std::int64_t, N>& shape() const { return shape_; }
-  std::int64_t size() const {
-    std::int64_t n = 1;
-    for (auto s : shape_) n *= s;
-    return n;
-  }
+  std::int64_t size() const { return detail::element_count(shape_); }
 
   void from_host(std::span<const T> values) {
     if (values.size() != static_cast<std::size_t>(size()))
@@ -135,8 +138,11 @@ namespace detail {
 // (memory of the current arch: host memory on cpu). Its extent is not known to
 // Quadrants, so a split kernel that needs two parameters to be disjoint runs its
 // whole-kernel variant for a call that passes one.
-template <element_type T, int N>
+// Elements are scalars here; runtime/vec_ndarray.hpp specializes vectors and matrices.
+template <class T, int N>
 class external_array {
+  static_assert(element_type<T>, "qd::external_array<T, N> takes an element type (float, std::int32_t, ...), a "
+                                 "qd::vec or a qd::mat");
   static_assert(N >= 0 && N <= 4, "qd::external_array supports 0 to 4 dimensions");
 
  public:

@@ -6,8 +6,10 @@
 #include <vector>
 
 #include "quadrants/backend/registry.hpp"
-#include "quadrants/cache/remote.hpp"
-#include "quadrants/cache/store.hpp"
+#include "quadrants/cache/code_cache.hpp"
+#include "quadrants/cache/disk_tier.hpp"
+#include "quadrants/cache/memory_tier.hpp"
+#include "quadrants/cache/remote_tier.hpp"
 #include "quadrants/base/error.hpp"
 #include "quadrants/detail/format.hpp"
 #include "quadrants/lang/trace.hpp"
@@ -27,22 +29,28 @@ QD_FUNC std::mutex& init_mutex() {
   return m;
 }
 
-// The device for the requested arch, or the CPU with one warning when that arch
-// is unavailable and fallback is enabled. Settings the device decides (bounds checks
+// The backend-specific settings, by their qd::config name: each backend reads its own
+// (backend/<name>/description.hpp).
+QD_FUNC std::vector<std::pair<std::string, std::string>> backend_options(const settings& s) {
+  return {{"cuda_arch", s.cuda_arch ? std::to_string(s.cuda_arch) : std::string()}, {"amdgpu_arch", s.amdgpu_arch}};
+}
+
+// The backend and device for the requested arch, or the CPU's with one warning when that
+// arch is unavailable and fallback is enabled. Settings the device decides (bounds checks
 // of a backend that always checks) are written back.
-QD_FUNC std::shared_ptr<backend::device> make_device(settings& s) {
+QD_FUNC std::shared_ptr<backend::device> make_device(settings& s, const backend::description*& chosen) {
   backend::device_request r;
   r.compile_only = s.compile_only;
   r.opt_level = s.opt_level;
   r.fast_math = s.fast_math;
-  r.cuda_arch = s.cuda_arch;
-  r.amdgpu_arch = s.amdgpu_arch;
-  r.cpu_threads = static_cast<unsigned>(s.cpu_max_num_threads);
+  r.threads = static_cast<unsigned>(s.cpu_max_num_threads);
   r.compile_timeout_seconds = s.compile_timeout;
+  r.options = backend_options(s);
   std::shared_ptr<backend::device> d;
   std::string why;
+  chosen = backend::find_backend(s.arch);
   try {
-    d = backend::make_device(s.arch, r);
+    if (chosen) d = chosen->make(r);
     if (!d)
       why = fmt::format("the {} backend is not available in this build of Quadrants (not supported on this platform)",
                         name(s.arch));
@@ -56,57 +64,67 @@ QD_FUNC std::shared_ptr<backend::device> make_device(settings& s) {
                                    name(s.arch), why));
     log_fmt(log_level::warn, "qd::init(arch = {}): {}; falling back to arch = cpu", name(s.arch), why);
     s.arch = arch::cpu;
-    d = backend::make_device(arch::cpu, r);
+    chosen = backend::find_backend(arch::cpu);
+    if (!chosen) throw internal_error("this build of Quadrants has no CPU backend");
+    d = chosen->make(r);
   }
   if (d->traits().always_checks_bounds) s.check_out_of_bound = true;  // errors then name the parameter
   return d;
 }
 
+QD_FUNC std::unique_ptr<cache::tier> memory_tier_for(const settings&) { return cache::make_memory_tier(); }
+
+QD_FUNC std::unique_ptr<cache::tier> disk_tier_for(const settings& s) {
+  if (!s.offline_cache) return nullptr;
+  return cache::make_disk_tier(std::make_shared<cache::store>(
+      cache::store_options{.root = s.offline_cache_file_path, .max_size = s.offline_cache_max_size}));
+}
+
+// Behind the disk (docs/cache.md); it connects at its first use.
+QD_FUNC std::unique_ptr<cache::tier> remote_tier_for(const settings& s) {
+  if (s.remote_cache.empty()) return nullptr;
+  if (!s.offline_cache) {
+    log_fmt(log_level::warn, "remote_cache is ignored: offline_cache = false turns every cache tier off");
+    return nullptr;
+  }
+  return cache::make_remote_tier(std::make_shared<cache::remote>(remote_options_for(s)));
+}
+
+// The cache tiers in lookup order, each made from the settings or left off (null): a new
+// tier is one more line (docs/architecture.md, "Adding a cache tier").
+using tier_maker = std::unique_ptr<cache::tier> (*)(const settings&);
+inline constexpr tier_maker cache_tiers[] = {
+    &memory_tier_for,
+    &disk_tier_for,
+    &remote_tier_for,
+};
+
+QD_FUNC std::function<std::unique_ptr<cache::tier>()>& extra_tier_maker() {
+  static std::function<std::unique_ptr<cache::tier>()> make;
+  return make;
+}
+
+QD_FUNC void set_extra_cache_tier(std::function<std::unique_ptr<cache::tier>()> make) {
+  std::lock_guard lock(init_mutex());
+  extra_tier_maker() = std::move(make);
+}
+
+// None for a backend whose code is not worth caching.
+QD_FUNC cache::tier_list make_tiers(const settings& s, const backend::description& b) {
+  cache::tier_list tiers;
+  if (!b.caches_code) return tiers;
+  for (tier_maker make : cache_tiers)
+    if (std::unique_ptr<cache::tier> t = make(s)) tiers.add(std::move(t));
+  if (extra_tier_maker() && s.offline_cache) tiers.add(extra_tier_maker()());
+  return tiers;
+}
+
 QD_FUNC program::program(settings s, std::uint64_t id) : settings_(std::move(s)), id_(id) {
-  device_ = make_device(settings_);
-  if (settings_.offline_cache) {
-    cache::store_options options;
-    options.root = settings_.offline_cache_file_path;
-    options.max_size = settings_.offline_cache_max_size;
-    store_ = std::make_unique<cache::store>(std::move(options));
-  }
-  // The remote tier sits behind the disk (docs/cache.md); it connects at its first use.
-  if (!settings_.remote_cache.empty()) {
-    if (store_)
-      store_->set_remote(std::make_shared<cache::remote>(remote_options_for(settings_)));
-    else
-      log_fmt(log_level::warn, "remote_cache is ignored: offline_cache = false turns every cache tier off");
-  }
+  device_ = make_device(settings_, backend_);
+  code_ = std::make_unique<cache::code_cache>(device_, settings_.check_out_of_bound, make_tiers(settings_, *backend_));
 }
 
 QD_FUNC program::~program() = default;
-
-QD_FUNC const cache::key_builder& program::environment() {
-  std::call_once(environment_once_, [&] {
-    auto b = std::make_unique<cache::key_builder>();
-    b->add(std::uint64_t{cache::format_version})
-        .add(QD_VERSION_STRING)
-        .add(device_->name())
-        .add(device_->target())
-        .add(device_->code_options())
-        .add(settings_.check_out_of_bound ? "check_out_of_bound" : "unchecked")
-        .add(device_->compiler_identity())
-        .add(device_->prelude());  // the generated code's own definitions
-    environment_ = std::move(b);
-  });
-  return *environment_;
-}
-
-QD_FUNC std::shared_ptr<backend::loaded_module> program::find_module(const cache::key& k) {
-  std::lock_guard lock(modules_mutex_);
-  auto it = modules_.find(k);
-  return it == modules_.end() ? nullptr : it->second;
-}
-
-QD_FUNC void program::remember_module(const cache::key& k, std::shared_ptr<backend::loaded_module> m) {
-  std::lock_guard lock(modules_mutex_);
-  modules_.emplace(k, std::move(m));
-}
 
 [[noreturn]] QD_FUNC void throw_not_initialized(std::string_view what) {
   throw user_error(fmt::format("{}: Quadrants is not initialized; call qd::init() first (qd::reset() ends a "

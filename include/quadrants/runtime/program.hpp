@@ -1,22 +1,21 @@
-// The running program behind qd::init: the resolved settings, the device, and
-// what kernels share (compiled modules, the launch counter). Internal.
+// The running program behind qd::init: the resolved settings, the backend and its
+// device, and what kernels share (code for tasks, the launch counter). Internal.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
-#include <mutex>
 #include <new>
 #include <string>
-#include <unordered_map>
 
+#include "quadrants/backend/description.hpp"
 #include "quadrants/backend/device.hpp"
-#include "quadrants/cache/key.hpp"
-#include "quadrants/cache/records.hpp"
 #include "quadrants/runtime/config.hpp"
 
 namespace qd::cache {
-class store;
+class code_cache;
+class tier;
 struct remote_options;
 }
 
@@ -31,33 +30,20 @@ class program {
   std::uint64_t id() const { return id_; }
   backend::device& device() const { return *device_; }
   const std::shared_ptr<backend::device>& device_ptr() const { return device_; }
+  // What the registry says about the backend (backend/description.hpp).
+  const backend::description& backend() const { return *backend_; }
   std::uint64_t next_launch() { return launches_.fetch_add(1, std::memory_order_relaxed); }
 
-  // The on-disk cache, or null when offline_cache is off.
-  cache::store* store() const { return store_.get(); }
-  // A key builder holding every field of the environment compiled code depends
-  // on (format and library versions, backend, target, options, compiler).
-  QD_FUNC const cache::key_builder& environment();
-
-  // What this process has compiled or loaded, by key: a module or offload is
-  // loaded once however many kernels use it. Thread-safe.
-  QD_FUNC std::shared_ptr<backend::loaded_module> find_module(const cache::key& k);
-  QD_FUNC void remember_module(const cache::key& k, std::shared_ptr<backend::loaded_module> m);
-
-  // Counts for qd::cache_statistics().
-  std::atomic<std::uint64_t> memory_hits{0};
-  std::atomic<std::uint64_t> compiles{0};
+  // Code for tasks: keys, the cache tiers in order, and the backend's builds. Thread-safe.
+  cache::code_cache& code() const { return *code_; }
 
  private:
   settings settings_;
   std::uint64_t id_;
+  const backend::description* backend_ = nullptr;
   std::shared_ptr<backend::device> device_;
-  std::unique_ptr<cache::store> store_;
+  std::unique_ptr<cache::code_cache> code_;
   std::atomic<std::uint64_t> launches_{0};
-  std::once_flag environment_once_;
-  std::unique_ptr<cache::key_builder> environment_;
-  std::mutex modules_mutex_;
-  std::unordered_map<cache::key, std::shared_ptr<backend::loaded_module>, cache::key_hash> modules_;
 };
 
 // The program of the last qd::init, or null. Read without a lock on every launch.
@@ -91,6 +77,10 @@ class program_use {
 // The active program; a qd::user_error naming `what` before qd::init or after qd::reset.
 // Only for callers that already hold a program_use, or that run no concurrent reset.
 QD_FUNC program& current_program(std::string_view what);
+
+// Test-only, never for users: programs started while `make` is set list one more cache
+// tier after the registered ones (when offline_cache is on): a tier is one class.
+QD_FUNC void set_extra_cache_tier(std::function<std::unique_ptr<cache::tier>()> make);
 
 // Resolves a config against QD_* variables and defaults (logging overrides).
 QD_FUNC settings resolve_settings(const config& c);

@@ -111,7 +111,7 @@ QD_FUNC compiled_kernel* prepare(kernel_state& k, program& p) {
   c->bounds_checks = cfg.check_out_of_bound;
   c->wide_bounds = std::any_of(k.ir.nodes.begin(), k.ir.nodes.end(), [](const ir::node& n) { return n.code == ir::op::bound; });
 
-  if (cfg.print_ir) dump_debug_file(cfg, k.name, "traced.ir.txt", ir::to_text(k.ir));
+  if (cfg.print_ir) dump_debug_file(cfg, k.name, "traced.ir.txt", traced_ir_text(k));
   per_offload_observations obs;
   fallback_reason reason = fallback_reason::none;
   analysis::split_decision decision;
@@ -142,12 +142,15 @@ QD_FUNC compiled_kernel* prepare(kernel_state& k, program& p) {
     obs.fallback_detail = std::string(describe(reason));
   }
   build_counts counts;
+  std::string_view variant_name = "whole";  // for `qd-cache explain`
   if (reason == fallback_reason::none) {
+    variant_name = "split";
     build_split(k, p, decision.plan, c->primary, counts);
     c->split = true;
     c->pairs = decision.pairs;
     obs.frontend_constructs_total = static_cast<int>(decision.plan.tasks.size());
   } else if (cfg.kernel_coverage && !k.graph && !k.ir.is_gradient) {  // graphs and adjoints are not instrumented
+    variant_name = "coverage";
     build_whole(coverage_twin(k), p, c->primary, counts);
     // The observations count the user's constructs, not the probes' serial runs.
     for (int* n : {&counts.compiled, &counts.loaded})
@@ -170,7 +173,7 @@ QD_FUNC compiled_kernel* prepare(kernel_state& k, program& p) {
   obs.tasks_cache_hit = counts.tasks - counts.tasks_compiled;
   k.obs = std::move(obs);
   k.compiled = c;
-  if (counts.compiled > 0) record_explanation(k, p, counts.records);  // for `qd-cache explain`
+  if (counts.compiled > 0) record_explanation(k, p, counts.records, variant_name);  // for `qd-cache explain`
   k.ready.store(c.get(), std::memory_order_release);
   k.ready_program.store(p.id(), std::memory_order_release);
   return c.get();

@@ -27,16 +27,31 @@ template <element_type T, int R, int C> struct host_element<mat<T, R, C>> {
   using type = std::array<std::array<T, static_cast<std::size_t>(C)>, static_cast<std::size_t>(R)>;
   static constexpr std::array<std::int64_t, 2> extents{R, C};
 };
+
+// The scalar array in memory of an N-dimensional array of vectors or matrices E.
+template <class E, int N>
+struct composite_array {
+  using scalar = typename composite_element<E>::scalar;
+  static constexpr int storage_rank = N + composite_element<E>::component_dims;
+  static_assert(N >= 0 && storage_rank <= 4,
+                "an array of vectors has at most 3 dimensions and an array of matrices at most 2");
+  // The element shape, then the component extents.
+  static std::array<std::int64_t, storage_rank> storage_shape(const std::array<std::int64_t, N>& shape) {
+    std::array<std::int64_t, storage_rank> s{};
+    for (int d = 0; d < N; ++d) s[static_cast<std::size_t>(d)] = shape[static_cast<std::size_t>(d)];
+    int d = N;
+    for (auto e : host_element<E>::extents) s[static_cast<std::size_t>(d++)] = e;
+    return s;
+  }
+};
 }  // namespace detail
 
 template <class E, int N>
   requires detail::composite_element<E>::value
 class ndarray<E, N> {
-  using traits = detail::composite_element<E>;
-  using T = typename traits::scalar;
-  static constexpr int storage_rank = N + traits::component_dims;
-  static_assert(N >= 0 && storage_rank <= 4,
-                "an array of vectors has at most 3 dimensions and an array of matrices at most 2");
+  using memory = detail::composite_array<E, N>;
+  using T = typename memory::scalar;
+  static constexpr int storage_rank = memory::storage_rank;
   static constexpr std::size_t components = sizeof(typename detail::host_element<E>::type) / sizeof(T);
   static_assert(sizeof(typename detail::host_element<E>::type) == components * sizeof(T) &&
                     components == [] {
@@ -53,7 +68,7 @@ class ndarray<E, N> {
 
   ndarray() requires(N == 0) : ndarray(std::array<std::int64_t, 0>{}) {}
   explicit ndarray(std::int64_t n) requires(N == 1) : ndarray(std::array<std::int64_t, 1>{n}) {}
-  explicit ndarray(const std::array<std::int64_t, N>& shape) : shape_(shape), data_(storage_shape_of(shape)) {}
+  explicit ndarray(const std::array<std::int64_t, N>& shape) : shape_(shape), data_(memory::storage_shape(shape)) {}
 
   std::int64_t shape(int d) const { return detail::extent(shape_, d, "qd::ndarray::shape"); }
   const std::array<std::int64_t, N>& shape() const { return shape_; }
@@ -89,16 +104,36 @@ class ndarray<E, N> {
   const detail::buffer& storage() const { return data_.storage(); }
 
  private:
-  static std::array<std::int64_t, storage_rank> storage_shape_of(const std::array<std::int64_t, N>& shape) {
-    std::array<std::int64_t, storage_rank> s{};
-    for (int d = 0; d < N; ++d) s[static_cast<std::size_t>(d)] = shape[static_cast<std::size_t>(d)];
-    int d = N;
-    for (auto e : detail::host_element<E>::extents) s[static_cast<std::size_t>(d++)] = e;
-    return s;
-  }
-
   std::array<std::int64_t, N> shape_{};
   ndarray<T, storage_rank> data_;
+};
+
+// A buffer of vectors or matrices the caller owns (see external_array in ndarray.hpp):
+// contiguous components, element after element, given as host elements
+// (std::array<float, 3>* for a qd::vec3f) or as scalars (float*).
+template <class E, int N>
+  requires detail::composite_element<E>::value
+class external_array<E, N> {
+  using memory = detail::composite_array<E, N>;
+  using T = typename memory::scalar;
+
+ public:
+  using value_type = E;
+  using host_value_type = typename detail::host_element<E>::type;
+  static constexpr int ndim = N;
+
+  external_array(host_value_type* data, const std::array<std::int64_t, N>& shape)
+      : external_array(reinterpret_cast<T*>(data), shape) {}
+  external_array(T* data, const std::array<std::int64_t, N>& shape) : data_(data), shape_(shape) {}
+  T* data() const { return data_; }
+  T* grad_data() const { return nullptr; }
+  std::int64_t shape(int d) const { return detail::extent(shape_, d, "qd::external_array::shape"); }
+  // The shape of the scalar array in memory: the element shape, then the component extents.
+  std::array<std::int64_t, memory::storage_rank> storage_shape() const { return memory::storage_shape(shape_); }
+
+ private:
+  T* data_;
+  std::array<std::int64_t, N> shape_;
 };
 
 namespace detail {

@@ -6,61 +6,23 @@
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
-#include <type_traits>
 
 #include "quadrants/backend/amdgpu/hip.hpp"
 #include "quadrants/backend/amdgpu/hiprtc.hpp"
-#include "quadrants/backend/compiler_log.hpp"
+#include "quadrants/backend/gpu_compiler.hpp"
 #include "quadrants/base/error.hpp"
 #include "quadrants/detail/format.hpp"
 
 namespace qd::backend::amdgpu {
 namespace detail {
 
-using hiprtcResult = int;
-using hiprtcProgram = struct hiprtc_program_st*;
-inline constexpr hiprtcResult hiprtc_success = 0;
-
-// One row per entry point: the table's member, the exported symbol, its type.
-#define QD_HIPRTC_ENTRY_POINTS(X)                                                                             \
-  X(version, "hiprtcVersion", hiprtcResult(int*, int*))                                                       \
-  X(create_program, "hiprtcCreateProgram",                                                                    \
-    hiprtcResult(hiprtcProgram*, const char*, const char*, int, const char* const*, const char* const*))      \
-  X(destroy_program, "hiprtcDestroyProgram", hiprtcResult(hiprtcProgram*))                                    \
-  X(compile_program, "hiprtcCompileProgram", hiprtcResult(hiprtcProgram, int, const char* const*))            \
-  X(get_code_size, "hiprtcGetCodeSize", hiprtcResult(hiprtcProgram, std::size_t*))                            \
-  X(get_code, "hiprtcGetCode", hiprtcResult(hiprtcProgram, char*))                                            \
-  X(get_log_size, "hiprtcGetProgramLogSize", hiprtcResult(hiprtcProgram, std::size_t*))                       \
-  X(get_log, "hiprtcGetProgramLog", hiprtcResult(hiprtcProgram, char*))                                       \
-  X(error_string, "hiprtcGetErrorString", const char*(hiprtcResult))
-
-struct hiprtc_api {
-#define QD_HIPRTC_MEMBER(member, exported, type) std::add_pointer_t<type> member = nullptr;
-  QD_HIPRTC_ENTRY_POINTS(QD_HIPRTC_MEMBER)
-#undef QD_HIPRTC_MEMBER
-};
-
-QD_FUNC const hiprtc_api& hiprtc() {
-  static const hiprtc_api api = [] {
-    static const shared_library library(hiprtc_library());
-    hiprtc_api a;
-#define QD_HIPRTC_RESOLVE(member, exported, type) \
-  a.member = reinterpret_cast<std::add_pointer_t<type>>(library.symbol(exported));
-    QD_HIPRTC_ENTRY_POINTS(QD_HIPRTC_RESOLVE)
-#undef QD_HIPRTC_RESOLVE
-    return a;
-  }();
-  return api;
+QD_FUNC const gpu_compiler_api& hiprtc() {
+  return process_entry_points<gpu_compiler_api, &hiprtc_library>({.vendor = gpu_vendor::amd, .calls = "hipRTC call"});
 }
 
 // hipRTC (HIP 5's comgr underneath) crashes when two threads compile at once:
 // programs are compiled one at a time, whichever thread asks.
 inline std::mutex hiprtc_mutex;
-
-QD_FUNC void check_hiprtc(hiprtcResult r, const char* call) {
-  if (r == hiprtc_success) return;
-  throw driver_error(fmt::format("hipRTC call {} failed: {} ({})", call, hiprtc().error_string(r), r), call, r);
-}
 
 }  // namespace detail
 
@@ -150,8 +112,7 @@ QD_FUNC const std::vector<std::string>& known_gfx_processors() {
 
 QD_FUNC std::vector<std::byte> compile_code_object(std::string_view source, const hiprtc_options& options,
                                                    std::string_view what) {
-  using namespace detail;
-  const hiprtc_api& api = hiprtc();
+  const gpu_compiler_api& api = detail::hiprtc();
   check_gfx_spelling(options.arch);
   const auto& known = known_gfx_processors();
   const std::string processor = options.arch.substr(0, options.arch.find(':'));
@@ -162,50 +123,18 @@ QD_FUNC std::vector<std::byte> compile_code_object(std::string_view source, cons
                                  "{}); choose one of those, or install a HIP version that supports {}",
                                  what, options.arch, processor, list, processor));
   }
-  auto flags = hiprtc_flags(options);
-  std::vector<const char*> argv;
-  for (const auto& f : flags) argv.push_back(f.c_str());
-  std::string text(source);
+  const auto flags = hiprtc_flags(options);
   constexpr const char* program_name = "qd_generated.hip";
-  std::lock_guard serialized(hiprtc_mutex);
-  hiprtcProgram program = nullptr;
-  check_hiprtc(api.create_program(&program, text.c_str(), program_name, 0, nullptr, nullptr), "hiprtcCreateProgram");
-  struct destroy {
-    const hiprtc_api& api;
-    hiprtcProgram& p;
-    ~destroy() { api.destroy_program(&p); }
-  } cleanup{api, program};
-  hiprtcResult r = api.compile_program(program, static_cast<int>(argv.size()), argv.data());
-  std::size_t log_size = 0;
-  std::string log;
-  if (api.get_log_size(program, &log_size) == hiprtc_success && log_size > 1) {
-    log.resize(log_size);
-    if (api.get_log(program, log.data()) != hiprtc_success) log.clear();
-    while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
-  }
-  std::string options_text;
-  for (const auto& f : flags) options_text += f + " ";
-  if (r != hiprtc_success) {
-    // comgr names the source "CompileSource" in its diagnostics, whatever the program's name.
-    std::string line = quote_generated_line(log, source, program_name);
-    if (line.empty()) line = quote_generated_line(log, source, "CompileSource");
-    throw compile_error(fmt::format("{}: hipRTC rejected generated HIP code ({}, options: {}).\n{}\n{}\nThis is a bug "
-                                    "in Quadrants' code generation unless the hipRTC in use is unsuitable; please "
-                                    "report it with this message",
-                                    what, api.error_string(r), options_text, line, log),
-                        std::string(what), options_text, std::string(source), log);
-  }
-  std::size_t size = 0;
-  check_hiprtc(api.get_code_size(program, &size), "hiprtcGetCodeSize");
-  std::vector<std::byte> code(size);
-  check_hiprtc(api.get_code(program, reinterpret_cast<char*>(code.data())), "hiprtcGetCode");
-  return code;
+  std::unique_lock serialized(detail::hiprtc_mutex);
+  gpu_program_outcome out = compile_gpu_program(api, source, program_name, flags);
+  serialized.unlock();
+  // comgr names the source "CompileSource" in its diagnostics, whatever the program's name.
+  if (out.result != gpu_success)
+    throw rejected_program("hipRTC", "HIP", what, api.error_string(out.result), flags, source, out.log,
+                           {program_name, "CompileSource"});
+  return std::move(out.code);
 }
 
-QD_FUNC std::string hiprtc_version() {
-  int major = 0, minor = 0;
-  detail::check_hiprtc(detail::hiprtc().version(&major, &minor), "hiprtcVersion");
-  return fmt::format("{}.{}", major, minor);
-}
+QD_FUNC std::string hiprtc_version() { return gpu_compiler_version(detail::hiprtc()); }
 
 }  // namespace qd::backend::amdgpu

@@ -57,55 +57,28 @@ extern "C" int printf(const char*, ...);
 #define qd_printf printf
 QD_FN qd_f32 qd_f32_from_bits(qd_u32 b) { qd_f32 f; __builtin_memcpy(&f, &b, 4); return f; }
 QD_FN qd_f64 qd_f64_from_bits(qd_u64 b) { qd_f64 f; __builtin_memcpy(&f, &b, 8); return f; }
-QD_FN qd_f32 qd_sqrt(qd_f32 x) { return __builtin_sqrtf(x); }
-QD_FN qd_f64 qd_sqrt(qd_f64 x) { return __builtin_sqrt(x); }
-QD_FN qd_f32 qd_exp(qd_f32 x) { return __builtin_expf(x); }
-QD_FN qd_f64 qd_exp(qd_f64 x) { return __builtin_exp(x); }
-QD_FN qd_f32 qd_log(qd_f32 x) { return __builtin_logf(x); }
-QD_FN qd_f64 qd_log(qd_f64 x) { return __builtin_log(x); }
-QD_FN qd_f32 qd_sin(qd_f32 x) { return __builtin_sinf(x); }
-QD_FN qd_f64 qd_sin(qd_f64 x) { return __builtin_sin(x); }
-QD_FN qd_f32 qd_cos(qd_f32 x) { return __builtin_cosf(x); }
-QD_FN qd_f64 qd_cos(qd_f64 x) { return __builtin_cos(x); }
-QD_FN qd_f32 qd_tanh(qd_f32 x) { return __builtin_tanhf(x); }
-QD_FN qd_f64 qd_tanh(qd_f64 x) { return __builtin_tanh(x); }
+QD_FN qd_u32 qd_f32_bits(qd_f32 f) { qd_u32 b; __builtin_memcpy(&b, &f, 4); return b; }
+QD_FN qd_u64 qd_f64_bits(qd_f64 f) { qd_u64 b; __builtin_memcpy(&b, &f, 8); return b; }
+#define QD_MATH1(N)                                                            \
+  QD_FN qd_f32 qd_##N(qd_f32 x) { return __builtin_##N##f(x); }                          \
+  QD_FN qd_f64 qd_##N(qd_f64 x) { return __builtin_##N(x); }
+#define QD_MATH2(N)                                                            \
+  QD_FN qd_f32 qd_##N(qd_f32 a, qd_f32 b) { return __builtin_##N##f(a, b); }             \
+  QD_FN qd_f64 qd_##N(qd_f64 a, qd_f64 b) { return __builtin_##N(a, b); }
+QD_FOR_MATH1(QD_MATH1)
+QD_FOR_MATH2(QD_MATH2)
+#undef QD_MATH1
+#undef QD_MATH2
 QD_FN qd_f32 qd_abs(qd_f32 x) { return __builtin_fabsf(x); }
 QD_FN qd_f64 qd_abs(qd_f64 x) { return __builtin_fabs(x); }
-QD_FN qd_f32 qd_floor(qd_f32 x) { return __builtin_floorf(x); }
-QD_FN qd_f64 qd_floor(qd_f64 x) { return __builtin_floor(x); }
-QD_FN qd_f32 qd_ceil(qd_f32 x) { return __builtin_ceilf(x); }
-QD_FN qd_f64 qd_ceil(qd_f64 x) { return __builtin_ceil(x); }
-QD_FN qd_f32 qd_pow(qd_f32 a, qd_f32 b) { return __builtin_powf(a, b); }
-QD_FN qd_f64 qd_pow(qd_f64 a, qd_f64 b) { return __builtin_pow(a, b); }
 QD_FN qd_f32 qd_fma(qd_f32 a, qd_f32 b, qd_f32 c) { return __builtin_fmaf(a, b, c); }
 QD_FN qd_f64 qd_fma(qd_f64 a, qd_f64 b, qd_f64 c) { return __builtin_fma(a, b, c); }
-#define QD_ATOMIC_INT(T)                                                                                   \
-  QD_FN T qd_atomic_add(T* p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }                 \
-  QD_FN T qd_atomic_sub(T* p, T v) { return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED); }                 \
-  QD_FN T qd_atomic_min(T* p, T v) { T o = __atomic_load_n(p, __ATOMIC_RELAXED);                            \
-    while (v < o && !__atomic_compare_exchange_n(p, &o, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {} return o; } \
-  QD_FN T qd_atomic_max(T* p, T v) { T o = __atomic_load_n(p, __ATOMIC_RELAXED);                            \
-    while (v > o && !__atomic_compare_exchange_n(p, &o, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {} return o; }
-QD_ATOMIC_INT(qd_u8)
-QD_ATOMIC_INT(qd_i32)
-QD_ATOMIC_INT(qd_u32)
-QD_ATOMIC_INT(qd_i64)
-#undef QD_ATOMIC_INT
-#define QD_ATOMIC_FLOAT(T, U, OP, EXPR)                                                                    \
-  QD_FN T OP(T* p, T v) {                                                                                  \
-    U* q = (U*)p; U o = __atomic_load_n(q, __ATOMIC_RELAXED), n; T f, r;                                    \
-    do { __builtin_memcpy(&f, &o, sizeof(T)); r = EXPR; __builtin_memcpy(&n, &r, sizeof(T)); }             \
-    while (!__atomic_compare_exchange_n(q, &o, n, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));              \
-    return f; }
-QD_ATOMIC_FLOAT(qd_f32, qd_u32, qd_atomic_add, f + v)
-QD_ATOMIC_FLOAT(qd_f32, qd_u32, qd_atomic_sub, f - v)
-QD_ATOMIC_FLOAT(qd_f32, qd_u32, qd_atomic_min, (v < f ? v : f))
-QD_ATOMIC_FLOAT(qd_f32, qd_u32, qd_atomic_max, (v > f ? v : f))
-QD_ATOMIC_FLOAT(qd_f64, qd_u64, qd_atomic_add, f + v)
-QD_ATOMIC_FLOAT(qd_f64, qd_u64, qd_atomic_sub, f - v)
-QD_ATOMIC_FLOAT(qd_f64, qd_u64, qd_atomic_min, (v < f ? v : f))
-QD_ATOMIC_FLOAT(qd_f64, qd_u64, qd_atomic_max, (v > f ? v : f))
-#undef QD_ATOMIC_FLOAT
+QD_FN qd_i32 qd_popc32(qd_u32 x) { return __builtin_popcount(x); }
+QD_FN qd_i32 qd_popc64(qd_u64 x) { return __builtin_popcountll(x); }
+QD_FN qd_i32 qd_clz32(qd_u32 x) { return x ? __builtin_clz(x) : 32; }
+QD_FN qd_i32 qd_clz64(qd_u64 x) { return x ? __builtin_clzll(x) : 64; }
+QD_FN qd_i32 qd_ffs32(qd_u32 x) { return __builtin_ffs((int)x); }
+QD_FN qd_i32 qd_ffs64(qd_u64 x) { return __builtin_ffsll((long long)x); }
 QD_FN void qd_report_out_of_bounds(const qd_ctx* ctx, qd_i32 param, qd_i32 dim, qd_i64 index, qd_i64 extent) {
   qd_i64 expected = 0;
   if (__atomic_compare_exchange_n(&ctx->error[0], &expected, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
@@ -209,6 +182,81 @@ QD_FN qd_i64 qd_reduction_chunk_size(qd_i64 count, qd_i64 max_chunks, qd_i64 min
 #define QD_SERIAL_TASK(entry) QD_EXPORT void entry(const qd_ctx* ctx) { entry##_run(ctx); }
 )QD";
 
+// Atomics, after the shared helpers (codegen/prelude.hpp) whose qd_rmw_* define what they
+// store: __atomic built-ins where the host has the operation, else compare-and-swap.
+inline constexpr std::string_view prelude_atomics = R"QD(
+/* Every type's atomics as templates (nothing is instantiated, or checked, unless a task
+   uses it): the __atomic built-ins where the host has the operation, else a
+   compare-and-swap loop, of a float's bits (so cas compares bits, NaNs round-trip). */
+template <int OP, class T> QD_FN T qd_update(T* p, T v, T e) {
+  if constexpr (qd_is_float<T>) {
+    typedef decltype(qd_bits_of(v)) U;
+    U* q = (U*)p;
+    U o = __atomic_load_n(q, __ATOMIC_RELAXED);
+    T f;
+    do { qd_from_bits(&f, o); }
+    while (!__atomic_compare_exchange_n(q, &o, qd_bits_of(qd_rmw<OP>(f, v, e)), true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+    return f;
+  } else {
+    T o = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(p, &o, qd_rmw<OP>(o, v, e), true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+    return o;
+  }
+}
+#define QD_ATOMIC(NAME, OP, INT_BUILTIN)                                                                   \
+  template <class T> QD_FN T NAME(T* p, T v) {                                                              \
+    if constexpr (qd_is_float<T>) return qd_update<OP>(p, v, v);                                            \
+    else return INT_BUILTIN(p, v, __ATOMIC_RELAXED);                                                        \
+  }
+QD_ATOMIC(qd_atomic_add, 0, __atomic_fetch_add)
+QD_ATOMIC(qd_atomic_sub, 1, __atomic_fetch_sub)
+#undef QD_ATOMIC
+/* min and max of integers leave the loop as soon as v would not change the value. */
+template <class T> QD_FN T qd_atomic_min(T* p, T v) {
+  if constexpr (qd_is_float<T>) {
+    return qd_update<2>(p, v, v);
+  } else {
+    T o = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (v < o && !__atomic_compare_exchange_n(p, &o, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+    return o;
+  }
+}
+template <class T> QD_FN T qd_atomic_max(T* p, T v) {
+  if constexpr (qd_is_float<T>) {
+    return qd_update<3>(p, v, v);
+  } else {
+    T o = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (v > o && !__atomic_compare_exchange_n(p, &o, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+    return o;
+  }
+}
+template <class T> QD_FN T qd_atomic_mul(T* p, T v) { return qd_update<4>(p, v, v); }
+template <class T> QD_FN T qd_atomic_bit_and(T* p, T v) { return __atomic_fetch_and(p, v, __ATOMIC_RELAXED); }
+template <class T> QD_FN T qd_atomic_bit_or(T* p, T v) { return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }
+template <class T> QD_FN T qd_atomic_bit_xor(T* p, T v) { return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED); }
+template <class T> QD_FN T qd_atomic_exchange(T* p, T v) {
+  if constexpr (qd_is_float<T>) {
+    T f;
+    qd_from_bits(&f, __atomic_exchange_n((decltype(qd_bits_of(v))*)p, qd_bits_of(v), __ATOMIC_RELAXED));
+    return f;
+  } else {
+    return __atomic_exchange_n(p, v, __ATOMIC_RELAXED);
+  }
+}
+template <class T> QD_FN T qd_atomic_cas(T* p, T v, T e) {
+  if constexpr (qd_is_float<T>) {
+    decltype(qd_bits_of(v)) b = qd_bits_of(e);
+    T f;
+    __atomic_compare_exchange_n((decltype(b)*)p, &b, qd_bits_of(v), false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    qd_from_bits(&f, b);
+    return f;
+  } else {
+    __atomic_compare_exchange_n(p, &e, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    return e;
+  }
+}
+)QD";
+
 // Checks, in the generated code itself, that its structs are laid out as ctx_abi and runtime_abi.
 inline std::string abi_checks() {
   return array_abi_checks() + member_at("qd_ctx", "arrays", offsetof(ctx_abi, arrays)) +
@@ -230,6 +278,7 @@ inline std::string translation_unit_prelude() {
   s += codegen::prelude_types;
   s += prelude_source;
   s += codegen::prelude_helpers;
+  s += prelude_atomics;
   s += abi_checks();
   return s;
 }

@@ -1,46 +1,53 @@
-// Implementation of backend/cuda/driver.hpp.
+// Implementation of backend/cuda/driver.hpp: where libcuda is, and the steps CUDA
+// takes its own way (a primary context per GPU, occupancy per SM, error names).
 #pragma once
+
+#include <algorithm>
 
 #include "quadrants/backend/cuda/driver.hpp"
 #include "quadrants/base/error.hpp"
+#include "quadrants/base/limits.hpp"
 #include "quadrants/detail/format.hpp"
 
 namespace qd::backend::cuda {
+namespace detail {
 
-QD_FUNC library_search driver_library() {
-  return {"the CUDA driver (libcuda)",
-          {"libcuda.so.1", "libcuda.so"},
-          {"QD_CUDA_PATH"},
-          {"/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib/aarch64-linux-gnu", "/usr/lib", "/lib/x86_64-linux-gnu",
-           "/lib64", "/usr/local/nvidia/lib64", "/usr/lib/wsl/lib"}};
+// The device, its compute capability and SM count, and its primary context, retained
+// for the life of the session.
+QD_FUNC gpu_facts open_gpu(const driver_api& api, int ordinal) {
+  gpu_facts g;
+  g.ordinal = ordinal;
+  QD_GPU_CALL(api, device_get, &g.device, ordinal);
+  char name[256] = {};
+  QD_GPU_CALL(api, device_name, name, sizeof(name) - 1, g.device);
+  g.name = name;
+  int major = 0, minor = 0;
+  QD_GPU_CALL(api, device_attribute, &major, attribute_cc_major, g.device);
+  QD_GPU_CALL(api, device_attribute, &minor, attribute_cc_minor, g.device);
+  QD_GPU_CALL(api, device_attribute, &g.multiprocessors, attribute_multiprocessor_count, g.device);
+  g.sm = major * 10 + minor;
+  QD_GPU_CALL(api, primary_context_retain, &g.context, g.device);
+  return g;
 }
 
-QD_FUNC const driver_api& driver() {
-  static const driver_api api = [] {
-    static const shared_library library(driver_library());
-    driver_api a;
-#define QD_CUDA_DRIVER_RESOLVE(member, exported, type) \
-  a.member = reinterpret_cast<std::add_pointer_t<type>>(library.symbol(exported));
-    QD_CUDA_DRIVER_ENTRY_POINTS(QD_CUDA_DRIVER_RESOLVE)
-#undef QD_CUDA_DRIVER_RESOLVE
-#define QD_CUDA_DRIVER_RESOLVE_OPTIONAL(member, exported, type) \
-  a.member = reinterpret_cast<std::add_pointer_t<type>>(library.optional_symbol(exported));
-    QD_CUDA_DRIVER_OPTIONAL_ENTRY_POINTS(QD_CUDA_DRIVER_RESOLVE_OPTIONAL)
-#undef QD_CUDA_DRIVER_RESOLVE_OPTIONAL
-    return a;
-  }();
-  return api;
+QD_FUNC void close_gpu(const driver_api& api, const gpu_facts& g) noexcept { api.primary_context_release(g.device); }
+
+QD_FUNC void make_current(const driver_api& api, const gpu_facts& g) {
+  QD_GPU_CALL(api, context_set_current, g.context);
 }
 
-QD_FUNC std::string result_text(CUresult r) {
+// Blocks per SM at our block size, times the SMs.
+QD_FUNC unsigned full_grid(const driver_api& api, const gpu_facts& g, gpu_function f) {
+  int blocks_per_sm = 0;
+  QD_GPU_CALL(api, occupancy_blocks_per_sm, &blocks_per_sm, f, static_cast<int>(limits::gpu_threads_per_block), 0);
+  return static_cast<unsigned>(std::max(1, blocks_per_sm) * std::max(1, g.multiprocessors));
+}
+
+QD_FUNC std::string result_text(const driver_api& api, gpu_result r) {
   const char* name = nullptr;
   const char* text = nullptr;
-  try {
-    const driver_api& api = driver();
-    if (api.cuGetErrorName(r, &name) != cuda_success) name = nullptr;
-    if (api.cuGetErrorString(r, &text) != cuda_success) text = nullptr;
-  } catch (const error&) {
-  }
+  if (api.get_error_name(r, &name) != gpu_success) name = nullptr;
+  if (api.get_error_string(r, &text) != gpu_success) text = nullptr;
   if (name == nullptr) {
     // The codes a user is likely to meet, for drivers that cannot name them (the stub library).
     switch (r) {
@@ -62,8 +69,20 @@ QD_FUNC std::string result_text(CUresult r) {
   return text ? fmt::format("{} {} ({})", name, r, text) : fmt::format("{} {}", name, r);
 }
 
-QD_FUNC void throw_failed_call(CUresult r, const char* call, const char* file, int line) {
-  throw driver_error(fmt::format("CUDA driver call {} failed: {} [{}:{}]", call, result_text(r), file, line), call, r);
+}  // namespace detail
+
+QD_FUNC library_search driver_library() {
+  return {"the CUDA driver (libcuda)",
+          {"libcuda.so.1", "libcuda.so"},
+          {"QD_CUDA_PATH"},
+          {"/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib/aarch64-linux-gnu", "/usr/lib", "/lib/x86_64-linux-gnu",
+           "/lib64", "/usr/local/nvidia/lib64", "/usr/lib/wsl/lib"}};
+}
+
+QD_FUNC const driver_api& driver() {
+  using namespace detail;
+  return process_entry_points<driver_api, &driver_library>(
+      {.steps = {&open_gpu, &close_gpu, &make_current, &full_grid, &result_text}});
 }
 
 }  // namespace qd::backend::cuda

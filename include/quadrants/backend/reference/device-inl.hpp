@@ -20,12 +20,12 @@ namespace detail {
 // Identical offloads share an entry name; the first one answers for all.
 class interpreted_module final : public loaded_module {
  public:
-  interpreted_module(const std::vector<codegen::lowered_task>& tasks, const std::vector<std::string>& entries) {
+  interpreted_module(std::span<const codegen::lowered_task* const> tasks, std::span<const std::string> entries) {
     if (tasks.size() != entries.size())
-      throw internal_error("reference backend: load_ir needs one entry name per task");
+      throw internal_error("reference backend: a build needs one entry name per task");
     tasks_.reserve(tasks.size());
     for (std::size_t t = 0; t < tasks.size(); ++t) {
-      tasks_.push_back(std::make_unique<task_interpreter>(tasks[t]));
+      tasks_.push_back(std::make_unique<task_interpreter>(*tasks[t]));
       by_name_.emplace(entries[t], tasks_.back().get());
     }
   }
@@ -44,7 +44,7 @@ class reference_device final : public device {
  public:
   std::string_view name() const override { return "reference"; }
   device_traits traits() const override {
-    return {.runs_ir = true, .always_checks_bounds = true, .concurrent_launches = true};
+    return {.always_checks_bounds = true, .concurrent_launches = true};
   }
   std::string target() const override { return "reference-interpreter"; }
   std::string compiler_identity() const override { return "none"; }
@@ -55,6 +55,14 @@ class reference_device final : public device {
   void copy_from_host(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
 
+  // Its build interprets the lowered tasks: no source, no binary, nothing to cache.
+  std::string emit(const codegen::lowered_task&, std::string_view, const codegen::emit_options&) const override {
+    return {};
+  }
+  std::string program(std::span<const std::string>) const override { return {}; }
+  built_program build(const program_source& source, std::string_view) override {
+    return {{}, std::make_unique<interpreted_module>(source.tasks, source.entries)};
+  }
   std::string prelude() const override { return ""; }
   std::vector<std::byte> compile(std::string_view, std::string_view what) override {
     throw internal_error(fmt::format("{}: the reference backend interprets IR and compiles nothing", what));
@@ -63,10 +71,6 @@ class reference_device final : public device {
     throw internal_error(fmt::format("{}: the reference backend interprets IR and loads no binaries", what));
   }
 
-  std::unique_ptr<loaded_module> load_ir(const std::vector<codegen::lowered_task>& tasks,
-                                         const std::vector<std::string>& entries) override {
-    return std::make_unique<interpreted_module>(tasks, entries);
-  }
   void launch(void* entry, bool parallel, const launch_context& ctx) override {
     const auto* task = static_cast<const task_interpreter*>(entry);
     if (task->task().parallel != parallel) throw internal_error("reference backend: a task launched as the wrong kind");

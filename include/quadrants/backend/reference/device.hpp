@@ -1,5 +1,5 @@
-// The reference backend as a device: host memory and no compiler. It interprets the
-// lowered tasks it is handed (runs_ir), deterministically and always bounds-checked.
+// The reference backend as a device: host memory and no compiler. Its build hands the
+// lowered tasks to the interpreter, which runs them deterministically, always bounds-checked.
 #pragma once
 
 #include <memory>

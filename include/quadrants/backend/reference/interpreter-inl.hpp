@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstdio>
@@ -37,6 +38,11 @@ decltype(auto) with_type(dtype t, F&& f) {
     case dtype::i64: return f(type_tag<std::int64_t>{});
     case dtype::f32: return f(type_tag<float>{});
     case dtype::f64: return f(type_tag<double>{});
+    case dtype::i8: return f(type_tag<std::int8_t>{});
+    case dtype::i16: return f(type_tag<std::int16_t>{});
+    case dtype::u16: return f(type_tag<std::uint16_t>{});
+    case dtype::u64: return f(type_tag<std::uint64_t>{});
+    case dtype::f16: return f(type_tag<half>{});
   }
   throw internal_error("reference interpreter: unknown dtype");
 }
@@ -69,7 +75,13 @@ inline constexpr bool is_wrapping_signed = std::is_same_v<T, std::int32_t> || st
 // C++'s conversion from From to To, as the generated code's casts and assignments perform it.
 template <class To, class From>
 To convert(From x) {
-  if constexpr (std::is_same_v<To, bool>) {
+  if constexpr (std::is_same_v<From, half>) {
+    return convert<To>(static_cast<float>(x));  // exact; then as from f32
+  } else if constexpr (std::is_same_v<To, half>) {
+    if constexpr (std::is_same_v<From, double>) return half(x);  // rounded once
+    else if constexpr (std::is_same_v<From, bool>) return half(x ? 1.0f : 0.0f);
+    else return half(static_cast<float>(x));  // an integer f16 does not overflow on is exact in f32
+  } else if constexpr (std::is_same_v<To, bool>) {
     return x != From(0);  // the emitter writes a bool cast as `x != 0`
   } else if constexpr (std::is_same_v<From, bool>) {
     return static_cast<To>(x ? 1 : 0);
@@ -96,7 +108,9 @@ auto wrap_sub(T a, T b) {
 }
 template <class T>
 auto wrap_mul(T a, T b) {
-  if constexpr (std::is_same_v<T, std::int32_t>) return static_cast<T>(static_cast<std::uint32_t>(a) * static_cast<std::uint32_t>(b));
+  if constexpr (std::is_integral_v<T> && sizeof(T) < 4 && !std::is_same_v<T, bool>)  // int's product may overflow
+    return static_cast<T>(static_cast<std::uint32_t>(a) * static_cast<std::uint32_t>(b));
+  else if constexpr (std::is_same_v<T, std::int32_t>) return static_cast<T>(static_cast<std::uint32_t>(a) * static_cast<std::uint32_t>(b));
   else if constexpr (std::is_same_v<T, std::int64_t>) return static_cast<T>(static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b));
   else if constexpr (std::is_same_v<T, std::uint32_t>) return static_cast<T>(static_cast<std::uint64_t>(a) * b);
   else return a * b;
@@ -140,34 +154,108 @@ T abs_value(T a) {
   else return a;
 }
 
-// The value an atomic leaves in memory (prelude: fetch_add/sub wrap; min and max
-// store v only when it is smaller or larger, so NaN never replaces a number). A
-// task-local variable's update and a reduction's accumulator follow the same rule.
+// Python's // and % (the prelude's qd_floordiv and qd_floormod): integers from C++'s
+// truncating ones, floats as CPython's float_divmod.
 template <class T>
-T atomic_result(ir::atomic_op o, T old, T v) {
-  switch (o) {
-    case ir::atomic_op::add: return convert<T>(wrap_add(old, v));
-    case ir::atomic_op::sub: return convert<T>(wrap_sub(old, v));
-    case ir::atomic_op::min: return v < old ? v : old;
-    case ir::atomic_op::max: return v > old ? v : old;
+T floor_mod(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    T m = std::fmod(a, b);
+    if (m != 0) {
+      if ((b < 0) != (m < 0)) m += b;
+    } else {
+      m = std::copysign(T(0), b);
+    }
+    return m;
+  } else {
+    const T r = int_mod(a, b);
+    if constexpr (std::is_signed_v<T>)
+      if (r != 0 && ((r < 0) != (b < 0))) return static_cast<T>(r + b);
+    return r;
   }
-  return old;
+}
+template <class T>
+T floor_div(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    const T m = std::fmod(a, b);
+    T d = (a - m) / b;
+    if (m != 0 && (b < 0) != (m < 0)) d -= 1;
+    if (d == 0) return std::copysign(T(0), a / b);
+    T f = std::floor(d);
+    if (d - f > T(0.5)) f += 1;
+    return f;
+  } else {
+    const T q = int_div(a, b), r = int_mod(a, b);
+    if constexpr (std::is_signed_v<T>)
+      if (r != 0 && ((r < 0) != (b < 0))) return static_cast<T>(q - 1);
+    return q;
+  }
 }
 
+// The unsigned integer holding a T's bits.
+template <class T>
+using bits_of = std::conditional_t<sizeof(T) == 1, std::uint8_t,
+                                   std::conditional_t<sizeof(T) == 2, std::uint16_t,
+                                                      std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>>;
 
+// The value an atomic leaves in memory given the old one: the prelude's qd_rmw_*.
+// Integers wrap; float min and max are IEEE minNum/maxNum (a NaN operand never
+// replaces a number, a stored NaN is replaced); cas compares bits; f16 computes in f32.
+// A task-local variable's update and a reduction's accumulator follow the same rule.
+template <class T>
+T atomic_result(ir::atomic_op o, T old, T v, T expected = T()) {
+  if constexpr (std::is_same_v<T, half>) {
+    const float a = old, b = v;
+    switch (o) {
+      case ir::atomic_op::add: return half(a + b);
+      case ir::atomic_op::sub: return half(a - b);
+      case ir::atomic_op::mul: return half(a * b);
+      case ir::atomic_op::min: return (b < a || a != a) ? v : old;
+      case ir::atomic_op::max: return (b > a || a != a) ? v : old;
+      case ir::atomic_op::exchange: return v;
+      case ir::atomic_op::cas: return old.bits == expected.bits ? v : old;
+      case ir::atomic_op::bit_and:
+      case ir::atomic_op::bit_or:
+      case ir::atomic_op::bit_xor: break;
+    }
+  } else if constexpr (std::is_floating_point_v<T>) {
+    switch (o) {
+      case ir::atomic_op::add: return old + v;
+      case ir::atomic_op::sub: return old - v;
+      case ir::atomic_op::mul: return old * v;
+      case ir::atomic_op::min: return (v < old || old != old) ? v : old;
+      case ir::atomic_op::max: return (v > old || old != old) ? v : old;
+      case ir::atomic_op::exchange: return v;
+      case ir::atomic_op::cas: return std::bit_cast<bits_of<T>>(old) == std::bit_cast<bits_of<T>>(expected) ? v : old;
+      case ir::atomic_op::bit_and:
+      case ir::atomic_op::bit_or:
+      case ir::atomic_op::bit_xor: break;
+    }
+  } else if constexpr (!std::is_same_v<T, bool>) {
+    using U = std::uint64_t;
+    switch (o) {
+      case ir::atomic_op::add: return static_cast<T>(static_cast<U>(old) + static_cast<U>(v));
+      case ir::atomic_op::sub: return static_cast<T>(static_cast<U>(old) - static_cast<U>(v));
+      case ir::atomic_op::mul: return static_cast<T>(static_cast<U>(old) * static_cast<U>(v));
+      case ir::atomic_op::min: return v < old ? v : old;
+      case ir::atomic_op::max: return v > old ? v : old;
+      case ir::atomic_op::bit_and: return static_cast<T>(old & v);
+      case ir::atomic_op::bit_or: return static_cast<T>(old | v);
+      case ir::atomic_op::bit_xor: return static_cast<T>(old ^ v);
+      case ir::atomic_op::exchange: return v;
+      case ir::atomic_op::cas: return old == expected ? v : old;
+    }
+  }
+  throw internal_error(fmt::format("reference interpreter: atomic {} on a type without it", ir::name(o)));
+}
+
+// A reduction's accumulator starts here. Of floats' min and max: NaN, minNum's identity.
 template <class T>
 T reduction_identity(ir::atomic_op o) {
-  switch (o) {
-    case ir::atomic_op::add:
-    case ir::atomic_op::sub: return T(0);
-    case ir::atomic_op::min:
-      if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::infinity();
-      else return std::numeric_limits<T>::max();
-    case ir::atomic_op::max:
-      if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
-      else return std::numeric_limits<T>::lowest();
-  }
-  return T(0);
+  const bool extremum = o == ir::atomic_op::min || o == ir::atomic_op::max;  // else add or sub: 0
+  if constexpr (std::is_same_v<T, half>) return extremum ? std::numeric_limits<half>::quiet_NaN() : half(0.0f);
+  else if constexpr (std::is_floating_point_v<T>) return extremum ? std::numeric_limits<T>::quiet_NaN() : T(0);
+  else if (extremum) return o == ir::atomic_op::min ? std::numeric_limits<T>::max() : std::numeric_limits<T>::lowest();
+  else return T(0);
 }
 
 // The prelude's counter-based generator.
@@ -266,18 +354,12 @@ class machine {
         for (std::size_t r = 0; r < reductions_.size(); ++r) partials[i][r] = merge(reductions_[r], partials[i][r], partials[i + w][r]);
     for (std::size_t r = 0; r < reductions_.size(); ++r) {
       const auto& red = reductions_[r];
-      unsigned char* slot = temp(red.slot);
-      const cell total = partials[0][r];
-      with_type(red.type, [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        T old;
-        std::memcpy(&old, slot, sizeof(T));
-        const T value = with_type(codegen::accumulator_type(red), [&](auto acc) {
-          return convert<T>(get<typename decltype(acc)::type>(total));
+      const cell total = with_type(red.type, [&](auto tag) {
+        return with_type(codegen::accumulator_type(red), [&](auto acc) {
+          return put(convert<typename decltype(tag)::type>(get<typename decltype(acc)::type>(partials[0][r])));
         });
-        T now = atomic_result(red.op, old, value);
-        std::memcpy(slot, &now, sizeof(T));
       });
+      atomic_update(temp(red.slot), red.type, red.op, total, 0);
     }
   }
 
@@ -285,19 +367,16 @@ class machine {
   static cell merge(const task_interpreter::reduction& r, cell acc, cell v) {
     return with_type(codegen::accumulator_type(r), [&](auto tag) -> cell {
       using A = typename decltype(tag)::type;
-      A x = get<A>(acc), y = get<A>(v);
-      switch (r.op) {
-        case ir::atomic_op::add:
-        case ir::atomic_op::sub: return put(convert<A>(wrap_add(x, y)));
-        case ir::atomic_op::min: return put(y < x ? y : x);
-        case ir::atomic_op::max: return put(y > x ? y : x);
-      }
-      return acc;
+      // A sub's accumulator adds (the flush subtracts the sum).
+      const ir::atomic_op o = r.op == ir::atomic_op::sub ? ir::atomic_op::add : r.op;
+      if constexpr (std::is_same_v<A, bool>) return acc;
+      else return put(atomic_result(o, get<A>(acc), get<A>(v)));
     });
   }
 
  private:
   cell& value(ir::id i) { return values_[static_cast<std::size_t>(i)]; }
+  cell operand_or_zero(ir::id i) { return i == ir::none ? cell{0} : value(i); }
 
   void exec_block(std::int32_t block, std::size_t skip) {
     const auto& stmts = fn_.block(block);
@@ -321,15 +400,23 @@ class machine {
   }
 
   // An atomic read-modify-write of the element of `type` at p (an array element or a
-  // global temporary); the old value.
-  cell atomic_update(unsigned char* p, dtype type, ir::atomic_op op, cell v) {
-    return with_type(type, [&](auto tag) {
+  // global temporary); the old value. Atomic for real (a compare-and-swap loop on the
+  // element's bits): other host threads and concurrent branches update the same memory.
+  static cell atomic_update(unsigned char* p, dtype type, ir::atomic_op op, cell v, cell expected) {
+    return with_type(type, [&](auto tag) -> cell {
       using T = typename decltype(tag)::type;
-      T old;
-      std::memcpy(&old, p, sizeof(T));
-      T now = atomic_result(op, old, get<T>(v));
-      std::memcpy(p, &now, sizeof(T));
-      return put(old);
+      if constexpr (std::is_same_v<T, bool>) {
+        throw internal_error("reference interpreter: an atomic update of a boolean");
+      } else {
+        using U = bits_of<T>;
+        std::atomic_ref<U> element(*reinterpret_cast<U*>(p));
+        U seen = element.load(std::memory_order_relaxed);
+        for (;;) {
+          const T old = std::bit_cast<T>(seen);
+          const U now = std::bit_cast<U>(atomic_result(op, old, get<T>(v), get<T>(expected)));
+          if (now == seen || element.compare_exchange_weak(seen, now, std::memory_order_relaxed)) return put(old);
+        }
+      }
     });
   }
 
@@ -397,34 +484,19 @@ class machine {
   cell unary(const ir::node& n) {
     auto o = static_cast<ir::unary_op>(n.sub);
     cell a = value(n.a);
+    if (o == ir::unary_op::bit_cast) return a;  // the same bytes, low first, read as the result type
     const dtype result = n.type;
     return with_type(fn_.at(n.a).type, [&](auto tag) -> cell {
       using T = typename decltype(tag)::type;
       T x = get<T>(a);
       auto out = [&](auto r) { return with_type(result, [&](auto rt) { return put(convert<typename decltype(rt)::type>(r)); }); };
-      switch (o) {
-        case ir::unary_op::neg:
-          if constexpr (is_wrapping_signed<T>) return out(wrap_sub(T(0), x));
-          else if constexpr (std::is_same_v<T, bool>) return out(-static_cast<int>(x));
-          else return out(-x);
-        case ir::unary_op::logical_not: return out(!static_cast<bool>(x));
-        case ir::unary_op::bit_not:
-          if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) return out(~x);
-          else break;
-        case ir::unary_op::abs:
-          if constexpr (!std::is_same_v<T, bool>) return out(abs_value(x));
-          else break;
-        case ir::unary_op::ceil:
-        case ir::unary_op::cos:
-        case ir::unary_op::exp:
-        case ir::unary_op::floor:
-        case ir::unary_op::log:
-        case ir::unary_op::sin:
-        case ir::unary_op::sqrt:
-        case ir::unary_op::tanh: break;
-      }
-      if constexpr (std::is_floating_point_v<T>) {
+      if constexpr (std::is_same_v<T, half>) {
+        // f16 is storage: the tracer computes in f32 (the verifier refuses this)
+      } else if constexpr (std::is_floating_point_v<T>) {
         switch (o) {
+          case ir::unary_op::neg: return out(-x);
+          case ir::unary_op::logical_not: return out(!static_cast<bool>(x));
+          case ir::unary_op::abs: return out(std::fabs(x));
           case ir::unary_op::sqrt: return out(std::sqrt(x));
           case ir::unary_op::exp: return out(std::exp(x));
           case ir::unary_op::log: return out(std::log(x));
@@ -433,11 +505,39 @@ class machine {
           case ir::unary_op::tanh: return out(std::tanh(x));
           case ir::unary_op::floor: return out(std::floor(x));
           case ir::unary_op::ceil: return out(std::ceil(x));
-          case ir::unary_op::abs:
+          case ir::unary_op::tan: return out(std::tan(x));
+          case ir::unary_op::asin: return out(std::asin(x));
+          case ir::unary_op::acos: return out(std::acos(x));
+          case ir::unary_op::rsqrt: return out(T(1) / std::sqrt(x));
+          case ir::unary_op::log2: return out(std::log2(x));
+          case ir::unary_op::exp2: return out(std::exp2(x));
+          case ir::unary_op::round: return out(std::round(x));
+          case ir::unary_op::trunc: return out(std::trunc(x));
+          case ir::unary_op::isnan: return out(std::isnan(x));
+          case ir::unary_op::isinf: return out(std::isinf(x));
+          case ir::unary_op::isfinite: return out(std::isfinite(x));
           case ir::unary_op::bit_not:
-          case ir::unary_op::logical_not:
-          case ir::unary_op::neg: break;
+          case ir::unary_op::popcnt:
+          case ir::unary_op::clz:
+          case ir::unary_op::ffs:
+          case ir::unary_op::bit_cast: break;
         }
+      } else if constexpr (std::is_same_v<T, bool>) {
+        if (o == ir::unary_op::neg) return out(-static_cast<int>(x));
+        if (o == ir::unary_op::logical_not) return out(!x);
+        if (o == ir::unary_op::bit_not) return out(~static_cast<int>(x));
+      } else {
+        using U = std::make_unsigned_t<T>;
+        if (o == ir::unary_op::neg) {
+          if constexpr (is_wrapping_signed<T>) return out(wrap_sub(T(0), x));
+          else return out(-x);
+        }
+        if (o == ir::unary_op::logical_not) return out(!static_cast<bool>(x));
+        if (o == ir::unary_op::bit_not) return out(~x);
+        if (o == ir::unary_op::abs) return out(abs_value(x));
+        if (o == ir::unary_op::popcnt) return out(std::popcount(static_cast<U>(x)));
+        if (o == ir::unary_op::clz) return out(std::countl_zero(static_cast<U>(x)));
+        if (o == ir::unary_op::ffs) return out(x == 0 ? 0 : std::countr_zero(static_cast<U>(x)) + 1);
       }
       throw internal_error(fmt::format("reference interpreter: unary {} on {}", ir::name(o), name(fn_.at(n.a).type)));
     });
@@ -449,61 +549,44 @@ class machine {
     const dtype result = n.type;
     return with_type(fn_.at(n.a).type, [&](auto tag) -> cell {
       using T = typename decltype(tag)::type;
-      T a = get<T>(ca), b = get<T>(cb);
       auto out = [&](auto r) { return with_type(result, [&](auto rt) { return put(convert<typename decltype(rt)::type>(r)); }); };
-      switch (o) {
-        case ir::binary_op::add: return out(wrap_add(a, b));
-        case ir::binary_op::sub: return out(wrap_sub(a, b));
-        case ir::binary_op::mul: return out(wrap_mul(a, b));
-        case ir::binary_op::min: return out(a < b ? a : b);
-        case ir::binary_op::max: return out(a > b ? a : b);
-        case ir::binary_op::logical_and: return out(static_cast<bool>(a) && static_cast<bool>(b));
-        case ir::binary_op::logical_or: return out(static_cast<bool>(a) || static_cast<bool>(b));
-        case ir::binary_op::eq: return out(a == b);
-        case ir::binary_op::ne: return out(a != b);
-        case ir::binary_op::lt: return out(a < b);
-        case ir::binary_op::le: return out(a <= b);
-        case ir::binary_op::gt: return out(a > b);
-        case ir::binary_op::ge: return out(a >= b);
-        case ir::binary_op::bit_and:
-        case ir::binary_op::bit_or:
-        case ir::binary_op::bit_xor:
-        case ir::binary_op::div:
-        case ir::binary_op::mod:
-        case ir::binary_op::pow:
-        case ir::binary_op::shl:
-        case ir::binary_op::shr: break;
-      }
-      if constexpr (std::is_floating_point_v<T>) {
-        if (o == ir::binary_op::div) return out(a / b);
-        if (o == ir::binary_op::pow) return out(std::pow(a, b));
-      } else if constexpr (std::is_same_v<T, bool>) {
-        if (o == ir::binary_op::bit_and) return out(static_cast<int>(a) & static_cast<int>(b));
-        if (o == ir::binary_op::bit_or) return out(static_cast<int>(a) | static_cast<int>(b));
-        if (o == ir::binary_op::bit_xor) return out(static_cast<int>(a) ^ static_cast<int>(b));
-      } else {
-        switch (o) {
-          case ir::binary_op::div: return out(int_div(a, b));
-          case ir::binary_op::mod: return out(int_mod(a, b));
-          case ir::binary_op::bit_and: return out(a & b);
-          case ir::binary_op::bit_or: return out(a | b);
-          case ir::binary_op::bit_xor: return out(a ^ b);
-          case ir::binary_op::shl: return out(int_shl(a, b));
-          case ir::binary_op::shr: return out(int_shr(a, b));
-          case ir::binary_op::add:
-          case ir::binary_op::eq:
-          case ir::binary_op::ge:
-          case ir::binary_op::gt:
-          case ir::binary_op::le:
-          case ir::binary_op::logical_and:
-          case ir::binary_op::logical_or:
-          case ir::binary_op::lt:
-          case ir::binary_op::max:
-          case ir::binary_op::min:
-          case ir::binary_op::mul:
-          case ir::binary_op::ne:
-          case ir::binary_op::pow:
-          case ir::binary_op::sub: break;
+      if constexpr (!std::is_same_v<T, half>) {  // f16 is storage: the verifier refuses arithmetic on it
+        T a = get<T>(ca), b = get<T>(cb);
+        using o_ = ir::binary_op;
+        if (o == o_::add) return out(wrap_add(a, b));
+        if (o == o_::sub) return out(wrap_sub(a, b));
+        if (o == o_::mul) return out(wrap_mul(a, b));
+        if (o == o_::min) return out(a < b ? a : b);
+        if (o == o_::max) return out(a > b ? a : b);
+        if (o == o_::logical_and) return out(static_cast<bool>(a) && static_cast<bool>(b));
+        if (o == o_::logical_or) return out(static_cast<bool>(a) || static_cast<bool>(b));
+        if (o == o_::eq) return out(a == b);
+        if (o == o_::ne) return out(a != b);
+        if (o == o_::lt) return out(a < b);
+        if (o == o_::le) return out(a <= b);
+        if (o == o_::gt) return out(a > b);
+        if (o == o_::ge) return out(a >= b);
+        if constexpr (std::is_floating_point_v<T>) {
+          if (o == o_::div) return out(a / b);
+          if (o == o_::pow) return out(std::pow(a, b));
+          if (o == o_::atan2) return out(std::atan2(a, b));
+          if (o == o_::fmod) return out(std::fmod(a, b));
+          if (o == o_::floordiv) return out(floor_div(a, b));
+          if (o == o_::floormod) return out(floor_mod(a, b));
+        } else if constexpr (std::is_same_v<T, bool>) {
+          if (o == o_::bit_and) return out(static_cast<int>(a) & static_cast<int>(b));
+          if (o == o_::bit_or) return out(static_cast<int>(a) | static_cast<int>(b));
+          if (o == o_::bit_xor) return out(static_cast<int>(a) ^ static_cast<int>(b));
+        } else {
+          if (o == o_::div) return out(int_div(a, b));
+          if (o == o_::mod) return out(int_mod(a, b));
+          if (o == o_::bit_and) return out(a & b);
+          if (o == o_::bit_or) return out(a | b);
+          if (o == o_::bit_xor) return out(a ^ b);
+          if (o == o_::shl) return out(int_shl(a, b));
+          if (o == o_::shr) return out(int_shr(a, b));
+          if (o == o_::floordiv) return out(floor_div(a, b));
+          if (o == o_::floormod) return out(floor_mod(a, b));
         }
       }
       throw internal_error(fmt::format("reference interpreter: binary {} on {}", ir::name(o), name(fn_.at(n.a).type)));
@@ -515,6 +598,7 @@ class machine {
       using T = typename decltype(tag)::type;
       if constexpr (std::is_same_v<T, float>) return put(std::bit_cast<float>(static_cast<std::uint32_t>(n.imm)));
       else if constexpr (std::is_same_v<T, double>) return put(std::bit_cast<double>(n.imm));
+      else if constexpr (std::is_same_v<T, half>) return put(half::from_bits(static_cast<std::uint16_t>(n.imm)));
       else if constexpr (std::is_same_v<T, bool>) return put(n.imm != 0);
       else return put(static_cast<T>(n.imm));
     });
@@ -530,12 +614,21 @@ class machine {
       case dtype::u32: return put(static_cast<std::uint32_t>(r));
       case dtype::i64: return put(static_cast<std::int64_t>(r));
       case dtype::u8: return put(static_cast<std::uint8_t>(r));
+      case dtype::i8: return put(static_cast<std::int8_t>(static_cast<std::uint8_t>(r)));
+      case dtype::i16: return put(static_cast<std::int16_t>(static_cast<std::uint16_t>(r)));
+      case dtype::u16: return put(static_cast<std::uint16_t>(r));
+      case dtype::u64: return put(r);
+      case dtype::f16: return put(half(static_cast<float>(r >> 53) * 0x1p-11f));
       case dtype::boolean: break;
     }
     throw internal_error("reference interpreter: a random boolean");
   }
 
   void print(const ir::node& n) {
+    if (n.flags & ir::print_flags::assertion) {  // a failed qd::assert_, reported as compiled code does
+      report(-1, -1, n.imm, 0);
+      return;
+    }
     std::string line;
     for (std::int32_t k = 0; k < n.list_size; ++k) {
       std::int32_t item = fn_.list(n, k);
@@ -561,6 +654,11 @@ class machine {
         case dtype::i32: std::snprintf(buf, sizeof buf, "%d", get<std::int32_t>(c)); break;
         case dtype::u8: std::snprintf(buf, sizeof buf, "%d", static_cast<int>(get<std::uint8_t>(c))); break;
         case dtype::boolean: std::snprintf(buf, sizeof buf, "%d", get<bool>(c) ? 1 : 0); break;
+        case dtype::f16: std::snprintf(buf, sizeof buf, "%g", static_cast<double>(static_cast<float>(get<half>(c)))); break;
+        case dtype::u64: std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(get<std::uint64_t>(c))); break;
+        case dtype::i8: std::snprintf(buf, sizeof buf, "%d", static_cast<int>(get<std::int8_t>(c))); break;
+        case dtype::i16: std::snprintf(buf, sizeof buf, "%d", static_cast<int>(get<std::int16_t>(c))); break;
+        case dtype::u16: std::snprintf(buf, sizeof buf, "%d", static_cast<int>(get<std::uint16_t>(c))); break;
       }
       line += buf;
     }
@@ -656,17 +754,18 @@ class machine {
           break;
         }
         if (n.flags & ir::access::owned) check_owner(n, p);
-        value(i) = atomic_update(p, n.type, static_cast<ir::atomic_op>(n.sub), value(n.a));
+        value(i) = atomic_update(p, n.type, static_cast<ir::atomic_op>(n.sub), value(n.a), operand_or_zero(n.c));
         break;
       }
       case ir::op::local_decl: value(i) = value(n.a); break;
       case ir::op::local_load: value(i) = value(n.a); break;
       case ir::op::local_store: value(n.a) = value(n.b); break;
       case ir::op::local_atomic: {
-        cell old = value(n.a), v = value(n.b);
+        cell old = value(n.a), v = value(n.b), e = operand_or_zero(n.c);
         value(n.a) = with_type(n.type, [&](auto tag) {
           using T = typename decltype(tag)::type;
-          return put(atomic_result(static_cast<ir::atomic_op>(n.sub), get<T>(old), get<T>(v)));
+          if constexpr (std::is_same_v<T, bool>) return old;  // the verifier refuses boolean atomics
+          else return put(atomic_result(static_cast<ir::atomic_op>(n.sub), get<T>(old), get<T>(v), get<T>(e)));
         });
         value(i) = old;
         break;
@@ -688,7 +787,7 @@ class machine {
           value(i) = 0;
           break;
         }
-        value(i) = atomic_update(temp(n.imm), n.type, static_cast<ir::atomic_op>(n.sub), v);
+        value(i) = atomic_update(temp(n.imm), n.type, static_cast<ir::atomic_op>(n.sub), v, operand_or_zero(n.c));
         break;
       }
       case ir::op::range_for: serial_loop(i, n); break;

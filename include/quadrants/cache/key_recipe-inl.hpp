@@ -1,0 +1,54 @@
+// Implementation of cache/key_recipe.hpp.
+#pragma once
+
+#include "quadrants/backend/device.hpp"
+#include "quadrants/cache/key_recipe.hpp"
+#include "quadrants/ir/serialize.hpp"
+
+namespace qd::cache {
+
+QD_FUNC key_builder environment_key(const backend::device& d, bool bounds_checks) {
+  key_builder b;
+  b.add(std::uint64_t{format_version})
+      .add(QD_VERSION_STRING)
+      .add(d.name())
+      .add(d.target())
+      .add(d.code_options())
+      .add(bounds_checks ? "check_out_of_bound" : "unchecked")
+      .add(d.compiler_identity())
+      .add(d.prelude());
+  return b;
+}
+
+QD_FUNC key kernel_key(const key_builder& environment, const ir::function& traced, std::string_view code) {
+  key_builder b = environment;
+  return b.add("kernel").add(ir::canonical_bytes(traced)).add(code).finish();
+}
+
+QD_FUNC key offload_key(const key_builder& environment, const ir::function& lowered, std::string_view code) {
+  key_builder b = environment;
+  return b.add("offload").add(ir::canonical_bytes(lowered)).add(code).finish();
+}
+
+QD_FUNC std::string offload_entry(const key& offload) { return "qd_o" + offload.hex(); }
+
+QD_FUNC std::optional<key> offload_of_entry(std::string_view entry) {
+  if (!entry.starts_with("qd_o")) return std::nullopt;
+  return key::from_hex(entry.substr(4));
+}
+
+QD_FUNC key module_key(const key_builder& environment, std::string_view program) {
+  key_builder b = environment;
+  return b.add("module").add(program).finish();
+}
+
+QD_FUNC key explained_kernel(const key_builder& environment, std::string_view kernel_name, const ir::function& traced) {
+  key_builder b = environment;
+  return b.add("explain").add(kernel_name).add(ir::canonical_bytes(traced)).finish();
+}
+
+QD_FUNC key explain_key(const key& explained, std::string_view variant) {
+  return key_builder().add("explain variant").add(explained.lo).add(explained.hi).add(variant).finish();
+}
+
+}  // namespace qd::cache

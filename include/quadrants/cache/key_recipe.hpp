@@ -1,0 +1,53 @@
+// The recipe of every cache key: what compiled code depends on, hashed in one place so
+// that a launch, kernel.explain() and qd-cache name an entry alike.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "quadrants/base/api.hpp"
+#include "quadrants/cache/key.hpp"
+
+namespace qd::ir {
+struct function;
+}
+namespace qd::backend {
+class device;
+}
+
+namespace qd::cache {
+
+// What compiled code depends on besides its own text: the format and library versions,
+// the backend, its target, options and compiler, bounds checks, and the prelude (the
+// generated code's own definitions). Every other key starts from it.
+QD_FUNC key_builder environment_key(const backend::device& d, bool bounds_checks);
+
+// A whole kernel (its kernel record and its module): the traced IR and the code of its
+// tasks, concatenated in order. A change in the code generator is another key.
+QD_FUNC key kernel_key(const key_builder& environment, const ir::function& traced, std::string_view code);
+
+// One offload (its offload record): its lowered IR and its code, written with
+// offload_entry_placeholder as the entry point's name.
+QD_FUNC key offload_key(const key_builder& environment, const ir::function& lowered, std::string_view code);
+inline constexpr std::string_view offload_entry_placeholder = "QD_OFFLOAD_ENTRY";
+
+// The entry point of an offload, derived from its key ("qd_o" and 32 hex digits), so that
+// identical offloads share one; and back, for a name seen in a profiler or a compiler log.
+QD_FUNC std::string offload_entry(const key& offload);
+QD_FUNC std::optional<key> offload_of_entry(std::string_view entry);
+
+// A compiled program of offloads (a module): its text.
+QD_FUNC key module_key(const key_builder& environment, std::string_view program);
+
+// One kernel as `qd-cache explain` groups its entries: its name and traced IR.
+QD_FUNC key explained_kernel(const key_builder& environment, std::string_view kernel_name, const ir::function& traced);
+// The explanation entry of one of its variants ("whole", "split", ...): each variant a
+// process compiles keeps its own, so a diagnostic run does not hide the others.
+QD_FUNC key explain_key(const key& explained, std::string_view variant);
+
+}  // namespace qd::cache
+
+#ifdef QD_HEADER_ONLY
+#include "quadrants/cache/key_recipe-inl.hpp"
+#endif

@@ -1,0 +1,1 @@
+qd_add_test(base half)
