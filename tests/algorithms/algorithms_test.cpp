@@ -17,61 +17,14 @@
 
 #include <quadrants/algorithms.hpp>
 
+#include "algorithms/arches.hpp"
+
 namespace {
 
 using doctest::Contains;
 namespace alg = qd::algorithms;
 
-struct on_cpu1 {
-  static constexpr qd::arch arch = qd::arch::cpu;
-  static constexpr int threads = 1;
-  static constexpr const char* name = "cpu";
-};
-struct on_cpu2 {
-  static constexpr qd::arch arch = qd::arch::cpu;
-  static constexpr int threads = 2;
-  static constexpr const char* name = "cpu";
-};
-struct on_reference {
-  static constexpr qd::arch arch = qd::arch::reference;
-  static constexpr int threads = 1;
-  static constexpr const char* name = "reference";
-};
-struct on_cuda {
-  static constexpr qd::arch arch = qd::arch::cuda;
-  static constexpr int threads = 1;
-  static constexpr const char* name = "cuda";
-};
-struct on_amdgpu {
-  static constexpr qd::arch arch = qd::arch::amdgpu;
-  static constexpr int threads = 1;
-  static constexpr const char* name = "amdgpu";
-};
-#define QD_ALGORITHM_ARCHES on_cpu1, on_cpu2, on_reference, on_cuda, on_amdgpu
-
-// Starts a program; a GPU that is missing reports the test skipped, saying why.
-}  // namespace
-
-TYPE_TO_STRING(on_cpu1);
-TYPE_TO_STRING(on_cpu2);
-TYPE_TO_STRING(on_reference);
-TYPE_TO_STRING(on_cuda);
-TYPE_TO_STRING(on_amdgpu);
-
-namespace {
-
-template <class A>
-bool start() {
-  try {
-    qd::init({.arch = A::arch, .enable_fallback = false, .cpu_max_num_threads = A::threads});
-    return true;
-  } catch (const qd::error& e) {
-    if (A::arch == qd::arch::cpu || A::arch == qd::arch::reference) throw;
-    const std::string why = std::string("skipped on ") + A::name + ": " + e.what();
-    MESSAGE(why);
-    return false;
-  }
-}
+using namespace qd_algorithm_test;
 
 // The interpreter runs an iteration per node visit: it gets the small sizes only.
 template <class A>
@@ -310,10 +263,15 @@ void reduce_by_key_of_types() {
       const std::vector<V> values = random_values<V>(n, seed++);
       std::vector<K> want_keys;
       std::vector<long double> want_sums;
+      std::vector<std::uint64_t> wrapped;  // integer sums wrap, as in C++ on unsigned
       for (std::size_t i = 0; i < keys.size(); ++i) {
-        if (i == 0 || keys[i] != keys[i - 1]) want_keys.push_back(keys[i]), want_sums.push_back(0);
+        if (i == 0 || keys[i] != keys[i - 1]) want_keys.push_back(keys[i]), want_sums.push_back(0), wrapped.push_back(0);
         want_sums.back() += values[i];
+        if constexpr (std::is_integral_v<V>) wrapped.back() += static_cast<std::uint64_t>(values[i]);
       }
+      if constexpr (std::is_integral_v<V>)
+        for (std::size_t r = 0; r < wrapped.size(); ++r)
+          want_sums[r] = static_cast<V>(static_cast<std::make_unsigned_t<V>>(wrapped[r]));
       auto k = array_of(keys);
       auto v = array_of(values);
       qd::ndarray<K, 1> ok(std::max<std::int64_t>(n, 1));
@@ -451,6 +409,7 @@ TEST_CASE_TEMPLATE("sort and sort_by_key agree with std::stable_sort for every k
   sorts_of_type<A, std::int32_t>();
   sorts_of_type<A, std::uint32_t>();
   sorts_of_type<A, std::int64_t>();
+  sorts_of_type<A, std::uint64_t>();
   sorts_of_type<A, float>();
   sorts_of_type<A, double>();
 }

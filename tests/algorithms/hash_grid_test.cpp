@@ -13,58 +13,13 @@
 
 #include <quadrants/algorithms.hpp>
 
+#include "algorithms/arches.hpp"
+
 namespace {
 
 using doctest::Contains;
 
-struct on_cpu1 {
-  static constexpr qd::arch arch = qd::arch::cpu;
-  static constexpr int threads = 1;
-  static constexpr const char* name = "cpu";
-};
-struct on_cpu2 {
-  static constexpr qd::arch arch = qd::arch::cpu;
-  static constexpr int threads = 2;
-  static constexpr const char* name = "cpu";
-};
-struct on_reference {
-  static constexpr qd::arch arch = qd::arch::reference;
-  static constexpr int threads = 1;
-  static constexpr const char* name = "reference";
-};
-struct on_cuda {
-  static constexpr qd::arch arch = qd::arch::cuda;
-  static constexpr int threads = 1;
-  static constexpr const char* name = "cuda";
-};
-struct on_amdgpu {
-  static constexpr qd::arch arch = qd::arch::amdgpu;
-  static constexpr int threads = 1;
-  static constexpr const char* name = "amdgpu";
-};
-
-}  // namespace
-
-TYPE_TO_STRING(on_cpu1);
-TYPE_TO_STRING(on_cpu2);
-TYPE_TO_STRING(on_reference);
-TYPE_TO_STRING(on_cuda);
-TYPE_TO_STRING(on_amdgpu);
-
-namespace {
-
-template <class A>
-bool start() {
-  try {
-    qd::init({.arch = A::arch, .enable_fallback = false, .cpu_max_num_threads = A::threads});
-    return true;
-  } catch (const qd::error& e) {
-    if (A::arch == qd::arch::cpu || A::arch == qd::arch::reference) throw;
-    const std::string why = std::string("skipped on ") + A::name + ": " + e.what();
-    MESSAGE(why);
-    return false;
-  }
-}
+using namespace qd_algorithm_test;
 
 using point = std::array<float, 3>;
 
@@ -121,10 +76,11 @@ void check_queries(const std::vector<point>& positions, const std::vector<point>
     std::int64_t inside = 0, inside_sum = 0, inside_sq = 0, band = 0;
     for (std::size_t j = 0; j < positions.size(); ++j) {
       const float d2 = distance_squared(positions[j], queries[i]);
-      if (std::isnan(d2)) continue;
-      if (std::abs(d2 - r2) <= 4e-6f * (r2 + d2)) {
+      if (std::isnan(d2) || !(radius >= 0.0f)) continue;  // a negative or NaN radius finds nothing
+      // radius^2 overflowing to infinity: every finite position (d2 may be infinite too) is in.
+      if (std::isfinite(r2) && std::abs(d2 - r2) <= 4e-6f * (r2 + d2)) {
         ++band;
-      } else if (d2 < r2) {
+      } else if (d2 <= r2) {
         ++inside;
         inside_sum += static_cast<std::int64_t>(j);
         inside_sq += static_cast<std::int64_t>(j) * static_cast<std::int64_t>(j);
