@@ -161,9 +161,11 @@ TEST_CASE_TEMPLATE("deterministic_reductions: the same bits run to run on a GPU,
     CHECK(std::abs(static_cast<long double>(first.sum) - exact) <= 1e-6L * exact);
     CHECK(first.min == *std::min_element(x.begin(), x.end()));
   }
-  if (!start_gpu<A>({})) return;  // off (the default): right within rounding, whatever the order
+  // Off (the default): each GPU thread adds its partial with an f32 atomic, one rounding
+  // of the running total (~1e5 here) per thread, in any order: right within ~sqrt(threads) ulps.
+  if (!start_gpu<A>({})) return;
   const results any = run_reductions(x);
-  CHECK(std::abs(static_cast<long double>(any.sum) - exact) <= 1e-5L * exact);
+  CHECK(std::abs(static_cast<long double>(any.sum) - exact) <= 1e-4L * exact);
 }
 
 TEST_CASE_TEMPLATE("deterministic_reductions: too many reductions in one loop is a qd::user_error", A, on_cuda, on_amdgpu) {
