@@ -21,7 +21,7 @@
 #include "quadrants/backend/cpu/compiler.hpp"
 #include "quadrants/backend/cpu/module.hpp"
 #include "quadrants/backend/cpu/prelude.hpp"
-#include "quadrants/runtime/program.hpp"
+#include "quadrants/runtime/pipeline/program.hpp"
 
 namespace {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "quadrants/backend/cpu/prelude.hpp"
-#include "quadrants/runtime/program.hpp"
+#include "quadrants/runtime/pipeline/program.hpp"
 #include "support/tet_mesh.hpp"  // tests/support: the generated meshes the tests use
 
 namespace {

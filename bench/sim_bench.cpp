@@ -8,7 +8,7 @@
 //   ./sim_bench [rounds]
 #include <quadrants/algorithms.hpp>
 #include <quadrants/backend/cpu/prelude.hpp>
-#include <quadrants/runtime/program.hpp>
+#include <quadrants/runtime/pipeline/program.hpp>
 
 #include <fmt/format.h>
 

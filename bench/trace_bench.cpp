@@ -8,7 +8,7 @@
 #include "bench_support.hpp"
 #include "quadrants/analysis/split.hpp"
 #include "quadrants/codegen/lower.hpp"
-#include "quadrants/runtime/kernel_state.hpp"
+#include "quadrants/runtime/pipeline/kernel_state.hpp"
 
 namespace {
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "quadrants/backend/cpu/prelude.hpp"
-#include "quadrants/runtime/program.hpp"
+#include "quadrants/runtime/pipeline/program.hpp"
 
 namespace {
 

@@ -1,3 +1,5 @@
-// Compiled mode of the library: every implementation header (-inl) but the cache
-// layer's, built once (src/cache.cpp has those, so the two build in parallel).
+// Compiled mode of the library, first part: the implementation (-inl) files of base, ir,
+// lang, autodiff and codegen (src/backend.cpp, src/runtime.cpp and src/cache.cpp have
+// the rest, so the four build in parallel).
+#define QD_IMPLEMENTATION_PART 1
 #include "quadrants/detail/implementation_core.hpp"

@@ -19,6 +19,7 @@ function(qd_add_emulated_test api name target)
   cmake_parse_arguments(ARG "" "TIMEOUT;FAIL" "ARGS;ENV" ${ARGN})
   set(test emulated_${api}/${name})
   add_test(NAME ${test} COMMAND ${target} ${ARG_ARGS})
+  qd_test_programs(${test} ${target} qd_emulated_gpus)  # and the emulated libraries
   set(env "XDG_CACHE_HOME=${CMAKE_CURRENT_BINARY_DIR}/cache/emulated_${api}_${name}" "QD_LOG_LEVEL=warn"
           ${qd_emulated_${api}_env} ${ARG_ENV})
   set(fail "${qd_emulated_${api}_skip}")

@@ -7,7 +7,7 @@
 //  - once per program, still header-only: define QD_SEPARATE_COMPILATION in every
 //    TU and include this header in exactly one (the CMake target
 //    quadrants::header-only does both: it adds share/quadrants/implementation.cpp);
-//  - the compiled library quadrants::quadrants (src/quadrants.cpp, src/cache.cpp).
+//  - the compiled library quadrants::quadrants (src/*.cpp).
 #pragma once
 
 #if defined(QD_HEADER_ONLY)

@@ -5,7 +5,7 @@
 #include "ir/ir_fixtures.hpp"
 #include "quadrants/analysis/constructs.hpp"
 #include "quadrants/quadrants.hpp"
-#include "quadrants/runtime/dispatch.hpp"
+#include "quadrants/runtime/pipeline/dispatch.hpp"
 #include "quadrants/lang/trace.hpp"
 
 using namespace qd;

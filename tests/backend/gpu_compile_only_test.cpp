@@ -5,6 +5,7 @@
 
 #include "backend/compile_only_support.hpp"
 #include "backend/gpu_vendors.hpp"
+#include "backend/suite_kernels.hpp"
 
 using qd_test::on_amdgpu;
 using qd_test::on_cuda;

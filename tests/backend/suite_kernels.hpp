@@ -3,6 +3,10 @@
 // them with NVRTC and hipRTC. Between them they use every statement and expression.
 #pragma once
 
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <limits>
@@ -14,11 +18,11 @@
 
 namespace qd_test::kernels {
 
+// integer_operators' body, which tests/backend/vulkan_emitter_test.cpp also traces on its own.
 template <class T>
-auto integer_operators() {
+auto integer_operators_body() {
   using R = typename decltype(std::declval<qd::expr<T>>() + std::declval<qd::expr<T>>())::value_type;
-  return qd::kernel("integer_operators", {"x", "y", "out"},
-                    [](qd::types::ndarray<T, 1> x, qd::types::ndarray<T, 1> y, qd::types::ndarray<R, 2> out) {
+  return [](qd::types::ndarray<T, 1> x, qd::types::ndarray<T, 1> y, qd::types::ndarray<R, 2> out) {
                       qd::range_for(x.shape(0), [&](qd::i32 i) {
                         qd::expr<R> a = x[i];
                         qd::expr<R> b = y[i];
@@ -34,7 +38,12 @@ auto integer_operators() {
                         put(a << 3), put(a >> 1), put(a & 0x5a);
                         flag(a != 0 && b / a > 1);
                       });
-                    });
+                    };
+}
+
+template <class T>
+auto integer_operators() {
+  return qd::kernel("integer_operators", {"x", "y", "out"}, integer_operators_body<T>());
 }
 
 template <class T>
@@ -835,6 +844,25 @@ inline auto returns() {
     });
     return std::tuple{qd::f32(s), qd::f32(top), qd::i32(positive), qd::vec2f(s, top)};
   });
+}
+
+// Runs returns() on 777 values (multiples of 0.5 of small magnitude: sums exact in any
+// order) and compares each result with plain C++; a program must be initialised.
+inline void check_returns() {
+  auto k = returns();
+  const std::int64_t n = 777;
+  std::vector<float> h;
+  for (std::int64_t i = 0; i < n; ++i) h.push_back(static_cast<float>((i * 37) % 23) * 0.5f - 4.0f);
+  qd::ndarray<float, 1> x(n);
+  x.from_host(h);
+  auto [sum, top, positive, pair] = k(x);
+  float want_sum = 0.0f, want_top = -1e30f;
+  std::int32_t want_positive = 0;
+  for (float v : h) want_sum += v, want_top = std::max(want_top, v), want_positive += v > 0.0f;
+  CHECK(sum == want_sum);
+  CHECK(top == want_top);
+  CHECK(positive == want_positive);
+  CHECK(pair == std::array<float, 2>{want_sum, want_top});  // a qd::vec2f returns a std::array
 }
 
 // Struct parameters (SPEC §11.2): a nested kernel struct, matched by a host struct.

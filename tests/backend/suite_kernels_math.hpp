@@ -362,8 +362,9 @@ void check_integer_functions(const std::vector<T>& values) {
   for (std::size_t r = 0; r < xs.size(); ++r) {
     const T a = xs[r], b = ys[r];
     const T q = python_int_floordiv(a, b);
-    // a = q b + m, with the remainder's sign the divisor's (b == 0 and b == -1: 0).
-    const T m = (b == 0 || (std::is_signed_v<T> && b == T(-1))) ? T(0) : static_cast<T>(static_cast<U>(a) - static_cast<U>(q) * static_cast<U>(b));
+    // a = q b + m, with the remainder's sign the divisor's (b == 0 and b == -1: 0); modulo
+    // 2^bits in 64-bit unsigned arithmetic (u16 * u16 would promote to int and overflow).
+    const T m = (b == 0 || (std::is_signed_v<T> && b == T(-1))) ? T(0) : static_cast<T>(static_cast<U>(static_cast<std::uint64_t>(static_cast<U>(a)) - static_cast<std::uint64_t>(static_cast<U>(q)) * static_cast<std::uint64_t>(static_cast<U>(b))));
     const T sign = a > 0 ? T(1) : (a < 0 ? static_cast<T>(-1) : T(0));
     const T clamped = a < b ? b : (T(100) < a ? T(100) : a);
     const std::vector<T> want = {q, m, sign, clamped};

@@ -7,5 +7,18 @@ qd_add_test(backend reference)
 # (GPU instances skip without one).
 qd_add_test(backend gpu_compiler)
 qd_add_test(backend gpu_device)
-qd_add_test(backend gpu_compile_only)
-qd_add_test(backend gpu_suite)
+# The suite's kernels compiled for the compile-only round trips (compile_only_support.cpp),
+# a translation unit of its own that builds in parallel with the test's.
+add_library(qd_test_compile_only STATIC ${CMAKE_CURRENT_SOURCE_DIR}/backend/compile_only_support.cpp)
+target_link_libraries(qd_test_compile_only PUBLIC quadrants::quadrants doctest::doctest fmt::fmt)
+target_include_directories(qd_test_compile_only PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
+qd_add_test(backend gpu_compile_only LIBS qd_test_compile_only)
+qd_add_test(backend gpu_suite SOURCES backend/gpu_suite_values.cpp backend/gpu_suite_graphs.cpp
+            backend/gpu_suite_math.cpp)
+# Vulkan (lavapipe in CI, a real driver on the CPU): the loader, shaderc and device with
+# hand-written shaders; the GLSL emitter's tasks validated by spirv-val and run against
+# the reference interpreter. Each reports itself skipped where no Vulkan device is found.
+qd_add_test(backend vulkan_device)
+qd_add_test(backend vulkan_emitter)
+# qd::arch::vulkan through qd::init: the CPU's results, the split, compile_only, fallback.
+qd_add_test(backend vulkan_runtime)

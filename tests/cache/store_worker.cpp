@@ -1,5 +1,5 @@
 // Worker process for store_processes_test: one store per process, driven by arguments.
-//   mix <root> <index>       wait for stdin to close, then load-or-save 16 keys twice (even
+//   mix <root> <index>       write one byte, wait for stdin to close, then load-or-save 16 keys twice (even
 //                            indexes share keys, odd ones have their own); exit 0 if every
 //                            load returned exactly the bytes of its key
 //   save-big <root> <bytes>  save one large incompressible entry (to be killed mid-save)
@@ -24,6 +24,8 @@ using qd_test::worker_key;
 using qd_test::worker_payload;
 
 int mix(const std::string& root, int index) {
+  // At the gate: say so on stdout (the test's pipe), then wait for stdin to close.
+  [[maybe_unused]] ssize_t said = ::write(1, "r", 1);
   char c;
   while (::read(0, &c, 1) > 0) {
   }

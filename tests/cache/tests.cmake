@@ -31,6 +31,7 @@ add_executable(cache_header_only_test ${CMAKE_CURRENT_SOURCE_DIR}/cache/header_o
 target_link_libraries(cache_header_only_test PRIVATE qd_all_inline qd_doctest_main)
 target_include_directories(cache_header_only_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 add_test(NAME cache/header_only COMMAND cache_header_only_test)
+qd_test_programs(cache/header_only cache_header_only_test)
 
 # The cache layer without the remote tier's libraries (header-only, no QD_WITH_REMOTE_CACHE).
 add_executable(cache_remote_unsupported_test ${CMAKE_CURRENT_SOURCE_DIR}/cache/remote_unsupported_test.cpp)
@@ -39,3 +40,4 @@ target_link_libraries(cache_remote_unsupported_test PRIVATE qd_doctest_main fmt:
 target_include_directories(cache_remote_unsupported_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${QD_INCLUDE_DIR})
 target_compile_features(cache_remote_unsupported_test PRIVATE cxx_std_20)
 add_test(NAME cache/remote_unsupported COMMAND cache_remote_unsupported_test)
+qd_test_programs(cache/remote_unsupported cache_remote_unsupported_test)

@@ -59,7 +59,9 @@ bool close(const qd_fuzz::fuzz_case& c, const qd_fuzz::outcome& a, const qd_fuzz
 
 // The refusal's kind, from its message, for the figures.
 std::string kind_of(const std::string& message) {
-  for (const char* k : {"qd::while_", "qd::random", "global data access rule", "atomic_min", "atomic_max", "returns is used",
+  for (const char* k : {"qd::while_", "qd::random", "global data access rule", "the accumulation into",
+                        "iterations of this parallel qd::range_for", "whose iterations may write the same", "atomic_min",
+                        "atomic_max", "returns is used",
                         "has no qd::needs_grad parameter", "a race", "has no adjoint", "has no derivative", "multi-dimensional"})
     if (message.find(k) != std::string::npos) return k;
   return "other: " + message.substr(0, 120);

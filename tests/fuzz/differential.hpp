@@ -1,5 +1,7 @@
 // Runs a fuzz case through the variants (whole, split, the unchecked split; on the
 // reference backend and the CPU) and compares results bitwise; the campaign's figures.
+// The bodies under QD_FUZZ_IMPLEMENTATION are compiled once, in fuzz_support.cpp (the
+// library qd_fuzz_support); other translation units see their declarations only.
 #pragma once
 
 #include <unistd.h>
@@ -24,7 +26,7 @@
 #include <quadrants/backend/reference/interpreter.hpp>
 #include <quadrants/ir/dce.hpp>
 #include <quadrants/quadrants.hpp>
-#include <quadrants/runtime/dispatch.hpp>
+#include <quadrants/runtime/pipeline/dispatch.hpp>
 #include <quadrants/runtime/ndarray.hpp>
 
 #include "fuzz/fuzz_case.hpp"
@@ -109,7 +111,9 @@ inline const std::string& cache_root() {
 // streams, start alike for every variant).
 // A case with a struct kind is called through a typed qd::kernel taking the struct,
 // unless `typed` is false (then with its flattened parameters one by one, as any case).
-inline outcome run(const fuzz_case& c, qd::arch arch, variant v, int opt_level = 2, bool typed = true) {
+outcome run(const fuzz_case& c, qd::arch arch, variant v, int opt_level = 2, bool typed = true);
+#if defined(QD_FUZZ_IMPLEMENTATION)
+outcome run(const fuzz_case& c, qd::arch arch, variant v, int opt_level, bool typed) {
   qd::init({.arch = arch,
             .offline_cache = v != variant::whole,
             .offline_cache_file_path = detail::cache_root(),
@@ -189,6 +193,7 @@ inline outcome run(const fuzz_case& c, qd::arch arch, variant v, int opt_level =
   qd::reset();
   return out;
 }
+#endif
 
 // The kernel itself, before any plan: its top-level statements in order, each
 // loop's iterations in order, top-level variables as plain variables. Only
@@ -207,7 +212,9 @@ inline bool source_comparable(const fuzz_case& c) {
   return true;
 }
 
-inline outcome run_source(const fuzz_case& c) {
+outcome run_source(const fuzz_case& c);
+#if defined(QD_FUZZ_IMPLEMENTATION)
+outcome run_source(const fuzz_case& c) {
   outcome out;
   qd::ir::function fn = c.fn;
   qd::ir::eliminate_dead_code(fn);
@@ -246,10 +253,13 @@ inline outcome run_source(const fuzz_case& c) {
   }
   return out;
 }
+#endif
 
 // Bitwise equal, except that any two NaNs are equal (which NaN an operation on two
 // NaNs returns depends on operand order, which compilers may swap).
-inline bool same(const fuzz_case& c, const outcome& a, const outcome& b, std::string* why) {
+bool same(const fuzz_case& c, const outcome& a, const outcome& b, std::string* why);
+#if defined(QD_FUZZ_IMPLEMENTATION)
+bool same(const fuzz_case& c, const outcome& a, const outcome& b, std::string* why) {
   auto fail = [&](std::string s) {
     if (why) *why = std::move(s);
     return false;
@@ -283,6 +293,7 @@ inline bool same(const fuzz_case& c, const outcome& a, const outcome& b, std::st
   }
   return true;
 }
+#endif
 
 // --- one case, all the checks -----------------------------------------------------------
 
@@ -325,7 +336,9 @@ struct persisted_kinds {
   bool any() const { return variable || snapshot || draw || other; }
 };
 
-inline persisted_kinds persisted_by_split(const fuzz_case& c) {
+persisted_kinds persisted_by_split(const fuzz_case& c);
+#if defined(QD_FUZZ_IMPLEMENTATION)
+persisted_kinds persisted_by_split(const fuzz_case& c) {
   qd::ir::function fn = c.fn;
   qd::ir::eliminate_dead_code(fn);
   const auto s = qd::analysis::analyze_structure(fn);
@@ -342,6 +355,7 @@ inline persisted_kinds persisted_by_split(const fuzz_case& c) {
   k.beyond_unchecked = d.plan.temps.size() > u.temps.size();
   return k;
 }
+#endif
 
 struct case_report {
   finding what = finding::none;
@@ -383,7 +397,9 @@ inline bool gpu_comparable(const fuzz_case& c) {
   return true;
 }
 
-inline case_report check(const fuzz_case& c, const check_options& o) {
+case_report check(const fuzz_case& c, const check_options& o);
+#if defined(QD_FUZZ_IMPLEMENTATION)
+case_report check(const fuzz_case& c, const check_options& o) {
   case_report r;
   r.cpu = o.cpu;
   r.gpu = o.gpu.has_value();
@@ -441,6 +457,7 @@ inline case_report check(const fuzz_case& c, const check_options& o) {
   }
   return r;
 }
+#endif
 
 // The GPU that GPU findings are re-checked on while shrinking (set by the GPU batch).
 inline std::optional<qd::arch>& gpu_under_test() {
@@ -449,7 +466,9 @@ inline std::optional<qd::arch>& gpu_under_test() {
 }
 
 // Whether `candidate` still shows `f` (used while shrinking).
-inline bool still_shows(const fuzz_case& candidate, finding f, int opt_level = 2) {
+bool still_shows(const fuzz_case& candidate, finding f, int opt_level = 2);
+#if defined(QD_FUZZ_IMPLEMENTATION)
+bool still_shows(const fuzz_case& candidate, finding f, int opt_level) {
   check_options o;
   o.opt_level = opt_level;
   o.cpu = f == finding::cpu_whole_differs || f == finding::cpu_split_differs;
@@ -462,6 +481,7 @@ inline bool still_shows(const fuzz_case& candidate, finding f, int opt_level = 2
     return false;  // the candidate is malformed (an edit broke an invariant): not the same failure
   }
 }
+#endif
 
 // --- GPU compilers -----------------------------------------------------------------------
 
@@ -474,7 +494,9 @@ struct gpu_compile_result {
 
 // Compiles each case for sm_90 with NVRTC and gfx90a with hipRTC in compile-only mode
 // (no GPU needed): the whole kernel, and with `split` every variant per-offload mode uses.
-inline std::map<std::string, gpu_compile_result> compile_for_gpus(const std::vector<fuzz_case>& cases, bool split) {
+std::map<std::string, gpu_compile_result> compile_for_gpus(const std::vector<fuzz_case>& cases, bool split);
+#if defined(QD_FUZZ_IMPLEMENTATION)
+std::map<std::string, gpu_compile_result> compile_for_gpus(const std::vector<fuzz_case>& cases, bool split) {
   std::map<std::string, gpu_compile_result> out;
   const std::string cache = detail::cache_root() + "/gpu-compile-only";
   struct target {
@@ -515,6 +537,7 @@ inline std::map<std::string, gpu_compile_result> compile_for_gpus(const std::vec
   }
   return out;
 }
+#endif
 
 // --- figures ------------------------------------------------------------------------------
 

@@ -4,6 +4,12 @@
 //
 //   qd_fuzz [--seed S] [--kernels N] [--seconds T] [--cpu-every K] [--save DIR] [--replay FILE]
 //           [--gpu cuda|amdgpu]   (each comparable kernel on that GPU too; see gpu_comparable)
+// The tests' shared precompiled header (tests/CMakeLists.txt) brings doctest's
+// declarations into every TU, and their static test-suite registration refers to
+// doctest's implementation: this program, which has no doctest main, implements it.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>

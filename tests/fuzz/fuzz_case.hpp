@@ -1,5 +1,7 @@
 // A fuzz case: a kernel as hand-built IR plus everything one call needs (buffers,
 // their contents, which parameter each binds, scalar values), and its text file form.
+// The bodies under QD_FUZZ_IMPLEMENTATION are compiled once, in fuzz_support.cpp (the
+// library qd_fuzz_support); other translation units see their declarations only.
 #pragma once
 
 #include <array>
@@ -194,7 +196,9 @@ inline std::uint8_t sub_named(qd::ir::op code, const std::string& s) {
 
 }  // namespace detail
 
-inline std::string to_file_text(const fuzz_case& c) {
+std::string to_file_text(const fuzz_case& c);
+#if defined(QD_FUZZ_IMPLEMENTATION)
+std::string to_file_text(const fuzz_case& c) {
   std::ostringstream out;
   out << "# A kernel found by the differential fuzzer (tests/fuzz, docs/testing.md); replayed by fuzz/regressions.\n";
   std::istringstream note(c.note);
@@ -237,8 +241,11 @@ inline std::string to_file_text(const fuzz_case& c) {
   out << "end\n";
   return out.str();
 }
+#endif
 
-inline fuzz_case from_file_text(const std::string& text) {
+fuzz_case from_file_text(const std::string& text);
+#if defined(QD_FUZZ_IMPLEMENTATION)
+fuzz_case from_file_text(const std::string& text) {
   fuzz_case c;
   std::istringstream in(text);
   bool header = false, ended = false;
@@ -324,5 +331,6 @@ inline fuzz_case from_file_text(const std::string& text) {
   if (c.fn.node_block.size() != c.fn.nodes.size()) throw std::runtime_error("qdfuzz: node_blocks does not match the nodes");
   return c;
 }
+#endif
 
 }  // namespace qd_fuzz

@@ -1,5 +1,7 @@
 // Random kernels for differential testing: well-typed IR built with ir::builder,
 // in-bounds by construction and free of what C++ leaves undefined in generated code.
+// The bodies under QD_FUZZ_IMPLEMENTATION are compiled once, in fuzz_support.cpp (the
+// library qd_fuzz_support); other translation units see their declarations only.
 #pragma once
 
 #include <algorithm>
@@ -1324,13 +1326,18 @@ class kernel_generator {
 
 }  // namespace detail
 
-inline fuzz_case generate(std::uint64_t seed, const generator_options& options = {}) {
+fuzz_case generate(std::uint64_t seed, const generator_options& options = {});
+#if defined(QD_FUZZ_IMPLEMENTATION)
+fuzz_case generate(std::uint64_t seed, const generator_options& options) {
   return detail::kernel_generator(seed, options).run();
 }
+#endif
 
 // The same kernel and call with other array contents and scalar values (still valid:
 // indices and trip counts never depend on data beyond what the kernel bounds itself).
-inline fuzz_case with_other_inputs(const fuzz_case& c, std::uint64_t seed) {
+fuzz_case with_other_inputs(const fuzz_case& c, std::uint64_t seed);
+#if defined(QD_FUZZ_IMPLEMENTATION)
+fuzz_case with_other_inputs(const fuzz_case& c, std::uint64_t seed) {
   fuzz_case out = c;
   rng r(seed);
   auto refill = [&](qd::dtype t, std::vector<unsigned char>& bytes) {
@@ -1348,5 +1355,6 @@ inline fuzz_case with_other_inputs(const fuzz_case& c, std::uint64_t seed) {
     if (!out.fn.params[p].is_array) out.scalar_bits[p] = detail::interesting_bits(r, out.fn.params[p].type);
   return out;
 }
+#endif
 
 }  // namespace qd_fuzz

@@ -1,6 +1,8 @@
 // Shrinking a fuzz case that shows a finding: greedy delta debugging over the IR
 // (drop statements, inline branches, run loops once, replace values by constants or
 // operands), keeping each edit after which the case still shows the same finding.
+// The bodies under QD_FUZZ_IMPLEMENTATION are compiled once, in fuzz_support.cpp (the
+// library qd_fuzz_support); other translation units see their declarations only.
 #pragma once
 
 #include <functional>
@@ -131,7 +133,9 @@ inline qd::ir::function apply(const qd::ir::function& fn, edit e) {
 
 // Greedy shrinking: `shows(candidate)` tells whether a candidate still shows the
 // failure. Stops after `budget` candidates.
-inline fuzz_case shrink(fuzz_case c, const std::function<bool(const fuzz_case&)>& shows, int budget) {
+fuzz_case shrink(fuzz_case c, const std::function<bool(const fuzz_case&)>& shows, int budget);
+#if defined(QD_FUZZ_IMPLEMENTATION)
+fuzz_case shrink(fuzz_case c, const std::function<bool(const fuzz_case&)>& shows, int budget) {
   int tried = 0;
   auto attempt = [&](fuzz_case candidate) {
     if (tried >= budget) return false;
@@ -190,5 +194,6 @@ inline fuzz_case shrink(fuzz_case c, const std::function<bool(const fuzz_case&)>
   }
   return c;
 }
+#endif
 
 }  // namespace qd_fuzz

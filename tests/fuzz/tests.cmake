@@ -1,13 +1,17 @@
 # Differential fuzzing (docs/testing.md): generated kernels run whole, split and on the
 # reference backend and compared bitwise; the cases it found, replayed; the campaign.
-qd_add_test(fuzz differential)
+# The machinery (generator, runs and checks, shrinker, case files) compiled once for all of them.
+add_library(qd_fuzz_support STATIC ${CMAKE_CURRENT_LIST_DIR}/fuzz_support.cpp)
+target_link_libraries(qd_fuzz_support PUBLIC quadrants::quadrants fmt::fmt)
+target_include_directories(qd_fuzz_support PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
+qd_add_test(fuzz differential LIBS qd_fuzz_support)
 set_tests_properties(fuzz/differential PROPERTIES TIMEOUT 900)
-qd_add_test(fuzz regressions)
+qd_add_test(fuzz regressions LIBS qd_fuzz_support)
 target_compile_definitions(fuzz_regressions_test PRIVATE QD_FUZZ_REGRESSIONS="${CMAKE_CURRENT_LIST_DIR}/regressions")
 
 # make fuzz: qd_fuzz runs an open-ended campaign and prints its figures.
 add_executable(qd_fuzz ${CMAKE_CURRENT_LIST_DIR}/fuzz_campaign.cpp)
-target_link_libraries(qd_fuzz PRIVATE quadrants::quadrants fmt::fmt)
+target_link_libraries(qd_fuzz PRIVATE quadrants::quadrants qd_fuzz_support fmt::fmt)
 target_include_directories(qd_fuzz PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 
 # The cache entry reader and the remote tier's reply reader under libFuzzer (clang;
@@ -29,6 +33,8 @@ if(QD_LIBFUZZER)
              COMMAND ${CMAKE_COMMAND} -E chdir ${corpus}
                      $<TARGET_FILE:${target}> -max_total_time=${QD_LIBFUZZER_SECONDS} -timeout=5
                      -rss_limit_mb=2048 -print_final_stats=1 ${corpus}/seeds)
+    qd_test_programs(fuzz/${name}_seeds ${target})
+    qd_test_programs(fuzz/${name}_libfuzzer ${target})
     set_tests_properties(fuzz/${name}_seeds PROPERTIES FIXTURES_SETUP ${name}_corpus)
     set_tests_properties(fuzz/${name}_libfuzzer PROPERTIES FIXTURES_REQUIRED ${name}_corpus
                          TIMEOUT 900 LABELS libfuzzer)
@@ -40,9 +46,12 @@ endif()
 # The GPU batch: registered only under the emulated GPUs (tests/emulated_gpus.cmake),
 # whose blocks can run in order; on a real GPU, math functions differ by ulps.
 add_executable(fuzz_gpu_batch_test ${CMAKE_CURRENT_LIST_DIR}/gpu_batch_test.cpp)
-target_link_libraries(fuzz_gpu_batch_test PRIVATE quadrants::quadrants qd_doctest_main fmt::fmt)
+target_link_libraries(fuzz_gpu_batch_test PRIVATE quadrants::quadrants qd_fuzz_support qd_doctest_main fmt::fmt)
 target_include_directories(fuzz_gpu_batch_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 
 # Differentiated generated kernels (issue 12): refused cleanly, or the same adjoint results on the reference and the CPU.
-qd_add_test(fuzz adjoint)
+qd_add_test(fuzz adjoint LIBS qd_fuzz_support)
 set_tests_properties(fuzz/adjoint PROPERTIES TIMEOUT 600)
+
+# The differential autodiff fuzzer (issue 27): generated kernels and tapes, refused or equal to central differences.
+qd_add_test(fuzz autodiff_fd)

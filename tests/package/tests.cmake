@@ -10,6 +10,8 @@ foreach(mode install subdirectory demo_install missing_dependency)
 endforeach()
 add_test(NAME package/implementation_lists
          COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -P ${CMAKE_CURRENT_LIST_DIR}/implementation_check.cmake)
+add_test(NAME package/header_text
+         COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -P ${CMAKE_CURRENT_LIST_DIR}/header_text_check.cmake)
 
 # The all-inline way: <quadrants/quadrants.hpp> alone, nothing of Quadrants compiled ahead.
 add_executable(package_all_inline_test ${CMAKE_CURRENT_LIST_DIR}/all_inline_test.cpp)

@@ -14,12 +14,15 @@
 #include <vector>
 
 #include "runtime/runtime_test_support.hpp"
+#include "support/finite_differences.hpp"
 #include "support/log_capture.hpp"
 
 using doctest::Contains;
 
 namespace {
 
+using qd_test::central_differences;
+using qd_test::check_close;
 using vec = std::vector<double>;
 
 // Runs `body` once on the CPU and once on the reference interpreter.
@@ -45,26 +48,6 @@ vec inputs(std::size_t n, double scale = 1.0) {
   vec v(n);
   for (std::size_t i = 0; i < n; ++i) v[i] = scale * (0.3 + 0.7 * std::sin(1.7 * static_cast<double>(i) + 0.4));
   return v;
-}
-
-// Central finite differences of f at x, one coordinate at a time.
-vec finite_differences(const std::function<double(const vec&)>& f, const vec& x, double h = 1e-6) {
-  vec g(x.size());
-  for (std::size_t j = 0; j < x.size(); ++j) {
-    vec hi = x, lo = x;
-    hi[j] += h;
-    lo[j] -= h;
-    g[j] = (f(hi) - f(lo)) / (2 * h);
-  }
-  return g;
-}
-
-void check_close(const vec& got, const vec& want, double rel = 1e-6) {
-  REQUIRE(got.size() == want.size());
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    CAPTURE(i);
-    CHECK(std::abs(got[i] - want[i]) <= rel * std::max(1.0, std::abs(want[i])));
-  }
 }
 
 double dot(const vec& a, const vec& b) {
@@ -100,7 +83,7 @@ TEST_CASE("an elementwise kernel's adjoint gives the analytic derivative and mat
       analytic[i] = w[i] * (std::cos(v) * v + std::sin(v) + 0.5 * std::exp(0.5 * v) - (1 - v * v) / ((v * v + 1) * (v * v + 1)));
     }
     check_close(x.grad().to_host(), analytic, 1e-12);
-    check_close(x.grad().to_host(), finite_differences(forward, x0));
+    check_close(x.grad().to_host(), central_differences(forward, x0));
     check_close(y.grad().to_host(), vec(x0.size(), 0.0));  // a plain store's adjoint zeroes what it read
   });
 }
@@ -166,8 +149,8 @@ void check_gradients(K& k, const vec& x0, const vec& z0, Analytic analytic, bool
     check_close(x.grad().to_host(), want.x, analytic_rel);
     check_close(z.grad().to_host(), want.z, analytic_rel);
     if (!finite_check) return;
-    check_close(x.grad().to_host(), finite_differences([&](const vec& xs) { return loss(xs, z0); }, x0));
-    check_close(z.grad().to_host(), finite_differences([&](const vec& zs) { return loss(x0, zs); }, z0));
+    check_close(x.grad().to_host(), central_differences([&](const vec& xs) { return loss(xs, z0); }, x0));
+    check_close(z.grad().to_host(), central_differences([&](const vec& zs) { return loss(x0, zs); }, z0));
   });
 }
 
@@ -576,7 +559,7 @@ TEST_CASE("a 2-D stencil over qd::ndrange with clamped reads") {
     k(x, y);
     y.grad().from_host(w);
     k.grad(x, y);
-    check_close(x.grad().to_host(), finite_differences(loss, x0));
+    check_close(x.grad().to_host(), central_differences(loss, x0));
   });
 }
 
@@ -830,7 +813,7 @@ TEST_CASE("a tape runs the recorded adjoints in reverse: a three-kernel chain ma
       return std::pair{loss.to_host()[0], g};
     };
     vec got = run(x0, true).second;
-    check_close(got, finite_differences([&](const vec& xs) { return run(xs, false).first; }, x0));
+    check_close(got, central_differences([&](const vec& xs) { return run(xs, false).first; }, x0));
   });
 }
 
@@ -962,7 +945,7 @@ TEST_CASE("vectors and matrices (SPEC §11.1, unrolled to scalars) differentiate
     k(x, y);
     y.grad().from_host(w);
     k.grad(x, y);
-    check_close(x.grad().to_host(), finite_differences(loss, x0));
+    check_close(x.grad().to_host(), central_differences(loss, x0));
   });
 }
 
@@ -1022,7 +1005,7 @@ TEST_CASE("one array for two parameters: refused where it would change the gradi
     qd::ndarray<double, 0> loss(qd::needs_grad);
     loss.grad().fill(1.0);
     weigh.grad(w, z, z, loss);
-    check_close(w.grad().to_host(), finite_differences([&](const vec& ws) { return loss_of(ws).first; }, x0));
+    check_close(w.grad().to_host(), central_differences([&](const vec& ws) { return loss_of(ws).first; }, x0));
   });
 }
 

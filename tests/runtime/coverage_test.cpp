@@ -1,4 +1,4 @@
-// Kernel line coverage (SPEC §11.8, issue 14): which source lines of a kernel ran and which
+// Kernel line coverage (issue 14): which source lines of a kernel ran and which
 // way each qd::if_ went, as lcov DA and BRDA records, merged (added) across programs into
 // the tracefile; genhtml renders it.
 #include <doctest/doctest.h>
@@ -381,5 +381,47 @@ TEST_CASE("coverage instruments every statement form and leaves results unchange
     CHECK(results[0] == results[1]);
     CHECK(results[0][0][2] == 3.0f);
     CHECK(results[0][1][5] == 11.0f);
+  }
+}
+
+// A line whose only statement updates a qd::var gets its own DA record: the assignment
+// records the user's line (before, it took the previous statement's).
+constexpr int var_kernel_line = __LINE__ + 2;
+auto var_update_kernel() {
+  return qd::kernel("var_updates", {"x"}, [](qd::types::ndarray<float, 1> x) {
+    qd::var<float> a = 1.0f;
+    qd::range_for(x.shape(0), qd::loop_config{.serialize = true}, [&](qd::i32 i) {
+      x[i] = a;
+      a *= 2.0f;
+    });
+    qd::var<std::int32_t> k = 0;
+    qd::while_([&] { return k < 3; }, [&] {
+      k += 1;
+    });
+    a = 5.0f;
+    x[0] = a + qd::cast<float>(k);
+  });
+}
+
+TEST_CASE("a line that only updates a qd::var has a DA record with its hits") {
+  const int times_two = var_kernel_line + 4, plus_one = var_kernel_line + 8, set_five = var_kernel_line + 10;
+  for (qd::arch arch : {qd::arch::cpu, qd::arch::reference}) {
+    qd_test::fresh_dir dir("coverage-var");
+    const fs::path file = dir.path() / "v.info";
+    ::setenv("QD_KERNEL_COVERAGE_FILE", file.c_str(), 1);
+    qd::init({.arch = arch, .offline_cache_file_path = (dir.path() / "cache").string(), .kernel_coverage = true});
+    auto k = var_update_kernel();
+    qd::ndarray<float, 1> x(4);
+    k(x);
+    CHECK(x.to_host() == std::vector<float>{8.0f, 2.0f, 4.0f, 8.0f});
+    qd::reset();
+    const records r = of_this_file(read(file));
+    REQUIRE(r.lines.count(times_two) == 1);
+    CHECK(r.lines.at(times_two) >= 1);
+    REQUIRE(r.lines.count(plus_one) == 1);
+    CHECK(r.lines.at(plus_one) >= 1);
+    REQUIRE(r.lines.count(set_five) == 1);
+    CHECK(r.lines.at(set_five) == 1);
+    ::unsetenv("QD_KERNEL_COVERAGE_FILE");
   }
 }

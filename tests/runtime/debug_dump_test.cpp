@@ -17,7 +17,7 @@
 
 #include "quadrants/backend/cuda/nvrtc.hpp"
 #include "quadrants/backend/shared_library.hpp"
-#include "quadrants/runtime/dump_path.hpp"
+#include "quadrants/runtime/diagnostics/dump_path.hpp"
 #include "support/fresh_dir.hpp"
 #include "support/log_capture.hpp"
 

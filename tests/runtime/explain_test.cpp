@@ -1,4 +1,4 @@
-// kernel.explain() and kernel.dot() (SPEC §11.8, issue 14): constructs with their source
+// kernel.explain() and kernel.dot() (issue 14): constructs with their source
 // lines, what each recomputes or reads from the persisted buffer, the decision and the
 // run-time checks; the DOT form renders with Graphviz.
 #include <doctest/doctest.h>
@@ -42,6 +42,43 @@ TEST_CASE("explain names each construct by its line, what it recomputes and what
   CHECK_FALSE(has(text, "constant"));
   CHECK(has(text, "decision: splits"));
   CHECK_FALSE(has(text, "in this program"));  // not compiled yet (no qd::init needed)
+}
+
+TEST_CASE("explain and dot show a reduction flowing to a later construct, and a serialized loop by its own lines") {
+  const int line = __LINE__ + 2;
+  auto k = qd::kernel("normalise", {"x", "y"}, [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y) {
+    qd::var<float> total = 0.0f;
+    qd::range_for(x.shape(0), [&](qd::i32 i) { total += x[i]; });
+    qd::range_for(y.shape(0), [&](qd::i32 i) { y[i] = x[i] / total; });
+  });
+  const std::string text = k.explain();
+  MESSAGE(text);
+  const std::string var = "the qd::var declared at " + at(line);
+  CHECK(has(text, "construct 1 (the loop at " + at(line + 1) + ")"));
+  CHECK(has(text, "reduces into " + var + " in the persisted buffer, read by construct 2 (the loop at " +
+                      at(line + 2) + ")"));
+  CHECK(has(text, "reads " + var + " from the persisted buffer, reduced by construct 1 (the loop at " + at(line + 1) +
+                      ")"));
+  const std::string dot = k.dot();
+  CHECK(has(dot, "label=\"" + var + "\""));
+  CHECK(has(dot, "c0 -> v"));
+  CHECK(has(dot, "label=\"reduces into\""));
+
+  const int serial_line = __LINE__ + 2;
+  auto s = qd::kernel("doubling", {"x"}, [](qd::types::ndarray<float, 1> x) {
+    qd::var<float> a = 1.0f;
+    qd::range_for(x.shape(0), qd::loop_config{.serialize = true}, [&](qd::i32 i) {
+      x[i] = a;
+      a *= 2.0f;
+    });
+    qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] += 1.0f; });
+  });
+  const std::string serial = s.explain();
+  MESSAGE(serial);
+  CHECK(has(serial, "construct 1 (the serial loop at " + at(serial_line + 1) + ")\n"));
+  CHECK(has(serial, "statements at " + at(serial_line) + " " + at(serial_line + 1) + "\n"));
+  CHECK_FALSE(has(serial, "statements at " + at(serial_line) + " " + at(serial_line + 1) + " "));  // not the next loop's line
+  CHECK(has(serial, "construct 2 (the loop at " + at(serial_line + 5) + ")"));
 }
 
 TEST_CASE("explain lists the run-time checks and says which variant the running program uses") {

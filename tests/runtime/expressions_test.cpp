@@ -15,7 +15,7 @@
 #include "quadrants/analysis/task_plan.hpp"
 #include "quadrants/codegen/lower.hpp"
 #include "quadrants/ir/verify.hpp"
-#include "quadrants/runtime/kernel_state.hpp"
+#include "quadrants/runtime/pipeline/kernel_state.hpp"
 #include "runtime/runtime_test_support.hpp"
 #include "support/fresh_dir.hpp"
 

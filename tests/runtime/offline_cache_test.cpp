@@ -15,7 +15,7 @@
 
 #include "quadrants/cache/store.hpp"
 #include "quadrants/cache/tier.hpp"
-#include "quadrants/runtime/program.hpp"
+#include "quadrants/runtime/pipeline/program.hpp"
 #include "runtime/worker_support.hpp"
 
 namespace fs = std::filesystem;

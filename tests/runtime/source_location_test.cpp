@@ -7,8 +7,8 @@
 
 #include <quadrants/quadrants.hpp>
 
-#include "quadrants/runtime/kernel_state.hpp"
-#include "quadrants/runtime/variant_choice.hpp"
+#include "quadrants/runtime/pipeline/kernel_state.hpp"
+#include "quadrants/runtime/pipeline/variant_choice.hpp"
 #include "support/fresh_dir.hpp"
 #include "support/log_capture.hpp"
 

@@ -54,7 +54,7 @@ if(TARGET qd-cache)  # qd-cache explain reads what the runtime stored
   target_compile_definitions(runtime_explain_test PRIVATE QD_CACHE_TOOL="$<TARGET_FILE:qd-cache>")
 endif()
 qd_add_test(runtime coverage)
-target_compile_definitions(runtime_coverage_test PRIVATE QD_COMPILE_DIR="${CMAKE_BINARY_DIR}")
+target_compile_definitions(runtime_coverage_test PRIVATE QD_COMPILE_DIR="${CMAKE_CURRENT_BINARY_DIR}")
 qd_add_test(runtime mesh)  # qd::mesh, qd::mesh_for, qd::for_each (SPEC §11.7, issue 14)
 qd_add_test(runtime expressions)  # short-circuit &&/||, literal types, qd::assert_, draw order (SPEC §13.4)
 qd_add_test(runtime struct_array)  # arrays of structs, AoS and SoA; external arrays of vectors (SPEC §13.6)
@@ -77,3 +77,7 @@ if(QD_CLANGXX AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
   target_sources(runtime_draw_order_test PRIVATE ${qd_draw_order_src} ${qd_draw_order_obj})
   set_source_files_properties(${qd_draw_order_src} PROPERTIES COMPILE_DEFINITIONS QD_DRAW_ORDER_NAMESPACE=by_gcc)
 endif()
+
+# No silent wrong gradient (issue 27): the accumulation rules, in a kernel and on a tape.
+qd_add_test(runtime gradient_rules)
+qd_add_test(runtime gradient_api)  # qd::ad::gradcheck, the tape's clear_gradients (SPEC §13.9)

@@ -1,4 +1,4 @@
-// The writer and reader of the files the runtime writes for the user (runtime/text_file.hpp:
+// The writer and reader of the files the runtime writes for the user (runtime/diagnostics/text_file.hpp:
 // debug dumps, coverage tracefiles) under attack: links, FIFOs and devices planted in a
 // temporary directory, directories others may write, and temporary names planted ahead.
 #include <doctest/doctest.h>
@@ -13,7 +13,7 @@
 #include <sstream>
 #include <string>
 
-#include "quadrants/runtime/text_file.hpp"
+#include "quadrants/runtime/diagnostics/text_file.hpp"
 #include "support/fresh_dir.hpp"
 
 namespace fs = std::filesystem;

@@ -11,7 +11,7 @@
 #include "quadrants/lang/hash_grid_param.hpp"
 #include "quadrants/runtime/vec_ndarray.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 
 namespace detail {
 

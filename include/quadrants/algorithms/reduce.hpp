@@ -9,7 +9,7 @@
 #include "quadrants/algorithms/tiles.hpp"
 #include "quadrants/runtime/kernel.hpp"
 
-namespace qd::algorithms {
+namespace qd::inline v0::algorithms {
 
 namespace detail {
 

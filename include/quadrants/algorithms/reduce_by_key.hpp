@@ -7,7 +7,7 @@
 
 #include "quadrants/algorithms/select.hpp"
 
-namespace qd::algorithms {
+namespace qd::inline v0::algorithms {
 
 namespace detail {
 

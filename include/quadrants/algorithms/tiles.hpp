@@ -14,7 +14,7 @@
 #include "quadrants/runtime/config.hpp"
 #include "quadrants/runtime/ndarray.hpp"
 
-namespace qd::algorithms::detail {
+namespace qd::inline v0::algorithms::detail {
 
 // Sums of f32 accumulate in f64 (one rounding at the end); other types in themselves
 // (integer sums wrap, as C++'s unsigned arithmetic does).

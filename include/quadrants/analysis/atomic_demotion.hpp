@@ -1,4 +1,4 @@
-// Atomic demotion (SPEC §11.4): `x[i] += v` in a parallel construct is a plain
+// Atomic demotion: `x[i] += v` in a parallel construct is a plain
 // read-modify-write where each iteration provably owns the element it updates.
 //
 // The tracer emits every compound update of an array element inside a parallel
@@ -26,7 +26,7 @@
 
 #include "quadrants/ir/visit.hpp"
 
-namespace qd::analysis {
+namespace qd::inline v0::analysis {
 
 namespace detail {
 

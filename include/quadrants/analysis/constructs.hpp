@@ -1,4 +1,4 @@
-// The top-level structure of a kernel (SPEC §3): per top-level statement what it
+// The top-level structure of a kernel: per top-level statement what it
 // reads, writes and uses; parallel constructs, serial runs and serial constructs.
 #pragma once
 
@@ -9,7 +9,7 @@
 #include "quadrants/ir/view.hpp"
 #include "quadrants/ir/walk.hpp"
 
-namespace qd::analysis {
+namespace qd::inline v0::analysis {
 
 // One global-memory access inside a top-level statement.
 struct array_access {

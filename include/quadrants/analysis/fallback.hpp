@@ -1,11 +1,11 @@
 // qd::fallback_reason: why a kernel runs as one whole-kernel unit instead of
-// per-construct offloads -- the conditions of SPEC §4 plus the policy reasons.
+// per-construct offloads -- the conditions of docs/caching.md plus the policy reasons.
 #pragma once
 
 #include <cstdint>
 #include <string_view>
 
-namespace qd {
+namespace qd::inline v0 {
 
 #define QD_FALLBACK_REASONS(X)                                                                  \
   X(none, "the split is used")                                                                  \
@@ -51,7 +51,7 @@ constexpr std::string_view describe(fallback_reason r) {
   return "?";
 }
 
-// The compile-time conditions of SPEC §4 (not the policy reasons): they log at debug.
+// The compile-time conditions (docs/caching.md) (not the policy reasons): they log at debug.
 constexpr bool is_condition(fallback_reason r) {
   return r != fallback_reason::none && r != fallback_reason::policy_backend &&
          r != fallback_reason::policy_offline_cache_off && r != fallback_reason::policy_per_offload_off;

@@ -1,4 +1,4 @@
-// Concurrent branches that provably write the same elements (SPEC §11.6): a trace-time
+// Concurrent branches that provably write the same elements: a trace-time
 // error. Writes that may overlap without proof are allowed and documented as a race
 // (docs/graphs.md); disjoint parts of one array are fine.
 #pragma once
@@ -11,7 +11,7 @@
 #include "quadrants/analysis/graph.hpp"
 #include "quadrants/analysis/split.hpp"
 
-namespace qd::analysis {
+namespace qd::inline v0::analysis {
 
 struct fork_conflict {
   std::int32_t region = -1;               // index into graph_regions

@@ -1,4 +1,4 @@
-// The graph structure of a kernel (SPEC §11.6): the do_while bodies and forks that its
+// The graph structure of a kernel: the do_while bodies and forks that its
 // graph marks (ir/graph_mark.hpp) delimit among the top-level statements, and the
 // schedule that orders a variant's tasks inside them.
 #pragma once
@@ -11,7 +11,7 @@
 #include "quadrants/ir/graph_mark.hpp"
 #include "quadrants/ir/view.hpp"
 
-namespace qd::analysis {
+namespace qd::inline v0::analysis {
 
 // A do_while body or a fork, as top-level statement indices of its marks.
 struct graph_region {

@@ -1,4 +1,4 @@
-// The per-offload split (SPEC §3-§5, §12.1): each construct recomputes, from the
+// The per-offload split (docs/caching.md): each construct recomputes, from the
 // kernel's parameters, the slice of top-level statements it needs where that provably
 // gives the whole kernel's values; what cannot be recomputed is computed once and
 // handed on through the persisted buffer.
@@ -13,7 +13,7 @@
 #include "quadrants/analysis/task_plan.hpp"
 #include "quadrants/ir/visit.hpp"
 
-namespace qd::analysis {
+namespace qd::inline v0::analysis {
 
 // Two buffers the split assumes do not share memory: checked at each launch. A side
 // is a parameter's data or, with `grad`, its gradient buffer; (a, a_grad) < (b, b_grad).
@@ -374,7 +374,7 @@ constexpr split_decision split_with(const ir::function& fn, const kernel_structu
     d.reason = fallback_reason::mesh;
     return d;
   }
-  // Graph kernels (SPEC §11.6): a fork stays whole; a do_while body's constructs split
+  // Graph kernels: a fork stays whole; a do_while body's constructs split
   // like top-level ones, its variables live in the buffer (a later pass reads what an
   // earlier one wrote), and a value recomputed inside a body from outside it must hold
   // through the whole body (extend_through_loops).

@@ -13,7 +13,7 @@
 #include "quadrants/ir/serialize.hpp"
 #include "quadrants/ir/visit.hpp"
 
-namespace qd::analysis {
+namespace qd::inline v0::analysis {
 
 struct task {
   bool parallel = false;

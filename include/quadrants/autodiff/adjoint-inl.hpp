@@ -17,14 +17,16 @@
 #include <utility>
 
 #include "quadrants/analysis/split.hpp"
+#include "quadrants/analysis/atomic_demotion.hpp"
+#include "quadrants/autodiff/activity.hpp"
 #include "quadrants/autodiff/adjoint.hpp"
 #include "quadrants/base/error.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 #include "quadrants/ir/builder.hpp"
 #include "quadrants/ir/copy.hpp"
 #include "quadrants/ir/walk.hpp"
 
-namespace qd::autodiff {
+namespace qd::inline v0::autodiff {
 namespace detail {
 
 // How the adjoint treats an op. Ops missing from the table (added to QD_IR_OPS later)
@@ -77,8 +79,7 @@ class adjoint_builder {
  public:
   adjoint_builder(const ir::function& forward, const naming& names)
       : f_(forward), names_(names), b_(out_), map_(forward.nodes.size(), ir::none),
-        acc_(forward.nodes.size(), ir::none), active_(forward.nodes.size(), false),
-        users_(forward.nodes.size()), position_(ir::canonical_numbering(forward)) {
+        acc_(forward.nodes.size(), ir::none), users_(forward.nodes.size()), position_(ir::canonical_numbering(forward)) {
     out_.params = f_.params;
     out_.is_gradient = true;
     ir::walk(f_, 0, [&](ir::id i, int) {
@@ -88,8 +89,10 @@ class adjoint_builder {
 
   ir::function build() {
     validate();
-    find_active();
+    active_ = active_values(f_);
+    needed_ = needed_values(f_, active_);
     validate_active();
+    check_accumulations();
     adjoint_block(0);
     return std::move(out_);
   }
@@ -102,6 +105,7 @@ class adjoint_builder {
   std::vector<ir::id> map_;  // forward node -> its value in the adjoint, where it was last replayed
   std::vector<ir::id> acc_;  // forward node or variable -> the local accumulating its adjoint
   std::vector<bool> active_; // carries a gradient: a float that depends on a needs_grad input
+  std::vector<bool> needed_; // the adjoint reads the value (autodiff/activity.hpp)
   std::vector<std::vector<ir::id>> users_;
   std::vector<ir::id> position_;  // canonical (program-order) number
   int parallel_ = 0;              // > 0 inside an emitted parallel loop of the adjoint
@@ -335,6 +339,14 @@ class adjoint_builder {
   // after the forward kernel ran, so no element may be overwritten after being read.
   void check_access_rule(ir::id store, const std::vector<ir::id>& order) const {
     const ir::node& s = at(store);
+    const ir::id top = f_.top_level_statement(store);
+    if (is_parallel_loop(top) && !single_iteration(top) && !iterations_own(top, s.param))
+      reject(store,
+             fmt::format("the plain store to {} in a parallel qd::range_for whose iterations may write the same "
+                         "elements of {} (or update one another's): which value is left depends on their order, and so "
+                         "does the gradient",
+                         access_text(store), param_text(s.param)),
+             "let each iteration store only its own elements (x[i]), or accumulate with +=");
     const ir::id exempt = accumulation_read(store);
     const ir::id loop = serial_loop_around(store);
     for (ir::id i : order) {
@@ -342,12 +354,99 @@ class adjoint_builder {
       if (l.code != ir::op::global_load || l.param != s.param || i == exempt || (l.flags & ir::access::grad)) continue;
       bool before = position_[idx(i)] < position_[idx(store)];
       bool repeated = loop != ir::none && inside(i, loop);  // a later iteration stores over this read
-      if ((before || repeated) && !analysis::detail::provably_disjoint(f_, i, store) && !store_runs_ahead(i, store, loop))
+      bool shared = racing(i, store);  // other iterations may store over the element before or after this read
+      if ((before || repeated || shared) && !analysis::detail::provably_disjoint(f_, i, store) && !store_runs_ahead(i, store, loop))
         reject(store, fmt::format("the plain store to {} overwrites data of {} the kernel read earlier ({})",
                                   access_text(store), param_text(s.param), access_text(i)),
                "this is Quadrants' global data access rule: the adjoint needs the values read; write the result into "
                "another array, or accumulate with += instead");
     }
+  }
+
+  // An accumulation (`x[i] += e`, qd::atomic_add/sub) into data the kernel reads where the
+  // adjoint needs the value read: the adjoint reads memory after the forward launch, so it
+  // would see the accumulated value (`v[i] += -c * v[i] * v[i]` gave 0.82 for 0.80).
+  void check_accumulations() const {
+    std::vector<ir::id> order;
+    ir::walk(f_, 0, [&](ir::id i, int) { order.push_back(i); });
+    for (ir::id update : order) {
+      const ir::node& u = at(update);
+      const ir::id exempt = u.code == ir::op::global_store ? accumulation_read(update) : ir::none;
+      if ((u.code != ir::op::global_atomic && exempt == ir::none) || (u.flags & ir::access::grad)) continue;
+      for (ir::id load : order) {
+        const ir::node& l = at(load);
+        if (l.code != ir::op::global_load || l.param != u.param || (l.flags & ir::access::grad) || load == exempt)
+          continue;
+        const std::string read = access_text(load) +
+                                 (f_.location(load).known() ? ", " + ir::to_text(f_.location(load)) : std::string());
+        if (racing(load, update))  // even a linear read: its gradient would meet the update's in any order
+          reject(update,
+                 fmt::format("other iterations of this parallel qd::range_for accumulate into {} and read it ({}), so "
+                             "what each read sees, and where its gradient goes, depends on the order they run",
+                             param_text(u.param), read),
+                 "let each iteration read and update only its own elements (x[i]), or split the reads and the "
+                 "updates into two loops");
+        if (!needed_[idx(load)] || !stale_read(load, update)) continue;
+        reject(update,
+               fmt::format("the accumulation into {} changes data of {} that the gradient needs as the kernel read "
+                           "it ({}), and the adjoint reads it from memory after the launch",
+                           access_text(update), param_text(u.param), read),
+               fmt::format("write the updated values into another array (x_new[i] = x[i] + ...), or read {} "
+                           "from a copy made by an earlier launch",
+                           param_text(u.param)));
+      }
+    }
+  }
+
+  // Whether the forward launch may change element(s) `load` read by accumulation `update`
+  // after the read: `update` comes later, or repeats in a loop around both, or other
+  // iterations of a parallel loop around both may touch the element.
+  bool stale_read(ir::id load, ir::id update) const {
+    if (analysis::detail::provably_disjoint(f_, load, update)) return false;
+    const ir::id inner = serial_loop_around(update);
+    if (inner != ir::none && inside(load, inner)) return !store_runs_ahead(load, update, inner);
+    for (ir::id loop = inner; loop != ir::none; loop = serial_loop_around(loop))
+      if (inside(load, loop)) return true;
+    return position_[idx(load)] < position_[idx(update)];
+  }
+
+  // Whether `load` and `update` (or `store`) share a parallel loop whose iterations may
+  // touch each other's elements of that data.
+  bool racing(ir::id load, ir::id update) const {
+    const ir::id top = f_.top_level_statement(update);
+    return is_parallel_loop(top) && inside(load, top) && !single_iteration(top) &&
+           !analysis::detail::provably_disjoint(f_, load, update) && !iterations_own(top, at(update).param);
+  }
+
+  // A loop whose constant bounds give it at most one iteration (qd::range_for(1, ...)).
+  bool single_iteration(ir::id loop) const {
+    const ir::node& n = at(loop);
+    auto constant = [&](ir::id i, std::int64_t& v) {
+      if (i == ir::none) return (v = 0), true;
+      const ir::node& c = at(i);
+      if (c.code != ir::op::constant || !is_integral(c.type)) return false;
+      v = c.imm;
+      return true;
+    };
+    std::int64_t begin = 0, end = 0, total = 1;
+    if (n.imm == 1) return constant(n.a, begin) && constant(n.b, end) && end - begin <= 1;
+    for (std::int32_t d = 0; d < n.list_size; ++d) {
+      if (!constant(f_.list(n, d), end)) return false;
+      total *= end;
+    }
+    return total <= 1;
+  }
+
+  // Whether each iteration of parallel loop `loop` touches its own elements of parameter p's data.
+  bool iterations_own(ir::id loop, std::int32_t p) const {
+    std::vector<ir::id> group;
+    ir::walk(f_, at(loop).block0, [&](ir::id i, int) {
+      const ir::node& n = at(i);
+      if ((n.code == ir::op::global_load || n.code == ir::op::global_store || n.code == ir::op::global_atomic) &&
+          n.param == p && !(n.flags & ir::access::grad))
+        group.push_back(i);
+    });
+    return !group.empty() && analysis::detail::iterations_own_elements(f_, loop, group);
   }
 
   // Whether, in the only serial loop repeating `store`, the store's index runs ahead of
@@ -364,39 +463,6 @@ class adjoint_builder {
       if (r.sym == index && w.sym == index && w.off > r.off) return true;
     }
     return false;
-  }
-
-  // --- activity --------------------------------------------------------------
-  void find_active() {
-    bool changed = true;
-    while (changed) {
-      changed = false;
-      ir::walk(f_, 0, [&](ir::id i, int) {
-        const ir::node& n = at(i);
-        bool a = false;
-        if (n.code == ir::op::global_load) {
-          a = f_.params[static_cast<std::size_t>(n.param)].needs_grad;
-        } else if (n.code == ir::op::local_load) {
-          a = active_[idx(n.a)];
-        } else if (n.code == ir::op::local_decl) {
-          a = active_[idx(n.a)] || active_[idx(i)];
-        } else if (is_var_write(n)) {
-          if (is_float(at(n.a).type) && active_[idx(n.b)] && !active_[idx(n.a)]) {
-            active_[idx(n.a)] = true;
-            changed = true;
-          }
-        } else if (n.code == ir::op::select) {
-          a = active_[idx(n.b)] || active_[idx(n.c)];
-        } else if (rule_of(n.code) == rule::arithmetic) {
-          ir::for_each_operand(f_, n, [&](ir::id o) { a = a || active_[idx(o)]; });
-        }
-        a = a && is_float(n.type) && ir::has_value(n.code) && !is_var_write(n);
-        if (a && !active_[idx(i)]) {
-          active_[idx(i)] = true;
-          changed = true;
-        }
-      });
-    }
   }
 
   // Whether the replay must run control statement `s`: some variable it writes keeps a

@@ -9,7 +9,7 @@
 #include "quadrants/base/api.hpp"
 #include "quadrants/ir/node.hpp"
 
-namespace qd::autodiff {
+namespace qd::inline v0::autodiff {
 
 // How messages name the kernel and its parameters.
 struct naming {

@@ -10,7 +10,7 @@
 #include "quadrants/autodiff/footprint.hpp"
 #include "quadrants/ir/visit.hpp"
 
-namespace qd::autodiff {
+namespace qd::inline v0::autodiff {
 namespace detail {
 
 struct interval {
@@ -58,11 +58,11 @@ class footprint_builder {
         });
   }
 
-  access_box box(ir::id i, bool overwrite) const {
+  access_box box(ir::id i, access_kind kind) const {
     const ir::node& n = fn_.at(i);
     access_box b;
     b.param = n.param;
-    b.overwrite = overwrite;
+    b.kind = kind;
     const auto& shape = values_.shapes[static_cast<std::size_t>(n.param)];
     for (std::int32_t d = 0; d < n.list_size; ++d) {
       const auto k = static_cast<std::size_t>(d);
@@ -124,14 +124,23 @@ class footprint_builder {
 
 }  // namespace detail
 
-QD_FUNC std::vector<access_box> footprint(const ir::function& fn, const launch_values& values) {
+QD_FUNC std::vector<access_box> footprint(const ir::function& fn, const launch_values& values,
+                                          const std::vector<bool>& needed) {
   detail::footprint_builder b(fn, values);
   std::vector<access_box> out;
   ir::walk(fn, 0, [&](ir::id i, int) {
     const ir::node& n = fn.at(i);
-    if ((n.code != ir::op::global_load && n.code != ir::op::global_store) || (n.flags & ir::access::grad)) return;
-    if (n.code == ir::op::global_load) out.push_back(b.box(i, false));
-    else if (!b.accumulates(n)) out.push_back(b.box(i, true));
+    if (n.flags & ir::access::grad) return;
+    if (n.code == ir::op::global_load) {
+      out.push_back(b.box(i, access_kind::read));
+      out.back().needed = static_cast<std::size_t>(i) < needed.size() && needed[static_cast<std::size_t>(i)];
+    } else if (n.code == ir::op::global_store) {
+      out.push_back(b.box(i, b.accumulates(n) ? access_kind::accumulate : access_kind::overwrite));
+    } else if (n.code == ir::op::global_atomic) {
+      const auto o = static_cast<ir::atomic_op>(n.sub);
+      const bool adds = o == ir::atomic_op::add || o == ir::atomic_op::sub;
+      out.push_back(b.box(i, adds ? access_kind::accumulate : access_kind::overwrite));
+    }
   });
   return out;
 }

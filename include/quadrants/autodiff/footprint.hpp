@@ -10,7 +10,7 @@
 #include "quadrants/base/api.hpp"
 #include "quadrants/ir/node.hpp"
 
-namespace qd::autodiff {
+namespace qd::inline v0::autodiff {
 
 // The values a launch binds: each scalar parameter's bits, each array parameter's shape.
 struct launch_values {
@@ -18,16 +18,26 @@ struct launch_values {
   std::vector<std::array<std::int64_t, 4>> shapes;
 };
 
+// What a launch does to the elements of a box.
+enum class access_kind : std::uint8_t {
+  read,        // a load; `needed` tells whether the adjoint needs the value read
+  overwrite,   // a plain store, or an atomic other than add/sub
+  accumulate,  // `x[i] += e`, qd::atomic_add/sub: changes the values, keeps their gradient
+};
+
 // Elements [lo[d], hi[d]] (inclusive) in each dimension of one parameter.
 struct access_box {
   std::int32_t param = -1;
-  bool overwrite = false;  // a plain store (an accumulation `+=` or atomic add is not one)
+  access_kind kind = access_kind::read;
+  bool needed = false;  // a read whose value the adjoint needs (autodiff/activity.hpp)
   std::array<std::int64_t, 4> lo{}, hi{};
 };
 
-// Every read and plain store of parameters' data (not of .grad()). An index the launch's
-// values do not determine (it depends on data) covers its whole dimension.
-QD_FUNC std::vector<access_box> footprint(const ir::function& fn, const launch_values& values);
+// Every read, store and atomic of parameters' data (not of .grad()); `needed`: the
+// kernel's needed_values. An index the launch's values do not determine (it depends on
+// data) covers its whole dimension.
+QD_FUNC std::vector<access_box> footprint(const ir::function& fn, const launch_values& values,
+                                          const std::vector<bool>& needed);
 
 // Whether two boxes of the same buffer share an element.
 QD_FUNC bool intersect(const access_box& a, const access_box& b, int ndim);

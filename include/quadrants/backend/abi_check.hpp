@@ -8,7 +8,7 @@
 
 #include "quadrants/backend/device.hpp"
 
-namespace qd::backend {
+namespace qd::inline v0::backend {
 
 // Defines QD_AT(type, member, offset) for the lines below. NVRTC has no offsetof
 // of any spelling, so there only the sizes are checked; the host compiler (and so

@@ -6,7 +6,7 @@
 
 #include "quadrants/backend/device.hpp"
 
-namespace qd::backend {
+namespace qd::inline v0::backend {
 
 class compile_only_module final : public loaded_module {
  public:

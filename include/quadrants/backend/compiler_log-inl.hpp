@@ -4,9 +4,9 @@
 #include <cctype>
 
 #include "quadrants/backend/compiler_log.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 
-namespace qd::backend {
+namespace qd::inline v0::backend {
 namespace detail {
 
 // The line number right after `file` at `at` ("(N)" or ":N:"), or 0.

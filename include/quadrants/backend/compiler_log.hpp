@@ -7,7 +7,7 @@
 
 #include "quadrants/base/api.hpp"
 
-namespace qd::backend {
+namespace qd::inline v0::backend {
 
 // "generated line N: <text>" for the first error in `log` located in `file`
 // ("file(N)" as NVRTC writes it, or "file:N:" as clang and gcc do); "" if none.

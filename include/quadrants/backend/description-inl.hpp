@@ -3,7 +3,7 @@
 
 #include "quadrants/backend/description.hpp"
 
-namespace qd::backend {
+namespace qd::inline v0::backend {
 
 QD_FUNC std::string_view device_request::option(std::string_view name) const {
   for (const auto& [n, value] : options)

@@ -13,7 +13,7 @@
 #include "quadrants/base/api.hpp"
 #include "quadrants/base/arch.hpp"
 
-namespace qd::backend {
+namespace qd::inline v0::backend {
 
 // What any backend may need to make its device; each reads what it uses.
 struct device_request {

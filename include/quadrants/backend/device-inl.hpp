@@ -4,7 +4,7 @@
 #include "quadrants/backend/device.hpp"
 #include "quadrants/codegen/cpp_emitter.hpp"
 
-namespace qd::backend {
+namespace qd::inline v0::backend {
 
 QD_FUNC std::string device::emit(const codegen::lowered_task& t, std::string_view entry,
                                  const codegen::emit_options& options) const {

@@ -15,12 +15,12 @@
 #include "quadrants/base/error.hpp"
 #include "quadrants/base/limits.hpp"
 
-namespace qd::codegen {
+namespace qd::inline v0::codegen {
 struct lowered_task;
 struct emit_options;
 }
 
-namespace qd::backend {
+namespace qd::inline v0::backend {
 
 // The array descriptor generated code sees (qd_array in the preludes).
 struct array_abi {
@@ -70,7 +70,7 @@ struct built_program {
 // What the runtime needs to know about a backend, declared by the backend itself,
 // so that the runtime branches on data and a new backend touches no runtime code.
 struct device_traits {
-  bool splits_by_default = false;     // per-offload caching is the default (SPEC §4: CUDA and AMD GPUs)
+  bool splits_by_default = false;     // per-offload caching is the default (CUDA and AMD GPUs)
   bool concurrent_compile = true;     // compile() may run on several threads at once (hipRTC cannot)
   bool always_checks_bounds = false;  // checks every access whatever check_out_of_bound says
   bool concurrent_launches = false;   // launch() may run on several host threads at once (concurrent

@@ -3,9 +3,9 @@
 
 #include "quadrants/backend/compiler_log.hpp"
 #include "quadrants/backend/gpu_compiler.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 
-namespace qd::backend {
+namespace qd::inline v0::backend {
 
 QD_FUNC std::string gpu_compiler_api::describe(gpu_result r) const {
   const char* text = error_string ? error_string(r) : nullptr;

@@ -11,7 +11,7 @@
 #include "quadrants/base/api.hpp"
 #include "quadrants/base/error.hpp"
 
-namespace qd::backend {
+namespace qd::inline v0::backend {
 
 using gpu_program = struct gpu_program_st*;  // nvrtcProgram, hiprtcProgram
 inline constexpr gpu_result gpu_compiler_invalid_option = 5;  // NVRTC_ERROR_INVALID_OPTION (and hipRTC's)

@@ -13,9 +13,9 @@
 #include "quadrants/backend/gpu_task_params.hpp"
 #include "quadrants/base/env_integer.hpp"
 #include "quadrants/base/error.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 
-namespace qd::backend {
+namespace qd::inline v0::backend {
 namespace gpu_detail {
 
 inline std::atomic<std::uint64_t> next_gpu_generation{1};

@@ -13,7 +13,7 @@
 #include "quadrants/backend/gpu_driver.hpp"
 #include "quadrants/base/api.hpp"
 
-namespace qd::backend {
+namespace qd::inline v0::backend {
 
 // What a vendor's device compiles with, chosen once its GPU is known.
 struct gpu_compiler_binding {

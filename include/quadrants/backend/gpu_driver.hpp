@@ -10,7 +10,7 @@
 #include "quadrants/backend/gpu_entry_table.hpp"
 #include "quadrants/base/api.hpp"
 
-namespace qd::backend {
+namespace qd::inline v0::backend {
 
 // Both APIs' handles are opaque pointers (CUstream and hipStream_t alike), declared
 // here once with the values both define alike: no CUDA or HIP header is needed.

@@ -8,7 +8,7 @@
 
 #include "quadrants/base/api.hpp"
 
-namespace qd::backend {
+namespace qd::inline v0::backend {
 
 enum class gpu_vendor { cuda, amd };
 

@@ -14,7 +14,7 @@
 #include "quadrants/codegen/prelude.hpp"
 #include "quadrants/codegen/reductions.hpp"
 
-namespace qd::backend {
+namespace qd::inline v0::backend {
 
 inline constexpr std::string_view gpu_prelude_source = R"QD(
 /* The task's parameters travel by value in the kernel's parameter space (3608 bytes). */

@@ -6,7 +6,7 @@
 #include "quadrants/backend/gpu_task_params.hpp"
 #include "quadrants/base/error.hpp"
 
-namespace qd::backend {
+namespace qd::inline v0::backend {
 
 QD_FUNC void fill_gpu_task_params(const launch_context& c, std::int64_t* device_error, gpu_task_params& out) {
   if (c.param_count > gpu_task_params::max_params)

@@ -8,7 +8,7 @@
 #include "quadrants/base/api.hpp"
 #include "quadrants/base/limits.hpp"
 
-namespace qd::backend {
+namespace qd::inline v0::backend {
 
 // Layout-identical to qd_ctx of the GPU prelude (backend/gpu_prelude.hpp checks
 // it member by member in every compile).

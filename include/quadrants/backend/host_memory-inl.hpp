@@ -7,9 +7,9 @@
 
 #include "quadrants/backend/host_memory.hpp"
 #include "quadrants/base/error.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 
-namespace qd::backend {
+namespace qd::inline v0::backend {
 
 QD_FUNC void* allocate_host_memory(std::size_t bytes) {
   constexpr std::size_t align = 64;

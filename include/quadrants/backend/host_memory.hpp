@@ -6,7 +6,7 @@
 
 #include "quadrants/base/api.hpp"
 
-namespace qd::backend {
+namespace qd::inline v0::backend {
 
 // At least `bytes` (rounded up to 64; a zero-size array gets 64 bytes). Throws
 // qd::driver_error naming the size when the system cannot provide it.

@@ -4,7 +4,7 @@
 
 #include <string>
 
-namespace qd::backend {
+namespace qd::inline v0::backend {
 
 class loaded_module {
  public:

@@ -5,17 +5,21 @@
 #include "quadrants/backend/amdgpu/description.hpp"
 #include "quadrants/backend/cpu/description.hpp"
 #include "quadrants/backend/cuda/description.hpp"
+#include "quadrants/backend/metal/description.hpp"
 #include "quadrants/backend/reference/description.hpp"
 #include "quadrants/backend/registry.hpp"
+#include "quadrants/backend/vulkan/description.hpp"
 
-namespace qd::backend {
+namespace qd::inline v0::backend {
 
 QD_FUNC std::span<const description> backends() {
   static const description list[] = {
       cuda::backend_description,
       amdgpu::backend_description,
       cpu::backend_description,
+      vulkan::backend_description,
       reference::backend_description,
+      metal::backend_description,
   };
   return list;
 }

@@ -10,7 +10,7 @@
 #include "quadrants/base/api.hpp"
 #include "quadrants/base/arch.hpp"
 
-namespace qd::backend {
+namespace qd::inline v0::backend {
 
 // Every backend of this build, in the order init_best_available prefers them.
 QD_FUNC std::span<const description> backends();

@@ -10,9 +10,9 @@
 
 #include "quadrants/backend/shared_library.hpp"
 #include "quadrants/base/error.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 
-namespace qd::backend {
+namespace qd::inline v0::backend {
 namespace detail {
 
 QD_FUNC bool is_file(const std::string& p) {

@@ -8,7 +8,7 @@
 
 #include "quadrants/base/api.hpp"
 
-namespace qd::backend {
+namespace qd::inline v0::backend {
 
 // Where to look for one library, in order: each override variable (a file, or a
 // directory holding one of `names` directly or under lib64/ or lib/), then

@@ -5,7 +5,7 @@
 // In header-only mode (the default) each public header pulls in its own
 // implementation file (`*-inl.hpp`) and its non-template functions are inline.
 // The CMake target quadrants::quadrants defines QD_SEPARATE_COMPILATION for its
-// consumers and compiles every -inl file once in src/quadrants.cpp, so a user
+// consumers and compiles every -inl file once in src/*.cpp, so a user
 // translation unit parses only declarations and the tracing templates.
 #if defined(QD_SEPARATE_COMPILATION)
 #define QD_FUNC
@@ -19,7 +19,7 @@
 #if !defined(QD_CHECKED) && !defined(NDEBUG)
 #define QD_CHECKED 1
 #endif
-namespace qd::detail {
+namespace qd::inline v0::detail {
 #if defined(QD_CHECKED)
 inline constexpr bool checked_build = true;
 #else

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace qd {
+namespace qd::inline v0 {
 
 // reference: the IR interpreter (docs/testing.md), deterministic and always bounds-checked.
 enum class arch : std::uint8_t { cpu, cuda, amdgpu, metal, vulkan, reference };

@@ -8,7 +8,7 @@
 
 #include "quadrants/base/half.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 
 // Appended in the order they arrived: the values are part of serialized IR.
 enum class dtype : std::uint8_t { boolean, u8, i32, u32, i64, f32, f64, i8, i16, u16, u64, f16 };

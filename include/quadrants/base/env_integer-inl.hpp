@@ -3,9 +3,9 @@
 
 #include "quadrants/base/env_integer.hpp"
 #include "quadrants/base/error.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 QD_FUNC std::uint64_t parse_env_integer(std::string_view var, std::string_view value, std::uint64_t min,
                                         std::uint64_t max) {

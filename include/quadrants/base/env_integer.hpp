@@ -7,7 +7,7 @@
 
 #include "quadrants/base/api.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 // `value` of the variable `var` as an integer in [min, max]. No sign, space, fraction or
 // exponent ("-0", "2e0", "0.5", "nan" are refused); a qd::user_error naming the variable

@@ -7,7 +7,7 @@
 
 #include "quadrants/base/api.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 
 // Base of everything the library throws.
 class error : public std::runtime_error {

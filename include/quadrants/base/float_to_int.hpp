@@ -5,7 +5,7 @@
 #include <limits>
 #include <type_traits>
 
-namespace qd {
+namespace qd::inline v0 {
 
 // The generated code's qd_to_<T> helpers (prelude_helpers) compute the same thing with
 // the same comparisons: against powers of two, which are exact in float and double.

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <limits>
 
-namespace qd {
+namespace qd::inline v0 {
 
 namespace detail {
 

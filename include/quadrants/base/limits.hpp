@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace qd::limits {
+namespace qd::inline v0::limits {
 
 // Dimensions of an array, and the rank of a qd::ndrange loop.
 inline constexpr int max_ndim = 4;

@@ -8,7 +8,7 @@
 
 #include "quadrants/base/log.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 namespace detail {
 
 struct log_state {

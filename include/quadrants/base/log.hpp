@@ -8,7 +8,7 @@
 
 #include "quadrants/base/api.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 
 enum class log_level : std::uint8_t { trace, debug, info, warn, error, critical, off };
 

@@ -10,9 +10,9 @@
 #include "quadrants/base/log.hpp"
 #include "quadrants/cache/code_cache.hpp"
 #include "quadrants/cache/key_recipe.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 
-namespace qd::cache {
+namespace qd::inline v0::cache {
 
 QD_FUNC code_cache::code_cache(std::shared_ptr<backend::device> backend, bool bounds_checks, tier_list tiers)
     : backend_(std::move(backend)), bounds_checks_(bounds_checks), tiers_(std::move(tiers)) {}

@@ -19,7 +19,7 @@
 #include "quadrants/cache/records.hpp"
 #include "quadrants/cache/tier_list.hpp"
 
-namespace qd::cache {
+namespace qd::inline v0::cache {
 
 // One task as the lower step hands it over: its lowered IR, its entry point, the
 // backend's code for it (emit), and the metadata a stored record must repeat.

@@ -3,7 +3,7 @@
 
 #include "quadrants/cache/disk_tier.hpp"
 
-namespace qd::cache {
+namespace qd::inline v0::cache {
 namespace detail {
 
 class disk_lock final : public build_lock {

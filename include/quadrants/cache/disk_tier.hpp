@@ -8,7 +8,7 @@
 #include "quadrants/cache/store.hpp"
 #include "quadrants/cache/tier.hpp"
 
-namespace qd::cache {
+namespace qd::inline v0::cache {
 
 // Reads and writes `disk`; its build locks are the store's per-key flock.
 QD_FUNC std::unique_ptr<tier> make_disk_tier(std::shared_ptr<store> disk);

@@ -10,9 +10,9 @@
 
 #include "quadrants/base/error.hpp"
 #include "quadrants/cache/entry.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 
-namespace qd::cache {
+namespace qd::inline v0::cache {
 
 QD_FUNC std::string_view name(entry_kind kind) noexcept {
   switch (kind) {

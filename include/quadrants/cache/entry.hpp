@@ -14,7 +14,7 @@
 #include "quadrants/base/api.hpp"
 #include "quadrants/cache/key.hpp"
 
-namespace qd::cache {
+namespace qd::inline v0::cache {
 
 // module: the compiled binary of one compiler program; kernel: a whole-kernel record;
 // offload: a per-construct record that references a module; explain: what a compiled

@@ -10,7 +10,7 @@
 #include <sodium.h>
 #endif
 
-namespace qd::cache {
+namespace qd::inline v0::cache {
 
 QD_FUNC bool hmac_supported() noexcept {
 #if defined(QD_WITH_REMOTE_CACHE)

@@ -10,7 +10,7 @@
 
 #include "quadrants/base/api.hpp"
 
-namespace qd::cache {
+namespace qd::inline v0::cache {
 
 inline constexpr std::size_t hmac_size = 32;
 using hmac_tag = std::array<std::byte, hmac_size>;

@@ -8,7 +8,7 @@
 
 #include "quadrants/cache/key.hpp"
 
-namespace qd::cache {
+namespace qd::inline v0::cache {
 
 namespace detail {
 inline constexpr char hex_digits[] = "0123456789abcdef";

@@ -10,7 +10,7 @@
 
 #include "quadrants/base/api.hpp"
 
-namespace qd::cache {
+namespace qd::inline v0::cache {
 
 // Bump when the entry layout or the meaning of a key field changes: old entries then
 // stop matching (their keys differ) and are evicted as least recently used.

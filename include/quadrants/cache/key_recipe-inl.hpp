@@ -5,7 +5,7 @@
 #include "quadrants/cache/key_recipe.hpp"
 #include "quadrants/ir/serialize.hpp"
 
-namespace qd::cache {
+namespace qd::inline v0::cache {
 
 QD_FUNC key_builder environment_key(const backend::device& d, bool bounds_checks) {
   key_builder b;

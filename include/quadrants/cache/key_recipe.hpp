@@ -9,14 +9,14 @@
 #include "quadrants/base/api.hpp"
 #include "quadrants/cache/key.hpp"
 
-namespace qd::ir {
+namespace qd::inline v0::ir {
 struct function;
 }
-namespace qd::backend {
+namespace qd::inline v0::backend {
 class device;
 }
 
-namespace qd::cache {
+namespace qd::inline v0::cache {
 
 // What compiled code depends on besides its own text: the format and library versions,
 // the backend, its target, options and compiler, bounds checks, and the prelude (the

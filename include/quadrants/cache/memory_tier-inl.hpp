@@ -7,7 +7,7 @@
 
 #include "quadrants/cache/memory_tier.hpp"
 
-namespace qd::cache {
+namespace qd::inline v0::cache {
 namespace detail {
 
 class memory_tier final : public tier {

@@ -7,7 +7,7 @@
 #include "quadrants/base/api.hpp"
 #include "quadrants/cache/tier.hpp"
 
-namespace qd::cache {
+namespace qd::inline v0::cache {
 
 // Keeps loaded modules only (no payloads); thread-safe. Its stats count hits.
 QD_FUNC std::unique_ptr<tier> make_memory_tier();

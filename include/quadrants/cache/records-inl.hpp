@@ -5,7 +5,7 @@
 
 #include "quadrants/cache/records.hpp"
 
-namespace qd::cache {
+namespace qd::inline v0::cache {
 namespace detail {
 
 class record_writer {

@@ -12,7 +12,7 @@
 #include "quadrants/base/api.hpp"
 #include "quadrants/cache/key.hpp"
 
-namespace qd::cache {
+namespace qd::inline v0::cache {
 
 struct task_record {
   std::string entry;      // the module's entry point

@@ -27,13 +27,13 @@
 #include "quadrants/cache/hmac.hpp"
 #include "quadrants/cache/records.hpp"
 #include "quadrants/cache/remote.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 
 #if defined(QD_WITH_REMOTE_CACHE)
 #include <hiredis/hiredis.h>
 #endif
 
-namespace qd::cache {
+namespace qd::inline v0::cache {
 
 namespace detail {
 

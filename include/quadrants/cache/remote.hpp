@@ -17,7 +17,7 @@
 #include "quadrants/cache/entry.hpp"
 #include "quadrants/cache/key.hpp"
 
-namespace qd::cache {
+namespace qd::inline v0::cache {
 
 // redis://[[user]:password@]host[:port][/db] or unix:///path/to.sock[?db=N]
 struct remote_address {

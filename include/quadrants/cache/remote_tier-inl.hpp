@@ -3,7 +3,7 @@
 
 #include "quadrants/cache/remote_tier.hpp"
 
-namespace qd::cache {
+namespace qd::inline v0::cache {
 namespace detail {
 
 class remote_tier final : public tier {

@@ -8,7 +8,7 @@
 #include "quadrants/cache/remote.hpp"
 #include "quadrants/cache/tier.hpp"
 
-namespace qd::cache {
+namespace qd::inline v0::cache {
 
 // Its build locks are taken by prefetch (one round trip finds the entries and claims the
 // missing ones) and released by the put of the entry.

@@ -30,9 +30,9 @@
 #include "quadrants/base/error.hpp"
 #include "quadrants/cache/entry.hpp"
 #include "quadrants/cache/store.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 
-namespace qd::cache {
+namespace qd::inline v0::cache {
 
 namespace detail {
 

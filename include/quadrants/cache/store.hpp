@@ -15,7 +15,7 @@
 #include "quadrants/cache/entry.hpp"
 #include "quadrants/cache/key.hpp"
 
-namespace qd::cache {
+namespace qd::inline v0::cache {
 
 // Layout under the root (flat per kind: a fan-out level would cost a directory creation on
 // most first saves into a cold cache, and directories of 10^5 files are fine today):

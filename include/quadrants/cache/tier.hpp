@@ -16,7 +16,7 @@
 #include "quadrants/cache/entry.hpp"
 #include "quadrants/cache/key.hpp"
 
-namespace qd::cache {
+namespace qd::inline v0::cache {
 
 // What a tier holds for a key: the payload's bytes, or, in a tier that keeps code loaded
 // (memory), the module itself (then no payload: it was validated when it was put).

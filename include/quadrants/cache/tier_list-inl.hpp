@@ -3,7 +3,7 @@
 
 #include "quadrants/cache/tier_list.hpp"
 
-namespace qd::cache {
+namespace qd::inline v0::cache {
 
 QD_FUNC void tier_list::add(std::unique_ptr<tier> t) { tiers_.push_back(std::move(t)); }
 

@@ -12,7 +12,7 @@
 #include "quadrants/base/api.hpp"
 #include "quadrants/cache/tier.hpp"
 
-namespace qd::cache {
+namespace qd::inline v0::cache {
 
 // Turns a payload into its module: validated against what the caller expects (a record
 // must describe the tasks the IR lowers to) and loaded. Null: of no use, a miss there.

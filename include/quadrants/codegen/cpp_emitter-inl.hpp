@@ -8,10 +8,10 @@
 #include "quadrants/base/limits.hpp"
 #include "quadrants/codegen/cpp_emitter.hpp"
 #include "quadrants/codegen/reductions.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 #include "quadrants/ir/walk.hpp"
 
-namespace qd::codegen {
+namespace qd::inline v0::codegen {
 
 QD_FUNC std::string_view c_type(dtype t) {
   switch (t) {

@@ -9,10 +9,11 @@
 #include "quadrants/base/api.hpp"
 #include "quadrants/codegen/lower.hpp"
 
-namespace qd::codegen {
+namespace qd::inline v0::codegen {
 
 struct emit_options {
   bool bounds_checks = false;  // check every index against the shape, report the first violation
+  std::string_view kernel;     // the kernel's name, for a backend's errors (a type its device lacks)
   // A GPU combines a loop's reductions in a fixed order (the config's deterministic_reductions),
   // using the scratch region at this offset after the global temporaries. The CPU always does.
   bool deterministic_reductions = false;

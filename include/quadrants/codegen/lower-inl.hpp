@@ -3,13 +3,13 @@
 
 #include "quadrants/base/error.hpp"
 #include "quadrants/codegen/lower.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 #include "quadrants/ir/copy.hpp"
 #include "quadrants/ir/nesting.hpp"
 #include "quadrants/ir/verify.hpp"
 #include "quadrants/ir/visit.hpp"
 
-namespace qd::codegen {
+namespace qd::inline v0::codegen {
 namespace detail {
 
 class lowering {

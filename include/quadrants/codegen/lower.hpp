@@ -8,7 +8,7 @@
 #include "quadrants/analysis/task_plan.hpp"
 #include "quadrants/base/api.hpp"
 
-namespace qd::codegen {
+namespace qd::inline v0::codegen {
 
 struct lowered_task {
   ir::function fn;                       // block 0: prologue statements, then the loop (parallel tasks)

@@ -7,7 +7,7 @@
 
 #include "quadrants/base/limits.hpp"
 
-namespace qd::codegen {
+namespace qd::inline v0::codegen {
 
 // The limits the generated code is sized by (base/limits.hpp), first in every unit.
 inline std::string prelude_limits() {

@@ -6,7 +6,7 @@
 #include "quadrants/codegen/reductions.hpp"
 #include "quadrants/ir/walk.hpp"
 
-namespace qd::codegen {
+namespace qd::inline v0::codegen {
 
 QD_FUNC std::vector<chunk_reduction> find_chunk_reductions(const ir::function& fn, std::int32_t body) {
   std::vector<bool> used(fn.nodes.size(), false);

@@ -10,7 +10,7 @@
 #include "quadrants/base/api.hpp"
 #include "quadrants/ir/node.hpp"
 
-namespace qd::codegen {
+namespace qd::inline v0::codegen {
 
 struct chunk_reduction {
   std::int64_t slot = 0;  // the global temporary it combines into

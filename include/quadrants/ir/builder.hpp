@@ -11,7 +11,7 @@
 
 #include "quadrants/ir/node.hpp"
 
-namespace qd::ir {
+namespace qd::inline v0::ir {
 
 class builder {
  public:

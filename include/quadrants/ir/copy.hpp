@@ -9,7 +9,7 @@
 #include "quadrants/ir/builder.hpp"
 #include "quadrants/ir/view.hpp"
 
-namespace qd::ir {
+namespace qd::inline v0::ir {
 
 namespace detail {
 template <class = void>

@@ -7,7 +7,7 @@
 
 #include "quadrants/ir/visit.hpp"
 
-namespace qd::ir {
+namespace qd::inline v0::ir {
 
 constexpr void eliminate_dead_code(function& fn) {
   const std::size_t count = fn.nodes.size();

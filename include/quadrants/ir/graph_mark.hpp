@@ -1,7 +1,7 @@
-// Graph marks (SPEC §11.6): the top-level statements that delimit qd::graph::do_while
+// Graph marks: the top-level statements that delimit qd::graph::do_while
 // bodies and the branches of qd::concurrent / qd::graph::parallel. A mark is in no task:
 // it only orders the tasks of a variant into a schedule (analysis/graph.hpp) that the
-// launch walks (runtime/graph.hpp). Layout of an ir::op::graph_mark node:
+// launch walks (runtime/graph/graph.hpp). Layout of an ir::op::graph_mark node:
 //   sub   the graph_mark kind below
 //   param loop_begin: the 0-d i32 flag array parameter (read after each pass)
 //   imm   fork_begin: fork_kind (qd::concurrent or qd::graph::parallel)
@@ -12,7 +12,7 @@
 
 #include "quadrants/ir/builder.hpp"
 
-namespace qd::ir {
+namespace qd::inline v0::ir {
 
 enum class graph_mark : std::uint8_t {
   loop_begin,  // a do_while body starts; param: its flag

@@ -7,7 +7,7 @@
 
 #include "quadrants/ir/node.hpp"
 
-namespace qd::ir {
+namespace qd::inline v0::ir {
 
 // Levels a kernel may nest: each qd::if_/else_ body, qd::while_ and each dimension of a
 // loop inside another statement counts one. The generated code's braces then stay well

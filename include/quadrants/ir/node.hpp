@@ -12,7 +12,7 @@
 #include "quadrants/base/dtype.hpp"
 #include "quadrants/ir/source_location.hpp"
 
-namespace qd::ir {
+namespace qd::inline v0::ir {
 
 using id = std::int32_t;
 inline constexpr id none = -1;
@@ -329,7 +329,7 @@ constexpr bool is_liveness_root(const node& n) {
   return false;
 }
 
-// Pure arithmetic whose value depends only on its operands (SPEC §3's top-level values).
+// Pure arithmetic whose value depends only on its operands (the top-level values a construct may recompute).
 constexpr bool is_invariant(op o) { return properties(o).invariant; }
 
 }  // namespace qd::ir

@@ -3,12 +3,12 @@
 
 #include <bit>
 
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 #include "quadrants/ir/graph_mark.hpp"
 #include "quadrants/ir/printer.hpp"
 #include "quadrants/ir/walk.hpp"
 
-namespace qd::ir {
+namespace qd::inline v0::ir {
 
 QD_FUNC std::string describe(const param_desc& p) {
   if (!p.is_array) return std::string(name(p.type));

@@ -8,7 +8,7 @@
 #include "quadrants/base/api.hpp"
 #include "quadrants/ir/node.hpp"
 
-namespace qd::ir {
+namespace qd::inline v0::ir {
 
 // What the text shows beyond the nodes.
 struct text_options {

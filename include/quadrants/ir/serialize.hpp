@@ -7,7 +7,7 @@
 
 #include "quadrants/ir/walk.hpp"
 
-namespace qd::ir {
+namespace qd::inline v0::ir {
 
 namespace detail {
 constexpr void put_varint(std::string& out, std::uint64_t v) {

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace qd::ir {
+namespace qd::inline v0::ir {
 
 struct source_loc {
   const char* file = nullptr;  // static storage (std::source_location::file_name()); null: unknown

@@ -6,13 +6,13 @@
 
 #include "quadrants/base/error.hpp"
 #include "quadrants/base/limits.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 #include "quadrants/ir/graph_mark.hpp"
 #include "quadrants/ir/verify.hpp"
 #include "quadrants/ir/view.hpp"
 #include "quadrants/ir/walk.hpp"
 
-namespace qd::ir {
+namespace qd::inline v0::ir {
 namespace detail {
 
 [[noreturn]] QD_FUNC void invalid(const function& fn, id i, std::string_view what) {

@@ -7,7 +7,7 @@
 #include "quadrants/base/api.hpp"
 #include "quadrants/ir/node.hpp"
 
-namespace qd::ir {
+namespace qd::inline v0::ir {
 
 // What the IR may hold: traced IR has no global temporaries; lowering adds them.
 enum class stage : std::uint8_t { traced, lowered };

@@ -12,7 +12,7 @@
 #include "quadrants/ir/graph_mark.hpp"
 #include "quadrants/ir/node.hpp"
 
-namespace qd::ir {
+namespace qd::inline v0::ir {
 
 // What each field of ir::node holds for one op. A field an op does not use keeps the
 // node's default (none, 0, -1): the verifier checks it, and canonical bytes rely on it.
@@ -30,9 +30,9 @@ enum class param_use : std::uint8_t {
   flag_array,  // an array parameter's index, when the op's sub says it has one
   block_dim,   // not a parameter: a GPU launch's threads per block (-1: the default)
 };
-enum class imm_use : std::uint8_t { unused, bits, dimension, slot, rank, on_overflow, fork_kind };
+enum class imm_use : std::uint8_t { unused, bits, dimension, slot, rank, on_overflow, fork_kind, assertion_number };
 enum class sub_use : std::uint8_t { unused, unary_op, binary_op, atomic_op, graph_mark };
-enum class flags_use : std::uint8_t { unused, access, loop };
+enum class flags_use : std::uint8_t { unused, access, loop, print };
 
 struct operand_layout {
   operand_use a = operand_use::unused, b = operand_use::unused, c = operand_use::unused;
@@ -401,9 +401,13 @@ struct view<op::continue_> : jump_view<op::continue_> {
 template <>
 struct view<op::print> : detail::op_view<op::print> {
   using op_view::op_view;
-  static constexpr operand_layout layout{.list = list_use::print_args};
+  static constexpr operand_layout layout{
+      .list = list_use::print_args, .imm = imm_use::assertion_number, .flags = flags_use::print};
   // Node ids, or text pieces (is_text; the string is fn().strings[text_index(arg)]).
   constexpr std::span<const std::int32_t> args() const { return list(); }
+  // A failed qd::assert_ (reported through the launch's error record, not printed), and its number.
+  constexpr bool assertion() const { return (flags() & print_flags::assertion) != 0; }
+  constexpr std::int64_t assertion_number() const { return imm(); }
 };
 
 // A top-level statement in no task (ir/graph_mark.hpp).

@@ -8,7 +8,7 @@
 #include "quadrants/ir/view.hpp"
 #include "quadrants/ir/walk.hpp"
 
-namespace qd::ir {
+namespace qd::inline v0::ir {
 
 namespace detail {
 

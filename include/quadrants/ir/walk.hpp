@@ -7,7 +7,7 @@
 
 #include "quadrants/ir/node.hpp"
 
-namespace qd::ir {
+namespace qd::inline v0::ir {
 
 // What a walk's callback may return: walk the node's blocks next (the default, also for
 // a callback returning void), or skip them.

@@ -5,7 +5,7 @@
 #include <tuple>
 #include <type_traits>
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 template <class M> struct call_operator;
 template <class C, class R, class... A>

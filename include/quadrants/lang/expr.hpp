@@ -10,7 +10,7 @@
 #include "quadrants/lang/template_arg.hpp"
 #include "quadrants/lang/trace.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 
 template <element_type T> class expr;
 template <class T> class var;  // T: an element type (float) or its traced name (qd::f32)

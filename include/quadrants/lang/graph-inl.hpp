@@ -1,16 +1,16 @@
 // Implementation of lang/graph.hpp.
 #pragma once
 
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 #include "quadrants/lang/graph.hpp"
 #include "quadrants/lang/trace.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 inline constexpr std::uint8_t open_loop = static_cast<std::uint8_t>(ir::graph_mark::loop_begin);
 inline constexpr std::uint8_t open_fork = static_cast<std::uint8_t>(ir::graph_mark::fork_begin);
 
-// Where a graph statement may go (SPEC §11.6): the top level of the kernel, not inside a
+// Where a graph statement may go: the top level of the kernel, not inside a
 // qd::range_for, qd::if_ or qd::while_; do_while and graph::parallel also inside a
 // do_while body; a qd::concurrent nowhere inside another graph statement.
 QD_FUNC void check_graph_place(tracer& t, std::string_view what, bool needs_graph_kernel) {

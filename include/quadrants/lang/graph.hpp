@@ -1,4 +1,4 @@
-// Graph kernels and concurrent regions (SPEC §11.6): qd::graph::on (the tag of
+// Graph kernels and concurrent regions: qd::graph::on (the tag of
 // qd::kernel(name, qd::graph::on, lambda)), qd::graph::do_while, qd::graph::parallel
 // and qd::concurrent. Each records graph marks (ir/graph_mark.hpp) between the
 // top-level statements its bodies trace; the constructs inside stay top-level ones.
@@ -12,7 +12,7 @@
 #include "quadrants/ir/graph_mark.hpp"
 #include "quadrants/lang/ndarray_param.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 namespace graph {
 
 // The tag that makes a kernel a graph kernel: qd::kernel("solve", qd::graph::on, lambda).

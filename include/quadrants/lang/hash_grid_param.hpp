@@ -10,7 +10,7 @@
 #include "quadrants/lang/statements.hpp"
 #include "quadrants/lang/vec.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 namespace types {
 
 // The grid as qd::hash_grid::build leaves it: the positions ordered by cell, and per cell

@@ -8,7 +8,7 @@
 
 #include "quadrants/lang/mat.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 // The scalar type of a decomposition's input: float or double only.
 template <class S>

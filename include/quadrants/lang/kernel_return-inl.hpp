@@ -1,11 +1,11 @@
 // Implementation of lang/kernel_return.hpp.
 #pragma once
 
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 #include "quadrants/lang/kernel_return.hpp"
 #include "quadrants/lang/trace.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 QD_FUNC void append_return_names(std::vector<std::string>& names, std::size_t count) {
   if (names.empty()) return;

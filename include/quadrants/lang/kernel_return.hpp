@@ -1,4 +1,4 @@
-// Kernel return values (SPEC §11.3): what a kernel lambda may return, and how.
+// Kernel return values: what a kernel lambda may return, and how.
 // Each returned scalar is one element, written by a final top-level store into a
 // hidden 0-d array parameter appended after the kernel's own (so a value reduced in a
 // loop and returned is a carried value, like any top-level value a later store reads);
@@ -17,7 +17,7 @@
 #include "quadrants/base/api.hpp"
 #include "quadrants/lang/expr.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 // The element type a returned T is stored as (arrays of bool do not exist).
 template <class T>
@@ -85,7 +85,7 @@ template <class R>
 constexpr void check_return_type() {
   static_assert(std::is_void_v<R> || return_traits<R>::valid,
                 "a kernel lambda may return a traced scalar (qd::f32, qd::i32, ..., a qd::var or an array element), "
-                "a qd::vec or qd::mat, or a std::tuple of them (SPEC §11.3); a C++ number is no kernel result: return qd::f32(value)");
+                "a qd::vec or qd::mat, or a std::tuple of them; a C++ number is no kernel result: return qd::f32(value)");
 }
 
 // The hidden parameters of the returned elements: one 0-d array each.

@@ -22,7 +22,7 @@
 #include "quadrants/lang/struct_param.hpp"
 #include "quadrants/lang/template_arg.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 namespace hana = boost::hana;
 
@@ -52,7 +52,7 @@ struct param_traits<types::ndarray<T, N, Options...>> {
   static types::ndarray<T, N, Options...> make(std::int32_t index) { return {param_tag{}, index}; }
 };
 // A template argument: a C++ value while tracing, part of the variant's identity, no
-// IR parameter (runtime/template_variants.hpp).
+// IR parameter (runtime/pipeline/template_variants.hpp).
 template <class T>
 struct param_traits<types::template_arg<T>> {
   static_assert(!std::is_same_v<T, long double>, "qd::types::template_arg<long double> is not supported; use double");

@@ -1,11 +1,11 @@
 // Implementation of lang/loop_control.hpp.
 #pragma once
 
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 #include "quadrants/lang/loop_control.hpp"
 #include "quadrants/lang/trace.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 QD_FUNC void set_loop_config(const loop_config& config) {
   tracer& t = current_tracer();

@@ -1,4 +1,4 @@
-// Loop control (SPEC §11.4): qd::loop_config for a top-level range_for, and
+// Loop control: qd::loop_config for a top-level range_for, and
 // qd::break_ / qd::continue_ inside loop bodies.
 #pragma once
 
@@ -7,7 +7,7 @@
 #include "quadrants/base/api.hpp"
 #include "quadrants/ir/node.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 
 // Given just before the body of a top-level qd::range_for (a qd::user_error on a
 // nested loop). block_dim: GPU threads per block for the construct (0: the backend's

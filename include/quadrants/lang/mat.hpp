@@ -1,5 +1,5 @@
 // qd::mat<T, R, C>: a small row-major matrix of traced scalars, unrolled at trace time
-// (SPEC §11.1). `*` of two matrices, or of a matrix and a vector, is the product.
+//. `*` of two matrices, or of a matrix and a vector, is the product.
 #pragma once
 
 #include <array>
@@ -10,7 +10,7 @@
 
 #include "quadrants/lang/vec.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 
 template <element_type T, int R, int C> class mat;
 

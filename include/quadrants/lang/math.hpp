@@ -7,7 +7,7 @@
 
 #include "quadrants/lang/expr.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 namespace detail {
 
 template <class A>

@@ -1,4 +1,4 @@
-// Meshes inside a kernel (SPEC §11.7): the qd::types::mesh parameter, qd::mesh_for
+// Meshes inside a kernel: the qd::types::mesh parameter, qd::mesh_for
 // over one element kind (a parallel construct) and qd::for_each over a relation.
 //
 // A mesh parameter is, in the IR, one 1-d i32 array: the mesh's relations packed by
@@ -24,7 +24,7 @@
 #include "quadrants/lang/source_location.hpp"
 #include "quadrants/lang/statements.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 
 // The element kinds of a mesh. On a triangular mesh faces and cells are the triangles.
 enum class mesh_kind : std::uint8_t { verts, edges, faces, cells };

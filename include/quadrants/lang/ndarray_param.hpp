@@ -10,7 +10,7 @@
 #include "quadrants/lang/expr.hpp"
 #include "quadrants/lang/source_location.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 
 // The tag of arrays with a gradient buffer: a template argument of
 // qd::types::ndarray and a constructor argument of qd::ndarray.

@@ -1,4 +1,4 @@
-// Reflection of aggregates without macros, for struct parameters (SPEC §11.2): member
+// Reflection of aggregates without macros, for struct parameters: member
 // count, members as a tuple of references, member names where the compiler allows.
 // The structured-bindings technique of Boost.PFR, which Debian's Boost 1.74 lacks.
 #pragma once
@@ -13,7 +13,7 @@
 #include <vector>
 
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 // --- reflection -----------------------------------------------------------------
 

@@ -7,7 +7,7 @@
 
 #include "quadrants/lang/jacobi.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 
 namespace detail {
 

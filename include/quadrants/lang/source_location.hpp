@@ -12,7 +12,7 @@
 
 #include "quadrants/lang/trace.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 
 #if defined(__cpp_lib_source_location)
 using source_location = std::source_location;

@@ -16,7 +16,7 @@
 #include "quadrants/lang/source_location.hpp"
 #include "quadrants/lang/var.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 
 namespace detail {
 template <class A>
@@ -100,7 +100,7 @@ void range_for(const ndrange_t<N>& range, F&& body, qd::source_location loc = qd
   }
 }
 
-// Every form with a qd::loop_config just before the body (SPEC §11.4; top-level loops only).
+// Every form with a qd::loop_config just before the body (top-level loops only).
 template <operand B, operand E, class F>
 void range_for(const B& begin, const E& end, const loop_config& config, F&& body, qd::source_location loc = qd::source_location::current()) {
   detail::set_loop_config(config);

@@ -23,7 +23,7 @@
 #include "quadrants/lang/struct_param.hpp"
 #include "quadrants/lang/vec_ndarray_param.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 
 namespace detail {
 

@@ -1,4 +1,4 @@
-// Struct parameters (SPEC §11.2): a kernel parameter may be an aggregate of parameter
+// Struct parameters: a kernel parameter may be an aggregate of parameter
 // types (nested aggregates too). It is flattened into its members' parameters, in
 // order: each member is its own kernel parameter for cache keys, the run-time checks
 // and messages, named "<parameter>.<member>" (by position where the compiler cannot
@@ -16,7 +16,7 @@
 #include "quadrants/ir/node.hpp"
 #include "quadrants/lang/reflect.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 template <class P>
 struct param_traits;  // kernel_signature.hpp: the parameter types themselves

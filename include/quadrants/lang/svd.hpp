@@ -7,7 +7,7 @@
 
 #include "quadrants/lang/jacobi.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 
 // A = U * S * transpose(V); S diagonal, descending (|S(2, 2)| last); det U = det V = +1,
 // the sign of det A folded into the last singular value.

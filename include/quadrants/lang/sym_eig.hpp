@@ -7,7 +7,7 @@
 
 #include "quadrants/lang/jacobi.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 
 // A = Q * diag(w) * transpose(Q): w ascending, Q's columns the eigenvectors (det Q = +1).
 template <class T, int N>

@@ -4,7 +4,7 @@
 
 #include <type_traits>
 
-namespace qd::types {
+namespace qd::inline v0::types {
 
 template <class T>
 class template_arg {
@@ -27,7 +27,7 @@ class template_arg {
 
 }  // namespace qd::types
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 template <class P>
 inline constexpr bool is_template_arg = false;
 template <class T>

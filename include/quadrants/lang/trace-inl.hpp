@@ -9,13 +9,13 @@
 
 #include "quadrants/base/error.hpp"
 #include "quadrants/base/float_to_int.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 #include "quadrants/ir/nesting.hpp"
 #include "quadrants/ir/printer.hpp"
 #include "quadrants/lang/loop_control.hpp"
 #include "quadrants/lang/trace.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 QD_FUNC tracer::tracer(std::string kernel_name, std::vector<std::string> names)
     : b(fn), kernel(std::move(kernel_name)), param_names(std::move(names)) {}

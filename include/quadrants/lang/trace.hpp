@@ -13,7 +13,7 @@
 #include "quadrants/base/dtype.hpp"
 #include "quadrants/ir/builder.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 // An array element: its parameter, access flags and indices.
 struct place {

@@ -8,7 +8,7 @@
 #include "quadrants/lang/expr.hpp"
 #include "quadrants/lang/source_location.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 
 namespace detail {
 template <class V>
@@ -49,21 +49,36 @@ class var {
     detail::reject_var_by_value<V>();
   }
 
-  var& operator=(const var& other) {
+  // An assigned value and where the assignment was written: operators take no extra
+  // parameter, so the conversion to this records the user's line (`s *= 2` on a line of
+  // its own gets that line, for messages and coverage).
+  class located_value {
+   public:
+    template <operand A>
+    located_value(const A& value, qd::source_location loc = qd::source_location::current())
+        : id_((detail::at(loc), checked_value(value))) {}
+    ir::id id() const { return id_; }
+
+   private:
+    ir::id id_;
+  };
+
+  // The copy assignment takes a non-const var: a `const var&` one would also accept a
+  // temporary var made from a number (the converting constructor), ambiguous with
+  // located_value. Other values, a const var included, go through located_value.
+  var& operator=(var& other) {
     detail::emit_local_store(decl_, other.id());
     return *this;
   }
-  template <operand A>
-  var& operator=(const A& value) {
-    detail::emit_local_store(decl_, checked_value(value));
+  var& operator=(const located_value& value) {
+    detail::emit_local_store(decl_, value.id());
     return *this;
   }
 
-#define QD_VAR_COMPOUND(symbol, binop)                                   \
-  template <operand A>                                                   \
-  var& operator symbol(const A& value) {                                 \
-    detail::emit_local_update(ir::binary_op::binop, decl_, checked_value(value)); \
-    return *this;                                                        \
+#define QD_VAR_COMPOUND(symbol, binop)                                             \
+  var& operator symbol(const located_value& value) {                               \
+    detail::emit_local_update(ir::binary_op::binop, decl_, value.id());            \
+    return *this;                                                                  \
   }
   QD_VAR_COMPOUND(+=, add)
   QD_VAR_COMPOUND(-=, sub)

@@ -1,4 +1,4 @@
-// qd::vec<T, N>: a small vector of traced scalars, unrolled at trace time (SPEC §11.1).
+// qd::vec<T, N>: a small vector of traced scalars, unrolled at trace time.
 // Each component is a qd::expr<T>, so vector arithmetic records ordinary scalar IR.
 #pragma once
 
@@ -12,7 +12,7 @@
 #include "quadrants/lang/math.hpp"
 #include "quadrants/lang/var.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 
 template <element_type T, int N> class vec;
 

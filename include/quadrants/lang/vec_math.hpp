@@ -5,7 +5,7 @@
 #include "quadrants/lang/math.hpp"
 #include "quadrants/lang/vec.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 
 #define QD_VEC_UNARY(fname)                                                  \
   template <vector_like A>                                                   \

@@ -19,7 +19,7 @@
 #include "quadrants/lang/statements.hpp"
 #include "quadrants/lang/vec_var.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 
 namespace detail {
 // `base` with the constant indices `trailing` appended.

@@ -1,4 +1,4 @@
-// qd::vec and qd::mat as scalar kernel parameters (SPEC §11.1): one run-time scalar
+// qd::vec and qd::mat as scalar kernel parameters: one run-time scalar
 // argument per component; the host passes a std::array (nested for a matrix).
 #pragma once
 
@@ -13,7 +13,7 @@
 #include "quadrants/lang/kernel_signature.hpp"
 #include "quadrants/lang/mat.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 // Whether A is std::array<U, N> of C++ numbers (the component type is checked per
 // component, as a scalar argument is).
@@ -75,7 +75,7 @@ struct param_traits<mat<T, R, C>> {
   }
 };
 
-// qd::vec and qd::mat as kernel return values (SPEC §11.3): one returned element per
+// qd::vec and qd::mat as kernel return values: one returned element per
 // component (row-major for a matrix); the host value is the std::array a parameter of
 // the same type takes. A qd::var of them, or an array element, returns its value.
 template <class T, std::size_t K, class Seq = std::make_index_sequence<K>> struct repeated_tuple;

@@ -10,7 +10,7 @@
 
 #include "quadrants/lang/mat.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 
 namespace detail {
 // Vector and matrix variables are not scalar traced values.

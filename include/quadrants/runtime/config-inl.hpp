@@ -14,11 +14,11 @@
 #include "quadrants/base/error.hpp"
 #include "quadrants/cache/remote.hpp"
 #include "quadrants/cache/store.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 #include "quadrants/runtime/config.hpp"
-#include "quadrants/runtime/program.hpp"
+#include "quadrants/runtime/pipeline/program.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 
 QD_FUNC std::string_view name(per_offload_mode m) noexcept {
   switch (m) {

@@ -11,13 +11,13 @@
 #include "quadrants/base/arch.hpp"
 #include "quadrants/base/log.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 
 enum class per_offload_mode : std::uint8_t { automatic, on, off };
 
 QD_FUNC std::string_view name(per_offload_mode m) noexcept;
 
-// Fields in the order SPEC §8 fixes (designated initializers must follow it).
+// Fields in the order docs/configuration.md documents (designated initializers must follow it).
 // An empty field means: the QD_<NAME> variable if set, else the default.
 struct config {
   std::optional<qd::arch> arch;                            // QD_ARCH; default cpu (also: reference)
@@ -39,7 +39,7 @@ struct config {
   std::optional<bool> enable_fallback;                     // default true
   std::optional<std::uint64_t> random_seed;                // qd::random's seed; default 0
   std::optional<int> cpu_max_num_threads;                  // CPU backend threads; default: all cores
-  // The shared remote tier (SPEC §12.2, docs/cache.md): redis://host:port/db or unix:///path.sock.
+  // The shared remote tier (docs/cache.md): redis://host:port/db or unix:///path.sock.
   std::optional<std::string> remote_cache;                 // QD_REMOTE_CACHE; empty: off
   std::optional<bool> remote_cache_read_only;              // never write to it; default false
   std::optional<std::string> remote_cache_secret;          // HMAC key shared by the team

@@ -6,18 +6,20 @@
 #include <mutex>
 #include <thread>
 
+#include "quadrants/autodiff/activity.hpp"
 #include "quadrants/autodiff/adjoint.hpp"
 #include "quadrants/autodiff/footprint.hpp"
 #include "quadrants/base/error.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 #include "quadrants/lang/trace.hpp"
 #include "quadrants/runtime/gradient.hpp"
 // dispatch.hpp before kernel_state.hpp: when everything is inline, dispatch.hpp ends by
 // including kernel_state-inl.hpp and launch-inl.hpp, which need its declarations first.
-#include "quadrants/runtime/dispatch.hpp"
-#include "quadrants/runtime/kernel_state.hpp"
+#include "quadrants/runtime/pipeline/dispatch.hpp"
+#include "quadrants/runtime/pipeline/kernel_state.hpp"
+#include "quadrants/runtime/pipeline/program.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 // The parameter pairs of `forward`'s adjoint that must not share an array. The adjoint reads
 // the forward values from memory after the forward launch and accumulates each gradient
@@ -109,6 +111,7 @@ struct tape_state {
   tape_loss loss;
   std::vector<tape_launch> launches;
   bool done = false;
+  bool clear_gradients = false;
   std::atomic<bool> ended{false};  // its qd::ad::tape is gone (destroyed on any thread)
   std::thread::id owner;           // the thread whose launches it records
 };
@@ -140,7 +143,7 @@ QD_FUNC void record_on_tape(kernel_state& k, const launch_arg* args, std::size_t
   active_tape->launches.push_back({k.shared_from_this(), std::vector<launch_arg>(args, args + count)});
 }
 
-QD_FUNC std::shared_ptr<tape_state> begin_tape(tape_loss loss) {
+QD_FUNC std::shared_ptr<tape_state> begin_tape(tape_loss loss, bool clear_gradients) {
   if (loss.ndim != 0)
     throw user_error(fmt::format("qd::ad::tape: the loss must be a 0-d array (qd::ndarray<T, 0>), not a {}-d one; "
                                  "reduce it into one element first",
@@ -151,6 +154,7 @@ QD_FUNC std::shared_ptr<tape_state> begin_tape(tape_loss loss) {
   loss.set_grad(0.0);
   auto t = std::make_shared<tape_state>();
   t->loss = std::move(loss);
+  t->clear_gradients = clear_gradients;
   t->owner = std::this_thread::get_id();
   this_thread_tapes().stack.push_back(t);
   settle_tapes();
@@ -164,21 +168,31 @@ QD_FUNC void end_tape(const std::shared_ptr<tape_state>& t) noexcept {
   if (t->owner == std::this_thread::get_id()) settle_tapes();
 }
 
-// What a recorded launch reads and overwrites, element by element where its indices
-// follow from its arguments.
-QD_FUNC std::vector<autodiff::access_box> launch_footprint(const tape_launch& l) {
+// What a recorded launch reads, overwrites and accumulates into, element by element
+// where its indices follow from its arguments; `needed`: its kernel's needed_values.
+QD_FUNC std::vector<autodiff::access_box> launch_footprint(const tape_launch& l, const std::vector<bool>& needed) {
   autodiff::launch_values values;
   for (const launch_arg& a : l.args) {
     values.scalars.push_back(a.scalar_bits);
     values.shapes.push_back({a.shape[0], a.shape[1], a.shape[2], a.shape[3]});
   }
-  return autodiff::footprint(l.kernel->ir, values);
+  return autodiff::footprint(l.kernel->ir, values, needed);
 }
 
-// A recorded launch whose adjoint would read data a later launch overwrote.
+// A recorded launch whose adjoint would read data a later launch changed: overwrote, or
+// accumulated into where the earlier adjoint needs the value it read.
 QD_FUNC void check_overwrites(const tape_state& t) {
   std::vector<std::vector<autodiff::access_box>> boxes;
-  for (const tape_launch& l : t.launches) boxes.push_back(launch_footprint(l));
+  std::vector<std::pair<const kernel_state*, std::vector<bool>>> needed;  // per kernel, computed once
+  for (const tape_launch& l : t.launches) {
+    auto known = std::find_if(needed.begin(), needed.end(), [&](const auto& e) { return e.first == l.kernel.get(); });
+    if (known == needed.end()) {
+      const ir::function& fn = l.kernel->ir;
+      needed.emplace_back(l.kernel.get(), autodiff::needed_values(fn, autodiff::active_values(fn)));
+      known = needed.end() - 1;
+    }
+    boxes.push_back(launch_footprint(l, known->second));
+  }
   auto conflict = [&](std::size_t earlier, const autodiff::access_box& read, std::size_t later,
                       const autodiff::access_box& write) {
     const launch_arg& r = t.launches[earlier].args[static_cast<std::size_t>(read.param)];
@@ -192,19 +206,45 @@ QD_FUNC void check_overwrites(const tape_state& t) {
   };
   for (std::size_t later = 1; later < t.launches.size(); ++later)
     for (const autodiff::access_box& write : boxes[later]) {
-      if (!write.overwrite) continue;
+      if (write.kind == autodiff::access_kind::read) continue;
+      const bool overwrite = write.kind == autodiff::access_kind::overwrite;
       for (std::size_t earlier = 0; earlier < later; ++earlier)
         for (const autodiff::access_box& read : boxes[earlier]) {
-          if (read.overwrite || !conflict(earlier, read, later, write)) continue;
+          if (read.kind != autodiff::access_kind::read || !(overwrite || read.needed) ||
+              !conflict(earlier, read, later, write))
+            continue;
           const auto& lk = *t.launches[later].kernel;
           const auto& ek = *t.launches[earlier].kernel;
           throw user_error(fmt::format(
-              "qd::ad::tape: launch {} (kernel '{}') overwrites elements of {} that launch {} (kernel '{}') read as "
-              "{}; the adjoint of launch {} needs the values it read. Write each launch's results into elements "
-              "(or an array) no earlier launch reads, for example one row per time step",
-              later + 1, lk.name, param_label(lk, static_cast<std::size_t>(write.param)), earlier + 1, ek.name,
-              param_label(ek, static_cast<std::size_t>(read.param)), earlier + 1));
+              "qd::ad::tape: launch {} (kernel '{}') {} elements of {} that launch {} (kernel '{}') read as "
+              "{}; the adjoint of launch {} needs the values it read, and would see the new ones. Write each "
+              "launch's results into elements (or an array) no earlier launch reads, for example one row per "
+              "time step{}",
+              later + 1, lk.name, overwrite ? "overwrites" : "accumulates into",
+              param_label(lk, static_cast<std::size_t>(write.param)), earlier + 1, ek.name,
+              param_label(ek, static_cast<std::size_t>(read.param)), earlier + 1,
+              overwrite ? "" : " (an in-place update x[i] += ... after a launch that read x nonlinearly)"));
         }
+    }
+}
+
+// tape_options::clear_gradients: zeroes each recorded array's gradient buffer once.
+QD_FUNC void clear_recorded_gradients(const tape_state& t) {
+  program_use p("qd::ad::tape::backward()");
+  std::vector<const void*> done;
+  std::vector<unsigned char> zeros;
+  for (const tape_launch& l : t.launches)
+    for (std::size_t k = 0; k < l.args.size(); ++k) {
+      const launch_arg& a = l.args[k];
+      const ir::param_desc& d = l.kernel->params[k];
+      if (a.grad == nullptr || !d.is_array || std::find(done.begin(), done.end(), a.grad) != done.end()) continue;
+      done.push_back(a.grad);
+      // A qd::ndarray's gradient has its data's extent; an external array's follows its shape.
+      std::size_t bytes = static_cast<std::size_t>(size_of(d.type));
+      for (int dim = 0; dim < d.ndim; ++dim) bytes *= static_cast<std::size_t>(a.shape[dim]);
+      if (a.extent_known) bytes = static_cast<std::size_t>(a.bytes);
+      zeros.assign(bytes, 0);
+      p->device().copy_from_host(a.grad, zeros.data(), bytes);
     }
 }
 
@@ -212,6 +252,7 @@ QD_FUNC void run_backward(tape_state& t) {
   if (t.done) throw user_error("qd::ad::tape::backward(): already ran on this tape; record a new tape");
   check_overwrites(t);
   t.done = true;
+  if (t.clear_gradients) clear_recorded_gradients(t);
   t.loss.set_grad(1.0);
   tape_state* recording = active_tape;
   active_tape = nullptr;  // the adjoints are not recorded

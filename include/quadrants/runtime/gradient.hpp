@@ -1,4 +1,4 @@
-// kernel.grad and qd::ad::tape (SPEC §11.5): a kernel's adjoint, built from its IR on
+// kernel.grad and qd::ad::tape: a kernel's adjoint, built from its IR on
 // first use, and a recorder of launches whose adjoints run in reverse order.
 #pragma once
 
@@ -12,10 +12,10 @@
 #include "quadrants/base/api.hpp"
 #include "quadrants/runtime/ndarray.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 namespace detail {
 
-// Declared, not included (runtime/dispatch.hpp): dispatch.hpp pulls in launch-inl.hpp
+// Declared, not included (runtime/pipeline/dispatch.hpp): dispatch.hpp pulls in launch-inl.hpp
 // when everything is inline, and that file reads active_tape below.
 class kernel_state;
 struct launch_arg;
@@ -43,13 +43,19 @@ struct tape_loss {
 // A tape is held by its qd::ad::tape and by the thread it records on, so that either may
 // go first: ending it (on any thread) only marks it, and its thread drops it at its next
 // tape operation or launch.
-QD_FUNC std::shared_ptr<tape_state> begin_tape(tape_loss loss);
+QD_FUNC std::shared_ptr<tape_state> begin_tape(tape_loss loss, bool clear_gradients);
 QD_FUNC void end_tape(const std::shared_ptr<tape_state>& t) noexcept;
 QD_FUNC void run_backward(tape_state& t);
 
 }  // namespace detail
 
 namespace ad {
+
+struct tape_options {
+  // backward() zeroes the gradient of every array a recorded launch was given before it
+  // runs the adjoints; false: gradients accumulate onto what they held.
+  bool clear_gradients = false;
+};
 
 // Records the kernel launches of this thread while alive; backward() seeds the
 // loss gradient with 1 and runs their adjoints in reverse order. Destroying a tape
@@ -60,9 +66,10 @@ namespace ad {
 class tape {
  public:
   template <class T, int N>
-  explicit tape(ndarray<T, N>& loss)
+  explicit tape(ndarray<T, N>& loss, tape_options options = {})
       : state_(detail::begin_tape({N, loss.has_grad(), std::is_floating_point_v<T>,
-                                   [&loss](double v) { loss.grad().fill(static_cast<T>(v)); }})) {}
+                                   [&loss](double v) { loss.grad().fill(static_cast<T>(v)); }},
+                                  options.clear_gradients)) {}
   tape(const tape&) = delete;
   tape& operator=(const tape&) = delete;
   ~tape() { detail::end_tape(state_); }

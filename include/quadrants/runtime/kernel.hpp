@@ -18,17 +18,17 @@
 #include "quadrants/lang/graph.hpp"
 #include "quadrants/lang/kernel_signature.hpp"
 #include "quadrants/lang/vec_param.hpp"
-#include "quadrants/runtime/dispatch.hpp"
-#include "quadrants/runtime/explain.hpp"
+#include "quadrants/runtime/pipeline/dispatch.hpp"
+#include "quadrants/runtime/diagnostics/explain.hpp"
 #include "quadrants/runtime/gradient.hpp"
 #include "quadrants/runtime/mesh.hpp"
-#include "quadrants/runtime/graph.hpp"
+#include "quadrants/runtime/graph/graph.hpp"
 #include "quadrants/runtime/ndarray.hpp"
 #include "quadrants/runtime/struct_ndarray.hpp"
-#include "quadrants/runtime/template_variants.hpp"
+#include "quadrants/runtime/pipeline/template_variants.hpp"
 #include "quadrants/runtime/vec_ndarray.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 namespace detail {
 
 template <class A> struct is_qd_ndarray : std::false_type {};
@@ -465,7 +465,7 @@ class kernel_states {
 
 }  // namespace detail
 
-// kernel.grad: the adjoint of a kernel (SPEC §11.5), called with the forward
+// kernel.grad: the adjoint of a kernel, called with the forward
 // kernel's arguments. It accumulates into the .grad() buffers of the needs_grad
 // parameters, seeded from the outputs' .grad() buffers; it always runs whole.
 template <class F>
@@ -509,7 +509,7 @@ class kernel {
   kernel(std::string name, std::vector<std::string> param_names, F body)
       : states_(std::make_shared<states>(std::move(name), std::move(param_names), std::move(body))) {}
 
-  // A graph kernel (SPEC §11.6): qd::graph::do_while and qd::graph::parallel are allowed in it.
+  // A graph kernel: qd::graph::do_while and qd::graph::parallel are allowed in it.
   kernel(std::string name, graph::on_t, F body) : kernel(std::move(name), std::move(body)) { states_->set_graph(); }
   kernel(std::string name, std::vector<std::string> param_names, graph::on_t, F body)
       : kernel(std::move(name), std::move(param_names), std::move(body)) {
@@ -518,7 +518,7 @@ class kernel {
 
   // Launches the kernel: arrays as qd::ndarray, scalars as C++ numbers, host structs for
   // struct parameters, C++ values for template arguments (each distinct value runs its
-  // own variant). A kernel that returns a value (SPEC §11.3) waits for it and returns it
+  // own variant). A kernel that returns a value waits for it and returns it
   // as a host value.
   template <class... Args>
   auto operator()(const Args&... args) const {
@@ -567,7 +567,7 @@ class kernel {
   std::shared_ptr<states> states_;
 
  public:
-  // The adjoint kernel: kernel.grad(args...) (SPEC §11.5).
+  // The adjoint kernel: kernel.grad(args...).
   adjoint_kernel<F> grad{states_};
 };
 

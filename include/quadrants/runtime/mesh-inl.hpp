@@ -8,13 +8,13 @@
 #include <string>
 
 #include "quadrants/base/error.hpp"
-#include "quadrants/detail/format.hpp"
-#include "quadrants/runtime/kernel_state.hpp"
+#include "quadrants/base/format.hpp"
+#include "quadrants/runtime/pipeline/kernel_state.hpp"
 #include "quadrants/runtime/mesh.hpp"
 #include "quadrants/runtime/ndarray.hpp"
-#include "quadrants/runtime/program.hpp"
+#include "quadrants/runtime/pipeline/program.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 struct mesh_data {
   int cell_size = 4;  // vertices per cell: 4 (tetrahedra) or 3 (triangles)
@@ -230,7 +230,7 @@ std::shared_ptr<mesh_data> make_mesh(std::string_view what, std::int64_t num_ver
 }  // namespace mesh_build
 }  // namespace qd::detail
 
-namespace qd {
+namespace qd::inline v0 {
 
 QD_FUNC mesh mesh::tetrahedral(std::int64_t num_vertices, const std::vector<std::array<std::int32_t, 4>>& tets) {
   mesh m;
@@ -315,7 +315,7 @@ QD_FUNC detail::launch_arg mesh::bind(std::uint32_t relations, std::string_view 
 
 }  // namespace qd
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 QD_FUNC const std::vector<std::uint32_t>& mesh_relations_used(kernel_state& k) {
   std::call_once(k.mesh_once, [&] {

@@ -1,4 +1,4 @@
-// qd::mesh (SPEC §11.7): an unstructured mesh built on the host from tetrahedra or
+// qd::mesh: an unstructured mesh built on the host from tetrahedra or
 // triangles, its element kinds and relations (CSR), and their upload for a launch.
 //
 // Element ids: vertex ids are the input's; cell ids follow the input order; edges
@@ -24,9 +24,9 @@
 
 #include "quadrants/base/api.hpp"
 #include "quadrants/lang/mesh_param.hpp"
-#include "quadrants/runtime/dispatch.hpp"
+#include "quadrants/runtime/pipeline/dispatch.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 
 namespace detail {
 struct mesh_data;

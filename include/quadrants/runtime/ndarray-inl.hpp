@@ -5,11 +5,11 @@
 #include <cstring>
 
 #include "quadrants/base/error.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 #include "quadrants/runtime/ndarray.hpp"
-#include "quadrants/runtime/program.hpp"
+#include "quadrants/runtime/pipeline/program.hpp"
 
-namespace qd::detail {
+namespace qd::inline v0::detail {
 
 QD_FUNC buffer::buffer(std::size_t bytes) {
   program_use p("creating a qd::ndarray");  // qd::reset() waits for it

@@ -14,7 +14,7 @@
 #include "quadrants/base/dtype.hpp"
 #include "quadrants/lang/ndarray_param.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 namespace backend { class device; }
 
 namespace detail {

@@ -2,10 +2,10 @@
 #pragma once
 
 #include "quadrants/cache/code_cache.hpp"
-#include "quadrants/runtime/program.hpp"
+#include "quadrants/runtime/pipeline/program.hpp"
 #include "quadrants/runtime/statistics.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 
 QD_FUNC cache_statistics offline_cache_statistics() {
   detail::program_use use("qd::offline_cache_statistics");

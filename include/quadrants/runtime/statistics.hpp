@@ -6,7 +6,7 @@
 
 #include "quadrants/base/api.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 
 struct cache_statistics {
   std::uint64_t hits = 0;           // entries loaded from the offline cache

@@ -21,7 +21,7 @@
 #include "quadrants/runtime/ndarray.hpp"
 #include "quadrants/runtime/vec_ndarray.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 
 // How an array of structs stores its elements: each element's members together (AoS),
 // or each member's values together (SoA). Kernels run unchanged on either.

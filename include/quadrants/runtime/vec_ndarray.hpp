@@ -14,7 +14,7 @@
 #include "quadrants/lang/vec_ndarray_param.hpp"
 #include "quadrants/runtime/ndarray.hpp"
 
-namespace qd {
+namespace qd::inline v0 {
 
 namespace detail {
 // The host type and component extents of a vector or matrix element.

@@ -4,7 +4,7 @@
 #include "quadrants/backend/amdgpu/description.hpp"
 #include "quadrants/backend/amdgpu/device.hpp"
 
-namespace qd::backend::amdgpu {
+namespace qd::inline v0::backend::amdgpu {
 
 QD_FUNC std::unique_ptr<backend::device> make_from_request(const device_request& r) {
   device_options o;

@@ -4,7 +4,7 @@
 
 #include "quadrants/backend/description.hpp"
 
-namespace qd::backend::amdgpu {
+namespace qd::inline v0::backend::amdgpu {
 
 // Reads compile_only, opt_level, fast_math and the option "amdgpu_arch" ("gfx90a"; empty:
 // the GPU's own).

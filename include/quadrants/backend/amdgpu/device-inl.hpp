@@ -10,7 +10,7 @@
 #include "quadrants/backend/gpu_device.hpp"
 #include "quadrants/base/error.hpp"
 
-namespace qd::backend::amdgpu {
+namespace qd::inline v0::backend::amdgpu {
 
 QD_FUNC std::unique_ptr<device> make_device(const device_options& o) {
   if (!o.arch.empty()) check_gfx_spelling(o.arch);  // the device's own name is taken as it is

@@ -8,7 +8,7 @@
 #include "quadrants/backend/device.hpp"
 #include "quadrants/base/api.hpp"
 
-namespace qd::backend::amdgpu {
+namespace qd::inline v0::backend::amdgpu {
 
 struct device_options {
   int ordinal = -1;           // which GPU; -1: $QD_AMDGPU_DEVICE, else 0

@@ -10,9 +10,9 @@
 #include "quadrants/backend/amdgpu/hip.hpp"
 #include "quadrants/base/error.hpp"
 #include "quadrants/base/limits.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 
-namespace qd::backend::amdgpu {
+namespace qd::inline v0::backend::amdgpu {
 namespace detail {
 
 QD_FUNC void make_current(const hip_api& api, const gpu_facts& g) { QD_GPU_CALL(api, set_device, g.ordinal); }

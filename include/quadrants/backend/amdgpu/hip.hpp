@@ -9,7 +9,7 @@
 #include "quadrants/backend/shared_library.hpp"
 #include "quadrants/base/api.hpp"
 
-namespace qd::backend::amdgpu {
+namespace qd::inline v0::backend::amdgpu {
 
 using hip_api = gpu_driver_api<gpu_vendor::amd>;
 

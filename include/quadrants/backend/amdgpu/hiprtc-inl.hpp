@@ -11,9 +11,9 @@
 #include "quadrants/backend/amdgpu/hiprtc.hpp"
 #include "quadrants/backend/gpu_compiler.hpp"
 #include "quadrants/base/error.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 
-namespace qd::backend::amdgpu {
+namespace qd::inline v0::backend::amdgpu {
 namespace detail {
 
 QD_FUNC const gpu_compiler_api& hiprtc() {

@@ -10,7 +10,7 @@
 #include "quadrants/backend/shared_library.hpp"
 #include "quadrants/base/api.hpp"
 
-namespace qd::backend::amdgpu {
+namespace qd::inline v0::backend::amdgpu {
 
 struct hiprtc_options {
   std::string arch = "gfx90a";  // --offload-arch, with any feature suffix (gfx90a:xnack-)

@@ -5,7 +5,7 @@
 
 #include "quadrants/backend/gpu_prelude.hpp"
 
-namespace qd::backend::amdgpu {
+namespace qd::inline v0::backend::amdgpu {
 
 inline std::string translation_unit_prelude() {
   return gpu_translation_unit_prelude("HIP",

@@ -29,11 +29,11 @@
 #include "quadrants/backend/cpu/scratch_dir.hpp"
 #include "quadrants/backend/shared_library.hpp"
 #include "quadrants/base/error.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 
 extern char** environ;
 
-namespace qd::backend::cpu {
+namespace qd::inline v0::backend::cpu {
 namespace detail {
 
 // Kills the process group it leads when the write end of `lifeline` closes — when this

@@ -10,7 +10,7 @@
 
 #include "quadrants/base/api.hpp"
 
-namespace qd::backend::cpu {
+namespace qd::inline v0::backend::cpu {
 namespace detail {
 struct process_result {
   bool timed_out = false;

@@ -4,7 +4,7 @@
 #include "quadrants/backend/cpu/description.hpp"
 #include "quadrants/backend/cpu/device.hpp"
 
-namespace qd::backend::cpu {
+namespace qd::inline v0::backend::cpu {
 
 QD_FUNC std::unique_ptr<backend::device> make_from_request(const device_request& r) {
   device_options o;

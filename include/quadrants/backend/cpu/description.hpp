@@ -3,7 +3,7 @@
 
 #include "quadrants/backend/description.hpp"
 
-namespace qd::backend::cpu {
+namespace qd::inline v0::backend::cpu {
 
 // Reads opt_level, fast_math, threads and compile_timeout_seconds.
 QD_FUNC std::unique_ptr<backend::device> make_from_request(const device_request& r);

@@ -9,9 +9,9 @@
 #include "quadrants/backend/host_memory.hpp"
 #include "quadrants/backend/cpu/module.hpp"
 #include "quadrants/backend/cpu/prelude.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 
-namespace qd::backend::cpu {
+namespace qd::inline v0::backend::cpu {
 namespace detail {
 
 class cpu_module final : public loaded_module {

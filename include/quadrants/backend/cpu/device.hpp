@@ -8,7 +8,7 @@
 #include "quadrants/backend/cpu/thread_pool.hpp"
 #include "quadrants/backend/device.hpp"
 
-namespace qd::backend::cpu {
+namespace qd::inline v0::backend::cpu {
 
 struct device_options {
   compile_options compile;

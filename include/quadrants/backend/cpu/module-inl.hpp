@@ -10,9 +10,9 @@
 
 #include "quadrants/backend/cpu/module.hpp"
 #include "quadrants/base/error.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 
-namespace qd::backend::cpu {
+namespace qd::inline v0::backend::cpu {
 
 QD_FUNC module::module(std::span<const std::byte> binary, std::string_view what) : what_(what) {
   fd_ = memfd_create("quadrants-module", MFD_CLOEXEC);

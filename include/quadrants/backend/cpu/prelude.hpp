@@ -13,7 +13,7 @@
 #include "quadrants/codegen/prelude.hpp"
 #include "quadrants/codegen/reductions.hpp"
 
-namespace qd::backend::cpu {
+namespace qd::inline v0::backend::cpu {
 
 class thread_pool;
 

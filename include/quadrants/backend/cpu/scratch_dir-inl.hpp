@@ -16,9 +16,9 @@
 
 #include "quadrants/backend/cpu/scratch_dir.hpp"
 #include "quadrants/base/error.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 
-namespace qd::backend::cpu {
+namespace qd::inline v0::backend::cpu {
 
 QD_FUNC std::string scratch_root() {
   const char* tmp = std::getenv("TMPDIR");

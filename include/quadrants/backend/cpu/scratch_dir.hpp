@@ -6,7 +6,7 @@
 
 #include "quadrants/base/api.hpp"
 
-namespace qd::backend::cpu {
+namespace qd::inline v0::backend::cpu {
 
 class scratch_dir {
  public:

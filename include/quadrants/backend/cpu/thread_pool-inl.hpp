@@ -7,7 +7,7 @@
 
 #include "quadrants/backend/cpu/thread_pool.hpp"
 
-namespace qd::backend::cpu {
+namespace qd::inline v0::backend::cpu {
 
 namespace detail {
 

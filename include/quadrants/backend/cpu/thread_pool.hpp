@@ -10,7 +10,7 @@
 
 #include "quadrants/base/api.hpp"
 
-namespace qd::backend::cpu {
+namespace qd::inline v0::backend::cpu {
 
 class thread_pool {
  public:

@@ -6,9 +6,9 @@
 #include "quadrants/backend/cuda/description.hpp"
 #include "quadrants/backend/cuda/device.hpp"
 #include "quadrants/base/error.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 
-namespace qd::backend::cuda {
+namespace qd::inline v0::backend::cuda {
 
 QD_FUNC std::unique_ptr<backend::device> make_from_request(const device_request& r) {
   device_options o;

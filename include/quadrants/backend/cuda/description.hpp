@@ -4,7 +4,7 @@
 
 #include "quadrants/backend/description.hpp"
 
-namespace qd::backend::cuda {
+namespace qd::inline v0::backend::cuda {
 
 // Reads compile_only, opt_level, fast_math and the option "cuda_arch" (sm as major * 10 +
 // minor, e.g. "90"; empty: the GPU's own).

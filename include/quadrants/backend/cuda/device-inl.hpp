@@ -9,9 +9,9 @@
 #include "quadrants/backend/gpu_compiler.hpp"
 #include "quadrants/backend/gpu_device.hpp"
 #include "quadrants/base/error.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 
-namespace qd::backend::cuda {
+namespace qd::inline v0::backend::cuda {
 
 QD_FUNC std::unique_ptr<device> make_device(const device_options& o) {
   return make_gpu_device<gpu_vendor::cuda>(&driver, o.ordinal, o.compile_only, [&](const gpu_facts* gpu) {

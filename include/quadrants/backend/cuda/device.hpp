@@ -7,7 +7,7 @@
 #include "quadrants/backend/device.hpp"
 #include "quadrants/base/api.hpp"
 
-namespace qd::backend::cuda {
+namespace qd::inline v0::backend::cuda {
 
 struct device_options {
   int ordinal = -1;           // which GPU; -1: $QD_CUDA_DEVICE, else 0

@@ -7,9 +7,9 @@
 #include "quadrants/backend/cuda/driver.hpp"
 #include "quadrants/base/error.hpp"
 #include "quadrants/base/limits.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 
-namespace qd::backend::cuda {
+namespace qd::inline v0::backend::cuda {
 namespace detail {
 
 // The device, its compute capability and SM count, and its primary context, retained

@@ -6,7 +6,7 @@
 #include "quadrants/backend/shared_library.hpp"
 #include "quadrants/base/api.hpp"
 
-namespace qd::backend::cuda {
+namespace qd::inline v0::backend::cuda {
 
 using driver_api = gpu_driver_api<gpu_vendor::cuda>;
 

@@ -8,9 +8,9 @@
 #include "quadrants/backend/cuda/nvrtc.hpp"
 #include "quadrants/backend/gpu_compiler.hpp"
 #include "quadrants/base/error.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 
-namespace qd::backend::cuda {
+namespace qd::inline v0::backend::cuda {
 namespace detail {
 
 QD_FUNC const gpu_compiler_api& nvrtc() {

@@ -10,7 +10,7 @@
 #include "quadrants/backend/shared_library.hpp"
 #include "quadrants/base/api.hpp"
 
-namespace qd::backend::cuda {
+namespace qd::inline v0::backend::cuda {
 
 struct nvrtc_options {
   int sm = 90;          // compute capability as major * 10 + minor

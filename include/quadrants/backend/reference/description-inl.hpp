@@ -4,7 +4,7 @@
 #include "quadrants/backend/reference/description.hpp"
 #include "quadrants/backend/reference/device.hpp"
 
-namespace qd::backend::reference {
+namespace qd::inline v0::backend::reference {
 
 QD_FUNC std::unique_ptr<backend::device> make_from_request(const device_request&) { return make_device(); }
 

@@ -4,7 +4,7 @@
 
 #include "quadrants/backend/description.hpp"
 
-namespace qd::backend::reference {
+namespace qd::inline v0::backend::reference {
 
 // Reads nothing: the interpreter has no options.
 QD_FUNC std::unique_ptr<backend::device> make_from_request(const device_request& r);

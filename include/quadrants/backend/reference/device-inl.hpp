@@ -11,9 +11,9 @@
 #include "quadrants/backend/host_memory.hpp"
 #include "quadrants/backend/reference/interpreter.hpp"
 #include "quadrants/base/error.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 
-namespace qd::backend::reference {
+namespace qd::inline v0::backend::reference {
 namespace detail {
 
 // The "module" of an interpreting device: the prepared tasks, by entry name.

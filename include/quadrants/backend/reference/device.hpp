@@ -6,7 +6,7 @@
 
 #include "quadrants/backend/device.hpp"
 
-namespace qd::backend::reference {
+namespace qd::inline v0::backend::reference {
 
 // Select it with qd::arch::reference (QD_ARCH=reference); see docs/testing.md.
 QD_FUNC std::unique_ptr<device> make_device();

@@ -14,10 +14,10 @@
 #include "quadrants/backend/reference/interpreter.hpp"
 #include "quadrants/base/error.hpp"
 #include "quadrants/base/float_to_int.hpp"
-#include "quadrants/detail/format.hpp"
+#include "quadrants/base/format.hpp"
 #include "quadrants/ir/walk.hpp"
 
-namespace qd::backend::reference {
+namespace qd::inline v0::backend::reference {
 namespace detail {
 
 // A value of any dtype: the bytes of its C++ type, low bytes first.

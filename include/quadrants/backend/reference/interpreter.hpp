@@ -9,7 +9,7 @@
 #include "quadrants/codegen/lower.hpp"
 #include "quadrants/codegen/reductions.hpp"
 
-namespace qd::backend::reference {
+namespace qd::inline v0::backend::reference {
 
 // One lowered task, validated once (operand kinds and types, block layout) and run
 // any number of times; ill-typed IR is a qd::internal_error here, not a wrong result.

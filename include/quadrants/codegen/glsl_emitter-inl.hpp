@@ -1,0 +1,950 @@
+// Implementation of codegen/glsl_emitter.hpp.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+#include "quadrants/base/error.hpp"
+#include "quadrants/codegen/glsl_emitter.hpp"
+#include "quadrants/codegen/glsl_helpers.hpp"
+#include "quadrants/codegen/glsl_prelude.hpp"
+#include "quadrants/codegen/glsl_task_info.hpp"
+#include "quadrants/codegen/reductions.hpp"
+#include "quadrants/base/format.hpp"
+#include "quadrants/ir/walk.hpp"
+
+namespace qd::inline v0::codegen {
+
+QD_FUNC std::string_view glsl_type(dtype t) {
+  switch (t) {
+    case dtype::boolean: return "bool";
+    case dtype::u8:
+    case dtype::u32: return "uint";
+    case dtype::i32: return "int";
+    case dtype::i64: return "int64_t";
+    case dtype::f32: return "float";
+    case dtype::f64: return "double";
+    case dtype::i8:
+    case dtype::i16:
+    case dtype::u16:
+    case dtype::u64:
+    case dtype::f16: break;
+  }
+  return "void";
+}
+
+namespace detail {
+
+// The buffer reference type of an element in memory (the prelude declares them).
+QD_FUNC std::string_view glsl_ref(dtype t) {
+  switch (t) {
+    case dtype::boolean:
+    case dtype::u32: return "qd_u32_ref";
+    case dtype::u8: return "qd_u8_ref";
+    case dtype::i32: return "qd_i32_ref";
+    case dtype::i64: return "qd_i64_ref";
+    case dtype::f32: return "qd_f32_ref";
+    case dtype::f64: return "qd_f64_ref";
+    case dtype::i8:
+    case dtype::i16:
+    case dtype::u16:
+    case dtype::u64:
+    case dtype::f16: break;
+  }
+  return "?";
+}
+
+QD_FUNC std::string_view glsl_zero(dtype t) {
+  switch (t) {
+    case dtype::boolean: return "false";
+    case dtype::u8:
+    case dtype::u32: return "0u";
+    case dtype::i32: return "0";
+    case dtype::i64: return "0l";
+    case dtype::f32: return "0.0";
+    case dtype::f64: return "0.0lf";
+    case dtype::i8:
+    case dtype::i16:
+    case dtype::u16:
+    case dtype::u64:
+    case dtype::f16: break;
+  }
+  return "0";
+}
+
+// Exact literals: floats that are small integers as decimals, the others by their bits.
+QD_FUNC std::string glsl_literal(dtype t, std::int64_t imm) {
+  switch (t) {
+    case dtype::f32: {
+      const auto bits = static_cast<std::uint32_t>(imm);
+      const float v = std::bit_cast<float>(bits);
+      if (std::isfinite(v) && v == std::trunc(v) && std::abs(v) < 16777216.0f && !(v == 0.0f && std::signbit(v)))
+        return fmt::format("{}.0", static_cast<long long>(v));
+      return fmt::format("uintBitsToFloat(0x{:08x}u)", bits);
+    }
+    case dtype::f64: {
+      const double v = std::bit_cast<double>(imm);
+      if (std::isfinite(v) && v == std::trunc(v) && std::abs(v) < 9007199254740992.0 && !(v == 0.0 && std::signbit(v)))
+        return fmt::format("{}.0lf", static_cast<long long>(v));
+      return fmt::format("uint64BitsToDouble(0x{:016x}ul)", static_cast<std::uint64_t>(imm));
+    }
+    case dtype::boolean: return imm ? "true" : "false";
+    case dtype::u8: return fmt::format("{}u", static_cast<std::uint8_t>(imm));
+    case dtype::u32: return fmt::format("{}u", static_cast<std::uint32_t>(imm));
+    case dtype::i32:
+      if (static_cast<std::int32_t>(imm) == INT32_MIN) return "(-2147483647 - 1)";
+      return fmt::format("{}", static_cast<std::int32_t>(imm));
+    case dtype::i64:
+      if (imm == INT64_MIN) return "(-9223372036854775807l - 1l)";
+      return fmt::format("{}l", imm);
+    case dtype::i8:
+    case dtype::i16:
+    case dtype::u16:
+    case dtype::u64:
+    case dtype::f16: break;
+  }
+  return "0";
+}
+
+// Lowest and highest values, the identities of min and max reductions.
+QD_FUNC std::string glsl_extreme(dtype t, bool highest) {
+  switch (t) {
+    case dtype::f32: return highest ? "uintBitsToFloat(0x7f800000u)" : "uintBitsToFloat(0xff800000u)";
+    case dtype::f64:
+      return highest ? "uint64BitsToDouble(0x7ff0000000000000ul)" : "uint64BitsToDouble(0xfff0000000000000ul)";
+    case dtype::i32: return highest ? "2147483647" : "(-2147483647 - 1)";
+    case dtype::i64: return highest ? "9223372036854775807l" : "(-9223372036854775807l - 1l)";
+    case dtype::u32: return highest ? "4294967295u" : "0u";
+    case dtype::u8: return highest ? "255u" : "0u";
+    case dtype::boolean: return highest ? "true" : "false";
+    case dtype::i8:
+    case dtype::i16:
+    case dtype::u16:
+    case dtype::u64:
+    case dtype::f16: break;
+  }
+  return "0";
+}
+
+// A helper's name for type `t`: qd_div_i32; u8 values share u32's where the result is the same.
+QD_FUNC std::string typed(std::string_view base, dtype t) { return fmt::format("qd_{}_{}", base, name(t)); }
+
+QD_FUNC std::string_view atomic_name(ir::atomic_op o) {
+  switch (o) {
+    case ir::atomic_op::add: return "add";
+    case ir::atomic_op::sub: return "sub";
+    case ir::atomic_op::min: return "min";
+    case ir::atomic_op::max: return "max";
+    case ir::atomic_op::mul:
+    case ir::atomic_op::bit_and:
+    case ir::atomic_op::bit_or:
+    case ir::atomic_op::bit_xor:
+    case ir::atomic_op::exchange:
+    case ir::atomic_op::cas: break;
+  }
+  return "?";
+}
+
+class glsl_emitter {
+ public:
+  glsl_emitter(const lowered_task& t, std::string_view entry, const glsl_options& options, std::string_view what)
+      : t_(t), fn_(t.fn), entry_(entry), options_(options), target_(options.target), what_(what),
+        number_(ir::canonical_numbering(fn_)) {}
+
+  std::string run() {
+    check_features();
+    info_.entry = std::string(entry_);
+    info_.parallel = t_.parallel;
+    info_.workgroup_size = 1;
+    if (t_.parallel) emit_parallel();
+    else emit_serial();
+    info_.prints = prints_;
+    std::string out = glsl_task_markers(info_);
+    out += fmt::format("#ifdef {}\nlayout(local_size_x = {}) in;\n", glsl_task_macro(entry_), info_.workgroup_size);
+    for (const std::string& h : helper_code_) out += h;
+    for (std::int32_t p : arrays_) out += fmt::format("qd_array qd_a{};\n", p);
+    out += code_;
+    out += "#endif\n";
+    return out;
+  }
+
+ private:
+  // ---- features -------------------------------------------------------------------------
+
+  [[noreturn]] void missing(std::string_view thing, std::string_view feature, ir::id where) const {
+    const std::string at = ir::to_text(fn_.location(where));
+    throw user_error(fmt::format("{}: {} need the Vulkan device feature {}, which this device lacks{}{}", what_, thing,
+                                 feature, at.empty() ? "" : " (at " + at + ")",
+                                 feature == "shaderFloat64" ? "; use f32" : ""));
+  }
+
+  // What this version of the GLSL emitter does not generate: a qd::user_error naming it
+  // and the remedy, before any code is written (docs/backends.md lists them).
+  [[noreturn]] void not_yet(std::string_view thing, ir::id where) const {
+    const std::string at = where == ir::none ? std::string() : ir::to_text(fn_.location(where));
+    throw user_error(fmt::format("{}: {} {} not supported by the Vulkan backend yet{}; run this kernel with arch = cpu "
+                                 "or a CUDA/AMD GPU",
+                                 what_, thing, thing.ends_with('s') ? "are" : "is", at.empty() ? "" : " (at " + at + ")"));
+  }
+  static bool vulkan_type(dtype t) {
+    switch (t) {
+      case dtype::boolean:
+      case dtype::u8:
+      case dtype::i32:
+      case dtype::u32:
+      case dtype::i64:
+      case dtype::f32:
+      case dtype::f64: return true;
+      case dtype::i8:
+      case dtype::i16:
+      case dtype::u16:
+      case dtype::u64:
+      case dtype::f16: return false;
+    }
+    return false;
+  }
+  void check_supported() const {
+    for (const ir::param_desc& p : fn_.params)
+      if (!vulkan_type(p.type)) not_yet(fmt::format("{} values", name(p.type)), ir::none);
+    ir::walk(fn_, 0, [&](ir::id i, int) {
+      const ir::node& n = fn_.at(i);
+      if (ir::has_value(n.code) && !vulkan_type(n.type)) not_yet(fmt::format("{} values", name(n.type)), i);
+      if (n.code == ir::op::unary && n.sub > static_cast<std::uint8_t>(ir::unary_op::ceil))
+        not_yet(fmt::format("qd::{}", ir::name(static_cast<ir::unary_op>(n.sub))), i);
+      if (n.code == ir::op::binary && n.sub > static_cast<std::uint8_t>(ir::binary_op::ge))
+        not_yet(fmt::format("qd::{}", ir::name(static_cast<ir::binary_op>(n.sub))), i);
+      const bool atomic = n.code == ir::op::global_atomic || n.code == ir::op::temp_atomic || n.code == ir::op::local_atomic;
+      if (atomic && n.sub > static_cast<std::uint8_t>(ir::atomic_op::max))
+        not_yet(fmt::format("atomic_{} updates", ir::name(static_cast<ir::atomic_op>(n.sub))), i);
+      if (n.code == ir::op::print && (n.flags & ir::print_flags::assertion)) not_yet("qd::assert_ checks", i);
+    });
+  }
+
+  void check_features() const {
+    check_supported();
+    for (const ir::param_desc& p : fn_.params)
+      if (p.type == dtype::f64 && !target_.f64) missing("f64 values", "shaderFloat64", ir::none);
+    ir::walk(fn_, 0, [&](ir::id i, int) {
+      const ir::node& n = fn_.at(i);
+      bool f64 = n.type == dtype::f64;
+      ir::for_each_operand(fn_, n, [&](ir::id o) { f64 |= fn_.at(o).type == dtype::f64; });
+      if (f64 && !target_.f64) missing("f64 values", "shaderFloat64", i);
+      const bool atomic = n.code == ir::op::global_atomic || n.code == ir::op::temp_atomic;
+      if (atomic && (n.flags & ir::access::owned) == 0 && !target_.i64_atomics) {
+        if (n.type == dtype::i64) missing("i64 atomics", "shaderBufferInt64Atomics", i);
+        if (n.type == dtype::f64 && !(target_.f64_atomic_add && static_cast<ir::atomic_op>(n.sub) != ir::atomic_op::min &&
+                                      static_cast<ir::atomic_op>(n.sub) != ir::atomic_op::max))
+          missing("f64 atomics", "shaderBufferInt64Atomics (they are 64-bit compare-and-swap loops)", i);
+      }
+    });
+  }
+
+  // ---- helpers: GLSL functions a task needs, each emitted once, after those it calls ----
+
+  void need(const std::string& name) {
+    if (std::find(helper_names_.begin(), helper_names_.end(), name) != helper_names_.end()) return;
+    glsl_helper h = glsl_helper_code(name, target_);
+    for (const std::string& call : h.calls) need(call);
+    helper_names_.push_back(name);
+    helper_code_.push_back(std::move(h.code));
+  }
+
+  // ---- naming and output ----------------------------------------------------------------
+
+  std::string v(ir::id i) const { return fmt::format("v{}", number_[static_cast<std::size_t>(i)]); }
+  std::string var(ir::id decl) const { return fmt::format("l{}", number_[static_cast<std::size_t>(decl)]); }
+  std::string member(ir::id f) const { return fn_.at(f).code == ir::op::local_decl ? var(f) : v(f); }
+  void line(std::string_view text) {
+    code_.append(static_cast<std::size_t>(indent_) * 2, ' ');
+    code_ += text;
+    code_ += '\n';
+  }
+  // A value's declaration: floats are `precise`, so no driver fuses or reorders what C++ does not.
+  void declare(const ir::node& n, ir::id i, const std::string& value) {
+    line(fmt::format("{}{} {} = {};", is_float(n.type) ? "precise " : "", glsl_type(n.type), v(i), value));
+  }
+  // A value widened to i64 (i32 through qd_sext: see glsl_prelude).
+  std::string wide(ir::id i) const {
+    const dtype t = fn_.at(i).type;
+    return t == dtype::i64 ? v(i) : t == dtype::i32 ? fmt::format("qd_sext({})", v(i)) : fmt::format("int64_t({})", v(i));
+  }
+  // An unclamped index as an i64 expression plus a constant: its i32 + and - with constants
+  // redone in i64. It differs from the i32 value only where that overflowed (an
+  // out-of-range access either way), and x(i + 1, j) and x(i, j - 1) then share one base
+  // address with constant offsets, as the C++ emitter's signed index arithmetic lets the
+  // host compiler see. (Clamped indices keep the wrapped value: it picks the edge.)
+  struct affine {
+    std::string expr;  // empty: 0
+    std::int64_t offset = 0;
+  };
+  affine index_affine(ir::id i, int depth) const {
+    const ir::node& n = fn_.at(i);
+    if (n.type == dtype::i32 && n.code == ir::op::constant) return {{}, static_cast<std::int32_t>(n.imm)};
+    const auto o = static_cast<ir::binary_op>(n.sub);
+    if (depth < 8 && n.code == ir::op::binary && n.type == dtype::i32 &&
+        (o == ir::binary_op::add || o == ir::binary_op::sub)) {
+      const affine x = index_affine(n.a, depth + 1), y = index_affine(n.b, depth + 1);
+      const bool add = o == ir::binary_op::add;
+      affine r{x.expr, add ? x.offset + y.offset : x.offset - y.offset};
+      if (!y.expr.empty()) r.expr = x.expr.empty() ? fmt::format("({}{})", add ? "" : "-", y.expr)
+                                                   : fmt::format("({} {} {})", x.expr, add ? "+" : "-", y.expr);
+      return r;
+    }
+    return {wide(i), 0};
+  }
+  static std::string sum(const std::string& expr, std::int64_t offset) {
+    if (expr.empty()) return fmt::format("{}l", offset);
+    return offset == 0 ? expr : fmt::format("{} + {}l", expr, offset);
+  }
+  std::string array(std::int32_t param) {
+    if (std::find(arrays_.begin(), arrays_.end(), param) == arrays_.end()) {
+      arrays_.push_back(param);
+      std::sort(arrays_.begin(), arrays_.end());
+    }
+    return fmt::format("qd_a{}", param);
+  }
+  static std::string temp_address(std::int64_t slot) {
+    return fmt::format("(qd_push.temps + {}ul)", slot * static_cast<std::int64_t>(limits::temp_slot_bytes));
+  }
+
+  bool uses_random(std::int32_t block) const {
+    bool found = false;
+    ir::walk(fn_, block, [&](ir::id i, int) { found |= fn_.at(i).code == ir::op::random; });
+    return found;
+  }
+
+  // Loads the array descriptors the task uses: at the top of main, once per invocation.
+  std::string load_arrays() const {
+    std::string s;
+    for (std::int32_t p : arrays_) s += fmt::format("  qd_a{0} = qd_params_ref(qd_push.params).arrays[{0}];\n", p);
+    return s;
+  }
+
+  // ---- tasks --------------------------------------------------------------------------
+
+  void emit_serial() {
+    indent_ = 1;
+    const std::size_t at = code_.size();
+    if (uses_random(0)) {
+      need("rng");
+      line("uint64_t qd_rng = qd_rng_init(qd_push.rng_stream, 0ul);");
+    }
+    emit_block(0);
+    indent_ = 0;
+    code_.insert(at, "void main() {\n" + load_arrays());
+    line("}");
+  }
+
+  void emit_parallel() {
+    const auto& top = fn_.block(0);
+    if (top.empty() || fn_.at(top.back()).code != ir::op::range_for)
+      throw internal_error("GLSL emitter: a parallel task must end with its loop");
+    const ir::id loop = top.back();
+    parallel_loop_ = loop;
+    const ir::node& ln = fn_.at(loop);
+    info_.workgroup_size = glsl_default_workgroup;
+    if (ln.param > 0) {  // qd::loop_config{.block_dim}
+      if (static_cast<unsigned>(ln.param) > target_.max_workgroup_size)
+        throw user_error(fmt::format("{}: qd::loop_config{{.block_dim = {}}} is more than this Vulkan device's "
+                                     "largest workgroup ({} invocations)",
+                                     what_, ln.param, target_.max_workgroup_size));
+      info_.workgroup_size = static_cast<unsigned>(ln.param);
+    }
+    // Prologue values and variables the loop body uses travel in a frame.
+    std::vector<ir::id> frame;
+    ir::walk(fn_, ln.block0, [&](ir::id i, int) {
+      ir::for_each_operand(fn_, fn_.at(i), [&](ir::id o) {
+        if (fn_.is_top_level(o) && o != loop && std::find(frame.begin(), frame.end(), o) == frame.end())
+          frame.push_back(o);
+      });
+    });
+    std::sort(frame.begin(), frame.end());
+    const auto rank = static_cast<std::int32_t>(ln.imm);
+    reductions_ = find_chunk_reductions(fn_, ln.block0);
+
+    line("struct qd_frame_t {");
+    line(fmt::format("  int64_t qd_base; int64_t qd_dims[{}]; int64_t qd_count;", limits::max_ndim));
+    for (ir::id f : frame) line(fmt::format("  {} {};", glsl_type(fn_.at(f).type), member(f)));
+    line("};");
+    emit_reduction_functions();
+
+    line("void qd_prologue(out qd_frame_t qd_f) {");
+    indent_ = 1;
+    for (std::size_t k = 0; k + 1 < top.size(); ++k) emit(top[k]);
+    for (ir::id f : frame) line(fmt::format("qd_f.{0} = {0};", member(f)));
+    if (rank == 1) {
+      line(fmt::format("qd_f.qd_base = {};", wide(ln.a)));
+      line(fmt::format("qd_f.qd_dims[0] = {} - {};", wide(ln.b), wide(ln.a)));
+    } else {
+      line("qd_f.qd_base = 0l;");
+      for (std::int32_t d = 0; d < rank; ++d) line(fmt::format("qd_f.qd_dims[{}] = {};", d, wide(fn_.list(ln, d))));
+    }
+    for (std::int32_t d = rank; d < limits::max_ndim; ++d) line(fmt::format("qd_f.qd_dims[{}] = 1l;", d));
+    std::string count = "1l";
+    for (std::int32_t d = 0; d < rank; ++d) count += fmt::format(" * max(qd_f.qd_dims[{}], 0l)", d);
+    line(fmt::format("qd_f.qd_count = {};", count));
+    indent_ = 0;
+    line("}");
+
+    line("void qd_body(qd_frame_t qd_f, inout qd_reductions qd_red, int qd_i0, int qd_i1, int qd_i2, int qd_i3) {");
+    indent_ = 1;
+    for (ir::id f : frame) line(fmt::format("{} {} = qd_f.{};", glsl_type(fn_.at(f).type), member(f), member(f)));
+    if (uses_random(ln.block0)) {
+      need("rng");
+      line("uint64_t qd_rng = qd_rng_init(qd_push.rng_stream, uint64_t(qd_sext(qd_i0) - qd_f.qd_base) * "
+           "0x100000001b3ul + uint64_t(qd_sext(qd_i1)) * 0x9e37ul + uint64_t(qd_sext(qd_i2)) * 0x85ebul + "
+           "uint64_t(qd_sext(qd_i3)));");
+    }
+    for (std::int32_t d = 0; d < rank; ++d)
+      line(fmt::format("int {} = qd_i{};", v(fn_.block(ln.block0)[static_cast<std::size_t>(d)]), d));
+    emit_block(ln.block0, static_cast<std::size_t>(rank));
+    indent_ = 0;
+    line("}");
+
+    // One grid-stride loop over [0, count); 32-bit division where the space allows it.
+    line("void main() {");
+    code_ += load_arrays();
+    indent_ = 1;
+    line("qd_frame_t qd_f;");
+    line("qd_prologue(qd_f);");
+    line("int64_t qd_k = int64_t(gl_GlobalInvocationID.x);");
+    line("if (qd_k >= qd_f.qd_count) return;");
+    line("int64_t qd_stride = int64_t(gl_NumWorkGroups.x) * int64_t(gl_WorkGroupSize.x);");
+    line("qd_reductions qd_red;");
+    line("qd_red_init(qd_red);");
+    line("for (; qd_k < qd_f.qd_count; qd_k += qd_stride) {");
+    indent_ = 2;
+    if (rank == 1) {
+      line("qd_body(qd_f, qd_red, int(qd_f.qd_base + qd_k), 0, 0, 0);");
+    } else {
+      line("int qd_ix[4] = int[4](0, 0, 0, 0);");
+      line("if (qd_f.qd_count <= 4294967295l) {");
+      line("  uint qd_r = uint(qd_k);");
+      for (std::int32_t d = rank - 1; d > 0; --d) {
+        line(fmt::format("  qd_ix[{0}] = int(qd_r % uint(qd_f.qd_dims[{0}]));", d));
+        line(fmt::format("  qd_r /= uint(qd_f.qd_dims[{}]);", d));
+      }
+      line("  qd_ix[0] = int(qd_r);");
+      line("} else {");
+      line("  int64_t qd_r = qd_k;");
+      for (std::int32_t d = rank - 1; d > 0; --d) {
+        line(fmt::format("  qd_ix[{0}] = int(qd_r % qd_f.qd_dims[{0}]);", d));
+        line(fmt::format("  qd_r /= qd_f.qd_dims[{}];", d));
+      }
+      line("  qd_ix[0] = int(qd_r);");
+      line("}");
+      line("qd_body(qd_f, qd_red, qd_ix[0], qd_ix[1], qd_ix[2], qd_ix[3]);");
+    }
+    indent_ = 1;
+    line("}");
+    line("qd_red_flush(qd_red);");
+    indent_ = 0;
+    line("}");
+  }
+
+  // Reductions into global temporaries accumulate per invocation and are flushed with one
+  // atomic (codegen/reductions.hpp decides which, for every backend).
+  const chunk_reduction* reduction_of(const ir::node& n) const {
+    const int r = reduction_index(reductions_, n);
+    return r < 0 ? nullptr : &reductions_[static_cast<std::size_t>(r)];
+  }
+
+  void emit_reduction_functions() {
+    line("struct qd_reductions {");
+    line("  int qd_unused;");
+    for (std::size_t k = 0; k < reductions_.size(); ++k) line(fmt::format("  {} r{};", glsl_type(reductions_[k].type), k));
+    line("};");
+    line("void qd_red_init(out qd_reductions qd_r) {");
+    line("  qd_r.qd_unused = 0;");
+    for (std::size_t k = 0; k < reductions_.size(); ++k) {
+      const chunk_reduction& r = reductions_[k];
+      const std::string identity = r.op == ir::atomic_op::min   ? glsl_extreme(r.type, true)
+                                   : r.op == ir::atomic_op::max ? glsl_extreme(r.type, false)
+                                                                : std::string(glsl_zero(r.type));
+      line(fmt::format("  qd_r.r{} = {};", k, identity));
+    }
+    line("}");
+    line("void qd_red_flush(qd_reductions qd_r) {");
+    for (std::size_t k = 0; k < reductions_.size(); ++k) {
+      const chunk_reduction& r = reductions_[k];
+      line(fmt::format("  {}({}, qd_r.r{});", atomic_call(r.op, r.type), temp_address(r.slot), k));
+    }
+    line("}");
+  }
+
+  // The helper for an atomic on memory of type t (u8 temporaries are whole words).
+  std::string atomic_call(ir::atomic_op o, dtype t) {
+    const std::string name = fmt::format("atomic_{}_{}", atomic_name(o), qd::name(t == dtype::boolean ? dtype::u32 : t));
+    need(name);
+    return "qd_" + name;
+  }
+
+  void emit_block(std::int32_t block, std::size_t skip = 0) {
+    const auto& stmts = fn_.block(block);
+    for (std::size_t k = skip; k < stmts.size(); ++k) emit(stmts[k]);
+  }
+
+  // Emits an access's index arithmetic; returns the element's address and the guard
+  // ("" when unchecked).
+  std::pair<std::string, std::string> element(ir::id i) {
+    const ir::node& n = fn_.at(i);
+    const std::string arr = array(n.param);
+    const auto num = number_[static_cast<std::size_t>(i)];
+    const bool clamped = (n.flags & ir::access::clamp) != 0;
+    std::string guard, linear, offset;  // the element's index: linear + offset
+    bool offsets = false;
+    for (std::int32_t d = 0; d < n.list_size; ++d) {
+      const std::string idx = fmt::format("qd_x{}_{}", num, d);
+      const std::string extent = fmt::format("{}.shape[{}]", arr, d);
+      affine a = clamped ? affine{wide(fn_.list(n, d)), 0} : index_affine(fn_.list(n, d), 0);
+      line(fmt::format("int64_t {} = {};", idx, sum(a.expr, a.offset)));
+      if (clamped) {
+        line(fmt::format("{0} = {0} < 0l ? 0l : ({0} >= {1} ? {1} - 1l : {0});", idx, extent));
+        a = {idx, 0};
+      }
+      if (options_.bounds_checks) {
+        need("report");
+        if (guard.empty()) {
+          guard = fmt::format("qd_ok{}", num);
+          line(fmt::format("bool {} = true;", guard));
+        }
+        line(fmt::format("{0} = qd_check_index({1}, {2}, {3}, {4}) && {0};", guard, n.param, d, idx, extent));
+      }
+      offsets |= a.offset != 0;
+      const std::string term = a.expr.empty() ? "0l" : a.expr, constant = fmt::format("{}l", a.offset);
+      linear = d == 0 ? term : fmt::format("({}) * {} + {}", linear, extent, term);
+      offset = d == 0 ? constant : fmt::format("({}) * {} + {}", offset, extent, constant);
+    }
+    if (linear.empty()) linear = "0l", offset = "0l";
+    const std::string base = fmt::format("{}.{}", arr, (n.flags & ir::access::grad) ? "grad" : "data");
+    const int size = size_of(n.type);
+    const std::string index = offsets ? fmt::format("{} + ({})", linear, offset) : linear;
+    return {size == 1 ? fmt::format("({} + uint64_t({}))", base, index)
+                      : fmt::format("({} + uint64_t({}) * {}ul)", base, index, size),
+            guard};
+  }
+
+  std::string load(dtype t, const std::string& address, bool is_volatile) {
+    if (t == dtype::u8) {
+      if (!target_.int8_storage) {
+        need("u8_word");
+        return fmt::format("qd_load_u8{}({})", is_volatile ? "_volatile" : "", address);
+      }
+      return fmt::format("uint(qd_u8_{}({}).v)", is_volatile ? "vref" : "ref", address);
+    }
+    const std::string_view ref = glsl_ref(t);
+    return fmt::format("{}{}({}).v", ref.substr(0, ref.size() - 3), is_volatile ? "vref" : "ref", address);
+  }
+  std::string store(dtype t, const std::string& address, const std::string& value) {
+    if (t == dtype::u8) {
+      if (!target_.int8_storage) {
+        need("u8_word");
+        return fmt::format("qd_store_u8({}, {});", address, value);
+      }
+      return fmt::format("qd_u8_ref({}).v = uint8_t({});", address, value);
+    }
+    return fmt::format("{}({}).v = {};", glsl_ref(t), address, value);
+  }
+
+  // a op b for + - * in type t: wrap-around is GLSL's own; u8 values are masked.
+  static std::string arithmetic(dtype t, std::string_view op, const std::string& a, const std::string& b) {
+    if (t == dtype::u8) return fmt::format("(({} {} {}) & 0xffu)", a, op, b);
+    return fmt::format("({} {} {})", a, op, b);
+  }
+
+  std::string unary(ir::unary_op o, dtype t, const std::string& a) {
+    auto math = [&](std::string_view f) {
+      const std::string fname = fmt::format("{}_{}", f, name(t));
+      need(f == "sin" || f == "cos" ? fmt::format("sincos_{}", name(t)) : fname);
+      return fmt::format("qd_{}({})", fname, a);
+    };
+    switch (o) {
+      case ir::unary_op::neg:
+        if (t == dtype::u8) return fmt::format("((0u - {}) & 0xffu)", a);
+        if (t == dtype::u32) return fmt::format("(0u - {})", a);
+        return fmt::format("(-{})", a);
+      case ir::unary_op::logical_not: return fmt::format("(!{})", a);
+      case ir::unary_op::bit_not: return t == dtype::u8 ? fmt::format("(~{} & 0xffu)", a) : fmt::format("(~{})", a);
+      case ir::unary_op::sqrt: return fmt::format("sqrt({})", a);
+      case ir::unary_op::exp: return math("exp");
+      case ir::unary_op::log: return math("log");
+      case ir::unary_op::sin: return math("sin");
+      case ir::unary_op::cos: return math("cos");
+      case ir::unary_op::tanh: return math("tanh");
+      case ir::unary_op::abs:
+        if (is_float(t)) return fmt::format("abs({})", a);
+        if (t == dtype::i32 || t == dtype::i64) return fmt::format("({0} < {1} ? -{0} : {0})", a, glsl_zero(t));
+        return a;
+      case ir::unary_op::floor: return fmt::format("floor({})", a);
+      case ir::unary_op::ceil: return fmt::format("ceil({})", a);
+      case ir::unary_op::tan:
+      case ir::unary_op::asin:
+      case ir::unary_op::acos:
+      case ir::unary_op::rsqrt:
+      case ir::unary_op::log2:
+      case ir::unary_op::exp2:
+      case ir::unary_op::round:
+      case ir::unary_op::trunc:
+      case ir::unary_op::isnan:
+      case ir::unary_op::isinf:
+      case ir::unary_op::isfinite:
+      case ir::unary_op::popcnt:
+      case ir::unary_op::clz:
+      case ir::unary_op::ffs:
+      case ir::unary_op::bit_cast: throw internal_error("GLSL emitter: an unsupported unary op passed check_supported");
+    }
+    return a;
+  }
+
+  std::string binary(ir::binary_op o, dtype t, const std::string& a, const std::string& b) {
+    const dtype helper_type = t == dtype::u8 ? dtype::u32 : t;  // u8 values are uints below 256
+    switch (o) {
+      case ir::binary_op::add: return arithmetic(t, "+", a, b);
+      case ir::binary_op::sub: return arithmetic(t, "-", a, b);
+      case ir::binary_op::mul: return arithmetic(t, "*", a, b);
+      case ir::binary_op::div:
+        if (is_float(t)) return fmt::format("({} / {})", a, b);
+        need(fmt::format("div_{}", name(helper_type)));
+        return fmt::format("{}({}, {})", typed("div", helper_type), a, b);
+      case ir::binary_op::mod:
+        need(fmt::format("mod_{}", name(helper_type)));
+        return fmt::format("{}({}, {})", typed("mod", helper_type), a, b);
+      case ir::binary_op::min: return fmt::format("({0} < {1} ? {0} : {1})", a, b);
+      case ir::binary_op::max: return fmt::format("({0} > {1} ? {0} : {1})", a, b);
+      case ir::binary_op::pow:
+        need(t == dtype::f64 ? "pow_f64" : "pow_f32");
+        return fmt::format("qd_pow_{}({}, {})", name(t), a, b);
+      case ir::binary_op::bit_and: return fmt::format("({} & {})", a, b);
+      case ir::binary_op::bit_or: return fmt::format("({} | {})", a, b);
+      case ir::binary_op::bit_xor: return fmt::format("({} ^ {})", a, b);
+      case ir::binary_op::shl:
+      case ir::binary_op::shr: {
+        const std::string_view op = o == ir::binary_op::shl ? "<<" : ">>";
+        switch (t) {
+          case dtype::i32: return fmt::format("({} {} ({} & 31))", a, op, b);
+          case dtype::u32: return fmt::format("({} {} ({} & 31u))", a, op, b);
+          case dtype::i64: return fmt::format("({} {} int({} & 63l))", a, op, b);
+          case dtype::u8:
+            return o == ir::binary_op::shl ? fmt::format("(({} << ({} & 7u)) & 0xffu)", a, b)
+                                           : fmt::format("({} >> ({} & 7u))", a, b);
+          case dtype::boolean:
+          case dtype::f32:
+          case dtype::f64:
+          case dtype::i8:
+          case dtype::i16:
+          case dtype::u16:
+          case dtype::u64:
+          case dtype::f16: break;
+        }
+        throw internal_error("GLSL emitter: a shift of a non-integer");
+      }
+      case ir::binary_op::logical_and: return fmt::format("({} && {})", a, b);
+      case ir::binary_op::logical_or: return fmt::format("({} || {})", a, b);
+      case ir::binary_op::eq: return fmt::format("({} == {})", a, b);
+      case ir::binary_op::ne: return fmt::format("({} != {})", a, b);
+      case ir::binary_op::lt: return fmt::format("({} < {})", a, b);
+      case ir::binary_op::le: return fmt::format("({} <= {})", a, b);
+      case ir::binary_op::gt: return fmt::format("({} > {})", a, b);
+      case ir::binary_op::ge: return fmt::format("({} >= {})", a, b);
+      case ir::binary_op::atan2:
+      case ir::binary_op::fmod:
+      case ir::binary_op::floordiv:
+      case ir::binary_op::floormod: throw internal_error("GLSL emitter: an unsupported binary op passed check_supported");
+    }
+    return a;
+  }
+
+  std::string cast(dtype from, dtype to, const std::string& a) {
+    if (from == to) return a;
+    if (to == dtype::boolean) return fmt::format("({} != {})", a, glsl_zero(from));
+    if (is_float(from) && !is_float(to)) {
+      const std::string helper = fmt::format("to_{}_{}", name(to), name(from));
+      need(helper);
+      return fmt::format("qd_{}({})", helper, a);
+    }
+    if (to == dtype::i64 && from == dtype::i32) return fmt::format("qd_sext({})", a);
+    if (to == dtype::u8) {
+      if (from == dtype::boolean) return fmt::format("uint({})", a);
+      if (from == dtype::u32) return fmt::format("({} & 0xffu)", a);
+      return fmt::format("(uint({}) & 0xffu)", a);
+    }
+    return fmt::format("{}({})", glsl_type(to), a);
+  }
+
+  // A scalar parameter from its 64-bit word (the value's little-endian low bytes).
+  static std::string scalar(dtype t, std::int32_t param) {
+    const std::string bits = fmt::format("qd_params_ref(qd_push.params).scalars[{}]", param);
+    switch (t) {
+      case dtype::f32: return fmt::format("uintBitsToFloat(uint({}))", bits);
+      case dtype::f64: return fmt::format("uint64BitsToDouble({})", bits);
+      case dtype::i32: return fmt::format("int(uint({}))", bits);
+      case dtype::u32: return fmt::format("uint({})", bits);
+      case dtype::i64: return fmt::format("int64_t({})", bits);
+      case dtype::u8: return fmt::format("(uint({}) & 0xffu)", bits);
+      case dtype::boolean: return fmt::format("((uint({}) & 0xffu) != 0u)", bits);
+      case dtype::i8:
+      case dtype::i16:
+      case dtype::u16:
+      case dtype::u64:
+      case dtype::f16: break;
+    }
+    return bits;
+  }
+
+  void emit(ir::id i) {
+    const ir::node& n = fn_.at(i);
+    const std::string_view type = glsl_type(n.type);
+    switch (n.code) {
+      case ir::op::constant: declare(n, i, glsl_literal(n.type, n.imm)); break;
+      case ir::op::arg: declare(n, i, scalar(n.type, n.param)); break;
+      case ir::op::shape: line(fmt::format("int {} = int({}.shape[{}]);", v(i), array(n.param), n.imm)); break;
+      case ir::op::loop_index: break;  // declared by its loop
+      case ir::op::unary: declare(n, i, unary(static_cast<ir::unary_op>(n.sub), n.type, v(n.a))); break;
+      case ir::op::binary:
+        declare(n, i, binary(static_cast<ir::binary_op>(n.sub), fn_.at(n.a).type, v(n.a), v(n.b)));
+        break;
+      case ir::op::select: declare(n, i, fmt::format("({} ? {} : {})", v(n.a), v(n.b), v(n.c))); break;
+      case ir::op::fma: {  // one rounding: GLSL's fma() where the device fuses it, else emulated
+        const std::string f = target_.fused_fma ? "fma" : fmt::format("qd_fma_{}", name(n.type));
+        if (!target_.fused_fma) need(f.substr(3));
+        declare(n, i, fmt::format("{}({}, {}, {})", f, v(n.a), v(n.b), v(n.c)));
+        break;
+      }
+      case ir::op::cast: declare(n, i, cast(fn_.at(n.a).type, n.type, v(n.a))); break;
+      case ir::op::bound:
+        need("report");
+        line(fmt::format("int {} = qd_bound({}, {});", v(i), wide(n.a), n.imm));
+        break;
+      case ir::op::global_load: {
+        auto [address, guard] = element(i);
+        const std::string value = load(n.type, address, (n.flags & ir::access::is_volatile) != 0);
+        if (guard.empty()) {
+          declare(n, i, value);
+        } else {
+          declare(n, i, std::string(glsl_zero(n.type)));
+          line(fmt::format("if ({}) {} = {};", guard, v(i), value));
+        }
+        break;
+      }
+      case ir::op::global_store: {
+        auto [address, guard] = element(i);
+        const std::string s = store(n.type, address, v(n.a));
+        line(guard.empty() ? s : fmt::format("if ({}) {}", guard, s));
+        break;
+      }
+      case ir::op::global_atomic: {
+        auto [address, guard] = element(i);
+        const auto o = static_cast<ir::atomic_op>(n.sub);
+        declare(n, i, std::string(glsl_zero(n.type)));
+        if (!guard.empty()) line(fmt::format("if ({}) {{", guard));
+        if (n.flags & ir::access::owned) {  // demoted: this iteration owns the element
+          line(fmt::format("{} = {};", v(i), load(n.type, address, false)));
+          line(store(n.type, address, arithmetic(n.type, o == ir::atomic_op::add ? "+" : "-", v(i), v(n.a))));
+        } else {
+          line(fmt::format("{} = {}({}, {});", v(i), atomic_call(o, n.type), address, v(n.a)));
+        }
+        if (!guard.empty()) line("}");
+        break;
+      }
+      case ir::op::local_decl: line(fmt::format("{} {} = {};", type, var(i), v(n.a))); break;
+      case ir::op::local_load: declare(n, i, var(n.a)); break;
+      case ir::op::local_store: line(fmt::format("{} = {};", var(n.a), v(n.b))); break;
+      case ir::op::local_atomic: {
+        // A task-local variable is private to its invocation: a plain read-modify-write with
+        // the atomics' semantics (min keeps the old value unless v < old).
+        declare(n, i, var(n.a));
+        std::string updated;
+        switch (static_cast<ir::atomic_op>(n.sub)) {
+          case ir::atomic_op::add: updated = arithmetic(n.type, "+", v(i), v(n.b)); break;
+          case ir::atomic_op::sub: updated = arithmetic(n.type, "-", v(i), v(n.b)); break;
+          case ir::atomic_op::min: updated = fmt::format("({0} < {1} ? {0} : {1})", v(n.b), v(i)); break;
+          case ir::atomic_op::max: updated = fmt::format("({0} > {1} ? {0} : {1})", v(n.b), v(i)); break;
+          case ir::atomic_op::mul:
+          case ir::atomic_op::bit_and:
+          case ir::atomic_op::bit_or:
+          case ir::atomic_op::bit_xor:
+          case ir::atomic_op::exchange:
+          case ir::atomic_op::cas: throw internal_error("GLSL emitter: an unsupported atomic passed check_supported");
+        }
+        line(fmt::format("{} = {};", var(n.a), updated));
+        break;
+      }
+      // Temporaries are 8-byte slots; bool and u8 values are kept as 32-bit words.
+      case ir::op::temp_load: {
+        const std::string address = temp_address(n.imm);
+        if (n.type == dtype::boolean) declare(n, i, fmt::format("(qd_u32_ref({}).v != 0u)", address));
+        else if (n.type == dtype::u8) declare(n, i, fmt::format("(qd_u32_ref({}).v & 0xffu)", address));
+        else declare(n, i, fmt::format("{}({}).v", glsl_ref(n.type), address));
+        break;
+      }
+      case ir::op::temp_store: {
+        const std::string address = temp_address(n.imm);
+        if (n.type == dtype::boolean) line(fmt::format("qd_u32_ref({}).v = uint({});", address, v(n.a)));
+        else if (n.type == dtype::u8) line(fmt::format("qd_u32_ref({}).v = {};", address, v(n.a)));
+        else line(fmt::format("{}({}).v = {};", glsl_ref(n.type), address, v(n.a)));
+        break;
+      }
+      case ir::op::temp_atomic:
+        if (const chunk_reduction* r = reduction_of(n)) {
+          const std::string acc = fmt::format("qd_red.r{}", r - reductions_.data());
+          switch (r->op) {
+            case ir::atomic_op::add:
+            case ir::atomic_op::sub: line(fmt::format("{} = {};", acc, arithmetic(r->type, "+", acc, v(n.a)))); break;
+            // v first, as an atomic compares: a NaN never enters the accumulator.
+            case ir::atomic_op::min: line(fmt::format("{0} = ({1} < {0} ? {1} : {0});", acc, v(n.a))); break;
+            case ir::atomic_op::max: line(fmt::format("{0} = ({1} > {0} ? {1} : {0});", acc, v(n.a))); break;
+            case ir::atomic_op::mul:
+            case ir::atomic_op::bit_and:
+            case ir::atomic_op::bit_or:
+            case ir::atomic_op::bit_xor:
+            case ir::atomic_op::exchange:
+            case ir::atomic_op::cas: throw internal_error("GLSL emitter: an unsupported atomic passed check_supported");
+          }
+          break;
+        }
+        declare(n, i, fmt::format("{}({}, {})", atomic_call(static_cast<ir::atomic_op>(n.sub), n.type),
+                                  temp_address(n.imm), v(n.a)));
+        break;
+      case ir::op::range_for: {
+        const auto rank = static_cast<std::int32_t>(n.imm);
+        // GLSL has no goto: a break out of a rank-N loop sets a flag each level checks.
+        const bool flagged = rank > 1 && is_broken(i);
+        if (flagged) line(fmt::format("bool {} = false;", break_flag(i)));
+        for (std::int32_t d = 0; d < rank; ++d) {
+          const ir::id index = fn_.block(n.block0)[static_cast<std::size_t>(d)];
+          const std::string begin = rank == 1 ? v(n.a) : std::string("0");
+          const std::string end = rank == 1 ? v(n.b) : v(fn_.list(n, d));
+          line(fmt::format("for (int {0} = {1}; {0} < {2}; ++{0}) {{", v(index), begin, end));
+          ++indent_;
+        }
+        emit_block(n.block0, static_cast<std::size_t>(rank));
+        for (std::int32_t d = rank - 1; d >= 0; --d) {
+          --indent_;
+          line("}");
+          if (flagged && d > 0) line(fmt::format("if ({}) break;", break_flag(i)));
+        }
+        break;
+      }
+      case ir::op::if_:
+        line(fmt::format("if ({}) {{", v(n.a)));
+        ++indent_;
+        emit_block(n.block0);
+        --indent_;
+        if (!fn_.block(n.block1).empty()) {
+          line("} else {");
+          ++indent_;
+          emit_block(n.block1);
+          --indent_;
+        }
+        line("}");
+        break;
+      case ir::op::while_:
+        line("while (true) {");
+        ++indent_;
+        emit_block(n.block0);
+        line(fmt::format("if (!{}) break;", v(n.a)));
+        emit_block(n.block1);
+        --indent_;
+        line("}");
+        break;
+      case ir::op::random: {
+        const std::string helper = fmt::format("random_{}", name(n.type));
+        need(helper);
+        declare(n, i, fmt::format("qd_{}(qd_rng)", helper));
+        break;
+      }
+      case ir::op::continue_:
+        // The parallel loop's body is a function called per iteration.
+        line(n.a == parallel_loop_ ? "return;" : "continue;");
+        break;
+      case ir::op::break_:
+        if (fn_.at(n.a).code == ir::op::range_for && fn_.at(n.a).imm > 1)
+          line(fmt::format("{{ {} = true; break; }}", break_flag(n.a)));
+        else
+          line("break;");
+        break;
+      case ir::op::graph_mark: throw internal_error("GLSL emitter: a graph mark inside a task (marks are in no task)");
+      case ir::op::print: emit_print(n); break;
+    }
+  }
+
+  // One record in the print buffer; the host formats it from the task's markers.
+  void emit_print(const ir::node& n) {
+    need("print");
+    std::vector<glsl_print_piece> pieces;
+    std::vector<std::string> words;
+    for (std::int32_t k = 0; k < n.list_size; ++k) {
+      const std::int32_t item = fn_.list(n, k);
+      if (ir::is_text(item)) {
+        pieces.push_back({true, fn_.strings[static_cast<std::size_t>(ir::text_index(item))], dtype::i32});
+        continue;
+      }
+      const dtype t = fn_.at(item).type;
+      pieces.push_back({false, {}, t});
+      const std::string x = v(item);
+      switch (t) {
+        case dtype::f32: words.push_back(fmt::format("uint64_t(floatBitsToUint({}))", x)); break;
+        case dtype::f64: words.push_back(fmt::format("doubleBitsToUint64({})", x)); break;
+        case dtype::i32: words.push_back(fmt::format("uint64_t(qd_sext({}))", x)); break;
+        case dtype::boolean: words.push_back(fmt::format("({} ? 1ul : 0ul)", x)); break;
+        case dtype::u8:
+        case dtype::u32:
+        case dtype::i64: words.push_back(fmt::format("uint64_t({})", x)); break;
+        case dtype::i8:
+        case dtype::i16:
+        case dtype::u16:
+        case dtype::u64:
+        case dtype::f16: break;
+      }
+    }
+    const std::size_t site = prints_.size();
+    prints_.push_back(std::move(pieces));
+    line("{");
+    ++indent_;
+    line(fmt::format("uint qd_at = qd_print_alloc({}u);", words.size() + 1));
+    line("if (qd_at != 0xffffffffu) {");
+    ++indent_;
+    line("uint64_t qd_w = qd_push.print + 8ul + uint64_t(qd_at) * 8ul;");
+    for (std::size_t k = 0; k < words.size(); ++k) line(fmt::format("qd_u64_ref(qd_w + {}ul).v = {};", 8 * (k + 1), words[k]));
+    line(fmt::format("qd_u64_ref(qd_w).v = {}ul;", ((site + 1) << 32) | words.size()));
+    --indent_;
+    line("}");
+    --indent_;
+    line("}");
+  }
+
+  std::string break_flag(ir::id loop) const { return fmt::format("qd_break{}", number_[static_cast<std::size_t>(loop)]); }
+  bool is_broken(ir::id loop) const {
+    bool found = false;
+    ir::walk(fn_, fn_.at(loop).block0, [&](ir::id j, int) {
+      found |= fn_.at(j).code == ir::op::break_ && fn_.at(j).a == loop;
+    });
+    return found;
+  }
+
+  const lowered_task& t_;
+  const ir::function& fn_;
+  std::string_view entry_;
+  const glsl_options& options_;
+  const glsl_target& target_;
+  std::string_view what_;
+  std::vector<ir::id> number_;
+  ir::id parallel_loop_ = ir::none;
+  std::vector<chunk_reduction> reductions_;
+  std::vector<std::int32_t> arrays_;  // array parameters the task reaches, sorted
+  std::vector<std::string> helper_names_, helper_code_;
+  std::vector<std::vector<glsl_print_piece>> prints_;
+  glsl_task_info info_;
+  std::string code_;
+  int indent_ = 0;
+};
+
+}  // namespace detail
+
+QD_FUNC std::string emit_glsl_task(const lowered_task& t, std::string_view entry, const glsl_options& options,
+                                   std::string_view what) {
+  return detail::glsl_emitter(t, entry, options, what).run();
+}
+
+}  // namespace qd::codegen

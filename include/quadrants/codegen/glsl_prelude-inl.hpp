@@ -1,0 +1,50 @@
+// Implementation of codegen/glsl_prelude.hpp.
+#pragma once
+
+#include "quadrants/base/limits.hpp"
+#include "quadrants/codegen/glsl_prelude.hpp"
+#include "quadrants/base/format.hpp"
+
+namespace qd::inline v0::codegen {
+
+QD_FUNC std::string glsl_prelude(const glsl_target& t) {
+  std::string s =
+      "#version 460\n"
+      "/* Quadrants generated code: Vulkan compute shaders (GLSL 4.60 for SPIR-V 1.5). Each task is compiled\n"
+      "   on its own, with QD_TASK_<entry> defined. */\n"
+      "#extension GL_EXT_buffer_reference : require\n"
+      "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n";
+  if (t.int8_storage) s += "#extension GL_EXT_shader_8bit_storage : require\n";
+  if (t.i64_atomics) s += "#extension GL_EXT_shader_atomic_int64 : require\n";
+  if (t.f32_atomic_add || t.f64_atomic_add) s += "#extension GL_EXT_shader_atomic_float : require\n";
+  s += fmt::format(
+      "layout(push_constant) uniform qd_push_block {{\n"
+      "  uint64_t params; uint64_t temps; uint64_t error; uint64_t print; uint64_t rng_stream;\n"
+      "}} qd_push;\n"
+      "struct qd_array {{ uint64_t data; uint64_t grad; int64_t shape[{0}]; }};\n"
+      "layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer qd_params_ref {{\n"
+      "  qd_array arrays[{1}]; uint64_t scalars[{1}];\n"
+      "}};\n",
+      limits::max_ndim, limits::max_kernel_params);
+  // One element at an address, per type: qd_f32_ref(address).v; the volatile twin for
+  // qd::volatile_load.
+  auto ref = [&](const char* name, const char* type, int align) {
+    s += fmt::format("layout(buffer_reference, std430, buffer_reference_align = {2}) buffer qd_{0}_ref {{ {1} v; }};\n"
+                     "layout(buffer_reference, std430, buffer_reference_align = {2}) volatile buffer qd_{0}_vref {{ {1} "
+                     "v; }};\n",
+                     name, type, align);
+  };
+  // i32 to i64 by its two halves: Mesa 22.3's lavapipe miscompiles int64_t(i) < c when i is
+  // a 32-bit value it can see being widened (the comparison comes out false for i < 0).
+  s += "int64_t qd_sext(int v) { return packInt2x32(ivec2(v, v >> 31)); }\n";
+  ref("i32", "int", 4);
+  ref("u32", "uint", 4);
+  ref("i64", "int64_t", 8);
+  ref("u64", "uint64_t", 8);
+  ref("f32", "float", 4);
+  if (t.f64) ref("f64", "double", 8);
+  if (t.int8_storage) ref("u8", "uint8_t", 1);
+  return s;
+}
+
+}  // namespace qd::codegen

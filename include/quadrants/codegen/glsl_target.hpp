@@ -1,0 +1,42 @@
+// What a Vulkan device offers generated GLSL: its optional types and atomics. The
+// emitter reads it, and its key() is part of the cache key of every shader.
+#pragma once
+
+#include <string>
+
+namespace qd::inline v0::codegen {
+
+// Every device the Vulkan backend accepts has 64-bit integers (shaderInt64) and buffer
+// device addresses; the rest is optional.
+struct glsl_target {
+  bool f64 = false;             // shaderFloat64: f64 values (else a qd::user_error naming it)
+  bool int8_storage = false;    // storageBuffer8BitAccess: u8 arrays as bytes (else through their 32-bit words)
+  bool i64_atomics = false;     // shaderBufferInt64Atomics: i64 atomics, and f64 ones as 64-bit compare-and-swap
+  bool f32_atomic_add = false;  // shaderBufferFloat32AtomicAdd (VK_EXT_shader_atomic_float): native f32 add
+  bool f64_atomic_add = false;  // shaderBufferFloat64AtomicAdd: native f64 add
+  bool fused_fma = false;       // fma() rounds once (GPUs); else qd::fma is emulated exactly (lavapipe)
+  // Reported for completeness: no dtype needs them yet, so they are not in the key.
+  bool f16 = false;              // shaderFloat16 and storageBuffer16BitAccess
+  bool int8_arithmetic = false;  // shaderInt8 (u8 arithmetic is done in 32 bits)
+  unsigned max_workgroup_size = 128;  // maxComputeWorkGroupSize[0] and maxComputeWorkGroupInvocations
+  unsigned subgroup_size = 0;
+
+  // The features the generated code depends on, e.g. "f64 i8s i64a f32add".
+  std::string key() const {
+    std::string k;
+    auto add = [&](bool on, const char* name) {
+      if (!on) return;
+      if (!k.empty()) k += ' ';
+      k += name;
+    };
+    add(f64, "f64");
+    add(int8_storage, "i8s");
+    add(i64_atomics, "i64a");
+    add(f32_atomic_add, "f32add");
+    add(f64_atomic_add, "f64add");
+    add(fused_fma, "ffma");
+    return k.empty() ? "baseline" : k;
+  }
+};
+
+}  // namespace qd::codegen

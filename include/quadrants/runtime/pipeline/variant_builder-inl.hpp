@@ -1,0 +1,263 @@
+// Implementation of runtime/pipeline/variant_builder.hpp.
+#pragma once
+
+#include <algorithm>
+#include <string_view>
+
+#include "quadrants/base/error.hpp"
+#include "quadrants/base/limits.hpp"
+#include "quadrants/cache/code_cache.hpp"
+#include "quadrants/cache/key_recipe.hpp"
+#include "quadrants/codegen/cpp_emitter.hpp"
+#include "quadrants/codegen/lower.hpp"
+#include "quadrants/base/format.hpp"
+#include "quadrants/codegen/reductions.hpp"
+#include "quadrants/ir/printer.hpp"
+#include "quadrants/ir/walk.hpp"
+#include "quadrants/runtime/diagnostics/debug_dump.hpp"
+#include "quadrants/runtime/diagnostics/dump_path.hpp"
+#include "quadrants/runtime/pipeline/variant_builder.hpp"
+
+namespace qd::inline v0::detail {
+
+QD_FUNC bool has_op(const ir::function& fn, ir::op code) {
+  bool found = false;
+  ir::walk(fn, 0, [&](ir::id i, int) { found |= fn.at(i).code == code; });
+  return found;
+}
+
+// A variant's schedule (analysis/graph.hpp); a graph kernel walks one even without marks
+// (its tasks, in order), so that a GPU records them as a device graph.
+QD_FUNC std::vector<analysis::schedule_step> schedule_of(const kernel_state& k, const analysis::task_plan& plan) {
+  std::vector<analysis::schedule_step> s = analysis::build_schedule(k.ir, k.structure, plan.tasks);
+  if (s.empty() && k.graph)
+    for (std::size_t t = 0; t < plan.tasks.size(); ++t) s.push_back({.is_task = true, .task = static_cast<std::int32_t>(t)});
+  return s;
+}
+
+// Random streams are numbered by construct (or, outside constructs, by the serial run's
+// first statement), so every variant draws alike.
+QD_FUNC std::uint64_t rng_salt(const analysis::task& t) {
+  return t.construct >= 0 ? static_cast<std::uint64_t>(t.construct)
+                          : 0x100000000ull + static_cast<std::uint64_t>(t.run >= 0 ? t.run : 0);
+}
+
+// A task ready to launch from `module`; takes the task's parameter map.
+QD_FUNC compiled_task launchable_task(const backend::loaded_module& module, const std::string& entry,
+                                      codegen::lowered_task& t, const analysis::task& planned) {
+  compiled_task c;
+  c.entry = module.entry(entry);
+  c.parallel = t.parallel;
+  c.rng_salt = rng_salt(planned);
+  c.construct = planned.construct;
+  c.draws_random = has_op(t.fn, ir::op::random);
+  if (t.parallel) c.block_dim = static_cast<unsigned>(std::max(0, t.fn.at(t.fn.block(0).back()).param));
+  c.param_map = std::move(t.param_map);
+  return c;
+}
+
+// The global temporaries of the whole variant, or the split's persisted buffer: one per
+// variant, held by a launch for its duration (launch-inl.hpp, temps_turn). Under
+// compile_only nothing runs (and a GPU backend has no device memory).
+// `scratch`: bytes after the slots for deterministic GPU reductions, zeroed (their tickets).
+QD_FUNC void allocate_temporaries(program& p, const analysis::task_plan& plan, variant& v, std::size_t scratch) {
+  if ((plan.temps.empty() && scratch == 0) || p.config().compile_only) return;
+  const std::size_t slots = static_cast<std::size_t>(limits::temp_slot_count) * limits::temp_slot_bytes;
+  v.temps = p.device().allocate(slots + scratch);
+  if (scratch > 0) {
+    const std::vector<unsigned char> zeros(scratch, 0);
+    p.device().copy_from_host(static_cast<unsigned char*>(v.temps) + slots, zeros.data(), scratch);
+  }
+}
+
+// Whether a GPU combines this program's reductions in a fixed order (deterministic_reductions;
+// the CPU and the reference backend always do, whatever the generated code says).
+QD_FUNC bool deterministic_gpu_reductions(const program& p) {
+  const qd::arch a = p.backend().arch;
+  return p.config().deterministic_reductions && a != qd::arch::cpu && a != qd::arch::reference;
+}
+
+// Whether a lowered task is a loop with reductions into global temporaries (codegen/reductions.hpp).
+QD_FUNC bool has_chunk_reductions(const codegen::lowered_task& t) {
+  return t.parallel && !codegen::find_chunk_reductions(t.fn, t.fn.at(t.fn.block(0).back()).block0).empty();
+}
+
+// ---- Lower: each task of a plan as standalone IR, then as the backend's code.
+
+struct lowered_variant {
+  std::vector<codegen::lowered_task> ir;  // one per task of the plan
+  std::vector<cache::task_code> code;     // the same tasks as the backend's code (pointing into `ir`)
+  std::vector<cache::key> keys;           // the split's offload keys, one per task
+  std::size_t reduction_scratch = 0;      // bytes after the temporaries for deterministic GPU reductions
+};
+
+// A task's launch metadata, as the cache records it and checks it on a hit.
+QD_FUNC cache::task_record task_record_of(const codegen::lowered_task& t, const std::string& entry,
+                                          std::vector<std::int32_t> params) {
+  return {entry, t.parallel, has_op(t.fn, ir::op::print), std::move(params)};
+}
+
+QD_FUNC std::vector<codegen::lowered_task> lower_all(const kernel_state& k, const analysis::task_plan& plan) {
+  std::vector<codegen::lowered_task> lowered;
+  lowered.reserve(plan.tasks.size());
+  for (const auto& t : plan.tasks) {
+    lowered.push_back(codegen::lower_task(k.ir, k.structure, t, plan));
+    if constexpr (checked_build) codegen::verify(lowered.back());
+  }
+  return lowered;
+}
+
+// The whole kernel: one module, its entry points named by task index; records carry the
+// kernel's parameter numbering.
+QD_FUNC lowered_variant lower_whole(const kernel_state& k, program& p, const analysis::task_plan& plan) {
+  lowered_variant v;
+  v.ir = lower_all(k, plan);
+  for (std::size_t t = 0; t < v.ir.size(); ++t) {
+    cache::task_code c;
+    c.task = &v.ir[t];
+    c.entry = fmt::format("qd_task{}", t);
+    codegen::emit_options options{.bounds_checks = p.config().check_out_of_bound, .kernel = k.name};
+    // Tasks of a whole kernel may run at once (concurrent regions): each its own scratch.
+    if (deterministic_gpu_reductions(p) && has_chunk_reductions(v.ir[t])) {
+      options.deterministic_reductions = true;
+      options.reduction_scratch_offset = v.reduction_scratch;
+      v.reduction_scratch += codegen::gpu_reduction_scratch_bytes;
+    }
+    c.code = p.device().emit(v.ir[t], c.entry, options);
+    c.record = task_record_of(v.ir[t], c.entry, v.ir[t].param_map);
+    v.code.push_back(std::move(c));
+  }
+  return v;
+}
+
+// The split: each task keyed on its own IR and code, written with a placeholder entry
+// point that is then replaced by one derived from the key (identical offloads share it).
+// An offload is compiled from its own parameters, numbered in first-use order.
+QD_FUNC lowered_variant lower_split(const kernel_state& k, program& p, const analysis::task_plan& plan) {
+  lowered_variant v;
+  v.ir = lower_all(k, plan);
+  const std::string_view placeholder = cache::offload_entry_placeholder;
+  for (std::size_t t = 0; t < v.ir.size(); ++t) {
+    cache::task_code c;
+    c.task = &v.ir[t];
+    // A split kernel's tasks run one after another: every one uses the scratch region at 0.
+    const bool det = deterministic_gpu_reductions(p) && has_chunk_reductions(v.ir[t]);
+    if (det) v.reduction_scratch = codegen::gpu_reduction_scratch_bytes;
+    c.code = p.device().emit(v.ir[t], placeholder,
+                             {.bounds_checks = p.config().check_out_of_bound, .kernel = k.name, .deterministic_reductions = det});
+    v.keys.push_back(cache::offload_key(p.code().environment(), v.ir[t].fn, c.code));
+    c.entry = cache::offload_entry(v.keys.back());
+    for (std::size_t at = c.code.find(placeholder); at != std::string::npos; at = c.code.find(placeholder, at))
+      c.code.replace(at, placeholder.size(), c.entry);
+    std::vector<std::int32_t> identity(v.ir[t].fn.params.size());
+    for (std::size_t i = 0; i < identity.size(); ++i) identity[i] = static_cast<std::int32_t>(i);
+    c.record = task_record_of(v.ir[t], c.entry, std::move(identity));
+    v.code.push_back(std::move(c));
+  }
+  return v;
+}
+
+// print_ir: each task's lowered IR and, when the backend has source to show, the code of
+// each task as it stands alone (a program of one task) under <kernel>/<variant>/.
+QD_FUNC void dump_tasks(const program& p, const kernel_state& k, std::string_view variant, const lowered_variant& v) {
+  const std::string_view ext = p.backend().source_extension;
+  for (std::size_t t = 0; t < v.ir.size(); ++t) {
+    dump_debug_file(p.config(), k.name, fmt::format("{}/task_{}.ir.txt", variant, t), ir::to_text(v.ir[t].fn));
+    if (!ext.empty())
+      dump_debug_file(p.config(), k.name, fmt::format("{}/task_{}.{}", variant, t, ext),
+                      p.device().program(std::vector<std::string>{v.code[t].code}));
+  }
+}
+
+// print_ir: a program's text, when the backend has source to show.
+QD_FUNC void dump_program(const program& p, const kernel_state& k, std::string_view stem, const std::string& text) {
+  const std::string_view ext = p.backend().source_extension;
+  if (!ext.empty()) dump_debug_file(p.config(), k.name, fmt::format("{}.{}", stem, ext), text);
+}
+
+// ---- The variants: plan, lower, resolve.
+
+QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& counts) {
+  // Plan.
+  analysis::task_plan plan = analysis::plan_whole_kernel(k.ir, k.structure);
+  if (plan.temps_needed > static_cast<std::size_t>(limits::temp_slot_count))
+    throw user_error(fmt::format("kernel '{}': {} top-level values cross constructs; at most {} fit in the global "
+                                 "temporaries. Split the kernel into several kernels",
+                                 k.name, plan.temps_needed, limits::temp_slot_count));
+  v.device = p.device_ptr();
+  // Lower. The key covers the IR and the code generated from it, so a change in the code
+  // generator is a different key, never stale native code.
+  lowered_variant lowered = lower_whole(k, p, plan);
+  std::string body;
+  std::vector<std::string> codes;
+  for (const cache::task_code& c : lowered.code) {
+    body += c.code;
+    codes.push_back(c.code);
+  }
+  const int constructs = static_cast<int>(k.structure.constructs.size());
+  cache::kernel_record record{cache::kernel_key(p.code().environment(), k.ir, body),
+                              static_cast<std::uint32_t>(constructs), !plan.temps.empty(), {}};
+  for (const cache::task_code& c : lowered.code) record.tasks.push_back(c.record);
+  const bool dump = p.config().print_ir;
+  if (dump) {
+    dump_tasks(p, k, "whole", lowered);
+    // Dumped even when the code comes from a cache: its key covers this text.
+    dump_program(p, k, "whole/program", p.device().program(codes));
+  }
+  // Resolve.
+  cache::task_module m = p.code().resolve_kernel(record.module, record, lowered.code, fmt::format("kernel '{}'", k.name));
+  if (m.origin == cache::code_origin::built) {
+    counts.compiled = constructs;
+    counts.tasks_compiled = static_cast<int>(lowered.ir.size());
+  } else {
+    if (m.origin == cache::code_origin::loaded) counts.loaded = constructs;
+    if (dump) log_nothing_dumped(k.name);  // from memory or a cache tier: nothing was compiled
+  }
+  for (std::size_t t = 0; t < lowered.ir.size(); ++t)
+    v.tasks.push_back(launchable_task(*m.module, lowered.code[t].entry, lowered.ir[t], plan.tasks[t]));
+  v.modules.push_back(std::move(m.module));
+  counts.records.push_back(record.module);
+  counts.tasks = static_cast<int>(lowered.ir.size());
+  v.schedule = schedule_of(k, plan);
+  allocate_temporaries(p, plan, v, lowered.reduction_scratch);
+}
+
+QD_FUNC void dump_split_preview(const kernel_state& k, program& p, const analysis::task_plan& plan) {
+  dump_tasks(p, k, "split", lower_split(k, p, plan));
+  dump_debug_file(p.config(), k.name, "split/about.txt",
+                  "The per-offload (split) variant this kernel would use without print_ir or kernel_coverage.\n"
+                  "It was not compiled: a diagnostic mode keeps the kernel whole (fallback 'diagnostic').\n");
+}
+
+QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan& plan, variant& v,
+                         build_counts& counts) {
+  v.device = p.device_ptr();
+  // Lower.
+  lowered_variant lowered = lower_split(k, p, plan);
+  const bool dump = p.config().print_ir;
+  if (dump) dump_tasks(p, k, "split", lowered);
+  // Resolve: the misses as compiler programs, as many as may run at once.
+  const std::size_t programs = p.device().traits().concurrent_compile
+                                   ? static_cast<std::size_t>(std::max(1, p.config().num_compile_threads))
+                                   : 1;
+  cache::code_cache::program_hook on_program;
+  if (dump)
+    on_program = [&](std::size_t g, const std::string& text) {
+      dump_program(p, k, fmt::format("split/program_{}", g), text);
+    };
+  std::vector<cache::task_module> modules =
+      p.code().resolve_offloads(lowered.keys, lowered.code, programs, fmt::format("kernel '{}'", k.name), on_program);
+  for (std::size_t t = 0; t < lowered.ir.size(); ++t) {
+    if (modules[t].origin == cache::code_origin::built) ++counts.compiled;
+    if (modules[t].origin == cache::code_origin::loaded) ++counts.loaded;
+    v.tasks.push_back(launchable_task(*modules[t].module, lowered.code[t].entry, lowered.ir[t], plan.tasks[t]));
+    v.modules.push_back(std::move(modules[t].module));
+    counts.records.push_back(lowered.keys[t]);
+  }
+  counts.tasks = static_cast<int>(lowered.ir.size());
+  counts.tasks_compiled = counts.compiled;
+  v.schedule = schedule_of(k, plan);
+  allocate_temporaries(p, plan, v, lowered.reduction_scratch);
+}
+
+}  // namespace qd::detail
