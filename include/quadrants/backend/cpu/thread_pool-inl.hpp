@@ -110,7 +110,12 @@ QD_FUNC bool thread_pool::dispatch(std::int64_t begin, std::int64_t end, std::in
   generation_.fetch_add(1, std::memory_order_release);
   generation_.notify_all();
   run_chunks();
-  while (remaining_.load(std::memory_order_acquire) != 0) detail::cpu_relax();
+  // A worker that lost its core (more runnable threads than cores) finishes only when it
+  // gets one back: after a short spin, yield ours instead of spinning out the time slice.
+  for (int k = 0; remaining_.load(std::memory_order_acquire) != 0; ++k) {
+    if (k < 1024) detail::cpu_relax();
+    else std::this_thread::yield();
+  }
   busy_.store(false, std::memory_order_release);
   return true;
 }
