@@ -17,7 +17,7 @@
 
 #include <quadrants/algorithms.hpp>
 
-#include "algorithms/arches.hpp"
+#include "support/arches.hpp"
 
 namespace {
 

@@ -1,5 +1,6 @@
-// The backends the algorithm tests run on (CPU with 1 and 2 threads, the reference backend,
-// the GPUs) and start<A>(), which reports a missing GPU as a skipped test, saying why.
+// The backends the simulation library's tests run on (CPU with 1 and 2 threads, the
+// reference backend, the GPUs) and start<A>(), which reports a missing GPU as a skipped
+// test, saying why.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -39,9 +40,12 @@ struct on_amdgpu {
 // Starts a program; a GPU that is missing reports the test skipped (the CPU and the
 // reference backend are always there: their failure is an error).
 template <class A>
-bool start() {
+bool start(qd::config c = {}) {
+  c.arch = A::arch;
+  c.enable_fallback = false;
+  c.cpu_max_num_threads = A::threads;
   try {
-    qd::init({.arch = A::arch, .enable_fallback = false, .cpu_max_num_threads = A::threads});
+    qd::init(c);
     return true;
   } catch (const qd::error& e) {
     if (A::arch == qd::arch::cpu || A::arch == qd::arch::reference) throw;
