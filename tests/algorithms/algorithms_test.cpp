@@ -26,13 +26,20 @@ namespace alg = qd::algorithms;
 
 using namespace qd_algorithm_test;
 
-// The interpreter runs an iteration per node visit: it gets the small sizes only.
+// The interpreter runs an iteration per node visit: it gets the small sizes only. The
+// GPUs (emulated on the CPU in the tests) tile by 1024: one tile and a bit, and nine.
 template <class A>
 std::vector<std::int64_t> sizes() {
   if (A::arch == qd::arch::reference) return {0, 1, 2, 7, 300, 4097};
-  if (A::arch != qd::arch::cpu) return {0, 1, 7, 1000, 70001};
+  if (A::arch != qd::arch::cpu) return {0, 1, 7, 1025, 9001};
   return {0, 1, 2, 7, 4095, 4096, 4097, 65537, 200003};
 }
+
+// The CPU and the reference backend run every element type; the GPUs (emulated on the
+// CPU in the tests: every kernel compiled again, and checked by the real NVRTC or hipRTC)
+// one type of each kind the device code treats differently, for each algorithm.
+template <class A>
+constexpr bool every_type = A::arch == qd::arch::cpu || A::arch == qd::arch::reference;
 
 template <class T>
 std::vector<T> random_values(std::int64_t n, std::uint64_t seed) {
@@ -140,20 +147,22 @@ void reductions_of_type() {
 
 TEST_CASE_TEMPLATE("exclusive and inclusive scans agree with std, in place too", A, QD_ALGORITHM_ARCHES) {
   if (!start<A>()) return;
-  scans_of_type<A, std::int32_t>();
-  scans_of_type<A, std::uint32_t>();
   scans_of_type<A, std::int64_t>();
   scans_of_type<A, float>();
+  if constexpr (!every_type<A>) return;
+  scans_of_type<A, std::int32_t>();
+  scans_of_type<A, std::uint32_t>();
   scans_of_type<A, double>();
 }
 
 TEST_CASE_TEMPLATE("reduce, reduce_min and reduce_max agree with std; empty arrays", A, QD_ALGORITHM_ARCHES) {
   if (!start<A>()) return;
-  reductions_of_type<A, std::int32_t>();
   reductions_of_type<A, std::uint32_t>();
+  reductions_of_type<A, double>();
+  if constexpr (!every_type<A>) return;
+  reductions_of_type<A, std::int32_t>();
   reductions_of_type<A, std::int64_t>();
   reductions_of_type<A, float>();
-  reductions_of_type<A, double>();
 }
 
 TEST_CASE("reduce_min and reduce_max skip NaNs") {
@@ -226,7 +235,7 @@ void select_of_types() {
 TEST_CASE_TEMPLATE("select keeps the flagged elements in order, as std::copy_if", A, QD_ALGORITHM_ARCHES) {
   if (!start<A>()) return;
   select_of_types<A, float, std::int32_t>();
-  select_of_types<A, std::int64_t, std::uint8_t>();
+  if constexpr (every_type<A>) select_of_types<A, std::int64_t, std::uint8_t>();
 }
 
 TEST_CASE("select: bad arguments are qd::user_errors, before anything is written") {
@@ -300,7 +309,7 @@ void reduce_by_key_of_types() {
 TEST_CASE_TEMPLATE("reduce_by_key sums runs of equal keys, as a plain loop", A, QD_ALGORITHM_ARCHES) {
   if (!start<A>()) return;
   reduce_by_key_of_types<A, std::int32_t, float>();
-  reduce_by_key_of_types<A, std::int64_t, std::int32_t>();
+  if constexpr (every_type<A>) reduce_by_key_of_types<A, std::int64_t, std::int32_t>();
 }
 
 TEST_CASE("reduce_by_key: NaN keys are runs of their own, -0.0 joins +0.0; bad arguments") {
@@ -406,11 +415,12 @@ void sorts_of_type() {
 
 TEST_CASE_TEMPLATE("sort and sort_by_key agree with std::stable_sort for every key type", A, QD_ALGORITHM_ARCHES) {
   if (!start<A>()) return;
+  sorts_of_type<A, std::int64_t>();
+  sorts_of_type<A, float>();
+  if constexpr (!every_type<A>) return;
   sorts_of_type<A, std::int32_t>();
   sorts_of_type<A, std::uint32_t>();
-  sorts_of_type<A, std::int64_t>();
   sorts_of_type<A, std::uint64_t>();
-  sorts_of_type<A, float>();
   sorts_of_type<A, double>();
 }
 
