@@ -4,6 +4,7 @@
 
 #include "backend/suite_kernels.hpp"
 #include "backend/suite_kernels_lang.hpp"
+#include "backend/suite_kernels_linalg.hpp"
 #include "backend/suite_kernels_math.hpp"
 #include "backend/suite_kernels_vec.hpp"
 
@@ -70,6 +71,7 @@ std::vector<compiled_kernel_result> compile_suite_kernels() {
   add("copy_after_snapshot", k::copy_after_snapshot());
   add("vec_ops", k::vec_ops());
   add("mat_ops", k::mat_ops());
+  add("linalg", k::linalg());
   add("vec_vars", k::vec_vars());
   add("vec_elements", k::vec_elements());
   add("mixed_updates", k::mixed_updates());

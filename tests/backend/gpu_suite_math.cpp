@@ -1,8 +1,10 @@
 // The per-backend suite (gpu_suite_test.cpp), continued: the third wave's language
 // (short circuits, assertions, template arguments, arrays of structs) and its math,
-// bit functions, integer division, atomics and narrow types, each against plain C++.
+// bit functions, integer division, atomics and narrow types, and the per-thread linear
+// algebra, each against plain C++.
 #include "backend/gpu_suite.hpp"
 #include "backend/suite_kernels_lang.hpp"
+#include "backend/suite_kernels_linalg.hpp"
 #include "backend/suite_kernels_math.hpp"
 
 // The third wave's language (SPEC §13.4-§13.6): backend/suite_kernels_lang.hpp.
@@ -81,4 +83,10 @@ QD_SUITE_CASE("suite: i8, i16, u16, u64 and f16 as arrays, scalars, variables, c
   check_histogram<std::int16_t>();
   check_histogram<std::uint64_t>();
   check_histogram<qd::half>();
+}
+
+// Per-thread linear algebra (SPEC §13.7): backend/suite_kernels_linalg.hpp.
+QD_SUITE_CASE("suite: per-thread svd, polar_decompose, sym_eig, make_spd and solve in f32 and f64", A, QD_SUITE_ARCHES) {
+  if (!start<A>()) return;
+  linalg_checks::check_linalg();
 }

@@ -11,3 +11,8 @@ set_tests_properties(examples/nbody PROPERTIES ENVIRONMENT "XDG_CACHE_HOME=${CMA
 # The autodiff example (issue 12): it exits non-zero unless the fitted stiffness is the true one.
 add_test(NAME examples/spring_fit COMMAND spring_fit)
 set_tests_properties(examples/spring_fit PROPERTIES PASS_REGULAR_EXPRESSION "fitted stiffness 4\\.0000" TIMEOUT 300)
+# The SPH example (qd::hash_grid, qd::solve, qd::algorithms::reduce and reduce_max) checks
+# itself against the same steps in plain C++.
+add_test(NAME examples/sph COMMAND sph 1000 8)
+set_tests_properties(examples/sph PROPERTIES ENVIRONMENT "XDG_CACHE_HOME=${CMAKE_CURRENT_BINARY_DIR}/cache/sph"
+                                             PASS_REGULAR_EXPRESSION "agrees with plain C\\+\\+" TIMEOUT 300)

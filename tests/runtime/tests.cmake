@@ -30,6 +30,11 @@ target_compile_definitions(runtime_remote_cache_test PRIVATE QD_KERNEL_WORKER="$
 add_dependencies(runtime_remote_cache_test remote_worker)
 set_tests_properties(runtime/remote_cache PROPERTIES TIMEOUT 300)
 qd_add_test(runtime vec)  # qd::vec / qd::mat (SPEC §11.1) on the CPU and reference backends
+# Per-thread linear algebra (SPEC §13.7) against Eigen (libeigen3-dev).
+find_package(Eigen3 3.3 REQUIRED NO_MODULE)
+qd_add_test(runtime linalg LIBS Eigen3::Eigen)
+# Deterministic reductions (SPEC §14.3): bits across CPU thread counts, the reference, GPUs.
+qd_add_test(runtime reductions)
 
 # Reverse-mode autodiff (issue 12): kernel.grad and qd::ad::tape on the CPU and the reference.
 qd_add_test(runtime autodiff)

@@ -12,6 +12,7 @@
 #include "quadrants/backend/gpu_task_params.hpp"
 #include "quadrants/base/limits.hpp"
 #include "quadrants/codegen/prelude.hpp"
+#include "quadrants/codegen/reductions.hpp"
 
 namespace qd::inline v0::backend {
 
@@ -62,6 +63,30 @@ QD_FN qd_i32 qd_bound(const qd_ctx* ctx, qd_i64 value, qd_i32 on_overflow) {
   if (atomicCAS((unsigned long long*)ctx->error, 0ull, 2ull) == 0ull) ctx->error[3] = value;
   return on_overflow;
 }
+/* One iteration of a parallel task: linear index qd_k of its row-major space. */
+#define QD_GPU_ITERATION(entry, RANK, qd_k)                                                                \
+  if (RANK == 1) {                                                                                         \
+    entry##_body(ctx, qd_f, &qd_red, (qd_i32)(qd_f.qd_base + qd_k), 0, 0, 0);                              \
+  } else {                                                                                                 \
+    qd_i32 qd_ix[QD_MAX_NDIM] = {0, 0, 0, 0};                                                              \
+    if (qd_f.qd_count <= 0xffffffffll) { /* 32-bit division where the space allows it */                  \
+      qd_u32 qd_r = (qd_u32)qd_k;                                                                          \
+      for (int qd_d = RANK - 1; qd_d > 0; --qd_d) {                                                        \
+        const qd_u32 qd_n = (qd_u32)qd_f.qd_dims[qd_d];                                                    \
+        qd_ix[qd_d] = (qd_i32)(qd_r % qd_n);                                                               \
+        qd_r /= qd_n;                                                                                      \
+      }                                                                                                    \
+      qd_ix[0] = (qd_i32)qd_r;                                                                             \
+    } else {                                                                                               \
+      qd_i64 qd_r = qd_k;                                                                                  \
+      for (int qd_d = RANK - 1; qd_d > 0; --qd_d) {                                                        \
+        qd_ix[qd_d] = (qd_i32)(qd_r % qd_f.qd_dims[qd_d]);                                                 \
+        qd_r /= qd_f.qd_dims[qd_d];                                                                        \
+      }                                                                                                    \
+      qd_ix[0] = (qd_i32)qd_r;                                                                             \
+    }                                                                                                      \
+    entry##_body(ctx, qd_f, &qd_red, qd_ix[0], qd_ix[1], qd_ix[2], qd_ix[3]);                              \
+  }
 /* One launch per task: every thread evaluates the prologue, then a grid-stride
    loop over [0, qd_count); a thread reduces into its own accumulators and
    flushes them once, if it ran any iteration. Indices are row-major. */
@@ -78,31 +103,73 @@ QD_FN qd_i32 qd_bound(const qd_ctx* ctx, qd_i64 value, qd_i32 on_overflow) {
     entry##_red qd_red;                                                                                    \
     entry##_red_init(&qd_red);                                                                             \
     /* Not unrolled: NVVM's 4x unrolling doubles ptxas's time per construct. */                           \
-    _Pragma("unroll 1") for (; qd_k < qd_f.qd_count; qd_k += qd_stride) {                                  \
-      if (RANK == 1) {                                                                                     \
-        entry##_body(ctx, qd_f, &qd_red, (qd_i32)(qd_f.qd_base + qd_k), 0, 0, 0);                          \
-        continue;                                                                                          \
-      }                                                                                                    \
-      qd_i32 qd_ix[QD_MAX_NDIM] = {0, 0, 0, 0};                                                                      \
-      if (qd_f.qd_count <= 0xffffffffll) { /* 32-bit division where the space allows it */                \
-        qd_u32 qd_r = (qd_u32)qd_k;                                                                        \
-        for (int qd_d = RANK - 1; qd_d > 0; --qd_d) {                                                      \
-          const qd_u32 qd_n = (qd_u32)qd_f.qd_dims[qd_d];                                                  \
-          qd_ix[qd_d] = (qd_i32)(qd_r % qd_n);                                                             \
-          qd_r /= qd_n;                                                                                    \
-        }                                                                                                  \
-        qd_ix[0] = (qd_i32)qd_r;                                                                           \
-      } else {                                                                                             \
-        qd_i64 qd_r = qd_k;                                                                                \
-        for (int qd_d = RANK - 1; qd_d > 0; --qd_d) {                                                      \
-          qd_ix[qd_d] = (qd_i32)(qd_r % qd_f.qd_dims[qd_d]);                                               \
-          qd_r /= qd_f.qd_dims[qd_d];                                                                      \
-        }                                                                                                  \
-        qd_ix[0] = (qd_i32)qd_r;                                                                           \
-      }                                                                                                    \
-      entry##_body(ctx, qd_f, &qd_red, qd_ix[0], qd_ix[1], qd_ix[2], qd_ix[3]);                            \
-    }                                                                                                      \
+    _Pragma("unroll 1") for (; qd_k < qd_f.qd_count; qd_k += qd_stride) { QD_GPU_ITERATION(entry, RANK, qd_k) } \
     entry##_red_flush(ctx, &qd_red);                                                                       \
+  }
+/* A loop with reductions into top-level variables. DET 0: as any loop (each thread
+   flushes its accumulators with atomics: the order varies from run to run). DET 1
+   (deterministic_reductions): fixed chunks of the space (their size a function of the
+   count), one block per chunk at a time, its threads' accumulators combined in a fixed
+   tree in shared memory; each chunk's partial goes to the scratch region after the global
+   temporaries (at offset SCRATCH: a ticket, then the partials), and the last block to
+   finish combines them in a fixed pairwise tree and flushes. Same bits run to run. */
+QD_FN qd_i64 qd_reduction_chunk_size(qd_i64 count, qd_i64 max_chunks, qd_i64 min_chunk) {
+  const qd_i64 even = (count + max_chunks - 1) / max_chunks;
+  return even > min_chunk ? even : min_chunk;
+}
+/* A loop whose body holds a loop: the CPU spreads its iterations more finely; here alike. */
+#define QD_PARALLEL_NESTED_TASK(entry, RANK, BLOCK) QD_PARALLEL_TASK_BLOCK(entry, RANK, BLOCK)
+/* CHUNK_MIN (heavy iterations on the CPU) does not change the GPU's chunks. */
+#define QD_PARALLEL_REDUCE_TASK(entry, RANK, BLOCK, DET, SCRATCH, CHUNK_MIN) QD_PARALLEL_REDUCE_TASK_##DET(entry, RANK, BLOCK, SCRATCH)
+#define QD_PARALLEL_REDUCE_TASK_0(entry, RANK, BLOCK, SCRATCH) QD_PARALLEL_TASK_BLOCK(entry, RANK, BLOCK)
+#define QD_PARALLEL_REDUCE_TASK_1(entry, RANK, BLOCK, SCRATCH)                                             \
+  extern "C" __global__ void __launch_bounds__(BLOCK) entry(const QD_GRID_CONSTANT qd_ctx qd_c) {        \
+    const qd_ctx* ctx = &qd_c;                                                                             \
+    entry##_frame qd_f;                                                                                    \
+    entry##_prologue(ctx, &qd_f);                                                                          \
+    if (qd_f.qd_count <= 0) return;                                                                        \
+    __shared__ entry##_red qd_block[BLOCK];                                                                \
+    __shared__ int qd_last;                                                                                \
+    unsigned char* qd_scratch = ctx->temps + QD_TEMP_BYTES + (SCRATCH);                                    \
+    entry##_red* qd_parts = (entry##_red*)(qd_scratch + 64);                                               \
+    const qd_i64 qd_size = qd_reduction_chunk_size(qd_f.qd_count, QD_GPU_REDUCTION_CHUNKS, QD_REDUCTION_CHUNK_MIN); \
+    const qd_i64 qd_chunks = (qd_f.qd_count + qd_size - 1) / qd_size;                                      \
+    const unsigned qd_t = threadIdx.x;                                                                     \
+    for (qd_i64 qd_c = blockIdx.x; qd_c < qd_chunks; qd_c += gridDim.x) {                                  \
+      entry##_red qd_red;                                                                                  \
+      entry##_red_init(&qd_red);                                                                           \
+      const qd_i64 qd_end = qd_f.qd_count - qd_c * qd_size < qd_size ? qd_f.qd_count : (qd_c + 1) * qd_size; \
+      _Pragma("unroll 1") for (qd_i64 qd_k = qd_c * qd_size + qd_t; qd_k < qd_end; qd_k += blockDim.x) {  \
+        QD_GPU_ITERATION(entry, RANK, qd_k)                                                                \
+      }                                                                                                    \
+      qd_block[qd_t] = qd_red;                                                                             \
+      __syncthreads();                                                                                     \
+      for (unsigned qd_w = 1; qd_w < blockDim.x; qd_w *= 2) {                                              \
+        if (qd_t % (2 * qd_w) == 0 && qd_t + qd_w < blockDim.x) entry##_red_merge(&qd_block[qd_t], &qd_block[qd_t + qd_w]); \
+        __syncthreads();                                                                                   \
+      }                                                                                                    \
+      if (qd_t == 0) qd_parts[qd_c] = qd_block[0];                                                         \
+      __syncthreads();                                                                                     \
+    }                                                                                                      \
+    if (qd_t == 0) {                                                                                       \
+      __threadfence();                                                                                     \
+      qd_last = atomicAdd((unsigned int*)qd_scratch, 1u) == gridDim.x - 1;                                 \
+    }                                                                                                      \
+    __syncthreads();                                                                                       \
+    if (!qd_last || qd_t != 0) return;                                                                     \
+    __threadfence();                                                                                       \
+    for (qd_i64 qd_w = 1; qd_w < qd_chunks; qd_w *= 2)                                                     \
+      for (qd_i64 qd_i = 0; qd_i + qd_w < qd_chunks; qd_i += 2 * qd_w) {                                   \
+        entry##_red qd_a, qd_b;                                                                            \
+        entry##_red_load(&qd_a, &qd_parts[qd_i]);                                                          \
+        entry##_red_load(&qd_b, &qd_parts[qd_i + qd_w]);                                                   \
+        entry##_red_merge(&qd_a, &qd_b);                                                                   \
+        qd_parts[qd_i] = qd_a;                                                                             \
+      }                                                                                                    \
+    entry##_red qd_total;                                                                                  \
+    entry##_red_load(&qd_total, &qd_parts[0]);                                                             \
+    entry##_red_flush(ctx, &qd_total);                                                                     \
+    *(volatile unsigned int*)qd_scratch = 0u;                                                              \
   }
 /* A serial task runs on the single thread of a one-thread launch. */
 #define QD_SERIAL_TASK(entry)                                                                              \
@@ -219,6 +286,8 @@ inline std::string gpu_translation_unit_prelude(std::string_view banner, std::st
   s += dialect;
   s += "#define QD_BLOCK " + std::to_string(limits::gpu_threads_per_block) + "\n";
   s += codegen::prelude_limits();
+  s += codegen::reduction_prelude();
+  s += "#define QD_TEMP_BYTES " + std::to_string(limits::temp_slot_count * static_cast<std::int64_t>(limits::temp_slot_bytes)) + "\n";
   s += codegen::prelude_types;
   s += gpu_prelude_source;
   s += codegen::prelude_helpers;

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "quadrants/base/error.hpp"
+#include "quadrants/base/limits.hpp"
 #include "quadrants/codegen/cpp_emitter.hpp"
 #include "quadrants/codegen/reductions.hpp"
 #include "quadrants/base/format.hpp"
@@ -378,10 +379,40 @@ class emitter {
     emit_block(ln.block0, static_cast<std::size_t>(rank));
     --indent_;
     line("}");
-    if (ln.param > 0)  // qd::loop_config{.block_dim}: the GPU kernel's launch bounds
+    // A body with a loop of its own: few iterations are still worth spreading over CPU threads.
+    const bool nested = has_nested_loop(fn_, ln.block0);
+    const std::string block = ln.param > 0 ? std::to_string(ln.param) : std::string("QD_BLOCK");
+    if (!reductions_.empty()) {
+      // Chunked, combined in a fixed order (codegen/reductions.hpp); on a GPU only with
+      // deterministic_reductions (DET), in the scratch region at `reduction_scratch_offset`.
+      const bool det = options_.deterministic_reductions;
+      if (det) check_deterministic_limits(ln.param > 0 ? ln.param : static_cast<std::int64_t>(limits::gpu_threads_per_block));
+      line(fmt::format("QD_PARALLEL_REDUCE_TASK({}, {}, {}, {}, {}, {})", entry_, rank, block, det ? 1 : 0,
+                       options_.reduction_scratch_offset,
+                       nested ? "QD_NESTED_REDUCTION_CHUNK_MIN" : "QD_REDUCTION_CHUNK_MIN"));
+    } else if (nested) {
+      line(fmt::format("QD_PARALLEL_NESTED_TASK({}, {}, {})", entry_, rank, block));
+    } else if (ln.param > 0) {  // qd::loop_config{.block_dim}: the GPU kernel's launch bounds
       line(fmt::format("QD_PARALLEL_TASK_BLOCK({}, {}, {})", entry_, rank, ln.param));
-    else
+    } else {
       line(fmt::format("QD_PARALLEL_TASK({}, {})", entry_, rank));
+    }
+  }
+
+  // A GPU block combines its threads' accumulators in shared memory, and each chunk's
+  // partial of each reduction has a place in the scratch region.
+  void check_deterministic_limits(std::int64_t block) const {
+    const auto count = static_cast<std::int64_t>(reductions_.size());
+    if (count > gpu_deterministic_reductions_max)
+      throw user_error(fmt::format("a parallel loop with {} reductions into top-level qd::vars: deterministic_reductions "
+                                   "supports at most {} per loop on GPUs; split the loop, or reduce into arrays",
+                                   count, gpu_deterministic_reductions_max));
+    const std::int64_t shared = block * (count + 1) * 8;
+    if (shared > 40960)
+      throw user_error(fmt::format("a parallel loop with {} reductions and qd::loop_config{{.block_dim = {}}}: "
+                                   "deterministic_reductions combines them in {} bytes of shared memory (at most "
+                                   "40960); use a smaller block_dim or fewer reductions per loop",
+                                   count, block, shared));
   }
 
   // A reduction into a global temporary whose old value nobody reads, and whose
@@ -396,18 +427,29 @@ class emitter {
 
   // Of floats' min and max: a NaN, minNum's identity (any value replaces it).
   static std::string identity(const chunk_reduction& r) {
-    if (r.op != ir::atomic_op::min && r.op != ir::atomic_op::max) return zero_of(r.type);  // add, sub
-    if (r.type == dtype::f32) return "qd_f32_from_bits(0x7fc00000u)";
-    if (r.type == dtype::f64) return "qd_f64_from_bits(0x7ff8000000000000ull)";
-    if (r.type == dtype::f16) return "qd_f16_from_bits(0x7e00u)";
-    return fmt::format("qd_{}_value_{}()", r.op == ir::atomic_op::min ? "max" : "lowest", name(r.type));
+    const dtype t = accumulator_type(r);
+    if (r.op != ir::atomic_op::min && r.op != ir::atomic_op::max) return zero_of(t);  // add, sub
+    if (t == dtype::f32) return "qd_f32_from_bits(0x7fc00000u)";
+    if (t == dtype::f64) return "qd_f64_from_bits(0x7ff8000000000000ull)";
+    if (t == dtype::f16) return "qd_f16_from_bits(0x7e00u)";
+    return fmt::format("qd_{}_value_{}()", r.op == ir::atomic_op::min ? "max" : "lowest", name(t));
   }
 
+  // `acc = acc (op) value`, with the atomics' semantics (qd_rmw_*): a sub's accumulator
+  // adds (the flush subtracts the sum); sums wrap for signed integers.
+  static std::string accumulate(const chunk_reduction& r, const std::string& acc, const std::string& value) {
+    const ir::atomic_op o = r.op == ir::atomic_op::sub ? ir::atomic_op::add : r.op;
+    return fmt::format("{} = {};", acc, updated_value(o, accumulator_type(r), acc, value, ""));
+  }
+
+  // The accumulators of one thread or chunk: init, flush into the slots and, for a loop
+  // with reductions, merge (a fixed-order combine) and a load through volatile (another
+  // GPU block's partial).
   void emit_reduction_functions() {
     line(fmt::format("struct {}_red {{", entry_));
     ++indent_;
     line("qd_i32 qd_unused;");
-    for (std::size_t k = 0; k < reductions_.size(); ++k) line(fmt::format("{} r{};", c_type(reductions_[k].type), k));
+    for (std::size_t k = 0; k < reductions_.size(); ++k) line(fmt::format("{} r{};", c_type(accumulator_type(reductions_[k])), k));
     --indent_;
     line("};");
     line(fmt::format("QD_FN void {0}_red_init({0}_red* qd_r) {{", entry_));
@@ -416,12 +458,35 @@ class emitter {
     for (std::size_t k = 0; k < reductions_.size(); ++k) line(fmt::format("qd_r->r{} = {};", k, identity(reductions_[k])));
     --indent_;
     line("}");
+    if (!reductions_.empty()) emit_combine_functions();
     line(fmt::format("QD_FN void {0}_red_flush(const qd_ctx* ctx, const {0}_red* qd_r) {{", entry_));
     ++indent_;
     line("(void)ctx; (void)qd_r;");
+    for (std::size_t k = 0; k < reductions_.size(); ++k) {
+      const chunk_reduction& r = reductions_[k];
+      const std::string value = accumulator_type(r) == r.type ? fmt::format("qd_r->r{}", k)
+                                                              : fmt::format("({})qd_r->r{}", c_type(r.type), k);
+      line(fmt::format("{}(({}*)(ctx->temps + {}), {});", atomic_helper(r.op), c_type(r.type), r.slot * 8, value));
+    }
+    --indent_;
+    line("}");
+  }
+
+  void emit_combine_functions() {
+    line(fmt::format("QD_FN void {0}_red_merge({0}_red* qd_a, const {0}_red* qd_b) {{", entry_));
+    ++indent_;
+    line("(void)qd_a; (void)qd_b;");
     for (std::size_t k = 0; k < reductions_.size(); ++k)
-      line(fmt::format("{}(({}*)(ctx->temps + {}), qd_r->r{});", atomic_helper(reductions_[k].op),
-                       c_type(reductions_[k].type), reductions_[k].slot * 8, k));
+      line(accumulate(reductions_[k], fmt::format("qd_a->r{}", k), fmt::format("qd_b->r{}", k)));
+    --indent_;
+    line("}");
+    line(fmt::format("QD_FN void {0}_red_load({0}_red* qd_a, const volatile {0}_red* qd_b) {{", entry_));
+    ++indent_;
+    line("qd_a->qd_unused = 0; (void)qd_b;");
+    // An f16 (a struct) through its bits: a struct has no copy from volatile.
+    for (std::size_t k = 0; k < reductions_.size(); ++k)
+      line(accumulator_type(reductions_[k]) == dtype::f16 ? fmt::format("qd_a->r{0}.bits = qd_b->r{0}.bits;", k)
+                                                          : fmt::format("qd_a->r{0} = qd_b->r{0};", k));
     --indent_;
     line("}");
   }
@@ -561,10 +626,10 @@ class emitter {
       case ir::op::temp_store: line(fmt::format("*({}*)(ctx->temps + {}) = {};", type, n.imm * 8, v(n.a))); break;
       case ir::op::temp_atomic:
         if (const chunk_reduction* r = reduction_of(n)) {
-          std::string acc = reduction_member(n);
-          // A sub's accumulator adds (the flush subtracts the sum).
-          const ir::atomic_op o = r->op == ir::atomic_op::sub ? ir::atomic_op::add : r->op;
-          line(fmt::format("{} = {};", acc, updated_value(o, r->type, acc, v(n.a), "")));
+          const std::string value = accumulator_type(*r) == r->type
+                                        ? v(n.a)
+                                        : fmt::format("({}){}", c_type(accumulator_type(*r)), v(n.a));
+          line(accumulate(*r, reduction_member(n), value));
           break;
         }
         line(fmt::format("const {} {} = {}(({}*)(ctx->temps + {}), {}{});", type, v(i),

@@ -2,6 +2,7 @@
 // (codegen/*_prelude.hpp) supplies types, math, atomics and the task wrappers.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -13,6 +14,10 @@ namespace qd::inline v0::codegen {
 struct emit_options {
   bool bounds_checks = false;  // check every index against the shape, report the first violation
   std::string_view kernel;     // the kernel's name, for a backend's errors (a type its device lacks)
+  // A GPU combines a loop's reductions in a fixed order (the config's deterministic_reductions),
+  // using the scratch region at this offset after the global temporaries. The CPU always does.
+  bool deterministic_reductions = false;
+  std::size_t reduction_scratch_offset = 0;
 };
 
 // Source for one task: helper functions named after `entry` and one

@@ -42,4 +42,12 @@ QD_FUNC std::vector<chunk_reduction> find_chunk_reductions(const ir::function& f
   return found;
 }
 
+QD_FUNC bool has_nested_loop(const ir::function& fn, std::int32_t body) {
+  bool found = false;
+  ir::walk(fn, body, [&](ir::id i, int) {
+    found |= fn.at(i).code == ir::op::range_for || fn.at(i).code == ir::op::while_;
+  });
+  return found;
+}
+
 }  // namespace qd::codegen

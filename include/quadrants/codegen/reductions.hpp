@@ -1,8 +1,10 @@
-// Which reductions of a parallel task accumulate privately (per CPU chunk, per GPU
-// thread) and are combined with one atomic at the end: one decision for every backend.
+// Which reductions of a parallel task accumulate privately and are combined at the end,
+// and how: fixed-size chunks of the iteration space, each accumulated in order, combined
+// in a fixed pairwise tree -- the same bits for any number of CPU threads (docs/dsl.md).
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "quadrants/base/api.hpp"
@@ -27,6 +29,44 @@ inline int reduction_index(const std::vector<chunk_reduction>& reductions, const
   for (std::size_t r = 0; r < reductions.size(); ++r)
     if (reductions[r].slot == n.imm) return static_cast<int>(r);
   return -1;
+}
+
+// The type a chunk accumulates in: f64 for an f32 sum (an f32 sum of 10^7 values then
+// rounds once, at the end), the reduction's own type otherwise.
+constexpr dtype accumulator_type(const chunk_reduction& r) {
+  return r.type == dtype::f32 && (r.op == ir::atomic_op::add || r.op == ir::atomic_op::sub) ? dtype::f64 : r.type;
+}
+
+// The chunking of a reduction loop of `count` iterations: a function of the count alone,
+// never of the thread count. The CPU and the reference use at most cpu_reduction_chunks
+// chunks (their partials live on the launching thread's stack); a GPU with
+// deterministic_reductions at most gpu_reduction_chunks (one block each at a time).
+inline constexpr std::int64_t reduction_chunk_min = 2048;
+// A loop whose body holds a loop of its own: its iterations are heavy, so a chunk may be one.
+inline constexpr std::int64_t nested_reduction_chunk_min = 1;
+inline constexpr std::int64_t cpu_reduction_chunks = 128;
+inline constexpr std::int64_t gpu_reduction_chunks = 512;
+// A GPU task with deterministic reductions keeps each chunk's partial of each reduction in
+// a scratch region after the global temporaries: at most this many reductions per loop.
+inline constexpr std::int64_t gpu_deterministic_reductions_max = 16;
+inline constexpr std::size_t gpu_reduction_scratch_bytes =
+    static_cast<std::size_t>(gpu_reduction_chunks * gpu_deterministic_reductions_max) * 8 + 64;
+
+constexpr std::int64_t reduction_chunk_size(std::int64_t count, std::int64_t max_chunks, std::int64_t min_chunk) {
+  const std::int64_t even = (count + max_chunks - 1) / max_chunks;
+  return even > min_chunk ? even : min_chunk;
+}
+
+// Whether the loop body `body` holds a loop (qd::range_for or qd::while_): then each
+// iteration is heavy enough that the CPU spreads even a few iterations over its threads.
+QD_FUNC bool has_nested_loop(const ir::function& fn, std::int32_t body);
+
+// The constants above as the generated code's macros (first in every prelude that uses them).
+inline std::string reduction_prelude() {
+  return "#define QD_REDUCTION_CHUNK_MIN " + std::to_string(reduction_chunk_min) + "ll\n#define QD_NESTED_REDUCTION_CHUNK_MIN " +
+         std::to_string(nested_reduction_chunk_min) + "ll\n#define QD_CPU_REDUCTION_CHUNKS " +
+         std::to_string(cpu_reduction_chunks) + "\n#define QD_GPU_REDUCTION_CHUNKS " + std::to_string(gpu_reduction_chunks) +
+         "\n#define QD_GPU_DETERMINISTIC_REDUCTIONS_MAX " + std::to_string(gpu_deterministic_reductions_max) + "\n";
 }
 
 }  // namespace qd::codegen

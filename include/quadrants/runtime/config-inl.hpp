@@ -227,6 +227,8 @@ QD_FUNC settings resolve_settings(const config& c) {
                                 std::uint64_t{0}, overrides);
   s.debug = pick(c.debug, "debug", "QD_DEBUG", parse_bool, false, overrides);
   if (s.debug) s.check_out_of_bound = true;  // debug mode checks every index too
+  s.deterministic_reductions = pick(c.deterministic_reductions, "deterministic_reductions",
+                                    "QD_DETERMINISTIC_REDUCTIONS", parse_bool, false, overrides);
   // Fields set in code: the same ranges as their variables.
   auto check = [](const char* field, int value, int min, int max) {
     if (value < min || value > max)

@@ -48,6 +48,9 @@ struct config {
   std::optional<int> compile_timeout;                      // seconds a host compiler may run; 0: no limit; default 600
   std::optional<std::uint64_t> graph_max_iterations;       // passes of one qd::graph::do_while; 0 (default): unlimited
   std::optional<bool> debug;                               // QD_DEBUG: qd::assert_ checked, check_out_of_bound on; default false
+  // GPUs combine reductions in a fixed order: the same bits run to run (default false;
+  // the CPU and the reference backend always do, docs/dsl.md "Reductions").
+  std::optional<bool> deterministic_reductions;            // QD_DETERMINISTIC_REDUCTIONS
 };
 
 // The configuration in effect: every field decided.
@@ -80,6 +83,7 @@ struct settings {
   int compile_timeout = 600;
   std::uint64_t graph_max_iterations = 0;
   bool debug = false;
+  bool deterministic_reductions = false;
 };
 
 // Starts the runtime (ending a previous one first). Throws qd::error for an

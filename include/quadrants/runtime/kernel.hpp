@@ -181,6 +181,9 @@ void pack_param(const A& a, launch_arg*& out) {
       param_traits<P>::for_each_component(a, [&](const auto& x) { *out++ = pack_argument<S>(x); });
   } else if constexpr (param_traits<P>::valid) {
     *out++ = pack_argument<P>(a);
+  } else if constexpr (requires { a.kernel_argument(); }) {
+    // A host object standing for a struct parameter (qd::hash_grid): the aggregate it presents.
+    pack_param<P>(a.kernel_argument(), out);
   } else {
     static_assert(reflectable_struct<A>,
                   "kernel argument mismatch: this parameter is a struct; pass a host struct (an aggregate) whose "

@@ -30,6 +30,8 @@ class cpu_device final : public device {
         pool_(options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency())) {
     (void)compiler_command();  // a blank QD_CXX is an error at qd::init, not at the first launch
     runtime_.parallel_for = &parallel_for;
+    runtime_.parallel_chunks = &parallel_chunks;
+    runtime_.parallel_for_nested = &parallel_for_nested;
     runtime_.pool = &pool_;
   }
 
@@ -73,6 +75,17 @@ class cpu_device final : public device {
                            const void* frame) {
     auto* rt = static_cast<const runtime_abi*>(ctx->runtime);
     rt->pool->parallel_for(begin, end, reinterpret_cast<thread_pool::chunk_fn>(chunk), frame, ctx);
+  }
+
+  static void parallel_chunks(const ctx_abi* ctx, std::int64_t count, chunk_abi chunk, const void* job) {
+    auto* rt = static_cast<const runtime_abi*>(ctx->runtime);
+    rt->pool->parallel_chunks(count, reinterpret_cast<thread_pool::chunk_fn>(chunk), job, ctx);
+  }
+
+  static void parallel_for_nested(const ctx_abi* ctx, std::int64_t begin, std::int64_t end, chunk_abi chunk,
+                                  const void* frame) {
+    auto* rt = static_cast<const runtime_abi*>(ctx->runtime);
+    rt->pool->parallel_for_nested(begin, end, reinterpret_cast<thread_pool::chunk_fn>(chunk), frame, ctx);
   }
 
   device_options options_;

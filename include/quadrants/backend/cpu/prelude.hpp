@@ -11,6 +11,7 @@
 #include "quadrants/backend/abi_check.hpp"
 #include "quadrants/backend/device.hpp"
 #include "quadrants/codegen/prelude.hpp"
+#include "quadrants/codegen/reductions.hpp"
 
 namespace qd::inline v0::backend::cpu {
 
@@ -28,6 +29,9 @@ struct ctx_abi {
 using chunk_abi = void (*)(const void* frame, const ctx_abi* ctx, std::int64_t lo, std::int64_t hi);
 struct runtime_abi {
   void (*parallel_for)(const ctx_abi* ctx, std::int64_t begin, std::int64_t end, chunk_abi chunk, const void* frame);
+  void (*parallel_chunks)(const ctx_abi* ctx, std::int64_t count, chunk_abi chunk, const void* job);
+  void (*parallel_for_nested)(const ctx_abi* ctx, std::int64_t begin, std::int64_t end, chunk_abi chunk,
+                              const void* frame);
   thread_pool* pool;  // the runtime's own: generated code never reads it
 };
 
@@ -44,6 +48,10 @@ struct qd_ctx {
 typedef void (*qd_chunk_fn)(const void* frame, const qd_ctx* ctx, qd_i64 lo, qd_i64 hi);
 struct qd_cpu_runtime {
   void (*parallel_for)(const qd_ctx* ctx, qd_i64 begin, qd_i64 end, qd_chunk_fn chunk, const void* frame);
+  /* chunk(job, ctx, c, c + 1) for every c in [0, count), spread over the threads. */
+  void (*parallel_chunks)(const qd_ctx* ctx, qd_i64 count, qd_chunk_fn chunk, const void* job);
+  /* parallel_for for heavy iterations: small chunks, inline only for one iteration. */
+  void (*parallel_for_nested)(const qd_ctx* ctx, qd_i64 begin, qd_i64 end, qd_chunk_fn chunk, const void* frame);
 };
 extern "C" int printf(const char*, ...);
 #define qd_printf printf
@@ -89,17 +97,15 @@ QD_FN qd_i32 qd_bound(const qd_ctx* ctx, qd_i64 value, qd_i32 on_overflow) {
 #define QD_EXPORT extern "C" __attribute__((visibility("default")))
 /* qd::loop_config{.block_dim} only shapes GPU launches. */
 #define QD_PARALLEL_TASK_BLOCK(entry, RANK, BLOCK) QD_PARALLEL_TASK(entry, RANK)
-#define QD_PARALLEL_TASK(entry, RANK)                                                                      \
-  static void entry##_chunk(const void* qd_fp, const qd_ctx* ctx, qd_i64 qd_lo, qd_i64 qd_hi) {           \
-    const entry##_frame qd_f = *(const entry##_frame*)qd_fp;                                               \
-    entry##_red qd_red;                                                                                    \
-    entry##_red_init(&qd_red);                                                                             \
+/* The iterations [qd_lo, qd_hi) of a task's linearised space, in order, into qd_red. */
+#define QD_PARALLEL_RANGE(entry, RANK)                                                                     \
+  QD_FN void entry##_range(const qd_ctx* ctx, const entry##_frame qd_f, entry##_red* qd_red, qd_i64 qd_lo,  \
+                           qd_i64 qd_hi) {                                                                 \
     /* Indices are i32 induction variables, as the IR types them: widening them is free. */               \
     if (RANK == 1) {                                                                                       \
       const qd_i32 qd_end = (qd_i32)(qd_f.qd_base + qd_hi);                                                \
       for (qd_i32 qd_v = (qd_i32)(qd_f.qd_base + qd_lo); qd_v < qd_end; ++qd_v)                            \
-        entry##_body(ctx, qd_f, &qd_red, qd_v, 0, 0, 0);                                                   \
-      entry##_red_flush(ctx, &qd_red);                                                                     \
+        entry##_body(ctx, qd_f, qd_red, qd_v, 0, 0, 0);                                                    \
       return;                                                                                              \
     }                                                                                                      \
     /* Row by row: one division per row, then a plain loop over the last dimension. */                    \
@@ -107,7 +113,7 @@ QD_FN qd_i32 qd_bound(const qd_ctx* ctx, qd_i64 value, qd_i32 on_overflow) {
     for (qd_i64 qd_k = qd_lo; qd_k < qd_hi;) {                                                             \
       qd_i64 qd_outer = qd_k / qd_last, qd_j = qd_k - qd_outer * qd_last;                                   \
       qd_i64 qd_n = qd_last - qd_j < qd_hi - qd_k ? qd_last - qd_j : qd_hi - qd_k;                          \
-      qd_i32 qd_ix[QD_MAX_NDIM] = {0, 0, 0, 0};                                                                      \
+      qd_i32 qd_ix[QD_MAX_NDIM] = {0, 0, 0, 0};                                                            \
       for (int qd_d = RANK - 2; qd_d > 0; --qd_d) {                                                        \
         qd_ix[qd_d] = (qd_i32)(qd_outer % qd_f.qd_dims[qd_d]);                                             \
         qd_outer /= qd_f.qd_dims[qd_d];                                                                    \
@@ -116,16 +122,62 @@ QD_FN qd_i32 qd_bound(const qd_ctx* ctx, qd_i64 value, qd_i32 on_overflow) {
       const qd_i32 qd_e_end = (qd_i32)(qd_j + qd_n);                                                       \
       for (qd_i32 qd_e = (qd_i32)qd_j; qd_e < qd_e_end; ++qd_e) {                                          \
         qd_ix[RANK - 1] = qd_e;                                                                            \
-        entry##_body(ctx, qd_f, &qd_red, qd_ix[0], qd_ix[1], qd_ix[2], qd_ix[3]);                           \
+        entry##_body(ctx, qd_f, qd_red, qd_ix[0], qd_ix[1], qd_ix[2], qd_ix[3]);                            \
       }                                                                                                    \
       qd_k += qd_n;                                                                                        \
     }                                                                                                      \
+  }
+#define QD_PARALLEL_LOOP(entry, RANK, SPREAD)                                                              \
+  QD_PARALLEL_RANGE(entry, RANK)                                                                           \
+  static void entry##_chunk(const void* qd_fp, const qd_ctx* ctx, qd_i64 qd_lo, qd_i64 qd_hi) {           \
+    entry##_red qd_red;                                                                                    \
+    entry##_red_init(&qd_red);                                                                             \
+    entry##_range(ctx, *(const entry##_frame*)qd_fp, &qd_red, qd_lo, qd_hi);                               \
     entry##_red_flush(ctx, &qd_red);                                                                       \
   }                                                                                                        \
   QD_EXPORT void entry(const qd_ctx* ctx) {                                                                \
     entry##_frame qd_f;                                                                                    \
     entry##_prologue(ctx, &qd_f);                                                                          \
-    if (qd_f.qd_count > 0) ((const qd_cpu_runtime*)ctx->runtime)->parallel_for(ctx, 0, qd_f.qd_count, &entry##_chunk, &qd_f); \
+    if (qd_f.qd_count > 0) ((const qd_cpu_runtime*)ctx->runtime)->SPREAD(ctx, 0, qd_f.qd_count, &entry##_chunk, &qd_f); \
+  }
+#define QD_PARALLEL_TASK(entry, RANK) QD_PARALLEL_LOOP(entry, RANK, parallel_for)
+/* A body with a loop of its own: even a few iterations go to several threads. */
+#define QD_PARALLEL_NESTED_TASK(entry, RANK, BLOCK) QD_PARALLEL_LOOP(entry, RANK, parallel_for_nested)
+/* A loop with reductions into top-level variables: fixed chunks of the iteration space
+   (their size a function of the count alone), each accumulated in order by whichever
+   thread takes it, then combined in a fixed pairwise tree on the launching thread. The
+   same bits for any number of threads, and the reference backend's. */
+QD_FN qd_i64 qd_reduction_chunk_size(qd_i64 count, qd_i64 max_chunks, qd_i64 min_chunk) {
+  const qd_i64 even = (count + max_chunks - 1) / max_chunks;
+  return even > min_chunk ? even : min_chunk;
+}
+#define QD_PARALLEL_REDUCE_TASK(entry, RANK, BLOCK, DET, SCRATCH, CHUNK_MIN)                               \
+  QD_PARALLEL_RANGE(entry, RANK)                                                                           \
+  struct entry##_job { entry##_frame f; entry##_red* parts; qd_i64 size; qd_i64 count; };                  \
+  static void entry##_chunk(const void* qd_jp, const qd_ctx* ctx, qd_i64 qd_c0, qd_i64 qd_c1) {           \
+    const entry##_job* qd_j = (const entry##_job*)qd_jp;                                                   \
+    for (qd_i64 qd_c = qd_c0; qd_c < qd_c1; ++qd_c) {                                                      \
+      entry##_red qd_red;                                                                                  \
+      entry##_red_init(&qd_red);                                                                           \
+      const qd_i64 qd_lo = qd_c * qd_j->size;                                                              \
+      const qd_i64 qd_hi = qd_j->count - qd_lo < qd_j->size ? qd_j->count : qd_lo + qd_j->size;            \
+      entry##_range(ctx, qd_j->f, &qd_red, qd_lo, qd_hi);                                                  \
+      qd_j->parts[qd_c] = qd_red;                                                                          \
+    }                                                                                                      \
+  }                                                                                                        \
+  QD_EXPORT void entry(const qd_ctx* ctx) {                                                                \
+    entry##_job qd_j;                                                                                      \
+    entry##_prologue(ctx, &qd_j.f);                                                                        \
+    if (qd_j.f.qd_count <= 0) return;                                                                      \
+    entry##_red qd_parts[QD_CPU_REDUCTION_CHUNKS];                                                         \
+    qd_j.parts = qd_parts;                                                                                 \
+    qd_j.count = qd_j.f.qd_count;                                                                          \
+    qd_j.size = qd_reduction_chunk_size(qd_j.count, QD_CPU_REDUCTION_CHUNKS, CHUNK_MIN);                   \
+    const qd_i64 qd_n = (qd_j.count + qd_j.size - 1) / qd_j.size;                                          \
+    ((const qd_cpu_runtime*)ctx->runtime)->parallel_chunks(ctx, qd_n, &entry##_chunk, &qd_j);              \
+    for (qd_i64 qd_w = 1; qd_w < qd_n; qd_w *= 2)                                                          \
+      for (qd_i64 qd_i = 0; qd_i + qd_w < qd_n; qd_i += 2 * qd_w) entry##_red_merge(&qd_parts[qd_i], &qd_parts[qd_i + qd_w]); \
+    entry##_red_flush(ctx, &qd_parts[0]);                                                                  \
   }
 #define QD_SERIAL_TASK(entry) QD_EXPORT void entry(const qd_ctx* ctx) { entry##_run(ctx); }
 )QD";
@@ -213,13 +265,16 @@ inline std::string abi_checks() {
          member_at("qd_ctx", "rng_stream", offsetof(ctx_abi, rng_stream)) +
          member_at("qd_ctx", "error", offsetof(ctx_abi, error)) +
          member_at("qd_ctx", "runtime", offsetof(ctx_abi, runtime)) + size_is("qd_ctx", sizeof(ctx_abi)) +
-         member_at("qd_cpu_runtime", "parallel_for", offsetof(runtime_abi, parallel_for));
+         member_at("qd_cpu_runtime", "parallel_for", offsetof(runtime_abi, parallel_for)) +
+         member_at("qd_cpu_runtime", "parallel_chunks", offsetof(runtime_abi, parallel_chunks)) +
+         member_at("qd_cpu_runtime", "parallel_for_nested", offsetof(runtime_abi, parallel_for_nested));
 }
 
 // The whole prelude of a CPU translation unit.
 inline std::string translation_unit_prelude() {
   std::string s = "/* Quadrants generated code: CPU */\n";
   s += codegen::prelude_limits();
+  s += codegen::reduction_prelude();
   s += codegen::prelude_types;
   s += prelude_source;
   s += codegen::prelude_helpers;

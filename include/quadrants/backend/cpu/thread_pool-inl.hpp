@@ -92,33 +92,54 @@ QD_FUNC void thread_pool::worker_loop() {
   }
 }
 
-QD_FUNC void thread_pool::parallel_for(std::int64_t begin, std::int64_t end, chunk_fn fn, const void* frame,
-                                       const void* ctx) {
-  std::int64_t n = end - begin;
-  if (n <= 0) return;
+QD_FUNC bool thread_pool::dispatch(std::int64_t begin, std::int64_t end, std::int64_t chunk, chunk_fn fn,
+                                   const void* frame, const void* ctx) {
   if (detail::forks.load(std::memory_order_relaxed) != forks_seen_) [[unlikely]] {
     // Only the forking thread runs in the child, so nothing races with the restart.
     restart_after_fork();
   }
   bool expected = false;
-  if (workers_.empty() || n <= inline_threshold ||
-      !busy_.compare_exchange_strong(expected, true, std::memory_order_acquire)) {
-    fn(frame, ctx, begin, end);
-    return;
-  }
-  const std::int64_t parts = static_cast<std::int64_t>(size()) * 4;
+  if (workers_.empty() || !busy_.compare_exchange_strong(expected, true, std::memory_order_acquire)) return false;
   job_.fn = fn;
   job_.frame = frame;
   job_.ctx = ctx;
   job_.end = end;
-  job_.chunk = std::max<std::int64_t>((n + parts - 1) / parts, 256);
+  job_.chunk = chunk;
   job_.next.store(begin, std::memory_order_relaxed);
   remaining_.store(static_cast<unsigned>(workers_.size()), std::memory_order_relaxed);
   generation_.fetch_add(1, std::memory_order_release);
   generation_.notify_all();
   run_chunks();
-  while (remaining_.load(std::memory_order_acquire) != 0) detail::cpu_relax();
+  // A worker that lost its core (more runnable threads than cores) finishes only when it
+  // gets one back: after a short spin, yield ours instead of spinning out the time slice.
+  for (int k = 0; remaining_.load(std::memory_order_acquire) != 0; ++k) {
+    if (k < 1024) detail::cpu_relax();
+    else std::this_thread::yield();
+  }
   busy_.store(false, std::memory_order_release);
+  return true;
+}
+
+QD_FUNC void thread_pool::parallel_for(std::int64_t begin, std::int64_t end, chunk_fn fn, const void* frame,
+                                       const void* ctx) {
+  std::int64_t n = end - begin;
+  if (n <= 0) return;
+  const std::int64_t parts = static_cast<std::int64_t>(size()) * 4;
+  const std::int64_t chunk = std::max<std::int64_t>((n + parts - 1) / parts, 256);
+  if (n <= inline_threshold || !dispatch(begin, end, chunk, fn, frame, ctx)) fn(frame, ctx, begin, end);
+}
+
+QD_FUNC void thread_pool::parallel_for_nested(std::int64_t begin, std::int64_t end, chunk_fn fn, const void* frame,
+                                              const void* ctx) {
+  std::int64_t n = end - begin;
+  if (n <= 0) return;
+  const std::int64_t parts = static_cast<std::int64_t>(size()) * 16;
+  if (n == 1 || !dispatch(begin, end, (n + parts - 1) / parts, fn, frame, ctx)) fn(frame, ctx, begin, end);
+}
+
+QD_FUNC void thread_pool::parallel_chunks(std::int64_t count, chunk_fn fn, const void* frame, const void* ctx) {
+  if (count <= 0) return;
+  if (count == 1 || !dispatch(0, count, 1, fn, frame, ctx)) fn(frame, ctx, 0, count);
 }
 
 }  // namespace qd::backend::cpu

@@ -25,6 +25,13 @@ class thread_pool {
   // Runs fn over [begin, end) in chunks and returns when all are done.
   // Allocation-free. If another host thread is using the pool, runs inline.
   QD_FUNC void parallel_for(std::int64_t begin, std::int64_t end, chunk_fn fn, const void* frame, const void* ctx);
+  // Runs fn(frame, ctx, c, c + 1) for every c in [0, count), each index its own chunk
+  // (the chunks of a reduction: their boundaries must not depend on the thread count).
+  // One chunk runs inline; so do all when another host thread is using the pool.
+  QD_FUNC void parallel_chunks(std::int64_t count, chunk_fn fn, const void* frame, const void* ctx);
+  // parallel_for for heavy iterations (a loop body with loops of its own): about 16
+  // chunks per thread however few the iterations; inline only for one.
+  QD_FUNC void parallel_for_nested(std::int64_t begin, std::int64_t end, chunk_fn fn, const void* frame, const void* ctx);
   unsigned size() const { return static_cast<unsigned>(workers_.size()) + 1; }
 
   // Ranges this small run on the caller: waking workers costs more than it saves.
@@ -33,6 +40,10 @@ class thread_pool {
  private:
   QD_FUNC void worker_loop();
   QD_FUNC void run_chunks();
+  // Hands [begin, end) to the workers in chunks of `chunk`, helps, and waits for them;
+  // false (nothing run) when the pool is busy with another host thread's launch.
+  QD_FUNC bool dispatch(std::int64_t begin, std::int64_t end, std::int64_t chunk, chunk_fn fn, const void* frame,
+                        const void* ctx);
   QD_FUNC void start_workers(unsigned count);
   // In a child of fork() only the forking thread exists: the pool starts new workers.
   QD_FUNC void restart_after_fork();

@@ -303,12 +303,23 @@ class machine {
       if (__builtin_mul_overflow(count, dims[d] > 0 ? dims[d] : 0, &count))
         throw user_error("reference backend: a parallel loop's iteration space does not fit in 64 bits");
     if (count <= 0) return;  // as on the CPU: no iteration, no reduction flush
-    accumulators_.clear();
-    for (const auto& r : reductions_)
-      accumulators_.push_back(with_type(r.type, [&](auto tag) { return put(reduction_identity<typename decltype(tag)::type>(r.op)); }));
+    // The CPU's chunks (codegen/reductions.hpp): each accumulated in order, then combined
+    // in the same pairwise tree, so that sums agree bitwise with the CPU.
+    const std::int64_t chunk = codegen::reduction_chunk_size(
+        count, codegen::cpu_reduction_chunks,
+        codegen::has_nested_loop(fn_, ln.block0) ? codegen::nested_reduction_chunk_min : codegen::reduction_chunk_min);
+    std::vector<std::vector<cell>> partials;
     const auto& body = fn_.block(ln.block0);
     owners_.clear();
     for (std::int64_t k = 0; k < count; ++k) {
+      if (k % chunk == 0 && !reductions_.empty()) {
+        if (k > 0) partials.push_back(accumulators_);
+        accumulators_.clear();
+        for (const auto& r : reductions_)
+          accumulators_.push_back(with_type(codegen::accumulator_type(r), [&](auto tag) {
+            return put(reduction_identity<typename decltype(tag)::type>(r.op));
+          }));
+      }
       iteration_ = k;
       if (k > 0) run_prologue();  // each GPU thread evaluates the prologue itself
       std::int32_t ix[4] = {0, 0, 0, 0};
@@ -335,8 +346,32 @@ class machine {
       in_body_ = false;
       jump_ = ir::none;  // a continue_ of the parallel loop ends just this iteration
     }
-    for (std::size_t r = 0; r < reductions_.size(); ++r)
-      atomic_update(temp(reductions_[r].slot), reductions_[r].type, reductions_[r].op, accumulators_[r], 0);
+    if (reductions_.empty()) return;
+    partials.push_back(accumulators_);
+    const auto n = partials.size();
+    for (std::size_t w = 1; w < n; w *= 2)
+      for (std::size_t i = 0; i + w < n; i += 2 * w)
+        for (std::size_t r = 0; r < reductions_.size(); ++r) partials[i][r] = merge(reductions_[r], partials[i][r], partials[i + w][r]);
+    for (std::size_t r = 0; r < reductions_.size(); ++r) {
+      const auto& red = reductions_[r];
+      const cell total = with_type(red.type, [&](auto tag) {
+        return with_type(codegen::accumulator_type(red), [&](auto acc) {
+          return put(convert<typename decltype(tag)::type>(get<typename decltype(acc)::type>(partials[0][r])));
+        });
+      });
+      atomic_update(temp(red.slot), red.type, red.op, total, 0);
+    }
+  }
+
+  // acc (op) v in the accumulator's type, as the generated code's accumulate and merge.
+  static cell merge(const task_interpreter::reduction& r, cell acc, cell v) {
+    return with_type(codegen::accumulator_type(r), [&](auto tag) -> cell {
+      using A = typename decltype(tag)::type;
+      // A sub's accumulator adds (the flush subtracts the sum).
+      const ir::atomic_op o = r.op == ir::atomic_op::sub ? ir::atomic_op::add : r.op;
+      if constexpr (std::is_same_v<A, bool>) return acc;
+      else return put(atomic_result(o, get<A>(acc), get<A>(v)));
+    });
   }
 
  private:
@@ -741,14 +776,14 @@ class machine {
         const std::int32_t r = reduction_of_[static_cast<std::size_t>(i)];
         cell v = value(n.a);
         if (r >= 0 && in_body_) {  // a chunk accumulator, flushed at the end
+          const auto& red = reductions_[static_cast<std::size_t>(r)];
           cell& acc = accumulators_[static_cast<std::size_t>(r)];
-          acc = with_type(n.type, [&](auto tag) {
-            using T = typename decltype(tag)::type;
-            // A sub's accumulator adds (the flush subtracts the sum).
-            const auto o = static_cast<ir::atomic_op>(n.sub);
-            if constexpr (std::is_same_v<T, bool>) return acc;
-            else return put(atomic_result(o == ir::atomic_op::sub ? ir::atomic_op::add : o, get<T>(acc), get<T>(v)));
+          const cell widened = with_type(n.type, [&](auto tag) {
+            return with_type(codegen::accumulator_type(red), [&](auto to) {
+              return put(convert<typename decltype(to)::type>(get<typename decltype(tag)::type>(v)));
+            });
           });
+          acc = merge(red, acc, widened);
           value(i) = 0;
           break;
         }

@@ -19,10 +19,9 @@ namespace qd::inline v0::backend::reference {
 // thread does: a split whose recomputed values are only right when the prologue
 // runs once before the loop therefore gives different results here.
 //
-// Reductions into global temporaries accumulate as one chunk of the CPU backend
-// does (an accumulator from the identity, one atomic at the end), so float sums
-// agree bitwise with the CPU for ranges it runs in one chunk (thread_pool's
-// inline_threshold).
+// Reductions into global temporaries accumulate as the CPU backend's do: in its
+// fixed chunks (codegen/reductions.hpp), combined in its pairwise tree, so float sums
+// agree bitwise with the CPU for any number of CPU threads.
 //
 // Every index is checked. With ctx.check_errors the first violation goes to the
 // error record and the access is skipped (a load gives 0), as compiled code does;

@@ -11,6 +11,7 @@
 #include "quadrants/codegen/cpp_emitter.hpp"
 #include "quadrants/codegen/lower.hpp"
 #include "quadrants/base/format.hpp"
+#include "quadrants/codegen/reductions.hpp"
 #include "quadrants/ir/printer.hpp"
 #include "quadrants/ir/walk.hpp"
 #include "quadrants/runtime/diagnostics/debug_dump.hpp"
@@ -58,9 +59,27 @@ QD_FUNC compiled_task launchable_task(const backend::loaded_module& module, cons
 // The global temporaries of the whole variant, or the split's persisted buffer: one per
 // variant, held by a launch for its duration (launch-inl.hpp, temps_turn). Under
 // compile_only nothing runs (and a GPU backend has no device memory).
-QD_FUNC void allocate_temporaries(program& p, const analysis::task_plan& plan, variant& v) {
-  if (!plan.temps.empty() && !p.config().compile_only)
-    v.temps = p.device().allocate(static_cast<std::size_t>(limits::temp_slot_count) * limits::temp_slot_bytes);
+// `scratch`: bytes after the slots for deterministic GPU reductions, zeroed (their tickets).
+QD_FUNC void allocate_temporaries(program& p, const analysis::task_plan& plan, variant& v, std::size_t scratch) {
+  if ((plan.temps.empty() && scratch == 0) || p.config().compile_only) return;
+  const std::size_t slots = static_cast<std::size_t>(limits::temp_slot_count) * limits::temp_slot_bytes;
+  v.temps = p.device().allocate(slots + scratch);
+  if (scratch > 0) {
+    const std::vector<unsigned char> zeros(scratch, 0);
+    p.device().copy_from_host(static_cast<unsigned char*>(v.temps) + slots, zeros.data(), scratch);
+  }
+}
+
+// Whether a GPU combines this program's reductions in a fixed order (deterministic_reductions;
+// the CPU and the reference backend always do, whatever the generated code says).
+QD_FUNC bool deterministic_gpu_reductions(const program& p) {
+  const qd::arch a = p.backend().arch;
+  return p.config().deterministic_reductions && a != qd::arch::cpu && a != qd::arch::reference;
+}
+
+// Whether a lowered task is a loop with reductions into global temporaries (codegen/reductions.hpp).
+QD_FUNC bool has_chunk_reductions(const codegen::lowered_task& t) {
+  return t.parallel && !codegen::find_chunk_reductions(t.fn, t.fn.at(t.fn.block(0).back()).block0).empty();
 }
 
 // ---- Lower: each task of a plan as standalone IR, then as the backend's code.
@@ -69,6 +88,7 @@ struct lowered_variant {
   std::vector<codegen::lowered_task> ir;  // one per task of the plan
   std::vector<cache::task_code> code;     // the same tasks as the backend's code (pointing into `ir`)
   std::vector<cache::key> keys;           // the split's offload keys, one per task
+  std::size_t reduction_scratch = 0;      // bytes after the temporaries for deterministic GPU reductions
 };
 
 // A task's launch metadata, as the cache records it and checks it on a hit.
@@ -96,7 +116,14 @@ QD_FUNC lowered_variant lower_whole(const kernel_state& k, program& p, const ana
     cache::task_code c;
     c.task = &v.ir[t];
     c.entry = fmt::format("qd_task{}", t);
-    c.code = p.device().emit(v.ir[t], c.entry, {p.config().check_out_of_bound, k.name});
+    codegen::emit_options options{.bounds_checks = p.config().check_out_of_bound, .kernel = k.name};
+    // Tasks of a whole kernel may run at once (concurrent regions): each its own scratch.
+    if (deterministic_gpu_reductions(p) && has_chunk_reductions(v.ir[t])) {
+      options.deterministic_reductions = true;
+      options.reduction_scratch_offset = v.reduction_scratch;
+      v.reduction_scratch += codegen::gpu_reduction_scratch_bytes;
+    }
+    c.code = p.device().emit(v.ir[t], c.entry, options);
     c.record = task_record_of(v.ir[t], c.entry, v.ir[t].param_map);
     v.code.push_back(std::move(c));
   }
@@ -113,7 +140,11 @@ QD_FUNC lowered_variant lower_split(const kernel_state& k, program& p, const ana
   for (std::size_t t = 0; t < v.ir.size(); ++t) {
     cache::task_code c;
     c.task = &v.ir[t];
-    c.code = p.device().emit(v.ir[t], placeholder, {p.config().check_out_of_bound, k.name});
+    // A split kernel's tasks run one after another: every one uses the scratch region at 0.
+    const bool det = deterministic_gpu_reductions(p) && has_chunk_reductions(v.ir[t]);
+    if (det) v.reduction_scratch = codegen::gpu_reduction_scratch_bytes;
+    c.code = p.device().emit(v.ir[t], placeholder,
+                             {.bounds_checks = p.config().check_out_of_bound, .kernel = k.name, .deterministic_reductions = det});
     v.keys.push_back(cache::offload_key(p.code().environment(), v.ir[t].fn, c.code));
     c.entry = cache::offload_entry(v.keys.back());
     for (std::size_t at = c.code.find(placeholder); at != std::string::npos; at = c.code.find(placeholder, at))
@@ -188,7 +219,7 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
   counts.records.push_back(record.module);
   counts.tasks = static_cast<int>(lowered.ir.size());
   v.schedule = schedule_of(k, plan);
-  allocate_temporaries(p, plan, v);
+  allocate_temporaries(p, plan, v, lowered.reduction_scratch);
 }
 
 QD_FUNC void dump_split_preview(const kernel_state& k, program& p, const analysis::task_plan& plan) {
@@ -226,7 +257,7 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
   counts.tasks = static_cast<int>(lowered.ir.size());
   counts.tasks_compiled = counts.compiled;
   v.schedule = schedule_of(k, plan);
-  allocate_temporaries(p, plan, v);
+  allocate_temporaries(p, plan, v, lowered.reduction_scratch);
 }
 
 }  // namespace qd::detail
