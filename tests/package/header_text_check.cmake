@@ -4,6 +4,9 @@
 #   (qd::inline v0), so that two major versions' symbols never mix in one link.
 # Usage: cmake -DSOURCE_DIR=<source tree> -P header_text_check.cmake
 file(GLOB_RECURSE headers RELATIVE ${SOURCE_DIR}/include ${SOURCE_DIR}/include/quadrants/*.hpp)
+if(NOT headers)  # a relative SOURCE_DIR finds nothing: a check of nothing must not pass
+  message(FATAL_ERROR "no headers under ${SOURCE_DIR}/include/quadrants (SOURCE_DIR must be absolute)")
+endif()
 set(problems "")
 foreach(f ${headers})
   file(STRINGS ${SOURCE_DIR}/include/${f} lines ENCODING UTF-8 REGEX "SPEC|^namespace qd")

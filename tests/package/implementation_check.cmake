@@ -3,6 +3,9 @@
 # quadrants::quadrants (src/*.cpp) and <quadrants/implementation.hpp> compile.
 # Usage: cmake -DSOURCE_DIR=<source tree> -P implementation_check.cmake
 file(GLOB_RECURSE inl RELATIVE ${SOURCE_DIR}/include ${SOURCE_DIR}/include/quadrants/*-inl.hpp)
+if(NOT inl)  # a relative SOURCE_DIR finds nothing: a check of nothing must not pass
+  message(FATAL_ERROR "no -inl files under ${SOURCE_DIR}/include/quadrants (SOURCE_DIR must be absolute)")
+endif()
 file(READ ${SOURCE_DIR}/include/quadrants/detail/implementation_core.hpp core_list)
 file(READ ${SOURCE_DIR}/include/quadrants/detail/implementation_cache.hpp cache_list)
 set(problems "")
