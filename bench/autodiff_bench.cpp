@@ -88,9 +88,9 @@ timing measure(Make make, Forward forward, Adjoint adjoint, int repeats, timing 
 }
 
 void report(const char* name, const char* size, const timing& t) {
-  std::printf("%-22s %-14s forward %9.3f ms  adjoint %9.3f ms  ratio %5.2fx   compile %7.1f / %7.1f ms  ratio %4.2fx\n", name,
-              size, t.forward_ms, t.adjoint_ms, t.adjoint_ms / t.forward_ms, t.forward_compile_ms, t.adjoint_compile_ms,
-              t.adjoint_compile_ms / t.forward_compile_ms);
+  std::printf("%-22s %-14s forward %9.3f ms  adjoint %9.3f ms  ratio %5.2fx   compile %7.1f / %7.1f ms  ratio %4.2fx\n",
+              name, size, t.forward_ms, t.adjoint_ms, t.adjoint_ms / t.forward_ms, t.forward_compile_ms,
+              t.adjoint_compile_ms, t.adjoint_compile_ms / t.forward_compile_ms);
 }
 
 // Max relative error of the stencil's gradient against central differences (all coordinates).
@@ -110,7 +110,8 @@ double stencil_accuracy() {
     k(x, y);
     auto ys = y.to_host();
     double s = 0;
-    for (int i = 0; i < n; ++i) s += static_cast<double>(w[static_cast<std::size_t>(i)]) * static_cast<double>(ys[static_cast<std::size_t>(i)]);
+    for (int i = 0; i < n; ++i)
+      s += static_cast<double>(w[static_cast<std::size_t>(i)]) * static_cast<double>(ys[static_cast<std::size_t>(i)]);
     return s;
   };
   qd::ndarray<T, 1> x(n, qd::needs_grad), y(n, qd::needs_grad);
@@ -125,9 +126,11 @@ double stencil_accuracy() {
     auto hi = x0, lo = x0;
     hi[static_cast<std::size_t>(j)] += static_cast<T>(h);
     lo[static_cast<std::size_t>(j)] -= static_cast<T>(h);
-    const double step = static_cast<double>(hi[static_cast<std::size_t>(j)]) - static_cast<double>(lo[static_cast<std::size_t>(j)]);
+    const double step =
+        static_cast<double>(hi[static_cast<std::size_t>(j)]) - static_cast<double>(lo[static_cast<std::size_t>(j)]);
     const double fd = (loss(hi) - loss(lo)) / step;
-    const double err = std::abs(static_cast<double>(g[static_cast<std::size_t>(j)]) - fd) / std::max(1e-3, std::abs(fd));
+    const double err =
+        std::abs(static_cast<double>(g[static_cast<std::size_t>(j)]) - fd) / std::max(1e-3, std::abs(fd));
     worst = std::max(worst, err);
   }
   return worst;
@@ -137,7 +140,9 @@ double stencil_accuracy() {
 
 int main(int argc, char** argv) {
   const int repeats = argc > 1 ? std::atoi(argv[1]) : 7;
-  std::printf("adjoint against forward on the CPU (median of %d runs; compile: median of 5 cold compiles, no offline cache)\n", repeats);
+  std::printf(
+      "adjoint against forward on the CPU (median of %d runs; compile: median of 5 cold compiles, no offline cache)\n",
+      repeats);
   {  // the first compile of a process also starts the compiler's caches: not part of either figure
     qd::init({.arch = qd::arch::cpu, .offline_cache = false});
     auto warm = qd::kernel("warm_up", [](g1<float> x, g1<float> y) {
@@ -155,12 +160,13 @@ int main(int argc, char** argv) {
     qd::ndarray<float, 1> x(n, qd::needs_grad), y(n, qd::needs_grad);
     x.fill(0.5f);
     y.grad().fill(1.0f);
-    auto t = measure(make, [&](auto& k) { k(x, y); },
-                     [&](auto& k) {
-                       y.grad().fill(1.0f);  // the adjoint zeroes what it reads
-                       k.grad(x, y);
-                     },
-                     repeats, c);
+    auto t = measure(
+        make, [&](auto& k) { k(x, y); },
+        [&](auto& k) {
+          y.grad().fill(1.0f);  // the adjoint zeroes what it reads
+          k.grad(x, y);
+        },
+        repeats, c);
     report("stencil (3-point)", "n = 2^22", t);
   }
   {
@@ -199,8 +205,9 @@ int main(int argc, char** argv) {
                      repeats, c);
     report("reduction (sum)", "n = 2^22", t);
   }
-  std::printf("gradient accuracy (stencil, n = 64, every coordinate against central differences): "
-              "max relative error f64 %.2e, f32 %.2e\n",
-              stencil_accuracy<double>(), stencil_accuracy<float>());
+  std::printf(
+      "gradient accuracy (stencil, n = 64, every coordinate against central differences): "
+      "max relative error f64 %.2e, f32 %.2e\n",
+      stencil_accuracy<double>(), stencil_accuracy<float>());
   qd::reset();
 }

@@ -33,9 +33,8 @@ inline double median(std::vector<double> v) {
 
 // A construct of about 30 floating-point operations reading three arrays (and, given
 // `sum`, a top-level variable); `salt` makes constructs (and kernels) differ.
-inline void construct(qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b,
-                      qd::types::ndarray<float, 1> c, qd::types::ndarray<float, 1> out, int salt,
-                      const qd::var<float>* sum = nullptr) {
+inline void construct(qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b, qd::types::ndarray<float, 1> c,
+                      qd::types::ndarray<float, 1> out, int salt, const qd::var<float>* sum = nullptr) {
   auto third = [&](qd::i32 i) -> qd::f32 {
     if (sum != nullptr) return c[i] + *sum;  // a C++ `if`: decided when the kernel is traced
     return c[i];

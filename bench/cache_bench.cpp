@@ -61,7 +61,8 @@ std::vector<std::byte> artifact(std::string* source) {
   std::uint64_t state = 1;
   for (std::size_t i = 0; i < out.size(); i += 4) {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
-    std::uint32_t word = (state >> 61) == 0 ? static_cast<std::uint32_t>(state >> 29) : 0x48890000u + ((state >> 40) & 0x3f);
+    std::uint32_t word =
+        (state >> 61) == 0 ? static_cast<std::uint32_t>(state >> 29) : 0x48890000u + ((state >> 40) & 0x3f);
     std::memcpy(out.data() + i, &word, 4);
   }
   *source = "generated instruction-like bytes";
@@ -90,8 +91,8 @@ double bare_read_ms(const std::string& path, std::vector<std::byte>& out) {
   std::vector<std::byte> file(static_cast<std::size_t>(st.st_size));
   if (::read(fd, file.data(), file.size()) != st.st_size) std::abort();
   ::close(fd);
-  std::size_t n = ZSTD_decompress(out.data(), out.size(), file.data() + entry_header_size,
-                                  file.size() - entry_header_size);
+  std::size_t n =
+      ZSTD_decompress(out.data(), out.size(), file.data() + entry_header_size, file.size() - entry_header_size);
   if (n != out.size()) std::abort();
   return ms_since(t0);
 }
@@ -115,8 +116,10 @@ int main(int argc, char** argv) {
   int iterations = 2000;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--root" && i + 1 < argc) root_arg = argv[++i];
-    else if (a == "--iterations" && i + 1 < argc) iterations = std::max(10, std::atoi(argv[++i]));
+    if (a == "--root" && i + 1 < argc)
+      root_arg = argv[++i];
+    else if (a == "--iterations" && i + 1 < argc)
+      iterations = std::max(10, std::atoi(argv[++i]));
     else {
       fmt::print(stderr, "usage: cache_bench [--root DIR] [--iterations N]\n");
       return 2;
@@ -128,7 +131,8 @@ int main(int argc, char** argv) {
   if (base.empty()) {
     std::filesystem::path parent = std::filesystem::path(default_root()).parent_path();
     std::error_code ec;
-    if (parent.empty() || (std::filesystem::create_directories(parent, ec), ec)) parent = std::filesystem::temp_directory_path();
+    if (parent.empty() || (std::filesystem::create_directories(parent, ec), ec))
+      parent = std::filesystem::temp_directory_path();
     std::string pattern = (parent / "cache-bench-XXXXXX").string();
     if (!::mkdtemp(pattern.data())) return 1;
     base = pattern;
@@ -204,20 +208,24 @@ int main(int argc, char** argv) {
       }
     }
 
-  fmt::print("\n  Warm hit (target {:.2f} ms) against the bare open+read+decompress of the same file:\n", hit_target_ms);
+  fmt::print("\n  Warm hit (target {:.2f} ms) against the bare open+read+decompress of the same file:\n",
+             hit_target_ms);
   for (const level_run& r : runs) {
     double hit = median(r.hit), bare = median(r.bare);
-    fmt::print("    level {}  ratio {:4.2f}x  hit {:.4f} ms [p90 {:.4f}] = {:.2f}x target   bare {:.4f} ms   hit/bare {:.2f}\n",
-               r.level, static_cast<double>(payload.size()) / static_cast<double>(r.file_size), hit,
-               percentile(r.hit, 0.9), hit / hit_target_ms, bare, hit / bare);
+    fmt::print(
+        "    level {}  ratio {:4.2f}x  hit {:.4f} ms [p90 {:.4f}] = {:.2f}x target   bare {:.4f} ms   hit/bare {:.2f}\n",
+        r.level, static_cast<double>(payload.size()) / static_cast<double>(r.file_size), hit, percentile(r.hit, 0.9),
+        hit / hit_target_ms, bare, hit / bare);
   }
-  fmt::print("  Store (target {:.2f} ms): encode (compress + checksums) and a bare create+write+rename of the same bytes:\n",
-             store_target_ms);
+  fmt::print(
+      "  Store (target {:.2f} ms): encode (compress + checksums) and a bare create+write+rename of the same bytes:\n",
+      store_target_ms);
   for (const level_run& r : runs) {
     double put = median(r.store), enc = median(r.encode), floor = median(r.bare_store);
-    fmt::print("    level {}  store {:.4f} ms [p90 {:.4f}] = {:.2f}x target   encode {:.4f} ms   bare file {:.4f} ms   "
-               "store/(encode+bare) {:.2f}\n",
-               r.level, put, percentile(r.store, 0.9), put / store_target_ms, enc, floor, put / (enc + floor));
+    fmt::print(
+        "    level {}  store {:.4f} ms [p90 {:.4f}] = {:.2f}x target   encode {:.4f} ms   bare file {:.4f} ms   "
+        "store/(encode+bare) {:.2f}\n",
+        r.level, put, percentile(r.store, 0.9), put / store_target_ms, enc, floor, put / (enc + floor));
   }
   fmt::print("  a miss (absent key): {:.4f} ms\n", median(runs.back().miss));
 

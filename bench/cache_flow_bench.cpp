@@ -32,9 +32,10 @@ void warm_process(const fs::path& root) {
     });
     auto s = qd::offline_cache_statistics();
     if (measure)
-      fmt::print("  warm process, 20 kernels: qd::init to all ready {:.2f} ms; compiler runs {}, disk hits {}, "
-                 "misses {}\n",
-                 t, s.compiles, s.hits, s.misses);
+      fmt::print(
+          "  warm process, 20 kernels: qd::init to all ready {:.2f} ms; compiler runs {}, disk hits {}, "
+          "misses {}\n",
+          t, s.compiles, s.hits, s.misses);
     else
       fmt::print("  cold process, 20 kernels: {:.0f} ms, compiler runs {}\n", t, s.compiles);
   };
@@ -49,29 +50,34 @@ void incremental(const fs::path& base, int constructs, int rounds) {
     fs::path root = base / fmt::format("inc{}-{}", constructs, r);
     const int salt = 1000 + r;  // a fresh edit each round: always a miss
     // Split: the other constructs are on disk; compile only the edited one.
-    qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = root.string(), .per_offload = qd::per_offload_mode::on});
+    qd::init(
+        {.arch = qd::arch::cpu, .offline_cache_file_path = root.string(), .per_offload = qd::per_offload_mode::on});
     make_kernel("big", constructs, 0).compile();
-    qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = root.string(), .per_offload = qd::per_offload_mode::on});
+    qd::init(
+        {.arch = qd::arch::cpu, .offline_cache_file_path = root.string(), .per_offload = qd::per_offload_mode::on});
     auto edited = make_kernel("big", constructs, 0, constructs / 2, salt);
     split.push_back(ms([&] { edited.compile(); }));
     auto o = edited.per_offload_cache_observations();
     if (o.constructs_compiled != 1 || o.constructs_loaded != constructs - 1)
       fmt::print("  WARNING: split compiled {} loaded {}\n", o.constructs_compiled, o.constructs_loaded);
     // Whole kernel: the edit recompiles everything.
-    qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = root.string(), .per_offload = qd::per_offload_mode::off});
+    qd::init(
+        {.arch = qd::arch::cpu, .offline_cache_file_path = root.string(), .per_offload = qd::per_offload_mode::off});
     auto edited_whole = make_kernel("big", constructs, 0, constructs / 2, salt);
     whole.push_back(ms([&] { edited_whole.compile(); }));
     // The limit: the edited construct alone, as its own one-construct kernel.
-    qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = root.string(), .per_offload = qd::per_offload_mode::off});
+    qd::init(
+        {.arch = qd::arch::cpu, .offline_cache_file_path = root.string(), .per_offload = qd::per_offload_mode::off});
     auto single = make_kernel("single", 1, 0, 0, salt + 500);
     alone.push_back(ms([&] { single.compile(); }));
     qd::reset();
     fs::remove_all(root);
   }
-  fmt::print("  {:2} constructs, one edited: split {:6.1f} ms, whole kernel {:6.1f} ms (split/whole {:.2f}); the "
-             "edited construct alone {:5.1f} ms (split/alone {:.2f}, target <= 1.3)\n",
-             constructs, median(split), median(whole), median(split) / median(whole), median(alone),
-             median(split) / median(alone));
+  fmt::print(
+      "  {:2} constructs, one edited: split {:6.1f} ms, whole kernel {:6.1f} ms (split/whole {:.2f}); the "
+      "edited construct alone {:5.1f} ms (split/alone {:.2f}, target <= 1.3)\n",
+      constructs, median(split), median(whole), median(split) / median(whole), median(alone),
+      median(split) / median(alone));
 }
 
 // A 16-construct kernel whose first four constructs reduce into top-level variables that
@@ -92,11 +98,12 @@ void incremental_reductions(const fs::path& base, int rounds) {
       split.push_back(last.split), whole.push_back(last.whole), alone.push_back(last.alone);
       fs::remove_all(root);
     }
-    fmt::print("  16 constructs, 4 reductions read later, {} edited: split {:6.1f} ms ({} of {} tasks compiled), whole "
-               "kernel {:6.1f} ms (split/whole {:.2f}); one construct alone {:5.1f} ms (split/alone {:.2f}, target "
-               "<= 1.3 for a reader)\n",
-               edited < 4 ? "a reducer" : "a reader", median(split), last.compiled, last.tasks, median(whole),
-               median(split) / median(whole), median(alone), median(split) / median(alone));
+    fmt::print(
+        "  16 constructs, 4 reductions read later, {} edited: split {:6.1f} ms ({} of {} tasks compiled), whole "
+        "kernel {:6.1f} ms (split/whole {:.2f}); one construct alone {:5.1f} ms (split/alone {:.2f}, target "
+        "<= 1.3 for a reader)\n",
+        edited < 4 ? "a reducer" : "a reader", median(split), last.compiled, last.tasks, median(whole),
+        median(split) / median(whole), median(alone), median(split) / median(alone));
   }
 }
 
@@ -105,7 +112,8 @@ void cold_compile(const fs::path& base, int constructs, int rounds) {
   for (int r = 0; r < rounds; ++r) {
     for (bool s : {true, false}) {
       fs::path root = base / fmt::format("cold{}-{}-{}", constructs, r, s);
-      qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = root.string(),
+      qd::init({.arch = qd::arch::cpu,
+                .offline_cache_file_path = root.string(),
                 .per_offload = s ? qd::per_offload_mode::on : qd::per_offload_mode::off});
       auto k = make_kernel("cold", constructs, 7 + r);
       (s ? split : whole).push_back(ms([&] { k.compile(); }));

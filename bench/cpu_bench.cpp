@@ -168,9 +168,8 @@ void compare_loops(int threads, int rounds) {
 
 void launch_overhead() {
   qd::init({.arch = qd::arch::cpu, .offline_cache = false});
-  auto tiny = qd::kernel("tiny", [](qd::types::ndarray<float, 1> x) {
-    qd::range_for(1, [&](qd::i32 i) { x[i] = x[i] + 1.0f; });
-  });
+  auto tiny = qd::kernel(
+      "tiny", [](qd::types::ndarray<float, 1> x) { qd::range_for(1, [&](qd::i32 i) { x[i] = x[i] + 1.0f; }); });
   qd::ndarray<float, 1> x(1);
   tiny(x);
   const int launches = 100000;
@@ -202,9 +201,10 @@ extern "C" __attribute__((visibility("default"))) void bare(const qd_ctx* ctx) {
                       for (int k = 0; k < launches; ++k) bare(&ctx);
                     }) /
                     launches);
-  fmt::print("  tiny kernel, {} launches: {:.3f} us per launch; the bare function call: {:.3f} us; overhead {:.3f} us "
-             "(target <= 2 us)\n",
-             launches, median(per) * 1e6, median(floor) * 1e6, (median(per) - median(floor)) * 1e6);
+  fmt::print(
+      "  tiny kernel, {} launches: {:.3f} us per launch; the bare function call: {:.3f} us; overhead {:.3f} us "
+      "(target <= 2 us)\n",
+      launches, median(per) * 1e6, median(floor) * 1e6, (median(per) - median(floor)) * 1e6);
   float expect = 1.0f + 10.0f * launches;
   float got = x.to_host()[0];
   if (got != expect) fmt::print("  WARNING: tiny kernel result {} != {}\n", got, expect);
@@ -252,9 +252,8 @@ void second_wave_launches() {
   auto plain = qd::kernel("plain", [](qd::types::ndarray<float, 1> x, qd::f32 step) {
     qd::range_for(1, [&](qd::i32 i) { x[i] = x[i] + step; });
   });
-  auto with_struct = qd::kernel("with_struct", [](tiny_view v) {
-    qd::range_for(1, [&](qd::i32 i) { v.x[i] = v.x[i] + v.step; });
-  });
+  auto with_struct =
+      qd::kernel("with_struct", [](tiny_view v) { qd::range_for(1, [&](qd::i32 i) { v.x[i] = v.x[i] + v.step; }); });
   auto with_vec = qd::kernel("with_vec", [](qd::types::ndarray<float, 1> x, qd::vec3f step) {
     qd::range_for(1, [&](qd::i32 i) { x[i] = x[i] + step.x(); });
   });
@@ -273,7 +272,10 @@ void second_wave_launches() {
   const std::array<float, 3> v{1.0f, 0.0f, 0.0f};
   float sink = 0.0f;
   print_launch_rows({{"plain (array, scalar)", [&] { plain(x, 1.0f); }},
-                     {"struct parameter", [&] { with_struct(tiny_host{x, 1.0f}); }},
+                     {"struct parameter",
+                      [&] {
+                        with_struct(tiny_host{x, 1.0f});
+                      }},
                      {"qd::vec3f parameter", [&] { with_vec(x, v); }},
                      {"returns a qd::f32", [&] { sink += with_return(x, 1.0f); }},
                      {"qd::mesh parameter (one tet)", [&] { with_mesh(x, m); }},
@@ -299,9 +301,10 @@ void third_wave_launches() {
   auto plain = qd::kernel("plain", [](qd::types::ndarray<float, 1> x, qd::f32 step) {
     qd::range_for(1, [&](qd::i32 i) { x[i] = x[i] + step; });
   });
-  auto templated = qd::kernel("templated", [](qd::types::template_arg<int> k, qd::types::ndarray<float, 1> x, qd::f32 step) {
-    qd::range_for(1, [&](qd::i32 i) { x[i] = x[i] + step * static_cast<float>(k); });
-  });
+  auto templated =
+      qd::kernel("templated", [](qd::types::template_arg<int> k, qd::types::ndarray<float, 1> x, qd::f32 step) {
+        qd::range_for(1, [&](qd::i32 i) { x[i] = x[i] + step * static_cast<float>(k); });
+      });
   auto of_structs = qd::kernel("of_structs", [](qd::types::ndarray<tiny_k, 1> p, qd::f32 step) {
     qd::range_for(1, [&](qd::i32 i) { p[i].x = p[i].x + step; });
   });
@@ -319,9 +322,10 @@ void third_wave_launches() {
 // the same guard written as a qd::var and a qd::if_, over 16M elements.
 void short_circuit_cost(int threads, int rounds) {
   qd::init({.arch = qd::arch::cpu, .offline_cache = false, .cpu_max_num_threads = threads});
-  auto with_and = qd::kernel("with_and", [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> out, qd::i32 m) {
-    qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = qd::select(i < m && x[i] > 0.0f, 1.0f, 0.0f); });
-  });
+  auto with_and =
+      qd::kernel("with_and", [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> out, qd::i32 m) {
+        qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = qd::select(i < m && x[i] > 0.0f, 1.0f, 0.0f); });
+      });
   auto with_if = qd::kernel("with_if", [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> out, qd::i32 m) {
     qd::range_for(out.shape(0), [&](qd::i32 i) {
       qd::var<bool> ok = i < m;
@@ -363,17 +367,18 @@ void split_launch() {
   double per[2] = {0, 0};
   std::size_t pairs_checked = 0;
   for (int split = 0; split < 2; ++split) {
-    qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = dir,
+    qd::init({.arch = qd::arch::cpu,
+              .offline_cache_file_path = dir,
               .per_offload = split ? qd::per_offload_mode::on : qd::per_offload_mode::off});
     // first = a[0] is recomputed by the second task; b and c are written after it
     // is read, so the split checks two pairs, (a, b) and (a, c), at every launch.
-    auto k = qd::kernel("split_pairs", {"a", "b", "c"},
-                        [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b,
-                           qd::types::ndarray<float, 1> c) {
-                          qd::f32 first = a[0];
-                          qd::range_for(1, [&](qd::i32 i) { b[i] = b[i] + 1.0f; });
-                          qd::range_for(1, [&](qd::i32 i) { c[i] = first; });
-                        });
+    auto k =
+        qd::kernel("split_pairs", {"a", "b", "c"},
+                   [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b, qd::types::ndarray<float, 1> c) {
+                     qd::f32 first = a[0];
+                     qd::range_for(1, [&](qd::i32 i) { b[i] = b[i] + 1.0f; });
+                     qd::range_for(1, [&](qd::i32 i) { c[i] = first; });
+                   });
     qd::ndarray<float, 1> a(1), b(1), c(1);
     k(a, b, c);
     auto o = k.per_offload_cache_observations();
@@ -389,9 +394,10 @@ void split_launch() {
     per[split] = median(t);
   }
   ::system(fmt::format("rm -rf '{}'", dir).c_str());
-  fmt::print("  two-construct kernel, {} launches: split {:.3f} us per launch ({} pairs checked), whole {:.3f} us; "
-             "split minus whole {:+.0f} ns\n",
-             launches, per[1] * 1e6, pairs_checked, per[0] * 1e6, (per[1] - per[0]) * 1e9);
+  fmt::print(
+      "  two-construct kernel, {} launches: split {:.3f} us per launch ({} pairs checked), whole {:.3f} us; "
+      "split minus whole {:+.0f} ns\n",
+      launches, per[1] * 1e6, pairs_checked, per[0] * 1e6, (per[1] - per[0]) * 1e9);
 }
 
 // The persisted buffer's cost per launch (issue 15): a split kernel handing a reduction
@@ -403,20 +409,20 @@ void persisted_launch() {
   if (dir.empty()) return;
   const int launches = 100000;
   qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = dir, .per_offload = qd::per_offload_mode::on});
-  auto with_buffer = qd::kernel("with_buffer", {"a", "b", "c"},
-                                [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b,
-                                   qd::types::ndarray<float, 1> c) {
-                                  qd::var<float> total = 0.0f;
-                                  qd::range_for(1, [&](qd::i32 i) { total += a[i]; });
-                                  qd::range_for(1, [&](qd::i32 i) { c[i] = total + b[i]; });
-                                });
-  auto without = qd::kernel("without_buffer", {"a", "b", "c"},
-                            [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b,
-                               qd::types::ndarray<float, 1> c) {
-                              b[0] = 0.0f;  // a serial construct
-                              qd::range_for(1, [&](qd::i32 i) { b[0] += a[i]; });
-                              qd::range_for(1, [&](qd::i32 i) { c[i] = b[0]; });
-                            });
+  auto with_buffer =
+      qd::kernel("with_buffer", {"a", "b", "c"},
+                 [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b, qd::types::ndarray<float, 1> c) {
+                   qd::var<float> total = 0.0f;
+                   qd::range_for(1, [&](qd::i32 i) { total += a[i]; });
+                   qd::range_for(1, [&](qd::i32 i) { c[i] = total + b[i]; });
+                 });
+  auto without =
+      qd::kernel("without_buffer", {"a", "b", "c"},
+                 [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b, qd::types::ndarray<float, 1> c) {
+                   b[0] = 0.0f;  // a serial construct
+                   qd::range_for(1, [&](qd::i32 i) { b[0] += a[i]; });
+                   qd::range_for(1, [&](qd::i32 i) { c[i] = b[0]; });
+                 });
   qd::ndarray<float, 1> a(1), b(1), c(1);
   with_buffer(a, b, c);
   without(a, b, c);
@@ -436,9 +442,10 @@ void persisted_launch() {
   }
   qd::reset();
   ::system(fmt::format("rm -rf '{}'", dir).c_str());
-  fmt::print("  three-task split kernel, {} launches: with a persisted value {:.3f} us per launch, without {:.3f} us; "
-             "difference {:+.0f} ns (target <= +50 ns)\n",
-             launches, median(t_with) * 1e6, median(t_without) * 1e6, (median(t_with) - median(t_without)) * 1e9);
+  fmt::print(
+      "  three-task split kernel, {} launches: with a persisted value {:.3f} us per launch, without {:.3f} us; "
+      "difference {:+.0f} ns (target <= +50 ns)\n",
+      launches, median(t_with) * 1e6, median(t_without) * 1e6, (median(t_with) - median(t_without)) * 1e9);
 }
 
 void compile_times() {
@@ -457,10 +464,11 @@ void compile_times() {
     const char* file;
     const char* what;
   };
-  for (const tu& c : {tu{"-DQD_SEPARATE_COMPILATION", QD_BENCH_USER_TU,
-                         "user TU with 5 kernels, quadrants::quadrants or quadrants::header-only"},
-                      tu{"", QD_BENCH_IMPLEMENTATION_TU, "implementation TU of quadrants::header-only, once per target"},
-                      tu{"", QD_BENCH_USER_TU, "user TU with 5 kernels, all inline (g++ main.cpp)"}}) {
+  for (const tu& c :
+       {tu{"-DQD_SEPARATE_COMPILATION", QD_BENCH_USER_TU,
+           "user TU with 5 kernels, quadrants::quadrants or quadrants::header-only"},
+        tu{"", QD_BENCH_IMPLEMENTATION_TU, "implementation TU of quadrants::header-only, once per target"},
+        tu{"", QD_BENCH_USER_TU, "user TU with 5 kernels, all inline (g++ main.cpp)"}}) {
     std::vector<double> t;
     for (int r = 0; r < 3; ++r) {
       std::string cmd =

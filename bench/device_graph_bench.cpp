@@ -27,8 +27,7 @@ using flag_t = qd::types::ndarray<std::int32_t, 0>;
 
 // Eight tiny parallel constructs over x (32 elements).
 void eight_tiny(f1 x) {
-  for (int c = 0; c < 8; ++c)
-    qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] * 0.5f + static_cast<float>(c); });
+  for (int c = 0; c < 8; ++c) qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] * 0.5f + static_cast<float>(c); });
 }
 
 // The same body, then a construct that counts the passes and sets the flag while fewer
@@ -84,9 +83,10 @@ void replay_against_launches(int rounds, int launches) {
                 1e6 / launches);
   }
   const auto o = graph.per_offload_cache_observations();
-  fmt::print("  8 tiny constructs: graph replay {:.2f} us/launch, 8 individual launches {:.2f} us/launch "
-             "(replay/individual {:.2f}; {} recorded, {} replays)\n",
-             median(g), median(p), median(g) / median(p), o.device_graph_builds, o.device_graph_replays);
+  fmt::print(
+      "  8 tiny constructs: graph replay {:.2f} us/launch, 8 individual launches {:.2f} us/launch "
+      "(replay/individual {:.2f}; {} recorded, {} replays)\n",
+      median(g), median(p), median(g) / median(p), o.device_graph_builds, o.device_graph_replays);
 }
 
 // us per do_while pass of eight tiny constructs and the flag's construct.
@@ -142,13 +142,14 @@ int main(int argc, char** argv) {
   const double device_loop = per_pass(rounds, passes, "loop8_device");
   qd::reset();
   // graph_max_iterations makes the host loop count the passes: the same kernel, host loop.
-  qd::init({.arch = arch, .offline_cache = false, .enable_fallback = false,
-            .graph_max_iterations = std::uint64_t{1} << 40});
+  qd::init(
+      {.arch = arch, .offline_cache = false, .enable_fallback = false, .graph_max_iterations = std::uint64_t{1} << 40});
   const double host_loop = per_pass(rounds, passes, "loop8_host");
   qd::reset();
-  fmt::print("  do_while of 8 tiny constructs, {} passes: {} {:.2f} us/pass, host loop reading the flag {:.2f} "
-             "us/pass (ratio {:.2f})\n",
-             passes, conditional_nodes(arch) ? "conditional WHILE node" : "host loop (no conditional nodes here)",
-             device_loop, host_loop, device_loop / host_loop);
+  fmt::print(
+      "  do_while of 8 tiny constructs, {} passes: {} {:.2f} us/pass, host loop reading the flag {:.2f} "
+      "us/pass (ratio {:.2f})\n",
+      passes, conditional_nodes(arch) ? "conditional WHILE node" : "host loop (no conditional nodes here)", device_loop,
+      host_loop, device_loop / host_loop);
   return 0;
 }

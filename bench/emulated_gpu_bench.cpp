@@ -55,9 +55,9 @@ int main(int argc, char** argv) {
     const double ms = qd_bench::median(per_call);
     if (t.arch == qd::arch::cpu) cpu_ms = ms;
     fmt::print("  {}: {:.3f} ms per call{}; results {}\n", t.name, ms,
-               t.arch == qd::arch::cpu || cpu_ms == 0 ? std::string()
-                                                       : fmt::format(" ({:.1f}x the CPU backend; target <= 10)",
-                                                                     ms / cpu_ms),
+               t.arch == qd::arch::cpu || cpu_ms == 0
+                   ? std::string()
+                   : fmt::format(" ({:.1f}x the CPU backend; target <= 10)", ms / cpu_ms),
                wrong == 0 ? "right" : "WRONG");
     qd::reset();
   }

@@ -37,14 +37,18 @@ struct target {
   const char* compiler;  // "NVRTC", "hipRTC"
   qd::arch arch;
   qd::config config(const fs::path& root, qd::per_offload_mode mode) const {
-    qd::config c{.arch = arch, .offline_cache_file_path = root.string(), .per_offload = mode, .compile_only = true,
+    qd::config c{.arch = arch,
+                 .offline_cache_file_path = root.string(),
+                 .per_offload = mode,
+                 .compile_only = true,
                  .enable_fallback = false};
-    if (arch == qd::arch::cuda) c.cuda_arch = 90;
-    else c.amdgpu_arch = "gfx90a";
+    if (arch == qd::arch::cuda)
+      c.cuda_arch = 90;
+    else
+      c.amdgpu_arch = "gfx90a";
     return c;
   }
 };
-
 
 bool library_mapped(std::string_view name) {
   std::ifstream maps("/proc/self/maps");
@@ -59,7 +63,10 @@ constexpr int warm_kernels = 20;
 // (modules are then loaded by the driver too).
 qd::config warm_config(const fs::path& root, bool on_gpu) {
   if (on_gpu) return {.arch = qd::arch::cuda, .offline_cache_file_path = root.string(), .enable_fallback = false};
-  return {.arch = qd::arch::cuda, .offline_cache_file_path = root.string(), .compile_only = true, .cuda_arch = 90,
+  return {.arch = qd::arch::cuda,
+          .offline_cache_file_path = root.string(),
+          .compile_only = true,
+          .cuda_arch = 90,
           .enable_fallback = false};
 }
 
@@ -70,10 +77,11 @@ int warm_child(const fs::path& root, bool on_gpu) {
     for (int k = 0; k < warm_kernels; ++k) make_kernel(fmt::format("k{}", k), 2, k).compile();
   });
   auto s = qd::offline_cache_statistics();
-  fmt::print("  warm process{}, {} kernels x 2 constructs: qd::init to all ready {:.2f} ms; compiler runs {}, disk "
-             "hits {}; libnvrtc mapped in the process: {}\n",
-             on_gpu ? " on the GPU (modules loaded)" : "", warm_kernels, t, s.compiles, s.hits,
-             library_mapped("libnvrtc") ? "YES (unexpected)" : "no");
+  fmt::print(
+      "  warm process{}, {} kernels x 2 constructs: qd::init to all ready {:.2f} ms; compiler runs {}, disk "
+      "hits {}; libnvrtc mapped in the process: {}\n",
+      on_gpu ? " on the GPU (modules loaded)" : "", warm_kernels, t, s.compiles, s.hits,
+      library_mapped("libnvrtc") ? "YES (unexpected)" : "no");
   return s.compiles == 0 && !library_mapped("libnvrtc") ? 0 : 1;
 }
 
@@ -82,12 +90,13 @@ void warm_process(const fs::path& root, const std::string& self, bool on_gpu) {
     qd::init(warm_config(root, on_gpu));
     for (int k = 0; k < warm_kernels; ++k) make_kernel(fmt::format("k{}", k), 2, k).compile();
   });
-  fmt::print("  cold process{}, {} kernels x 2 constructs: {:.0f} ms, compiler runs {}\n",
-             on_gpu ? " on the GPU" : "", warm_kernels, cold, qd::offline_cache_statistics().compiles);
+  fmt::print("  cold process{}, {} kernels x 2 constructs: {:.0f} ms, compiler runs {}\n", on_gpu ? " on the GPU" : "",
+             warm_kernels, cold, qd::offline_cache_statistics().compiles);
   qd::reset();
   std::fflush(stdout);
   for (int run = 0; run < 2; ++run) {
-    std::string command = fmt::format("'{}' --warm-child '{}' {}", self, root.string(), on_gpu ? "gpu" : "compile-only");
+    std::string command =
+        fmt::format("'{}' --warm-child '{}' {}", self, root.string(), on_gpu ? "gpu" : "compile-only");
     if (std::system(command.c_str()) != 0) fmt::print("  WARNING: the warm child compiled or loaded NVRTC\n");
   }
 }
@@ -124,10 +133,11 @@ void incremental(const target& t, const fs::path& base, int constructs, int roun
     qd::reset();
     fs::remove_all(root);
   }
-  fmt::print("  {} {:2} constructs, one edited: split {:6.1f} ms, whole kernel {:6.1f} ms (split/whole {:.2f}); the "
-             "edited construct alone {:5.1f} ms (split/alone {:.2f}, target <= 1.3)\n",
-             t.compiler, constructs, median(split), median(whole), median(split) / median(whole), median(alone),
-             median(split) / median(alone));
+  fmt::print(
+      "  {} {:2} constructs, one edited: split {:6.1f} ms, whole kernel {:6.1f} ms (split/whole {:.2f}); the "
+      "edited construct alone {:5.1f} ms (split/alone {:.2f}, target <= 1.3)\n",
+      t.compiler, constructs, median(split), median(whole), median(split) / median(whole), median(alone),
+      median(split) / median(alone));
 }
 
 // The 16-construct kernel with four reductions read by later constructs (issue 15),
@@ -138,15 +148,17 @@ void incremental_reductions(const target& t, const fs::path& base, int rounds) {
     edit_round last;
     for (int r = 0; r < rounds; ++r) {
       fs::path root = base / fmt::format("red-{}-{}-{}", t.compiler, edited, r);
-      last = reduction_edit_round([&](qd::per_offload_mode mode) { return t.config(root, mode); }, 16, edited, 2000 + r);
+      last =
+          reduction_edit_round([&](qd::per_offload_mode mode) { return t.config(root, mode); }, 16, edited, 2000 + r);
       split.push_back(last.split), whole.push_back(last.whole), alone.push_back(last.alone);
       fs::remove_all(root);
     }
-    fmt::print("  {} 16 constructs, 4 reductions read later, {} edited: split {:6.1f} ms ({} of {} tasks compiled), "
-               "whole kernel {:6.1f} ms (split/whole {:.2f}); one construct alone {:5.1f} ms (split/alone {:.2f}, "
-               "target <= 1.3 for a reader)\n",
-               t.compiler, edited < 4 ? "a reducer" : "a reader", median(split), last.compiled, last.tasks, median(whole),
-               median(split) / median(whole), median(alone), median(split) / median(alone));
+    fmt::print(
+        "  {} 16 constructs, 4 reductions read later, {} edited: split {:6.1f} ms ({} of {} tasks compiled), "
+        "whole kernel {:6.1f} ms (split/whole {:.2f}); one construct alone {:5.1f} ms (split/alone {:.2f}, "
+        "target <= 1.3 for a reader)\n",
+        t.compiler, edited < 4 ? "a reducer" : "a reader", median(split), last.compiled, last.tasks, median(whole),
+        median(split) / median(whole), median(alone), median(split) / median(alone));
   }
 }
 
@@ -170,10 +182,11 @@ void cold_compile(const target& t, const fs::path& base, int constructs, int rou
   const std::string threads = t.arch == qd::arch::cuda
                                   ? fmt::format("{} compile threads", std::thread::hardware_concurrency())
                                   : std::string("hipRTC compiles one program at a time");
-  fmt::print("  {} cold compile of {} constructs: split {:.1f} ms ({}), split as one program {:.1f} ms, whole {:.1f} "
-             "ms (split/whole {:.2f} and {:.2f}, target <= 1.15)\n",
-             t.compiler, constructs, median(split), threads, median(split_one), median(whole),
-             median(split) / median(whole), median(split_one) / median(whole));
+  fmt::print(
+      "  {} cold compile of {} constructs: split {:.1f} ms ({}), split as one program {:.1f} ms, whole {:.1f} "
+      "ms (split/whole {:.2f} and {:.2f}, target <= 1.15)\n",
+      t.compiler, constructs, median(split), threads, median(split_one), median(whole), median(split) / median(whole),
+      median(split_one) / median(whole));
 }
 
 // NVRTC's --minimal, measured on the CUDA prelude and `tasks` generated-style tasks of ~30 float operations.
@@ -195,7 +208,8 @@ QD_FN void t{0}_body(const qd_ctx* ctx, const t{0}_frame, t{0}_red*, qd_i32 i, q
   ((qd_f32*)ctx->arrays[3].data)[i] = acc;
 }}
 QD_PARALLEL_TASK(t{0}, 1)
-)", t, t + 1);
+)",
+                          t, t + 1);
   }
   std::vector<double> with, without;
   qd::backend::cuda::nvrtc_options options;
@@ -231,8 +245,10 @@ int main(int argc, char** argv) {
   if (available(qd::backend::cuda::nvrtc_library(), "NVRTC")) {
     const std::string self = fs::read_symlink("/proc/self/exe").string();
     warm_process(base / "warm", self, false);
-    if (cuda_gpu_present()) warm_process(base / "warm-gpu", self, true);
-    else fmt::print("  warm process on the GPU: skipped, no CUDA GPU here\n");
+    if (cuda_gpu_present())
+      warm_process(base / "warm-gpu", self, true);
+    else
+      fmt::print("  warm process on the GPU: skipped, no CUDA GPU here\n");
     fmt::print("  NVRTC {}\n", qd::backend::cuda::nvrtc_version());
     for (int tasks : {1, 16}) minimal_option(tasks, rounds);
     for (int n : {16, 64}) incremental(nvrtc, base, n, rounds);

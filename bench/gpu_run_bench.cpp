@@ -110,8 +110,8 @@ int main(int argc, char** argv) {
   for (const auto& f : cu::nvrtc_flags(options)) flags += f + " ";
   char gpu_name[256] = {};
   QD_GPU_CALL(api, device_name, gpu_name, sizeof(gpu_name) - 1, 0);
-  fmt::print("Quadrants GPU run benchmark on {}, sm_{} (NVRTC {}, options {}), medians of {} rounds{}\n", gpu_name,
-             sm, cu::nvrtc_version(), flags, rounds, check ? " (--check: small arrays)" : "");
+  fmt::print("Quadrants GPU run benchmark on {}, sm_{} (NVRTC {}, options {}), medians of {} rounds{}\n", gpu_name, sm,
+             cu::nvrtc_version(), flags, rounds, check ? " (--check: small arrays)" : "");
 
   hand_module hand;
   auto cubin = cu::compile_cubin(hand_written, options, "hand-written kernels");
@@ -128,7 +128,8 @@ int main(int argc, char** argv) {
     const std::int64_t n = std::int64_t{1} << (check ? 20 : 26);
     qd::ndarray<float, 1> x(n), y(n), y2(n);
     std::vector<float> hx(static_cast<std::size_t>(n)), hy(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i) hx[static_cast<std::size_t>(i)] = static_cast<float>(i % 1000) * 0.001f, hy[static_cast<std::size_t>(i)] = 1.0f;
+    for (std::int64_t i = 0; i < n; ++i)
+      hx[static_cast<std::size_t>(i)] = static_cast<float>(i % 1000) * 0.001f, hy[static_cast<std::size_t>(i)] = 1.0f;
     x.from_host(hx), y.from_host(hy), y2.from_host(hy);
     float a = 1.5f;
     auto xp = reinterpret_cast<unsigned long long>(x.storage().data());
@@ -136,8 +137,8 @@ int main(int argc, char** argv) {
     long long count = n;
     void* args[] = {&xp, &yp, &a, &count};
     auto run_hand = [&] {
-      QD_GPU_CALL(api, launch, hand.saxpy, static_cast<unsigned>((n + 255) / 256), 1, 1, 256, 1, 1, 0,
-                                       nullptr, args, nullptr);
+      QD_GPU_CALL(api, launch, hand.saxpy, static_cast<unsigned>((n + 255) / 256), 1, 1, 256, 1, 1, 0, nullptr, args,
+                  nullptr);
     };
     auto run_qd = [&] { saxpy(x, y, a); };
     run_qd(), run_hand();  // compile, load, warm up; both now hold x * a + 1
@@ -149,18 +150,19 @@ int main(int argc, char** argv) {
       th.push_back(device_ms(run_hand, calls));
     }
     const double gb = 3.0 * static_cast<double>(n) * 4 / 1e9;
-    fmt::print("  saxpy, 2^{} floats: generated {:.3f} ms ({:.0f} GB/s), hand-written {:.3f} ms ({:.0f} GB/s): "
-               "{:.3f}x (target <= 1.05); results identical: {}\n",
-               check ? 20 : 26, median(tq), gb / median(tq) * 1e3, median(th), gb / median(th) * 1e3, median(tq) / median(th),
-               same ? "yes" : "NO");
+    fmt::print(
+        "  saxpy, 2^{} floats: generated {:.3f} ms ({:.0f} GB/s), hand-written {:.3f} ms ({:.0f} GB/s): "
+        "{:.3f}x (target <= 1.05); results identical: {}\n",
+        check ? 20 : 26, median(tq), gb / median(tq) * 1e3, median(th), gb / median(th) * 1e3, median(tq) / median(th),
+        same ? "yes" : "NO");
   }
 
   // A 5-point stencil over the interior of an 8192 x 8192 grid.
   {
     auto stencil = qd::kernel("stencil", [](qd::types::ndarray<float, 2> in, qd::types::ndarray<float, 2> out) {
       qd::range_for(qd::ndrange(in.shape(0) - 2, in.shape(1) - 2), [&](qd::i32 i, qd::i32 j) {
-        out(i + 1, j + 1) = 0.5f * in(i + 1, j + 1) +
-                            0.125f * (in(i, j + 1) + in(i + 2, j + 1) + in(i + 1, j) + in(i + 1, j + 2));
+        out(i + 1, j + 1) =
+            0.5f * in(i + 1, j + 1) + 0.125f * (in(i, j + 1) + in(i + 2, j + 1) + in(i + 1, j) + in(i + 1, j + 2));
       });
     });
     const int h = check ? 1024 : 8192, w = h;
@@ -173,8 +175,8 @@ int main(int argc, char** argv) {
     int hh = h, ww = w;
     void* args[] = {&ip, &op, &hh, &ww};
     auto run_hand = [&] {
-      QD_GPU_CALL(api, launch, hand.stencil, (w - 2 + 31) / 32, (h - 2 + 7) / 8, 1, 32, 8, 1, 0, nullptr,
-                                       args, nullptr);
+      QD_GPU_CALL(api, launch, hand.stencil, (w - 2 + 31) / 32, (h - 2 + 7) / 8, 1, 32, 8, 1, 0, nullptr, args,
+                  nullptr);
     };
     auto run_qd = [&] { stencil(in, out); };
     run_qd(), run_hand();
@@ -185,9 +187,10 @@ int main(int argc, char** argv) {
       tq.push_back(device_ms(run_qd, calls));
       th.push_back(device_ms(run_hand, calls));
     }
-    fmt::print("  5-point stencil, {}^2 floats: generated {:.3f} ms, hand-written {:.3f} ms: {:.3f}x (target <= "
-               "1.05); results identical: {}\n",
-               h, median(tq), median(th), median(tq) / median(th), same ? "yes" : "NO");
+    fmt::print(
+        "  5-point stencil, {}^2 floats: generated {:.3f} ms, hand-written {:.3f} ms: {:.3f}x (target <= "
+        "1.05); results identical: {}\n",
+        h, median(tq), median(th), median(tq) / median(th), same ? "yes" : "NO");
   }
 
   // Host-side cost of one call: a serial one-thread kernel, against a bare launch.
@@ -201,13 +204,13 @@ int main(int argc, char** argv) {
     const int tiny_calls = check ? 10 : 200;
     for (int r = 0; r < rounds * 3; ++r) {
       tq.push_back(host_us([&] { tiny(x); }, tiny_calls));
-      th.push_back(host_us([&] {
-        QD_GPU_CALL(api, launch, hand.tiny, 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr);
-      }, tiny_calls));
+      th.push_back(host_us([&] { QD_GPU_CALL(api, launch, hand.tiny, 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr); },
+                           tiny_calls));
     }
-    fmt::print("  launch overhead (host time per call): qd kernel {:.2f} us, bare cuLaunchKernel {:.2f} us "
-               "({:+.2f} us per call)\n",
-               median(tq), median(th), median(tq) - median(th));
+    fmt::print(
+        "  launch overhead (host time per call): qd kernel {:.2f} us, bare cuLaunchKernel {:.2f} us "
+        "({:+.2f} us per call)\n",
+        median(tq), median(th), median(tq) - median(th));
   }
   QD_GPU_CALL(api, module_unload, hand.module);
   qd::reset();

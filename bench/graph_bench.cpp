@@ -27,8 +27,7 @@ using flag_t = qd::types::ndarray<std::int32_t, 0>;
 // Seven tiny parallel constructs over x (16 elements), then one that counts the passes
 // and sets the flag while fewer than `passes` have run.
 void eight_constructs(f1 x, flag_t count, flag_t again, qd::i32 passes) {
-  for (int c = 0; c < 7; ++c)
-    qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] * 0.5f + static_cast<float>(c); });
+  for (int c = 0; c < 7; ++c) qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] * 0.5f + static_cast<float>(c); });
   qd::range_for(1, [&](qd::i32) {
     count() = count() + 1;
     again() = qd::select(count() < passes, 1, 0);
@@ -40,9 +39,8 @@ void per_pass_cost(qd::per_offload_mode mode, int passes, int rounds) {
   auto graph = qd::kernel("graph8", qd::graph::on, [](f1 x, flag_t count, flag_t again, qd::i32 limit) {
     qd::graph::do_while(again, [&] { eight_constructs(x, count, again, limit); });
   });
-  auto step = qd::kernel("step8", [](f1 x, flag_t count, flag_t again, qd::i32 limit) {
-    eight_constructs(x, count, again, limit);
-  });
+  auto step = qd::kernel(
+      "step8", [](f1 x, flag_t count, flag_t again, qd::i32 limit) { eight_constructs(x, count, again, limit); });
   qd::ndarray<float, 1> x(16);
   qd::ndarray<std::int32_t, 0> count, again;
   graph.compile();
@@ -65,10 +63,11 @@ void per_pass_cost(qd::per_offload_mode mode, int passes, int rounds) {
                            }) *
                            1e6 / passes);
   }
-  fmt::print("  {:5}: do_while {:.2f} us/pass; host loop launching the 8 constructs {:.2f} us/pass (graph/loop {:.2f}, "
-             "target <= 1.2); the same loop reading the flag with to_host() {:.2f} us/pass\n",
-             mode == qd::per_offload_mode::on ? "split" : "whole", median(g), median(hand), median(g) / median(hand),
-             median(hand_to_host));
+  fmt::print(
+      "  {:5}: do_while {:.2f} us/pass; host loop launching the 8 constructs {:.2f} us/pass (graph/loop {:.2f}, "
+      "target <= 1.2); the same loop reading the flag with to_host() {:.2f} us/pass\n",
+      mode == qd::per_offload_mode::on ? "split" : "whole", median(g), median(hand), median(g) / median(hand),
+      median(hand_to_host));
   qd::reset();
 }
 
@@ -92,8 +91,10 @@ void fork_cost(int passes, int rounds) {
   });
   auto plain = qd::kernel("plain8", qd::graph::on, [](f1 x, f1 y, flag_t count, flag_t again, qd::i32 limit) {
     qd::graph::do_while(again, [&] {
-      for (int c = 0; c < 4; ++c) qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] * 0.5f + static_cast<float>(c); });
-      for (int c = 0; c < 4; ++c) qd::range_for(y.shape(0), [&](qd::i32 i) { y[i] = y[i] * 0.5f + static_cast<float>(c); });
+      for (int c = 0; c < 4; ++c)
+        qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] * 0.5f + static_cast<float>(c); });
+      for (int c = 0; c < 4; ++c)
+        qd::range_for(y.shape(0), [&](qd::i32 i) { y[i] = y[i] * 0.5f + static_cast<float>(c); });
       qd::range_for(1, [&](qd::i32) {
         count() = count() + 1;
         again() = qd::select(count() < limit, 1, 0);
@@ -111,9 +112,10 @@ void fork_cost(int passes, int rounds) {
     count.fill(0);
     s.push_back(seconds([&] { plain(x, y, count, again, passes); }) * 1e6 / passes);
   }
-  fmt::print("  graph::parallel of two 4-construct branches: {:.2f} us/pass; the same 8 constructs in order {:.2f} "
-             "us/pass\n",
-             median(f), median(s));
+  fmt::print(
+      "  graph::parallel of two 4-construct branches: {:.2f} us/pass; the same 8 constructs in order {:.2f} "
+      "us/pass\n",
+      median(f), median(s));
   qd::reset();
 }
 
@@ -154,9 +156,10 @@ void edit_one_of(const fs::path& base, const char* label, qd::config target, int
     qd::reset();
     fs::remove_all(root);
   }
-  fmt::print("  {}: {} constructs in a do_while body, one edited: {:6.1f} ms (compiled {}, loaded {}); the edited "
-             "construct alone {:6.1f} ms (edit/alone {:.2f}, target <= 1.3)\n",
-             label, n, median(split), compiled, loaded, median(alone), median(split) / median(alone));
+  fmt::print(
+      "  {}: {} constructs in a do_while body, one edited: {:6.1f} ms (compiled {}, loaded {}); the edited "
+      "construct alone {:6.1f} ms (edit/alone {:.2f}, target <= 1.3)\n",
+      label, n, median(split), compiled, loaded, median(alone), median(split) / median(alone));
 }
 
 }  // namespace
@@ -172,9 +175,8 @@ int main(int argc, char** argv) {
   fork_cost(passes / 10, rounds);
   fmt::print("Edit one construct of a 32-construct do_while body:\n");
   edit_one_of(base, "host compiler", {.arch = qd::arch::cpu}, 32, rounds);
-  edit_one_of(base, "NVRTC compile-only sm_90", {.arch = qd::arch::cuda, .compile_only = true, .cuda_arch = 90,
-                                                 .enable_fallback = false},
-              32, rounds);
+  edit_one_of(base, "NVRTC compile-only sm_90",
+              {.arch = qd::arch::cuda, .compile_only = true, .cuda_arch = 90, .enable_fallback = false}, 32, rounds);
   fs::remove_all(base);
   return 0;
 }

@@ -132,10 +132,10 @@ void compare_functions(int threads, int rounds) {
     void* h = hand.entry((std::string("hand_") + name).c_str());
     rows.push_back({name, [&, k] { k(x, z, y, u, iy); }, [&, h] { launch_hand(h, arrays, {}); }});
   };
-#define QD_ROW(NAME, EXPR)                                                                                   \
-  add(NAME, unary_kernel(NAME, [](f1 x_, f1 z_, f1 y_, u1 u_, i1 iy_, qd::i32 i) {                          \
-        (void)x_, (void)z_, (void)y_, (void)u_, (void)iy_;                                                   \
-        EXPR;                                                                                                \
+#define QD_ROW(NAME, EXPR)                                                         \
+  add(NAME, unary_kernel(NAME, [](f1 x_, f1 z_, f1 y_, u1 u_, i1 iy_, qd::i32 i) { \
+        (void)x_, (void)z_, (void)y_, (void)u_, (void)iy_;                         \
+        EXPR;                                                                      \
       }))
   QD_ROW("tan", y_[i] = qd::tan(x_[i]));
   QD_ROW("asin", y_[i] = qd::asin(z_[i]));
@@ -171,10 +171,11 @@ void compare_cas_counter(int threads, int rounds) {
     qd::range_for(qd::cast<std::int32_t>(n), [&](qd::i32) {
       qd::var<std::int32_t> seen = qd::volatile_load(c[0]);
       qd::var<std::int32_t> done = 0;
-      qd::while_([&] { return done == 0; }, [&] {
-        qd::i32 old = qd::atomic_cas(c[0], seen, seen + 1);
-        qd::if_(old == seen, [&] { done = 1; }).else_([&] { seen = old; });
-      });
+      qd::while_([&] { return done == 0; },
+                 [&] {
+                   qd::i32 old = qd::atomic_cas(c[0], seen, seen + 1);
+                   qd::if_(old == seen, [&] { done = 1; }).else_([&] { seen = old; });
+                 });
     });
   });
   counter.compile();
@@ -206,7 +207,8 @@ int main(int argc, char** argv) {
   const int threads = static_cast<int>(std::thread::hardware_concurrency());
   fmt::print("Quadrants math and atomics benchmark ({} hardware threads; medians of {} interleaved rounds)\n", threads,
              rounds);
-  fmt::print("A generated kernel y[i] = f(x[i]) vs the same std:: call in a loop by hand (same compiler, flags, pool):\n");
+  fmt::print(
+      "A generated kernel y[i] = f(x[i]) vs the same std:: call in a loop by hand (same compiler, flags, pool):\n");
   compare_functions(1, rounds);
   if (threads > 1) compare_functions(threads, rounds);
   fmt::print("An atomic_cas-loop counter vs std::atomic<int>::compare_exchange_weak by hand:\n");

@@ -64,8 +64,8 @@ void compare(int n, int threads, int rounds) {
   offsets.from_host(vv.offsets);
   indices.from_host(vv.indices);
   auto& dev = qd::detail::current_program("mesh_bench").device();
-  auto module = dev.load(dev.compile(qd::backend::cpu::translation_unit_prelude() + hand_source, "mesh_bench"),
-                         "mesh_bench");
+  auto module =
+      dev.load(dev.compile(qd::backend::cpu::translation_unit_prelude() + hand_source, "mesh_bench"), "mesh_bench");
   void* hand = module->entry("hand_laplacian");
   std::vector<qd::backend::array_abi> arrays{array_of(offsets), array_of(indices), array_of(u), array_of(hand_out)};
   std::vector<std::uint64_t> scalars(arrays.size() + 1);
@@ -85,13 +85,14 @@ void compare(int n, int threads, int rounds) {
     handwritten.push_back(h);
   }
   if (out.to_host() != hand_out.to_host()) fmt::print("  WARNING: the generated and hand-written results differ\n");
-  fmt::print("  {} thread{}: {} tets, {} verts, {} v.verts entries: mesh build {:.0f} ms, v.verts relation {:.0f} ms, "
-             "first launch {:.0f} ms\n",
-             threads, threads == 1 ? " " : "s", tets.size(), nv, vv.indices.size(), build * 1e3, relation * 1e3,
-             first * 1e3);
-  fmt::print("  {} thread{}: Laplacian generated {:7.2f} ms  hand-written CSR {:7.2f} ms  ratio {:.3f} (target <= 1.2)\n",
-             threads, threads == 1 ? " " : "s", median(gen) * 1e3, median(handwritten) * 1e3,
-             median(gen) / median(handwritten));
+  fmt::print(
+      "  {} thread{}: {} tets, {} verts, {} v.verts entries: mesh build {:.0f} ms, v.verts relation {:.0f} ms, "
+      "first launch {:.0f} ms\n",
+      threads, threads == 1 ? " " : "s", tets.size(), nv, vv.indices.size(), build * 1e3, relation * 1e3, first * 1e3);
+  fmt::print(
+      "  {} thread{}: Laplacian generated {:7.2f} ms  hand-written CSR {:7.2f} ms  ratio {:.3f} (target <= 1.2)\n",
+      threads, threads == 1 ? " " : "s", median(gen) * 1e3, median(handwritten) * 1e3,
+      median(gen) / median(handwritten));
   qd::reset();
 }
 

@@ -55,10 +55,10 @@ int child(int argc, char** argv) {
   });
   auto s = qd::offline_cache_statistics();
   double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  fmt::print("ready_ms={:.2f} wall_ms={:.1f} compiles={} compiled={} round_trips={} remote_hits={} lock_waits={} "
-             "errors={}\n",
-             ready, wall, s.compiles, compiled, s.remote_round_trips, s.remote_hits, s.remote_lock_waits,
-             s.remote_errors);
+  fmt::print(
+      "ready_ms={:.2f} wall_ms={:.1f} compiles={} compiled={} round_trips={} remote_hits={} lock_waits={} "
+      "errors={}\n",
+      ready, wall, s.compiles, compiled, s.remote_round_trips, s.remote_hits, s.remote_lock_waits, s.remote_errors);
   return 0;
 }
 
@@ -95,12 +95,13 @@ void fresh_process(qd_test::redis_server& server, const fs::path& base, const st
     std::string again = run_child(arch, disk, server.url(), 20, 2, 0);
     disk_ready.push_back(number(again, "ready_ms"));
   }
-  fmt::print("  {}: 20 two-construct kernels, fresh process, empty disk, warm server: ready in {:.2f} ms "
-             "(median of {}; min {:.2f}, max {:.2f}); round trips {}, remote hits {}, compiler runs {}; the same "
-             "process warm from its disk: {:.2f} ms; the builder's cold run: {} ms\n",
-             arch, median(ready), rounds, *std::min_element(ready.begin(), ready.end()),
-             *std::max_element(ready.begin(), ready.end()), median(trips), median(hits), median(compiles),
-             median(disk_ready), number(warm, "ready_ms"));
+  fmt::print(
+      "  {}: 20 two-construct kernels, fresh process, empty disk, warm server: ready in {:.2f} ms "
+      "(median of {}; min {:.2f}, max {:.2f}); round trips {}, remote hits {}, compiler runs {}; the same "
+      "process warm from its disk: {:.2f} ms; the builder's cold run: {} ms\n",
+      arch, median(ready), rounds, *std::min_element(ready.begin(), ready.end()),
+      *std::max_element(ready.begin(), ready.end()), median(trips), median(hits), median(compiles), median(disk_ready),
+      number(warm, "ready_ms"));
 }
 
 void eight_processes(qd_test::redis_server& server, const fs::path& base, bool with_tier) {
@@ -114,9 +115,9 @@ void eight_processes(qd_test::redis_server& server, const fs::path& base, bool w
     int p[2];
     if (::pipe2(p, O_CLOEXEC) != 0) std::abort();
     fs::path disk = base / fmt::format("eight-{}-{}", with_tier ? "tier" : "alone", i);
-    pids.push_back(qd_test::spawn_program({self, "child", "cpu", disk.string(), with_tier ? server.url() : "-", "1",
-                                           std::to_string(constructs), "7"},
-                                          p[1]));
+    pids.push_back(qd_test::spawn_program(
+        {self, "child", "cpu", disk.string(), with_tier ? server.url() : "-", "1", std::to_string(constructs), "7"},
+        p[1]));
     ::close(p[1]);
     fds.push_back(p[0]);
   }
@@ -135,11 +136,12 @@ void eight_processes(qd_test::redis_server& server, const fs::path& base, bool w
     compiled += number(out, "compiled");
     waits += number(out, "lock_waits");
   }
-  fmt::print("  {}: constructs compiled {} (target <= 1.1 x {} = {:.0f}; 8 x {} = {} without sharing), compiler "
-             "runs {}, constructs received after a lock wait {}; slowest process {:.0f} ms, all eight done {:.0f} "
-             "ms\n",
-             with_tier ? "with the tier   " : "without the tier", compiled, constructs, 1.1 * constructs, constructs,
-             8 * constructs, compiles, waits, slowest, all);
+  fmt::print(
+      "  {}: constructs compiled {} (target <= 1.1 x {} = {:.0f}; 8 x {} = {} without sharing), compiler "
+      "runs {}, constructs received after a lock wait {}; slowest process {:.0f} ms, all eight done {:.0f} "
+      "ms\n",
+      with_tier ? "with the tier   " : "without the tier", compiled, constructs, 1.1 * constructs, constructs,
+      8 * constructs, compiles, waits, slowest, all);
 }
 
 void dead_server(const fs::path& base) {
@@ -163,8 +165,8 @@ void dead_server(const fs::path& base) {
     double later = qd_bench::ms([&] {
       for (int i = 0; i < later_calls; ++i) tier.prefetch(qd::cache::entry_kind::offload, {&k, 1});
     });
-    fmt::print("  {}: first lookup {:.2f} ms (timeout 100 ms), later lookups {:.1f} ns each (back-off)\n", label,
-               first, later * 1e6 / later_calls);
+    fmt::print("  {}: first lookup {:.2f} ms (timeout 100 ms), later lookups {:.1f} ns each (back-off)\n", label, first,
+               later * 1e6 / later_calls);
   }
   ::close(fd);
 }

@@ -236,16 +236,18 @@ void linear_algebra(int threads, int rounds) {
   auto load = [](const qd::types::ndarray<float, 2>& m, const qd::i32& i) {
     return qd::detail::generate_mat<3, 3>([&](int r, int c) { return qd::f32(m(i, r * 3 + c)); });
   };
-  auto svd = qd::kernel("svd3", [&](qd::types::ndarray<float, 2> a, qd::types::ndarray<float, 2> b, qd::types::ndarray<float, 2> out) {
-    (void)b;
-    qd::range_for(a.shape(0), [&](qd::i32 i) {
-      auto [U, S, V] = qd::svd(load(a, i));
-      for (int k = 0; k < 9; ++k) out(i, k) = U(k / 3, k % 3);
-      for (int k = 0; k < 3; ++k) out(i, 9 + k) = S(k, k);
-      for (int k = 0; k < 9; ++k) out(i, 12 + k) = V(k / 3, k % 3);
-    });
-  });
-  auto eig = qd::kernel("sym_eig3", [&](qd::types::ndarray<float, 2> a, qd::types::ndarray<float, 2> b, qd::types::ndarray<float, 2> out) {
+  auto svd = qd::kernel(
+      "svd3", [&](qd::types::ndarray<float, 2> a, qd::types::ndarray<float, 2> b, qd::types::ndarray<float, 2> out) {
+        (void)b;
+        qd::range_for(a.shape(0), [&](qd::i32 i) {
+          auto [U, S, V] = qd::svd(load(a, i));
+          for (int k = 0; k < 9; ++k) out(i, k) = U(k / 3, k % 3);
+          for (int k = 0; k < 3; ++k) out(i, 9 + k) = S(k, k);
+          for (int k = 0; k < 9; ++k) out(i, 12 + k) = V(k / 3, k % 3);
+        });
+      });
+  auto eig = qd::kernel("sym_eig3", [&](qd::types::ndarray<float, 2> a, qd::types::ndarray<float, 2> b,
+                                        qd::types::ndarray<float, 2> out) {
     (void)b;
     qd::range_for(a.shape(0), [&](qd::i32 i) {
       auto [w, Q] = qd::sym_eig(load(a, i));
@@ -253,14 +255,19 @@ void linear_algebra(int threads, int rounds) {
       for (int k = 0; k < 9; ++k) out(i, 3 + k) = Q(k / 3, k % 3);
     });
   });
-  auto solve = qd::kernel("solve3", [&](qd::types::ndarray<float, 2> a, qd::types::ndarray<float, 2> b, qd::types::ndarray<float, 2> out) {
-    qd::range_for(a.shape(0), [&](qd::i32 i) {
-      const auto x = qd::solve(load(a, i), qd::vec3f(b(i, 0), b(i, 1), b(i, 2)));
-      for (int k = 0; k < 3; ++k) out(i, k) = x[k];
-    });
-  });
+  auto solve = qd::kernel(
+      "solve3", [&](qd::types::ndarray<float, 2> a, qd::types::ndarray<float, 2> b, qd::types::ndarray<float, 2> out) {
+        qd::range_for(a.shape(0), [&](qd::i32 i) {
+          const auto x = qd::solve(load(a, i), qd::vec3f(b(i, 0), b(i, 1), b(i, 2)));
+          for (int k = 0; k < 3; ++k) out(i, k) = x[k];
+        });
+      });
   // The hand code's layout is per matrix (svd: 21 floats, eig: 12, solve: 3); out is (n, 21).
-  struct job { const char* name; std::function<void()> ours; void* hand; };
+  struct job {
+    const char* name;
+    std::function<void()> ours;
+    void* hand;
+  };
   std::vector<job> jobs{{"svd 3x3 f32 (1M matrices)", [&] { svd(a, b, out); }, hand.entry("hand_svd")},
                         {"sym_eig 3x3 f32 (1M matrices)", [&] { eig(a, b, out); }, hand.entry("hand_eig")},
                         {"solve 3x3 f32 (1M systems)", [&] { solve(a, b, out); }, hand.entry("hand_solve")}};
@@ -308,8 +315,10 @@ void sorting_and_scans(int threads, int rounds) {
       const double t = seconds([&] { alg::sort(d); });
       std::vector<std::uint32_t> copy = keys;
       const double s = seconds([&] {
-        if (threads == 1) std::sort(copy.begin(), copy.end());
-        else std_sort_2(copy.begin(), copy.end(), std::less<>(), false);
+        if (threads == 1)
+          std::sort(copy.begin(), copy.end());
+        else
+          std_sort_2(copy.begin(), copy.end(), std::less<>(), false);
       });
       if (r > 0) ours.push_back(t), theirs.push_back(s);  // round 0 compiles
       if (r == rounds && d.to_host() != copy) fmt::print("    MISMATCH: sort\n");
@@ -332,8 +341,10 @@ void sorting_and_scans(int threads, int rounds) {
       for (std::size_t i = 0; i < n; ++i) pairs[i] = {keys[i], values[i]};
       auto less = [](const auto& x, const auto& y) { return x.first < y.first; };
       const double s = seconds([&] {
-        if (threads == 1) std::stable_sort(pairs.begin(), pairs.end(), less);
-        else std_sort_2(pairs.begin(), pairs.end(), less, true);
+        if (threads == 1)
+          std::stable_sort(pairs.begin(), pairs.end(), less);
+        else
+          std_sort_2(pairs.begin(), pairs.end(), less, true);
       });
       if (r > 0) ours.push_back(t), theirs.push_back(s);
       if (r == rounds && dv.to_host()[n / 2] != pairs[n / 2].second) fmt::print("    MISMATCH: sort_by_key\n");
@@ -374,8 +385,8 @@ void neighbours(int threads, int rounds) {
   pos.from_host(pts);
   qd::ndarray<std::int32_t, 1> count(n), hand_count(n);
   qd::hash_grid grid(radius);
-  auto query = qd::kernel("count_neighbours", [](qd::types::hash_grid g, qd::types::ndarray<qd::vec3f, 1> pos, qd::f32 r,
-                                                 qd::types::ndarray<std::int32_t, 1> count) {
+  auto query = qd::kernel("count_neighbours", [](qd::types::hash_grid g, qd::types::ndarray<qd::vec3f, 1> pos,
+                                                 qd::f32 r, qd::types::ndarray<std::int32_t, 1> count) {
     qd::range_for(pos.shape(0), [&](qd::i32 i) {
       qd::var<std::int32_t> c = 0;
       qd::for_each_neighbor(g, pos[i], r, [&](qd::i32) { c += 1; });
@@ -392,7 +403,8 @@ void neighbours(int threads, int rounds) {
     std::fill(start.begin(), start.end(), 0);
     for (std::int64_t i = 0; i < n; ++i) {
       const auto& p = pts[static_cast<std::size_t>(i)];
-      const int c = static_cast<int>(p[0] * inv) + dim * (static_cast<int>(p[1] * inv) + dim * static_cast<int>(p[2] * inv));
+      const int c =
+          static_cast<int>(p[0] * inv) + dim * (static_cast<int>(p[1] * inv) + dim * static_cast<int>(p[2] * inv));
       cell[static_cast<std::size_t>(i)] = c;
       ++start[static_cast<std::size_t>(c) + 1];
     }

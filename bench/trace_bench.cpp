@@ -25,7 +25,8 @@ std::size_t plan_and_lower(const qd::detail::kernel_state& k) {
   std::size_t tasks = 0;
   for (const qd::analysis::task_plan& plan :
        {qd::analysis::plan_split(k.ir, k.structure).plan, qd::analysis::plan_whole_kernel(k.ir, k.structure)})
-    for (const auto& t : plan.tasks) tasks += qd::codegen::lower_task(k.ir, k.structure, t, plan).fn.nodes.empty() ? 0 : 1;
+    for (const auto& t : plan.tasks)
+      tasks += qd::codegen::lower_task(k.ir, k.structure, t, plan).fn.nodes.empty() ? 0 : 1;
   return tasks;
 }
 

@@ -19,12 +19,13 @@ void define_kernels() {
   auto clamp = qd::kernel("clamp", [](qd::types::ndarray<float, 1> x, qd::f32 lo, qd::f32 hi) {
     qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = qd::min(qd::max(x[i], lo), hi); });
   });
-  auto histogram = qd::kernel("histogram", [](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 1> bins) {
-    qd::range_for(x.shape(0), [&](qd::i32 i) {
-      qd::i32 b = qd::cast<std::int32_t>(qd::floor(x[i] * qd::cast<float>(bins.shape(0))));
-      qd::if_(b >= 0 && b < bins.shape(0), [&] { qd::atomic_add(bins[b], 1); });
-    });
-  });
+  auto histogram =
+      qd::kernel("histogram", [](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 1> bins) {
+        qd::range_for(x.shape(0), [&](qd::i32 i) {
+          qd::i32 b = qd::cast<std::int32_t>(qd::floor(x[i] * qd::cast<float>(bins.shape(0))));
+          qd::if_(b >= 0 && b < bins.shape(0), [&] { qd::atomic_add(bins[b], 1); });
+        });
+      });
   qd::ndarray<float, 1> x(16), y(16), out(1);
   qd::ndarray<float, 2> u({8, 8}), v({8, 8});
   qd::ndarray<std::int32_t, 1> bins(4);

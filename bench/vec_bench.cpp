@@ -202,10 +202,12 @@ void compare_nbody(int threads, int rounds) {
   auto a = vel.to_host(), b = hand_vel.to_host();
   double worst = 0;
   for (std::size_t i = 0; i < a.size(); ++i)
-    for (std::size_t c = 0; c < 3; ++c) worst = std::max(worst, static_cast<double>(std::abs(a[i][c] - b[i][c])) / (1e-6 + std::abs(b[i][c])));
-  fmt::print("  {} thread{}: N-body step, 4096 bodies  qd::vec3f {:7.2f} ms  hand-written struct {:7.2f} ms  ratio {:.3f}"
-             "  (largest relative difference {:.1e})\n",
-             threads, plural(threads), median(g) * 1e3, median(h) * 1e3, median(g) / median(h), worst);
+    for (std::size_t c = 0; c < 3; ++c)
+      worst = std::max(worst, static_cast<double>(std::abs(a[i][c] - b[i][c])) / (1e-6 + std::abs(b[i][c])));
+  fmt::print(
+      "  {} thread{}: N-body step, 4096 bodies  qd::vec3f {:7.2f} ms  hand-written struct {:7.2f} ms  ratio {:.3f}"
+      "  (largest relative difference {:.1e})\n",
+      threads, plural(threads), median(g) * 1e3, median(h) * 1e3, median(g) / median(h), worst);
 }
 
 // A cloth of side x side particles with structural springs: spring forces scattered
@@ -214,23 +216,24 @@ void compare_mass_spring(int threads, int rounds) {
   qd::init({.arch = qd::arch::cpu, .offline_cache = false, .cpu_max_num_threads = threads});
   hand_code hand = compile_hand_code();
   const int side = 256, n = side * side;
-  auto step = qd::kernel("mass_spring", [](qd::types::ndarray<qd::vec3f, 1> pos, qd::types::ndarray<qd::vec3f, 1> vel,
-                                           qd::types::ndarray<qd::vec3f, 1> force, qd::types::ndarray<qd::vec2i, 1> edges,
-                                           qd::f32 k, qd::f32 rest, qd::f32 dt) {
-    qd::range_for(edges.shape(0), [&](qd::i32 e) {
-      qd::vec2i ab = edges[e];
-      qd::vec3f d = pos[ab.y()] - pos[ab.x()];
-      qd::f32 len = qd::norm(d);
-      qd::vec3f f = d * (k * (len - rest) / len);
-      force[ab.x()] += f;  // computed index: atomic
-      force[ab.y()] += f * -1.0f;
-    });
-    qd::range_for(pos.shape(0), [&](qd::i32 i) {
-      vel[i] += force[i] * dt;  // demoted
-      pos[i] += vel[i] * dt;
-      force[i] = qd::vec3f(0.0f);
-    });
-  });
+  auto step =
+      qd::kernel("mass_spring", [](qd::types::ndarray<qd::vec3f, 1> pos, qd::types::ndarray<qd::vec3f, 1> vel,
+                                   qd::types::ndarray<qd::vec3f, 1> force, qd::types::ndarray<qd::vec2i, 1> edges,
+                                   qd::f32 k, qd::f32 rest, qd::f32 dt) {
+        qd::range_for(edges.shape(0), [&](qd::i32 e) {
+          qd::vec2i ab = edges[e];
+          qd::vec3f d = pos[ab.y()] - pos[ab.x()];
+          qd::f32 len = qd::norm(d);
+          qd::vec3f f = d * (k * (len - rest) / len);
+          force[ab.x()] += f;  // computed index: atomic
+          force[ab.y()] += f * -1.0f;
+        });
+        qd::range_for(pos.shape(0), [&](qd::i32 i) {
+          vel[i] += force[i] * dt;  // demoted
+          pos[i] += vel[i] * dt;
+          force[i] = qd::vec3f(0.0f);
+        });
+      });
   step.compile();
   std::vector<std::array<float, 3>> hp(static_cast<std::size_t>(n)), zero(static_cast<std::size_t>(n), {0, 0, 0});
   std::vector<std::array<std::int32_t, 2>> he;
@@ -263,9 +266,10 @@ void compare_mass_spring(int threads, int rounds) {
   double worst = 0;
   for (std::size_t i = 0; i < a.size(); ++i)
     for (std::size_t c = 0; c < 3; ++c) worst = std::max(worst, static_cast<double>(std::abs(a[i][c] - b[i][c])));
-  fmt::print("  {} thread{}: mass-spring step, {} particles, {} springs  qd::vec3f {:7.2f} ms  hand-written struct "
-             "{:7.2f} ms  ratio {:.3f}  (largest position difference {:.1e})\n",
-             threads, plural(threads), n, he.size(), median(g) * 1e3, median(h) * 1e3, median(g) / median(h), worst);
+  fmt::print(
+      "  {} thread{}: mass-spring step, {} particles, {} springs  qd::vec3f {:7.2f} ms  hand-written struct "
+      "{:7.2f} ms  ratio {:.3f}  (largest position difference {:.1e})\n",
+      threads, plural(threads), n, he.size(), median(g) * 1e3, median(h) * 1e3, median(g) / median(h), worst);
 }
 
 void compare_updates(int threads, int rounds) {
@@ -295,9 +299,10 @@ void compare_updates(int threads, int rounds) {
     for (std::size_t i = 0; i < h.size(); ++i) h[i] = static_cast<std::int32_t>((i * 2654435761u >> 7) % bins);
     idx.from_host(h);
   }
-  auto scatter = qd::kernel("scatter", [](qd::types::ndarray<std::int32_t, 1> is, qd::types::ndarray<std::int32_t, 1> hs) {
-    qd::range_for(is.shape(0), [&](qd::i32 i) { hs[is[i]] += 1; });  // computed index: stays atomic
-  });
+  auto scatter =
+      qd::kernel("scatter", [](qd::types::ndarray<std::int32_t, 1> is, qd::types::ndarray<std::int32_t, 1> hs) {
+        qd::range_for(is.shape(0), [&](qd::i32 i) { hs[is[i]] += 1; });  // computed index: stays atomic
+      });
   scatter.compile();
   std::vector<double> d, p, at, sg, sh;
   for (int r = 0; r < rounds + 1; ++r) {
@@ -321,14 +326,15 @@ void compare_updates(int threads, int rounds) {
     sh.push_back(t5);
   }
   bool same = hist.to_host() == hand_hist.to_host();
-  fmt::print("  {} thread{}: y[i] += a*x[i] (demoted) {:7.2f} ms  y[i] = y[i] + a*x[i] {:7.2f} ms  ratio {:.3f}"
-             "  (qd::atomic_add: {:7.2f} ms, ratio {:.2f})\n",
-             threads, plural(threads), median(d) * 1e3, median(p) * 1e3, median(d) / median(p), median(at) * 1e3,
-             median(at) / median(p));
-  fmt::print("  {} thread{}: scatter h[idx[i]] += 1 (atomic) {:7.2f} ms  hand-written __atomic_fetch_add {:7.2f} ms  "
-             "ratio {:.3f}  (histograms {})\n",
-             threads, plural(threads), median(sg) * 1e3, median(sh) * 1e3, median(sg) / median(sh),
-             same ? "equal" : "DIFFER");
+  fmt::print(
+      "  {} thread{}: y[i] += a*x[i] (demoted) {:7.2f} ms  y[i] = y[i] + a*x[i] {:7.2f} ms  ratio {:.3f}"
+      "  (qd::atomic_add: {:7.2f} ms, ratio {:.2f})\n",
+      threads, plural(threads), median(d) * 1e3, median(p) * 1e3, median(d) / median(p), median(at) * 1e3,
+      median(at) / median(p));
+  fmt::print(
+      "  {} thread{}: scatter h[idx[i]] += 1 (atomic) {:7.2f} ms  hand-written __atomic_fetch_add {:7.2f} ms  "
+      "ratio {:.3f}  (histograms {})\n",
+      threads, plural(threads), median(sg) * 1e3, median(sh) * 1e3, median(sg) / median(sh), same ? "equal" : "DIFFER");
 }
 
 // Trace plus analysis (DCE, demotion, the construct analysis) of a kernel with 100

@@ -21,23 +21,23 @@ auto drift = qd::kernel("drift", [](vec_array pos, vec_array vel, qd::f32 dt) {
 auto rotate = qd::kernel("rotate", [](vec_array pos, qd::types::ndarray<qd::mat3f, 1> rot, qd::mat3f global) {
   qd::range_for(pos.shape(0), [&](qd::i32 i) { pos[i] = global * (rot[i] * pos[i]); });
 });
-auto springs = qd::kernel("springs", [](vec_array pos, vec_array force, qd::types::ndarray<qd::vec2i, 1> edges,
-                                        qd::f32 k, qd::f32 rest) {
-  qd::range_for(edges.shape(0), [&](qd::i32 e) {
-    qd::vec2i ab = edges[e];
-    qd::vec3f d = pos[ab.y()] - pos[ab.x()];
-    qd::f32 len = qd::norm(d);
-    qd::vec3f f = qd::normalize(d) * (k * (len - rest));
-    force[ab.x()] += f;  // scatter: atomic
-    force[ab.y()] -= f;
-  });
-});
-auto inertia = qd::kernel("inertia", [](vec_array pos, qd::types::ndarray<float, 1> mass,
-                                        qd::types::ndarray<qd::mat3f, 1> out) {
-  qd::var<qd::mat3f> total = qd::mat3f::zero();
-  qd::range_for(pos.shape(0), [&](qd::i32 i) {
-    qd::vec3f r = pos[i];
-    total += (qd::mat3f::identity() * qd::dot(r, r) - qd::outer(r, r)) * mass[i];
-  });
-  out[0] = qd::inverse(total);
-});
+auto springs = qd::kernel(
+    "springs", [](vec_array pos, vec_array force, qd::types::ndarray<qd::vec2i, 1> edges, qd::f32 k, qd::f32 rest) {
+      qd::range_for(edges.shape(0), [&](qd::i32 e) {
+        qd::vec2i ab = edges[e];
+        qd::vec3f d = pos[ab.y()] - pos[ab.x()];
+        qd::f32 len = qd::norm(d);
+        qd::vec3f f = qd::normalize(d) * (k * (len - rest));
+        force[ab.x()] += f;  // scatter: atomic
+        force[ab.y()] -= f;
+      });
+    });
+auto inertia =
+    qd::kernel("inertia", [](vec_array pos, qd::types::ndarray<float, 1> mass, qd::types::ndarray<qd::mat3f, 1> out) {
+      qd::var<qd::mat3f> total = qd::mat3f::zero();
+      qd::range_for(pos.shape(0), [&](qd::i32 i) {
+        qd::vec3f r = pos[i];
+        total += (qd::mat3f::identity() * qd::dot(r, r) - qd::outer(r, r)) * mass[i];
+      });
+      out[0] = qd::inverse(total);
+    });

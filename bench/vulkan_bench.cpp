@@ -131,9 +131,10 @@ launch_time time_launch(vk::vulkan_device& d, void* entry, const launch_context&
 }
 
 void report(const char* what, const launch_time& g, const launch_time& h, bool same) {
-  std::printf("  %s: generated %.1f ms (CPU %.1f ms), by hand %.1f ms (CPU %.1f ms): %.2fx wall, %.2fx CPU "
-              "(target <= 1.3); results %s\n",
-              what, g.wall, g.cpu, h.wall, h.cpu, g.wall / h.wall, g.cpu / h.cpu, same ? "equal" : "DIFFER");
+  std::printf(
+      "  %s: generated %.1f ms (CPU %.1f ms), by hand %.1f ms (CPU %.1f ms): %.2fx wall, %.2fx CPU "
+      "(target <= 1.3); results %s\n",
+      what, g.wall, g.cpu, h.wall, h.cpu, g.wall / h.wall, g.cpu / h.cpu, same ? "equal" : "DIFFER");
 }
 
 std::vector<float> read(vk::vulkan_device& d, void* p, std::size_t n) {
@@ -162,8 +163,8 @@ int main(int argc, char** argv) {
   // ---- compile: one construct of about 30 operations ----------------------------------
   const std::string one = generated_glsl(*d, [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b,
                                                 qd::types::ndarray<float, 1> c, qd::types::ndarray<float, 1> out) {
-    qd_bench::construct(a, b, c, out, 3);
-  }).source;
+                            qd_bench::construct(a, b, c, out, 3);
+                          }).source;
   const std::string entry = "qd_task0";
   const double first = qd_bench::ms([&] { d->compile(one, "bench"); });  // shaderc's start-up in this process
   std::vector<double> shaderc_ms, shaderc_opt_ms, glslang_ms, pipeline_ms;
@@ -172,8 +173,8 @@ int main(int argc, char** argv) {
   if (!::mkdtemp(dir)) return 1;
   const std::string file = std::string(dir) + "/construct.comp", spv = std::string(dir) + "/construct.spv";
   std::ofstream(file) << one;
-  const std::string glslang = "glslangValidator -V --target-env vulkan1.2 -S comp -D" + qd::codegen::glsl_task_macro(entry) +
-                              " -o " + spv + " " + file + " > /dev/null 2>&1";
+  const std::string glslang = "glslangValidator -V --target-env vulkan1.2 -S comp -D" +
+                              qd::codegen::glsl_task_macro(entry) + " -o " + spv + " " + file + " > /dev/null 2>&1";
   const bool have_glslang = std::system("glslangValidator --version > /dev/null 2>&1") == 0;
   std::vector<std::byte> binary;
   for (int r = 0; r < rounds; ++r) {
@@ -205,10 +206,10 @@ int main(int argc, char** argv) {
   std::printf("run on %s (CPU-emulated Vulkan when the device is a CPU), medians of %d launches:\n",
               d->description().c_str(), rounds);
   {
-    const generated gen = generated_glsl(*d, [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y,
-                                                qd::f32 a) {
-      qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = a * x[i] + y[i]; });
-    });
+    const generated gen =
+        generated_glsl(*d, [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y, qd::f32 a) {
+          qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = a * x[i] + y[i]; });
+        });
     auto gm = d->load(d->compile(gen.source, "saxpy"), "saxpy");
     auto hm = d->load(d->compile(d->prelude() + saxpy_by_hand, "saxpy"), "saxpy");
     std::vector<float> x(static_cast<std::size_t>(n)), y(x.size());
@@ -261,8 +262,9 @@ int main(int argc, char** argv) {
   }
   {
     // One launch of a serial task that does nothing: record, submit, wait, read the error record.
-    const std::string idle = "//@qd_task idle 1 serial 0\n#ifdef QD_TASK_idle\nlayout(local_size_x = 1) in;\n"
-                             "void main() {}\n#endif\n";
+    const std::string idle =
+        "//@qd_task idle 1 serial 0\n#ifdef QD_TASK_idle\nlayout(local_size_x = 1) in;\n"
+        "void main() {}\n#endif\n";
     auto m = d->load(d->compile(d->prelude() + idle, "idle"), "idle");
     std::int64_t error[5] = {};
     const launch_context c{nullptr, nullptr, 0, nullptr, 0, error};

@@ -26,12 +26,12 @@ struct qd_emu_thread {
 typedef void (*qd_emu_run_fn)(void* const* args, struct qd_emu_thread* self);
 
 struct qd_emu_entry {
-  const char* name;           /* as written in the source */
-  const void* function;       /* the kernel itself: its dynamic symbol is the name drivers look up */
+  const char* name;     /* as written in the source */
+  const void* function; /* the kernel itself: its dynamic symbol is the name drivers look up */
   qd_emu_run_fn run_block;
   qd_emu_run_fn run_thread;
   unsigned param_count;
-  const unsigned* param_sizes;  /* param_count entries each */
+  const unsigned* param_sizes; /* param_count entries each */
   const unsigned* param_aligns;
   unsigned max_threads_per_block; /* __launch_bounds__'s first argument; 0 when absent */
   unsigned synchronizes;          /* the program names __syncthreads: threads run on fibers */

@@ -60,7 +60,7 @@ __attribute__((const, noinline)) static qd_emu_thread** qd_emu_slot() { return &
 static inline void __syncthreads() {
   qd_emu_thread* self = qd_emu_self;
   self->sync(self);
-  qd_emu_self = self;  /* other fibers ran on this host thread meanwhile */
+  qd_emu_self = self; /* other fibers ran on this host thread meanwhile */
 }
 [[noreturn]] static inline void __trap() {
   qd_emu_thread* self = qd_emu_self;
@@ -68,13 +68,15 @@ static inline void __syncthreads() {
   __builtin_unreachable();
 }
 #ifdef QD_EMU_HIP
-#define abort() __trap()  /* HIP's device abort */
+#define abort() __trap() /* HIP's device abort */
 #endif
 static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 static inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 static inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 template <class T>
-static inline T __ldg(const T* p) { return *p; }
+static inline T __ldg(const T* p) {
+  return *p;
+}
 
 /* --- CUDA graphs: a conditional node's condition ------------------------------------ */
 #ifdef QD_EMU_CUDA
@@ -142,28 +144,28 @@ static inline long long clock64() {
 }
 
 /* --- atomics (relaxed, device scope: what CUDA's and HIP's are) ---------------------- */
-#define QD_EMU_ATOMIC_RMW(T)                                                                          \
-  static inline T atomicAdd(T* p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }        \
-  static inline T atomicSub(T* p, T v) { return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED); }        \
-  static inline T atomicExch(T* p, T v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }      \
-  static inline T atomicAnd(T* p, T v) { return __atomic_fetch_and(p, v, __ATOMIC_RELAXED); }        \
-  static inline T atomicOr(T* p, T v) { return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }          \
-  static inline T atomicXor(T* p, T v) { return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED); }        \
-  static inline T atomicCAS(T* p, T expected, T desired) {                                            \
-    __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);    \
-    return expected;                                                                                  \
-  }                                                                                                   \
-  static inline T atomicMin(T* p, T v) {                                                              \
-    T old = __atomic_load_n(p, __ATOMIC_RELAXED);                                                     \
+#define QD_EMU_ATOMIC_RMW(T)                                                                                \
+  static inline T atomicAdd(T* p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }               \
+  static inline T atomicSub(T* p, T v) { return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED); }               \
+  static inline T atomicExch(T* p, T v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }             \
+  static inline T atomicAnd(T* p, T v) { return __atomic_fetch_and(p, v, __ATOMIC_RELAXED); }               \
+  static inline T atomicOr(T* p, T v) { return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }                 \
+  static inline T atomicXor(T* p, T v) { return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED); }               \
+  static inline T atomicCAS(T* p, T expected, T desired) {                                                  \
+    __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);          \
+    return expected;                                                                                        \
+  }                                                                                                         \
+  static inline T atomicMin(T* p, T v) {                                                                    \
+    T old = __atomic_load_n(p, __ATOMIC_RELAXED);                                                           \
     while (v < old && !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) { \
-    }                                                                                                 \
-    return old;                                                                                       \
-  }                                                                                                   \
-  static inline T atomicMax(T* p, T v) {                                                              \
-    T old = __atomic_load_n(p, __ATOMIC_RELAXED);                                                     \
+    }                                                                                                       \
+    return old;                                                                                             \
+  }                                                                                                         \
+  static inline T atomicMax(T* p, T v) {                                                                    \
+    T old = __atomic_load_n(p, __ATOMIC_RELAXED);                                                           \
     while (v > old && !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) { \
-    }                                                                                                 \
-    return old;                                                                                       \
+    }                                                                                                       \
+    return old;                                                                                             \
   }
 QD_EMU_ATOMIC_RMW(int)
 QD_EMU_ATOMIC_RMW(unsigned int)
@@ -176,15 +178,15 @@ static inline unsigned short atomicCAS(unsigned short* p, unsigned short expecte
 }
 static inline unsigned atomicInc(unsigned* p, unsigned limit) {
   unsigned old = __atomic_load_n(p, __ATOMIC_RELAXED);
-  while (!__atomic_compare_exchange_n(p, &old, old >= limit ? 0u : old + 1u, true, __ATOMIC_RELAXED,
-                                      __ATOMIC_RELAXED)) {
+  while (
+      !__atomic_compare_exchange_n(p, &old, old >= limit ? 0u : old + 1u, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
   }
   return old;
 }
 static inline unsigned atomicDec(unsigned* p, unsigned limit) {
   unsigned old = __atomic_load_n(p, __ATOMIC_RELAXED);
-  while (!__atomic_compare_exchange_n(p, &old, (old == 0u || old > limit) ? limit : old - 1u, true,
-                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  while (!__atomic_compare_exchange_n(p, &old, (old == 0u || old > limit) ? limit : old - 1u, true, __ATOMIC_RELAXED,
+                                      __ATOMIC_RELAXED)) {
   }
   return old;
 }
@@ -211,13 +213,13 @@ static inline float atomicExch(float* p, float v) {
 }
 
 /* --- math: the C library's functions, and CUDA's float overloads and intrinsics ------ */
-#define QD_EMU_MATH1(name)                                                                            \
-  extern "C" double name(double) noexcept;                                                            \
-  extern "C" float name##f(float) noexcept;                                                           \
+#define QD_EMU_MATH1(name)                  \
+  extern "C" double name(double) noexcept;  \
+  extern "C" float name##f(float) noexcept; \
   static inline float name(float x) { return name##f(x); }
-#define QD_EMU_MATH2(name)                                                                            \
-  extern "C" double name(double, double) noexcept;                                                    \
-  extern "C" float name##f(float, float) noexcept;                                                    \
+#define QD_EMU_MATH2(name)                         \
+  extern "C" double name(double, double) noexcept; \
+  extern "C" float name##f(float, float) noexcept; \
   static inline float name(float x, float y) { return name##f(x, y); }
 QD_EMU_MATH1(sqrt)
 QD_EMU_MATH1(cbrt)
@@ -267,8 +269,8 @@ static inline float __powf(float a, float b) { return powf(a, b); }
 static inline float __saturatef(float x) { return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : (x == x ? x : 0.0f)); }
 extern "C" int abs(int) noexcept;
 extern "C" long long llabs(long long) noexcept;
-#define QD_EMU_MIN_MAX(T)                                                                             \
-  static inline T min(T a, T b) { return a < b ? a : b; }                                             \
+#define QD_EMU_MIN_MAX(T)                                 \
+  static inline T min(T a, T b) { return a < b ? a : b; } \
   static inline T max(T a, T b) { return a > b ? a : b; }
 QD_EMU_MIN_MAX(int)
 QD_EMU_MIN_MAX(unsigned int)
@@ -281,21 +283,42 @@ static inline double min(double a, double b) { return fmin(a, b); }
 static inline double max(double a, double b) { return fmax(a, b); }
 
 /* --- the glue the emulated compiler appends after each kernel ------------------------ */
-template <class T> struct qd_emu_plain { typedef T type; };
-template <class T> struct qd_emu_plain<const T> { typedef T type; };
-template <class T> struct qd_emu_plain<volatile T> { typedef T type; };
-template <class T> struct qd_emu_plain<const volatile T> { typedef T type; };
-template <unsigned I, class... A> struct qd_emu_nth;
-template <class H, class... A> struct qd_emu_nth<0, H, A...> { typedef H type; };
-template <unsigned I, class H, class... A> struct qd_emu_nth<I, H, A...> {
+template <class T>
+struct qd_emu_plain {
+  typedef T type;
+};
+template <class T>
+struct qd_emu_plain<const T> {
+  typedef T type;
+};
+template <class T>
+struct qd_emu_plain<volatile T> {
+  typedef T type;
+};
+template <class T>
+struct qd_emu_plain<const volatile T> {
+  typedef T type;
+};
+template <unsigned I, class... A>
+struct qd_emu_nth;
+template <class H, class... A>
+struct qd_emu_nth<0, H, A...> {
+  typedef H type;
+};
+template <unsigned I, class H, class... A>
+struct qd_emu_nth<I, H, A...> {
   typedef typename qd_emu_nth<I - 1, A...>::type type;
 };
-template <class F> struct qd_emu_signature;
-template <class... A> struct qd_emu_signature<void(A...)> {
+template <class F>
+struct qd_emu_signature;
+template <class... A>
+struct qd_emu_signature<void(A...)> {
   static constexpr unsigned arity = sizeof...(A);
-  template <unsigned I> using param = typename qd_emu_plain<typename qd_emu_nth<I, A...>::type>::type;
+  template <unsigned I>
+  using param = typename qd_emu_plain<typename qd_emu_nth<I, A...>::type>::type;
 };
-template <class... A> struct qd_emu_signature<void(A...) noexcept> : qd_emu_signature<void(A...)> {};
+template <class... A>
+struct qd_emu_signature<void(A...) noexcept> : qd_emu_signature<void(A...)> {};
 #define QD_EMU_PARAM(kernel, i) qd_emu_signature<decltype(kernel)>::template param<i>
 #define QD_EMU_ARG(kernel, i) (*static_cast<QD_EMU_PARAM(kernel, i)*>(qd_emu_args[i]))
 
@@ -319,7 +342,8 @@ static qd_emu_entry qd_emu_table[QD_EMU_ENTRY_CAPACITY > 0 ? QD_EMU_ENTRY_CAPACI
 static unsigned qd_emu_table_size;
 struct qd_emu_registrar {
   explicit qd_emu_registrar(const qd_emu_entry& e) {
-    if (qd_emu_table_size < (QD_EMU_ENTRY_CAPACITY > 0 ? QD_EMU_ENTRY_CAPACITY : 1)) qd_emu_table[qd_emu_table_size++] = e;
+    if (qd_emu_table_size < (QD_EMU_ENTRY_CAPACITY > 0 ? QD_EMU_ENTRY_CAPACITY : 1))
+      qd_emu_table[qd_emu_table_size++] = e;
   }
 };
 extern "C" __attribute__((visibility("default"))) const qd_emu_module* qd_emu_module_info() {

@@ -57,9 +57,8 @@ int main() {
         qd::var<float> total = 0.0f;
         qd::var<float> peak = 0.0f;
         // Construct 1: the heater, a small square in the plate's left third.
-        qd::range_for(qd::ndrange(6, 6), [&](qd::i32 i, qd::i32 j) {
-          u(rows / 2 - 3 + i, cols / 4 - 3 + j) += source;
-        });
+        qd::range_for(qd::ndrange(6, 6),
+                      [&](qd::i32 i, qd::i32 j) { u(rows / 2 - 3 + i, cols / 4 - 3 + j) += source; });
         // Construct 2: explicit diffusion; clamped neighbours make the edges insulated.
         qd::range_for(qd::ndrange(rows, cols), [&](qd::i32 i, qd::i32 j) {
           qd::f32 c = u(i, j);

@@ -37,13 +37,13 @@ auto drift = qd::kernel("drift", {"pos", "vel", "dt"},
                         });
 
 // Kinetic energy, reduced into a top-level variable and stored in out[0].
-auto kinetic = qd::kernel("kinetic", {"vel", "mass", "out"},
-                          [](qd::types::ndarray<qd::vec3f, 1> vel, qd::types::ndarray<float, 1> mass,
-                             qd::types::ndarray<float, 1> out) {
-                            qd::var<float> total = 0.0f;
-                            qd::range_for(vel.shape(0), [&](qd::i32 i) { total += 0.5f * mass[i] * qd::norm_sqr(vel[i]); });
-                            out[0] = total;
-                          });
+auto kinetic = qd::kernel(
+    "kinetic", {"vel", "mass", "out"},
+    [](qd::types::ndarray<qd::vec3f, 1> vel, qd::types::ndarray<float, 1> mass, qd::types::ndarray<float, 1> out) {
+      qd::var<float> total = 0.0f;
+      qd::range_for(vel.shape(0), [&](qd::i32 i) { total += 0.5f * mass[i] * qd::norm_sqr(vel[i]); });
+      out[0] = total;
+    });
 
 // The same step in plain C++.
 void host_step(std::vector<host_vec>& pos, std::vector<host_vec>& vel, const std::vector<float>& mass, float dt,
@@ -103,8 +103,9 @@ int main(int argc, char** argv) {
   double worst = 0;
   for (int i = 0; i < n; ++i)
     for (int c = 0; c < 3; ++c)
-      worst = std::max(worst, static_cast<double>(std::abs(got[static_cast<std::size_t>(i)][static_cast<std::size_t>(c)] -
-                                                           hp[static_cast<std::size_t>(i)][static_cast<std::size_t>(c)])));
+      worst =
+          std::max(worst, static_cast<double>(std::abs(got[static_cast<std::size_t>(i)][static_cast<std::size_t>(c)] -
+                                                       hp[static_cast<std::size_t>(i)][static_cast<std::size_t>(c)])));
   const double e = energy.to_host()[0];
   std::printf("%d bodies, %d steps on %s: %.1f ms (first call includes compiling)\n", n, steps,
               std::string(qd::name(qd::current_settings().arch)).c_str(), ms);

@@ -18,8 +18,8 @@ namespace {
 
 using host_vec = std::array<float, 3>;
 
-constexpr float spacing = 0.05f;      // initial distance between particles
-constexpr float h = 2 * spacing;       // smoothing length: the neighbour radius
+constexpr float spacing = 0.05f;  // initial distance between particles
+constexpr float h = 2 * spacing;  // smoothing length: the neighbour radius
 constexpr float rest_density = 1000.0f;
 constexpr float mass = rest_density * spacing * spacing * spacing;
 constexpr float stiffness = 50.0f;
@@ -94,10 +94,10 @@ auto integrate = qd::kernel("integrate", {"pos", "vel", "acc", "speed2", "dt"},
                               });
                             });
 
-auto kinetic_energy = qd::kernel("kinetic", {"speed2", "e"},
-                                 [](qd::types::ndarray<float, 1> speed2, qd::types::ndarray<float, 1> e) {
-                                   qd::range_for(speed2.shape(0), [&](qd::i32 i) { e[i] = 0.5f * mass * speed2[i]; });
-                                 });
+auto kinetic_energy =
+    qd::kernel("kinetic", {"speed2", "e"}, [](qd::types::ndarray<float, 1> speed2, qd::types::ndarray<float, 1> e) {
+      qd::range_for(speed2.shape(0), [&](qd::i32 i) { e[i] = 0.5f * mass * speed2[i]; });
+    });
 
 // ---- the same step in plain C++ (brute-force neighbours) ----------------------------------
 
@@ -160,7 +160,8 @@ float host_step(host_state& s, float dt_max) {
         visc[a] += (s.vel[j][a] - s.vel[i][a]) * (volume * laplacian * (h - r));
       }
     }
-    const float det = l[0][0] * (l[1][1] * l[2][2] - l[1][2] * l[2][1]) - l[0][1] * (l[1][0] * l[2][2] - l[1][2] * l[2][0]) +
+    const float det = l[0][0] * (l[1][1] * l[2][2] - l[1][2] * l[2][1]) -
+                      l[0][1] * (l[1][0] * l[2][2] - l[1][2] * l[2][0]) +
                       l[0][2] * (l[1][0] * l[2][1] - l[1][1] * l[2][0]);
     const host_vec gp = det > 0.25f ? solve3(l, grad) : grad;
     for (int a = 0; a < 3; ++a) acc[i][a] = gp[a] * (-1.0f / rho[i]) + visc[a] * viscosity + (a == 2 ? -9.81f : 0.0f);

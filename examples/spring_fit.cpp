@@ -16,13 +16,14 @@ using state_array = qd::types::ndarray<double, 2, qd::needs_grad>;  // [steps + 
 using scalar_array = qd::types::ndarray<double, 0, qd::needs_grad>;
 
 // One semi-implicit Euler step: reads row t, writes row t + 1 (never what it read).
-auto step = qd::kernel("spring_step", {"state", "stiffness", "t"}, [](state_array state, scalar_array stiffness, qd::i32 t) {
-  qd::f64 x = state(t, 0), v = state(t, 1);
-  qd::f64 a = -stiffness() * x - damping * v;
-  qd::f64 v1 = v + dt * a;
-  state(t + 1, 1) = v1;
-  state(t + 1, 0) = x + dt * v1;
-});
+auto step =
+    qd::kernel("spring_step", {"state", "stiffness", "t"}, [](state_array state, scalar_array stiffness, qd::i32 t) {
+      qd::f64 x = state(t, 0), v = state(t, 1);
+      qd::f64 a = -stiffness() * x - damping * v;
+      qd::f64 v1 = v + dt * a;
+      state(t + 1, 1) = v1;
+      state(t + 1, 0) = x + dt * v1;
+    });
 
 // Mean squared distance between the positions and the target trajectory.
 auto distance = qd::kernel("spring_distance", {"state", "target", "loss"},
@@ -74,7 +75,8 @@ int main() {
     }
     last_loss = loss.to_host()[0];
     const double gradient = stiffness.grad().to_host()[0];
-    if (iteration % 50 == 0) std::printf("iteration %3d: stiffness %.6f  loss %.3e  gradient %+.3e\n", iteration, k, last_loss, gradient);
+    if (iteration % 50 == 0)
+      std::printf("iteration %3d: stiffness %.6f  loss %.3e  gradient %+.3e\n", iteration, k, last_loss, gradient);
     if (last_loss < 1e-14) break;
     k -= rate * gradient;
   }

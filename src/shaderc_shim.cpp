@@ -12,7 +12,9 @@ extern "C" __attribute__((visibility("default"))) void* qd_shaderc_symbol(const 
     const char* name;
     void* address;
   };
+  // clang-format off
 #define QD_SHIM_ROW(f) {#f, reinterpret_cast<void*>(&f)}
+  // clang-format on
   static const row rows[] = {
       QD_SHIM_ROW(shaderc_compiler_initialize),
       QD_SHIM_ROW(shaderc_compiler_release),

@@ -83,7 +83,8 @@ int cmd_explain(const std::string& root, const std::string& what, bool dot) {
     if (!r) continue;  // written by another version
     all.push_back({std::move(e), std::move(*r)});
   }
-  std::sort(all.begin(), all.end(), [](const variant& a, const variant& b) { return a.record.written > b.record.written; });
+  std::sort(all.begin(), all.end(),
+            [](const variant& a, const variant& b) { return a.record.written > b.record.written; });
   std::vector<std::vector<variant>> kernels;
   for (variant& v : all) {
     auto same = [&](const std::vector<variant>& k) { return k.front().record.explained == v.record.explained; };
@@ -97,7 +98,8 @@ int cmd_explain(const std::string& root, const std::string& what, bool dot) {
     for (const variant& v : k) {
       match |= v.record.kernel == what;
       if (wanted)
-        match |= v.entry.k == *wanted || std::find(v.record.keys.begin(), v.record.keys.end(), *wanted) != v.record.keys.end();
+        match |= v.entry.k == *wanted ||
+                 std::find(v.record.keys.begin(), v.record.keys.end(), *wanted) != v.record.keys.end();
     }
     if (!match) continue;
     if (shown++ > 0) fmt::print("\n");
@@ -115,8 +117,9 @@ int cmd_explain(const std::string& root, const std::string& what, bool dot) {
     for (const variant& v : k) fmt::print("  explanation entry {}\n", v.entry.path);
   }
   if (shown == 0) {
-    fmt::print(stderr, "qd-cache: no kernel named or keyed '{}' in {} (explanations are stored when a process compiles a "
-                       "kernel; entries from before that, or from a read-only cache, have none)\n",
+    fmt::print(stderr,
+               "qd-cache: no kernel named or keyed '{}' in {} (explanations are stored when a process compiles a "
+               "kernel; entries from before that, or from a read-only cache, have none)\n",
                what, root);
     return 1;
   }
@@ -146,15 +149,21 @@ std::optional<std::int64_t> parse_duration(std::string_view text) {
 
 // "500M" -> bytes; K, M, G, T are powers of 1024, optionally followed by "B" or "iB".
 std::optional<std::uint64_t> parse_size(std::string_view text) {
-  if (text.ends_with("iB")) text.remove_suffix(2);
-  else if (text.ends_with("B") || text.ends_with("b")) text.remove_suffix(1);
+  if (text.ends_with("iB"))
+    text.remove_suffix(2);
+  else if (text.ends_with("B") || text.ends_with("b"))
+    text.remove_suffix(1);
   if (text.empty()) return std::nullopt;
   double unit = 1;
   switch (text.back()) {
-    case 'K': case 'k': unit = 1024.0; break;
-    case 'M': case 'm': unit = 1024.0 * 1024; break;
-    case 'G': case 'g': unit = 1024.0 * 1024 * 1024; break;
-    case 'T': case 't': unit = 1024.0 * 1024 * 1024 * 1024; break;
+    case 'K':
+    case 'k': unit = 1024.0; break;
+    case 'M':
+    case 'm': unit = 1024.0 * 1024; break;
+    case 'G':
+    case 'g': unit = 1024.0 * 1024 * 1024; break;
+    case 'T':
+    case 't': unit = 1024.0 * 1024 * 1024 * 1024; break;
     default: break;
   }
   if (unit != 1) text.remove_suffix(1);
@@ -162,8 +171,7 @@ std::optional<std::uint64_t> parse_size(std::string_view text) {
   char* end = nullptr;
   errno = 0;
   double value = std::strtod(number.c_str(), &end);
-  if (number.empty() || end != number.c_str() + number.size() || errno != 0 || !(value >= 0) ||
-      value * unit > 1.8e19)
+  if (number.empty() || end != number.c_str() + number.size() || errno != 0 || !(value >= 0) || value * unit > 1.8e19)
     return std::nullopt;
   return static_cast<std::uint64_t>(std::llround(value * unit));
 }
@@ -259,7 +267,8 @@ int cmd_verify(const std::string& root, bool fix) {
 
 void print_clean(const clean_result& r) {
   fmt::print("removed {} ({}) and {}; {} ({}) remain\n", count(r.removed_entries, "entry", "entries"),
-             human_bytes(r.removed_bytes), count(r.removed_temporaries, "stale temporary file", "stale temporary files"),
+             human_bytes(r.removed_bytes),
+             count(r.removed_temporaries, "stale temporary file", "stale temporary files"),
              count(r.remaining_entries, "entry", "entries"), human_bytes(r.remaining_bytes));
 }
 
@@ -302,10 +311,11 @@ int cmd_remote_stats(remote_options options) {
   // Added by every process that used this namespace, when it ended.
   std::map<std::string, std::string> counters(r->counters.begin(), r->counters.end());
   auto get = [&](const char* field) { return counters.count(field) ? counters[field] : std::string("0"); };
-  fmt::print("counters (all processes): hits {}, misses {}, stores {}, rejected {}, errors {}, lock waits {}, "
-             "bytes read {}, bytes written {}, processes {}\n",
-             get("hits"), get("misses"), get("stores"), get("rejected"), get("errors"), get("lock_waits"),
-             get("bytes_read"), get("bytes_written"), get("processes"));
+  fmt::print(
+      "counters (all processes): hits {}, misses {}, stores {}, rejected {}, errors {}, lock waits {}, "
+      "bytes read {}, bytes written {}, processes {}\n",
+      get("hits"), get("misses"), get("stores"), get("rejected"), get("errors"), get("lock_waits"), get("bytes_read"),
+      get("bytes_written"), get("processes"));
   return 0;
 }
 
@@ -378,8 +388,10 @@ int cmd_pull(const std::string& root, remote_options options) {
     std::vector<key> wanted;
     for (const remote::listed_entry& e : *listed)
       if (e.kind == kind) {
-        if (std::filesystem::exists(entry_path(root, kind, e.k))) ++present;
-        else wanted.push_back(e.k);
+        if (std::filesystem::exists(entry_path(root, kind, e.k)))
+          ++present;
+        else
+          wanted.push_back(e.k);
       }
     for (std::size_t start = 0; start < wanted.size(); start += 256) {
       std::span<const key> batch(wanted.data() + start, std::min<std::size_t>(256, wanted.size() - start));
@@ -459,10 +471,13 @@ int main(int argc, char** argv) {
     bool dot = false;
     std::vector<std::string_view> names;
     for (std::string_view o : options) {
-      if (o == "--dot") dot = true;
-      else names.push_back(o);
+      if (o == "--dot")
+        dot = true;
+      else
+        names.push_back(o);
     }
-    if (names.size() != 1 || names[0].empty()) return usage_error("explain takes one kernel name or key, and optionally --dot");
+    if (names.size() != 1 || names[0].empty())
+      return usage_error("explain takes one kernel name or key, and optionally --dot");
     return cmd_explain(*root, std::string(names[0]), dot);
   }
   if (command == "verify") {
@@ -488,7 +503,8 @@ int main(int argc, char** argv) {
       fmt::print("{} does not exist; nothing to clean\n", *root);
       return 0;
     }
-    if (older_than) print_clean(remove_unused_since(*root, static_cast<std::int64_t>(std::time(nullptr)) - *older_than));
+    if (older_than)
+      print_clean(remove_unused_since(*root, static_cast<std::int64_t>(std::time(nullptr)) - *older_than));
     if (to_size) print_clean(evict_to_size(*root, *to_size));
     if (!older_than && !to_size) print_clean(evict_to_size(*root, 0));
     return 0;

@@ -14,10 +14,10 @@ namespace qd::emulation {
 enum class gpu_api : std::uint32_t { cuda = 1, hip = 2 };
 
 struct blob_header {
-  char magic[8];            // "QDEMUGPU"
-  std::uint32_t version;    // blob_format_version
-  std::uint32_t api;        // gpu_api
-  char target[48];          // "sm_90", "gfx90a:sramecc+:xnack-", NUL-terminated
+  char magic[8];          // "QDEMUGPU"
+  std::uint32_t version;  // blob_format_version
+  std::uint32_t api;      // gpu_api
+  char target[48];        // "sm_90", "gfx90a:sramecc+:xnack-", NUL-terminated
   std::uint64_t payload_size;
   std::uint64_t payload_hash;  // FNV-1a of the payload
 };

@@ -26,8 +26,8 @@ void* device_memory::allocate(std::size_t bytes) {
     std::lock_guard lock(mutex_);
     if (bytes > capacity_ - used_) return nullptr;
   }
-  void* p = ::mmap(nullptr, mapped_length(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
+  void* p =
+      ::mmap(nullptr, mapped_length(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) return nullptr;
   std::lock_guard lock(mutex_);
   live_[reinterpret_cast<std::uintptr_t>(p)] = bytes;
@@ -47,8 +47,8 @@ bool device_memory::release(void* p) {
 
 void device_memory::quarantine(std::uintptr_t start, std::size_t length) {
   // The pages go back to the system; the addresses stay reserved and inaccessible.
-  ::mmap(reinterpret_cast<void*>(start), length, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
-         -1, 0);
+  ::mmap(reinterpret_cast<void*>(start), length, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1,
+         0);
   quarantine_.push_back({start, length});
   quarantined_bytes_ += length;
   while (quarantined_bytes_ > quarantine_limit && !quarantine_.empty()) {

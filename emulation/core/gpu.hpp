@@ -22,7 +22,6 @@
 
 namespace qd::emulation {
 
-
 struct module_record {
   std::shared_ptr<const loaded_program> program;
   std::map<std::string, void*> functions;  // one handle per name, as drivers give

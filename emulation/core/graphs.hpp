@@ -25,8 +25,8 @@ struct graph_condition {
 // A graph as capture (or cuGraphAddNode) built it: its nodes in order.
 struct graph_record {
   struct node {
-    std::function<void()> work;           // a captured operation
-    std::shared_ptr<graph_record> body;   // or a WHILE node: its body, run while *condition != 0
+    std::function<void()> work;          // a captured operation
+    std::shared_ptr<graph_record> body;  // or a WHILE node: its body, run while *condition != 0
     graph_condition* condition = nullptr;
   };
   std::vector<node> nodes;

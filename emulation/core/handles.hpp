@@ -11,8 +11,15 @@
 
 namespace qd::emulation {
 
-enum class handle_kind : std::uint8_t { context = 0x51, module = 0x52, function = 0x53, stream = 0x54, event = 0x55,
-                                        graph = 0x56, graph_exec = 0x57 };
+enum class handle_kind : std::uint8_t {
+  context = 0x51,
+  module = 0x52,
+  function = 0x53,
+  stream = 0x54,
+  event = 0x55,
+  graph = 0x56,
+  graph_exec = 0x57
+};
 
 template <class T>
 class handle_table {

@@ -38,7 +38,8 @@ void keep(const scratch_dir& dir, const std::vector<unsigned char>& binary) {
   std::error_code ec;
   const std::filesystem::path to = std::filesystem::path(where) / name;
   std::filesystem::create_directories(to, ec);
-  std::filesystem::copy(dir.path(), to, std::filesystem::copy_options::recursive | std::filesystem::copy_options::overwrite_existing, ec);
+  std::filesystem::copy(
+      dir.path(), to, std::filesystem::copy_options::recursive | std::filesystem::copy_options::overwrite_existing, ec);
 }
 
 }  // namespace
@@ -99,9 +100,9 @@ host_compile_result compile_for_host(const host_compile& r) {
     std::istringstream words(extra);
     for (std::string w; words >> w;) argv.push_back(w);
   }
-  argv.insert(argv.end(), {"-pipe", "-fPIC", "-shared", "-fvisibility=hidden", "-fno-exceptions", "-fno-rtti",
-                           "-fno-math-errno", "-fno-strict-aliasing", "-fno-semantic-interposition", "-w", glued,
-                           "-o", shared_object, "-lm"});
+  argv.insert(argv.end(),
+              {"-pipe", "-fPIC", "-shared", "-fvisibility=hidden", "-fno-exceptions", "-fno-rtti", "-fno-math-errno",
+               "-fno-strict-aliasing", "-fno-semantic-interposition", "-w", glued, "-o", shared_object, "-lm"});
   if (run_process(argv, log) != 0) {
     out.log = relative_log(read_file(log), dir.path());
     return out;

@@ -306,9 +306,12 @@ std::string insert_kernel_glue(std::string_view text, const kernel_scan& scan) {
     // instead of being copied for every thread (3.6 KB for Quadrants' parameter block).
     out += " __attribute__((flatten)) static void qd_emu_block_" + n +
            "(void* const* qd_emu_args, qd_emu_thread* qd_emu_t) { "
-           "(void)qd_emu_args; qd_emu_each_thread(qd_emu_t, [qd_emu_args]() { (void)qd_emu_args; " + call + " }); }";
-    out += " static void qd_emu_thread_" + n + "(void* const* qd_emu_args, qd_emu_thread* qd_emu_t) { "
-           "(void)qd_emu_args; qd_emu_self = qd_emu_t; " + call + " }";
+           "(void)qd_emu_args; qd_emu_each_thread(qd_emu_t, [qd_emu_args]() { (void)qd_emu_args; " +
+           call + " }); }";
+    out += " static void qd_emu_thread_" + n +
+           "(void* const* qd_emu_args, qd_emu_thread* qd_emu_t) { "
+           "(void)qd_emu_args; qd_emu_self = qd_emu_t; " +
+           call + " }";
     out += " static const unsigned qd_emu_sizes_" + n + "[] = " + sizes + ";";
     out += " static const unsigned qd_emu_aligns_" + n + "[] = " + aligns + ";";
     out += " static const qd_emu_registrar qd_emu_registrar_" + n + "({\"" + k.name +

@@ -13,10 +13,10 @@
 namespace qd::emulation {
 
 struct kernel_definition {
-  std::string name;           // as written, qualified if the definition was
+  std::string name;  // as written, qualified if the definition was
   unsigned param_count = 0;
-  std::string max_threads;    // __launch_bounds__'s first argument, as written; empty if none
-  std::size_t end = 0;        // the offset just after the definition's closing brace
+  std::string max_threads;  // __launch_bounds__'s first argument, as written; empty if none
+  std::size_t end = 0;      // the offset just after the definition's closing brace
 };
 
 struct kernel_scan {

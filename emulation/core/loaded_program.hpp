@@ -12,7 +12,7 @@
 namespace qd::emulation {
 
 struct loaded_kernel {
-  std::string symbol;         // extern "C" name, else the mangled one
+  std::string symbol;  // extern "C" name, else the mangled one
   const qd_emu_entry* entry = nullptr;
 };
 

@@ -45,13 +45,17 @@ rtc_flavor flavor_of(gpu_api api) {
   // Where the backends look too (backend/cuda/nvrtc-inl.hpp, backend/amdgpu/hiprtc-inl.hpp).
   if (cuda) {
     f.search.names = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so"};
-    f.search.directories = {"$CUDA_HOME/lib64", "$CUDA_PATH/lib64", "/usr/local/cuda/lib64",
-                            "/usr/local/cuda/targets/x86_64-linux/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib64",
+    f.search.directories = {"$CUDA_HOME/lib64",
+                            "$CUDA_PATH/lib64",
+                            "/usr/local/cuda/lib64",
+                            "/usr/local/cuda/targets/x86_64-linux/lib",
+                            "/usr/lib/x86_64-linux-gnu",
+                            "/usr/lib64",
                             "/opt/cuda/lib64"};
   } else {
     f.search.names = {"libhiprtc.so.6", "libhiprtc.so", "libamdhip64.so.5", "libamdhip64.so"};
     f.search.directories = {"$ROCM_PATH/lib", "/opt/rocm/lib", "/opt/rocm/lib64", "/usr/lib/x86_64-linux-gnu",
-                            "/usr/lib64", "/usr/lib"};
+                            "/usr/lib64",     "/usr/lib"};
   }
   f.check_once = !cuda;  // hipRTC's ~140 ms a program would double the emulated AMD runs' time
   f.serialize = !cuda;
@@ -62,11 +66,11 @@ rtc_flavor flavor_of(gpu_api api) {
 
 runtime_compiler::runtime_compiler(gpu_api api, rtc_options reader)
     : flavor_(flavor_of(api)), reader_(std::move(reader)) {
-  for (const char* r : {"SUCCESS", "ERROR_OUT_OF_MEMORY", "ERROR_PROGRAM_CREATION_FAILURE", "ERROR_INVALID_INPUT",
-                        "ERROR_INVALID_PROGRAM", "ERROR_INVALID_OPTION", "ERROR_COMPILATION",
-                        "ERROR_BUILTIN_OPERATION_FAILURE", "ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION",
-                        "ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION", "ERROR_NAME_EXPRESSION_NOT_VALID",
-                        "ERROR_INTERNAL_ERROR", "ERROR unknown"})
+  for (const char* r :
+       {"SUCCESS", "ERROR_OUT_OF_MEMORY", "ERROR_PROGRAM_CREATION_FAILURE", "ERROR_INVALID_INPUT",
+        "ERROR_INVALID_PROGRAM", "ERROR_INVALID_OPTION", "ERROR_COMPILATION", "ERROR_BUILTIN_OPERATION_FAILURE",
+        "ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION", "ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION",
+        "ERROR_NAME_EXPRESSION_NOT_VALID", "ERROR_INTERNAL_ERROR", "ERROR unknown"})
     result_names_.push_back(std::string(flavor_.result_prefix) + "_" + r);
 }
 

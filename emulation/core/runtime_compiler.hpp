@@ -116,22 +116,21 @@ class runtime_compiler {
 
 // What the emulated NVRTC and hipRTC export alike: X(return type, NVRTC symbol, hipRTC
 // symbol, (parameters), the call on the API file's compiler()).
-#define QD_EMU_COMPILER_CALLS(X)                                                                              \
-  X(int, nvrtcVersion, hiprtcVersion, (int* major, int* minor), version(major, minor))                        \
-  X(const char*, nvrtcGetErrorString, hiprtcGetErrorString, (int result), result_name(result))                \
-  X(int, nvrtcCreateProgram, hiprtcCreateProgram,                                                             \
-    (void** out, const char* source, const char* name, int header_count, const char* const* headers,          \
-     const char* const* include_names),                                                                       \
-    create(out, source, name, header_count, headers, include_names))                                          \
-  X(int, nvrtcDestroyProgram, hiprtcDestroyProgram, (void** program), destroy(program))                       \
-  X(int, nvrtcCompileProgram, hiprtcCompileProgram, (void* program, int count, const char* const* options),   \
-    compile(program, count, options))                                                                         \
-  X(int, nvrtcGetCUBINSize, hiprtcGetCodeSize, (void* program, std::size_t* size), binary_size(program, size)) \
-  X(int, nvrtcGetCUBIN, hiprtcGetCode, (void* program, char* out), binary(program, out))                      \
-  X(int, nvrtcGetProgramLogSize, hiprtcGetProgramLogSize, (void* program, std::size_t* size),                 \
-    log_size(program, size))                                                                                  \
-  X(int, nvrtcGetProgramLog, hiprtcGetProgramLog, (void* program, char* out), log(program, out))              \
-  /* The emulation's own: the file of the real compiler each program is checked with; null if none. */       \
+#define QD_EMU_COMPILER_CALLS(X)                                                                                       \
+  X(int, nvrtcVersion, hiprtcVersion, (int* major, int* minor), version(major, minor))                                 \
+  X(const char*, nvrtcGetErrorString, hiprtcGetErrorString, (int result), result_name(result))                         \
+  X(int, nvrtcCreateProgram, hiprtcCreateProgram,                                                                      \
+    (void** out, const char* source, const char* name, int header_count, const char* const* headers,                   \
+     const char* const* include_names),                                                                                \
+    create(out, source, name, header_count, headers, include_names))                                                   \
+  X(int, nvrtcDestroyProgram, hiprtcDestroyProgram, (void** program), destroy(program))                                \
+  X(int, nvrtcCompileProgram, hiprtcCompileProgram, (void* program, int count, const char* const* options),            \
+    compile(program, count, options))                                                                                  \
+  X(int, nvrtcGetCUBINSize, hiprtcGetCodeSize, (void* program, std::size_t* size), binary_size(program, size))         \
+  X(int, nvrtcGetCUBIN, hiprtcGetCode, (void* program, char* out), binary(program, out))                               \
+  X(int, nvrtcGetProgramLogSize, hiprtcGetProgramLogSize, (void* program, std::size_t* size), log_size(program, size)) \
+  X(int, nvrtcGetProgramLog, hiprtcGetProgramLog, (void* program, char* out), log(program, out))                       \
+  /* The emulation's own: the file of the real compiler each program is checked with; null if none. */                 \
   X(const char*, qd_emulation_real_compiler, qd_emulation_real_compiler, (), real_compiler())
 
 #define QD_EMU_NVRTC_EXPORT(type, nvrtc_name, hiprtc_name, params, ...) \

@@ -72,24 +72,24 @@ bool attribute(int which, int& value) {
     case 6: value = 65535; return true;
     case 7: value = 65535; return true;
     case 8: value = shared_memory_per_block; return true;
-    case 9: value = 65536; return true;   // TOTAL_CONSTANT_MEMORY
-    case 10: value = 32; return true;     // WARP_SIZE
+    case 9: value = 65536; return true;        // TOTAL_CONSTANT_MEMORY
+    case 10: value = 32; return true;          // WARP_SIZE
     case 11: value = 2147483647; return true;  // MAX_PITCH
-    case 12: value = 65536; return true;  // MAX_REGISTERS_PER_BLOCK
-    case 13: value = 1980000; return true;  // CLOCK_RATE (kHz)
-    case 14: value = 512; return true;    // TEXTURE_ALIGNMENT
+    case 12: value = 65536; return true;       // MAX_REGISTERS_PER_BLOCK
+    case 13: value = 1980000; return true;     // CLOCK_RATE (kHz)
+    case 14: value = 512; return true;         // TEXTURE_ALIGNMENT
     case 16: value = multiprocessors; return true;
-    case 17: value = 0; return true;  // KERNEL_EXEC_TIMEOUT
-    case 18: value = 0; return true;  // INTEGRATED
-    case 19: value = 1; return true;  // CAN_MAP_HOST_MEMORY
-    case 20: value = 0; return true;  // COMPUTE_MODE: default
-    case 31: value = 1; return true;  // CONCURRENT_KERNELS
-    case 32: value = 1; return true;  // ECC_ENABLED
-    case 33: value = 0; return true;  // PCI_BUS_ID
-    case 34: value = 0; return true;  // PCI_DEVICE_ID
-    case 35: value = 0; return true;  // TCC_DRIVER
-    case 36: value = 2619000; return true;  // MEMORY_CLOCK_RATE (kHz)
-    case 37: value = 6144; return true;     // GLOBAL_MEMORY_BUS_WIDTH
+    case 17: value = 0; return true;         // KERNEL_EXEC_TIMEOUT
+    case 18: value = 0; return true;         // INTEGRATED
+    case 19: value = 1; return true;         // CAN_MAP_HOST_MEMORY
+    case 20: value = 0; return true;         // COMPUTE_MODE: default
+    case 31: value = 1; return true;         // CONCURRENT_KERNELS
+    case 32: value = 1; return true;         // ECC_ENABLED
+    case 33: value = 0; return true;         // PCI_BUS_ID
+    case 34: value = 0; return true;         // PCI_DEVICE_ID
+    case 35: value = 0; return true;         // TCC_DRIVER
+    case 36: value = 2619000; return true;   // MEMORY_CLOCK_RATE (kHz)
+    case 37: value = 6144; return true;      // GLOBAL_MEMORY_BUS_WIDTH
     case 38: value = 60 << 20; return true;  // L2_CACHE_SIZE
     case 39: value = 2048; return true;      // MAX_THREADS_PER_MULTIPROCESSOR
     case 40: value = 3; return true;         // ASYNC_ENGINE_COUNT
@@ -336,9 +336,12 @@ QD_EMU_EXPORT CUresult cuFuncGetAttribute(int* value, int which, CUfunction h) {
     if (!value) return emu::gpu_status::invalid_value;
     switch (which) {
       case 0: *value = static_cast<int>(block_limit(*f)); break;  // MAX_THREADS_PER_BLOCK
-      case 1: case 2: case 3: *value = 0; break;               // static shared, constant, local bytes
-      case 4: *value = 32; break;                              // registers
-      case 5: case 6: *value = sm_major * 10 + sm_minor; break;  // PTX and binary versions
+      case 1:
+      case 2:
+      case 3: *value = 0; break;   // static shared, constant, local bytes
+      case 4: *value = 32; break;  // registers
+      case 5:
+      case 6: *value = sm_major * 10 + sm_minor; break;  // PTX and binary versions
       case 7: *value = 0; break;
       case 8: *value = shared_memory_per_block; break;
       default: return emu::gpu_status::invalid_value;
@@ -348,7 +351,7 @@ QD_EMU_EXPORT CUresult cuFuncGetAttribute(int* value, int which, CUfunction h) {
 }
 
 QD_EMU_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunction h, int block_size,
-                                                                  std::size_t dynamic_shared) {
+                                                                   std::size_t dynamic_shared) {
   return guarded([&] {
     auto f = gpu().function(h);
     if (!f) return emu::gpu_status::invalid_handle;

@@ -104,15 +104,39 @@ void finish(emu::host_compile& hc) {
 
 emu::runtime_compiler& compiler() {
   // What concerns only the GPU's code generation or NVRTC's diagnostics (* ends a prefix).
-  static emu::runtime_compiler* c = new emu::runtime_compiler(
-      emu::gpu_api::cuda,
-      {&defaults, &translate, &finish,
-       {"--minimal", "-minimal", "-lineinfo", "--generate-line-info", "-w", "--disable-warnings", "-default-device",
-        "--device-as-default-execution-space", "-restrict", "--restrict", "-dlto", "--dlink-time-opt",
-        "--ptxas-options*", "-Xptxas*", "-ftz*", "--ftz*", "-prec-*", "--prec-*", "-dopt*", "--dopt*", "--diag*",
-        "-maxrregcount*", "--maxrregcount*", "-rdc*", "--relocatable-device-code*", "--extra-device-vectorization*",
-        "-extra-device-vectorization*"},
-       "nvrtc: error: unrecognized option ", " (the emulated NVRTC)"});
+  static emu::runtime_compiler* c =
+      new emu::runtime_compiler(emu::gpu_api::cuda, {&defaults,
+                                                     &translate,
+                                                     &finish,
+                                                     {"--minimal",
+                                                      "-minimal",
+                                                      "-lineinfo",
+                                                      "--generate-line-info",
+                                                      "-w",
+                                                      "--disable-warnings",
+                                                      "-default-device",
+                                                      "--device-as-default-execution-space",
+                                                      "-restrict",
+                                                      "--restrict",
+                                                      "-dlto",
+                                                      "--dlink-time-opt",
+                                                      "--ptxas-options*",
+                                                      "-Xptxas*",
+                                                      "-ftz*",
+                                                      "--ftz*",
+                                                      "-prec-*",
+                                                      "--prec-*",
+                                                      "-dopt*",
+                                                      "--dopt*",
+                                                      "--diag*",
+                                                      "-maxrregcount*",
+                                                      "--maxrregcount*",
+                                                      "-rdc*",
+                                                      "--relocatable-device-code*",
+                                                      "--extra-device-vectorization*",
+                                                      "-extra-device-vectorization*"},
+                                                     "nvrtc: error: unrecognized option ",
+                                                     " (the emulated NVRTC)"});
   return *c;
 }
 

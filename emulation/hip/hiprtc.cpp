@@ -48,20 +48,23 @@ emu::option_use translate(int count, const char* const* options, int& i, emu::ho
 // hipRTC's predefined macros.
 void finish(emu::host_compile& hc) {
   const std::string processor = hc.target.substr(0, hc.target.find(':'));
-  hc.preprocessor_flags.insert(hc.preprocessor_flags.end(),
-                               {"-D__HIP__", "-D__HIPCC_RTC__", "-D__HIP_DEVICE_COMPILE__=1", "-D__HIP_PLATFORM_AMD__",
-                                "-D__AMDGCN__", "-D__" + processor + "__", "-D__AMDGCN_WAVEFRONT_SIZE=64",
-                                "-DQD_EMU_HIP", "-DQD_EMU_WARP_SIZE=64"});
+  hc.preprocessor_flags.insert(
+      hc.preprocessor_flags.end(),
+      {"-D__HIP__", "-D__HIPCC_RTC__", "-D__HIP_DEVICE_COMPILE__=1", "-D__HIP_PLATFORM_AMD__", "-D__AMDGCN__",
+       "-D__" + processor + "__", "-D__AMDGCN_WAVEFRONT_SIZE=64", "-DQD_EMU_HIP", "-DQD_EMU_WARP_SIZE=64"});
 }
 
 emu::runtime_compiler& compiler() {
   // What concerns only the GPU's code generation or clang's diagnostics (* ends a prefix).
   static emu::runtime_compiler* c = new emu::runtime_compiler(
       emu::gpu_api::hip,
-      {&defaults, &translate, &finish,
+      {&defaults,
+       &translate,
+       &finish,
        {"-g", "-w", "-W*", "-fgpu-rdc", "-fno-gpu-rdc", "-mcumode*", "-mno-cumode*", "-mwavefrontsize64*",
         "-mno-wavefrontsize64*", "-fgpu-flush-denormals-to-zero*", "-fno-gpu-flush-denormals-to-zero*"},
-       "error: unknown argument: '", "' (the emulated hipRTC)"});
+       "error: unknown argument: '",
+       "' (the emulated hipRTC)"});
   return *c;
 }
 

@@ -61,9 +61,8 @@ struct hip_device_properties {
   std::size_t memPitch, textureAlignment, texturePitchAlignment;
   int kernelExecTimeoutEnabled, ECCEnabled, tccDriver, cooperativeMultiDeviceUnmatchedFunc,
       cooperativeMultiDeviceUnmatchedGridDim, cooperativeMultiDeviceUnmatchedBlockDim,
-      cooperativeMultiDeviceUnmatchedSharedMem, isLargeBar, asicRevision, managedMemory,
-      directManagedMemAccessFromHost, concurrentManagedAccess, pageableMemoryAccess,
-      pageableMemoryAccessUsesHostPageTables;
+      cooperativeMultiDeviceUnmatchedSharedMem, isLargeBar, asicRevision, managedMemory, directManagedMemAccessFromHost,
+      concurrentManagedAccess, pageableMemoryAccess, pageableMemoryAccessUsesHostPageTables;
 };
 static_assert(sizeof(hip_device_properties) == 792 && offsetof(hip_device_properties, gcnArchName) == 396 &&
                   offsetof(hip_device_properties, arch) == 356,
@@ -264,7 +263,8 @@ QD_EMU_EXPORT hipError_t hipModuleOccupancyMaxPotentialBlockSize(int* grid, int*
 }
 
 QD_EMU_EXPORT hipError_t hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, hipFunction_t h,
-                                                                            int block_size, std::size_t dynamic_shared) {
+                                                                            int block_size,
+                                                                            std::size_t dynamic_shared) {
   return guarded([&] {
     auto f = gpu().function(h);
     if (!f) return emu::gpu_status::invalid_handle;
@@ -309,8 +309,8 @@ QD_EMU_EXPORT hipError_t hipStreamCreate(hipStream_t* out) {
 QD_EMU_EXPORT hipError_t hipEventCreate(hipEvent_t* out) {
   return hipEventCreateWithFlags(reinterpret_cast<void**>(out), 0);
 }
-QD_EMU_EXPORT hipError_t hipGraphInstantiate(hipGraphExec_t* out, hipGraph_t g, hipGraphNode_t* error_node,
-                                             char* log, std::size_t log_size) {
+QD_EMU_EXPORT hipError_t hipGraphInstantiate(hipGraphExec_t* out, hipGraph_t g, hipGraphNode_t* error_node, char* log,
+                                             std::size_t log_size) {
   if (error_node) *error_node = nullptr;
   if (log && log_size) *log = '\0';
   return guarded([&] { return gpu().instantiate_graph(g, reinterpret_cast<void**>(out)); });

@@ -11,7 +11,8 @@
 #pragma once
 
 #if defined(QD_HEADER_ONLY)
-#error "<quadrants/implementation.hpp> must come before any other Quadrants header in its translation unit, which must not be compiled in the all-inline mode: define QD_SEPARATE_COMPILATION for every translation unit of the program"
+#error \
+    "<quadrants/implementation.hpp> must come before any other Quadrants header in its translation unit, which must not be compiled in the all-inline mode: define QD_SEPARATE_COMPILATION for every translation unit of the program"
 #endif
 #ifndef QD_SEPARATE_COMPILATION
 #define QD_SEPARATE_COMPILATION 1

@@ -46,8 +46,10 @@ std::vector<T> random_values(std::int64_t n, std::uint64_t seed) {
   std::mt19937_64 g(seed);
   std::vector<T> v(static_cast<std::size_t>(n));
   for (auto& x : v) {
-    if constexpr (std::is_floating_point_v<T>) x = static_cast<T>(std::uniform_real_distribution<double>(-1, 1)(g));
-    else x = static_cast<T>(g());
+    if constexpr (std::is_floating_point_v<T>)
+      x = static_cast<T>(std::uniform_real_distribution<double>(-1, 1)(g));
+    else
+      x = static_cast<T>(g());
   }
   return v;
 }
@@ -74,7 +76,9 @@ void check_scan(const std::vector<T>& in, const std::vector<T>& got) {
   U wrapped = 0;
   int bad = 0;
   for (std::size_t i = 0; i < in.size(); ++i) {
-    if (Inclusive) exact += in[i], magnitude += std::abs(static_cast<long double>(in[i])), wrapped = static_cast<U>(wrapped + static_cast<U>(in[i]));
+    if (Inclusive)
+      exact += in[i], magnitude += std::abs(static_cast<long double>(in[i])),
+          wrapped = static_cast<U>(wrapped + static_cast<U>(in[i]));
     if constexpr (std::is_integral_v<T>) {
       if (got[i] != static_cast<T>(wrapped) && ++bad <= 3) CHECK(got[i] == static_cast<T>(wrapped));
     } else {
@@ -84,7 +88,9 @@ void check_scan(const std::vector<T>& in, const std::vector<T>& got) {
         CHECK(static_cast<double>(got[i]) == doctest::Approx(static_cast<double>(exact)));
       }
     }
-    if (!Inclusive) exact += in[i], magnitude += std::abs(static_cast<long double>(in[i])), wrapped = static_cast<U>(wrapped + static_cast<U>(in[i]));
+    if (!Inclusive)
+      exact += in[i], magnitude += std::abs(static_cast<long double>(in[i])),
+          wrapped = static_cast<U>(wrapped + static_cast<U>(in[i]));
   }
   CHECK(bad == 0);
 }
@@ -131,7 +137,8 @@ void reductions_of_type() {
     } else {
       long double exact = 0, magnitude = 0;
       for (T x : in) exact += x, magnitude += std::abs(static_cast<long double>(x));
-      CHECK(std::abs(static_cast<long double>(sum) - exact) <= (std::is_same_v<T, float> ? 1e-6L : 1e-14L) * (magnitude + 1e-30L));
+      CHECK(std::abs(static_cast<long double>(sum) - exact) <=
+            (std::is_same_v<T, float> ? 1e-6L : 1e-14L) * (magnitude + 1e-30L));
     }
     if (n == 0) {
       CHECK_THROWS_WITH_AS(alg::reduce_min(a), Contains("empty array"), qd::user_error);
@@ -214,7 +221,8 @@ void select_of_types() {
     for (int density : {0, 1, 2, 10}) {  // none, all, every other, sparse
       std::vector<F> flags(static_cast<std::size_t>(n));
       std::mt19937 g(static_cast<unsigned>(seed + static_cast<std::uint64_t>(density)));
-      for (auto& f : flags) f = static_cast<F>(density == 0 ? 0 : density == 1 ? 3 : (g() % static_cast<unsigned>(density)) == 0);
+      for (auto& f : flags)
+        f = static_cast<F>(density == 0 ? 0 : density == 1 ? 3 : (g() % static_cast<unsigned>(density)) == 0);
       std::vector<T> want;
       for (std::size_t i = 0; i < in.size(); ++i)
         if (flags[i] != 0) want.push_back(in[i]);
@@ -244,7 +252,8 @@ TEST_CASE("select: bad arguments are qd::user_errors, before anything is written
   auto flags = array_of<std::int32_t>({1, 1, 0, 1});
   qd::ndarray<float, 1> small(2);
   small.fill(-1.0f);
-  CHECK_THROWS_WITH_AS(alg::select(a, flags, small), Contains("'out' has 2 elements but the result has 3"), qd::user_error);
+  CHECK_THROWS_WITH_AS(alg::select(a, flags, small), Contains("'out' has 2 elements but the result has 3"),
+                       qd::user_error);
   CHECK(small.to_host() == std::vector<float>{-1.0f, -1.0f});
   auto short_flags = array_of<std::int32_t>({1, 0});
   CHECK_THROWS_WITH_AS(alg::select(a, short_flags, small), Contains("'flags' 2"), qd::user_error);
@@ -274,7 +283,8 @@ void reduce_by_key_of_types() {
       std::vector<long double> want_sums;
       std::vector<std::uint64_t> wrapped;  // integer sums wrap, as in C++ on unsigned
       for (std::size_t i = 0; i < keys.size(); ++i) {
-        if (i == 0 || keys[i] != keys[i - 1]) want_keys.push_back(keys[i]), want_sums.push_back(0), wrapped.push_back(0);
+        if (i == 0 || keys[i] != keys[i - 1])
+          want_keys.push_back(keys[i]), want_sums.push_back(0), wrapped.push_back(0);
         want_sums.back() += values[i];
         if constexpr (std::is_integral_v<V>) wrapped.back() += static_cast<std::uint64_t>(values[i]);
       }
@@ -325,10 +335,11 @@ TEST_CASE("reduce_by_key: NaN keys are runs of their own, -0.0 joins +0.0; bad a
   CHECK(sums[2] == 7.0f);
   CHECK(std::signbit(ok.to_host()[2]));  // the run keeps its first key
   qd::ndarray<float, 1> small(3);
-  CHECK_THROWS_WITH_AS(alg::reduce_by_key(keys, values, small, ov), Contains("'out_keys' has 3 elements but the result has 4"),
-                       qd::user_error);
+  CHECK_THROWS_WITH_AS(alg::reduce_by_key(keys, values, small, ov),
+                       Contains("'out_keys' has 3 elements but the result has 4"), qd::user_error);
   qd::ndarray<float, 1> short_values(4);
-  CHECK_THROWS_WITH_AS(alg::reduce_by_key(keys, short_values, ok, ov), Contains("need the same length"), qd::user_error);
+  CHECK_THROWS_WITH_AS(alg::reduce_by_key(keys, short_values, ok, ov), Contains("need the same length"),
+                       qd::user_error);
   qd::ndarray<float, 1> none(0);
   CHECK(alg::reduce_by_key(none, none, ok, ov) == 0);
 }
@@ -360,11 +371,13 @@ std::vector<std::vector<K>> sort_inputs(std::int64_t n, std::uint64_t seed) {
   std::reverse(sorted.begin(), sorted.end());
   out.push_back(sorted);
   std::vector<K> edges(static_cast<std::size_t>(n));
-  std::vector<K> specials{std::numeric_limits<K>::lowest(), std::numeric_limits<K>::max(), K(0), K(1), static_cast<K>(-1)};
+  std::vector<K> specials{std::numeric_limits<K>::lowest(), std::numeric_limits<K>::max(), K(0), K(1),
+                          static_cast<K>(-1)};
   if constexpr (std::is_floating_point_v<K>) {
     const K nan = std::numeric_limits<K>::quiet_NaN();
-    specials.insert(specials.end(), {-K(0), std::numeric_limits<K>::infinity(), -std::numeric_limits<K>::infinity(),
-                                     nan, -nan, std::numeric_limits<K>::denorm_min(), -std::numeric_limits<K>::denorm_min()});
+    specials.insert(specials.end(),
+                    {-K(0), std::numeric_limits<K>::infinity(), -std::numeric_limits<K>::infinity(), nan, -nan,
+                     std::numeric_limits<K>::denorm_min(), -std::numeric_limits<K>::denorm_min()});
     K payload;  // a NaN with another payload
     std::uint64_t bits = sizeof(K) == 4 ? 0x7fa00001u : 0x7ff4000000000001ull;
     std::memcpy(&payload, &bits, sizeof(K));
@@ -384,7 +397,8 @@ void sorts_of_type() {
     for (const auto& in : sort_inputs<K>(n, seed += 10)) {
       std::vector<std::pair<K, std::int32_t>> want;
       for (std::size_t i = 0; i < in.size(); ++i) want.emplace_back(in[i], static_cast<std::int32_t>(i));
-      std::stable_sort(want.begin(), want.end(), [](const auto& a, const auto& b) { return key_less(a.first, b.first); });
+      std::stable_sort(want.begin(), want.end(),
+                       [](const auto& a, const auto& b) { return key_less(a.first, b.first); });
       auto keys = array_of(in);
       alg::sort(keys);
       const auto sorted = keys.to_host();
@@ -432,7 +446,8 @@ TEST_CASE("sort_by_key: values of another type move with their keys; bad argumen
   CHECK(keys.to_host() == std::vector<double>{-1.0, 0.0, 3.5, 3.5});
   CHECK(values.to_host() == std::vector<float>{2, 4, 1, 3});
   auto short_values = array_of<float>({1, 2});
-  CHECK_THROWS_WITH_AS(alg::sort_by_key(keys, short_values), Contains("'keys' has 4 elements and 'values' 2"), qd::user_error);
+  CHECK_THROWS_WITH_AS(alg::sort_by_key(keys, short_values), Contains("'keys' has 4 elements and 'values' 2"),
+                       qd::user_error);
   CHECK_THROWS_WITH_AS(alg::sort_by_key(keys, keys), Contains("one array"), qd::user_error);
   qd::ndarray<float, 1> empty(0);
   alg::sort(empty);  // nothing to do
@@ -440,8 +455,8 @@ TEST_CASE("sort_by_key: values of another type move with their keys; bad argumen
 
 // ---- inside a graph kernel ----------------------------------------------------------
 
-TEST_CASE_TEMPLATE("a scan and a reduction as constructs of a graph kernel, repeated by do_while", A, on_cpu2, on_reference,
-                   on_cuda, on_amdgpu) {
+TEST_CASE_TEMPLATE("a scan and a reduction as constructs of a graph kernel, repeated by do_while", A, on_cpu2,
+                   on_reference, on_cuda, on_amdgpu) {
   if (!start<A>()) return;
   auto k = qd::kernel("scan_in_graph", {"x", "out", "scratch", "total", "again"}, qd::graph::on,
                       [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 1> out,

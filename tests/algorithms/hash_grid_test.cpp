@@ -55,7 +55,8 @@ float distance_squared(const point& a, const point& b) {
 // Brute force with a band of a few ulps around the radius, where the device's rounding
 // may differ (a contracted multiply-add): positions strictly inside must be reported,
 // positions strictly outside must not, each at most once.
-void check_queries(const std::vector<point>& positions, const std::vector<point>& queries, float cell_size, float radius) {
+void check_queries(const std::vector<point>& positions, const std::vector<point>& queries, float cell_size,
+                   float radius) {
   qd::hash_grid grid(cell_size);
   qd::ndarray<qd::vec3f, 1> pos(static_cast<std::int64_t>(positions.size()));
   if (!positions.empty()) pos.from_host(positions);
@@ -148,8 +149,10 @@ TEST_CASE("hash_grid: a bad cell size or a grid never built is a qd::user_error"
   start<on_cpu1>();
   CHECK_THROWS_WITH_AS(qd::hash_grid(0.0f), Contains("positive finite"), qd::user_error);
   CHECK_THROWS_WITH_AS(qd::hash_grid(-1.0f), Contains("positive finite"), qd::user_error);
-  CHECK_THROWS_WITH_AS(qd::hash_grid(std::numeric_limits<float>::quiet_NaN()), Contains("positive finite"), qd::user_error);
-  CHECK_THROWS_WITH_AS(qd::hash_grid(std::numeric_limits<float>::infinity()), Contains("positive finite"), qd::user_error);
+  CHECK_THROWS_WITH_AS(qd::hash_grid(std::numeric_limits<float>::quiet_NaN()), Contains("positive finite"),
+                       qd::user_error);
+  CHECK_THROWS_WITH_AS(qd::hash_grid(std::numeric_limits<float>::infinity()), Contains("positive finite"),
+                       qd::user_error);
   qd::hash_grid grid(0.5f);
   qd::ndarray<qd::vec3f, 1> q(1);
   qd::ndarray<std::int32_t, 1> count(1);

@@ -49,16 +49,20 @@ static_assert(demoted_in([](ir::builder& b, ir::id i) {
               }) == 1,
               "3 * i + 1 is injective");
 static_assert(demoted_in([](ir::builder& b, ir::id i) {
-                return b.binary(binary_op::sub, dtype::i32, b.binary(binary_op::sub, dtype::i32, b.shape(0, 0), c(b, 1)), i);
+                return b.binary(binary_op::sub, dtype::i32,
+                                b.binary(binary_op::sub, dtype::i32, b.shape(0, 0), c(b, 1)), i);
               }) == 1,
               "n - 1 - i is injective");
 static_assert(demoted_in([](ir::builder& b, ir::id i) { return b.cast(dtype::i64, i); }) == 1, "a widened index");
 static_assert(demoted_in([](ir::builder& b, ir::id) { return c(b, 0); }) == 0, "every iteration updates x[0]");
-static_assert(demoted_in([](ir::builder& b, ir::id i) { return b.binary(binary_op::div, dtype::i32, i, c(b, 2)); }) == 0,
+static_assert(demoted_in([](ir::builder& b, ir::id i) { return b.binary(binary_op::div, dtype::i32, i, c(b, 2)); }) ==
+                  0,
               "i / 2 is not injective");
-static_assert(demoted_in([](ir::builder& b, ir::id i) { return b.binary(binary_op::mul, dtype::i32, i, c(b, 0)); }) == 0,
+static_assert(demoted_in([](ir::builder& b, ir::id i) { return b.binary(binary_op::mul, dtype::i32, i, c(b, 0)); }) ==
+                  0,
               "0 * i is constant");
-static_assert(demoted_in([](ir::builder& b, ir::id i) { return b.binary(binary_op::mul, dtype::i32, i, b.arg(1)); }) == 0,
+static_assert(demoted_in([](ir::builder& b, ir::id i) { return b.binary(binary_op::mul, dtype::i32, i, b.arg(1)); }) ==
+                  0,
               "i * s, s a run-time scalar that may be 0");
 static_assert(demoted_in([](ir::builder& b, ir::id i) { return b.binary(binary_op::sub, dtype::i32, i, i); }) == 0,
               "i - i is constant");
@@ -73,7 +77,9 @@ int owned_count(const std::string& ir_text) {
 }
 int atomic_count(const std::string& ir_text) {
   int n = 0;
-  for (std::size_t at = ir_text.find("global_atomic"); at != std::string::npos; at = ir_text.find("global_atomic", at + 1)) ++n;
+  for (std::size_t at = ir_text.find("global_atomic"); at != std::string::npos;
+       at = ir_text.find("global_atomic", at + 1))
+    ++n;
   return n;
 }
 
@@ -105,7 +111,8 @@ TEST_CASE("which traced updates are demoted") {
   using arr = qd::types::ndarray<float, 1>;
   using iarr = qd::types::ndarray<std::int32_t, 1>;
   SUBCASE("y[i] += a * x[i] is a plain update") {
-    auto k = qd::kernel("axpy", [](arr x, arr y, qd::f32 a) { qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] += a * x[i]; }); });
+    auto k = qd::kernel(
+        "axpy", [](arr x, arr y, qd::f32 a) { qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] += a * x[i]; }); });
     CHECK(owned_count(k.ir()) == 1);
   }
   SUBCASE("an affine index read and updated, inside a nested serial loop") {
@@ -136,14 +143,14 @@ TEST_CASE("which traced updates are demoted") {
     CHECK(owned_count(k.ir()) == 4);
   }
   SUBCASE("a scatter with computed indices stays atomic") {
-    auto k = qd::kernel("histogram", [](iarr idx, iarr h) { qd::range_for(idx.shape(0), [&](qd::i32 i) { h[idx[i]] += 1; }); });
+    auto k = qd::kernel("histogram",
+                        [](iarr idx, iarr h) { qd::range_for(idx.shape(0), [&](qd::i32 i) { h[idx[i]] += 1; }); });
     CHECK(owned_count(k.ir()) == 0);
     CHECK(atomic_count(k.ir()) == 1);
   }
   SUBCASE("another index of the same array in the construct keeps the atomic") {
-    auto k = qd::kernel("neighbour", [](arr y) {
-      qd::range_for(y.shape(0) - 1, [&](qd::i32 i) { y[i] += y[i + 1]; });
-    });
+    auto k =
+        qd::kernel("neighbour", [](arr y) { qd::range_for(y.shape(0) - 1, [&](qd::i32 i) { y[i] += y[i + 1]; }); });
     CHECK(owned_count(k.ir()) == 0);
   }
   SUBCASE("an index that covers only one dimension of a 2-D loop keeps the atomic") {
@@ -194,7 +201,8 @@ TEST_CASE("the reference interpreter refuses a demotion that two iterations cont
   b.push_block(fn.at(loop).block0);
   b.loop_index_of(loop);
   std::array<ir::id, 1> zero{b.constant_int(dtype::i32, 0)};
-  b.global_atomic(ir::atomic_op::add, 0, ir::access::compound | ir::access::owned, zero, b.constant_float(dtype::f32, 1.0));
+  b.global_atomic(ir::atomic_op::add, 0, ir::access::compound | ir::access::owned, zero,
+                  b.constant_float(dtype::f32, 1.0));
   b.pop_block();
   qd::backend::reference::task_interpreter interpreter(qd::codegen::lowered_task{fn, true, 0, {0}});
   std::vector<float> a(4, 0.0f);

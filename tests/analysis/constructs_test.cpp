@@ -52,7 +52,9 @@ constexpr bool invariants() {
   ir::id loaded = b.global_load(0, 0, zero);
   ir::id mixed = b.binary(ir::binary_op::add, dtype::f32, loaded, b.constant_float(dtype::f32, 1.0));
   auto s = structure_of(fn);
-  auto inv = [&](ir::id i) { return s.statements[static_cast<std::size_t>(s.statement_of[static_cast<std::size_t>(i)])].invariant; };
+  auto inv = [&](ir::id i) {
+    return s.statements[static_cast<std::size_t>(s.statement_of[static_cast<std::size_t>(i)])].invariant;
+  };
   return inv(n) && !inv(loaded) && !inv(mixed) && s.constructs.empty();
 }
 static_assert(invariants());

@@ -92,7 +92,8 @@ constexpr ir::function two_serial_runs() {
   return fn;
 }
 static_assert(analysis::analyze_structure(two_serial_runs()).constructs.size() == 2);
-static_assert(analysis::plan_whole_kernel(two_serial_runs(), analysis::analyze_structure(two_serial_runs())).tasks.size() == 2);
+static_assert(
+    analysis::plan_whole_kernel(two_serial_runs(), analysis::analyze_structure(two_serial_runs())).tasks.size() == 2);
 
 // The schedule: loop_begin, the two loops' tasks, loop_end jumping back to loop_begin.
 constexpr bool schedule_loops_back() {
@@ -106,12 +107,13 @@ constexpr bool schedule_loops_back() {
          steps[4].mark == ir::graph_mark::loop_end && steps[4].jump == 1 && steps[4].flag == flag;
 }
 static_assert(schedule_loops_back());
-static_assert(analysis::build_schedule(snapshot_in_loop(false), analysis::analyze_structure(snapshot_in_loop(false)),
-                                       {}).empty(),
-              "a kernel without marks has no schedule: its tasks run in order");
+static_assert(
+    analysis::build_schedule(snapshot_in_loop(false), analysis::analyze_structure(snapshot_in_loop(false)), {}).empty(),
+    "a kernel without marks has no schedule: its tasks run in order");
 
 // A fork of two branches, each a loop storing out[i + shift] over [begin, end).
-constexpr ir::function fork_of(std::int64_t b1, std::int64_t e1, std::int64_t b2, std::int64_t e2, std::int64_t shift2) {
+constexpr ir::function fork_of(std::int64_t b1, std::int64_t e1, std::int64_t b2, std::int64_t e2,
+                               std::int64_t shift2) {
   ir::function fn;
   ir::builder b(fn);
   add_params(b);

@@ -93,8 +93,7 @@ constexpr bool plain_pair_is_checked() {
   auto d = split_of(grad_snapshot_ir(false, false));
   // a[0] is re-read by construct 2; construct 1 writes b and construct 2 itself writes out.
   return d.reason == fallback_reason::none && d.pairs.size() == 2 && d.pairs[0].a == 0 && d.pairs[0].b == 1 &&
-         d.pairs[1].a == 0 && d.pairs[1].b == 2 &&
-         d.plan.tasks.size() == 2 && d.plan.temps.empty();
+         d.pairs[1].a == 0 && d.pairs[1].b == 2 && d.plan.tasks.size() == 2 && d.plan.temps.empty();
 }
 static_assert(plain_pair_is_checked());
 
@@ -133,8 +132,8 @@ constexpr bool drawn_once(bool volatile_read) {
   const ir::function fn = draw_then_use(volatile_read);
   const auto d = split_of(fn);
   const std::int32_t draw = volatile_read ? 1 : 0;  // the statement that draws or reads
-  return persists(fn) && d.plan.tasks.size() == 2 && d.plan.tasks[0].construct == -1 &&
-         d.plan.tasks[0].run == draw && d.plan.tasks[1].statements.front() != draw;
+  return persists(fn) && d.plan.tasks.size() == 2 && d.plan.tasks[0].construct == -1 && d.plan.tasks[0].run == draw &&
+         d.plan.tasks[1].statements.front() != draw;
 }
 static_assert(drawn_once(false));
 static_assert(drawn_once(true));
@@ -254,13 +253,14 @@ constexpr ir::function symbolic_snapshot(std::int64_t k, std::int64_t end, std::
                                          std::int64_t begin = 0, bool begin_from_n = false) {
   ir::function fn;
   ir::builder b(fn);
-  b.add_param({true, dtype::f32, 1, false});  // a
-  b.add_param({true, dtype::f32, 1, false});  // out
+  b.add_param({true, dtype::f32, 1, false});   // a
+  b.add_param({true, dtype::f32, 1, false});   // out
   b.add_param({false, dtype::i32, 0, false});  // n, when an argument
   auto n_plus = [&](std::int64_t c) {
     ir::id n = n_is_argument ? b.arg(2) : b.shape(0, 0);  // traced anew at each use, as the DSL does
     if (c == 0) return n;
-    return b.binary(c > 0 ? ir::binary_op::add : ir::binary_op::sub, dtype::i32, n, b.constant_int(dtype::i32, c > 0 ? c : -c));
+    return b.binary(c > 0 ? ir::binary_op::add : ir::binary_op::sub, dtype::i32, n,
+                    b.constant_int(dtype::i32, c > 0 ? c : -c));
   };
   std::array<ir::id, 1> at{n_plus(k)};
   ir::id first = b.global_load(0, 0, at);
@@ -287,7 +287,8 @@ static_assert(persists(symbolic_snapshot(-1, -1, 1, false)), "a[n - 1] against a
 static_assert(persists(symbolic_snapshot(-2, -1, 0, false)), "a[n - 2] against a[i], i in [0, n - 1)");
 static_assert(recomputes(symbolic_snapshot(-3, -1, 0, false, -2, true)), "a[n - 3] against a[i], i in [n - 2, n - 1)");
 static_assert(recomputes(symbolic_snapshot(-3, 0, 0, true, -2, true)), "a[n - 3] against a[i], i in [n - 2, n)");
-static_assert(recomputes(symbolic_snapshot(-5, 0, 0, false, -2, true)), "a[n - 5] against a[i], i in [n - 2, n): ordered");
+static_assert(recomputes(symbolic_snapshot(-5, 0, 0, false, -2, true)),
+              "a[n - 5] against a[i], i in [n - 2, n): ordered");
 static_assert(persists(symbolic_snapshot(-2, 0, 0, false, -2, true)), "a[n - 2] against a[i], i in [n - 2, n)");
 
 // Index ranges through wrap-around: an i32 sum that may underflow wraps to a large
@@ -315,7 +316,8 @@ static_assert(range_of_sum(i32_min, i32_min, false, dtype::i64).lo == 2 * i32_mi
 static_assert(range_of_sum(i32_max, 1, false, dtype::i32).lo == i32_max + 1 &&
               !range_of_sum(i32_max, 1, false, dtype::i32).has_hi);
 static_assert(range_of_sum(1, 5, true, dtype::i32).has_lo && range_of_sum(1, 5, true, dtype::i32).lo == 6 &&
-              !range_of_sum(1, 5, true, dtype::i32).has_hi, "i + 5 for i in [1, n)");
+                  !range_of_sum(1, 5, true, dtype::i32).has_hi,
+              "i + 5 for i in [1, n)");
 static_assert(!range_of_sum(-5, i32_min, true, dtype::i32).has_lo, "i - 2^31 for i in [-5, n) may underflow");
 static_assert(range_of_sum(-5, i32_min, true, dtype::i64).lo == -5 + i32_min);
 
@@ -348,7 +350,8 @@ constexpr ir::function snapshot_vs_column(std::int64_t column) {
   std::array<ir::id, 2> extents{b.shape(0, 0), b.shape(0, 1)};
   ir::id loop1 = b.range_for_nd(extents);
   b.push_block(fn.at(loop1).block0);
-  std::array<ir::id, 2> w{b.loop_index_of(loop1, 0), column < 0 ? b.loop_index_of(loop1, 1) : b.constant_int(dtype::i32, column)};
+  std::array<ir::id, 2> w{b.loop_index_of(loop1, 0),
+                          column < 0 ? b.loop_index_of(loop1, 1) : b.constant_int(dtype::i32, column)};
   b.global_store(0, 0, w, b.constant_float(dtype::f32, 0.0));
   b.pop_block();
   test::fill_loop(fn, b, 1, first);

@@ -145,8 +145,10 @@ void check_compile_only_round_trip(qd::config target, const compile_only_pass& p
       CHECK(r.observations.constructs_compiled >= 1);
     }
   }
-  if (split) CHECK(split_kernels >= 20);
-  else CHECK(split_kernels == 0);
+  if (split)
+    CHECK(split_kernels >= 20);
+  else
+    CHECK(split_kernels == 0);
 
   qd::init(target);  // a new program: nothing in memory, everything on disk
   auto warm = compile_suite_kernels();
@@ -167,7 +169,8 @@ void check_compile_only_round_trip(qd::config target, const compile_only_pass& p
     // A compile-time fallback (concurrent_regions) loads its whole kernel in either pass.
     if (split && warm[i].observations.fallback == qd::fallback_reason::none)
       CHECK(warm[i].observations.constructs_loaded <= warm[i].observations.frontend_constructs_total);
-    else CHECK(warm[i].observations.constructs_loaded >= 1);
+    else
+      CHECK(warm[i].observations.constructs_loaded >= 1);
     CHECK(warm[i].observations.fallback == cold[i].observations.fallback);
   }
   qd::reset();

@@ -255,7 +255,9 @@ TEST_CASE_TEMPLATE("emulated GPU: a foreign, corrupt or wrong-target image is re
   fixture<V> f;
   if (!f) return;
   qb::gpu_module m = nullptr;
-  const char elf[64] = "\x7f" "ELF not an emulated binary";
+  const char elf[64] =
+      "\x7f"
+      "ELF not an emulated binary";
   CHECK(f.api().module_load(&m, elf) == 200);  // INVALID_IMAGE
   auto code = V::compile(plain_kernels, "kernels");
   code[code.size() / 2] ^= std::byte{0x5a};
@@ -336,7 +338,6 @@ TEST_CASE_TEMPLATE("emulated GPU: parameters of several types arrive through ker
 
 // --- CUDA ------------------------------------------------------------------------------------
 
-
 TEST_CASE("emulated cuda: the device is an H200 (sm_90, 132 SMs) whose name says it is emulated") {
   cuda_fixture f;
   if (!f) return;
@@ -360,7 +361,7 @@ TEST_CASE("emulated cuda: a block's z beyond 64, a launch without parameters, an
   int* out = f.allocate<int>(2048);
   void* args[] = {&out};
   const qb::gpu_function bounded = f.function("bounded");
-  CHECK(f.api().launch(bounded, 1, 1, 1, 1, 1, 65, 0, nullptr, args, nullptr) == 1);       // z > 64
+  CHECK(f.api().launch(bounded, 1, 1, 1, 1, 1, 65, 0, nullptr, args, nullptr) == 1);      // z > 64
   CHECK(f.api().launch(bounded, 1, 1, 1, 256, 1, 1, 0, nullptr, nullptr, nullptr) == 1);  // no parameters
   int occupancy = -1;
   QD_GPU_CALL(f.api(), occupancy_blocks_per_sm, &occupancy, bounded, 512, 0);
@@ -562,8 +563,9 @@ TEST_CASE("emulated cuda: a source NVRTC rejects fails with NVRTC's log; one the
     return;
   }
   // Valid C++ for the host compiler, but device code may not call a __host__ function.
-  const char* host_call = "__host__ int host_only() { return 1; }\n"
-                          "extern \"C\" __global__ void k(int* p) { *p = host_only(); }\n";
+  const char* host_call =
+      "__host__ int host_only() { return 1; }\n"
+      "extern \"C\" __global__ void k(int* p) { *p = host_only(); }\n";
   try {
     cu::compile_cubin(host_call, cu::nvrtc_options{.sm = 90}, "kernel 'k'");
     FAIL("a __global__ function calling a __host__ function compiled");
@@ -643,8 +645,8 @@ TEST_CASE("emulated cuda: __trap fails the launch and poisons the context until 
   CHECK(f.api().launch(f.function("trap_if"), 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr) == 715);
   unsigned long long q = 0;
   CHECK(f.api().mem_alloc(&q, 8) == 715);  // CUDA_ERROR_ILLEGAL_INSTRUCTION, sticky
-  CHECK_THROWS_WITH_AS(f.device->copy_to_host(&one, p, sizeof(int)), doctest::Contains("CUDA_ERROR_ILLEGAL_INSTRUCTION"),
-                       qd::driver_error);
+  CHECK_THROWS_WITH_AS(f.device->copy_to_host(&one, p, sizeof(int)),
+                       doctest::Contains("CUDA_ERROR_ILLEGAL_INSTRUCTION"), qd::driver_error);
   CHECK(f.api().module_unload(f.module) == 715);
   f.module = nullptr;
   f.device.reset();  // the last reference: the context goes, and its error with it

@@ -39,7 +39,9 @@ bool has(const std::vector<std::string>& flags, const char* flag) {
 }
 
 bool is_elf(const std::vector<std::byte>& code) {
-  return code.size() > 4 && std::string(reinterpret_cast<const char*>(code.data()), 4) == "\x7f" "ELF";
+  return code.size() > 4 && std::string(reinterpret_cast<const char*>(code.data()), 4) ==
+                                "\x7f"
+                                "ELF";
 }
 
 }  // namespace

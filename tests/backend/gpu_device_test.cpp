@@ -44,8 +44,8 @@ TEST_CASE_TEMPLATE("a GPU arch with no usable driver falls back to the CPU with 
     CHECK(logs.at(qd::log_level::warn).size() == 1);
   }
   SUBCASE("enable_fallback = false") {
-    CHECK_THROWS_WITH_AS(qd::init({.arch = V::arch, .enable_fallback = false}),
-                         doctest::Contains(V::driver_variable), qd::user_error);
+    CHECK_THROWS_WITH_AS(qd::init({.arch = V::arch, .enable_fallback = false}), doctest::Contains(V::driver_variable),
+                         qd::user_error);
     CHECK_FALSE(qd::is_initialized());
   }
 }
@@ -60,8 +60,8 @@ TEST_CASE("the CUDA stub library is a driver that cannot run anything, reported 
   qd_test::scoped_env path("QD_CUDA_PATH", stub);
   CHECK_THROWS_WITH_AS(qd::init({.arch = qd::arch::cuda, .enable_fallback = false}),
                        doctest::Contains("CUDA_ERROR_STUB_LIBRARY"), qd::user_error);
-  CHECK_THROWS_WITH_AS(qd::init({.arch = qd::arch::cuda, .enable_fallback = false}),
-                       doctest::Contains("cuInit"), qd::user_error);
+  CHECK_THROWS_WITH_AS(qd::init({.arch = qd::arch::cuda, .enable_fallback = false}), doctest::Contains("cuInit"),
+                       qd::user_error);
 }
 
 TEST_CASE_TEMPLATE("compile-only mode needs the compiler: a missing one falls back, or is an error naming its variable",

@@ -85,8 +85,10 @@ bool close_ulps(T got, T want, int ulps) {
 // u8 operands promote to i32 like C++'s int; the other integer types keep their own.
 template <class T>
 using promoted = typename decltype(std::declval<qd::expr<T>>() + std::declval<qd::expr<T>>())::value_type;
-static_assert(std::is_same_v<promoted<std::uint8_t>, std::int32_t> && std::is_same_v<promoted<std::int32_t>, std::int32_t> &&
-              std::is_same_v<promoted<std::int64_t>, std::int64_t> && std::is_same_v<promoted<std::uint32_t>, std::uint32_t>);
+static_assert(std::is_same_v<promoted<std::uint8_t>, std::int32_t> &&
+              std::is_same_v<promoted<std::int32_t>, std::int32_t> &&
+              std::is_same_v<promoted<std::int64_t>, std::int64_t> &&
+              std::is_same_v<promoted<std::uint32_t>, std::uint32_t>);
 // Literals adopt the traced operand's type: x_f32 * 2.0 stays f32.
 static_assert(std::is_same_v<decltype(std::declval<qd::f32>() * 2.0), qd::f32>);
 static_assert(std::is_same_v<decltype(std::declval<qd::f64>() + 1), qd::f64>);
@@ -134,8 +136,12 @@ void check_integer_operators() {
 
 template <class T>
 void check_float_operators() {
-  const std::vector<T> values = {T(0), T(-0.0), T(1), T(-1), T(0.1), T(-2.5), T(3.75), T(1e30), T(-7e-20),
-                                 lim<T>::infinity(), lim<T>::max(), lim<T>::denorm_min()};
+  const std::vector<T> values = {T(0),          T(-0.0),
+                                 T(1),          T(-1),
+                                 T(0.1),        T(-2.5),
+                                 T(3.75),       T(1e30),
+                                 T(-7e-20),     lim<T>::infinity(),
+                                 lim<T>::max(), lim<T>::denorm_min()};
   check_operator_table<T, T>(kernels::float_operators<T>(), values, float_row<T>, same_float<T>);
 }
 
@@ -144,8 +150,8 @@ void check_float_operators() {
 template <class T>
 void check_math_functions(int ulps) {
   auto k = kernels::math_functions<T>();
-  std::vector<T> xs = {T(0), T(1), T(-1), T(0.5), T(-2.5), T(2.5), T(3.999), T(-3.001), T(10), T(-20.75), T(1e-3),
-                       T(7.25), T(88)};
+  std::vector<T> xs = {T(0),      T(1),  T(-1),     T(0.5),  T(-2.5), T(2.5), T(3.999),
+                       T(-3.001), T(10), T(-20.75), T(1e-3), T(7.25), T(88)};
   std::vector<T> ys, zs;
   for (std::size_t i = 0; i < xs.size(); ++i) {
     ys.push_back(T(0.75) * static_cast<T>(static_cast<int>(i % 5) - 2));
@@ -163,16 +169,19 @@ void check_math_functions(int ulps) {
   auto got = out.to_host();
   for (std::size_t i = 0; i < xs.size(); ++i) {
     const T a = xs[i], b = ys[i], c = zs[i], positive = std::abs(a) + T(0.5);
-    const std::vector<T> want = {std::sqrt(positive), std::abs(a), std::floor(a), std::ceil(a), std::min(a, b),
-                                 std::max(a, b), std::fma(a, b, c), std::exp(a), std::log(positive), std::sin(a),
-                                 std::cos(a), std::tanh(a), std::pow(positive, b)};
+    const std::vector<T> want = {std::sqrt(positive),  std::abs(a),    std::floor(a),     std::ceil(a),
+                                 std::min(a, b),       std::max(a, b), std::fma(a, b, c), std::exp(a),
+                                 std::log(positive),   std::sin(a),    std::cos(a),       std::tanh(a),
+                                 std::pow(positive, b)};
     for (std::size_t col = 0; col < want.size(); ++col) {
       T g = got[i * static_cast<std::size_t>(columns) + col];
       CAPTURE(col);
       CAPTURE(a);
       CAPTURE(b);
-      if (col < 7) CHECK(same_float(g, want[col]));
-      else CHECK(close_ulps(g, want[col], ulps));
+      if (col < 7)
+        CHECK(same_float(g, want[col]));
+      else
+        CHECK(close_ulps(g, want[col], ulps));
     }
   }
 }
@@ -216,30 +225,31 @@ inline std::vector<float> iota_floats(int n, float scale) {
   return v;
 }
 
-
 // in * 2 + 1 over every element of an N-dimensional array of T, and the extents seen in the kernel.
 template <class T, int N>
 void check_copy_scale() {
-  auto k = qd::kernel("copy_scale", {"in", "out", "extents"},
-                      [](qd::types::ndarray<T, N> in, qd::types::ndarray<T, N> out,
-                         qd::types::ndarray<std::int32_t, 1> extents) {
-                        if constexpr (N == 0) {
-                          out() = qd::cast<T>(in() * 2 + 1);
-                        } else {
-                          [&]<std::size_t... D>(std::index_sequence<D...>) {
-                            qd::range_for(qd::ndrange(in.shape(static_cast<int>(D))...), [&](auto... index) {
-                              out(index...) = qd::cast<T>(in(index...) * 2 + 1);
-                            });
-                          }(std::make_index_sequence<N>{});
-                        }
-                        for (int d = 0; d < N; ++d) extents[d] = in.shape(d);  // a trace-time C++ loop
-                      });
+  auto k = qd::kernel(
+      "copy_scale", {"in", "out", "extents"},
+      [](qd::types::ndarray<T, N> in, qd::types::ndarray<T, N> out, qd::types::ndarray<std::int32_t, 1> extents) {
+        if constexpr (N == 0) {
+          out() = qd::cast<T>(in() * 2 + 1);
+        } else {
+          [&]<std::size_t... D>(std::index_sequence<D...>) {
+            qd::range_for(qd::ndrange(in.shape(static_cast<int>(D))...),
+                          [&](auto... index) { out(index...) = qd::cast<T>(in(index...) * 2 + 1); });
+          }
+          (std::make_index_sequence<N>{});
+        }
+        for (int d = 0; d < N; ++d) extents[d] = in.shape(d);  // a trace-time C++ loop
+      });
   std::array<std::int64_t, N> shape{};
   const std::array<std::int64_t, 4> dims = {5, 3, 4, 2};
   for (int d = 0; d < N; ++d) shape[static_cast<std::size_t>(d)] = dims[static_cast<std::size_t>(d)];
   auto make = [&] {
-    if constexpr (N == 0) return qd::ndarray<T, 0>();
-    else return qd::ndarray<T, N>(shape);
+    if constexpr (N == 0)
+      return qd::ndarray<T, 0>();
+    else
+      return qd::ndarray<T, N>(shape);
   };
   qd::ndarray<T, N> in = make(), out = make();
   qd::ndarray<std::int32_t, 1> extents(4);
@@ -294,10 +304,10 @@ void run_suite_case(void (*body)()) {
   body();
 }
 }  // namespace
-#define QD_SUITE_CASE_IMPL(body, title, A, ...)                                                        \
-  template <class A>                                                                                 \
-  static void body();                                                                                \
+#define QD_SUITE_CASE_IMPL(body, title, A, ...)                                                           \
+  template <class A>                                                                                      \
+  static void body();                                                                                     \
   TEST_CASE_TEMPLATE(title, QdSuiteArch, __VA_ARGS__) { run_suite_case<QdSuiteArch>(&body<suite_arch>); } \
-  template <class A>                                                                                 \
+  template <class A>                                                                                      \
   static void body()
 #define QD_SUITE_CASE(title, A, ...) QD_SUITE_CASE_IMPL(DOCTEST_ANONYMOUS(qd_suite_case_), title, A, __VA_ARGS__)

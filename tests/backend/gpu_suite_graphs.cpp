@@ -16,7 +16,7 @@ QD_SUITE_CASE("suite: vector and matrix variables reduce per component", A, QD_S
   vec_checks::check_vec_vars();
 }
 QD_SUITE_CASE("suite: elements of vector and matrix arrays, component updates and per-component atomics", A,
-                   QD_SUITE_ARCHES) {
+              QD_SUITE_ARCHES) {
   if (!start<A>()) return;
   vec_checks::check_vec_elements();
 }
@@ -32,7 +32,7 @@ QD_SUITE_CASE("suite: vector and matrix scalar parameters arrive component by co
 // Graph kernels (issue 13): nested do_while loops run by the host loop reading each
 // flag back after every pass, whole and split; concurrent regions joined.
 QD_SUITE_CASE("suite: graph kernels loop while their flags are set, whole and split, and concurrent regions join", A,
-                   QD_SUITE_ARCHES) {
+              QD_SUITE_ARCHES) {
   auto loops = kernels::graph_loops();
   auto regions = kernels::concurrent_regions();
   qd_test::scratch_directory cache(std::string("suite-graphs-") + A::name);
@@ -105,8 +105,8 @@ int graph_replay_on_host(std::vector<float>& x, std::vector<float>& y, float s) 
 // same; a different array or scalar records again. On CUDA 12.3+ a do_while is one
 // recording (a conditional WHILE node), else the host loop replays its body each pass.
 // The CPU launches plainly. The results are plain C++'s on every arch.
-QD_SUITE_CASE("suite: graph kernels record device graphs once and replay them while the arguments stay the same",
-                   A, QD_SUITE_ARCHES) {
+QD_SUITE_CASE("suite: graph kernels record device graphs once and replay them while the arguments stay the same", A,
+              QD_SUITE_ARCHES) {
   auto k = kernels::graph_replay();
   qd_test::scratch_directory cache(std::string("suite-graph-replay-") + A::name);
   for (const std::uint64_t limit : {std::uint64_t{0}, std::uint64_t{100}}) {
@@ -115,8 +115,9 @@ QD_SUITE_CASE("suite: graph kernels record device graphs once and replay them wh
     const bool graphs = on_gpu<A>();
     // With graph_max_iterations the host loop counts the passes: no device loop.
     const bool device_loops = cuda_device_loops<A>() && limit == 0;
-    const std::string mode =
-        std::string(A::name) + (device_loops ? ": do_while on the device" : graphs ? ": do_while on the host" : ": plain");
+    const std::string mode = std::string(A::name) + (device_loops ? ": do_while on the device"
+                                                     : graphs     ? ": do_while on the host"
+                                                                  : ": plain");
     MESSAGE(mode);
     std::vector<float> hx{40.0f, 2.0f, 3.0f, 5.0f}, hy{1.0f, 2.0f};
     qd::ndarray<float, 1> x(4), y(2), other(4);
@@ -238,7 +239,7 @@ QD_SUITE_CASE("suite: two threads launching one graph kernel each get their own 
 // qd::graph::parallel in a graph kernel on a GPU: the branches are parallel paths of the
 // recorded graph (their launches captured on streams of their own), replayed later.
 QD_SUITE_CASE("suite: graph::parallel branches in a do_while run as parallel paths of a device graph", A,
-                   QD_SUITE_ARCHES) {
+              QD_SUITE_ARCHES) {
   auto k = kernels::graph_parallel();
   qd_test::scratch_directory cache(std::string("suite-graph-parallel-") + A::name);
   if (!start<A>({.offline_cache_file_path = cache.str()})) return;

@@ -86,7 +86,8 @@ QD_SUITE_CASE("suite: i8, i16, u16, u64 and f16 as arrays, scalars, variables, c
 }
 
 // Per-thread linear algebra (SPEC §13.7): backend/suite_kernels_linalg.hpp.
-QD_SUITE_CASE("suite: per-thread svd, polar_decompose, sym_eig, make_spd and solve in f32 and f64", A, QD_SUITE_ARCHES) {
+QD_SUITE_CASE("suite: per-thread svd, polar_decompose, sym_eig, make_spd and solve in f32 and f64", A,
+              QD_SUITE_ARCHES) {
   if (!start<A>()) return;
   linalg_checks::check_linalg();
 }

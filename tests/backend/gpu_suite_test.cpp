@@ -9,8 +9,7 @@
 // ---------------------------------------------------------------------------
 // Statements and expressions.
 
-QD_SUITE_CASE("suite: integer operators wrap and define division by zero, for every integer type", A,
-                   QD_SUITE_ARCHES) {
+QD_SUITE_CASE("suite: integer operators wrap and define division by zero, for every integer type", A, QD_SUITE_ARCHES) {
   if (!start<A>()) return;
   check_integer_operators<std::int32_t>();
   check_integer_operators<std::int64_t>();
@@ -35,7 +34,8 @@ QD_SUITE_CASE("suite: casts convert, truncate toward zero and narrow modulo the 
   if (!start<A>()) return;
   auto k = kernels::casts();
   const std::vector<std::int32_t> is = {300, -1, 0, 7, -129, 65536 + 255};
-  const std::vector<std::int64_t> ls = {(std::int64_t{1} << 32) + 5, -1, lim<std::int64_t>::min(), 12345678901LL, -7, 0};
+  const std::vector<std::int64_t> ls = {
+      (std::int64_t{1} << 32) + 5, -1, lim<std::int64_t>::min(), 12345678901LL, -7, 0};
   const std::vector<float> fs = {2.7f, -2.7f, 0.0f, 99.99f, -0.5f, 200.5f};
   const std::vector<double> ds = {0.1, -1e9, 16777217.0, 1.0 / 3.0, 0.75, -3.5};
   const std::int64_t n = 6, columns = 16;
@@ -54,15 +54,22 @@ QD_SUITE_CASE("suite: casts convert, truncate toward zero and narrow modulo the 
     const std::int64_t l = ls[r];
     const float f = fs[r];
     const double d = ds[r];
-    const std::vector<double> want = {
-        static_cast<double>(static_cast<std::int32_t>(f)), static_cast<double>(static_cast<std::int32_t>(d)),
-        static_cast<double>(static_cast<std::int32_t>(l)), static_cast<double>(static_cast<std::uint32_t>(i)),
-        static_cast<double>(static_cast<std::uint8_t>(i)), static_cast<double>(static_cast<float>(d)),
-        static_cast<double>(static_cast<float>(i)), static_cast<double>(static_cast<std::int64_t>(f)),
-        i != 0 ? 1.0 : 0.0, f != 0 ? 1.0 : 0.0, static_cast<double>(static_cast<std::uint32_t>(l)),
-        i > 0 ? static_cast<double>(f) : static_cast<double>(static_cast<float>(i)), f < 0 ? -1.0 : 1.0,
-        d > 0.5 ? static_cast<double>(l) : static_cast<double>(i), static_cast<double>(static_cast<std::int64_t>(i) * 4),
-        static_cast<double>(f)};
+    const std::vector<double> want = {static_cast<double>(static_cast<std::int32_t>(f)),
+                                      static_cast<double>(static_cast<std::int32_t>(d)),
+                                      static_cast<double>(static_cast<std::int32_t>(l)),
+                                      static_cast<double>(static_cast<std::uint32_t>(i)),
+                                      static_cast<double>(static_cast<std::uint8_t>(i)),
+                                      static_cast<double>(static_cast<float>(d)),
+                                      static_cast<double>(static_cast<float>(i)),
+                                      static_cast<double>(static_cast<std::int64_t>(f)),
+                                      i != 0 ? 1.0 : 0.0,
+                                      f != 0 ? 1.0 : 0.0,
+                                      static_cast<double>(static_cast<std::uint32_t>(l)),
+                                      i > 0 ? static_cast<double>(f) : static_cast<double>(static_cast<float>(i)),
+                                      f < 0 ? -1.0 : 1.0,
+                                      d > 0.5 ? static_cast<double>(l) : static_cast<double>(i),
+                                      static_cast<double>(static_cast<std::int64_t>(i) * 4),
+                                      static_cast<double>(f)};
     for (std::size_t c = 0; c < want.size(); ++c) {
       CAPTURE(r);
       CAPTURE(c);
@@ -85,15 +92,51 @@ I saturated(F x) {
   return static_cast<I>(t);
 }
 
-QD_SUITE_CASE("suite: float-to-integer casts of NaN, infinities and out-of-range values saturate, NaN gives 0, at "
-                   "every opt level",
-                   A, on_cpu, on_reference, on_cuda, on_amdgpu) {
+QD_SUITE_CASE(
+    "suite: float-to-integer casts of NaN, infinities and out-of-range values saturate, NaN gives 0, at "
+    "every opt level",
+    A, on_cpu, on_reference, on_cuda, on_amdgpu) {
   const double inf = lim<double>::infinity(), nan = lim<double>::quiet_NaN();
-  const std::vector<double> specials = {
-      nan, -nan, inf, -inf, 1e30, -1e30, 3.4e38, -3.4e38, 0.0, -0.0, 0.5, -0.5, 3.7, -3.7, -0.99, -1.0, 1e-40,
-      255.0, 255.99, 256.0, 300.5, -255.5, 2147483647.0, 2147483647.5, 2147483648.0, 2147483900.0, -2147483648.0,
-      -2147483648.9, -2147483649.0, -2147483904.0, 4294967295.0, 4294967295.9, 4294967296.0, 5e9, -5e9,
-      9223372036854774784.0, 9223372036854775808.0, -9223372036854775808.0, -9223372036854777856.0, 1.8446744073709552e19};
+  const std::vector<double> specials = {nan,
+                                        -nan,
+                                        inf,
+                                        -inf,
+                                        1e30,
+                                        -1e30,
+                                        3.4e38,
+                                        -3.4e38,
+                                        0.0,
+                                        -0.0,
+                                        0.5,
+                                        -0.5,
+                                        3.7,
+                                        -3.7,
+                                        -0.99,
+                                        -1.0,
+                                        1e-40,
+                                        255.0,
+                                        255.99,
+                                        256.0,
+                                        300.5,
+                                        -255.5,
+                                        2147483647.0,
+                                        2147483647.5,
+                                        2147483648.0,
+                                        2147483900.0,
+                                        -2147483648.0,
+                                        -2147483648.9,
+                                        -2147483649.0,
+                                        -2147483904.0,
+                                        4294967295.0,
+                                        4294967295.9,
+                                        4294967296.0,
+                                        5e9,
+                                        -5e9,
+                                        9223372036854774784.0,
+                                        9223372036854775808.0,
+                                        -9223372036854775808.0,
+                                        -9223372036854777856.0,
+                                        1.8446744073709552e19};
   // Each value at every position of a long loop: a vectorised body and its remainder
   // once disagreed at opt_level 3.
   const std::int64_t n = 1031;
@@ -263,7 +306,7 @@ QD_SUITE_CASE("suite: range bounds from parameters, empty and negative extents",
 }
 
 QD_SUITE_CASE("suite: loops, branches and while_ nested in a parallel construct, and serial control flow", A,
-                   QD_SUITE_ARCHES) {
+              QD_SUITE_ARCHES) {
   if (!start<A>()) return;
   auto k = kernels::nested_loops();
   const std::int64_t n = 300, m = 17;
@@ -329,8 +372,10 @@ QD_SUITE_CASE("suite: loops, branches and while_ nested in a parallel construct,
   }
 }
 
-QD_SUITE_CASE("suite: break_ and continue_ in every kind of loop, a serialized top-level loop and block_dim, "
-                   "whole and split, as plain C++ runs them", A, on_cpu, on_reference, on_cuda, on_amdgpu) {
+QD_SUITE_CASE(
+    "suite: break_ and continue_ in every kind of loop, a serialized top-level loop and block_dim, "
+    "whole and split, as plain C++ runs them",
+    A, on_cpu, on_reference, on_cuda, on_amdgpu) {
   for (auto mode : {qd::per_offload_mode::off, qd::per_offload_mode::on}) {
     CAPTURE(mode);
     if (!start<A>({.per_offload = mode})) return;
@@ -344,8 +389,8 @@ QD_SUITE_CASE("suite: break_ and continue_ in every kind of loop, a serialized t
     x.from_host(xs);
     for (auto* a : {&count, &first, &spins, &hits, &prefix}) a->fill(-7);
     k(x, count, first, spins, hits, prefix, total, grid);
-    kernels::loop_control_result got{count.to_host(), first.to_host(), spins.to_host(), hits.to_host(),
-                                     prefix.to_host(), grid.to_host(), total.to_host()[0]};
+    kernels::loop_control_result got{count.to_host(),  first.to_host(), spins.to_host(),   hits.to_host(),
+                                     prefix.to_host(), grid.to_host(),  total.to_host()[0]};
     const kernels::loop_control_result want = kernels::loop_control_expected(xs, rows, cols);
     using column = std::vector<std::int32_t> kernels::loop_control_result::*;
     for (column c : {&kernels::loop_control_result::count, &kernels::loop_control_result::first,
@@ -359,8 +404,8 @@ QD_SUITE_CASE("suite: break_ and continue_ in every kind of loop, a serialized t
   }
 }
 
-QD_SUITE_CASE("suite: a kernel returns a tuple of a reduction, a maximum, a count and a vector, whole and split", A, on_cpu,
-                   on_reference, on_cuda, on_amdgpu) {
+QD_SUITE_CASE("suite: a kernel returns a tuple of a reduction, a maximum, a count and a vector, whole and split", A,
+              on_cpu, on_reference, on_cuda, on_amdgpu) {
   for (auto mode : {qd::per_offload_mode::off, qd::per_offload_mode::on}) {
     CAPTURE(mode);
     if (!start<A>({.per_offload = mode})) return;
@@ -370,12 +415,13 @@ QD_SUITE_CASE("suite: a kernel returns a tuple of a reduction, a maximum, a coun
 }
 
 QD_SUITE_CASE("suite: a nested struct parameter matched member by member with a host struct", A, on_cpu, on_reference,
-                   on_cuda, on_amdgpu) {
+              on_cuda, on_amdgpu) {
   if (!start<A>()) return;
   auto k = kernels::struct_step();
   const std::int64_t n = 300;
   std::vector<float> x, v;
-  for (std::int64_t i = 0; i < n; ++i) x.push_back(static_cast<float>(i % 11) * 0.5f), v.push_back(static_cast<float>(i % 5) - 2.0f);
+  for (std::int64_t i = 0; i < n; ++i)
+    x.push_back(static_cast<float>(i % 11) * 0.5f), v.push_back(static_cast<float>(i % 5) - 2.0f);
   kernels::body_host b{qd::ndarray<float, 1>(n), qd::ndarray<float, 1>(n), {4.0f, 2.0f}};
   b.x.from_host(x);
   b.v.from_host(v);
@@ -390,7 +436,7 @@ QD_SUITE_CASE("suite: a nested struct parameter matched member by member with a 
 }
 
 QD_SUITE_CASE("suite: a loop bound beyond qd::i32 fails the launch and runs no iteration, instead of wrapping", A,
-                   on_cpu, on_reference, on_cuda, on_amdgpu) {
+              on_cpu, on_reference, on_cuda, on_amdgpu) {
   for (auto mode : {qd::per_offload_mode::off, qd::per_offload_mode::on}) {
     CAPTURE(mode);
     if (!start<A>({.per_offload = mode})) return;
@@ -422,7 +468,8 @@ QD_SUITE_CASE("suite: a loop bound beyond qd::i32 fails the launch and runs no i
     auto literal = qd::kernel("wide_literal", {"hits"}, [](qd::types::ndarray<std::int32_t, 1> hits) {
       qd::range_for(5000000000LL, [&](qd::i32) { hits[0] += 1; });
     });
-    CHECK_THROWS_WITH_AS(literal(hits), Contains("kernel 'wide_literal': a qd::range_for bound of 5000000000 does not fit"),
+    CHECK_THROWS_WITH_AS(literal(hits),
+                         Contains("kernel 'wide_literal': a qd::range_for bound of 5000000000 does not fit"),
                          qd::user_error);
   }
 }
@@ -453,8 +500,8 @@ QD_SUITE_CASE("suite: if_ and else_ branch per element inside loops and at the t
 QD_SUITE_CASE("suite: signed overflow wraps instead of being assumed away by the compiler", A, QD_SUITE_ARCHES) {
   if (!start<A>()) return;
   auto k = kernels::overflow_compare();
-  std::vector<std::int32_t> xs = {0, 5, -5, lim<std::int32_t>::max(), lim<std::int32_t>::min(), 1 << 30,
-                                  lim<std::int32_t>::max(), 1 << 30};
+  std::vector<std::int32_t> xs = {
+      0, 5, -5, lim<std::int32_t>::max(), lim<std::int32_t>::min(), 1 << 30, lim<std::int32_t>::max(), 1 << 30};
   qd::ndarray<std::int32_t, 1> x(static_cast<std::int64_t>(xs.size())), out(static_cast<std::int64_t>(xs.size()));
   qd::ndarray<std::int32_t, 0> total;
   x.from_host(xs);
@@ -511,8 +558,8 @@ QD_SUITE_CASE("suite: scalar parameters of every type arrive with their run-time
   CHECK(ints.to_host()[1] == 5);
 }
 
-QD_SUITE_CASE("suite: needs_grad arrays carry a gradient buffer of the same shape, read and written through .grad()",
-                   A, QD_SUITE_ARCHES) {
+QD_SUITE_CASE("suite: needs_grad arrays carry a gradient buffer of the same shape, read and written through .grad()", A,
+              QD_SUITE_ARCHES) {
   if (!start<A>()) return;
   auto k = kernels::gradients();
   const std::int64_t n = 8;
@@ -546,7 +593,7 @@ QD_SUITE_CASE("suite: needs_grad arrays carry a gradient buffer of the same shap
 }
 
 QD_SUITE_CASE("suite: kernel.grad computes the adjoint of a reduction, a carried loop variable and a branch", A,
-                   QD_SUITE_ARCHES, on_reference) {
+              QD_SUITE_ARCHES, on_reference) {
   if (!start<A>()) return;
   auto k = kernels::adjoint_chain();
   const std::vector<float> xs{0.2f, 0.7f, -0.4f, 0.9f, 0.45f, 0.6f};
@@ -602,7 +649,7 @@ QD_SUITE_CASE("suite: volatile_load re-reads memory where a plain element read i
 }
 
 QD_SUITE_CASE("suite: clamped indexing moves an out-of-range index to the nearest edge, for reads and writes", A,
-                   QD_SUITE_ARCHES) {
+              QD_SUITE_ARCHES) {
   if (!start<A>()) return;
   auto k = kernels::clamped();
   const std::int64_t n = 10, h = 4, w = 6;
@@ -617,13 +664,16 @@ QD_SUITE_CASE("suite: clamped indexing moves an out-of-range index to the neares
   k(x, m, edges, medges, blur, hits);
   auto c1 = [&](std::int64_t i) { return xs[static_cast<std::size_t>(std::clamp<std::int64_t>(i, 0, n - 1))]; };
   auto c2 = [&](std::int64_t i, std::int64_t j) {
-    return ms[static_cast<std::size_t>(std::clamp<std::int64_t>(i, 0, h - 1) * w + std::clamp<std::int64_t>(j, 0, w - 1))];
+    return ms[static_cast<std::size_t>(std::clamp<std::int64_t>(i, 0, h - 1) * w +
+                                       std::clamp<std::int64_t>(j, 0, w - 1))];
   };
   CHECK(edges.to_host() == std::vector<float>{c1(-5), c1(-1), c1(2), c1(n - 1), c1(n), c1(n + 1000)});
-  CHECK(medges.to_host() == std::vector<std::int32_t>{c2(-1, -1), c2(h, w), c2(-3, 2), c2(1, w + 10), c2(h + 1, -2), c2(1, 2)});
+  CHECK(medges.to_host() ==
+        std::vector<std::int32_t>{c2(-1, -1), c2(h, w), c2(-3, 2), c2(1, w + 10), c2(h + 1, -2), c2(1, 2)});
   std::vector<float> want_blur, want_hits(static_cast<std::size_t>(n), 0.0f);
   for (std::int64_t i = 0; i < n; ++i) want_blur.push_back(c1(i - 1) + c1(i + 1));
-  for (std::int64_t i = 0; i < n + 4; ++i) want_hits[static_cast<std::size_t>(std::clamp<std::int64_t>(i - 2, 0, n - 1))] += 1.0f;
+  for (std::int64_t i = 0; i < n + 4; ++i)
+    want_hits[static_cast<std::size_t>(std::clamp<std::int64_t>(i - 2, 0, n - 1))] += 1.0f;
   CHECK(blur.to_host() == want_blur);
   CHECK(hits.to_host() == want_hits);
   CHECK(want_hits.front() == 3.0f);  // the edges really were hit from outside
@@ -690,7 +740,8 @@ QD_SUITE_CASE("suite: contended atomics and top-level reductions in a parallel c
   const std::vector<std::int32_t> want = {static_cast<std::int32_t>(total), static_cast<std::int32_t>(-total), mn, mx};
   CHECK(acc.to_host() == want);
   CHECK(tops.to_host() == want);
-  CHECK(facc.to_host() == std::vector<float>{static_cast<float>(n), 0.5f * static_cast<float>(mn), 0.5f * static_cast<float>(mx)});
+  CHECK(facc.to_host() ==
+        std::vector<float>{static_cast<float>(n), 0.5f * static_cast<float>(mn), 0.5f * static_cast<float>(mx)});
   // Old values: only the first update in the element's modification order sees the
   // initial value; every old value is the initial one or some x; the iteration holding
   // the extreme value saw something less extreme.

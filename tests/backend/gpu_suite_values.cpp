@@ -44,8 +44,8 @@ std::pair<double, double> mean_and_variance(const std::vector<T>& v) {
 
 }  // namespace
 
-QD_SUITE_CASE("suite: qd::random draws uniform values, reproducible for a seed, different across seeds and launches",
-                   A, QD_SUITE_ARCHES) {
+QD_SUITE_CASE("suite: qd::random draws uniform values, reproducible for a seed, different across seeds and launches", A,
+              QD_SUITE_ARCHES) {
   const std::optional<random_draws> drawn = draw<A>(7, 1);
   if (!drawn) return;
   const random_draws& a = *drawn;
@@ -91,8 +91,7 @@ QD_SUITE_CASE("suite: qd::random draws uniform values, reproducible for a seed, 
   }
 }
 
-QD_SUITE_CASE("suite: qd::print writes one line per call, in program order across constructs", A,
-                   QD_SUITE_ARCHES) {
+QD_SUITE_CASE("suite: qd::print writes one line per call, in program order across constructs", A, QD_SUITE_ARCHES) {
   if (!start<A>()) return;
   auto serial = kernels::print_serial();
   auto parallel = kernels::print_parallel();
@@ -103,8 +102,9 @@ QD_SUITE_CASE("suite: qd::print writes one line per call, in program order acros
     serial(x, 7, -9000000000LL, 4000000000u, std::uint8_t{200}, true, 0.125);
     x.to_host();
   });
-  CHECK(qd_test::lines_of(out) == std::vector<std::string>{"x0 = 2.5 n = 7 100% done",
-                                                           "-9000000000 4000000000 200 1 0.125 42 2.5 tab\there quote\"s"});
+  CHECK(qd_test::lines_of(out) ==
+        std::vector<std::string>{"x0 = 2.5 n = 7 100% done",
+                                 "-9000000000 4000000000 200 1 0.125 42 2.5 tab\there quote\"s"});
   out = qd_test::capture_stdout([&] {
     parallel(5);
     x.to_host();
@@ -122,7 +122,7 @@ QD_SUITE_CASE("suite: qd::print writes one line per call, in program order acros
 }
 
 QD_SUITE_CASE("suite: an out-of-range index under check_out_of_bound is an error naming the parameter", A,
-                   QD_SUITE_ARCHES) {
+              QD_SUITE_ARCHES) {
   if (!start<A>({.check_out_of_bound = true})) return;
   auto k = kernels::out_of_bounds();
   qd::ndarray<float, 1> x(4);
@@ -168,7 +168,8 @@ QD_SUITE_CASE("suite: a reduction into a top-level qd::var is read by a later lo
   CHECK(out.to_host() == iota_values(10, 1, total));
 }
 
-QD_SUITE_CASE("suite: an element read at the top level before a loop overwrites its array keeps the original value", A, QD_SUITE_ARCHES) {
+QD_SUITE_CASE("suite: an element read at the top level before a loop overwrites its array keeps the original value", A,
+              QD_SUITE_ARCHES) {
   if (!start<A>({.per_offload = per_offload_mode_subcase()})) return;
   auto k = kernels::stale_snapshot();
   const std::int64_t n = 1000;
@@ -193,7 +194,8 @@ QD_SUITE_CASE("suite: an element read at the top level before a loop overwrites 
   CHECK(m.to_host() == std::vector<std::int32_t>(12, -1));
 }
 
-QD_SUITE_CASE("suite: loop bounds may be loaded from an array, including one an earlier construct wrote", A, QD_SUITE_ARCHES) {
+QD_SUITE_CASE("suite: loop bounds may be loaded from an array, including one an earlier construct wrote", A,
+              QD_SUITE_ARCHES) {
   if (!start<A>({.per_offload = per_offload_mode_subcase()})) return;
   auto k = kernels::bounds_from_arrays();
   const std::int64_t n = 30;
@@ -217,7 +219,8 @@ QD_SUITE_CASE("suite: loop bounds may be loaded from an array, including one an 
   }
 }
 
-QD_SUITE_CASE("suite: a serial construct between loops sees the first loop's stores and feeds the next loop", A, QD_SUITE_ARCHES) {
+QD_SUITE_CASE("suite: a serial construct between loops sees the first loop's stores and feeds the next loop", A,
+              QD_SUITE_ARCHES) {
   if (!start<A>({.per_offload = per_offload_mode_subcase()})) return;
   auto k = kernels::serial_between_loops();
   const std::int64_t n = 500;
@@ -260,7 +263,8 @@ QD_SUITE_CASE("suite: top-level values and variables cross several constructs", 
   }
 }
 
-QD_SUITE_CASE("suite: a top-level qd::var changed in qd::if_ and qd::while_ at the top level bounds a later loop", A, QD_SUITE_ARCHES) {
+QD_SUITE_CASE("suite: a top-level qd::var changed in qd::if_ and qd::while_ at the top level bounds a later loop", A,
+              QD_SUITE_ARCHES) {
   if (!start<A>({.per_offload = per_offload_mode_subcase()})) return;
   auto k = kernels::bound_from_var();
   const std::int64_t len = 40;
@@ -281,7 +285,9 @@ QD_SUITE_CASE("suite: a top-level qd::var changed in qd::if_ and qd::while_ at t
   }
 }
 
-QD_SUITE_CASE("suite: forty top-level values and forty reduced variables cross constructs without mixing up their slots", A, QD_SUITE_ARCHES) {
+QD_SUITE_CASE(
+    "suite: forty top-level values and forty reduced variables cross constructs without mixing up their slots", A,
+    QD_SUITE_ARCHES) {
   if (!start<A>({.per_offload = per_offload_mode_subcase()})) return;
   constexpr int count = 40;
   auto k = kernels::forty_values();
@@ -303,7 +309,9 @@ QD_SUITE_CASE("suite: forty top-level values and forty reduced variables cross c
   CHECK(x.to_host() == std::vector<std::int32_t>(static_cast<std::size_t>(len), -1));
 }
 
-QD_SUITE_CASE("suite: a random draw and a volatile read at the top level happen once and every construct sees the same value", A, QD_SUITE_ARCHES) {
+QD_SUITE_CASE(
+    "suite: a random draw and a volatile read at the top level happen once and every construct sees the same value", A,
+    QD_SUITE_ARCHES) {
   if (!start<A>({.per_offload = per_offload_mode_subcase(), .random_seed = 11})) return;
   auto k = kernels::shared_draw();
   qd::ndarray<std::int32_t, 1> flag(3);
@@ -327,7 +335,9 @@ QD_SUITE_CASE("suite: a random draw and a volatile read at the top level happen 
 }
 
 // Found by the differential fuzzer (kernels::nan_bounds says how).
-QD_SUITE_CASE("suite: qd::atomic_min and atomic_max on a top-level qd::var ignore a NaN and keep the old zero, however it is kept", A, QD_SUITE_ARCHES) {
+QD_SUITE_CASE(
+    "suite: qd::atomic_min and atomic_max on a top-level qd::var ignore a NaN and keep the old zero, however it is kept",
+    A, QD_SUITE_ARCHES) {
   if (!start<A>({.per_offload = per_offload_mode_subcase()})) return;
   auto k = kernels::nan_bounds();
   qd::ndarray<float, 1> x(2);
@@ -342,7 +352,8 @@ QD_SUITE_CASE("suite: qd::atomic_min and atomic_max on a top-level qd::var ignor
   }
 }
 
-QD_SUITE_CASE("suite: a min reduction into a top-level qd::var skips NaN elements wherever they are", A, QD_SUITE_ARCHES) {
+QD_SUITE_CASE("suite: a min reduction into a top-level qd::var skips NaN elements wherever they are", A,
+              QD_SUITE_ARCHES) {
   if (!start<A>({.per_offload = per_offload_mode_subcase()})) return;
   auto k = kernels::nan_reduction();
   qd::ndarray<float, 1> x(3), out(1);
@@ -352,7 +363,9 @@ QD_SUITE_CASE("suite: a min reduction into a top-level qd::var skips NaN element
 }
 
 // Found by the differential fuzzer (kernels::assign_then_add says how).
-QD_SUITE_CASE("suite: a loop that assigns a top-level qd::var and reduces into it gives the result of some order of its iterations", A, QD_SUITE_ARCHES) {
+QD_SUITE_CASE(
+    "suite: a loop that assigns a top-level qd::var and reduces into it gives the result of some order of its iterations",
+    A, QD_SUITE_ARCHES) {
   if (!start<A>({.per_offload = per_offload_mode_subcase()})) return;
   auto k = kernels::assign_then_add();
   qd::ndarray<std::int32_t, 1> x(6), out(1);
@@ -397,7 +410,7 @@ QD_SUITE_CASE("suite: split and whole variants give bitwise-identical results", 
 // chunk up to 2048 iterations) and the reference backend the variants agree bitwise; a
 // GPU's atomics combine in no fixed order, there the sum is compared within a tolerance.
 QD_SUITE_CASE("suite: a new user's energy kernel splits, reductions read later, the whole kernel's values", A,
-                   QD_SUITE_ARCHES, on_reference) {
+              QD_SUITE_ARCHES, on_reference) {
   qd_test::scratch_directory cache(std::string("suite-energy-") + A::name);
   auto k = kernels::energy();
   const int n = 1000;
@@ -416,7 +429,7 @@ QD_SUITE_CASE("suite: a new user's energy kernel splits, reductions read later, 
     auto o = k.per_offload_cache_observations();
     CHECK(o.fallback == (split ? qd::fallback_reason::none : qd::fallback_reason::policy_per_offload_off));
     if (split) CHECK(o.frontend_constructs_total == 5);  // the sums' initial values, three loops, the count
-    CHECK(count.to_host()[0] == n - 2);  // v[17] was set to 0, and v[16] is 0 by construction
+    CHECK(count.to_host()[0] == n - 2);                  // v[17] was set to 0, and v[16] is 0 by construction
     shares[split] = share.to_host();
     qd::reset();
   }
@@ -438,8 +451,8 @@ QD_SUITE_CASE("suite: a new user's energy kernel splits, reductions read later, 
   }
 }
 
-QD_SUITE_CASE("suite: the seed's kernels split through the persisted buffer and compute the whole kernel's values",
-                   A, QD_SUITE_ARCHES) {
+QD_SUITE_CASE("suite: the seed's kernels split through the persisted buffer and compute the whole kernel's values", A,
+              QD_SUITE_ARCHES) {
   qd_test::scratch_directory cache(std::string("suite-seed-") + A::name);
   qd_test::log_capture logs;  // the run-time fallback's warning
   if (!start<A>({.offline_cache_file_path = cache.str(), .per_offload = qd::per_offload_mode::on})) return;

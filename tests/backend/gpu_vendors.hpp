@@ -48,49 +48,68 @@ struct gpu_vendor_traits {
   static constexpr const char* mapped_names[2] = {cuda ? "libnvrtc" : "libamdhip64", cuda ? "libnvrtc" : "libhiprtc"};
 
   static qd::config target() {
-    if constexpr (cuda) return {.arch = qd::arch::cuda, .cuda_arch = 90};
-    else return {.arch = qd::arch::amdgpu, .amdgpu_arch = "gfx90a"};
+    if constexpr (cuda)
+      return {.arch = qd::arch::cuda, .cuda_arch = 90};
+    else
+      return {.arch = qd::arch::amdgpu, .amdgpu_arch = "gfx90a"};
   }
   static qd::backend::library_search compiler_library() {
-    if constexpr (cuda) return qd::backend::cuda::nvrtc_library();
-    else return qd::backend::amdgpu::hiprtc_library();
+    if constexpr (cuda)
+      return qd::backend::cuda::nvrtc_library();
+    else
+      return qd::backend::amdgpu::hiprtc_library();
   }
   static std::string compiler_fingerprint() {
-    if constexpr (cuda) return qd::backend::cuda::nvrtc_fingerprint();
-    else return qd::backend::amdgpu::hiprtc_fingerprint();
+    if constexpr (cuda)
+      return qd::backend::cuda::nvrtc_fingerprint();
+    else
+      return qd::backend::amdgpu::hiprtc_fingerprint();
   }
   static std::string compiler_version() {
-    if constexpr (cuda) return qd::backend::cuda::nvrtc_version();
-    else return qd::backend::amdgpu::hiprtc_version();
+    if constexpr (cuda)
+      return qd::backend::cuda::nvrtc_version();
+    else
+      return qd::backend::amdgpu::hiprtc_version();
   }
   static std::string prelude() {
-    if constexpr (cuda) return qd::backend::cuda::translation_unit_prelude();
-    else return qd::backend::amdgpu::translation_unit_prelude();
+    if constexpr (cuda)
+      return qd::backend::cuda::translation_unit_prelude();
+    else
+      return qd::backend::amdgpu::translation_unit_prelude();
   }
   // The compiler's flags for the target, with or without fast_math.
   static std::vector<std::string> flags(bool fast_math = false) {
-    if constexpr (cuda) return qd::backend::cuda::nvrtc_flags({.sm = 90, .fast_math = fast_math});
-    else return qd::backend::amdgpu::hiprtc_flags({.arch = "gfx90a", .fast_math = fast_math});
+    if constexpr (cuda)
+      return qd::backend::cuda::nvrtc_flags({.sm = 90, .fast_math = fast_math});
+    else
+      return qd::backend::amdgpu::hiprtc_flags({.arch = "gfx90a", .fast_math = fast_math});
   }
   // `source` compiled for the target (the emulated GPUs': sm_90, gfx90a with its
   // features), or for another of the same vendor (sm_80, gfx908).
   static std::vector<std::byte> compile(std::string_view source, std::string_view what, bool other_target = false) {
-    if constexpr (cuda) return qd::backend::cuda::compile_cubin(source, {.sm = other_target ? 80 : 90}, what);
+    if constexpr (cuda)
+      return qd::backend::cuda::compile_cubin(source, {.sm = other_target ? 80 : 90}, what);
     else
       return qd::backend::amdgpu::compile_code_object(
           source, {.arch = other_target ? "gfx908" : "gfx90a:sramecc+:xnack-"}, what);
   }
   static qd::backend::library_search driver_library() {
-    if constexpr (cuda) return qd::backend::cuda::driver_library();
-    else return qd::backend::amdgpu::hip_library();
+    if constexpr (cuda)
+      return qd::backend::cuda::driver_library();
+    else
+      return qd::backend::amdgpu::hip_library();
   }
   static const qd::backend::gpu_driver_api<V>& driver() {
-    if constexpr (cuda) return qd::backend::cuda::driver();
-    else return qd::backend::amdgpu::hip();
+    if constexpr (cuda)
+      return qd::backend::cuda::driver();
+    else
+      return qd::backend::amdgpu::hip();
   }
   static std::unique_ptr<qd::backend::device> make_device() {
-    if constexpr (cuda) return qd::backend::cuda::make_device({});
-    else return qd::backend::amdgpu::make_device({});
+    if constexpr (cuda)
+      return qd::backend::cuda::make_device({});
+    else
+      return qd::backend::amdgpu::make_device({});
   }
 
   // Why the compiler cannot be used here (the case then reports itself skipped), or nothing.

@@ -51,14 +51,23 @@ void check_same_on_cpu_and_reference(Run run) {
   }
 }
 
-const std::vector<std::int32_t> edge_i32 = {0, 1, -1, 2, -7, 31, 33, 100, std::numeric_limits<std::int32_t>::max(),
-                                            std::numeric_limits<std::int32_t>::min()};
-const std::vector<std::int64_t> edge_i64 = {0, 1, -1, 3, -9, 63, 65, std::numeric_limits<std::int64_t>::max(),
-                                            std::numeric_limits<std::int64_t>::min()};
+const std::vector<std::int32_t> edge_i32 = {
+    0, 1, -1, 2, -7, 31, 33, 100, std::numeric_limits<std::int32_t>::max(), std::numeric_limits<std::int32_t>::min()};
+const std::vector<std::int64_t> edge_i64 = {
+    0, 1, -1, 3, -9, 63, 65, std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::min()};
 const std::vector<std::uint32_t> edge_u32 = {0, 1, 2, 31, 33, 0x80000000u, 0xffffffffu, 12345};
-const std::vector<float> edge_f32 = {0.0f, -0.0f, 1.5f, -2.25f, 1e30f, -1e-30f, std::numeric_limits<float>::infinity(),
-                                     -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(),
-                                     3.0f, 0.1f, 1e-45f};
+const std::vector<float> edge_f32 = {0.0f,
+                                     -0.0f,
+                                     1.5f,
+                                     -2.25f,
+                                     1e30f,
+                                     -1e-30f,
+                                     std::numeric_limits<float>::infinity(),
+                                     -std::numeric_limits<float>::infinity(),
+                                     std::numeric_limits<float>::quiet_NaN(),
+                                     3.0f,
+                                     0.1f,
+                                     1e-45f};
 
 template <class T>
 auto integer_kernel() {
@@ -105,33 +114,39 @@ TEST_CASE("arch reference is selected by name or QD_ARCH, and always checks boun
 }
 
 TEST_CASE("integer operations match the CPU bitwise at their edges (division by 0, MIN / -1, wide shifts)") {
-  SUBCASE("i32") { check_same_on_cpu_and_reference([] { return run_integer_kernel<std::int32_t>(edge_i32); }); }
-  SUBCASE("i64") { check_same_on_cpu_and_reference([] { return run_integer_kernel<std::int64_t>(edge_i64); }); }
-  SUBCASE("u32") { check_same_on_cpu_and_reference([] { return run_integer_kernel<std::uint32_t>(edge_u32); }); }
+  SUBCASE("i32") {
+    check_same_on_cpu_and_reference([] { return run_integer_kernel<std::int32_t>(edge_i32); });
+  }
+  SUBCASE("i64") {
+    check_same_on_cpu_and_reference([] { return run_integer_kernel<std::int64_t>(edge_i64); });
+  }
+  SUBCASE("u32") {
+    check_same_on_cpu_and_reference([] { return run_integer_kernel<std::uint32_t>(edge_u32); });
+  }
 }
 
 TEST_CASE("float operations, math functions and conversions match the CPU bitwise (NaN, -0, infinities)") {
   check_same_on_cpu_and_reference([] {
-    auto k = qd::kernel("float_edges", {"x", "out", "ints"},
-                        [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 2> out,
-                           qd::types::ndarray<std::int32_t, 2> ints) {
-                          qd::range_for(qd::ndrange(x.shape(0), x.shape(0)), [&](qd::i32 i, qd::i32 j) {
-                            qd::f32 a = x[i];
-                            qd::f32 b = x[j];
-                            qd::i32 r = i * x.shape(0) + j;
-                            int c = 0;
-                            auto put = [&](const qd::f32& v) { out(r, c++) = v; };
-                            put(a + b), put(a - b), put(a * b), put(a / b), put(-a), put(qd::min(a, b));
-                            put(qd::max(a, b)), put(qd::sqrt(a)), put(qd::exp(a)), put(qd::log(a)), put(qd::sin(a));
-                            put(qd::cos(a)), put(qd::tanh(a)), put(qd::floor(a)), put(qd::ceil(a)), put(qd::abs(a));
-                            put(qd::pow(a, b)), put(qd::fma(a, b, a)), put(qd::cast<float>(qd::cast<double>(a) * 3.0));
-                            put(qd::cast<float>(a < b)), put(qd::cast<float>(a != 0.0f));
-                            // In-range conversions only: C++ leaves the others undefined.
-                            qd::f32 clamped = qd::select(a != a, 0.0f, qd::min(qd::max(a, -1e9f), 1e9f));
-                            ints(r, 0) = qd::cast<std::int32_t>(clamped);
-                            ints(r, 1) = qd::cast<std::int32_t>(qd::cast<std::uint8_t>(qd::abs(clamped) * 0.0f + 200.7f));
-                          });
-                        });
+    auto k = qd::kernel(
+        "float_edges", {"x", "out", "ints"},
+        [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 2> out, qd::types::ndarray<std::int32_t, 2> ints) {
+          qd::range_for(qd::ndrange(x.shape(0), x.shape(0)), [&](qd::i32 i, qd::i32 j) {
+            qd::f32 a = x[i];
+            qd::f32 b = x[j];
+            qd::i32 r = i * x.shape(0) + j;
+            int c = 0;
+            auto put = [&](const qd::f32& v) { out(r, c++) = v; };
+            put(a + b), put(a - b), put(a * b), put(a / b), put(-a), put(qd::min(a, b));
+            put(qd::max(a, b)), put(qd::sqrt(a)), put(qd::exp(a)), put(qd::log(a)), put(qd::sin(a));
+            put(qd::cos(a)), put(qd::tanh(a)), put(qd::floor(a)), put(qd::ceil(a)), put(qd::abs(a));
+            put(qd::pow(a, b)), put(qd::fma(a, b, a)), put(qd::cast<float>(qd::cast<double>(a) * 3.0));
+            put(qd::cast<float>(a < b)), put(qd::cast<float>(a != 0.0f));
+            // In-range conversions only: C++ leaves the others undefined.
+            qd::f32 clamped = qd::select(a != a, 0.0f, qd::min(qd::max(a, -1e9f), 1e9f));
+            ints(r, 0) = qd::cast<std::int32_t>(clamped);
+            ints(r, 1) = qd::cast<std::int32_t>(qd::cast<std::uint8_t>(qd::abs(clamped) * 0.0f + 200.7f));
+          });
+        });
     const auto n = static_cast<std::int64_t>(edge_f32.size());
     qd::ndarray<float, 1> x(n);
     qd::ndarray<float, 2> out({n * n, 21});
@@ -177,7 +192,8 @@ TEST_CASE("random draws, 3-D loops, serial loops, while loops and float reductio
 
 TEST_CASE("prints give the CPU's text") {
   auto k = qd::kernel("printer", {"x"}, [](qd::types::ndarray<float, 1> x) {
-    qd::range_for(x.shape(0), [&](qd::i32 i) { qd::print("x[", i, "] =", x[i], "100%", qd::cast<std::int64_t>(i) - 5); });
+    qd::range_for(x.shape(0),
+                  [&](qd::i32 i) { qd::print("x[", i, "] =", x[i], "100%", qd::cast<std::int64_t>(i) - 5); });
     qd::print("done", qd::cast<std::uint32_t>(x.shape(0)), x.shape(0) > 2);
   });
   std::string text[2];
@@ -224,16 +240,19 @@ TEST_CASE("the reference backend is deterministic: the same launches give the sa
     qd::ndarray<float, 1> x(4);
     x.fill(1.0f);
     k(x);
-    if (run == 0) first = x.to_host();
-    else CHECK(x.to_host() == first);
+    if (run == 0)
+      first = x.to_host();
+    else
+      CHECK(x.to_host() == first);
   }
 }
 
 TEST_CASE("an out-of-range index is a user_error naming kernel, parameter, dimension, index and extent") {
   init_arch(qd::arch::reference);
-  auto k = qd::kernel("overrun", {"src", "dst"}, [](qd::types::ndarray<float, 2> src, qd::types::ndarray<float, 1> dst) {
-    qd::range_for(dst.shape(0), [&](qd::i32 i) { dst[i] = src(i, i + 3) + 1.0f; });
-  });
+  auto k =
+      qd::kernel("overrun", {"src", "dst"}, [](qd::types::ndarray<float, 2> src, qd::types::ndarray<float, 1> dst) {
+        qd::range_for(dst.shape(0), [&](qd::i32 i) { dst[i] = src(i, i + 3) + 1.0f; });
+      });
   qd::ndarray<float, 2> src({4, 5});
   qd::ndarray<float, 1> dst(4);
   src.fill(1.0f);
@@ -254,7 +273,8 @@ TEST_CASE("the interpreter, used directly: the prologue runs per iteration, and 
   qd::ir::id loop = b.range_for(b.constant_int(qd::dtype::i32, 0), b.shape(0, 0));
   b.push_block(fn.at(loop).block0);
   std::array<qd::ir::id, 1> i{b.loop_index_of(loop)};
-  b.global_store(0, 0, i, b.binary(qd::ir::binary_op::add, qd::dtype::f32, first, b.constant_float(qd::dtype::f32, 1.0)));
+  b.global_store(0, 0, i,
+                 b.binary(qd::ir::binary_op::add, qd::dtype::f32, first, b.constant_float(qd::dtype::f32, 1.0)));
   b.pop_block();
   qd::codegen::lowered_task task{fn, true, 0, {0}};
   qd::backend::reference::task_interpreter interpreter(task);
@@ -304,10 +324,11 @@ TEST_CASE("reference atomics lose no update to concurrent branches and concurren
                                qd::atomic_xor(bits[0], qd::cast<std::uint32_t>(i) * 2654435761u);
                                qd::var<std::int32_t> seen = qd::volatile_load(cas[0]);
                                qd::var<std::int32_t> done = 0;
-                               qd::while_([&] { return done == 0; }, [&] {
-                                 qd::i32 old = qd::atomic_cas(cas[0], seen, seen + 1);
-                                 qd::if_(old == seen, [&] { done = 1; }).else_([&] { seen = old; });
-                               });
+                               qd::while_([&] { return done == 0; },
+                                          [&] {
+                                            qd::i32 old = qd::atomic_cas(cas[0], seen, seen + 1);
+                                            qd::if_(old == seen, [&] { done = 1; }).else_([&] { seen = old; });
+                                          });
                              };
                              qd::concurrent([&] { qd::range_for(n, body); }, [&] { qd::range_for(n, body); });
                            });

@@ -23,22 +23,22 @@ template <class T>
 auto integer_operators_body() {
   using R = typename decltype(std::declval<qd::expr<T>>() + std::declval<qd::expr<T>>())::value_type;
   return [](qd::types::ndarray<T, 1> x, qd::types::ndarray<T, 1> y, qd::types::ndarray<R, 2> out) {
-                      qd::range_for(x.shape(0), [&](qd::i32 i) {
-                        qd::expr<R> a = x[i];
-                        qd::expr<R> b = y[i];
-                        int c = 0;
-                        auto put = [&](const auto& v) { out(i, c++) = v; };
-                        auto flag = [&](const qd::boolean& v) { out(i, c++) = qd::cast<R>(v); };
-                        put(a + b), put(a - b), put(a * b), put(a / b), put(a % b);
-                        put(a & b), put(a | b), put(a ^ b), put(a << b), put(a >> b);
-                        put(qd::min(a, b)), put(qd::max(a, b)), put(-a), put(~a), put(qd::abs(a)), put(+a);
-                        flag(a == b), flag(a != b), flag(a < b), flag(a <= b), flag(a > b), flag(a >= b);
-                        flag(a > 0 && b > 0), flag(a > 0 || b > 0), flag(!(a > b));
-                        put(a * 3 - 7), put(a / 2), put(a % 3), put(7 - a), put(100 / a);
-                        put(a << 3), put(a >> 1), put(a & 0x5a);
-                        flag(a != 0 && b / a > 1);
-                      });
-                    };
+    qd::range_for(x.shape(0), [&](qd::i32 i) {
+      qd::expr<R> a = x[i];
+      qd::expr<R> b = y[i];
+      int c = 0;
+      auto put = [&](const auto& v) { out(i, c++) = v; };
+      auto flag = [&](const qd::boolean& v) { out(i, c++) = qd::cast<R>(v); };
+      put(a + b), put(a - b), put(a * b), put(a / b), put(a % b);
+      put(a & b), put(a | b), put(a ^ b), put(a << b), put(a >> b);
+      put(qd::min(a, b)), put(qd::max(a, b)), put(-a), put(~a), put(qd::abs(a)), put(+a);
+      flag(a == b), flag(a != b), flag(a < b), flag(a <= b), flag(a > b), flag(a >= b);
+      flag(a > 0 && b > 0), flag(a > 0 || b > 0), flag(!(a > b));
+      put(a * 3 - 7), put(a / 2), put(a % 3), put(7 - a), put(100 / a);
+      put(a << 3), put(a >> 1), put(a & 0x5a);
+      flag(a != 0 && b / a > 1);
+    });
+  };
 }
 
 template <class T>
@@ -114,73 +114,72 @@ inline auto casts() {
 
 // Every float-to-integer conversion, one plain loop per pair (so the compiler may vectorise each).
 inline auto float_to_int() {
-  return qd::kernel(
-      "float_to_int", {"f", "d", "i32f", "i32d", "i64f", "i64d", "u32f", "u32d", "u8f", "u8d"},
-      [](qd::types::ndarray<float, 1> f, qd::types::ndarray<double, 1> d, qd::types::ndarray<std::int32_t, 1> i32f,
-         qd::types::ndarray<std::int32_t, 1> i32d, qd::types::ndarray<std::int64_t, 1> i64f,
-         qd::types::ndarray<std::int64_t, 1> i64d, qd::types::ndarray<std::uint32_t, 1> u32f,
-         qd::types::ndarray<std::uint32_t, 1> u32d, qd::types::ndarray<std::uint8_t, 1> u8f,
-         qd::types::ndarray<std::uint8_t, 1> u8d) {
-        qd::range_for(f.shape(0), [&](qd::i32 k) { i32f[k] = qd::cast<std::int32_t>(f[k]); });
-        qd::range_for(f.shape(0), [&](qd::i32 k) { i32d[k] = qd::cast<std::int32_t>(d[k]); });
-        qd::range_for(f.shape(0), [&](qd::i32 k) { i64f[k] = qd::cast<std::int64_t>(f[k]); });
-        qd::range_for(f.shape(0), [&](qd::i32 k) { i64d[k] = qd::cast<std::int64_t>(d[k]); });
-        qd::range_for(f.shape(0), [&](qd::i32 k) { u32f[k] = qd::cast<std::uint32_t>(f[k]); });
-        qd::range_for(f.shape(0), [&](qd::i32 k) { u32d[k] = qd::cast<std::uint32_t>(d[k]); });
-        qd::range_for(f.shape(0), [&](qd::i32 k) { u8f[k] = qd::cast<std::uint8_t>(f[k]); });
-        qd::range_for(f.shape(0), [&](qd::i32 k) { u8d[k] = qd::cast<std::uint8_t>(d[k]); });
-      });
+  return qd::kernel("float_to_int", {"f", "d", "i32f", "i32d", "i64f", "i64d", "u32f", "u32d", "u8f", "u8d"},
+                    [](qd::types::ndarray<float, 1> f, qd::types::ndarray<double, 1> d,
+                       qd::types::ndarray<std::int32_t, 1> i32f, qd::types::ndarray<std::int32_t, 1> i32d,
+                       qd::types::ndarray<std::int64_t, 1> i64f, qd::types::ndarray<std::int64_t, 1> i64d,
+                       qd::types::ndarray<std::uint32_t, 1> u32f, qd::types::ndarray<std::uint32_t, 1> u32d,
+                       qd::types::ndarray<std::uint8_t, 1> u8f, qd::types::ndarray<std::uint8_t, 1> u8d) {
+                      qd::range_for(f.shape(0), [&](qd::i32 k) { i32f[k] = qd::cast<std::int32_t>(f[k]); });
+                      qd::range_for(f.shape(0), [&](qd::i32 k) { i32d[k] = qd::cast<std::int32_t>(d[k]); });
+                      qd::range_for(f.shape(0), [&](qd::i32 k) { i64f[k] = qd::cast<std::int64_t>(f[k]); });
+                      qd::range_for(f.shape(0), [&](qd::i32 k) { i64d[k] = qd::cast<std::int64_t>(d[k]); });
+                      qd::range_for(f.shape(0), [&](qd::i32 k) { u32f[k] = qd::cast<std::uint32_t>(f[k]); });
+                      qd::range_for(f.shape(0), [&](qd::i32 k) { u32d[k] = qd::cast<std::uint32_t>(d[k]); });
+                      qd::range_for(f.shape(0), [&](qd::i32 k) { u8f[k] = qd::cast<std::uint8_t>(f[k]); });
+                      qd::range_for(f.shape(0), [&](qd::i32 k) { u8d[k] = qd::cast<std::uint8_t>(d[k]); });
+                    });
 }
 
 inline auto variables() {
-  return qd::kernel(
-      "variables", {"x", "out", "fout", "s", "top"},
-      [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 2> out,
-         qd::types::ndarray<float, 1> fout, qd::i32 s, qd::types::ndarray<std::int32_t, 0> top) {
-        qd::var<std::int32_t> t = s;  // a top-level value, updated at the top level
-        t *= 3;
-        t += 4;
-        t %= 1000;
-        qd::range_for(x.shape(0), [&](qd::i32 i) {
-          qd::var<std::int32_t> v = x[i];  // one per iteration
-          v += 3;
-          out(i, 0) = v;
-          v -= 10;
-          out(i, 1) = v;
-          v *= -4;
-          out(i, 2) = v;
-          v /= 3;
-          out(i, 3) = v;
-          v %= 7;
-          out(i, 4) = v;
-          v &= 0x3c;
-          out(i, 5) = v;
-          v |= 0x101;
-          out(i, 6) = v;
-          v ^= 0x55;
-          out(i, 7) = v;
-          qd::var<std::int32_t> w = v;  // a copy is a new variable, not an alias
-          w += 1000;
-          out(i, 8) = v;
-          out(i, 9) = w;
-          qd::var<qd::i32> z;  // zero-initialized; qd::var<qd::i32> is qd::var<std::int32_t>
-          out(i, 10) = z;
-          z = w;
-          z = z * 2;
-          out(i, 11) = z;
-          out(i, 12) = t + i;
-          qd::i32 cube = x[i];  // a C++ loop runs while tracing; rebinding a handle in its own block is allowed
-          for (int power = 1; power < 3; ++power) cube = cube * x[i];
-          out(i, 13) = cube;
-          qd::var<qd::f32> f = 1.5f;
-          static_assert(std::is_base_of_v<qd::var<float>, qd::var<qd::f32>>);
-          f *= x[i];
-          f /= 4;
-          f -= 0.25;
-          fout[i] = f;
-        });
-        top() = t;
-      });
+  return qd::kernel("variables", {"x", "out", "fout", "s", "top"},
+                    [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 2> out,
+                       qd::types::ndarray<float, 1> fout, qd::i32 s, qd::types::ndarray<std::int32_t, 0> top) {
+                      qd::var<std::int32_t> t = s;  // a top-level value, updated at the top level
+                      t *= 3;
+                      t += 4;
+                      t %= 1000;
+                      qd::range_for(x.shape(0), [&](qd::i32 i) {
+                        qd::var<std::int32_t> v = x[i];  // one per iteration
+                        v += 3;
+                        out(i, 0) = v;
+                        v -= 10;
+                        out(i, 1) = v;
+                        v *= -4;
+                        out(i, 2) = v;
+                        v /= 3;
+                        out(i, 3) = v;
+                        v %= 7;
+                        out(i, 4) = v;
+                        v &= 0x3c;
+                        out(i, 5) = v;
+                        v |= 0x101;
+                        out(i, 6) = v;
+                        v ^= 0x55;
+                        out(i, 7) = v;
+                        qd::var<std::int32_t> w = v;  // a copy is a new variable, not an alias
+                        w += 1000;
+                        out(i, 8) = v;
+                        out(i, 9) = w;
+                        qd::var<qd::i32> z;  // zero-initialized; qd::var<qd::i32> is qd::var<std::int32_t>
+                        out(i, 10) = z;
+                        z = w;
+                        z = z * 2;
+                        out(i, 11) = z;
+                        out(i, 12) = t + i;
+                        qd::i32 cube =
+                            x[i];  // a C++ loop runs while tracing; rebinding a handle in its own block is allowed
+                        for (int power = 1; power < 3; ++power) cube = cube * x[i];
+                        out(i, 13) = cube;
+                        qd::var<qd::f32> f = 1.5f;
+                        static_assert(std::is_base_of_v<qd::var<float>, qd::var<qd::f32>>);
+                        f *= x[i];
+                        f /= 4;
+                        f -= 0.25;
+                        fout[i] = f;
+                      });
+                      top() = t;
+                    });
 }
 
 inline auto ndranges() {
@@ -190,8 +189,9 @@ inline auto ndranges() {
                       // += is atomic: an index visited twice would show as a doubled value.
                       qd::range_for(qd::ndrange(a2.shape(0), a2.shape(1)),
                                     [&](qd::i32 i, qd::i32 j) { a2(i, j) += i * 100 + j + 1; });
-                      qd::range_for(qd::ndrange(a3.shape(0), a3.shape(1), a3.shape(2)),
-                                    [&](qd::i32 i, qd::i32 j, qd::i32 l) { a3(i, j, l) += i * 10000 + j * 100 + l + 1; });
+                      qd::range_for(
+                          qd::ndrange(a3.shape(0), a3.shape(1), a3.shape(2)),
+                          [&](qd::i32 i, qd::i32 j, qd::i32 l) { a3(i, j, l) += i * 10000 + j * 100 + l + 1; });
                       qd::range_for(qd::ndrange(2, 3, 4, 5), [&](qd::i32 i, qd::i32 j, qd::i32 l, qd::i32 m) {
                         a4(i, j, l, m) += i * 1000 + j * 100 + l * 10 + m + 1;
                       });
@@ -200,10 +200,9 @@ inline auto ndranges() {
 
 inline auto ranges() {
   return qd::kernel("ranges", {"hits", "values", "lo", "hi", "m", "count", "h", "w", "fixed"},
-                    [](qd::types::ndarray<std::int32_t, 1> hits, qd::types::ndarray<std::int32_t, 1> values,
-                       qd::i32 lo, qd::i64 hi, qd::types::ndarray<float, 2> m,
-                       qd::types::ndarray<std::int32_t, 0> count, qd::i32 h, qd::i32 w,
-                       qd::types::ndarray<std::int32_t, 1> fixed) {
+                    [](qd::types::ndarray<std::int32_t, 1> hits, qd::types::ndarray<std::int32_t, 1> values, qd::i32 lo,
+                       qd::i64 hi, qd::types::ndarray<float, 2> m, qd::types::ndarray<std::int32_t, 0> count, qd::i32 h,
+                       qd::i32 w, qd::types::ndarray<std::int32_t, 1> fixed) {
                       qd::range_for(lo, hi, [&](qd::i32 i) {
                         hits[i] += 1;
                         values[i] = i * 2;
@@ -233,10 +232,11 @@ inline auto nested_loops() {
           y(i, 2) = evens;
           qd::var<std::int64_t> c = i + 1;  // Collatz steps of i + 1
           qd::var<std::int32_t> steps = 0;
-          qd::while_([&] { return c != 1; }, [&] {
-            qd::if_(c % 2 == 0, [&] { c = c / 2; }).else_([&] { c = c * 3 + 1; });
-            steps += 1;
-          });
+          qd::while_([&] { return c != 1; },
+                     [&] {
+                       qd::if_(c % 2 == 0, [&] { c = c / 2; }).else_([&] { c = c * 3 + 1; });
+                       steps += 1;
+                     });
           y(i, 3) = steps;
         });
       });
@@ -257,12 +257,13 @@ inline auto serial_control_flow() {
                       }).else_([&] { qd::range_for(x.shape(0), [&](qd::i32 i) { prefix[i] = -x[i]; }); });
                       sign() = alternating;
                       qd::var<std::int32_t> p = a, q = b, rounds = 0;
-                      qd::while_([&] { return q != 0; }, [&] {
-                        qd::var<std::int32_t> t = q;
-                        q = p % q;
-                        p = t;
-                        rounds += 1;
-                      });
+                      qd::while_([&] { return q != 0; },
+                                 [&] {
+                                   qd::var<std::int32_t> t = q;
+                                   q = p % q;
+                                   p = t;
+                                   rounds += 1;
+                                 });
                       g[0] = p;
                       g[1] = rounds;
                     });
@@ -279,24 +280,23 @@ inline auto wide_bounds() {
 }
 
 inline auto branches() {
-  return qd::kernel(
-      "branches", {"x", "cls", "big", "top", "s"},
-      [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 1> cls,
-         qd::types::ndarray<std::int32_t, 1> big, qd::types::ndarray<std::int32_t, 0> top, qd::i32 s) {
-        qd::range_for(x.shape(0), [&](qd::i32 i) {
-          auto v = x[i];
-          qd::if_(v < 0, [&] { cls[i] = -1; }).else_([&] {
-            qd::if_(v == 0, [&] { cls[i] = 0; }).else_([&] { cls[i] = 1; });
-          });
-          qd::if_(v % 2 == 0, [&] { cls[i] += 10; });  // no else_
-          qd::var<std::int32_t> count = 0;
-          qd::range_for(3, [&](qd::i32 j) { qd::if_(v > j * 10, [&] { count += 1; }); });
-          qd::var<bool> negative = v < 0;  // a boolean variable as a condition
-          qd::if_(!negative && v != 0, [&] { count += 100; });
-          big[i] = count;
-        });
-        qd::if_(s > 5, [&] { top() = 1; }).else_([&] { top() = 2; });
-      });
+  return qd::kernel("branches", {"x", "cls", "big", "top", "s"},
+                    [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 1> cls,
+                       qd::types::ndarray<std::int32_t, 1> big, qd::types::ndarray<std::int32_t, 0> top, qd::i32 s) {
+                      qd::range_for(x.shape(0), [&](qd::i32 i) {
+                        auto v = x[i];
+                        qd::if_(v < 0, [&] { cls[i] = -1; }).else_([&] {
+                          qd::if_(v == 0, [&] { cls[i] = 0; }).else_([&] { cls[i] = 1; });
+                        });
+                        qd::if_(v % 2 == 0, [&] { cls[i] += 10; });  // no else_
+                        qd::var<std::int32_t> count = 0;
+                        qd::range_for(3, [&](qd::i32 j) { qd::if_(v > j * 10, [&] { count += 1; }); });
+                        qd::var<bool> negative = v < 0;  // a boolean variable as a condition
+                        qd::if_(!negative && v != 0, [&] { count += 100; });
+                        big[i] = count;
+                      });
+                      qd::if_(s > 5, [&] { top() = 1; }).else_([&] { top() = 2; });
+                    });
 }
 
 // Signed overflow wraps: the generated code must not let the compiler assume it away.
@@ -338,34 +338,33 @@ inline auto atomics_serial() {
 
 inline auto atomics_parallel() {
   using lim = std::numeric_limits<std::int32_t>;
-  return qd::kernel(
-      "atomics_parallel", {"x", "acc", "olds", "facc", "tops", "mine"},
-      [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 1> acc,
-         qd::types::ndarray<std::int32_t, 2> olds, qd::types::ndarray<float, 1> facc,
-         qd::types::ndarray<std::int32_t, 1> tops, qd::types::ndarray<std::int32_t, 1> mine) {
-        qd::var<std::int32_t> sum = 0, down = 0, lo = lim::max(), hi = lim::min();
-        qd::range_for(x.shape(0), [&](qd::i32 i) {
-          auto v = x[i];
-          qd::atomic_add(acc[0], v);
-          qd::atomic_sub(acc[1], v);
-          olds(i, 0) = qd::atomic_min(acc[2], v);
-          olds(i, 1) = qd::atomic_max(acc[3], v);
-          qd::atomic_add(facc[0], 1.0f);
-          qd::atomic_min(facc[1], qd::cast<float>(v) * 0.5f);
-          qd::atomic_max(facc[2], qd::cast<float>(v) * 0.5f);
-          sum += v;  // += / -= on a top-level var inside a parallel loop: a reduction
-          down -= v;
-          qd::atomic_min(lo, v);
-          qd::atomic_max(hi, v);
-          qd::var<std::int32_t> own = i;  // per iteration: its atomics are plain updates
-          auto old = qd::atomic_add(own, 2);
-          mine[i] = old * 1000 + own;
-        });
-        tops[0] = sum;
-        tops[1] = down;
-        tops[2] = lo;
-        tops[3] = hi;
-      });
+  return qd::kernel("atomics_parallel", {"x", "acc", "olds", "facc", "tops", "mine"},
+                    [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 1> acc,
+                       qd::types::ndarray<std::int32_t, 2> olds, qd::types::ndarray<float, 1> facc,
+                       qd::types::ndarray<std::int32_t, 1> tops, qd::types::ndarray<std::int32_t, 1> mine) {
+                      qd::var<std::int32_t> sum = 0, down = 0, lo = lim::max(), hi = lim::min();
+                      qd::range_for(x.shape(0), [&](qd::i32 i) {
+                        auto v = x[i];
+                        qd::atomic_add(acc[0], v);
+                        qd::atomic_sub(acc[1], v);
+                        olds(i, 0) = qd::atomic_min(acc[2], v);
+                        olds(i, 1) = qd::atomic_max(acc[3], v);
+                        qd::atomic_add(facc[0], 1.0f);
+                        qd::atomic_min(facc[1], qd::cast<float>(v) * 0.5f);
+                        qd::atomic_max(facc[2], qd::cast<float>(v) * 0.5f);
+                        sum += v;  // += / -= on a top-level var inside a parallel loop: a reduction
+                        down -= v;
+                        qd::atomic_min(lo, v);
+                        qd::atomic_max(hi, v);
+                        qd::var<std::int32_t> own = i;  // per iteration: its atomics are plain updates
+                        auto old = qd::atomic_add(own, 2);
+                        mine[i] = old * 1000 + own;
+                      });
+                      tops[0] = sum;
+                      tops[1] = down;
+                      tops[2] = lo;
+                      tops[3] = hi;
+                    });
 }
 
 inline auto compaction() {
@@ -391,8 +390,7 @@ template <class T>
 auto histogram() {
   return qd::kernel("histogram", {"keys", "up", "down", "all", "extremes"},
                     [](qd::types::ndarray<std::int32_t, 1> keys, qd::types::ndarray<T, 1> up,
-                       qd::types::ndarray<T, 1> down, qd::types::ndarray<T, 0> all,
-                       qd::types::ndarray<T, 1> extremes) {
+                       qd::types::ndarray<T, 1> down, qd::types::ndarray<T, 0> all, qd::types::ndarray<T, 1> extremes) {
                       qd::var<T> lowest = std::numeric_limits<T>::max(), highest = std::numeric_limits<T>::lowest();
                       qd::range_for(keys.shape(0), [&](qd::i32 i) {
                         up[keys[i] % 16] += 1;
@@ -426,12 +424,12 @@ inline auto uniforms() {
 }
 
 inline auto print_serial() {
-  return qd::kernel("print_serial", {"x", "n", "big", "u", "b", "flag", "d"},
-                    [](qd::types::ndarray<float, 1> x, qd::i32 n, qd::i64 big, qd::u32 u, qd::u8 b,
-                       qd::boolean flag, qd::f64 d) {
-                      qd::print("x0 =", x[0], "n =", n, "100% done");
-                      qd::print(big, u, b, flag, d, 42, 2.5, "tab\there", "quote\"s");
-                    });
+  return qd::kernel(
+      "print_serial", {"x", "n", "big", "u", "b", "flag", "d"},
+      [](qd::types::ndarray<float, 1> x, qd::i32 n, qd::i64 big, qd::u32 u, qd::u8 b, qd::boolean flag, qd::f64 d) {
+        qd::print("x0 =", x[0], "n =", n, "100% done");
+        qd::print(big, u, b, flag, d, 42, 2.5, "tab\there", "quote\"s");
+      });
 }
 
 inline auto print_parallel() {
@@ -475,24 +473,24 @@ inline auto clamped() {
         medges[3] = m.at(1, w + 10, qd::boundary::clamp);
         medges[4] = m.at(h + 1, -2, qd::boundary::clamp);
         medges[5] = m.at(1, 2, qd::boundary::clamp);
-        qd::range_for(n, [&](qd::i32 i) { blur[i] = x.at(i - 1, qd::boundary::clamp) + x.at(i + 1, qd::boundary::clamp); });
+        qd::range_for(
+            n, [&](qd::i32 i) { blur[i] = x.at(i - 1, qd::boundary::clamp) + x.at(i + 1, qd::boundary::clamp); });
         qd::range_for(n + 4, [&](qd::i32 i) { qd::atomic_add(hits.at(i - 2, qd::boundary::clamp), 1.0f); });
       });
 }
 
 inline auto gradients() {
-  return qd::kernel(
-      "gradients", {"x", "m", "s", "plain"},
-      [](qd::types::ndarray<float, 1, qd::needs_grad> x, qd::types::ndarray<double, 2, qd::needs_grad> m,
-         qd::types::ndarray<float, 0, qd::needs_grad> s, qd::types::ndarray<float, 1> plain) {
-        qd::range_for(x.shape(0), [&](qd::i32 i) {
-          x.grad()[i] = x[i] * 2;
-          plain[i] = x.grad()[i] + 1;  // reads the gradient just written
-        });
-        qd::range_for(qd::ndrange(m.grad().shape(0), m.grad().shape(1)),
-                      [&](qd::i32 i, qd::i32 j) { m.grad()(i, j) += m(i, j) * 3; });
-        s.grad()() = s() * 4 + s.grad()();
-      });
+  return qd::kernel("gradients", {"x", "m", "s", "plain"},
+                    [](qd::types::ndarray<float, 1, qd::needs_grad> x, qd::types::ndarray<double, 2, qd::needs_grad> m,
+                       qd::types::ndarray<float, 0, qd::needs_grad> s, qd::types::ndarray<float, 1> plain) {
+                      qd::range_for(x.shape(0), [&](qd::i32 i) {
+                        x.grad()[i] = x[i] * 2;
+                        plain[i] = x.grad()[i] + 1;  // reads the gradient just written
+                      });
+                      qd::range_for(qd::ndrange(m.grad().shape(0), m.grad().shape(1)),
+                                    [&](qd::i32 i, qd::i32 j) { m.grad()(i, j) += m(i, j) * 3; });
+                      s.grad()() = s() * 4 + s.grad()();
+                    });
 }
 
 inline auto scalars() {
@@ -525,126 +523,125 @@ inline auto out_of_bounds() {
 
 inline auto running_total() {
   return qd::kernel("running_total", {"x", "out", "fx", "fout"},
-                      [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 1> out,
-                         qd::types::ndarray<float, 1> fx, qd::types::ndarray<float, 1> fout) {
-                        qd::var<std::int32_t> total = 0;
-                        qd::range_for(x.shape(0), [&](qd::i32 i) { total += x[i]; });
-                        qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = total + i; });
-                        qd::var<float> ftotal = 0.0f;  // the SPEC's example, in floating point
-                        qd::range_for(fx.shape(0), [&](qd::i32 i) { ftotal += fx[i]; });
-                        qd::range_for(fout.shape(0), [&](qd::i32 i) { fout[i] = ftotal; });
-                      });
+                    [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 1> out,
+                       qd::types::ndarray<float, 1> fx, qd::types::ndarray<float, 1> fout) {
+                      qd::var<std::int32_t> total = 0;
+                      qd::range_for(x.shape(0), [&](qd::i32 i) { total += x[i]; });
+                      qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = total + i; });
+                      qd::var<float> ftotal = 0.0f;  // the SPEC's example, in floating point
+                      qd::range_for(fx.shape(0), [&](qd::i32 i) { ftotal += fx[i]; });
+                      qd::range_for(fout.shape(0), [&](qd::i32 i) { fout[i] = ftotal; });
+                    });
 }
 
 inline auto stale_snapshot() {
   return qd::kernel("stale_snapshot", {"a", "m", "out"},
-                      [](qd::types::ndarray<std::int32_t, 1> a, qd::types::ndarray<std::int32_t, 2> m,
-                         qd::types::ndarray<std::int32_t, 2> out) {
-                        qd::i32 first = a[0];           // a snapshot, as a traced value
-                        qd::var<std::int32_t> last = a[a.shape(0) - 1];  // and as a variable
-                        qd::i32 corner = m(1, 2);
-                        qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = a[i] * 10 + first; });
-                        qd::range_for(qd::ndrange(m.shape(0), m.shape(1)), [&](qd::i32 i, qd::i32 j) { m(i, j) = -1; });
-                        qd::i32 fresh = a[0];  // read after the loop: the new value
-                        qd::range_for(out.shape(0), [&](qd::i32 i) {
-                          out(i, 0) = first + i;
-                          out(i, 1) = last;
-                          out(i, 2) = corner;
-                          out(i, 3) = fresh;
-                        });
+                    [](qd::types::ndarray<std::int32_t, 1> a, qd::types::ndarray<std::int32_t, 2> m,
+                       qd::types::ndarray<std::int32_t, 2> out) {
+                      qd::i32 first = a[0];                            // a snapshot, as a traced value
+                      qd::var<std::int32_t> last = a[a.shape(0) - 1];  // and as a variable
+                      qd::i32 corner = m(1, 2);
+                      qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = a[i] * 10 + first; });
+                      qd::range_for(qd::ndrange(m.shape(0), m.shape(1)), [&](qd::i32 i, qd::i32 j) { m(i, j) = -1; });
+                      qd::i32 fresh = a[0];  // read after the loop: the new value
+                      qd::range_for(out.shape(0), [&](qd::i32 i) {
+                        out(i, 0) = first + i;
+                        out(i, 1) = last;
+                        out(i, 2) = corner;
+                        out(i, 3) = fresh;
                       });
+                    });
 }
 
 inline auto bounds_from_arrays() {
   return qd::kernel("bounds_from_arrays", {"bounds", "x", "out", "count"},
-                      [](qd::types::ndarray<std::int32_t, 1> bounds, qd::types::ndarray<std::int32_t, 1> x,
-                         qd::types::ndarray<std::int32_t, 1> out, qd::types::ndarray<std::int32_t, 0> count) {
-                        qd::range_for(bounds[0], [&](qd::i32 i) { out[i] = x[i] * 2; });
-                        qd::range_for(bounds[1], bounds[2], [&](qd::i32 i) { out[i] = -x[i]; });
-                        count() = x.shape(0) / 3;  // a serial construct writes the next bound
-                        qd::range_for(count(), [&](qd::i32 i) { out[i] += 1000; });
-                      });
+                    [](qd::types::ndarray<std::int32_t, 1> bounds, qd::types::ndarray<std::int32_t, 1> x,
+                       qd::types::ndarray<std::int32_t, 1> out, qd::types::ndarray<std::int32_t, 0> count) {
+                      qd::range_for(bounds[0], [&](qd::i32 i) { out[i] = x[i] * 2; });
+                      qd::range_for(bounds[1], bounds[2], [&](qd::i32 i) { out[i] = -x[i]; });
+                      count() = x.shape(0) / 3;  // a serial construct writes the next bound
+                      qd::range_for(count(), [&](qd::i32 i) { out[i] += 1000; });
+                    });
 }
 
 inline auto relay() {
   return qd::kernel("relay", {"x", "out", "sign"},
-                      [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 2> out,
-                         qd::types::ndarray<std::int32_t, 0> sign) {
-                        auto n = out.shape(0);
-                        qd::i32 a = x[0] * 2 + n;  // a load and arithmetic at the top level
-                        qd::var<std::int32_t> acc = a;
-                        qd::range_for(n, [&](qd::i32 i) { out(i, 0) = a + i; });
-                        qd::range_for(x.shape(0), [&](qd::i32 i) { acc += x[i]; });
-                        qd::i32 b = acc * 3;  // computed from the reduced variable
-                        qd::range_for(n, [&](qd::i32 i) { out(i, 1) = a + b; });
-                        qd::if_(b > 0, [&] { sign() = 1; }).else_([&] { sign() = -1; });
-                        acc -= a;  // a top-level update between constructs
-                        qd::range_for(n, [&](qd::i32 i) {
-                          out(i, 2) = acc;
-                          out(i, 3) = a - b + sign();
-                        });
+                    [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 2> out,
+                       qd::types::ndarray<std::int32_t, 0> sign) {
+                      auto n = out.shape(0);
+                      qd::i32 a = x[0] * 2 + n;  // a load and arithmetic at the top level
+                      qd::var<std::int32_t> acc = a;
+                      qd::range_for(n, [&](qd::i32 i) { out(i, 0) = a + i; });
+                      qd::range_for(x.shape(0), [&](qd::i32 i) { acc += x[i]; });
+                      qd::i32 b = acc * 3;  // computed from the reduced variable
+                      qd::range_for(n, [&](qd::i32 i) { out(i, 1) = a + b; });
+                      qd::if_(b > 0, [&] { sign() = 1; }).else_([&] { sign() = -1; });
+                      acc -= a;  // a top-level update between constructs
+                      qd::range_for(n, [&](qd::i32 i) {
+                        out(i, 2) = acc;
+                        out(i, 3) = a - b + sign();
                       });
+                    });
 }
 
 inline auto forty_values() {
   constexpr int count = 40;
   return qd::kernel("forty_values", {"x", "out"},
-                      [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 2> out) {
-                        std::vector<qd::i32> values;  // trace-time C++ containers of traced handles
-                        std::deque<qd::var<std::int32_t>> sums;
-                        for (int c = 0; c < count; ++c) {
-                          values.push_back(x[c] * (c + 1) + c);
-                          sums.emplace_back(c);
-                        }
-                        qd::range_for(x.shape(0), [&](qd::i32 i) {
-                          for (int c = 0; c < count; ++c) sums[static_cast<std::size_t>(c)] += x[i] * c;
-                        });
-                        qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = -1; });  // the snapshots must survive
-                        qd::range_for(out.shape(0), [&](qd::i32 i) {
-                          for (int c = 0; c < count; ++c) {
-                            out(i, c) = values[static_cast<std::size_t>(c)] + i;
-                            out(i, c + count) = sums[static_cast<std::size_t>(c)];
-                          }
-                        });
+                    [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 2> out) {
+                      std::vector<qd::i32> values;  // trace-time C++ containers of traced handles
+                      std::deque<qd::var<std::int32_t>> sums;
+                      for (int c = 0; c < count; ++c) {
+                        values.push_back(x[c] * (c + 1) + c);
+                        sums.emplace_back(c);
+                      }
+                      qd::range_for(x.shape(0), [&](qd::i32 i) {
+                        for (int c = 0; c < count; ++c) sums[static_cast<std::size_t>(c)] += x[i] * c;
                       });
+                      qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = -1; });  // the snapshots must survive
+                      qd::range_for(out.shape(0), [&](qd::i32 i) {
+                        for (int c = 0; c < count; ++c) {
+                          out(i, c) = values[static_cast<std::size_t>(c)] + i;
+                          out(i, c + count) = sums[static_cast<std::size_t>(c)];
+                        }
+                      });
+                    });
 }
 
 inline auto shared_draw() {
   return qd::kernel("shared_draw", {"flag", "out"},
-                      [](qd::types::ndarray<std::int32_t, 1> flag, qd::types::ndarray<float, 2> out) {
-                        qd::f32 r = qd::random<float>();
-                        qd::i32 seen = qd::volatile_load(flag[0]);
-                        qd::range_for(flag.shape(0), [&](qd::i32 i) { flag[i] = flag[i] + 1; });
-                        qd::range_for(out.shape(0), [&](qd::i32 i) { out(i, 0) = r; });
-                        qd::range_for(out.shape(0), [&](qd::i32 i) {
-                          out(i, 1) = r;
-                          out(i, 2) = qd::cast<float>(seen);
-                        });
+                    [](qd::types::ndarray<std::int32_t, 1> flag, qd::types::ndarray<float, 2> out) {
+                      qd::f32 r = qd::random<float>();
+                      qd::i32 seen = qd::volatile_load(flag[0]);
+                      qd::range_for(flag.shape(0), [&](qd::i32 i) { flag[i] = flag[i] + 1; });
+                      qd::range_for(out.shape(0), [&](qd::i32 i) { out(i, 0) = r; });
+                      qd::range_for(out.shape(0), [&](qd::i32 i) {
+                        out(i, 1) = r;
+                        out(i, 2) = qd::cast<float>(seen);
                       });
+                    });
 }
 
 inline auto serial_between_loops() {
   return qd::kernel("serial_between_loops", {"x", "scratch", "out"},
-                      [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 1> scratch,
-                         qd::types::ndarray<std::int32_t, 1> out) {
-                        qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] + 1; });
-                        scratch[0] = x[0] + x[x.shape(0) - 1];  // top-level stores: a serial construct
-                        scratch[1] = scratch[0] * 2;             // reads the store just made
-                        qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = scratch[0] * i + scratch[1]; });
-                      });
+                    [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 1> scratch,
+                       qd::types::ndarray<std::int32_t, 1> out) {
+                      qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] + 1; });
+                      scratch[0] = x[0] + x[x.shape(0) - 1];  // top-level stores: a serial construct
+                      scratch[1] = scratch[0] * 2;            // reads the store just made
+                      qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = scratch[0] * i + scratch[1]; });
+                    });
 }
 
 inline auto bound_from_var() {
   return qd::kernel("bound_from_var", {"x", "out", "limit"},
-                      [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 1> out,
-                         qd::i32 limit) {
-                        qd::var<std::int32_t> n = x.shape(0);
-                        qd::if_(limit < n, [&] { n = limit; });
-                        qd::range_for(n, [&](qd::i32 i) { out[i] = x[i] + 1; });
-                        qd::var<std::int32_t> root = x.shape(0);  // integer square root, serially
-                        qd::while_([&] { return root * root > x.shape(0); }, [&] { root -= 1; });
-                        qd::range_for(root, [&](qd::i32 i) { out[i] += 100; });
-                      });
+                    [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 1> out, qd::i32 limit) {
+                      qd::var<std::int32_t> n = x.shape(0);
+                      qd::if_(limit < n, [&] { n = limit; });
+                      qd::range_for(n, [&](qd::i32 i) { out[i] = x[i] + 1; });
+                      qd::var<std::int32_t> root = x.shape(0);  // integer square root, serially
+                      qd::while_([&] { return root * root > x.shape(0); }, [&] { root -= 1; });
+                      qd::range_for(root, [&](qd::i32 i) { out[i] += 100; });
+                    });
 }
 
 // Found by the differential fuzzer (tests/fuzz): a top-level variable kept in a global
@@ -666,11 +663,12 @@ inline auto nan_bounds() {
 }
 
 inline auto nan_reduction() {
-  return qd::kernel("nan_reduction", {"x", "out"}, [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> out) {
-    qd::var<float> lo = 100.0f;
-    qd::range_for(x.shape(0), [&](qd::i32 i) { qd::atomic_min(lo, x[i]); });
-    out[0] = lo;
-  });
+  return qd::kernel("nan_reduction", {"x", "out"},
+                    [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> out) {
+                      qd::var<float> lo = 100.0f;
+                      qd::range_for(x.shape(0), [&](qd::i32 i) { qd::atomic_min(lo, x[i]); });
+                      out[0] = lo;
+                    });
 }
 
 // Found by the differential fuzzer: a loop that both assigned a top-level qd::var (a
@@ -678,14 +676,14 @@ inline auto nan_reduction() {
 // it after the chunk's last assignment, a result no order of the iterations gives.
 inline auto assign_then_add() {
   return qd::kernel("assign_then_add", {"x", "out"},
-                      [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 1> out) {
-                        qd::var<std::int32_t> v = 0;
-                        qd::range_for(x.shape(0), [&](qd::i32 i) {
-                          v += x[i];
-                          v = 0;  // every iteration resets it after its own update
-                        });
-                        out[0] = v;
+                    [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 1> out) {
+                      qd::var<std::int32_t> v = 0;
+                      qd::range_for(x.shape(0), [&](qd::i32 i) {
+                        v += x[i];
+                        v = 0;  // every iteration resets it after its own update
                       });
+                      out[0] = v;
+                    });
 }
 
 // Per-offload (tests/runtime/per_offload_test.cpp): a kernel that splits, and the seed's fallbacks.
@@ -712,8 +710,8 @@ inline auto split_many_values() {
 // handed on through the persisted buffer by the split.
 inline auto energy() {
   return qd::kernel("energy", {"m", "v", "share", "count"},
-                    [](qd::types::ndarray<float, 1> m, qd::types::ndarray<float, 1> v, qd::types::ndarray<float, 1> share,
-                       qd::types::ndarray<std::int32_t, 0> count) {
+                    [](qd::types::ndarray<float, 1> m, qd::types::ndarray<float, 1> v,
+                       qd::types::ndarray<float, 1> share, qd::types::ndarray<std::int32_t, 0> count) {
                       qd::var<float> kinetic = 0.0f;
                       qd::var<float> heaviest = 0.0f;
                       qd::var<std::int32_t> moving = 0;
@@ -775,60 +773,59 @@ inline auto copy_after_snapshot() {
                     });
 }
 
-
 // Loop control (SPEC §11.4): continue_ in a parallel loop (1-D and 2-D), break_ and
 // continue_ in nested loops (1-D and 2-D) and a while_, a serialized top-level loop that
 // breaks, and a block_dim. The host model is loop_control_expected below.
 inline auto loop_control() {
-  return qd::kernel(
-      "loop_control", {"x", "count", "first", "spins", "hits", "prefix", "total", "grid"},
-      [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 1> count,
-         qd::types::ndarray<std::int32_t, 1> first, qd::types::ndarray<std::int32_t, 1> spins,
-         qd::types::ndarray<std::int32_t, 1> hits, qd::types::ndarray<std::int32_t, 1> prefix,
-         qd::types::ndarray<std::int32_t, 0> total, qd::types::ndarray<std::int32_t, 2> grid) {
-        qd::range_for(x.shape(0), qd::loop_config{.block_dim = 64}, [&](qd::i32 i) {
-          count[i] = 0;
-          qd::if_(i % 3 == 0, [&] { qd::continue_(); });
-          qd::var<std::int32_t> c = 0, found = -1;
-          qd::range_for(0, 100, [&](qd::i32 j) {
-            qd::if_(j % 2 == 1, [&] { qd::continue_(); });
-            c += 1;
-            qd::if_((i + j) % 7 == 0, [&] {
-              found = j;
-              qd::break_();
-            });
-          });
-          count[i] = c;
-          first[i] = found;
-          qd::var<std::int32_t> k = 0;
-          qd::while_([&] { return k < 10; }, [&] {
-            k += 1;
-            qd::if_(k == i % 10, [&] { qd::break_(); });
-          });
-          spins[i] = k;
-          qd::var<std::int32_t> where = -1;
-          qd::range_for(qd::ndrange(4, 5), [&](qd::i32 a, qd::i32 b) {
-            qd::if_(a * 5 + b == i % 20, [&] {
-              where = a * 10 + b;
-              qd::break_();
-            });
-          });
-          hits[i] = where;
-        });
-        qd::var<std::int32_t> s = 0;
-        qd::range_for(x.shape(0), qd::loop_config{.serialize = true}, [&](qd::i32 i) {
-          qd::if_(x[i] < 0, [&] { qd::break_(); });
-          s += x[i];
-          prefix[i] = s;
-        });
-        total() = s;
-        qd::range_for(qd::ndrange(grid.shape(0), grid.shape(1)), qd::loop_config{.block_dim = 32},
-                      [&](qd::i32 a, qd::i32 b) {
-                        grid(a, b) = 1;
-                        qd::if_((a + b) % 3 == 0, [&] { qd::continue_(); });
-                        grid(a, b) = 2;
+  return qd::kernel("loop_control", {"x", "count", "first", "spins", "hits", "prefix", "total", "grid"},
+                    [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 1> count,
+                       qd::types::ndarray<std::int32_t, 1> first, qd::types::ndarray<std::int32_t, 1> spins,
+                       qd::types::ndarray<std::int32_t, 1> hits, qd::types::ndarray<std::int32_t, 1> prefix,
+                       qd::types::ndarray<std::int32_t, 0> total, qd::types::ndarray<std::int32_t, 2> grid) {
+                      qd::range_for(x.shape(0), qd::loop_config{.block_dim = 64}, [&](qd::i32 i) {
+                        count[i] = 0;
+                        qd::if_(i % 3 == 0, [&] { qd::continue_(); });
+                        qd::var<std::int32_t> c = 0, found = -1;
+                        qd::range_for(0, 100, [&](qd::i32 j) {
+                          qd::if_(j % 2 == 1, [&] { qd::continue_(); });
+                          c += 1;
+                          qd::if_((i + j) % 7 == 0, [&] {
+                            found = j;
+                            qd::break_();
+                          });
+                        });
+                        count[i] = c;
+                        first[i] = found;
+                        qd::var<std::int32_t> k = 0;
+                        qd::while_([&] { return k < 10; },
+                                   [&] {
+                                     k += 1;
+                                     qd::if_(k == i % 10, [&] { qd::break_(); });
+                                   });
+                        spins[i] = k;
+                        qd::var<std::int32_t> where = -1;
+                        qd::range_for(qd::ndrange(4, 5), [&](qd::i32 a, qd::i32 b) {
+                          qd::if_(a * 5 + b == i % 20, [&] {
+                            where = a * 10 + b;
+                            qd::break_();
+                          });
+                        });
+                        hits[i] = where;
                       });
-      });
+                      qd::var<std::int32_t> s = 0;
+                      qd::range_for(x.shape(0), qd::loop_config{.serialize = true}, [&](qd::i32 i) {
+                        qd::if_(x[i] < 0, [&] { qd::break_(); });
+                        s += x[i];
+                        prefix[i] = s;
+                      });
+                      total() = s;
+                      qd::range_for(qd::ndrange(grid.shape(0), grid.shape(1)), qd::loop_config{.block_dim = 32},
+                                    [&](qd::i32 a, qd::i32 b) {
+                                      grid(a, b) = 1;
+                                      qd::if_((a + b) % 3 == 0, [&] { qd::continue_(); });
+                                      grid(a, b) = 2;
+                                    });
+                    });
 }
 
 // A kernel returning a tuple (SPEC §11.3): a reduction (carried to the final store
@@ -1004,29 +1001,26 @@ inline auto graph_replay() {
 
 // qd::graph::parallel inside a do_while: two branches, then the flag.
 inline auto graph_parallel() {
-  return qd::kernel("graph_parallel", {"a", "b", "flag"}, qd::graph::on,
-                    [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b,
-                       qd::types::ndarray<std::int32_t, 0> flag) {
-                      qd::graph::do_while(flag, [&] {
-                        qd::graph::parallel(
-                            [&] { qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = a[i] + 1.0f; }); },
-                            [&] { qd::range_for(b.shape(0), [&](qd::i32 i) { b[i] = b[i] * 2.0f; }); });
-                        qd::range_for(1, [&](qd::i32) { flag() = qd::select(a[0] < 5.0f, 1, 0); });
-                      });
-                    });
+  return qd::kernel(
+      "graph_parallel", {"a", "b", "flag"}, qd::graph::on,
+      [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b, qd::types::ndarray<std::int32_t, 0> flag) {
+        qd::graph::do_while(flag, [&] {
+          qd::graph::parallel([&] { qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = a[i] + 1.0f; }); },
+                              [&] { qd::range_for(b.shape(0), [&](qd::i32 i) { b[i] = b[i] * 2.0f; }); });
+          qd::range_for(1, [&](qd::i32) { flag() = qd::select(a[0] < 5.0f, 1, 0); });
+        });
+      });
 }
 
 // qd::concurrent regions writing disjoint parts of one array and another array.
 inline auto concurrent_regions() {
-  return qd::kernel("concurrent_regions", {"a", "b"},
-                    [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b) {
-                      qd::concurrent([&] { qd::range_for(0, a.shape(0) / 2, [&](qd::i32 i) { a[i] = qd::cast<float>(i); }); },
-                                     [&] {
-                                       qd::range_for(a.shape(0) / 2, a.shape(0), [&](qd::i32 i) { a[i] = -1.0f; });
-                                     },
-                                     [&] { qd::range_for(b.shape(0), [&](qd::i32 i) { b[i] = 3.0f * qd::cast<float>(i); }); });
-                      qd::range_for(b.shape(0), [&](qd::i32 i) { b[i] = b[i] + 1.0f; });
-                    });
+  return qd::kernel(
+      "concurrent_regions", {"a", "b"}, [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b) {
+        qd::concurrent([&] { qd::range_for(0, a.shape(0) / 2, [&](qd::i32 i) { a[i] = qd::cast<float>(i); }); },
+                       [&] { qd::range_for(a.shape(0) / 2, a.shape(0), [&](qd::i32 i) { a[i] = -1.0f; }); },
+                       [&] { qd::range_for(b.shape(0), [&](qd::i32 i) { b[i] = 3.0f * qd::cast<float>(i); }); });
+        qd::range_for(b.shape(0), [&](qd::i32 i) { b[i] = b[i] + 1.0f; });
+      });
 }
 
 // Meshes (issue 14, SPEC §11.7): a Laplacian over v.verts() and a mean over c.verts();

@@ -20,30 +20,31 @@ namespace kernels {
 // Per matrix i of a (n, 3, 3) f32 and a (n, 4, 4) f64 array: out32(i, 0..44) = U, S, V,
 // R, P of the 3x3; out64(i, 0..) = w, Q, make_spd of the 4x4 (upper triangle), solve(A, (1, 2, 3, 4)).
 inline auto linalg() {
-  return qd::kernel("linalg", {"a", "b", "out32", "out64"},
-                    [](qd::types::ndarray<float, 3> a, qd::types::ndarray<double, 3> b, qd::types::ndarray<float, 2> out32,
-                       qd::types::ndarray<double, 2> out64) {
-                      qd::range_for(a.shape(0), [&](qd::i32 i) {
-                        const auto m3 = qd::detail::generate_mat<3, 3>([&](int r, int c) { return qd::f32(a(i, r, c)); });
-                        const auto m4 = qd::detail::generate_mat<4, 4>([&](int r, int c) { return qd::f64(b(i, r, c)); });
-                        auto [U, S, V] = qd::svd(m3);
-                        auto [R, P] = qd::polar_decompose(m3);
-                        int c = 0;
-                        for (const auto* x : {&U, &S, &V, &R, &P})
-                          for (int r = 0; r < 3; ++r)
-                            for (int q = 0; q < 3; ++q) out32(i, c++) = (*x)(r, q);
-                        auto [w, Q] = qd::sym_eig(m4);
-                        const auto spd = qd::make_spd(m4);
-                        const auto x = qd::solve(m4, qd::vec4d(1.0, 2.0, 3.0, 4.0));
-                        c = 0;
-                        for (int r = 0; r < 4; ++r) out64(i, c++) = w[r];
-                        for (int r = 0; r < 4; ++r)
-                          for (int q = 0; q < 4; ++q) out64(i, c++) = Q(r, q);
-                        for (int r = 0; r < 4; ++r)
-                          for (int q = 0; q < 4; ++q) out64(i, c++) = spd(r, q);
-                        for (int r = 0; r < 4; ++r) out64(i, c++) = x[r];
-                      });
-                    });
+  return qd::kernel(
+      "linalg", {"a", "b", "out32", "out64"},
+      [](qd::types::ndarray<float, 3> a, qd::types::ndarray<double, 3> b, qd::types::ndarray<float, 2> out32,
+         qd::types::ndarray<double, 2> out64) {
+        qd::range_for(a.shape(0), [&](qd::i32 i) {
+          const auto m3 = qd::detail::generate_mat<3, 3>([&](int r, int c) { return qd::f32(a(i, r, c)); });
+          const auto m4 = qd::detail::generate_mat<4, 4>([&](int r, int c) { return qd::f64(b(i, r, c)); });
+          auto [U, S, V] = qd::svd(m3);
+          auto [R, P] = qd::polar_decompose(m3);
+          int c = 0;
+          for (const auto* x : {&U, &S, &V, &R, &P})
+            for (int r = 0; r < 3; ++r)
+              for (int q = 0; q < 3; ++q) out32(i, c++) = (*x)(r, q);
+          auto [w, Q] = qd::sym_eig(m4);
+          const auto spd = qd::make_spd(m4);
+          const auto x = qd::solve(m4, qd::vec4d(1.0, 2.0, 3.0, 4.0));
+          c = 0;
+          for (int r = 0; r < 4; ++r) out64(i, c++) = w[r];
+          for (int r = 0; r < 4; ++r)
+            for (int q = 0; q < 4; ++q) out64(i, c++) = Q(r, q);
+          for (int r = 0; r < 4; ++r)
+            for (int q = 0; q < 4; ++q) out64(i, c++) = spd(r, q);
+          for (int r = 0; r < 4; ++r) out64(i, c++) = x[r];
+        });
+      });
 }
 
 }  // namespace kernels
@@ -101,7 +102,9 @@ inline void check_linalg() {
   for (int i = 0; i < n; ++i) {
     for (int k = 0; k < 9; ++k) ha.push_back(static_cast<float>(u(g)));
     if (i % 8 == 7)  // rank 2: the third row the sum of the others
-      for (int c = 0; c < 3; ++c) ha[ha.size() - 3 + static_cast<std::size_t>(c)] = ha[ha.size() - 9 + static_cast<std::size_t>(c)] + ha[ha.size() - 6 + static_cast<std::size_t>(c)];
+      for (int c = 0; c < 3; ++c)
+        ha[ha.size() - 3 + static_cast<std::size_t>(c)] =
+            ha[ha.size() - 9 + static_cast<std::size_t>(c)] + ha[ha.size() - 6 + static_cast<std::size_t>(c)];
     square<4> s{};
     for (int r = 0; r < 4; ++r)
       for (int c = r; c < 4; ++c) s[r][c] = s[c][r] = u(g) + (r == c ? 2.5 : 0.0);  // diagonally dominant: solvable

@@ -148,36 +148,39 @@ auto atomics_more() {
 // Contended atomics in a parallel construct: a compare-and-swap loop counter, bit
 // sets, exchanges, products of signs, float min/max with NaNs around.
 inline auto atomic_contention() {
-  return qd::kernel(
-      "atomic_contention", {"n", "counter", "bits", "xors", "swaps", "swapped", "signs", "extremes", "dextremes", "vals"},
-      [](qd::i32 n, qd::types::ndarray<std::int32_t, 1> counter, qd::types::ndarray<std::uint64_t, 1> bits,
-         qd::types::ndarray<std::uint32_t, 1> xors, qd::types::ndarray<std::int64_t, 1> swaps,
-         qd::types::ndarray<std::int64_t, 1> swapped, qd::types::ndarray<std::int32_t, 1> signs,
-         qd::types::ndarray<float, 1> extremes, qd::types::ndarray<double, 1> dextremes,
-         qd::types::ndarray<float, 1> vals) {
-        qd::range_for(n, [&](qd::i32 i) {
-          qd::var<std::int32_t> expect = qd::volatile_load(counter[0]);
-          qd::var<std::int32_t> done = 0;
-          qd::while_([&] { return done == 0; }, [&] {
-            qd::i32 seen = qd::atomic_cas(counter[0], expect, expect + 1);
-            qd::if_(seen == expect, [&] { done = 1; }).else_([&] { expect = seen; });
-          });
-          qd::atomic_or(bits[i % 2], qd::cast<std::uint64_t>(1) << qd::cast<std::uint64_t>(i / 2 % 64));
-          qd::atomic_and(bits[2], ~(qd::cast<std::uint64_t>(1) << qd::cast<std::uint64_t>(i % 61)));
-          qd::atomic_xor(xors[0], qd::cast<std::uint32_t>(i) * 2654435761u);
-          swapped[i] = qd::atomic_exchange(swaps[0], qd::cast<std::int64_t>(i));
-          qd::atomic_mul(signs[0], qd::select(i % 3 == 0, -1, 1));
-          qd::f32 x = vals[i];
-          qd::atomic_min(extremes[0], x), qd::atomic_max(extremes[1], x);
-          qd::atomic_min(dextremes[0], qd::cast<double>(x)), qd::atomic_max(dextremes[1], qd::cast<double>(x));
-        });
-      });
+  return qd::kernel("atomic_contention",
+                    {"n", "counter", "bits", "xors", "swaps", "swapped", "signs", "extremes", "dextremes", "vals"},
+                    [](qd::i32 n, qd::types::ndarray<std::int32_t, 1> counter,
+                       qd::types::ndarray<std::uint64_t, 1> bits, qd::types::ndarray<std::uint32_t, 1> xors,
+                       qd::types::ndarray<std::int64_t, 1> swaps, qd::types::ndarray<std::int64_t, 1> swapped,
+                       qd::types::ndarray<std::int32_t, 1> signs, qd::types::ndarray<float, 1> extremes,
+                       qd::types::ndarray<double, 1> dextremes, qd::types::ndarray<float, 1> vals) {
+                      qd::range_for(n, [&](qd::i32 i) {
+                        qd::var<std::int32_t> expect = qd::volatile_load(counter[0]);
+                        qd::var<std::int32_t> done = 0;
+                        qd::while_([&] { return done == 0; },
+                                   [&] {
+                                     qd::i32 seen = qd::atomic_cas(counter[0], expect, expect + 1);
+                                     qd::if_(seen == expect, [&] { done = 1; }).else_([&] { expect = seen; });
+                                   });
+                        qd::atomic_or(bits[i % 2], qd::cast<std::uint64_t>(1) << qd::cast<std::uint64_t>(i / 2 % 64));
+                        qd::atomic_and(bits[2], ~(qd::cast<std::uint64_t>(1) << qd::cast<std::uint64_t>(i % 61)));
+                        qd::atomic_xor(xors[0], qd::cast<std::uint32_t>(i) * 2654435761u);
+                        swapped[i] = qd::atomic_exchange(swaps[0], qd::cast<std::int64_t>(i));
+                        qd::atomic_mul(signs[0], qd::select(i % 3 == 0, -1, 1));
+                        qd::f32 x = vals[i];
+                        qd::atomic_min(extremes[0], x), qd::atomic_max(extremes[1], x);
+                        qd::atomic_min(dextremes[0], qd::cast<double>(x)),
+                            qd::atomic_max(dextremes[1], qd::cast<double>(x));
+                      });
+                    });
 }
 
 // Arrays, scalars, variables, casts and atomics of the narrow types and u64.
 inline auto narrow_types() {
   return qd::kernel(
-      "narrow_types", {"a8", "a16", "au16", "a64", "h", "s8", "s16", "su16", "s64", "sh", "out", "o8", "o16", "ou16", "o64", "oh"},
+      "narrow_types",
+      {"a8", "a16", "au16", "a64", "h", "s8", "s16", "su16", "s64", "sh", "out", "o8", "o16", "ou16", "o64", "oh"},
       [](qd::types::ndarray<std::int8_t, 1> a8, qd::types::ndarray<std::int16_t, 1> a16,
          qd::types::ndarray<std::uint16_t, 1> au16, qd::types::ndarray<std::uint64_t, 1> a64,
          qd::types::ndarray<qd::half, 1> h, qd::i8 s8, qd::i16 s16, qd::u16 su16, qd::u64 s64, qd::f16 sh,
@@ -221,16 +224,16 @@ inline auto narrow_types() {
 
 // f32 and f64 rounded to f16 and back.
 inline auto f16_rounding() {
-  return qd::kernel("f16_rounding", {"f", "d", "from_f", "from_d", "back"},
-                    [](qd::types::ndarray<float, 1> f, qd::types::ndarray<double, 1> d,
-                       qd::types::ndarray<qd::half, 1> from_f, qd::types::ndarray<qd::half, 1> from_d,
-                       qd::types::ndarray<float, 1> back) {
-                      qd::range_for(f.shape(0), [&](qd::i32 i) {
-                        from_f[i] = qd::cast<qd::half>(f[i]);
-                        from_d[i] = qd::cast<qd::f16>(d[i]);
-                        back[i] = qd::f16(qd::cast<qd::half>(f[i]));
-                      });
-                    });
+  return qd::kernel(
+      "f16_rounding", {"f", "d", "from_f", "from_d", "back"},
+      [](qd::types::ndarray<float, 1> f, qd::types::ndarray<double, 1> d, qd::types::ndarray<qd::half, 1> from_f,
+         qd::types::ndarray<qd::half, 1> from_d, qd::types::ndarray<float, 1> back) {
+        qd::range_for(f.shape(0), [&](qd::i32 i) {
+          from_f[i] = qd::cast<qd::half>(f[i]);
+          from_d[i] = qd::cast<qd::f16>(d[i]);
+          back[i] = qd::f16(qd::cast<qd::half>(f[i]));
+        });
+      });
 }
 
 }  // namespace kernels
@@ -284,10 +287,26 @@ std::vector<T> math_row(T a, T b, T c) {
   const T positive = std::abs(a) + T(0.5);
   auto sign = [](T x) { return x > 0 ? T(1) : x < 0 ? T(-1) : x * T(0); };
   auto t = std::clamp((a - T(-1)) / (T(2) - T(-1)), T(0), T(1));
-  return {std::tan(a), std::asin(c), std::acos(c), std::atan2(a, b), T(1) / std::sqrt(positive), std::log2(positive),
-          std::exp2(c * 10), std::round(a), std::trunc(a), std::fmod(a, b), a - std::floor(a), sign(a),
-          a < T(-1) ? T(-1) : (T(2.5) < a ? T(2.5) : a), a * (1 - c) + b * c, a < b ? T(0) : T(1),
-          t * t * (3 - 2 * t), python_floordiv(a, b), python_floormod(a, b), T(std::isnan(a)), T(std::isinf(a)),
+  return {std::tan(a),
+          std::asin(c),
+          std::acos(c),
+          std::atan2(a, b),
+          T(1) / std::sqrt(positive),
+          std::log2(positive),
+          std::exp2(c * 10),
+          std::round(a),
+          std::trunc(a),
+          std::fmod(a, b),
+          a - std::floor(a),
+          sign(a),
+          a < T(-1) ? T(-1) : (T(2.5) < a ? T(2.5) : a),
+          a * (1 - c) + b * c,
+          a < b ? T(0) : T(1),
+          t * t * (3 - 2 * t),
+          python_floordiv(a, b),
+          python_floormod(a, b),
+          T(std::isnan(a)),
+          T(std::isinf(a)),
           T(std::isfinite(a))};
 }
 inline bool math_column_exact(std::size_t col) { return !(col <= 6 || col == 13 || col == 15); }
@@ -295,8 +314,9 @@ inline bool math_column_exact(std::size_t col) { return !(col <= 6 || col == 13 
 template <class T>
 void check_math_more(int ulps) {
   using lim = std::numeric_limits<T>;
-  const std::vector<T> as = {T(0), T(-0.0), T(0.5), T(-0.5), T(1.5), T(2.5), T(-2.5), T(3.75), T(-7.25), T(1e-3),
-                             T(123.456), T(-1e6), lim::infinity(), -lim::infinity(), lim::quiet_NaN(), T(6)};
+  const std::vector<T> as = {
+      T(0),     T(-0.0), T(0.5),     T(-0.5), T(1.5),          T(2.5),           T(-2.5),          T(3.75),
+      T(-7.25), T(1e-3), T(123.456), T(-1e6), lim::infinity(), -lim::infinity(), lim::quiet_NaN(), T(6)};
   const std::vector<T> bs = {T(1), T(-1), T(0.75), T(-3), T(2), T(0.1), T(0), T(-0.0), T(4), T(-2.5)};
   std::vector<T> xs, ys, zs;
   for (std::size_t i = 0; i < as.size(); ++i)
@@ -364,7 +384,11 @@ void check_integer_functions(const std::vector<T>& values) {
     const T q = python_int_floordiv(a, b);
     // a = q b + m, with the remainder's sign the divisor's (b == 0 and b == -1: 0); modulo
     // 2^bits in 64-bit unsigned arithmetic (u16 * u16 would promote to int and overflow).
-    const T m = (b == 0 || (std::is_signed_v<T> && b == T(-1))) ? T(0) : static_cast<T>(static_cast<U>(static_cast<std::uint64_t>(static_cast<U>(a)) - static_cast<std::uint64_t>(static_cast<U>(q)) * static_cast<std::uint64_t>(static_cast<U>(b))));
+    const T m = (b == 0 || (std::is_signed_v<T> && b == T(-1)))
+                    ? T(0)
+                    : static_cast<T>(static_cast<U>(static_cast<std::uint64_t>(static_cast<U>(a)) -
+                                                    static_cast<std::uint64_t>(static_cast<U>(q)) *
+                                                        static_cast<std::uint64_t>(static_cast<U>(b))));
     const T sign = a > 0 ? T(1) : (a < 0 ? static_cast<T>(-1) : T(0));
     const T clamped = a < b ? b : (T(100) < a ? T(100) : a);
     const std::vector<T> want = {q, m, sign, clamped};
@@ -389,8 +413,9 @@ void check_integer_functions(const std::vector<T>& values) {
 }
 
 inline void check_bit_casts() {
-  const std::vector<float> fs = {0.0f, -0.0f, 1.5f, -3.25f, std::numeric_limits<float>::infinity(),
-                                 std::numeric_limits<float>::denorm_min(), 1e38f};
+  const std::vector<float> fs = {
+      0.0f, -0.0f, 1.5f, -3.25f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::denorm_min(),
+      1e38f};
   std::vector<double> ds;
   std::vector<qd::half> hs;
   for (float f : fs) ds.push_back(static_cast<double>(f) * 3.0), hs.push_back(qd::half(f));
@@ -461,8 +486,8 @@ void check_atomics_more() {
   const bool integral = std::is_integral_v<T>;
   auto t = [](double v) { return static_cast<T>(v); };
   std::vector<T> x = {t(3), t(0x6c), t(0x30), t(0x5a), t(9), t(21), t(8), t(40), t(2), t(100), t(50), t(5)};
-  std::vector<T> v = {t(7),  t(0x3a), t(0x0f), t(0x33), t(77), t(21), t(99), t(7), t(55), t(30),
-                      t(60), t(15),   t(20),   t(3),    t(11), t(12), t(4),  t(6)};
+  std::vector<T> v = {t(7),  t(0x3a), t(0x0f), t(0x33), t(77), t(21), t(99), t(7), t(55),
+                      t(30), t(60),   t(15),   t(20),   t(3),  t(11), t(12), t(4), t(6)};
   if constexpr (std::is_signed_v<T>) v[0] = t(-7), x[11] = t(-5);
   if constexpr (std::is_same_v<T, std::uint32_t> || std::is_same_v<T, std::uint64_t>)
     v[0] = std::numeric_limits<T>::max();  // the product wraps
@@ -521,12 +546,12 @@ void check_float_cas_compares_bits_and_minmax_nan() {
   // minNum/maxNum: a NaN operand leaves a number, a stored NaN is replaced.
   using lim = std::numeric_limits<T>;
   auto k = qd::kernel("float_cas", {"x", "olds"}, [](qd::types::ndarray<T, 1> x, qd::types::ndarray<T, 1> olds) {
-    olds[0] = qd::atomic_cas(x[0], T(0.0), T(5.0));             // x[0] is -0.0: no swap
-    olds[1] = qd::atomic_cas(x[1], x[1], T(6.0));               // a NaN: swaps
-    olds[2] = qd::atomic_min(x[2], lim::quiet_NaN());           // 3.0 stays
-    olds[3] = qd::atomic_max(x[3], T(4.0));                     // a stored NaN becomes 4.0
-    olds[4] = qd::atomic_min(x[4], T(-1.0));                    // a stored NaN becomes -1.0
-    olds[5] = qd::atomic_max(x[5], lim::quiet_NaN());           // 3.0 stays
+    olds[0] = qd::atomic_cas(x[0], T(0.0), T(5.0));    // x[0] is -0.0: no swap
+    olds[1] = qd::atomic_cas(x[1], x[1], T(6.0));      // a NaN: swaps
+    olds[2] = qd::atomic_min(x[2], lim::quiet_NaN());  // 3.0 stays
+    olds[3] = qd::atomic_max(x[3], T(4.0));            // a stored NaN becomes 4.0
+    olds[4] = qd::atomic_min(x[4], T(-1.0));           // a stored NaN becomes -1.0
+    olds[5] = qd::atomic_max(x[5], lim::quiet_NaN());  // 3.0 stays
   });
   qd::ndarray<T, 1> x(6), olds(6);
   x.from_host(std::vector<T>{T(-0.0), lim::quiet_NaN(), T(3), lim::quiet_NaN(), lim::quiet_NaN(), T(3)});
@@ -549,8 +574,8 @@ inline void check_atomic_contention() {
   const std::int32_t n = 20000;
   std::vector<float> vals(static_cast<std::size_t>(n));
   for (std::int32_t i = 0; i < n; ++i)
-    vals[static_cast<std::size_t>(i)] = i % 7 == 3 ? std::numeric_limits<float>::quiet_NaN()
-                                                   : static_cast<float>((i * 7919) % 10007) - 5000.0f;
+    vals[static_cast<std::size_t>(i)] =
+        i % 7 == 3 ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>((i * 7919) % 10007) - 5000.0f;
   qd::ndarray<std::int32_t, 1> counter(1), signs(1);
   qd::ndarray<std::uint64_t, 1> bits(3);
   qd::ndarray<std::uint32_t, 1> xors(1);
@@ -632,12 +657,21 @@ inline void check_narrow_types() {
     wh[i] = qd::half(static_cast<float>(h[i]) + static_cast<float>(sh));
     const float f = h[i];
     const std::vector<double> want = {
-        double(a8[i]), double(a16[i]), double(au16[i]), double(a64[i]), double(f), double(f * 3.0f),
-        sat(double(f * 100.0f), -128, 127), sat(double(f * -7.0f), 0, 65535),
+        double(a8[i]),
+        double(a16[i]),
+        double(au16[i]),
+        double(a64[i]),
+        double(f),
+        double(f * 3.0f),
+        sat(double(f * 100.0f), -128, 127),
+        sat(double(f * -7.0f), 0, 65535),
         f * 1e30f >= 0x1p64 ? 18446744073709551615.0 : double(static_cast<std::uint64_t>(std::max(0.0f, f * 1e30f))),
-        double(float(qd::half(static_cast<float>(a16[i])))), double(float(qd::half(static_cast<float>(a64[i])))),
-        double(static_cast<std::int16_t>(au16[i])), double(static_cast<std::uint64_t>(static_cast<std::int64_t>(a8[i]))),
-        double(a8[i] + a16[i] * au16[i]), double(float(qd::half(static_cast<double>(a64[i]) * 1e-15)))};
+        double(float(qd::half(static_cast<float>(a16[i])))),
+        double(float(qd::half(static_cast<float>(a64[i])))),
+        double(static_cast<std::int16_t>(au16[i])),
+        double(static_cast<std::uint64_t>(static_cast<std::int64_t>(a8[i]))),
+        double(a8[i] + a16[i] * au16[i]),
+        double(float(qd::half(static_cast<double>(a64[i]) * 1e-15)))};
     for (std::size_t c = 0; c < want.size(); ++c) {
       CAPTURE(i);
       CAPTURE(c);
@@ -675,8 +709,9 @@ inline void check_f16_rounding() {
     fs.push_back(std::bit_cast<float>(bits));
     ds.push_back(static_cast<double>(fs.back()) * (1.0 + 1e-9 * static_cast<double>(i % 5)));
   }
-  for (float f : {1.0f + 0x1p-11f, 1.0f + 0x1p-11f + 0x1p-23f, 1.0f + 3 * 0x1p-11f, 65504.0f, 65519.99f, 65520.0f,
-                  0x1p-24f, 0x1p-25f, 0x1.8p-25f, 0x1p-26f, 0x1.ff8p-15f, -0.0f, std::numeric_limits<float>::infinity()})
+  for (float f :
+       {1.0f + 0x1p-11f, 1.0f + 0x1p-11f + 0x1p-23f, 1.0f + 3 * 0x1p-11f, 65504.0f, 65519.99f, 65520.0f, 0x1p-24f,
+        0x1p-25f, 0x1.8p-25f, 0x1p-26f, 0x1.ff8p-15f, -0.0f, std::numeric_limits<float>::infinity()})
     fs.push_back(f), ds.push_back(static_cast<double>(f)), fs.push_back(-f), ds.push_back(-static_cast<double>(f));
   ds.back() = 1.0 + 0x1p-11 + 0x1p-40;  // a tie in f32 but not in f64: rounds up only from f64
   const auto n = static_cast<std::int64_t>(fs.size());
@@ -697,9 +732,10 @@ inline void check_f16_rounding() {
     const std::uint16_t want_f = qd::half(fs[i]).bits, want_d = qd::half(ds[i]).bits;
 #endif
     const bool nan = std::isnan(fs[i]);
-    const bool ok = nan ? std::isnan(static_cast<float>(gf[i])) && std::isnan(gb[i])
-                        : gf[i].bits == want_f && gd[i].bits == want_d &&
-                              std::bit_cast<std::uint32_t>(gb[i]) == std::bit_cast<std::uint32_t>(static_cast<float>(gf[i]));
+    const bool ok =
+        nan ? std::isnan(static_cast<float>(gf[i])) && std::isnan(gb[i])
+            : gf[i].bits == want_f && gd[i].bits == want_d &&
+                  std::bit_cast<std::uint32_t>(gb[i]) == std::bit_cast<std::uint32_t>(static_cast<float>(gf[i]));
     if (!ok && ++mismatches <= 10) {
       CAPTURE(fs[i]);
       CAPTURE(ds[i]);

@@ -21,133 +21,133 @@ namespace qd_test {
 namespace kernels {
 
 inline auto vec_ops() {
-  return qd::kernel("vec_ops", {"a", "b", "out"},
-                      [](qd::types::ndarray<qd::vec3f, 1> a, qd::types::ndarray<qd::vec3f, 1> b,
-                         qd::types::ndarray<float, 2> out) {
-                        qd::range_for(a.shape(0), [&](qd::i32 i) {
-                          qd::vec3f u = a[i];
-                          qd::vec3f v = b[i];
-                          int c = 0;
-                          auto put = [&](const auto& x) {
-                            if constexpr (qd::vector_like<decltype(x)>) {
-                              for (int k2 = 0; k2 < qd::detail::vector_size<decltype(x)>; ++k2) out(i, c++) = x[k2];
-                            } else {
-                              out(i, c++) = x;
-                            }
-                          };
-                          put(u + v), put(u - v), put(u * v), put(u / v), put(-u), put(+u);
-                          put(2.0f * u), put(u * 3.0f), put(u / 2.0f), put(u + 1.0f), put(1.0f - u);
-                          put(qd::dot(u, v)), put(qd::cross(u, v)), put(qd::norm(u)), put(qd::norm_sqr(u));
-                          put(qd::normalize(u)), put(qd::min(u, v)), put(qd::max(u, v)), put(qd::abs(v));
-                          put(u.x()), put(u.y()), put(u.z()), put(v[1]);
-                          put(qd::vec3f(1.0f, 2.0f, u.x())), put(qd::vec3f(0.5f)), put(qd::vec3f::zero());
-                          put(a[i] + b[i]);
-                          qd::vec3i iv(1, 2, 3);
-                          put(iv * u);
-                        });
-                      });
+  return qd::kernel(
+      "vec_ops", {"a", "b", "out"},
+      [](qd::types::ndarray<qd::vec3f, 1> a, qd::types::ndarray<qd::vec3f, 1> b, qd::types::ndarray<float, 2> out) {
+        qd::range_for(a.shape(0), [&](qd::i32 i) {
+          qd::vec3f u = a[i];
+          qd::vec3f v = b[i];
+          int c = 0;
+          auto put = [&](const auto& x) {
+            if constexpr (qd::vector_like<decltype(x)>) {
+              for (int k2 = 0; k2 < qd::detail::vector_size<decltype(x)>; ++k2) out(i, c++) = x[k2];
+            } else {
+              out(i, c++) = x;
+            }
+          };
+          put(u + v), put(u - v), put(u * v), put(u / v), put(-u), put(+u);
+          put(2.0f * u), put(u * 3.0f), put(u / 2.0f), put(u + 1.0f), put(1.0f - u);
+          put(qd::dot(u, v)), put(qd::cross(u, v)), put(qd::norm(u)), put(qd::norm_sqr(u));
+          put(qd::normalize(u)), put(qd::min(u, v)), put(qd::max(u, v)), put(qd::abs(v));
+          put(u.x()), put(u.y()), put(u.z()), put(v[1]);
+          put(qd::vec3f(1.0f, 2.0f, u.x())), put(qd::vec3f(0.5f)), put(qd::vec3f::zero());
+          put(a[i] + b[i]);
+          qd::vec3i iv(1, 2, 3);
+          put(iv * u);
+        });
+      });
 }
 
 inline auto mat_ops() {
-  return qd::kernel("mat_ops", {"m", "v", "out"},
-                      [](qd::types::ndarray<qd::mat3f, 1> ms, qd::types::ndarray<qd::vec3f, 1> vs,
-                         qd::types::ndarray<float, 2> out) {
-                        qd::range_for(ms.shape(0), [&](qd::i32 i) {
-                          qd::mat3f m = ms[i];
-                          qd::mat3f n = ms[(i + 1) % ms.shape(0)];
-                          qd::vec3f v = vs[i];
-                          int c = 0;
-                          auto put = [&](const auto& x) {
-                            using X = std::remove_cvref_t<decltype(x)>;
-                            if constexpr (qd::matrix_like<X>) {
-                              for (int r = 0; r < X::rows; ++r)
-                                for (int q = 0; q < X::cols; ++q) out(i, c++) = x(r, q);
-                            } else if constexpr (qd::vector_like<X>) {
-                              for (int r = 0; r < X::size; ++r) out(i, c++) = x[r];
-                            } else {
-                              out(i, c++) = x;
-                            }
-                          };
-                          put(m * v), put(m * n), put(m + n), put(m - n), put(-m), put(2.0f * m), put(m * 0.5f);
-                          put(m / 4.0f), put(qd::transpose(m)), put(qd::determinant(m)), put(qd::trace(m));
-                          put(qd::inverse(m) * m), put(qd::outer(v, m.row(1))), put(m.row(2)), put(m.col(0));
-                          put(m(1, 2)), put(qd::mat3f::identity()), put(qd::mat3f::zero());
-                          put(qd::mat3f(v, m.col(1), qd::vec3f(1.0f, 2.0f, 3.0f)));
-                          put(qd::mat2f(1.0f, 2.0f, 3.0f, v.x()) * qd::vec2f(v.y(), v.z()));
-                          qd::mat4f big(m(0, 0), 1.0f, 0.5f, 0.0f, 0.25f, m(1, 1), 1.0f, 0.5f, 0.0f, 0.5f, m(2, 2), 1.0f,
-                                        1.0f, 0.0f, 0.25f, 3.0f);
-                          put(qd::determinant(big)), put(qd::inverse(big) * big);
-                          put(qd::determinant(qd::mat2i(2, 3, 1, 4))), put(qd::inverse(qd::mat2i(2, 3, 1, 4)));
-                        });
-                      });
+  return qd::kernel(
+      "mat_ops", {"m", "v", "out"},
+      [](qd::types::ndarray<qd::mat3f, 1> ms, qd::types::ndarray<qd::vec3f, 1> vs, qd::types::ndarray<float, 2> out) {
+        qd::range_for(ms.shape(0), [&](qd::i32 i) {
+          qd::mat3f m = ms[i];
+          qd::mat3f n = ms[(i + 1) % ms.shape(0)];
+          qd::vec3f v = vs[i];
+          int c = 0;
+          auto put = [&](const auto& x) {
+            using X = std::remove_cvref_t<decltype(x)>;
+            if constexpr (qd::matrix_like<X>) {
+              for (int r = 0; r < X::rows; ++r)
+                for (int q = 0; q < X::cols; ++q) out(i, c++) = x(r, q);
+            } else if constexpr (qd::vector_like<X>) {
+              for (int r = 0; r < X::size; ++r) out(i, c++) = x[r];
+            } else {
+              out(i, c++) = x;
+            }
+          };
+          put(m * v), put(m * n), put(m + n), put(m - n), put(-m), put(2.0f * m), put(m * 0.5f);
+          put(m / 4.0f), put(qd::transpose(m)), put(qd::determinant(m)), put(qd::trace(m));
+          put(qd::inverse(m) * m), put(qd::outer(v, m.row(1))), put(m.row(2)), put(m.col(0));
+          put(m(1, 2)), put(qd::mat3f::identity()), put(qd::mat3f::zero());
+          put(qd::mat3f(v, m.col(1), qd::vec3f(1.0f, 2.0f, 3.0f)));
+          put(qd::mat2f(1.0f, 2.0f, 3.0f, v.x()) * qd::vec2f(v.y(), v.z()));
+          qd::mat4f big(m(0, 0), 1.0f, 0.5f, 0.0f, 0.25f, m(1, 1), 1.0f, 0.5f, 0.0f, 0.5f, m(2, 2), 1.0f, 1.0f, 0.0f,
+                        0.25f, 3.0f);
+          put(qd::determinant(big)), put(qd::inverse(big) * big);
+          put(qd::determinant(qd::mat2i(2, 3, 1, 4))), put(qd::inverse(qd::mat2i(2, 3, 1, 4)));
+        });
+      });
 }
 
 inline auto vec_vars() {
   return qd::kernel("vec_vars", {"p", "out", "total", "mats"},
-                      [](qd::types::ndarray<qd::vec3f, 1> p, qd::types::ndarray<qd::vec3f, 1> out,
-                         qd::types::ndarray<qd::vec3f, 1> total, qd::types::ndarray<qd::mat2f, 1> mats) {
-                        qd::var<qd::vec3f> sum = qd::vec3f(0.0f);  // top level: += is a reduction per component
-                        qd::range_for(p.shape(0), [&](qd::i32 i) {
-                          qd::var<qd::vec3f> acc = qd::vec3f(1.0f, 0.0f, 0.0f);
-                          qd::range_for(3, [&](qd::i32 j) { acc += p[i] * qd::cast<float>(j); });
-                          acc[1] = acc[1] + 10.0f;
-                          acc.z() -= 1.0f;
-                          acc *= 2.0f;
-                          qd::var<qd::vec3f> copy = acc;
-                          copy.x() = 0.0f;  // the copy is a new variable
-                          out[i] = acc.value() + copy;
-                          sum += p[i];
-                          qd::var<qd::mat2f> m = qd::mat2f::identity();
-                          m(0, 1) = p[i].x();
-                          m += qd::mat2f(1.0f, 1.0f, 1.0f, 1.0f);
-                          mats[i] = m;
-                        });
-                        total[0] = sum;
+                    [](qd::types::ndarray<qd::vec3f, 1> p, qd::types::ndarray<qd::vec3f, 1> out,
+                       qd::types::ndarray<qd::vec3f, 1> total, qd::types::ndarray<qd::mat2f, 1> mats) {
+                      qd::var<qd::vec3f> sum = qd::vec3f(0.0f);  // top level: += is a reduction per component
+                      qd::range_for(p.shape(0), [&](qd::i32 i) {
+                        qd::var<qd::vec3f> acc = qd::vec3f(1.0f, 0.0f, 0.0f);
+                        qd::range_for(3, [&](qd::i32 j) { acc += p[i] * qd::cast<float>(j); });
+                        acc[1] = acc[1] + 10.0f;
+                        acc.z() -= 1.0f;
+                        acc *= 2.0f;
+                        qd::var<qd::vec3f> copy = acc;
+                        copy.x() = 0.0f;  // the copy is a new variable
+                        out[i] = acc.value() + copy;
+                        sum += p[i];
+                        qd::var<qd::mat2f> m = qd::mat2f::identity();
+                        m(0, 1) = p[i].x();
+                        m += qd::mat2f(1.0f, 1.0f, 1.0f, 1.0f);
+                        mats[i] = m;
                       });
+                      total[0] = sum;
+                    });
 }
 
 inline auto vec_elements() {
   return qd::kernel("vec_elements", {"p", "q", "hits", "olds"},
-                      [](qd::types::ndarray<qd::vec3f, 1> p, qd::types::ndarray<qd::mat3f, 1> q,
-                         qd::types::ndarray<qd::vec3i, 1> hits, qd::types::ndarray<qd::vec3i, 1> olds) {
-                        qd::range_for(p.shape(0), [&](qd::i32 i) {
-                          p[i] = p[i] + qd::vec3f(1.0f, 2.0f, 3.0f);
-                          p[i][2] += 1.0f;
-                          p[i] -= qd::vec3f(0.5f);
-                          q[i](0, 1) = p[i].y();
-                          q[i] += qd::mat3f::identity();
-                          qd::atomic_add(hits[0], qd::vec3i(1, i, 2));  // contended: one atomic per component
-                        });
-                        // Serial: the old values are known.
-                        olds[0] = qd::atomic_add(hits[1], qd::vec3i(5, 6, 7));
-                        olds[1] = qd::atomic_add(hits[1], qd::vec3i(1, 1, 1));
+                    [](qd::types::ndarray<qd::vec3f, 1> p, qd::types::ndarray<qd::mat3f, 1> q,
+                       qd::types::ndarray<qd::vec3i, 1> hits, qd::types::ndarray<qd::vec3i, 1> olds) {
+                      qd::range_for(p.shape(0), [&](qd::i32 i) {
+                        p[i] = p[i] + qd::vec3f(1.0f, 2.0f, 3.0f);
+                        p[i][2] += 1.0f;
+                        p[i] -= qd::vec3f(0.5f);
+                        q[i](0, 1) = p[i].y();
+                        q[i] += qd::mat3f::identity();
+                        qd::atomic_add(hits[0], qd::vec3i(1, i, 2));  // contended: one atomic per component
                       });
+                      // Serial: the old values are known.
+                      olds[0] = qd::atomic_add(hits[1], qd::vec3i(5, 6, 7));
+                      olds[1] = qd::atomic_add(hits[1], qd::vec3i(1, 1, 1));
+                    });
 }
 
 // Demoted updates (y[i], rev[n - 1 - i]) next to atomic ones (a scatter, one element).
 inline auto mixed_updates() {
   return qd::kernel("mixed_updates", {"x", "y", "rev", "idx", "hist", "total"},
-                      [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y,
-                         qd::types::ndarray<std::int32_t, 1> rev, qd::types::ndarray<std::int32_t, 1> idx,
-                         qd::types::ndarray<std::int32_t, 1> hist, qd::types::ndarray<std::int32_t, 1> total) {
-                        qd::range_for(x.shape(0), [&](qd::i32 i) {
-                          y[i] += 2.0f * x[i];                 // demoted
-                          rev[x.shape(0) - 1 - i] += i;        // demoted
-                          hist[idx[i]] += 1;                   // scatter: atomic
-                          total[0] += 1;                       // one element: atomic
-                        });
+                    [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y,
+                       qd::types::ndarray<std::int32_t, 1> rev, qd::types::ndarray<std::int32_t, 1> idx,
+                       qd::types::ndarray<std::int32_t, 1> hist, qd::types::ndarray<std::int32_t, 1> total) {
+                      qd::range_for(x.shape(0), [&](qd::i32 i) {
+                        y[i] += 2.0f * x[i];           // demoted
+                        rev[x.shape(0) - 1 - i] += i;  // demoted
+                        hist[idx[i]] += 1;             // scatter: atomic
+                        total[0] += 1;                 // one element: atomic
                       });
+                    });
 }
 
 // Vector and matrix scalar parameters: one run-time argument per component.
 inline auto vec_params() {
   return qd::kernel("vec_params", {"p", "g", "m", "s"},
-                      [](qd::types::ndarray<qd::vec3f, 1> p, qd::vec3f g, qd::mat2d m, qd::f32 s) {
-                        qd::range_for(p.shape(0), [&](qd::i32 i) {
-                          qd::vec2d r = m * qd::vec2d(qd::cast<double>(p[i].x()), qd::cast<double>(p[i].y()));
-                          p[i] = p[i] + g * s + qd::vec3f(qd::cast<float>(r.x()), qd::cast<float>(r.y()), 0.0f);
-                        });
+                    [](qd::types::ndarray<qd::vec3f, 1> p, qd::vec3f g, qd::mat2d m, qd::f32 s) {
+                      qd::range_for(p.shape(0), [&](qd::i32 i) {
+                        qd::vec2d r = m * qd::vec2d(qd::cast<double>(p[i].x()), qd::cast<double>(p[i].y()));
+                        p[i] = p[i] + g * s + qd::vec3f(qd::cast<float>(r.x()), qd::cast<float>(r.y()), 0.0f);
                       });
+                    });
 }
 
 }  // namespace kernels
@@ -177,7 +177,6 @@ inline std::vector<h3> sample_vectors(int n, float shift) {
                  2.0f - static_cast<float>(i % 3) * 0.75f - shift});
   return v;
 }
-
 
 // Plain C++ 3x3 helpers.
 inline h33 matmul(const h33& a, const h33& b) {
@@ -227,7 +226,6 @@ inline std::vector<h33> sample_matrices(int n) {
   return out;
 }
 
-
 inline void check_vec_ops() {
   auto k = kernels::vec_ops();
   const int n = 40;
@@ -242,7 +240,8 @@ inline void check_vec_ops() {
     std::vector<float> row;
     auto put = [&](h3 x) { row.insert(row.end(), x.begin(), x.end()); };
     auto put1 = [&](float x) { row.push_back(x); };
-    put(add(u, v)), put(sub(u, v)), put({u[0] * v[0], u[1] * v[1], u[2] * v[2]}), put({u[0] / v[0], u[1] / v[1], u[2] / v[2]});
+    put(add(u, v)), put(sub(u, v)), put({u[0] * v[0], u[1] * v[1], u[2] * v[2]}),
+        put({u[0] / v[0], u[1] / v[1], u[2] / v[2]});
     put(scale(-1.0f, u)), put(u), put(scale(2.0f, u)), put(scale(3.0f, u)), put({u[0] / 2, u[1] / 2, u[2] / 2});
     put({u[0] + 1, u[1] + 1, u[2] + 1}), put({1 - u[0], 1 - u[1], 1 - u[2]});
     float len = std::sqrt(dot3(u, u));
@@ -262,7 +261,8 @@ inline void check_vec_ops() {
   int bad = 0;
   for (int i = 0; i < n; ++i)
     for (std::int64_t c = 0; c < columns; ++c) {
-      float g = got[static_cast<std::size_t>(i * columns + c)], w = want[static_cast<std::size_t>(i)][static_cast<std::size_t>(c)];
+      float g = got[static_cast<std::size_t>(i * columns + c)],
+            w = want[static_cast<std::size_t>(i)][static_cast<std::size_t>(c)];
       if (!close_to(g, w) && ++bad < 10) {
         CAPTURE(i);
         CAPTURE(c);
@@ -319,7 +319,8 @@ inline void check_mat_ops() {
     each([&](auto, auto) { return 0.0f; });
     put33({v, h3{m[0][1], m[1][1], m[2][1]}, h3{1, 2, 3}});
     row.push_back(1 * v[1] + 2 * v[2]), row.push_back(3 * v[1] + v[0] * v[2]);
-    std::array<std::array<double, 4>, 4> big{{{m[0][0], 1, 0.5, 0}, {0.25, m[1][1], 1, 0.5}, {0, 0.5, m[2][2], 1}, {1, 0, 0.25, 3}}};
+    std::array<std::array<double, 4>, 4> big{
+        {{m[0][0], 1, 0.5, 0}, {0.25, m[1][1], 1, 0.5}, {0, 0.5, m[2][2], 1}, {1, 0, 0.25, 3}}};
     row.push_back(det_gauss(big));
     for (std::size_t a = 0; a < 4; ++a)
       for (std::size_t b = 0; b < 4; ++b) row.push_back(a == b ? 1.0 : 0.0);
@@ -334,7 +335,8 @@ inline void check_mat_ops() {
   int bad = 0;
   for (int i = 0; i < n; ++i)
     for (std::int64_t c = 0; c < columns; ++c) {
-      double g = got[static_cast<std::size_t>(i * columns + c)], w = want[static_cast<std::size_t>(i)][static_cast<std::size_t>(c)];
+      double g = got[static_cast<std::size_t>(i * columns + c)],
+             w = want[static_cast<std::size_t>(i)][static_cast<std::size_t>(c)];
       if (!close_to(g, w, 1e-4) && ++bad < 10) {
         CAPTURE(i);
         CAPTURE(c);

@@ -57,7 +57,8 @@ TEST_CASE("several host threads can launch at once") {
   std::vector<std::thread> host;
   for (int t = 0; t < 4; ++t)
     host.emplace_back([&, t] {
-      for (int round = 0; round < 20; ++round) pool.parallel_for(0, n, &mark, all[static_cast<std::size_t>(t)].get(), nullptr);
+      for (int round = 0; round < 20; ++round)
+        pool.parallel_for(0, n, &mark, all[static_cast<std::size_t>(t)].get(), nullptr);
     });
   for (auto& h : host) h.join();
   for (auto& h : all) {

@@ -95,8 +95,9 @@ void check_integer_operators(qd::backend::device& vk) {
     for (T b : qd_test::interesting_values<T>()) xs.push_back(a), ys.push_back(b);
   const auto n = static_cast<std::int64_t>(xs.size());
   const std::int64_t columns = 34;
-  auto r = run_both(vk, fn, {kernel_arg::array(xs), kernel_arg::array(ys),
-                             kernel_arg::array(std::vector<R>(static_cast<std::size_t>(n * columns)), {n, columns})});
+  auto r = run_both(vk, fn,
+                    {kernel_arg::array(xs), kernel_arg::array(ys),
+                     kernel_arg::array(std::vector<R>(static_cast<std::size_t>(n * columns)), {n, columns})});
   // And the host's semantics, independently of the interpreter.
   const auto got = r.vulkan[2].template values<R>();
   int mismatches = 0;
@@ -110,31 +111,45 @@ void check_integer_operators(qd::backend::device& vk) {
 
 template <class T>
 void check_float_operators(qd::backend::device& vk) {
-  auto fn = qd_test::trace_kernel_ir([](qd::types::ndarray<T, 1> x, qd::types::ndarray<T, 1> y,
-                                        qd::types::ndarray<T, 2> out) {
-    qd::range_for(x.shape(0), [&](qd::i32 i) {
-      qd::expr<T> a = x[i];
-      qd::expr<T> b = y[i];
-      int c = 0;
-      auto put = [&](const qd::expr<T>& v) { out(i, c++) = v; };
-      auto flag = [&](const qd::boolean& v) { out(i, c++) = qd::cast<T>(v); };
-      put(a + b), put(a - b), put(a * b), put(a / b), put(-a), put(+a);
-      put(a * 2.0), put(a + 1), put(1.5 - a), put(3 / a);
-      flag(a == b), flag(a != b), flag(a < b), flag(a <= b), flag(a > b), flag(a >= b);
-      flag(a < 0 || b < 0), flag(a > 0 && b > 0);
-      put(qd::min(a, b)), put(qd::max(a, b)), put(qd::abs(a)), put(qd::floor(a)), put(qd::ceil(a));
-      put(qd::fma(a, b, a)), put(qd::sqrt(qd::abs(a))), put(qd::select(a < b, a, b * 0.1));
-    });
-  });
-  const std::vector<T> values = {T(0), T(-0.0), T(1), T(-1), T(0.1), T(-2.5), T(3.75), T(1e30), T(-7e-20),
-                                 lim<T>::infinity(), -lim<T>::infinity(), lim<T>::quiet_NaN(), lim<T>::max(),
-                                 lim<T>::min(), T(1) + lim<T>::epsilon(), T(12345.678)};
+  auto fn = qd_test::trace_kernel_ir(
+      [](qd::types::ndarray<T, 1> x, qd::types::ndarray<T, 1> y, qd::types::ndarray<T, 2> out) {
+        qd::range_for(x.shape(0), [&](qd::i32 i) {
+          qd::expr<T> a = x[i];
+          qd::expr<T> b = y[i];
+          int c = 0;
+          auto put = [&](const qd::expr<T>& v) { out(i, c++) = v; };
+          auto flag = [&](const qd::boolean& v) { out(i, c++) = qd::cast<T>(v); };
+          put(a + b), put(a - b), put(a * b), put(a / b), put(-a), put(+a);
+          put(a * 2.0), put(a + 1), put(1.5 - a), put(3 / a);
+          flag(a == b), flag(a != b), flag(a < b), flag(a <= b), flag(a > b), flag(a >= b);
+          flag(a < 0 || b < 0), flag(a > 0 && b > 0);
+          put(qd::min(a, b)), put(qd::max(a, b)), put(qd::abs(a)), put(qd::floor(a)), put(qd::ceil(a));
+          put(qd::fma(a, b, a)), put(qd::sqrt(qd::abs(a))), put(qd::select(a < b, a, b * 0.1));
+        });
+      });
+  const std::vector<T> values = {T(0),
+                                 T(-0.0),
+                                 T(1),
+                                 T(-1),
+                                 T(0.1),
+                                 T(-2.5),
+                                 T(3.75),
+                                 T(1e30),
+                                 T(-7e-20),
+                                 lim<T>::infinity(),
+                                 -lim<T>::infinity(),
+                                 lim<T>::quiet_NaN(),
+                                 lim<T>::max(),
+                                 lim<T>::min(),
+                                 T(1) + lim<T>::epsilon(),
+                                 T(12345.678)};
   std::vector<T> xs, ys;
   for (T a : values)
     for (T b : values) xs.push_back(a), ys.push_back(b);
   const auto n = static_cast<std::int64_t>(xs.size());
-  run_both(vk, fn, {kernel_arg::array(xs), kernel_arg::array(ys),
-                    kernel_arg::array(std::vector<T>(static_cast<std::size_t>(n * 26)), {n, 26})});
+  run_both(vk, fn,
+           {kernel_arg::array(xs), kernel_arg::array(ys),
+            kernel_arg::array(std::vector<T>(static_cast<std::size_t>(n * 26)), {n, 26})});
 }
 
 // Units in the last place between two floats of T (0 when equal or both NaN).
@@ -150,25 +165,48 @@ double ulps(T got, T want) {
 // <cmath> (the reference interpreter's); returns the worst error of each, in ulps.
 template <class T>
 std::vector<double> check_math_functions(qd::backend::device& vk, const std::vector<double>& bounds) {
-  auto fn = qd_test::trace_kernel_ir([](qd::types::ndarray<T, 1> x, qd::types::ndarray<T, 1> y,
-                                        qd::types::ndarray<T, 2> out) {
-    qd::range_for(x.shape(0), [&](qd::i32 i) {
-      qd::expr<T> a = x[i];
-      qd::expr<T> positive = qd::abs(a);
-      out(i, 0) = qd::exp(a);
-      out(i, 1) = qd::log(positive);
-      out(i, 2) = qd::sin(a);
-      out(i, 3) = qd::cos(a);
-      out(i, 4) = qd::tanh(a);
-      out(i, 5) = qd::pow(positive, y[i]);
-      out(i, 6) = qd::pow(a, qd::floor(y[i]));
-    });
-  });
+  auto fn = qd_test::trace_kernel_ir(
+      [](qd::types::ndarray<T, 1> x, qd::types::ndarray<T, 1> y, qd::types::ndarray<T, 2> out) {
+        qd::range_for(x.shape(0), [&](qd::i32 i) {
+          qd::expr<T> a = x[i];
+          qd::expr<T> positive = qd::abs(a);
+          out(i, 0) = qd::exp(a);
+          out(i, 1) = qd::log(positive);
+          out(i, 2) = qd::sin(a);
+          out(i, 3) = qd::cos(a);
+          out(i, 4) = qd::tanh(a);
+          out(i, 5) = qd::pow(positive, y[i]);
+          out(i, 6) = qd::pow(a, qd::floor(y[i]));
+        });
+      });
   std::vector<T> xs, ys;
   for (int k = -3000; k <= 3000; ++k) xs.push_back(static_cast<T>(k) * T(0.0371));  // |x| < 112
-  for (T v : {T(1e-3), T(-1e-5), T(1e-30), T(0.5), T(2), T(0.999), T(1.001), T(88.5), T(-87), T(700), T(-740),
-              T(1000), T(-5000.5), T(6400), T(12345.6), T(1e5), T(-0.0), T(0), lim<T>::infinity(),
-              -lim<T>::infinity(), lim<T>::quiet_NaN(), lim<T>::min(), lim<T>::max(), T(0.55), T(0.549), T(22.5)})
+  for (T v : {T(1e-3),
+              T(-1e-5),
+              T(1e-30),
+              T(0.5),
+              T(2),
+              T(0.999),
+              T(1.001),
+              T(88.5),
+              T(-87),
+              T(700),
+              T(-740),
+              T(1000),
+              T(-5000.5),
+              T(6400),
+              T(12345.6),
+              T(1e5),
+              T(-0.0),
+              T(0),
+              lim<T>::infinity(),
+              -lim<T>::infinity(),
+              lim<T>::quiet_NaN(),
+              lim<T>::min(),
+              lim<T>::max(),
+              T(0.55),
+              T(0.549),
+              T(22.5)})
     xs.push_back(v);
   for (std::size_t k = 0; k < xs.size(); ++k) ys.push_back(T(0.37) * static_cast<T>(static_cast<int>(k % 29) - 14));
   const auto n = static_cast<std::int64_t>(xs.size());
@@ -221,10 +259,10 @@ TEST_CASE("emitted GLSL: exp, log, sin, cos, tanh and pow are within their state
   // The bounds docs/backends.md states (ulps; the last two columns: pow).
   const auto f32 = check_math_functions<float>(*vk, {2, 2, 2, 2, 3, 2, 2});
   const auto f64 = check_math_functions<double>(*vk, {2, 2, 2, 2, 3, 2, 2});
-  MESSAGE("worst ulps, f32: exp " << f32[0] << " log " << f32[1] << " sin " << f32[2] << " cos " << f32[3]
-                                  << " tanh " << f32[4] << " pow " << std::max(f32[5], f32[6]));
-  MESSAGE("worst ulps, f64: exp " << f64[0] << " log " << f64[1] << " sin " << f64[2] << " cos " << f64[3]
-                                  << " tanh " << f64[4] << " pow " << std::max(f64[5], f64[6]));
+  MESSAGE("worst ulps, f32: exp " << f32[0] << " log " << f32[1] << " sin " << f32[2] << " cos " << f32[3] << " tanh "
+                                  << f32[4] << " pow " << std::max(f32[5], f32[6]));
+  MESSAGE("worst ulps, f64: exp " << f64[0] << " log " << f64[1] << " sin " << f64[2] << " cos " << f64[3] << " tanh "
+                                  << f64[4] << " pow " << std::max(f64[5], f64[6]));
 }
 
 TEST_CASE("emitted GLSL: casts between every type, float-to-int saturation and select") {
@@ -259,11 +297,32 @@ TEST_CASE("emitted GLSL: casts between every type, float-to-int saturation and s
       ints(r, 2) = qd::cast<std::int64_t>(qd::cast<bool>(d));
     });
   });
-  const std::vector<double> values = {0.0, -0.0, 0.5, -0.5, 1.0, -1.5, 2.5, 255.9, 256.0, -129.7, 3e9, -3e9,
-                                      4294967295.5, 4294967296.0, 1e19, -1e19, 9.3e18, -9.3e18, 1e300,
-                                      std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
-                                      std::numeric_limits<double>::quiet_NaN(), 123456789.987, -2147483648.0,
-                                      2147483647.0, 2147483648.0};
+  const std::vector<double> values = {0.0,
+                                      -0.0,
+                                      0.5,
+                                      -0.5,
+                                      1.0,
+                                      -1.5,
+                                      2.5,
+                                      255.9,
+                                      256.0,
+                                      -129.7,
+                                      3e9,
+                                      -3e9,
+                                      4294967295.5,
+                                      4294967296.0,
+                                      1e19,
+                                      -1e19,
+                                      9.3e18,
+                                      -9.3e18,
+                                      1e300,
+                                      std::numeric_limits<double>::infinity(),
+                                      -std::numeric_limits<double>::infinity(),
+                                      std::numeric_limits<double>::quiet_NaN(),
+                                      123456789.987,
+                                      -2147483648.0,
+                                      2147483647.0,
+                                      2147483648.0};
   std::vector<std::int32_t> is;
   std::vector<std::int64_t> ls;
   std::vector<float> fs;
@@ -286,9 +345,10 @@ TEST_CASE("emitted GLSL: serial and parallel control flow, loops of every rank, 
   auto vk = qd_test::open_vulkan();
   if (!vk) return;
   auto fn = qd_test::trace_kernel_ir([](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 2> y,
-                                        qd::types::ndarray<std::int32_t, 1> prefix, qd::types::ndarray<std::int32_t, 1> g,
-                                        qd::i32 a, qd::i32 b, qd::types::ndarray<std::int32_t, 2> a2,
-                                        qd::types::ndarray<std::int32_t, 3> a3, qd::types::ndarray<std::int32_t, 4> a4) {
+                                        qd::types::ndarray<std::int32_t, 1> prefix,
+                                        qd::types::ndarray<std::int32_t, 1> g, qd::i32 a, qd::i32 b,
+                                        qd::types::ndarray<std::int32_t, 2> a2, qd::types::ndarray<std::int32_t, 3> a3,
+                                        qd::types::ndarray<std::int32_t, 4> a4) {
     qd::range_for(x.shape(0), qd::loop_config{.block_dim = 64}, [&](qd::i32 i) {
       y(i, 0) = 0;
       qd::if_(i % 5 == 0, [&] { qd::continue_(); });
@@ -305,10 +365,11 @@ TEST_CASE("emitted GLSL: serial and parallel control flow, loops of every rank, 
       y(i, 1) = found;
       qd::var<std::int64_t> z = i + 1;  // Collatz steps
       qd::var<std::int32_t> steps = 0;
-      qd::while_([&] { return z != 1; }, [&] {
-        qd::if_(z % 2 == 0, [&] { z = z / 2; }).else_([&] { z = z * 3 + 1; });
-        steps += 1;
-      });
+      qd::while_([&] { return z != 1; },
+                 [&] {
+                   qd::if_(z % 2 == 0, [&] { z = z / 2; }).else_([&] { z = z * 3 + 1; });
+                   steps += 1;
+                 });
       y(i, 2) = steps;
       qd::var<std::int32_t> where = -1;
       qd::range_for(qd::ndrange(4, 5), [&](qd::i32 p, qd::i32 q) {
@@ -329,12 +390,13 @@ TEST_CASE("emitted GLSL: serial and parallel control flow, loops of every rank, 
       prefix[i] = s;
     });
     qd::var<std::int32_t> p = a, q = b, rounds = 0;  // gcd, serially
-    qd::while_([&] { return q != 0; }, [&] {
-      qd::var<std::int32_t> t = q;
-      q = p % q;
-      p = t;
-      rounds += 1;
-    });
+    qd::while_([&] { return q != 0; },
+               [&] {
+                 qd::var<std::int32_t> t = q;
+                 q = p % q;
+                 p = t;
+                 rounds += 1;
+               });
     g[0] = p;
     g[1] = rounds;
     g[2] = s;
@@ -348,19 +410,21 @@ TEST_CASE("emitted GLSL: serial and parallel control flow, loops of every rank, 
   std::vector<std::int32_t> x;
   for (int i = 0; i < 997; ++i) x.push_back((i * 37) % 101 - 50);
   const auto n = static_cast<std::int64_t>(x.size());
-  auto r = run_both(*vk, fn,
-                    {kernel_arg::array(x), kernel_arg::array(std::vector<std::int32_t>(x.size() * 5), {n, 5}),
-                     kernel_arg::array(std::vector<std::int32_t>(x.size())),
-                     kernel_arg::array(std::vector<std::int32_t>(3)), kernel_arg::scalar<std::int32_t>(1071),
-                     kernel_arg::scalar<std::int32_t>(462), kernel_arg::array(std::vector<std::int32_t>(37 * 29), {37, 29}),
-                     kernel_arg::array(std::vector<std::int32_t>(7 * 5 * 3), {7, 5, 3}),
-                     kernel_arg::array(std::vector<std::int32_t>(120), {2, 3, 4, 5})});
-  CHECK(r.vulkan[3].values<std::int32_t>()[0] == 21);  // gcd(1071, 462)
+  auto r =
+      run_both(*vk, fn,
+               {kernel_arg::array(x), kernel_arg::array(std::vector<std::int32_t>(x.size() * 5), {n, 5}),
+                kernel_arg::array(std::vector<std::int32_t>(x.size())), kernel_arg::array(std::vector<std::int32_t>(3)),
+                kernel_arg::scalar<std::int32_t>(1071), kernel_arg::scalar<std::int32_t>(462),
+                kernel_arg::array(std::vector<std::int32_t>(37 * 29), {37, 29}),
+                kernel_arg::array(std::vector<std::int32_t>(7 * 5 * 3), {7, 5, 3}),
+                kernel_arg::array(std::vector<std::int32_t>(120), {2, 3, 4, 5})});
+  CHECK(r.vulkan[3].values<std::int32_t>()[0] == 21);                                        // gcd(1071, 462)
   CHECK(r.vulkan_result.source.find("layout(local_size_x = 64) in;") != std::string::npos);  // block_dim
 }
 
-TEST_CASE("emitted GLSL: atomics of every type, reductions, and the fallbacks for devices without 8-bit storage "
-          "or float atomics") {
+TEST_CASE(
+    "emitted GLSL: atomics of every type, reductions, and the fallbacks for devices without 8-bit storage "
+    "or float atomics") {
   auto vk = qd_test::open_vulkan();
   if (!vk) return;
   auto check = [&]<class T>(T, const std::optional<qd::codegen::glsl_target>& target) {
@@ -404,11 +468,11 @@ TEST_CASE("emitted GLSL: atomics of every type, reductions, and the fallbacks fo
     }
   };
   for (const auto& target : {std::optional<qd::codegen::glsl_target>(), [&] {
-         auto t = vk->glsl_target();  // u8 through 32-bit words, f32 add by compare-and-swap
-         t.int8_storage = false;
-         t.f32_atomic_add = false;
-         return std::optional(t);
-       }()}) {
+                               auto t = vk->glsl_target();  // u8 through 32-bit words, f32 add by compare-and-swap
+                               t.int8_storage = false;
+                               t.f32_atomic_add = false;
+                               return std::optional(t);
+                             }()}) {
     CAPTURE(target.has_value());
     check(std::int32_t{}, target);
     check(std::uint32_t{}, target);
@@ -426,7 +490,8 @@ TEST_CASE("emitted GLSL: random numbers match the reference's streams bit for bi
                                         qd::types::ndarray<std::uint32_t, 1> u, qd::types::ndarray<std::int32_t, 1> s,
                                         qd::types::ndarray<std::int64_t, 1> l, qd::types::ndarray<float, 0> serial,
                                         qd::types::ndarray<float, 2> grid) {
-    qd::range_for(qd::ndrange(grid.shape(0), grid.shape(1)), [&](qd::i32 i, qd::i32 j) { grid(i, j) = qd::random<float>(); });
+    qd::range_for(qd::ndrange(grid.shape(0), grid.shape(1)),
+                  [&](qd::i32 i, qd::i32 j) { grid(i, j) = qd::random<float>(); });
     qd::range_for(f.shape(0), [&](qd::i32 i) {
       f[i] = qd::random<float>();
       d[i] = qd::random<double>();
@@ -440,29 +505,30 @@ TEST_CASE("emitted GLSL: random numbers match the reference's streams bit for bi
   for (std::uint64_t launch : {0u, 7u}) {
     run_options o;
     o.launch_no = launch;
-    auto r = run_both(*vk, fn,
-                      {kernel_arg::array(std::vector<float>(n)), kernel_arg::array(std::vector<double>(n)),
-                       kernel_arg::array(std::vector<std::uint32_t>(n)), kernel_arg::array(std::vector<std::int32_t>(n)),
-                       kernel_arg::array(std::vector<std::int64_t>(n)), kernel_arg::array(std::vector<float>(1), {}),
-                       kernel_arg::array(std::vector<float>(40 * 30), {40, 30})},
-                      o);
+    auto r =
+        run_both(*vk, fn,
+                 {kernel_arg::array(std::vector<float>(n)), kernel_arg::array(std::vector<double>(n)),
+                  kernel_arg::array(std::vector<std::uint32_t>(n)), kernel_arg::array(std::vector<std::int32_t>(n)),
+                  kernel_arg::array(std::vector<std::int64_t>(n)), kernel_arg::array(std::vector<float>(1), {}),
+                  kernel_arg::array(std::vector<float>(40 * 30), {40, 30})},
+                 o);
     const auto f = r.vulkan[0].values<float>();
     CHECK(std::all_of(f.begin(), f.end(), [](float v) { return v >= 0.0f && v < 1.0f; }));
     CHECK(std::adjacent_find(f.begin(), f.end()) == f.end());  // not a constant
   }
 }
 
-TEST_CASE("emitted GLSL: bounds checks report the first out-of-range access as the reference does; clamped "
-          "reads, volatile loads and gradients") {
+TEST_CASE(
+    "emitted GLSL: bounds checks report the first out-of-range access as the reference does; clamped "
+    "reads, volatile loads and gradients") {
   auto vk = qd_test::open_vulkan();
   if (!vk) return;
-  auto oob = qd_test::trace_kernel_ir([](qd::types::ndarray<float, 2> x, qd::i32 n) {
-    qd::range_for(n, [&](qd::i32 i) { x(i % 3, i) = 1.0f; });
-  });
+  auto oob = qd_test::trace_kernel_ir(
+      [](qd::types::ndarray<float, 2> x, qd::i32 n) { qd::range_for(n, [&](qd::i32 i) { x(i % 3, i) = 1.0f; }); });
   run_options checked;
   checked.bounds_checks = true;
-  auto r = run_both(*vk, oob, {kernel_arg::array(std::vector<float>(3 * 8), {3, 8}), kernel_arg::scalar<std::int32_t>(8)},
-                    checked);
+  auto r = run_both(
+      *vk, oob, {kernel_arg::array(std::vector<float>(3 * 8), {3, 8}), kernel_arg::scalar<std::int32_t>(8)}, checked);
   CHECK(r.vulkan_result.error[0] == 0);
   r = run_both(*vk, oob, {kernel_arg::array(std::vector<float>(3 * 8), {3, 8}), kernel_arg::scalar<std::int32_t>(9)},
                checked, {0});
@@ -500,10 +566,13 @@ TEST_CASE("emitted GLSL: bounds checks report the first out-of-range access as t
   std::iota(gx.begin(), gx.end(), -3.0f);
   std::vector<std::int32_t> m(6 * 7);
   std::iota(m.begin(), m.end(), 10);
-  std::vector<kernel_arg> args = {kernel_arg::array(x), kernel_arg::array(m, {6, 7}),
-                                  kernel_arg::array(std::vector<float>(2)), kernel_arg::array(std::vector<std::int32_t>(3)),
+  std::vector<kernel_arg> args = {kernel_arg::array(x),
+                                  kernel_arg::array(m, {6, 7}),
+                                  kernel_arg::array(std::vector<float>(2)),
+                                  kernel_arg::array(std::vector<std::int32_t>(3)),
                                   kernel_arg::array(std::vector<float>(50)),
-                                  kernel_arg::array(std::vector<std::int32_t>(12), {6, 2}), kernel_arg::array(gx),
+                                  kernel_arg::array(std::vector<std::int32_t>(12), {6, 2}),
+                                  kernel_arg::array(gx),
                                   kernel_arg::array(std::vector<float>(20))};
   args[6].grad = args[6].bytes;
   for (bool checks : {false, true}) {
@@ -516,16 +585,19 @@ TEST_CASE("emitted GLSL: bounds checks report the first out-of-range access as t
 TEST_CASE("emitted GLSL: qd::print writes what the reference prints; loop bounds wider than i32 are reported") {
   auto vk = qd_test::open_vulkan();
   if (!vk) return;
-  auto fn = qd_test::trace_kernel_ir([](qd::types::ndarray<float, 1> x, qd::i32 n, qd::i64 big, qd::u32 u, qd::u8 b,
-                                        qd::boolean flag, qd::f64 d) {
-    qd::print("x0 =", x[0], "n =", n, "100% done");
-    qd::print(big, u, b, flag, d, 42, 2.5, "tab\there", "quote\"s");
-    qd::range_for(n, [&](qd::i32 i) { qd::print("item", i, "squared", i * i); });
-  });
-  auto args = std::vector<kernel_arg>{kernel_arg::array(std::vector<float>{2.5f}), kernel_arg::scalar<std::int32_t>(5),
+  auto fn = qd_test::trace_kernel_ir(
+      [](qd::types::ndarray<float, 1> x, qd::i32 n, qd::i64 big, qd::u32 u, qd::u8 b, qd::boolean flag, qd::f64 d) {
+        qd::print("x0 =", x[0], "n =", n, "100% done");
+        qd::print(big, u, b, flag, d, 42, 2.5, "tab\there", "quote\"s");
+        qd::range_for(n, [&](qd::i32 i) { qd::print("item", i, "squared", i * i); });
+      });
+  auto args = std::vector<kernel_arg>{kernel_arg::array(std::vector<float>{2.5f}),
+                                      kernel_arg::scalar<std::int32_t>(5),
                                       kernel_arg::scalar<std::int64_t>(-9000000000LL),
-                                      kernel_arg::scalar<std::uint32_t>(4000000000u), kernel_arg::scalar<std::uint8_t>(200),
-                                      kernel_arg::scalar<bool>(true), kernel_arg::scalar<double>(0.125)};
+                                      kernel_arg::scalar<std::uint32_t>(4000000000u),
+                                      kernel_arg::scalar<std::uint8_t>(200),
+                                      kernel_arg::scalar<bool>(true),
+                                      kernel_arg::scalar<double>(0.125)};
   auto reference = qd::backend::reference::make_device();
   std::vector<kernel_arg> a1 = args, a2 = args;
   auto sorted_lines = [](const std::string& text) {
@@ -553,8 +625,9 @@ TEST_CASE("emitted GLSL: qd::print writes what the reference prints; loop bounds
   CHECK(r.vulkan_result.error[3] == 5000000000LL);
 }
 
-TEST_CASE("emitted GLSL: a kernel's whole and split variants match the reference (top-level values in "
-          "temporaries, recomputed, or carried)") {
+TEST_CASE(
+    "emitted GLSL: a kernel's whole and split variants match the reference (top-level values in "
+    "temporaries, recomputed, or carried)") {
   auto vk = qd_test::open_vulkan();
   if (!vk) return;
   auto fn = qd_test::trace_kernel_ir([](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 1> out,
@@ -588,9 +661,8 @@ TEST_CASE("emitted GLSL: a kernel's whole and split variants match the reference
 TEST_CASE("emitted GLSL: what the device lacks is a qd::user_error naming the type and the feature") {
   auto vk = qd_test::open_vulkan();
   if (!vk) return;
-  auto doubles = qd_test::trace_kernel_ir([](qd::types::ndarray<double, 1> d) {
-    qd::range_for(d.shape(0), [&](qd::i32 i) { d[i] = d[i] * 2.0; });
-  });
+  auto doubles = qd_test::trace_kernel_ir(
+      [](qd::types::ndarray<double, 1> d) { qd::range_for(d.shape(0), [&](qd::i32 i) { d[i] = d[i] * 2.0; }); });
   auto wide_atomics = qd_test::trace_kernel_ir([](qd::types::ndarray<std::int64_t, 1> a) {
     qd::range_for(a.shape(0), [&](qd::i32 i) { qd::atomic_add(a[0], qd::cast<std::int64_t>(i)); });
   });

@@ -65,7 +65,8 @@ void keep(outputs& out, const qd::ndarray<T, N>& a) {
 
 // Runs `body` on the CPU and on Vulkan (each in a program of its own, per_offload `mode`)
 // and requires the same bytes in every array it keeps.
-void same_as_cpu(const std::function<void(outputs&)>& body, qd::per_offload_mode mode = qd::per_offload_mode::automatic) {
+void same_as_cpu(const std::function<void(outputs&)>& body,
+                 qd::per_offload_mode mode = qd::per_offload_mode::automatic) {
   outputs cpu, vk;
   REQUIRE(start(qd::arch::cpu, {.per_offload = mode}));
   body(cpu);
@@ -83,8 +84,9 @@ void same_as_cpu(const std::function<void(outputs&)>& body, qd::per_offload_mode
 
 }  // namespace
 
-TEST_CASE("vulkan: range loops, ndrange, atomics (f32 add native, CAS loops for the rest), reductions and random "
-          "numbers give the CPU's results, split and whole") {
+TEST_CASE(
+    "vulkan: range loops, ndrange, atomics (f32 add native, CAS loops for the rest), reductions and random "
+    "numbers give the CPU's results, split and whole") {
   if (!have_vulkan()) return;
   auto loops = [](outputs& out) {
     auto k = kernels::ndranges();
@@ -221,7 +223,8 @@ TEST_CASE("vulkan: qd::print writes the CPU's lines") {
     std::string text;
     char buffer[256];
     ::lseek(fd, 0, SEEK_SET);
-    for (ssize_t got; (got = ::read(fd, buffer, sizeof(buffer))) > 0;) text.append(buffer, static_cast<std::size_t>(got));
+    for (ssize_t got; (got = ::read(fd, buffer, sizeof(buffer))) > 0;)
+      text.append(buffer, static_cast<std::size_t>(got));
     ::close(fd);
     ::unlink(path);
     qd::reset();

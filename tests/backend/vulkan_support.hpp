@@ -112,13 +112,13 @@ struct kernel_arg {
 struct run_options {
   bool split = false;  // the per-offload plan (REQUIREs that the kernel splits), else the whole kernel
   bool bounds_checks = false;
-  std::uint64_t launch_no = 0;  // the random streams are those of this launch of a program seeded 0
+  std::uint64_t launch_no = 0;                     // the random streams are those of this launch of a program seeded 0
   std::optional<qd::codegen::glsl_target> target;  // Vulkan: emit for this target (default: the device's)
 };
 
 struct run_result {
   std::int64_t error[5] = {0, 0, 0, 0, 0};  // the first failed launch's record
-  std::string source;                      // Vulkan: the GLSL compiled
+  std::string source;                       // Vulkan: the GLSL compiled
   std::size_t tasks = 0;
   std::vector<std::vector<std::uint32_t>> modules;  // Vulkan: the SPIR-V of each task
 };
@@ -211,9 +211,16 @@ inline run_result run_kernel(qd::backend::device& d, const qd::ir::function& fn,
       }
     }
     const unsigned block_dim = t.parallel ? static_cast<unsigned>(std::max(0, t.fn.at(t.fn.block(0).back()).param)) : 0;
-    qd::backend::launch_context ctx{arrays.data(), scalars.data(), t.param_map.size(),
-                                    static_cast<unsigned char*>(temps), task_stream(o.launch_no, plan.tasks[k]),
-                                    result.error, o.bounds_checks, true, block_dim, nullptr};
+    qd::backend::launch_context ctx{arrays.data(),
+                                    scalars.data(),
+                                    t.param_map.size(),
+                                    static_cast<unsigned char*>(temps),
+                                    task_stream(o.launch_no, plan.tasks[k]),
+                                    result.error,
+                                    o.bounds_checks,
+                                    true,
+                                    block_dim,
+                                    nullptr};
     d.launch(module->entry(entries[k]), t.parallel, ctx);
     if (result.error[0] != 0) break;  // the runtime throws here
   }

@@ -32,8 +32,10 @@ std::uint16_t nearest(double x) {
   std::uint16_t lo = 0, hi = 0x7bff;  // the largest finite value <= a, by bisection (values grow with bits)
   while (lo < hi) {
     const auto mid = static_cast<std::uint16_t>((lo + hi + 1) / 2);
-    if (value_of(mid) <= a) lo = mid;
-    else hi = static_cast<std::uint16_t>(mid - 1);
+    if (value_of(mid) <= a)
+      lo = mid;
+    else
+      hi = static_cast<std::uint16_t>(mid - 1);
   }
   if (lo == 0x7bff) return sign | lo;  // in [65504, 65520)
   const double below = value_of(lo), above = value_of(static_cast<std::uint16_t>(lo + 1));

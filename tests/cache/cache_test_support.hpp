@@ -44,7 +44,6 @@ struct temp_dir {
   std::string operator/(std::string_view rest) const { return path + "/" + std::string(rest); }
 };
 
-
 inline std::uint64_t splitmix(std::uint64_t& state) {
   std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;

@@ -44,8 +44,8 @@ std::string rejection(const bytes& file, entry_kind kind = entry_kind::kernel, k
 }  // namespace
 
 TEST_CASE("every entry kind round-trips at every level") {
-  const bytes payloads[] = {{}, qd_test::code_like_payload(1, 1), qd_test::code_like_payload(50 * 1024, 2),
-                            qd_test::random_payload(4096, 3)};
+  const bytes payloads[] = {
+      {}, qd_test::code_like_payload(1, 1), qd_test::code_like_payload(50 * 1024, 2), qd_test::random_payload(4096, 3)};
   for (entry_kind kind : all_entry_kinds)
     for (int level : {0, 1, 2, 3, 19})
       for (const bytes& payload : payloads) {
@@ -316,7 +316,8 @@ TEST_CASE("each kind's payload is bounded by what the library writes for it") {
     put_u64(file, 40, over.size());
     put_u64(file, 48, XXH3_64bits(file.data() + entry_header_size, over.size()));
     reseal(file);
-    CHECK(rejection(file, kind).find("absurd payload size " + std::to_string(over.size()) + " for a " +
-                                     std::string(name(kind)) + " entry") != std::string::npos);
+    CHECK(rejection(file, kind)
+              .find("absurd payload size " + std::to_string(over.size()) + " for a " + std::string(name(kind)) +
+                    " entry") != std::string::npos);
   }
 }

@@ -90,7 +90,8 @@ TEST_CASE("different fields give different keys and different key hashes") {
     hexes.insert(k.hex());
     hashes.insert(qd::cache::key_hash{}(k));
   }
-  for (int i = 0; i < 1000; ++i) hexes.insert(key_builder().add(std::string(static_cast<std::size_t>(i), 'x')).finish().hex());
+  for (int i = 0; i < 1000; ++i)
+    hexes.insert(key_builder().add(std::string(static_cast<std::size_t>(i), 'x')).finish().hex());
   CHECK(hexes.size() == 3000);
   CHECK(hashes.size() == 2000);
 }

@@ -83,7 +83,7 @@ TEST_CASE("qd-cache stats, list, verify and clean work on a real cache") {
   const std::string root = "--root '" + dir.path + "' ";
   const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
   store s({.root = dir.path, .zstd_level = 0});  // raw: every entry file is 1064 bytes
-  entry_kind kinds[] = {entry_kind::module, entry_kind::module, entry_kind::kernel,
+  entry_kind kinds[] = {entry_kind::module,  entry_kind::module,  entry_kind::kernel,
                         entry_kind::offload, entry_kind::offload, entry_kind::offload};
   for (std::uint64_t i = 0; i < 6; ++i) {
     REQUIRE(s.save(kinds[i], key_of(i), qd_test::random_payload(1000, i)));

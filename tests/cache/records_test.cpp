@@ -20,8 +20,8 @@ bytes of(std::initializer_list<int> values) {
 }  // namespace
 
 TEST_CASE("kernel and offload records round-trip") {
-  qd::cache::kernel_record k{{1, 0xffffffffffffffffull}, 3, true,
-                             {{"qd_task0", true, false, {0, 2}}, {"qd_task1", false, true, {}}}};
+  qd::cache::kernel_record k{
+      {1, 0xffffffffffffffffull}, 3, true, {{"qd_task0", true, false, {0, 2}}, {"qd_task1", false, true, {}}}};
   auto back = qd::cache::decode_kernel_record(qd::cache::encode(k));
   REQUIRE(back);
   CHECK(back->module == k.module);
@@ -64,8 +64,13 @@ TEST_CASE("records whose bytes are not the encoder's spelling are rejected") {
 }
 
 TEST_CASE("explanation records round-trip, and truncated or foreign bytes are rejected") {
-  qd::cache::explain_record e{"step",  "kernel 'step': 2 constructs\n", "digraph \"step\" {}\n", {{1, 2}, {3, 4}},
-                             "split", {7, 8},                            1764000000123456789};
+  qd::cache::explain_record e{"step",
+                              "kernel 'step': 2 constructs\n",
+                              "digraph \"step\" {}\n",
+                              {{1, 2}, {3, 4}},
+                              "split",
+                              {7, 8},
+                              1764000000123456789};
   const bytes encoded = qd::cache::encode(e);
   auto back = qd::cache::decode_explain_record(encoded);
   REQUIRE(back);
@@ -77,6 +82,7 @@ TEST_CASE("explanation records round-trip, and truncated or foreign bytes are re
   longer.push_back(std::byte{0});
   CHECK_FALSE(qd::cache::decode_explain_record(longer));
   // Another record kind's bytes, and a record without a kernel name.
-  CHECK_FALSE(qd::cache::decode_explain_record(qd::cache::encode(qd::cache::offload_record{{5, 6}, {"qd_o1", true, false, {}}})));
+  CHECK_FALSE(qd::cache::decode_explain_record(
+      qd::cache::encode(qd::cache::offload_record{{5, 6}, {"qd_o1", true, false, {}}})));
   CHECK_FALSE(qd::cache::decode_explain_record(qd::cache::encode(qd::cache::explain_record{"", "text", "dot", {}})));
 }

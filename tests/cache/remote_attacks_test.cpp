@@ -163,7 +163,8 @@ TEST_CASE("arrays of 2^31 - 1 elements nested 7 deep are refused before anything
 
 TEST_CASE("a server answering nil: lookups fault with the reason, and qd-cache says why") {
   if (!can_test()) return;
-  fake_redis server([](fake_redis& self, int fd, const std::vector<std::string>&) { return self.send_all(fd, "$-1\r\n"); });
+  fake_redis server(
+      [](fake_redis& self, int fd, const std::vector<std::string>&) { return self.send_all(fd, "$-1\r\n"); });
   qd_test::log_capture logs;
   remote tier(options_for(server.url()));
   one_lookup(tier);
@@ -200,8 +201,8 @@ TEST_CASE("qd-cache stats against a server nesting huge arrays ends at once, say
   ::setenv("QD_REMOTE_CACHE_SECRET", "team secret", 1);
   int status = -1;
   auto t0 = std::chrono::steady_clock::now();
-  std::string out = qd_test::run_program({QD_CACHE_TOOL, "--root", dir / "root", "--remote", server.url(), "stats"},
-                                         &status);
+  std::string out =
+      qd_test::run_program({QD_CACHE_TOOL, "--root", dir / "root", "--remote", server.url(), "stats"}, &status);
   INFO(out);
   CHECK(elapsed_ms(t0) < 2000);
   CHECK(WEXITSTATUS(status) == 1);
@@ -230,7 +231,7 @@ TEST_CASE("a lock planted without expiry, or without this secret's tag, is ignor
   CHECK(tier.prefetch(entry_kind::offload, both) == 0);
   CHECK(elapsed_ms(t0) < 1000);  // not the lock's life (3 s), nor the planted lock's (forever)
   CHECK(!tier.take(entry_kind::offload, planted_forever));  // compiled here, no second round trip
-  CHECK(logs.count(qd::log_level::warn, "ignored") == 1);  // once per process, with the first reason
+  CHECK(logs.count(qd::log_level::warn, "ignored") == 1);   // once per process, with the first reason
   CHECK(logs.count(qd::log_level::warn, "it has no expiry") == 1);
 }
 

@@ -62,9 +62,7 @@ double elapsed_ms(std::chrono::steady_clock::time_point since) {
 struct kernel_entries {
   key module = key_of(1000), first = key_of(1001), second = key_of(1002);
   bytes code = qd_test::code_like_payload(20 * 1024, 7);
-  bytes record(const key& k) const {
-    return encode(offload_record{module, {"qd_o" + k.hex(), true, false, {0, 1}}});
-  }
+  bytes record(const key& k) const { return encode(offload_record{module, {"qd_o" + k.hex(), true, false, {0, 1}}}); }
   void save(store& s) const {
     s.save(entry_kind::module, module, code);
     s.save(entry_kind::offload, first, record(first));
@@ -100,10 +98,10 @@ TEST_CASE("remote_cache URLs: the accepted forms, and a clear error for the rest
   CHECK(a.unix_socket);
   CHECK(a.path == "/run/redis/redis.sock");
   CHECK(a.db == 4);
-  for (const char* bad : {"", "localhost:6379", "http://host", "redis://", "redis://host:0", "redis://host:65536",
-                          "redis://host:port", "redis://host/x", "redis://user@host", "redis://::1:6379",
-                          "unix://relative.sock", "unix:///s.sock?timeout=1", "rediss://host", "redis://host?x=1",
-                          "redis://[::1", "redis://h%zz:1"}) {
+  for (const char* bad :
+       {"", "localhost:6379", "http://host", "redis://", "redis://host:0", "redis://host:65536", "redis://host:port",
+        "redis://host/x", "redis://user@host", "redis://::1:6379", "unix://relative.sock", "unix:///s.sock?timeout=1",
+        "rediss://host", "redis://host?x=1", "redis://[::1", "redis://h%zz:1"}) {
     std::string text = bad;
     CAPTURE(text);
     CHECK_THROWS_AS(parse_remote_url(bad), qd::user_error);
@@ -227,8 +225,8 @@ TEST_CASE("tampered, foreign and unauthenticated entries are refused, logged onc
     REQUIRE(same.entries.size() == 1);
     remote reader(options_for(server, "team secret"));
     server.command({"SET", reader.redis_key(entry_kind::module, key_of(13)), "x"});
-    server.command({"COPY", open.redis_key(entry_kind::module, k1), reader.redis_key(entry_kind::module, k1),
-                    "REPLACE"});
+    server.command(
+        {"COPY", open.redis_key(entry_kind::module, k1), reader.redis_key(entry_kind::module, k1), "REPLACE"});
     key both[] = {k1, key_of(13)};
     remote_fetch f = reader.fetch(entry_kind::module, both, false);
     CHECK(f.entries.empty());
@@ -317,7 +315,7 @@ TEST_CASE("a lock whose holder died frees at expiry: the waiter takes it over an
   double waited = elapsed_ms(t0);
   CHECK(waited >= 250);
   CHECK(waited < 400 + 1000);
-  CHECK(waiter.stats().locks_taken == 1);  // taken over, so others wait for this one now
+  CHECK(waiter.stats().locks_taken == 1);       // taken over, so others wait for this one now
   CHECK(!waiter.take(entry_kind::offload, k));  // absent: compile it, no second round trip
 }
 

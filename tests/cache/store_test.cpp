@@ -375,8 +375,7 @@ TEST_CASE("an untrusted entry or directory is refused with one warning") {
   }
   SUBCASE("a root owned by another user") {
     if (!running_as_root()) {
-      MESSAGE("skipped: giving a directory to another user needs root (this test runs as uid " << ::geteuid()
-                                                                                              << ")");
+      MESSAGE("skipped: giving a directory to another user needs root (this test runs as uid " << ::geteuid() << ")");
       return;
     }
     REQUIRE(::chown(dir.path.c_str(), 65534, 65534) == 0);
@@ -392,16 +391,18 @@ TEST_CASE("an untrusted entry or directory is refused with one warning") {
 TEST_CASE("a root that is / or a directory of other files is refused with an error, not filled") {
   for (const char* slash : {"/", "/tmp/..", "//"}) {
     CAPTURE(slash);
-    CHECK_THROWS_WITH_AS(store({.root = slash}), doctest::Contains("is not a Quadrants cache directory: it is the file "
-                                                                   "system's root"),
+    CHECK_THROWS_WITH_AS(store({.root = slash}),
+                         doctest::Contains("is not a Quadrants cache directory: it is the file "
+                                           "system's root"),
                          qd::user_error);
   }
   CHECK_FALSE(std::filesystem::exists("/module"));
   temp_dir dir;
   write_file(dir / "notes.txt", bytes(3));
   std::filesystem::create_directory(dir / "src");
-  CHECK_THROWS_WITH_AS(store({.root = dir.path}), doctest::Contains("holds files Quadrants did not make ('notes.txt', "
-                                                                    "'src') and no CACHEDIR.TAG"),
+  CHECK_THROWS_WITH_AS(store({.root = dir.path}),
+                       doctest::Contains("holds files Quadrants did not make ('notes.txt', "
+                                         "'src') and no CACHEDIR.TAG"),
                        qd::user_error);
   for (const char* made : {"kernel", "module", "offload", "locks", "CACHEDIR.TAG"})
     CHECK_FALSE(std::filesystem::exists(dir / made));
@@ -677,9 +678,14 @@ TEST_CASE("scans remove stale temporary files and unheld lock files, and nothing
 
 TEST_CASE("cleaning a directory that is not a cache removes nothing of its own") {
   temp_dir dir;
-  std::vector<std::string> foreign = {dir / ".profile.tmp",        dir / ".x.1.tmp",        dir / "notes.qdc",
-                                      dir / "kernel/.notakey.1.tmp", dir / "kernel/readme",   dir / "kernel/abcdef.qdc",
-                                      dir / "kernel/ab/" + std::string(32, 'a') + ".qdc", dir / "locks/mine.lock"};
+  std::vector<std::string> foreign = {dir / ".profile.tmp",
+                                      dir / ".x.1.tmp",
+                                      dir / "notes.qdc",
+                                      dir / "kernel/.notakey.1.tmp",
+                                      dir / "kernel/readme",
+                                      dir / "kernel/abcdef.qdc",
+                                      dir / "kernel/ab/" + std::string(32, 'a') + ".qdc",
+                                      dir / "locks/mine.lock"};
   std::filesystem::create_directories(dir / "kernel/ab");
   std::filesystem::create_directories(dir / "locks");
   for (const std::string& f : foreign) {
@@ -809,8 +815,10 @@ TEST_CASE("default_root follows QD_OFFLINE_CACHE_FILE_PATH, then XDG_CACHE_HOME,
       if (const char* v = std::getenv(n)) value = v;
     }
     ~saved_env() {
-      if (value) ::setenv(name, value->c_str(), 1);
-      else ::unsetenv(name);
+      if (value)
+        ::setenv(name, value->c_str(), 1);
+      else
+        ::unsetenv(name);
     }
   } a("QD_OFFLINE_CACHE_FILE_PATH"), b("XDG_CACHE_HOME"), c("HOME");
   ::setenv("QD_OFFLINE_CACHE_FILE_PATH", "/x/explicit", 1);

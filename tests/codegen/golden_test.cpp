@@ -52,8 +52,10 @@ std::string golden_text(const ir::function& fn, bool bounds_checks = false) {
   std::string out = "== traced IR\n" + ir::to_text(fn, {.locations = false});
   out += tasks_text(fn, s, analysis::plan_whole_kernel(fn, s), "whole", bounds_checks);
   analysis::split_decision d = analysis::plan_split(fn, s);
-  if (d.reason == fallback_reason::none) out += tasks_text(fn, s, d.plan, "split", bounds_checks);
-  else out += "== split: falls back (" + std::string(name(d.reason)) + ")\n";
+  if (d.reason == fallback_reason::none)
+    out += tasks_text(fn, s, d.plan, "split", bounds_checks);
+  else
+    out += "== split: falls back (" + std::string(name(d.reason)) + ")\n";
   return out;
 }
 
@@ -88,8 +90,8 @@ TEST_CASE("golden: the seed's stale_snapshot: a serial task publishes the snapsh
 }
 
 TEST_CASE("golden: saxpy with a scalar and recomputed bounds splits into one offload") {
-  check_golden("saxpy.txt", golden_text(trace_ir([](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y,
-                                                  qd::f32 a) {
+  check_golden("saxpy.txt",
+               golden_text(trace_ir([](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y, qd::f32 a) {
                  qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = a * x[i] + y[i]; });
                })));
 }
@@ -98,10 +100,9 @@ TEST_CASE("golden: a 2-D stencil with clamped reads, bounds checks on") {
   check_golden("stencil_checked.txt",
                golden_text(trace_ir([](qd::types::ndarray<float, 2> u, qd::types::ndarray<float, 2> out) {
                              qd::range_for(qd::ndrange(u.shape(0), u.shape(1)), [&](qd::i32 i, qd::i32 j) {
-                               out(i, j) = 0.25f * (u.at(i - 1, j, qd::boundary::clamp) +
-                                                    u.at(i + 1, j, qd::boundary::clamp) +
-                                                    u.at(i, j - 1, qd::boundary::clamp) +
-                                                    u.at(i, j + 1, qd::boundary::clamp));
+                               out(i, j) =
+                                   0.25f * (u.at(i - 1, j, qd::boundary::clamp) + u.at(i + 1, j, qd::boundary::clamp) +
+                                            u.at(i, j - 1, qd::boundary::clamp) + u.at(i, j + 1, qd::boundary::clamp));
                              });
                            }),
                            true));
@@ -110,7 +111,7 @@ TEST_CASE("golden: a 2-D stencil with clamped reads, bounds checks on") {
 TEST_CASE("golden: serial control flow, atomics, a reduction, random draws and print") {
   check_golden("statements.txt",
                golden_text(trace_ir([](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<float, 1> y,
-                                     qd::types::ndarray<std::int32_t, 0> count) {
+                                       qd::types::ndarray<std::int32_t, 0> count) {
                  qd::var<std::int32_t> n = x.shape(0);
                  qd::while_([&] { return n > 3; }, [&] { n -= 2; });
                  qd::if_(n == 3, [&] { count() = n; }).else_([&] { count() = -n; });

@@ -4,7 +4,8 @@
 void run() {
   auto k = qd::kernel("k", [](qd::types::ndarray<float, 1> x) {
 #ifdef QD_MISUSE
-    qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = 1.0f; }, qd::loop_config{.block_dim = 64});
+    qd::range_for(
+        x.shape(0), [&](qd::i32 i) { x[i] = 1.0f; }, qd::loop_config{.block_dim = 64});
 #else
     qd::range_for(x.shape(0), qd::loop_config{.block_dim = 64}, [&](qd::i32 i) { x[i] = 1.0f; });
 #endif

@@ -60,9 +60,9 @@ bool close(const qd_fuzz::fuzz_case& c, const qd_fuzz::outcome& a, const qd_fuzz
 // The refusal's kind, from its message, for the figures.
 std::string kind_of(const std::string& message) {
   for (const char* k : {"qd::while_", "qd::random", "global data access rule", "the accumulation into",
-                        "iterations of this parallel qd::range_for", "whose iterations may write the same", "atomic_min",
-                        "atomic_max", "returns is used",
-                        "has no qd::needs_grad parameter", "a race", "has no adjoint", "has no derivative", "multi-dimensional"})
+                        "iterations of this parallel qd::range_for", "whose iterations may write the same",
+                        "atomic_min", "atomic_max", "returns is used", "has no qd::needs_grad parameter", "a race",
+                        "has no adjoint", "has no derivative", "multi-dimensional"})
     if (message.find(k) != std::string::npos) return k;
   return "other: " + message.substr(0, 120);
 }
@@ -80,7 +80,8 @@ TEST_CASE("generated kernels: every adjoint is refused cleanly or agrees between
       continue;
     }
     c.struct_kind = 0;  // gradients change the parameters: the typed struct call no longer fits
-    for (auto& n : c.fn.nodes) n.flags = static_cast<std::uint8_t>(n.flags & ~(qd::ir::access::grad | qd::ir::access::is_volatile));
+    for (auto& n : c.fn.nodes)
+      n.flags = static_cast<std::uint8_t>(n.flags & ~(qd::ir::access::grad | qd::ir::access::is_volatile));
     // Every float array needs a gradient, seeded with a pattern of small values.
     for (std::size_t p = 0; p < c.fn.params.size(); ++p) {
       auto& d = c.fn.params[p];

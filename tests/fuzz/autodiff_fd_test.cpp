@@ -134,8 +134,8 @@ std::string text(const program& p) {
   for (const statement& st : p.body) {
     out += st.loop ? "  for i: " : "  top: ";
     for (const update& u : st.updates)
-      out += std::string(1, names[u.target]) + "[" + (u.index < 2 ? index[u.index] : std::to_string(u.index - 2)) + "]" +
-             ops[u.what] + text(p, u.value) + "; ";
+      out += std::string(1, names[u.target]) + "[" + (u.index < 2 ? index[u.index] : std::to_string(u.index - 2)) +
+             "]" + ops[u.what] + text(p, u.value) + "; ";
     out += "\n";
   }
   return out;
@@ -171,9 +171,12 @@ struct tracer {
   void apply(const update& u, qd::i32 i) const {
     d1& t = *arrays[u.target];
     const qd::i32 at = index_of(u.index, i);
-    if (u.what == update::store) t[at] = value(u.value, i);
-    else if (u.what == update::accumulate) t[at] += value(u.value, i);
-    else qd::atomic_add(t[at], value(u.value, i));
+    if (u.what == update::store)
+      t[at] = value(u.value, i);
+    else if (u.what == update::accumulate)
+      t[at] += value(u.value, i);
+    else
+      qd::atomic_add(t[at], value(u.value, i));
   }
   void run() const {
     for (const statement& s : p.body) {
@@ -189,8 +192,9 @@ struct tracer {
 };
 
 auto make_kernel(std::string name, const program* p) {
-  return qd::kernel(std::move(name), {"a", "b", "c", "d"},
-                    [p](d1 a, d1 b, d1 c, d1 d) { tracer{*p, {&a, &b, &c, &d}}.run(); });
+  return qd::kernel(std::move(name), {"a", "b", "c", "d"}, [p](d1 a, d1 b, d1 c, d1 d) {
+    tracer{*p, {&a, &b, &c, &d}}.run();
+  });
 }
 
 enum class verdict { refused, agreed, mismatch, unstable };
@@ -209,7 +213,8 @@ case_result run_case(std::uint64_t seed) {
   // One kernel per launch; the loss kernel sums w . a_k over every array.
   std::vector<decltype(make_kernel("", nullptr))> kernels;
   for (int l = 0; l < launches; ++l)
-    kernels.push_back(make_kernel("ad_fuzz_" + std::to_string(seed) + "_" + std::to_string(l), &programs[static_cast<std::size_t>(l)]));
+    kernels.push_back(make_kernel("ad_fuzz_" + std::to_string(seed) + "_" + std::to_string(l),
+                                  &programs[static_cast<std::size_t>(l)]));
   auto loss_kernel = qd::kernel("ad_fuzz_loss", {"a", "b", "c", "d", "loss"}, [](d1 a, d1 b, d1 c, d1 d, d0 loss) {
     qd::range_for(static_cast<std::int32_t>(n), [&](qd::i32 i) {
       qd::f64 wi = qd::cast<double>(i) * 0.25 + 0.5;
@@ -217,7 +222,8 @@ case_result run_case(std::uint64_t seed) {
     });
   });
   vec start(n_arrays * n);
-  for (std::size_t e = 0; e < start.size(); ++e) start[e] = 0.3 + 0.5 * std::sin(1.7 * static_cast<double>(e) + static_cast<double>(seed % 7));
+  for (std::size_t e = 0; e < start.size(); ++e)
+    start[e] = 0.3 + 0.5 * std::sin(1.7 * static_cast<double>(e) + static_cast<double>(seed % 7));
 
   // Runs the launches from `x0`; with `grads`, records a tape and fills the gradients.
   auto run = [&](const vec& x0, vec* grads) -> double {
@@ -264,7 +270,9 @@ case_result run_case(std::uint64_t seed) {
     const double fd = (run(hi, nullptr) - run(lo, nullptr)) / (2 * h);
     double err = std::abs(fd - adjoint[j]) / std::max(1.0, std::abs(fd));
     if (std::isnan(err)) err = std::numeric_limits<double>::infinity();  // a NaN on either side is a mismatch
-    if (err > worst) worst = err, where = "element " + std::to_string(j) + ": adjoint " + std::to_string(adjoint[j]) + ", differences " + std::to_string(fd);
+    if (err > worst)
+      worst = err, where = "element " + std::to_string(j) + ": adjoint " + std::to_string(adjoint[j]) +
+                           ", differences " + std::to_string(fd);
   }
   if (worst > 1e-5) {
     for (const program& p : programs) where += "\n launch:\n" + text(p);
@@ -303,7 +311,8 @@ TEST_CASE("generated kernels and tapes: every gradient is refused or agrees with
   }
   std::string figures;
   int total_refused = 0;
-  for (const auto& [k, c] : refused) figures += "  refused (" + k + "): " + std::to_string(c) + "\n", total_refused += c;
+  for (const auto& [k, c] : refused)
+    figures += "  refused (" + k + "): " + std::to_string(c) + "\n", total_refused += c;
   MESSAGE("cases " << cases << ", refused " << total_refused << ", agreed with central differences " << agreed
                    << ", set aside (loss above 1e3) " << unstable << ", silent mismatches " << mismatched << "\n"
                    << figures);

@@ -43,7 +43,8 @@ std::uint64_t le(const std::byte* p, int n) {
 }
 
 // The entry format of cache/entry.hpp, checked from its description rather than its code.
-bool valid_entry(std::span<const std::byte> f, qd::cache::entry_kind kind, const qd::cache::key& k, const bytes& payload) {
+bool valid_entry(std::span<const std::byte> f, qd::cache::entry_kind kind, const qd::cache::key& k,
+                 const bytes& payload) {
   if (f.size() < qd::cache::entry_header_size) return false;
   const std::byte* h = f.data();
   static const char magic[8] = {'Q', 'D', 'C', 'A', 'C', 'H', 'E', 0};
@@ -57,7 +58,9 @@ bool valid_entry(std::span<const std::byte> f, qd::cache::entry_kind kind, const
   if (le(h + 48, 8) != XXH3_64bits(payload.data(), payload.size())) return false;
   std::span<const std::byte> body = f.subspan(qd::cache::entry_header_size);
   switch (le(h + 13, 1)) {
-    case 0: return body.size() == payload.size() && (body.empty() || std::memcmp(body.data(), payload.data(), body.size()) == 0);
+    case 0:
+      return body.size() == payload.size() &&
+             (body.empty() || std::memcmp(body.data(), payload.data(), body.size()) == 0);
     case 1: {
       if (ZSTD_findFrameCompressedSize(body.data(), body.size()) != body.size()) return false;
       bytes out(payload.size() + 1);  // one spare byte: a longer frame shows
@@ -72,17 +75,18 @@ void check_entry(std::span<const std::byte> f) {
   std::string why;
   qd::cache::parse_entry_header(f, f.size(), &why);
   if (f.size() < qd::cache::entry_header_size) {
-    if (qd::cache::decode_entry(f, qd::cache::entry_kind::module, {}, &why)) fail("accepted a file shorter than a header");
+    if (qd::cache::decode_entry(f, qd::cache::entry_kind::module, {}, &why))
+      fail("accepted a file shorter than a header");
     return;
   }
   const auto kind_byte = std::to_integer<std::uint8_t>(f[12]);
-  const auto kind = kind_byte >= 1 && kind_byte <= std::size(qd::cache::all_entry_kinds) ? static_cast<qd::cache::entry_kind>(kind_byte)
-                                                      : qd::cache::entry_kind::module;
+  const auto kind = kind_byte >= 1 && kind_byte <= std::size(qd::cache::all_entry_kinds)
+                        ? static_cast<qd::cache::entry_kind>(kind_byte)
+                        : qd::cache::entry_kind::module;
   const qd::cache::key k{le(f.data() + 16, 8), le(f.data() + 24, 8)};
   if (auto payload = qd::cache::decode_entry(f, kind, k, &why)) {
     if (!valid_entry(f, kind, k, *payload)) fail("accepted an invalid entry");
-    if (le(f.data() + 13, 1) == 0 &&
-        qd::cache::encode_entry(kind, k, *payload, 0) != bytes(f.begin(), f.end()))
+    if (le(f.data() + 13, 1) == 0 && qd::cache::encode_entry(kind, k, *payload, 0) != bytes(f.begin(), f.end()))
       fail("accepted a raw entry that is not the encoding of its payload");
   }
   const qd::cache::key other{k.lo ^ 1, k.hi};
@@ -136,7 +140,8 @@ void write_seeds(const std::string& dir) {
         .write(reinterpret_cast<const char*>(out.data()), static_cast<std::streamsize>(out.size()));
   };
   const std::string text = "QD_FN void qd_task0(const qd_ctx* ctx) { /* a module's source, compressible */ }";
-  const bytes payload(reinterpret_cast<const std::byte*>(text.data()), reinterpret_cast<const std::byte*>(text.data()) + text.size());
+  const bytes payload(reinterpret_cast<const std::byte*>(text.data()),
+                      reinterpret_cast<const std::byte*>(text.data()) + text.size());
   qd::cache::kernel_record kr{{1, 2}, 2, true, {{"qd_task0", true, false, {0, 1}}, {"qd_task1", false, true, {1}}}};
   qd::cache::offload_record orec{{3, 4}, {"qd_o00ff", true, false, {0, 1, 2}}};
   for (auto kind : qd::cache::all_entry_kinds)
@@ -146,7 +151,7 @@ void write_seeds(const std::string& dir) {
     }
   save(0, qd::cache::encode_entry(qd::cache::entry_kind::module, {1, 1}, {}, 0));
   bytes structured{std::byte{1}, std::byte{1}, std::byte{0x42}, std::byte{0}, std::byte{0}, std::byte{0},
-                   std::byte{0}, std::byte{0}, std::byte{0}, std::byte{0}, std::byte{0}};
+                   std::byte{0}, std::byte{0}, std::byte{0},    std::byte{0}, std::byte{0}};
   structured.insert(structured.end(), payload.begin(), payload.end());
   save(1, structured);
   save(2, qd::cache::encode(kr));

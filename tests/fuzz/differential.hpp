@@ -48,7 +48,7 @@ inline const char* name(variant v) {
 
 // What one call of a case left behind.
 struct outcome {
-  std::string error;                              // the exception's text; empty when the call ran
+  std::string error;                               // the exception's text; empty when the call ran
   std::vector<std::vector<unsigned char>> memory;  // each buffer's data, then its gradient
   std::string printed;
   qd::per_offload_observations obs;
@@ -133,8 +133,10 @@ outcome run(const fuzz_case& c, qd::arch arch, variant v, int opt_level, bool ty
         for (int l = 0; l < c.launches; ++l) k(host);
       };
       try {
-        if (detail::has_print(c.fn)) out.printed = detail::capture_stdout(call);
-        else call();
+        if (detail::has_print(c.fn))
+          out.printed = detail::capture_stdout(call);
+        else
+          call();
       } catch (const qd::error& e) {
         out.error = e.what();
       }
@@ -144,8 +146,8 @@ outcome run(const fuzz_case& c, qd::arch arch, variant v, int opt_level, bool ty
     qd::reset();
     return out;
   }
-  auto state = qd::detail::make_kernel_state(c.name, {}, c.fn.params,
-                                             [fn = c.fn](qd::detail::tracer& t) { t.fn = fn; });
+  auto state =
+      qd::detail::make_kernel_state(c.name, {}, c.fn.params, [fn = c.fn](qd::detail::tracer& t) { t.fn = fn; });
   if (v == variant::unchecked_split) qd::detail::force_unchecked_split(*state);
   std::vector<qd::detail::buffer> data, grads;
   for (const auto& b : c.buffers) {
@@ -171,8 +173,10 @@ outcome run(const fuzz_case& c, qd::arch arch, variant v, int opt_level, bool ty
     for (int l = 0; l < c.launches; ++l) qd::detail::launch(*state, args.data(), args.size());
   };
   try {
-    if (detail::has_print(c.fn)) out.printed = detail::capture_stdout(call);
-    else call();
+    if (detail::has_print(c.fn))
+      out.printed = detail::capture_stdout(call);
+    else
+      call();
   } catch (const qd::error& e) {
     out.error = e.what();
   }
@@ -242,8 +246,10 @@ outcome run_source(const fuzz_case& c) {
     }
   };
   try {
-    if (detail::has_print(fn)) out.printed = detail::capture_stdout(call);
-    else call();
+    if (detail::has_print(fn))
+      out.printed = detail::capture_stdout(call);
+    else
+      call();
   } catch (const qd::error& e) {
     out.error = e.what();
   }
@@ -299,14 +305,14 @@ bool same(const fuzz_case& c, const outcome& a, const outcome& b, std::string* w
 
 enum class finding {
   none,
-  invalid_kernel,         // the oracle rejected the kernel (a generator bug)
-  split_differs,          // reference: the split was used and differs from the whole kernel
-  source_differs,         // reference: the whole kernel differs from the kernel run as written
-  cpu_whole_differs,      // the CPU's whole kernel differs from the reference's
-  cpu_split_differs,      // the CPU's split was used and differs from the reference's whole kernel
-  gpu_whole_differs,      // a GPU's whole kernel differs from the reference's
-  gpu_split_differs,      // a GPU's split differs from the reference's whole kernel
-  struct_call_differs,    // reference: the call with a host struct differs from the call member by member
+  invalid_kernel,       // the oracle rejected the kernel (a generator bug)
+  split_differs,        // reference: the split was used and differs from the whole kernel
+  source_differs,       // reference: the whole kernel differs from the kernel run as written
+  cpu_whole_differs,    // the CPU's whole kernel differs from the reference's
+  cpu_split_differs,    // the CPU's split was used and differs from the reference's whole kernel
+  gpu_whole_differs,    // a GPU's whole kernel differs from the reference's
+  gpu_split_differs,    // a GPU's split differs from the reference's whole kernel
+  struct_call_differs,  // reference: the call with a host struct differs from the call member by member
 };
 
 inline const char* name(finding f) {
@@ -346,10 +352,14 @@ persisted_kinds persisted_by_split(const fuzz_case& c) {
   persisted_kinds k;
   for (const auto& t : d.plan.temps) {
     const auto& n = fn.at(t.node);
-    if (n.code == qd::ir::op::local_decl) k.variable = true;
-    else if (n.code == qd::ir::op::global_load && (n.flags & qd::ir::access::is_volatile) == 0) k.snapshot = true;
-    else if (n.code == qd::ir::op::random || n.code == qd::ir::op::global_load) k.draw = true;
-    else k.other = true;
+    if (n.code == qd::ir::op::local_decl)
+      k.variable = true;
+    else if (n.code == qd::ir::op::global_load && (n.flags & qd::ir::access::is_volatile) == 0)
+      k.snapshot = true;
+    else if (n.code == qd::ir::op::random || n.code == qd::ir::op::global_load)
+      k.draw = true;
+    else
+      k.other = true;
   }
   const auto u = qd::analysis::plan_split_unchecked(fn, s);
   k.beyond_unchecked = d.plan.temps.size() > u.temps.size();
@@ -361,9 +371,9 @@ struct case_report {
   finding what = finding::none;
   std::string detail;
   qd::fallback_reason decision = qd::fallback_reason::none;  // the analysis' decision
-  bool split_ran = false;           // the split variant ran (no run-time fallback)
-  bool runtime_fallback = false;    // the call aliased a checked pair: the whole variant ran
-  persisted_kinds persisted;        // what the split keeps in the persisted buffer
+  bool split_ran = false;                                    // the split variant ran (no run-time fallback)
+  bool runtime_fallback = false;                             // the call aliased a checked pair: the whole variant ran
+  persisted_kinds persisted;                                 // what the split keeps in the persisted buffer
   // For a compile-time fallback: the unchecked split gave equal results. For a split
   // with a persisted buffer: recomputing everything instead would have too.
   std::optional<bool> unchecked_equal;
@@ -373,10 +383,10 @@ struct case_report {
 };
 
 struct check_options {
-  bool cpu = false;        // also run the CPU backend (compiles: slow)
-  bool unchecked = true;   // run the unchecked split of kernels that fell back
-  bool source = true;      // compare with the kernel as written where comparable
-  int opt_level = 2;       // of the CPU runs: callers cycle it so that every level is fuzzed
+  bool cpu = false;             // also run the CPU backend (compiles: slow)
+  bool unchecked = true;        // run the unchecked split of kernels that fell back
+  bool source = true;           // compare with the kernel as written where comparable
+  int opt_level = 2;            // of the CPU runs: callers cycle it so that every level is fuzzed
   std::optional<qd::arch> gpu;  // also run on this GPU, whole and split (see gpu_comparable)
 };
 
@@ -504,9 +514,11 @@ std::map<std::string, gpu_compile_result> compile_for_gpus(const std::vector<fuz
     qd::backend::library_search library;
     qd::config config;
   };
-  for (const target& t : {target{"sm_90 (NVRTC)", qd::backend::cuda::nvrtc_library(), {.arch = qd::arch::cuda, .cuda_arch = 90}},
-                          target{"gfx90a (hipRTC)", qd::backend::amdgpu::hiprtc_library(),
-                                 {.arch = qd::arch::amdgpu, .amdgpu_arch = "gfx90a"}}}) {
+  for (const target& t :
+       {target{"sm_90 (NVRTC)", qd::backend::cuda::nvrtc_library(), {.arch = qd::arch::cuda, .cuda_arch = 90}},
+        target{"gfx90a (hipRTC)",
+               qd::backend::amdgpu::hiprtc_library(),
+               {.arch = qd::arch::amdgpu, .amdgpu_arch = "gfx90a"}}}) {
     gpu_compile_result& r = out[t.name];
     try {
       qd::backend::locate_library(t.library);
@@ -525,7 +537,8 @@ std::map<std::string, gpu_compile_result> compile_for_gpus(const std::vector<fuz
       qd::init(c);
       for (const auto& a : cases) {
         try {
-          auto state = qd::detail::make_kernel_state(a.name, {}, a.fn.params, [fn = a.fn](qd::detail::tracer& tr) { tr.fn = fn; });
+          auto state = qd::detail::make_kernel_state(a.name, {}, a.fn.params,
+                                                     [fn = a.fn](qd::detail::tracer& tr) { tr.fn = fn; });
           qd::detail::compile(*state);
           ++r.compiled;
         } catch (const qd::error& e) {
@@ -595,22 +608,24 @@ struct figures {
       return std::string(buf);
     };
     std::ostringstream s;
-    s << "kernels: " << kernels << " (reference: whole, split, unchecked split where it fell back; CPU too: "
-      << cpu_kernels << "; a GPU too: " << gpu_kernels << "; compared with the kernel as written: " << source_checked
-      << ")\n";
-    s << "split used: " << split_ran << " (" << pct(split_ran, kernels) << "); run-time fallbacks (aliased calls): "
-      << runtime_fallbacks << " of " << aliased_calls << " aliased calls\n";
+    s << "kernels: " << kernels
+      << " (reference: whole, split, unchecked split where it fell back; CPU too: " << cpu_kernels
+      << "; a GPU too: " << gpu_kernels << "; compared with the kernel as written: " << source_checked << ")\n";
+    s << "split used: " << split_ran << " (" << pct(split_ran, kernels)
+      << "); run-time fallbacks (aliased calls): " << runtime_fallbacks << " of " << aliased_calls
+      << " aliased calls\n";
     s << "compile-time fallbacks: " << compile_time_fallbacks << " (" << pct(compile_time_fallbacks, kernels) << ")";
     for (const auto& [reason, count] : fallbacks_by_reason) s << "; " << reason << " " << count;
     s << "\n";
-    s << "unnecessary fallbacks (the unchecked split gave the whole kernel's results on 3 inputs): " << unnecessary << " ("
-      << pct(unnecessary, compile_time_fallbacks) << " of fallbacks)";
+    s << "unnecessary fallbacks (the unchecked split gave the whole kernel's results on 3 inputs): " << unnecessary
+      << " (" << pct(unnecessary, compile_time_fallbacks) << " of fallbacks)";
     for (const auto& [reason, count] : unnecessary_by_reason) s << "; " << reason << " " << count;
     s << "\n";
     s << "split with a persisted buffer: " << persisted << " (" << pct(persisted, kernels) << "; holding variables "
       << persisted_variable << ", snapshots " << persisted_snapshot << ", draws and volatile reads " << persisted_draw
       << ", other values " << persisted_other << ")\n";
-    s << "values persisted because a recomputed read was not proven to see the whole kernel's data: " << persisted_checked
+    s << "values persisted because a recomputed read was not proven to see the whole kernel's data: "
+      << persisted_checked
       << " kernels; recomputing them (the unchecked split) also matched on 3 inputs: " << unnecessary_persisted << " ("
       << pct(unnecessary_persisted, persisted_checked) << ")\n";
     s << "kernels using";

@@ -115,7 +115,8 @@ TEST_CASE("50 generated kernels: whole and split on the CPU give the reference b
   CHECK(f.persisted > 5);
 }
 
-TEST_CASE("20 generated kernels rich in vectors, structs, returns and loop control: the CPU gives the reference's results") {
+TEST_CASE(
+    "20 generated kernels rich in vectors, structs, returns and loop control: the CPU gives the reference's results") {
   qd_fuzz::generator_options g;
   g.vector_chance = 1.0;
   g.vector_array_chance = 0.8;

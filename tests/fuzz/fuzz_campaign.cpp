@@ -35,7 +35,7 @@ struct options {
   std::string save;     // where shrunk findings go
   std::string replay;   // check one .qdfuzz file and exit
   int shrink_budget = 400;
-  int explain = 0;      // shrink and print this many unnecessary fallbacks, then stop
+  int explain = 0;              // shrink and print this many unnecessary fallbacks, then stop
   std::optional<qd::arch> gpu;  // also run on this GPU, whole and split
 };
 
@@ -55,21 +55,29 @@ options parse(int argc, char** argv) {
       if (i + 1 >= argc) usage();
       return argv[++i];
     };
-    if (a == "--seed") o.seed = std::stoull(value());
-    else if (a == "--kernels") o.kernels = std::stol(value());
-    else if (a == "--seconds") o.seconds = std::stod(value());
-    else if (a == "--cpu-every") o.cpu_every = std::stol(value());
-    else if (a == "--save") o.save = value();
-    else if (a == "--replay") o.replay = value();
-    else if (a == "--shrink-budget") o.shrink_budget = std::stoi(value());
-    else if (a == "--explain-fallbacks") o.explain = std::stoi(value());
+    if (a == "--seed")
+      o.seed = std::stoull(value());
+    else if (a == "--kernels")
+      o.kernels = std::stol(value());
+    else if (a == "--seconds")
+      o.seconds = std::stod(value());
+    else if (a == "--cpu-every")
+      o.cpu_every = std::stol(value());
+    else if (a == "--save")
+      o.save = value();
+    else if (a == "--replay")
+      o.replay = value();
+    else if (a == "--shrink-budget")
+      o.shrink_budget = std::stoi(value());
+    else if (a == "--explain-fallbacks")
+      o.explain = std::stoi(value());
     else if (a == "--gpu") {
       const std::string g = value();
       if (g != "cuda" && g != "amdgpu") usage();
       o.gpu = g == "cuda" ? qd::arch::cuda : qd::arch::amdgpu;
       qd_fuzz::gpu_under_test() = o.gpu;
-    }
-    else usage();
+    } else
+      usage();
   }
   return o;
 }
@@ -94,8 +102,8 @@ int main(int argc, char** argv) {
       co.opt_level = opt;
       r = qd_fuzz::check(c, co);
     }
-    std::printf("%s\ndecision: %s\nfinding: %s %s\n", qd::ir::to_text(c.fn).c_str(), std::string(qd::name(r.decision)).c_str(),
-                qd_fuzz::name(r.what), r.detail.c_str());
+    std::printf("%s\ndecision: %s\nfinding: %s %s\n", qd::ir::to_text(c.fn).c_str(),
+                std::string(qd::name(r.decision)).c_str(), qd_fuzz::name(r.what), r.detail.c_str());
     return r.what == qd_fuzz::finding::none ? 0 : 1;
   }
   std::printf("qd_fuzz: seed %llu%s\n", static_cast<unsigned long long>(o.seed),
@@ -143,13 +151,14 @@ int main(int argc, char** argv) {
       continue;
     }
     if (r.what != qd_fuzz::finding::none) {
-      std::printf("\nseed %llu: %s: %s\n", static_cast<unsigned long long>(seed), qd_fuzz::name(r.what), r.detail.c_str());
+      std::printf("\nseed %llu: %s: %s\n", static_cast<unsigned long long>(seed), qd_fuzz::name(r.what),
+                  r.detail.c_str());
       qd_fuzz::fuzz_case small = c;
       if (r.what != qd_fuzz::finding::invalid_kernel) {
         const auto what = r.what;
         const int opt = co.opt_level;
-        small = qd_fuzz::shrink(c, [&](const qd_fuzz::fuzz_case& x) { return qd_fuzz::still_shows(x, what, opt); },
-                                o.shrink_budget);
+        small = qd_fuzz::shrink(
+            c, [&](const qd_fuzz::fuzz_case& x) { return qd_fuzz::still_shows(x, what, opt); }, o.shrink_budget);
       }
       small.note = "seed " + std::to_string(seed) + " (qd_fuzz --seed " + std::to_string(seed) +
                    " --kernels 1); finding: " + qd_fuzz::name(r.what) + "\n" + r.detail;

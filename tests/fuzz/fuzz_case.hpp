@@ -58,21 +58,21 @@ struct fuzz_case {
 
 // What a generated kernel uses beyond the first wave's statements (counted per batch).
 namespace feature {
-inline constexpr std::uint32_t vectors = 1;         // qd::vec values reduced to scalars
-inline constexpr std::uint32_t matrices = 2;        // qd::mat values
-inline constexpr std::uint32_t vector_arrays = 4;   // arrays of vectors or matrices, per-component access
-inline constexpr std::uint32_t struct_args = 8;     // arguments grouped in a struct parameter
-inline constexpr std::uint32_t returns = 16;        // a returned scalar, vector or tuple
-inline constexpr std::uint32_t break_ = 32;         // qd::break_()
-inline constexpr std::uint32_t continue_ = 64;      // qd::continue_()
-inline constexpr std::uint32_t loop_config = 128;   // qd::loop_config on a top-level loop
-inline constexpr std::uint32_t serialized = 256;    // ... with .serialize = true
-inline constexpr std::uint32_t vector_vars = 512;   // qd::var<qd::vec3f>, reductions into it per component
+inline constexpr std::uint32_t vectors = 1;        // qd::vec values reduced to scalars
+inline constexpr std::uint32_t matrices = 2;       // qd::mat values
+inline constexpr std::uint32_t vector_arrays = 4;  // arrays of vectors or matrices, per-component access
+inline constexpr std::uint32_t struct_args = 8;    // arguments grouped in a struct parameter
+inline constexpr std::uint32_t returns = 16;       // a returned scalar, vector or tuple
+inline constexpr std::uint32_t break_ = 32;        // qd::break_()
+inline constexpr std::uint32_t continue_ = 64;     // qd::continue_()
+inline constexpr std::uint32_t loop_config = 128;  // qd::loop_config on a top-level loop
+inline constexpr std::uint32_t serialized = 256;   // ... with .serialize = true
+inline constexpr std::uint32_t vector_vars = 512;  // qd::var<qd::vec3f>, reductions into it per component
 inline constexpr int count = 10;
 inline const char* name(int bit) {
-  static const char* names[count] = {"vectors", "matrices", "vector/matrix arrays", "struct arguments", "return values",
-                                     "break_", "continue_", "loop_config", "serialized loops",
-                                     "vector variables"};
+  static const char* names[count] = {
+      "vectors", "matrices",  "vector/matrix arrays", "struct arguments", "return values",
+      "break_",  "continue_", "loop_config",          "serialized loops", "vector variables"};
   return bit >= 0 && bit < count ? names[bit] : "?";
 }
 }  // namespace feature
@@ -237,7 +237,8 @@ std::string to_file_text(const fuzz_case& c) {
   out << "lists";
   for (auto i : c.fn.lists) out << " " << i;
   out << "\n";
-  for (const auto& s : c.fn.strings) out << "string " << detail::hex(std::vector<unsigned char>(s.begin(), s.end())) << "\n";
+  for (const auto& s : c.fn.strings)
+    out << "string " << detail::hex(std::vector<unsigned char>(s.begin(), s.end())) << "\n";
   out << "end\n";
   return out.str();
 }
@@ -325,10 +326,12 @@ fuzz_case from_file_text(const std::string& text) {
     } else {
       throw std::runtime_error("qdfuzz: unknown line '" + line + "'");
     }
-    if (f.fail() && tag != "block" && tag != "lists" && tag != "node_blocks") throw std::runtime_error("qdfuzz: malformed line '" + line + "'");
+    if (f.fail() && tag != "block" && tag != "lists" && tag != "node_blocks")
+      throw std::runtime_error("qdfuzz: malformed line '" + line + "'");
   }
   if (!header || !ended) throw std::runtime_error("qdfuzz: missing header or end");
-  if (c.fn.node_block.size() != c.fn.nodes.size()) throw std::runtime_error("qdfuzz: node_blocks does not match the nodes");
+  if (c.fn.node_block.size() != c.fn.nodes.size())
+    throw std::runtime_error("qdfuzz: node_blocks does not match the nodes");
   return c;
 }
 #endif

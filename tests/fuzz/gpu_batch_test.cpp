@@ -29,7 +29,8 @@ bool available(qd::arch arch, const char* name) {
 }
 
 void report(const qd_fuzz::fuzz_case& c, const qd_fuzz::case_report& r) {
-  qd_fuzz::fuzz_case small = qd_fuzz::shrink(c, [&](const qd_fuzz::fuzz_case& x) { return qd_fuzz::still_shows(x, r.what); }, 300);
+  qd_fuzz::fuzz_case small = qd_fuzz::shrink(
+      c, [&](const qd_fuzz::fuzz_case& x) { return qd_fuzz::still_shows(x, r.what); }, 300);
   small.note = c.note + "; finding: " + qd_fuzz::name(r.what) + "\n" + r.detail;
   FAIL_CHECK(c.name << ": " << qd_fuzz::name(r.what) << ": " << r.detail
                     << "\nshrunk (save it as tests/fuzz/regressions/<what>.qdfuzz):\n"
@@ -75,8 +76,8 @@ TEST_CASE("generated kernels on a GPU: whole and split give the reference backen
       if (r.what != qd_fuzz::finding::none) report(c, r);
     }
     MESSAGE(std::string(g.name) << " batch (seeds " << first << ".." << seed - 1 << ", " << left_out
-                   << " left out for float reductions):\n"
-                   << f.text());
+                                << " left out for float reductions):\n"
+                                << f.text());
     CHECK(f.gpu_kernels == kernels);
     CHECK(f.mismatches() == 0);
     CHECK(f.split_ran > kernels / 10);

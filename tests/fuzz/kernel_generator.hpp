@@ -51,12 +51,12 @@ struct generator_options {
   int max_scalars = 3;
   double print_chance = 0.03;  // per kernel: prints are captured and compared, which costs time
   // The second wave's language (SPEC §11.1-§11.4), per kernel.
-  double vector_chance = 0.3;       // vector and matrix expressions
-  double vector_array_chance = 0.3; // an array of vectors or matrices among the arrays
-  double struct_chance = 0.08;      // the arguments grouped in a struct parameter
-  double return_chance = 0.15;      // a returned scalar, vector, matrix or tuple
-  double jump_chance = 0.35;        // qd::break_ / qd::continue_ in loop bodies
-  double loop_config_chance = 0.12; // per top-level loop
+  double vector_chance = 0.3;        // vector and matrix expressions
+  double vector_array_chance = 0.3;  // an array of vectors or matrices among the arrays
+  double struct_chance = 0.08;       // the arguments grouped in a struct parameter
+  double return_chance = 0.15;       // a returned scalar, vector, matrix or tuple
+  double jump_chance = 0.35;         // qd::break_ / qd::continue_ in loop bodies
+  double loop_config_chance = 0.12;  // per top-level loop
 };
 
 namespace detail {
@@ -75,8 +75,10 @@ inline std::uint64_t interesting_bits(rng& r, dtype t) {
     case dtype::boolean: return r.below(2);
     case dtype::u8: return r.chance(0.7) ? static_cast<std::uint64_t>(r.below(12)) : r.next() & 0xff;
     // The third wave's types (not generated yet): small values, some at the edges.
-    case dtype::i8: return bits(static_cast<std::int8_t>(r.chance(0.8) ? r.range(-12, 12) : static_cast<int>(r.next())));
-    case dtype::i16: return bits(static_cast<std::int16_t>(r.chance(0.8) ? r.range(-12, 12) : static_cast<int>(r.next())));
+    case dtype::i8:
+      return bits(static_cast<std::int8_t>(r.chance(0.8) ? r.range(-12, 12) : static_cast<int>(r.next())));
+    case dtype::i16:
+      return bits(static_cast<std::int16_t>(r.chance(0.8) ? r.range(-12, 12) : static_cast<int>(r.next())));
     case dtype::u16: return bits(static_cast<std::uint16_t>(r.chance(0.8) ? r.below(12) : static_cast<int>(r.next())));
     case dtype::u64: return r.chance(0.8) ? static_cast<std::uint64_t>(r.below(20)) : r.next();
     case dtype::f16: return qd::half(static_cast<float>(r.range(-16, 16)) * 0.25f).bits;
@@ -99,17 +101,20 @@ inline std::uint64_t interesting_bits(rng& r, dtype t) {
     case dtype::f64: {
       double v;
       int k = r.below(100);
-      if (k < 55) v = r.range(-16, 16) * 0.25;
-      else if (k < 72) v = (static_cast<double>(r.next() >> 11) * 0x1p-53 - 0.5) * 200.0;
+      if (k < 55)
+        v = r.range(-16, 16) * 0.25;
+      else if (k < 72)
+        v = (static_cast<double>(r.next() >> 11) * 0x1p-53 - 0.5) * 200.0;
       else if (k < 88) {
         // Also the edges of float-to-integer conversions (u8, i32, u32, i64).
-        static const std::vector<double> edges = {0.0,    -0.0,          -0.0,          1e30,         -1e-30,
-                                                  3.4e38, 1e-40,         0.1,           -7.0,         255.9,
-                                                  256.0,  -0.9,          2147483648.0,  -2147483904.0, 4294967296.0,
-                                                  -1e30,  0x1p63,        -0x1p63,       9.3e18,       -3.4e38};
+        static const std::vector<double> edges = {
+            0.0,   -0.0, -0.0,         1e30,          -1e-30,       3.4e38, 1e-40,  0.1,     -7.0,   255.9,
+            256.0, -0.9, 2147483648.0, -2147483904.0, 4294967296.0, -1e30,  0x1p63, -0x1p63, 9.3e18, -3.4e38};
         v = r.pick(edges);
-      } else if (k < 93) v = std::numeric_limits<double>::infinity() * (r.chance(0.5) ? 1 : -1);
-      else v = std::numeric_limits<double>::quiet_NaN() * (r.chance(0.5) ? 1 : -1);
+      } else if (k < 93)
+        v = std::numeric_limits<double>::infinity() * (r.chance(0.5) ? 1 : -1);
+      else
+        v = std::numeric_limits<double>::quiet_NaN() * (r.chance(0.5) ? 1 : -1);
       return t == dtype::f32 ? bits(static_cast<float>(v)) : bits(v);
     }
   }
@@ -130,8 +135,10 @@ class kernel_generator {
     qd::detail::trace_scope scope(t_);
     vectors_ = r_.chance(o_.vector_chance);
     jumps_ = r_.chance(o_.jump_chance);
-    if (r_.chance(o_.struct_chance)) make_struct_parameters();
-    else make_parameters();
+    if (r_.chance(o_.struct_chance))
+      make_struct_parameters();
+    else
+      make_parameters();
     values_.emplace_back();
     vars_.emplace_back();
     prints_ = r_.chance(o_.print_chance);
@@ -139,7 +146,7 @@ class kernel_generator {
     // Mostly small kernels (a split is more likely to be taken, so its bugs show), some large.
     const int span = o_.max_constructs - o_.min_constructs;
     const int k = r_.below(10);
-    const int target = o_.min_constructs + (k < 5 ? r_.range(0, std::min(span, 2))
+    const int target = o_.min_constructs + (k < 5   ? r_.range(0, std::min(span, 2))
                                             : k < 8 ? r_.range(0, std::min(span, 6))
                                                     : r_.range(0, span));
     for (int guard = 0; constructs_ < target && guard < 4 * target + 8; ++guard) top_level_step();
@@ -173,15 +180,16 @@ class kernel_generator {
 
   // --- parameters and buffers ------------------------------------------------------
   void make_parameters() {
-    static const std::vector<dtype> element_types = {dtype::f32, dtype::f32, dtype::i32, dtype::i32, dtype::f64,
-                                                     dtype::i64, dtype::u32, dtype::u8};
-    static const std::vector<dtype> scalar_types = {dtype::i32, dtype::i32, dtype::f32, dtype::i64,
+    static const std::vector<dtype> element_types = {dtype::f32, dtype::f32, dtype::i32, dtype::i32,
+                                                     dtype::f64, dtype::i64, dtype::u32, dtype::u8};
+    static const std::vector<dtype> scalar_types = {dtype::i32, dtype::i32, dtype::f32,    dtype::i64,
                                                     dtype::f64, dtype::u32, dtype::boolean};
     const int arrays = r_.range(1, o_.max_arrays);
     const int scalars = r_.range(0, o_.max_scalars);
     std::vector<int> kinds(static_cast<std::size_t>(arrays), 1);
     kinds.resize(static_cast<std::size_t>(arrays + scalars), 0);
-    for (std::size_t i = kinds.size(); i > 1; --i) std::swap(kinds[i - 1], kinds[static_cast<std::size_t>(r_.below(static_cast<int>(i)))]);
+    for (std::size_t i = kinds.size(); i > 1; --i)
+      std::swap(kinds[i - 1], kinds[static_cast<std::size_t>(r_.below(static_cast<int>(i)))]);
     // One call in five binds one buffer to two array parameters.
     int alias_from = -1, alias_to = -1;
     if (arrays >= 2 && r_.chance(0.2)) {
@@ -209,8 +217,10 @@ class kernel_generator {
             const int outer = components == 2 || r_.chance(0.7) ? 1 : 2;
             s.ndim = outer + components;
             for (int d = 0; d < outer; ++d) s.shape[static_cast<std::size_t>(d)] = r_.range(1, outer == 1 ? 8 : 4);
-            if (components == 1) s.shape[static_cast<std::size_t>(outer)] = r_.range(2, 4);
-            else s.shape[1] = r_.range(2, 3), s.shape[2] = r_.range(2, 3);
+            if (components == 1)
+              s.shape[static_cast<std::size_t>(outer)] = r_.range(2, 4);
+            else
+              s.shape[1] = r_.range(2, 3), s.shape[2] = r_.range(2, 3);
           } else {
             s.type = r_.pick(element_types);
             int k = r_.below(20);
@@ -298,7 +308,9 @@ class kernel_generator {
     if (opaque_.size() <= static_cast<std::size_t>(i)) opaque_.resize(static_cast<std::size_t>(i) + 1, false);
     opaque_[static_cast<std::size_t>(i)] = opaque;
   }
-  bool opaque(ir::id i) const { return static_cast<std::size_t>(i) < opaque_.size() && opaque_[static_cast<std::size_t>(i)]; }
+  bool opaque(ir::id i) const {
+    return static_cast<std::size_t>(i) < opaque_.size() && opaque_[static_cast<std::size_t>(i)];
+  }
   dtype type_of(ir::id i) const { return t_.fn.at(i).type; }
   bool top_level() const { return b_.current_block() == 0; }
 
@@ -308,7 +320,7 @@ class kernel_generator {
       case dtype::f32:
       case dtype::f64: {
         static const std::vector<double> nice = {0.0, 1.0, -1.0, 0.5, 2.0, 3.0, -2.5, 0.25, 10.0, 1e-3, -0.0, 1e20};
-        double v = r_.chance(0.9)    ? r_.pick(nice)
+        double v = r_.chance(0.9)   ? r_.pick(nice)
                    : r_.chance(0.7) ? std::numeric_limits<double>::infinity()
                                     : std::numeric_limits<double>::quiet_NaN();
         return b_.constant_float(t, v);
@@ -388,7 +400,8 @@ class kernel_generator {
       const std::int64_t extent = a.spec->shape[static_cast<std::size_t>(dim)];
       ir::id index;
       if (clamp) {
-        index = r_.chance(0.5) ? gen(dtype::i32, 1) : b_.binary(ir::binary_op::add, dtype::i32, pick_index_or_zero(), i32(r_.range(-2, 2)));
+        index = r_.chance(0.5) ? gen(dtype::i32, 1)
+                               : b_.binary(ir::binary_op::add, dtype::i32, pick_index_or_zero(), i32(r_.range(-2, 2)));
       } else {
         std::vector<index_range> fits;
         for (const auto& ix : indices_)
@@ -399,12 +412,15 @@ class kernel_generator {
           // i + c stays in range: an offset keeps [lo, hi) + c inside [0, extent).
           std::int64_t up = extent - ix.hi, down = ix.lo;
           std::int64_t c = r_.chance(0.3) ? r_.range(static_cast<int>(-down), static_cast<int>(up)) : 0;
-          index = c == 0 ? ix.id : b_.binary(c > 0 ? ir::binary_op::add : ir::binary_op::sub, dtype::i32, ix.id, i32(c > 0 ? c : -c));
+          index = c == 0 ? ix.id
+                         : b_.binary(c > 0 ? ir::binary_op::add : ir::binary_op::sub, dtype::i32, ix.id,
+                                     i32(c > 0 ? c : -c));
         } else if (k < 7) {
           index = i32(r_.below(static_cast<int>(extent)));
         } else if (k < 8) {
           // n - c, c in [1, n]: an element counted from the end, a run-time bound.
-          index = b_.binary(ir::binary_op::sub, dtype::i32, b_.shape(a.param, dim), i32(r_.range(1, static_cast<int>(extent))));
+          index = b_.binary(ir::binary_op::sub, dtype::i32, b_.shape(a.param, dim),
+                            i32(r_.range(1, static_cast<int>(extent))));
         } else {
           index = wrap_into(gen(r_.chance(0.8) ? dtype::i32 : dtype::i64, 1), b_.shape(a.param, dim));
         }
@@ -489,9 +505,9 @@ class kernel_generator {
     int k = r_.below(20);
     if (k < 8) {  // + - * / % min max, bit operations, shifts
       static const std::vector<ir::binary_op> int_ops = {
-          ir::binary_op::add, ir::binary_op::sub,     ir::binary_op::mul,    ir::binary_op::div,
-          ir::binary_op::mod, ir::binary_op::min,     ir::binary_op::max,    ir::binary_op::bit_and,
-          ir::binary_op::bit_or, ir::binary_op::bit_xor, ir::binary_op::shl, ir::binary_op::shr, ir::binary_op::add};
+          ir::binary_op::add, ir::binary_op::sub, ir::binary_op::mul,     ir::binary_op::div,    ir::binary_op::mod,
+          ir::binary_op::min, ir::binary_op::max, ir::binary_op::bit_and, ir::binary_op::bit_or, ir::binary_op::bit_xor,
+          ir::binary_op::shl, ir::binary_op::shr, ir::binary_op::add};
       static const std::vector<ir::binary_op> float_ops = {ir::binary_op::add, ir::binary_op::sub, ir::binary_op::mul,
                                                            ir::binary_op::div, ir::binary_op::min, ir::binary_op::max,
                                                            ir::binary_op::add, ir::binary_op::pow};
@@ -507,10 +523,9 @@ class kernel_generator {
       ir::id a = gen(t, depth - 1);
       ir::unary_op o;
       if (is_float) {
-        static const std::vector<ir::unary_op> ops = {ir::unary_op::neg,  ir::unary_op::abs,  ir::unary_op::sqrt,
-                                                      ir::unary_op::floor, ir::unary_op::ceil, ir::unary_op::exp,
-                                                      ir::unary_op::log,  ir::unary_op::sin,  ir::unary_op::cos,
-                                                      ir::unary_op::tanh};
+        static const std::vector<ir::unary_op> ops = {
+            ir::unary_op::neg, ir::unary_op::abs, ir::unary_op::sqrt, ir::unary_op::floor, ir::unary_op::ceil,
+            ir::unary_op::exp, ir::unary_op::log, ir::unary_op::sin,  ir::unary_op::cos,   ir::unary_op::tanh};
         o = r_.pick(ops);
         const bool libm = o == ir::unary_op::exp || o == ir::unary_op::log || o == ir::unary_op::sin ||
                           o == ir::unary_op::cos || o == ir::unary_op::tanh;
@@ -537,7 +552,8 @@ class kernel_generator {
       return v;
     }
     if (k < 17) {
-      static const std::vector<dtype> from = {dtype::i32, dtype::f32, dtype::i64, dtype::f64, dtype::u32, dtype::boolean};
+      static const std::vector<dtype> from = {dtype::i32, dtype::f32, dtype::i64,
+                                              dtype::f64, dtype::u32, dtype::boolean};
       return convert(gen(r_.pick(from), depth - 1), t);
     }
     if (k < 18 && random_allowed()) {
@@ -571,7 +587,7 @@ class kernel_generator {
 
   // --- statements --------------------------------------------------------------------
   dtype value_type() {
-    static const std::vector<dtype> types = {dtype::i32, dtype::i32, dtype::i32, dtype::f32, dtype::f32,
+    static const std::vector<dtype> types = {dtype::i32, dtype::i32, dtype::i32, dtype::f32,    dtype::f32,
                                              dtype::f64, dtype::i64, dtype::u32, dtype::boolean};
     return r_.pick(types);
   }
@@ -579,11 +595,13 @@ class kernel_generator {
   void define_value() {
     dtype t = value_type();
     ir::id v;
-    if (top_level() && r_.chance(0.35)) v = load(t);  // a snapshot of an array element
+    if (top_level() && r_.chance(0.35))
+      v = load(t);  // a snapshot of an array element
     else if (r_.chance(0.04) && random_allowed()) {
       v = t == dtype::boolean ? b_.cast(t, b_.random(dtype::u32)) : b_.random(t);
       mark(v, true);
-    } else v = gen(t, 2);
+    } else
+      v = gen(t, 2);
     values_.back().push_back({v, t});
   }
 
@@ -752,7 +770,8 @@ class kernel_generator {
     }
     in_bounds_ = false;
     if (out.hi - out.lo > max_trips) {  // keep the work small
-      out.end = b_.binary(ir::binary_op::min, dtype::i32, out.end, b_.binary(ir::binary_op::add, dtype::i32, out.begin, i32(max_trips)));
+      out.end = b_.binary(ir::binary_op::min, dtype::i32, out.end,
+                          b_.binary(ir::binary_op::add, dtype::i32, out.begin, i32(max_trips)));
       out.hi = out.lo + max_trips;
     }
     if (r_.chance(0.1)) {  // bounds of a wider type, narrowed by ir::op::bound (always in range here)
@@ -933,20 +952,26 @@ class kernel_generator {
         return (s * a + b * s - a / s)[i].id();
       }
       case 9:
-        if constexpr (N == 3) return qd::cross(a, b)[i].id();
-        else return qd::norm_sqr(a).id();
+        if constexpr (N == 3)
+          return qd::cross(a, b)[i].id();
+        else
+          return qd::norm_sqr(a).id();
       case 10: return qd::norm(a).id();
       case 11:
-        if constexpr (std::is_floating_point_v<T>) return qd::normalize(a)[i].id();
-        else return qd::norm_sqr(b).id();
+        if constexpr (std::is_floating_point_v<T>)
+          return qd::normalize(a)[i].id();
+        else
+          return qd::norm_sqr(b).id();
       case 12: return (a / b)[i].id();
       case 13: {
         const auto o = qd::outer(a, b);
         return o(i, r_.below(N)).id();
       }
       default:  // matrices up to 3 x 3 (a 4 x 4 product or inverse is hundreds of nodes)
-        if constexpr (N <= 3) return matrix_reduction<T, N>(depth);
-        else return qd::dot(a, b).id();
+        if constexpr (N <= 3)
+          return matrix_reduction<T, N>(depth);
+        else
+          return qd::dot(a, b).id();
     }
   }
 
@@ -964,9 +989,12 @@ class kernel_generator {
   // A value of type t computed through vectors or matrices of floats, doubles or i32.
   ir::id vector_expression(dtype t, int depth) {
     ir::id v;
-    if (t == dtype::f64 || (qd::is_float(t) && r_.chance(0.2))) v = vector_expression_of<double>(depth);
-    else if (t == dtype::f32 || r_.chance(0.3)) v = vector_expression_of<float>(depth);
-    else v = vector_expression_of<std::int32_t>(depth);
+    if (t == dtype::f64 || (qd::is_float(t) && r_.chance(0.2)))
+      v = vector_expression_of<double>(depth);
+    else if (t == dtype::f32 || r_.chance(0.3))
+      v = vector_expression_of<float>(depth);
+    else
+      v = vector_expression_of<std::int32_t>(depth);
     return convert(v, t);
   }
 
@@ -983,20 +1011,27 @@ class kernel_generator {
     switch (r_.below(8)) {
       case 0: target = v; return;
       case 1:
-        if (compound_ok) target += v;
-        else target = v;
+        if (compound_ok)
+          target += v;
+        else
+          target = v;
         return;
       case 2:
-        if (compound_ok) target -= v;
-        else target = v;
+        if (compound_ok)
+          target -= v;
+        else
+          target = v;
         return;
       case 3:
-        if (compound_ok) target[i] += scalar_operand<T>(1);
-        else target[i] = scalar_operand<T>(1);
+        if (compound_ok)
+          target[i] += scalar_operand<T>(1);
+        else
+          target[i] = scalar_operand<T>(1);
         return;
       case 4: {
-        const auto old = r_.chance(0.5) ? qd::atomic_add(target, v) : r_.chance(0.5) ? qd::atomic_min(target, v)
-                                                                                     : qd::atomic_max(target, v);
+        const auto old = r_.chance(0.5)   ? qd::atomic_add(target, v)
+                         : r_.chance(0.5) ? qd::atomic_min(target, v)
+                                          : qd::atomic_max(target, v);
         if (r_.chance(0.4)) {
           ir::id o = old[r_.below(N)].id();
           mark(o, true);
@@ -1022,8 +1057,10 @@ class kernel_generator {
     switch (r_.below(5)) {
       case 0: target = m; return;
       case 1:
-        if (compound_ok) target += m;
-        else target = m;
+        if (compound_ok)
+          target += m;
+        else
+          target = m;
         return;
       case 2: target(r_.below(R), r_.below(C)) = scalar_operand<T>(1); return;
       case 3: {
@@ -1109,14 +1146,18 @@ class kernel_generator {
       }
       case 2: {  // a plain assignment races in a parallel loop
         const auto v = vector_operand<float, 3>(1);
-        if (parallel_) acc += v;
-        else acc = v;
+        if (parallel_)
+          acc += v;
+        else
+          acc = v;
         return;
       }
       case 3: {
         const auto s = scalar_operand<float>(1);
-        if (parallel_) acc[i] += s;
-        else acc[i] = s;
+        if (parallel_)
+          acc[i] += s;
+        else
+          acc[i] = s;
         return;
       }
       case 4:
@@ -1269,10 +1310,14 @@ class kernel_generator {
       const int n = r_.range(1, 3);
       for (int s = 0; s < n; ++s) {
         int j = r_.below(10);
-        if (vectors_ && j == 0 && r_.chance(0.5)) vector_var_statement();
-        else if (j < 5) define_value();
-        else if (j < 8) declare_var();
-        else write_var();
+        if (vectors_ && j == 0 && r_.chance(0.5))
+          vector_var_statement();
+        else if (j < 5)
+          define_value();
+        else if (j < 8)
+          declare_var();
+        else
+          write_var();
       }
       return;
     }
@@ -1280,19 +1325,28 @@ class kernel_generator {
     if (k < 85) {  // a serial construct
       int j = r_.below(10);
       nesting_ = 0;
-      if (j < 4) store();
-      else if (j < 6) atomic();
-      else if (j < 8) branch(true);
-      else if (j < 9) loop_while(true);
-      else if (prints_) print();
-      else store();
+      if (j < 4)
+        store();
+      else if (j < 6)
+        atomic();
+      else if (j < 8)
+        branch(true);
+      else if (j < 9)
+        loop_while(true);
+      else if (prints_)
+        print();
+      else
+        store();
       ++constructs_;
       return;
     }
     // Pure control flow at the top level: it computes top-level variables.
-    if (r_.chance(0.5)) branch(false);
-    else if (r_.chance(0.5)) loop_while(false);
-    else serial_loop(false);
+    if (r_.chance(0.5))
+      branch(false);
+    else if (r_.chance(0.5))
+      loop_while(false);
+    else
+      serial_loop(false);
   }
 
   rng r_;
@@ -1311,16 +1365,17 @@ class kernel_generator {
   bool prints_ = false;
   bool randoms_ = false;
   int nesting_ = 0;
-  std::int64_t work_ = 1;             // trips of the enclosing loops
-  bool vectors_ = false;              // this kernel uses vector and matrix expressions
-  bool jumps_ = false;                // ... break_ and continue_
-  bool serialized_ = false;           // inside a top-level loop with .serialize = true
+  std::int64_t work_ = 1;    // trips of the enclosing loops
+  bool vectors_ = false;     // this kernel uses vector and matrix expressions
+  bool jumps_ = false;       // ... break_ and continue_
+  bool serialized_ = false;  // inside a top-level loop with .serialize = true
   struct open_loop {
     bool breakable;  // not a parallel loop (a top-level range_for without .serialize)
   };
   std::vector<open_loop> loops_;
   std::vector<int> buffer_components_;
-  std::vector<std::unique_ptr<qd::var<qd::vec3f>>> vec_vars_;  // top-level qd::var<qd::vec3f>  // per buffer: component dimensions (vectors 1, matrices 2)      // the loops around the current block, innermost last
+  std::vector<std::unique_ptr<qd::var<qd::vec3f>>>
+      vec_vars_;  // top-level qd::var<qd::vec3f>  // per buffer: component dimensions (vectors 1, matrices 2)      // the loops around the current block, innermost last
   int constructs_ = 0;
 };
 

@@ -242,7 +242,7 @@ void write_seeds(const std::string& dir) {
     save(l, "$-1\r\n*-1\r\n*0\r\n$0\r\n\r\n");
     save(l, "$5\r\nQDR1x\r\n");
     save(l, "*3\r\n$4\r\nQDR1\r\n:2\r\n*3\r\n$10\r\ntok:1:2:ab\r\n:1500\r\n:0\r\n");  // a fetch: a value, bits, a lock
-    save(l, "*2\r\n$1\r\n0\r\n*2\r\n$9\r\nqd:a:b:cd\r\n$9\r\nqd:a:b:ef\r\n");            // a SCAN page
+    save(l, "*2\r\n$1\r\n0\r\n*2\r\n$9\r\nqd:a:b:cd\r\n$9\r\nqd:a:b:ef\r\n");         // a SCAN page
     save(l, "*2147483647\r\n*2147483647\r\n*2147483647\r\n");
     save(l, "$2000000000\r\nxxxx");
     save(l, "+" + std::string(300, 'A'));

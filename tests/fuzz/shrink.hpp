@@ -46,9 +46,7 @@ class copier {
     return x;
   }
 
-  qd::ir::id zero(qd::dtype t) {
-    return qd::is_float(t) ? b_.constant_float(t, 0.0) : b_.constant_int(t, 0);
-  }
+  qd::ir::id zero(qd::dtype t) { return qd::is_float(t) ? b_.constant_float(t, 0.0) : b_.constant_int(t, 0); }
 
   void clone_block(std::int32_t block, std::size_t skip) {
     const auto& stmts = in_.block(block);
@@ -85,7 +83,8 @@ class copier {
       }
     }
     // Unedited: a plain copy, a control op's blocks statement by statement.
-    qd::ir::copy_node(b_, in_, i, map_, [](std::int32_t p) { return p; }, [&](qd::ir::id j) { clone(j); });
+    qd::ir::copy_node(
+        b_, in_, i, map_, [](std::int32_t p) { return p; }, [&](qd::ir::id j) { clone(j); });
   }
 
   const qd::ir::function& in_;
@@ -110,7 +109,8 @@ inline std::set<qd::ir::id> protected_nodes(const qd::ir::function& fn) {
   std::vector<qd::ir::id> work;
   qd::ir::walk(fn, 0, [&](qd::ir::id i, int) {
     const auto& n = fn.at(i);
-    if ((n.code == qd::ir::op::local_store || n.code == qd::ir::op::local_atomic) && counters.count(n.a)) work.push_back(i);
+    if ((n.code == qd::ir::op::local_store || n.code == qd::ir::op::local_atomic) && counters.count(n.a))
+      work.push_back(i);
     if (n.code == qd::ir::op::local_decl && counters.count(i)) work.push_back(i);
   });
   while (!work.empty()) {

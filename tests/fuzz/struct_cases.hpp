@@ -76,20 +76,22 @@ struct leaf {
 };
 
 inline const std::vector<leaf>& leaves(int kind) {
-  static const std::vector<leaf> k1 = {
-      {{true, qd::dtype::f32, 1, false}, 0, {0, 0}}, {{true, qd::dtype::f32, 1, false}, 0, {0, 0}},
-      {{false, qd::dtype::f32, 0, false}, 0, {0, 0}}};
-  static const std::vector<leaf> k2 = {
-      {{true, qd::dtype::i32, 2, false}, 0, {0, 0}}, {{true, qd::dtype::f32, 2, false}, 1, {3, 0}},
-      {{false, qd::dtype::i32, 0, false}, 0, {0, 0}}};
-  static const std::vector<leaf> k3 = {
-      {{true, qd::dtype::f32, 1, false}, 0, {0, 0}},  {{true, qd::dtype::f32, 1, false}, 0, {0, 0}},
-      {{false, qd::dtype::f32, 0, false}, 0, {0, 0}}, {{true, qd::dtype::f64, 1, false}, 0, {0, 0}},
-      {{false, qd::dtype::f64, 0, false}, 0, {0, 0}}};
-  static const std::vector<leaf> k4 = {
-      {{true, qd::dtype::f32, 2, false}, 0, {0, 0}},  {{false, qd::dtype::f32, 0, false}, 0, {0, 0}},
-      {{false, qd::dtype::f32, 0, false}, 0, {0, 0}}, {{false, qd::dtype::f32, 0, false}, 0, {0, 0}},
-      {{true, qd::dtype::f32, 3, false}, 2, {2, 2}}};
+  static const std::vector<leaf> k1 = {{{true, qd::dtype::f32, 1, false}, 0, {0, 0}},
+                                       {{true, qd::dtype::f32, 1, false}, 0, {0, 0}},
+                                       {{false, qd::dtype::f32, 0, false}, 0, {0, 0}}};
+  static const std::vector<leaf> k2 = {{{true, qd::dtype::i32, 2, false}, 0, {0, 0}},
+                                       {{true, qd::dtype::f32, 2, false}, 1, {3, 0}},
+                                       {{false, qd::dtype::i32, 0, false}, 0, {0, 0}}};
+  static const std::vector<leaf> k3 = {{{true, qd::dtype::f32, 1, false}, 0, {0, 0}},
+                                       {{true, qd::dtype::f32, 1, false}, 0, {0, 0}},
+                                       {{false, qd::dtype::f32, 0, false}, 0, {0, 0}},
+                                       {{true, qd::dtype::f64, 1, false}, 0, {0, 0}},
+                                       {{false, qd::dtype::f64, 0, false}, 0, {0, 0}}};
+  static const std::vector<leaf> k4 = {{{true, qd::dtype::f32, 2, false}, 0, {0, 0}},
+                                       {{false, qd::dtype::f32, 0, false}, 0, {0, 0}},
+                                       {{false, qd::dtype::f32, 0, false}, 0, {0, 0}},
+                                       {{false, qd::dtype::f32, 0, false}, 0, {0, 0}},
+                                       {{true, qd::dtype::f32, 3, false}, 2, {2, 2}}};
   switch (kind) {
     case 1: return k1;
     case 2: return k2;
@@ -155,14 +157,17 @@ void with_kind(const fuzz_case& c, F&& run) {
   using namespace detail;
   switch (c.struct_kind) {
     case 1:
-      run(body<s1_view>{&c.fn}, make_s1(c, 0),
-          [](const s1_host& h) { return std::vector<std::vector<unsigned char>>{bytes_of(h.a), bytes_of(h.b)}; });
+      run(body<s1_view>{&c.fn}, make_s1(c, 0), [](const s1_host& h) {
+        return std::vector<std::vector<unsigned char>>{bytes_of(h.a), bytes_of(h.b)};
+      });
       return;
     case 2:
       run(body<s2_view>{&c.fn},
           s2_host{host_array<qd::ndarray<std::int32_t, 2>>(c, 0), host_array<qd::ndarray<qd::vec3f, 1>>(c, 1),
                   scalar<std::int32_t>(c, 2)},
-          [](const s2_host& h) { return std::vector<std::vector<unsigned char>>{bytes_of(h.m), bytes_of(h.p)}; });
+          [](const s2_host& h) {
+            return std::vector<std::vector<unsigned char>>{bytes_of(h.m), bytes_of(h.p)};
+          });
       return;
     case 3:
       run(body<s3_view>{&c.fn}, s3_host{make_s1(c, 0), host_array<qd::ndarray<double, 1>>(c, 3), scalar<double>(c, 4)},
@@ -175,7 +180,9 @@ void with_kind(const fuzz_case& c, F&& run) {
           s4_host{host_array<qd::ndarray<float, 2>>(c, 0),
                   std::array<float, 3>{scalar<float>(c, 1), scalar<float>(c, 2), scalar<float>(c, 3)},
                   host_array<qd::ndarray<qd::mat2f, 1>>(c, 4)},
-          [](const s4_host& h) { return std::vector<std::vector<unsigned char>>{bytes_of(h.g), bytes_of(h.q)}; });
+          [](const s4_host& h) {
+            return std::vector<std::vector<unsigned char>>{bytes_of(h.g), bytes_of(h.q)};
+          });
       return;
     default: throw std::runtime_error("qdfuzz: unknown struct kind");
   }

@@ -24,7 +24,8 @@ ir::function nested(int levels, int rank = 0) {
   for (int l = 0; l < levels; ++l) {
     ir::id owner = 0;
     if (rank == 0) {
-      owner = b.if_(b.binary(ir::binary_op::lt, dtype::boolean, b.constant_int(dtype::i32, 0), b.constant_int(dtype::i32, 1)));
+      owner = b.if_(
+          b.binary(ir::binary_op::lt, dtype::boolean, b.constant_int(dtype::i32, 0), b.constant_int(dtype::i32, 1)));
     } else {
       std::array<ir::id, 4> extents{};
       for (int d = 0; d < rank; ++d) extents[static_cast<std::size_t>(d)] = b.constant_int(dtype::i32, 1);

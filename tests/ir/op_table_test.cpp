@@ -36,21 +36,21 @@ static_assert(ir::is_liveness_root(ir::node{.code = ir::op::global_store}) &&
 TEST_CASE("every op of the table is produced by the tracer or by lowering") {
   auto body = [](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 1> n, qd::f32 a,
                  qd::types::ndarray<std::int32_t, 0> again) {
-    qd::var<float> total = 0.0f;                                  // local_decl
-    qd::range_for(x.shape(0), [&](qd::i32 i) {                    // range_for, shape, loop_index
-      total += x[i];                                              // local_atomic (a reduction), global_load
+    qd::var<float> total = 0.0f;                // local_decl
+    qd::range_for(x.shape(0), [&](qd::i32 i) {  // range_for, shape, loop_index
+      total += x[i];                            // local_atomic (a reduction), global_load
     });
     qd::var<std::int32_t> k = n[0];
-    qd::while_([&] { return k > 0; }, [&] {                       // while_, local_load, local_store
+    qd::while_([&] { return k > 0; }, [&] {  // while_, local_load, local_store
       k -= 1;
-      qd::if_(k == 7, [&] { qd::continue_(); });                  // continue_
-      qd::if_(k == 3, [&] { qd::break_(); });                     // break_
+      qd::if_(k == 7, [&] { qd::continue_(); });  // continue_
+      qd::if_(k == 3, [&] { qd::break_(); });     // break_
     });
     qd::if_(k == 0, [&] { n[1] = qd::atomic_add(n[2], 1); });     // if_, global_atomic, global_store
     qd::range_for(qd::cast<std::int64_t>(n[3]), [&](qd::i32 i) {  // cast, bound
       x[i] = qd::select(x[i] > a, qd::fma(x[i], a, total), -x[i]) + qd::random<float>();  // select fma unary random arg
     });
-    qd::range_for(1, [&](qd::i32) { qd::print("k", k, qd::volatile_load(x[0])); });     // print, constant
+    qd::range_for(1, [&](qd::i32) { qd::print("k", k, qd::volatile_load(x[0])); });        // print, constant
     qd::graph::do_while(again, [&] { qd::range_for(1, [&](qd::i32) { again() = 0; }); });  // graph_mark
   };
   detail::tracer t("every_op", {});
@@ -69,7 +69,7 @@ TEST_CASE("every op of the table is produced by the tracer or by lowering") {
   for (std::size_t k = 0; k < ir::op_count; ++k) {
     const auto o = static_cast<ir::op>(k);
     CHECK_MESSAGE(seen.count(o) == 1, "op '" << ir::name(o)
-                                              << "' is produced neither by this kernel's trace nor by its lowering: "
-                                                 "teach the tracer the new op and use it in this kernel");
+                                             << "' is produced neither by this kernel's trace nor by its lowering: "
+                                                "teach the tracer the new op and use it in this kernel");
   }
 }

@@ -18,8 +18,8 @@ namespace {
 struct every_op {
   ir::function fn;
   ir::id mark, constant, arg, shape, loop, index0, index1, load, unary, binary, less, cast, bound, select, fma, store,
-      atomic, decl, local_load, local_store, local_atomic, branch, brk, random, print, loop2, condition, cont, temp_load,
-      temp_store, temp_atomic;
+      atomic, decl, local_load, local_store, local_atomic, branch, brk, random, print, loop2, condition, cont,
+      temp_load, temp_store, temp_atomic;
 };
 
 constexpr every_op build_every_op() {
@@ -195,7 +195,8 @@ static_assert(on_every_op([](const every_op& e) {
          ir::view<op::local_store>(fn, e.local_store).variable() == e.decl &&
          ir::view<op::local_store>(fn, e.local_store).value() == e.local_load && update.variable() == e.decl &&
          update.value() == e.arg && update.op() == ir::atomic_op::add &&
-         ir::view<op::temp_load>(fn, e.temp_load).slot() == 3 && ir::view<op::temp_store>(fn, e.temp_store).slot() == 4 &&
+         ir::view<op::temp_load>(fn, e.temp_load).slot() == 3 &&
+         ir::view<op::temp_store>(fn, e.temp_store).slot() == 4 &&
          ir::view<op::temp_store>(fn, e.temp_store).value() == e.temp_load && temp.slot() == 5 &&
          temp.op() == ir::atomic_op::min && temp.value() == e.temp_load && branch.condition() == e.less &&
          fn.block(branch.then_block()).front() == e.brk && fn.block(branch.else_block()).front() == e.random &&
@@ -212,7 +213,9 @@ constexpr bool store_view() {
   return ir::view<op::global_store>(e.fn, Right ? e.store : e.load).self() >= 0;
 }
 template <bool Right>
-concept store_view_constant = requires { typename std::bool_constant<store_view<Right>()>; };
+concept store_view_constant = requires {
+  typename std::bool_constant<store_view<Right>()>;
+};
 static_assert(store_view_constant<true> && !store_view_constant<false>);
 
 // --- match: the handler for the node's op, else R{} -----------------------------------
@@ -286,7 +289,8 @@ static_assert(on_every_op([](const every_op& e) {
   const ir::function c = copy_of(e.fn, 1);
   const ir::id arg = c.block(0)[2], loop = c.block(0)[4];
   return c.at(c.block(0)[0]).param == 3 && c.at(arg).code == op::arg && c.at(arg).param == 1 &&
-         c.at(loop).code == op::range_for && c.at(loop).param == 128 && ir::canonical_bytes(c) != ir::canonical_bytes(e.fn);
+         c.at(loop).code == op::range_for && c.at(loop).param == 128 &&
+         ir::canonical_bytes(c) != ir::canonical_bytes(e.fn);
 }));
 
 TEST_CASE("a copied print keeps its text pieces, added to the copy's strings") {
@@ -309,6 +313,7 @@ TEST_CASE("a copy of a node whose operand has none is an internal error") {
   ir::function to;
   ir::builder b(to);
   std::vector<ir::id> map(e.fn.nodes.size(), ir::none);
-  CHECK_THROWS_WITH_AS(ir::copy_node(b, e.fn, e.unary, map, [](std::int32_t p) { return p; }, [](ir::id) {}),
+  CHECK_THROWS_WITH_AS(ir::copy_node(
+                           b, e.fn, e.unary, map, [](std::int32_t p) { return p; }, [](ir::id) {}),
                        doctest::Contains("operand"), internal_error);
 }

@@ -31,12 +31,12 @@ TEST_CASE("a noexcept kernel lambda is reflected and runs like a plain one") {
 
 // The rule, stated case by case from the C++ types' ranges and mantissas.
 static_assert(qd::detail::preserves_value<int, std::int64_t>());
-static_assert(qd::detail::preserves_value<int, double>());            // 31 bits fit a 53-bit mantissa
-static_assert(!qd::detail::preserves_value<int, float>());            // 2^24 + 1 would round
+static_assert(qd::detail::preserves_value<int, double>());  // 31 bits fit a 53-bit mantissa
+static_assert(!qd::detail::preserves_value<int, float>());  // 2^24 + 1 would round
 static_assert(qd::detail::preserves_value<std::int16_t, float>());
 static_assert(qd::detail::preserves_value<float, double>());
 static_assert(!qd::detail::preserves_value<double, float>());
-static_assert(!qd::detail::preserves_value<double, std::int32_t>());  // 3.7
+static_assert(!qd::detail::preserves_value<double, std::int32_t>());         // 3.7
 static_assert(!qd::detail::preserves_value<std::int32_t, std::uint32_t>());  // -1
 static_assert(qd::detail::preserves_value<std::uint32_t, std::int64_t>());
 static_assert(!qd::detail::preserves_value<std::uint32_t, std::int32_t>());
@@ -53,8 +53,8 @@ static_assert(!qd::detail::preserves_value<long double, double>());
 TEST_CASE("value-preserving scalar arguments reach the kernel unchanged") {
   init_cpu();
   auto widen = qd::kernel("widen", {"out_i", "out_f", "n", "big", "f", "small"},
-                          [](qd::types::ndarray<std::int64_t, 1> out_i, qd::types::ndarray<double, 1> out_f,
-                             qd::i64 n, qd::i64 big, qd::f64 f, qd::f32 small) {
+                          [](qd::types::ndarray<std::int64_t, 1> out_i, qd::types::ndarray<double, 1> out_f, qd::i64 n,
+                             qd::i64 big, qd::f64 f, qd::f32 small) {
                             out_i[0] = n;
                             out_i[1] = big;
                             out_f[0] = f;
@@ -62,10 +62,10 @@ TEST_CASE("value-preserving scalar arguments reach the kernel unchanged") {
                           });
   qd::ndarray<std::int64_t, 1> out_i(2);
   qd::ndarray<double, 1> out_f(2);
-  const int n = -7;                                                  // int -> qd::i64
+  const int n = -7;                                                     // int -> qd::i64
   const std::uint32_t big = std::numeric_limits<std::uint32_t>::max();  // u32 -> qd::i64
-  const float f = 0.1f;                                              // float -> qd::f64: exactly 0.1f
-  const std::int16_t small = -30000;                                 // i16 -> qd::f32
+  const float f = 0.1f;                                                 // float -> qd::f64: exactly 0.1f
+  const std::int16_t small = -30000;                                    // i16 -> qd::f32
   widen(out_i, out_f, n, big, f, small);
   CHECK(out_i.to_host() == std::vector<std::int64_t>{-7, 4294967295LL});
   CHECK(out_f.to_host() == std::vector<double>{static_cast<double>(0.1f), -30000.0});

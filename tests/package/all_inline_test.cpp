@@ -16,16 +16,17 @@
 
 TEST_CASE("all-inline: a kernel with vectors, a return value and its gradient runs on the CPU") {
   qd::init({.arch = qd::arch::cpu, .offline_cache = false});
-  auto k = qd::kernel("all_inline", [](qd::types::ndarray<float, 1, qd::needs_grad> x,
-                                       qd::types::ndarray<float, 0, qd::needs_grad> e) -> qd::f32 {
-    qd::var<float> s = 0.0f;
-    qd::range_for(x.shape(0), [&](qd::i32 i) {
-      qd::vec2f v(x[i], 2.0f * x[i]);
-      e() += qd::dot(v, v);  // 5 x^2
-      s += x[i];
-    });
-    return s;
-  });
+  auto k = qd::kernel(
+      "all_inline",
+      [](qd::types::ndarray<float, 1, qd::needs_grad> x, qd::types::ndarray<float, 0, qd::needs_grad> e) -> qd::f32 {
+        qd::var<float> s = 0.0f;
+        qd::range_for(x.shape(0), [&](qd::i32 i) {
+          qd::vec2f v(x[i], 2.0f * x[i]);
+          e() += qd::dot(v, v);  // 5 x^2
+          s += x[i];
+        });
+        return s;
+      });
   const int n = 7;
   std::vector<float> xs(n);
   float sum = 0.0f, energy = 0.0f;
@@ -43,6 +44,7 @@ TEST_CASE("all-inline: a kernel with vectors, a return value and its gradient ru
   e.grad().fill(1.0f);
   k.grad(x, e);
   std::vector<float> g = x.grad().to_host();
-  for (int i = 0; i < n; ++i) CHECK(g[static_cast<std::size_t>(i)] == doctest::Approx(10.0f * xs[static_cast<std::size_t>(i)]));
+  for (int i = 0; i < n; ++i)
+    CHECK(g[static_cast<std::size_t>(i)] == doctest::Approx(10.0f * xs[static_cast<std::size_t>(i)]));
   qd::reset();
 }

@@ -59,13 +59,14 @@ double dot(const vec& a, const vec& b) {
 }  // namespace
 
 TEST_CASE("an elementwise kernel's adjoint gives the analytic derivative and matches finite differences") {
-  auto k = qd::kernel("elementwise", {"x", "y"},
-                      [](qd::types::ndarray<double, 1, qd::needs_grad> x, qd::types::ndarray<double, 1, qd::needs_grad> y) {
-                        qd::range_for(x.shape(0), [&](qd::i32 i) {
-                          qd::f64 v = x[i];
-                          y[i] = qd::sin(v) * v + qd::exp(v * 0.5) - v / (v * v + 1.0);
-                        });
-                      });
+  auto k =
+      qd::kernel("elementwise", {"x", "y"},
+                 [](qd::types::ndarray<double, 1, qd::needs_grad> x, qd::types::ndarray<double, 1, qd::needs_grad> y) {
+                   qd::range_for(x.shape(0), [&](qd::i32 i) {
+                     qd::f64 v = x[i];
+                     y[i] = qd::sin(v) * v + qd::exp(v * 0.5) - v / (v * v + 1.0);
+                   });
+                 });
   const vec x0 = inputs(9), w = inputs(9, 2.0);
   on_each_arch([&] {
     auto forward = [&](const vec& xs) {
@@ -80,7 +81,8 @@ TEST_CASE("an elementwise kernel's adjoint gives the analytic derivative and mat
     vec analytic(x0.size());
     for (std::size_t i = 0; i < x0.size(); ++i) {
       double v = x0[i];
-      analytic[i] = w[i] * (std::cos(v) * v + std::sin(v) + 0.5 * std::exp(0.5 * v) - (1 - v * v) / ((v * v + 1) * (v * v + 1)));
+      analytic[i] =
+          w[i] * (std::cos(v) * v + std::sin(v) + 0.5 * std::exp(0.5 * v) - (1 - v * v) / ((v * v + 1) * (v * v + 1)));
     }
     check_close(x.grad().to_host(), analytic, 1e-12);
     check_close(x.grad().to_host(), central_differences(forward, x0));
@@ -89,10 +91,10 @@ TEST_CASE("an elementwise kernel's adjoint gives the analytic derivative and mat
 }
 
 TEST_CASE("SPEC §11.5: energy accumulates 2 x into x.grad; the adjoint stays whole (autodiff)") {
-  auto energy = qd::kernel("energy", [](qd::types::ndarray<float, 1, qd::needs_grad> x,
-                                        qd::types::ndarray<float, 0, qd::needs_grad> e) {
-    qd::range_for(x.shape(0), [&](qd::i32 i) { e() += x[i] * x[i]; });
-  });
+  auto energy = qd::kernel(
+      "energy", [](qd::types::ndarray<float, 1, qd::needs_grad> x, qd::types::ndarray<float, 0, qd::needs_grad> e) {
+        qd::range_for(x.shape(0), [&](qd::i32 i) { e() += x[i] * x[i]; });
+      });
   on_each_arch([&] {
     qd::ndarray<float, 1> x(5, qd::needs_grad);
     qd::ndarray<float, 0> e(qd::needs_grad);
@@ -161,14 +163,17 @@ void check_pointwise(const char* name, F f, DX dx, DZ dz, bool finite_check = tr
     qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = f(qd::f64(x[i]), qd::f64(z[i])); });
   });
   const vec x0 = positive(7, 0.3), z0 = positive(7, 1.9);
-  check_gradients(k, x0, z0, [&](const vec& xs, const vec& zs, const vec& w) {
-    gradients g{vec(xs.size()), vec(xs.size())};
-    for (std::size_t i = 0; i < xs.size(); ++i) {
-      g.x[i] = w[i] * dx(xs[i], zs[i]);
-      g.z[i] = w[i] * dz(xs[i], zs[i]);
-    }
-    return g;
-  }, finite_check, finite_check ? 1e-10 : 1e-6);
+  check_gradients(
+      k, x0, z0,
+      [&](const vec& xs, const vec& zs, const vec& w) {
+        gradients g{vec(xs.size()), vec(xs.size())};
+        for (std::size_t i = 0; i < xs.size(); ++i) {
+          g.x[i] = w[i] * dx(xs[i], zs[i]);
+          g.z[i] = w[i] * dz(xs[i], zs[i]);
+        }
+        return g;
+      },
+      finite_check, finite_check ? 1e-10 : 1e-6);
 }
 
 double sq(double v) { return v * v; }
@@ -184,7 +189,10 @@ TEST_CASE("arithmetic: + - * / and negation") {
 
 TEST_CASE("math functions: sqrt exp log sin cos tanh") {
   check_pointwise(
-      "math", [](auto a, auto b) { return qd::sqrt(a) + qd::exp(b) + qd::log(a) + qd::sin(a * b) + qd::cos(b) + qd::tanh(a - b); },
+      "math",
+      [](auto a, auto b) {
+        return qd::sqrt(a) + qd::exp(b) + qd::log(a) + qd::sin(a * b) + qd::cos(b) + qd::tanh(a - b);
+      },
       [](double a, double b) { return 0.5 / std::sqrt(a) + 1 / a + b * std::cos(a * b) + 1 - sq(std::tanh(a - b)); },
       [](double a, double b) { return std::exp(b) + a * std::cos(a * b) - std::sin(b) - (1 - sq(std::tanh(a - b))); });
 }
@@ -230,13 +238,16 @@ TEST_CASE("steps and selections: round trunc fract sign clamp step floordiv have
       "steps",
       [](auto a, auto b) {
         return qd::round(a * 3.0) + qd::trunc(b * 2.0) + qd::fract(a * 4.0) * b + qd::sign(a - b) * a +
-               qd::clamp(a * 2.0, 1.5, 2.5) + qd::step(1.0, b) * a + qd::floordiv(a * 7.0, b) +
-               qd::mix(a, b, 0.25) + qd::smoothstep(0.5, 2.0, b);
+               qd::clamp(a * 2.0, 1.5, 2.5) + qd::step(1.0, b) * a + qd::floordiv(a * 7.0, b) + qd::mix(a, b, 0.25) +
+               qd::smoothstep(0.5, 2.0, b);
       },
       [](double a, double b) {
         const double c = a * 2.0;
-        return 4 * b + (a > b ? 1.0 : a < b ? -1.0 : 0.0) + (c > 1.5 && c < 2.5 ? 2.0 : 0.0) + (b < 1.0 ? 0.0 : 1.0) +
-               0.75;
+        return 4 * b +
+               (a > b   ? 1.0
+                : a < b ? -1.0
+                        : 0.0) +
+               (c > 1.5 && c < 2.5 ? 2.0 : 0.0) + (b < 1.0 ? 0.0 : 1.0) + 0.75;
       },
       [](double a, double b) {
         const double t = (b - 0.5) / 1.5;
@@ -360,8 +371,8 @@ TEST_CASE("a top-level reduction used by a later construct, and top-level values
   auto k = qd::kernel("reduction", {"x", "z", "y"}, [](d1 x, d1 z, d1 y) {
     qd::var<double> total = 0.0;
     qd::range_for(x.shape(0), [&](qd::i32 i) { total += x[i] * z[i]; });
-    qd::f64 s = x[0] * z[1];            // a top-level value
-    y[0] = s * s + total;               // a serial construct
+    qd::f64 s = x[0] * z[1];  // a top-level value
+    y[0] = s * s + total;     // a serial construct
     qd::range_for(1, x.shape(0), [&](qd::i32 i) { y[i] = total * x[i] + s; });
   });
   check_gradients(k, positive(6, 0.4), positive(6, 1.1), [](const vec& xs, const vec& zs, const vec& w) {
@@ -417,9 +428,7 @@ TEST_CASE("a loop-carried qd::var updated in branches inside a nested loop") {
   auto k = qd::kernel("carried_branches", {"x", "z", "y"}, [](d1 x, d1 z, d1 y) {
     qd::range_for(x.shape(0), [&](qd::i32 i) {
       qd::var<double> m = x[i];
-      qd::range_for(4, [&](qd::i32) {
-        qd::if_(m > 1.0, [&] { m = m * 0.5; }).else_([&] { m = m * m + z[i]; });
-      });
+      qd::range_for(4, [&](qd::i32) { qd::if_(m > 1.0, [&] { m = m * 0.5; }).else_([&] { m = m * m + z[i]; }); });
       y[i] = m;
     });
   });
@@ -445,9 +454,8 @@ TEST_CASE("a serial loop chaining through memory (y[j + 1] = f(y[j])) runs its a
   // y[0] = x[0]; y[j + 1] = sin(y[j]) * z[j] + x[j + 1]: the store runs ahead of the read, which the access rule allows.
   auto k = qd::kernel("memory_chain", {"x", "z", "y"}, [](d1 x, d1 z, d1 y) {
     y[0] = x[0];
-    qd::if_(x.shape(0) > 1, [&] {
-      qd::range_for(x.shape(0) - 1, [&](qd::i32 j) { y[j + 1] = qd::sin(y[j]) * z[j] + x[j + 1]; });
-    });
+    qd::if_(x.shape(0) > 1,
+            [&] { qd::range_for(x.shape(0) - 1, [&](qd::i32 j) { y[j + 1] = qd::sin(y[j]) * z[j] + x[j + 1]; }); });
   });
   check_gradients(k, positive(6, 0.5), positive(6, 1.5), [](const vec& xs, const vec& zs, const vec& w) {
     const std::size_t n = xs.size();
@@ -532,14 +540,15 @@ TEST_CASE("qd::atomic_add and += on array elements accumulate without zeroing") 
 }
 
 TEST_CASE("a 2-D stencil over qd::ndrange with clamped reads") {
-  auto k = qd::kernel("stencil2d", {"x", "y"},
-                      [](qd::types::ndarray<double, 2, qd::needs_grad> x, qd::types::ndarray<double, 2, qd::needs_grad> y) {
-                        qd::range_for(qd::ndrange(x.shape(0), x.shape(1)), [&](qd::i32 i, qd::i32 j) {
-                          qd::f64 c = x(i, j);
-                          y(i, j) = c * c - 0.25 * (x.at(i - 1, j, qd::boundary::clamp) + x.at(i + 1, j, qd::boundary::clamp) +
-                                                    x.at(i, j - 1, qd::boundary::clamp) * x.at(i, j + 1, qd::boundary::clamp));
-                        });
-                      });
+  auto k = qd::kernel(
+      "stencil2d", {"x", "y"},
+      [](qd::types::ndarray<double, 2, qd::needs_grad> x, qd::types::ndarray<double, 2, qd::needs_grad> y) {
+        qd::range_for(qd::ndrange(x.shape(0), x.shape(1)), [&](qd::i32 i, qd::i32 j) {
+          qd::f64 c = x(i, j);
+          y(i, j) = c * c - 0.25 * (x.at(i - 1, j, qd::boundary::clamp) + x.at(i + 1, j, qd::boundary::clamp) +
+                                    x.at(i, j - 1, qd::boundary::clamp) * x.at(i, j + 1, qd::boundary::clamp));
+        });
+      });
   const int h = 4, wd = 5;
   vec x0(h * wd), w(h * wd);
   for (int q = 0; q < h * wd; ++q) {
@@ -564,9 +573,10 @@ TEST_CASE("a 2-D stencil over qd::ndrange with clamped reads") {
 }
 
 TEST_CASE("float precision: the adjoint of an f32 kernel is close to the f64 one") {
-  auto k = qd::kernel("f32_kernel", [](qd::types::ndarray<float, 1, qd::needs_grad> x, qd::types::ndarray<float, 1, qd::needs_grad> y) {
-    qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = qd::tanh(x[i]) * qd::exp(x[i] * 0.3f); });
-  });
+  auto k = qd::kernel(
+      "f32_kernel", [](qd::types::ndarray<float, 1, qd::needs_grad> x, qd::types::ndarray<float, 1, qd::needs_grad> y) {
+        qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = qd::tanh(x[i]) * qd::exp(x[i] * 0.3f); });
+      });
   on_each_arch([&] {
     std::vector<float> xs{0.1f, 0.5f, -0.7f, 1.2f};
     qd::ndarray<float, 1> x(4, qd::needs_grad), y(4, qd::needs_grad);
@@ -647,9 +657,8 @@ TEST_CASE("unsupported statements are a qd::user_error naming the kernel and the
                          qd::user_error);
   }
   SUBCASE("qd::random") {
-    auto k = qd::kernel("noisy", [](f1 x, f1 y) {
-      qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = x[i] * qd::random<float>(); });
-    });
+    auto k = qd::kernel(
+        "noisy", [](f1 x, f1 y) { qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = x[i] * qd::random<float>(); }); });
     k(x, y);
     CHECK_THROWS_WITH_AS(k.grad(x, y), Contains("qd::random draw"), qd::user_error);
   }
@@ -661,9 +670,8 @@ TEST_CASE("unsupported statements are a qd::user_error naming the kernel and the
     CHECK_THROWS_WITH_AS(k.grad(x, y), Contains("qd::volatile_load('x'[...])"), qd::user_error);
   }
   SUBCASE("atomic min and max") {
-    auto k = qd::kernel("extremum", {"x", "y"}, [](f1 x, f1 y) {
-      qd::range_for(x.shape(0), [&](qd::i32 i) { qd::atomic_max(y[0], x[i]); });
-    });
+    auto k = qd::kernel("extremum", {"x", "y"},
+                        [](f1 x, f1 y) { qd::range_for(x.shape(0), [&](qd::i32 i) { qd::atomic_max(y[0], x[i]); }); });
     k(x, y);
     CHECK_THROWS_WITH_AS(k.grad(x, y), Contains("qd::atomic_max on 'y'[0]"), qd::user_error);
   }
@@ -704,9 +712,8 @@ TEST_CASE("unsupported statements are a qd::user_error naming the kernel and the
     CHECK_THROWS_WITH_AS(bits.grad(x, y), Contains("qd::bit_cast of a value that carries a gradient"), qd::user_error);
   }
   SUBCASE("reading .grad() in the forward kernel") {
-    auto k = qd::kernel("reads_grad", {"x", "y"}, [](f1 x, f1 y) {
-      qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = x.grad()[i]; });
-    });
+    auto k = qd::kernel("reads_grad", {"x", "y"},
+                        [](f1 x, f1 y) { qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = x.grad()[i]; }); });
     k(x, y);
     CHECK_THROWS_WITH_AS(k.grad(x, y), Contains("gradient buffer 'x'.grad()[...]"), qd::user_error);
   }
@@ -724,9 +731,8 @@ TEST_CASE("unsupported statements are a qd::user_error naming the kernel and the
     CHECK_THROWS_WITH_AS(k.grad(a, b), Contains("kernel 'plain' has no qd::needs_grad parameter"), qd::user_error);
   }
   SUBCASE("a needs_grad parameter given an array without a gradient buffer") {
-    auto k = qd::kernel("square", {"x", "y"}, [](f1 x, f1 y) {
-      qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = x[i] * x[i]; });
-    });
+    auto k = qd::kernel("square", {"x", "y"},
+                        [](f1 x, f1 y) { qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = x[i] * x[i]; }); });
     qd::ndarray<float, 1> plain(4);
     CHECK_THROWS_WITH_AS(k.grad(plain, y), Contains("parameter 'x'"), qd::user_error);
     CHECK_THROWS_WITH_AS(k.grad(plain, y), Contains("qd::needs_grad"), qd::user_error);
@@ -737,16 +743,19 @@ TEST_CASE("the adjoint stays whole and logs it; the forward kernel still splits;
   const auto dir = std::filesystem::temp_directory_path() / ("qd-autodiff-cache-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   auto make = [] {
-    return qd::kernel("two_steps", {"x", "y"},
-                      [](qd::types::ndarray<double, 1, qd::needs_grad> x, qd::types::ndarray<double, 1, qd::needs_grad> y) {
-                        qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = x[i] * x[i]; });
-                        qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] += qd::sin(x[i]); });
-                      });
+    return qd::kernel(
+        "two_steps", {"x", "y"},
+        [](qd::types::ndarray<double, 1, qd::needs_grad> x, qd::types::ndarray<double, 1, qd::needs_grad> y) {
+          qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = x[i] * x[i]; });
+          qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] += qd::sin(x[i]); });
+        });
   };
   for (int run = 0; run < 2; ++run) {
     CAPTURE(run);
     qd_test::log_capture logs;
-    qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = dir.string(), .per_offload = qd::per_offload_mode::on,
+    qd::init({.arch = qd::arch::cpu,
+              .offline_cache_file_path = dir.string(),
+              .per_offload = qd::per_offload_mode::on,
               .log_level = qd::log_level::debug});
     auto k = make();  // a fresh kernel object: nothing in memory
     auto x = array_of({0.5, 1.0, 1.5}), y = array_of({0.0, 0.0, 0.0});
@@ -763,9 +772,10 @@ TEST_CASE("the adjoint stays whole and logs it; the forward kernel still splits;
     CHECK(adj.fallback_detail == "a gradient kernel");
     CHECK(adj.constructs_compiled == (run == 0 ? 2 : 0));
     CHECK(adj.constructs_loaded == (run == 0 ? 0 : 2));
-    CHECK_MESSAGE(logs.count(qd::log_level::debug,
-                             "[PER_OFFLOAD] kernel 'two_steps.grad' stays whole-kernel: autodiff (a gradient kernel)") == 1,
-                  logs.all());
+    CHECK_MESSAGE(
+        logs.count(qd::log_level::debug,
+                   "[PER_OFFLOAD] kernel 'two_steps.grad' stays whole-kernel: autodiff (a gradient kernel)") == 1,
+        logs.all());
     qd::reset();
   }
   std::filesystem::remove_all(dir);
@@ -773,7 +783,8 @@ TEST_CASE("the adjoint stays whole and logs it; the forward kernel still splits;
 
 TEST_CASE("kernel.grad.compile() compiles the adjoint without launching; kernel.grad.ir() shows it") {
   qd_test::init_cpu();
-  auto k = qd::kernel("compiled_only", [](qd::types::ndarray<float, 1, qd::needs_grad> x, qd::types::ndarray<float, 1, qd::needs_grad> y) {
+  auto k = qd::kernel("compiled_only", [](qd::types::ndarray<float, 1, qd::needs_grad> x,
+                                          qd::types::ndarray<float, 1, qd::needs_grad> y) {
     qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = qd::exp(x[i]); });
   });
   k.grad.compile();
@@ -787,11 +798,13 @@ TEST_CASE("kernel.grad.compile() compiles the adjoint without launching; kernel.
 TEST_CASE("a tape runs the recorded adjoints in reverse: a three-kernel chain matches finite differences") {
   using g1 = qd::types::ndarray<double, 1, qd::needs_grad>;
   using g0 = qd::types::ndarray<double, 0, qd::needs_grad>;
-  auto square = qd::kernel("square", [](g1 x, g1 y) { qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = x[i] * x[i]; }); });
+  auto square =
+      qd::kernel("square", [](g1 x, g1 y) { qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = x[i] * x[i]; }); });
   auto smooth = qd::kernel("smooth", [](g1 y, g1 z) {
     qd::range_for(y.shape(0), [&](qd::i32 i) { z[i] = qd::sin(y[i]) + 0.5 * y.at(i + 1, qd::boundary::clamp); });
   });
-  auto total = qd::kernel("total", [](g1 z, g0 loss) { qd::range_for(z.shape(0), [&](qd::i32 i) { loss() += z[i] * z[i]; }); });
+  auto total =
+      qd::kernel("total", [](g1 z, g0 loss) { qd::range_for(z.shape(0), [&](qd::i32 i) { loss() += z[i] * z[i]; }); });
   const vec x0 = positive(6, 0.8);
   on_each_arch([&] {
     auto run = [&](const vec& xs, bool backward) {
@@ -834,9 +847,8 @@ TEST_CASE("a tape zeroes the loss gradient, records only on its thread, and runs
     sum(x, loss);
   }  // destroyed without backward(): nothing runs
   CHECK(x.grad().to_host() == std::vector<float>{0, 0, 0});
-  auto fill_plain = qd::kernel("fill_plain", [](qd::types::ndarray<float, 1> p) {
-    qd::range_for(p.shape(0), [&](qd::i32 i) { p[i] = 2.0f; });
-  });
+  auto fill_plain = qd::kernel(
+      "fill_plain", [](qd::types::ndarray<float, 1> p) { qd::range_for(p.shape(0), [&](qd::i32 i) { p[i] = 2.0f; }); });
   qd::ndarray<float, 1> plain(3);
   {
     qd::ad::tape tape(loss);
@@ -909,24 +921,26 @@ TEST_CASE("a tape accepts launches writing rows no earlier launch read (one row 
     CHECK(grad[0] == doctest::Approx(chain(0.3)).epsilon(1e-12));
     CHECK(grad[1] == doctest::Approx(chain(0.6)).epsilon(1e-12));
     const double h = 1e-6;
-    CHECK(grad[0] + 2 * grad[1] == doctest::Approx((run(0.3 + h, false).first - run(0.3 - h, false).first) / (2 * h)).epsilon(1e-6));
+    CHECK(grad[0] + 2 * grad[1] ==
+          doctest::Approx((run(0.3 + h, false).first - run(0.3 - h, false).first) / (2 * h)).epsilon(1e-6));
     (void)value;
   });
 }
 
 TEST_CASE("vectors and matrices (SPEC §11.1, unrolled to scalars) differentiate through their operations") {
-  auto k = qd::kernel("vec_energy", {"x", "y"},
-                      [](qd::types::ndarray<double, 2, qd::needs_grad> x, qd::types::ndarray<double, 1, qd::needs_grad> y) {
-                        qd::range_for(x.shape(0), [&](qd::i32 i) {
-                          qd::i32 j = (i + 1) % x.shape(0);
-                          qd::vec3d p(x(i, 0), x(i, 1), x(i, 2)), q(x(j, 0), x(j, 1), x(j, 2));
-                          qd::mat3d m = qd::outer(p, q) + qd::mat3d::identity() * 2.0;
-                          qd::var<qd::vec3d> acc = qd::normalize(p);
-                          acc += qd::inverse(m) * q;
-                          y[i] = qd::norm(p - q) + qd::dot(qd::cross(p, q), q) * 0.5 + qd::determinant(m) +
-                                 qd::dot(acc, p) + qd::transpose(m)(0, 1) * p.x();
-                        });
-                      });
+  auto k =
+      qd::kernel("vec_energy", {"x", "y"},
+                 [](qd::types::ndarray<double, 2, qd::needs_grad> x, qd::types::ndarray<double, 1, qd::needs_grad> y) {
+                   qd::range_for(x.shape(0), [&](qd::i32 i) {
+                     qd::i32 j = (i + 1) % x.shape(0);
+                     qd::vec3d p(x(i, 0), x(i, 1), x(i, 2)), q(x(j, 0), x(j, 1), x(j, 2));
+                     qd::mat3d m = qd::outer(p, q) + qd::mat3d::identity() * 2.0;
+                     qd::var<qd::vec3d> acc = qd::normalize(p);
+                     acc += qd::inverse(m) * q;
+                     y[i] = qd::norm(p - q) + qd::dot(qd::cross(p, q), q) * 0.5 + qd::determinant(m) + qd::dot(acc, p) +
+                            qd::transpose(m)(0, 1) * p.x();
+                   });
+                 });
   const int n = 4;
   vec x0(3 * n), w(n);
   for (int q = 0; q < 3 * n; ++q) x0[static_cast<std::size_t>(q)] = 0.4 + 0.3 * std::sin(0.9 * q + 0.2);
@@ -953,9 +967,8 @@ TEST_CASE("one array for two parameters: refused where it would change the gradi
   using g1 = qd::types::ndarray<double, 1, qd::needs_grad>;
   using p1 = qd::types::ndarray<double, 1>;
   using g0 = qd::types::ndarray<double, 0, qd::needs_grad>;
-  auto square = qd::kernel("square", {"a", "b"}, [](g1 a, g1 b) {
-    qd::range_for(a.shape(0), [&](qd::i32 i) { b[i] = a[i] * a[i]; });
-  });
+  auto square = qd::kernel("square", {"a", "b"},
+                           [](g1 a, g1 b) { qd::range_for(a.shape(0), [&](qd::i32 i) { b[i] = a[i] * a[i]; }); });
   auto product = qd::kernel("product", {"a", "b", "out"}, [](g1 a, g1 b, g1 out) {
     qd::range_for(a.shape(0), [&](qd::i32 i) { out[i] = a[i] * b.at(i + 1, qd::boundary::clamp); });
   });
@@ -963,9 +976,8 @@ TEST_CASE("one array for two parameters: refused where it would change the gradi
   auto weigh = qd::kernel("weigh", {"w", "c", "d", "loss"}, [](g1 w, p1 c, p1 d, g0 loss) {
     qd::range_for(w.shape(0), [&](qd::i32 i) { loss() += w[i] * c[i] * qd::sin(d[i]); });
   });
-  auto total = qd::kernel("total", {"y", "loss"}, [](g1 y, g0 loss) {
-    qd::range_for(y.shape(0), [&](qd::i32 i) { loss() += y[i]; });
-  });
+  auto total = qd::kernel("total", {"y", "loss"},
+                          [](g1 y, g0 loss) { qd::range_for(y.shape(0), [&](qd::i32 i) { loss() += y[i]; }); });
   const vec x0 = positive(5, 0.3);
   on_each_arch([&] {
     // k(y, y) with b[i] = a[i] * a[i]: the forward runs (y becomes y * y) but its adjoint
@@ -974,7 +986,8 @@ TEST_CASE("one array for two parameters: refused where it would change the gradi
     square(y, y);
     check_close(y.to_host(), {x0[0] * x0[0], x0[1] * x0[1], x0[2] * x0[2], x0[3] * x0[3], x0[4] * x0[4]});
     y.grad().fill(1.0);
-    CHECK_THROWS_WITH_AS(square.grad(y, y), Contains("kernel 'square.grad': parameters 'a' and 'b' are given the same array"),
+    CHECK_THROWS_WITH_AS(square.grad(y, y),
+                         Contains("kernel 'square.grad': parameters 'a' and 'b' are given the same array"),
                          qd::user_error);
     CHECK_THROWS_WITH_AS(square.grad(y, y), Contains("writes 'b'"), qd::user_error);
     {
@@ -982,7 +995,8 @@ TEST_CASE("one array for two parameters: refused where it would change the gradi
       qd::ad::tape tape(loss);
       square(y, y);
       total(y, loss);
-      CHECK_THROWS_WITH_AS(tape.backward(), Contains("parameters 'a' and 'b' are given the same array"), qd::user_error);
+      CHECK_THROWS_WITH_AS(tape.backward(), Contains("parameters 'a' and 'b' are given the same array"),
+                           qd::user_error);
     }
     // Both read, both needing gradients: updates of one gradient buffer through two
     // parameters could race, so this is refused too.
@@ -1012,8 +1026,10 @@ TEST_CASE("one array for two parameters: refused where it would change the gradi
 TEST_CASE("tapes destroyed out of order or on another thread stop recording; later launches and tapes work") {
   using g1 = qd::types::ndarray<double, 1, qd::needs_grad>;
   using g0 = qd::types::ndarray<double, 0, qd::needs_grad>;
-  auto twice = qd::kernel("twice", [](g1 x, g1 y) { qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = 2.0 * x[i]; }); });
-  auto total = qd::kernel("total", [](g1 y, g0 loss) { qd::range_for(y.shape(0), [&](qd::i32 i) { loss() += y[i]; }); });
+  auto twice =
+      qd::kernel("twice", [](g1 x, g1 y) { qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = 2.0 * x[i]; }); });
+  auto total =
+      qd::kernel("total", [](g1 y, g0 loss) { qd::range_for(y.shape(0), [&](qd::i32 i) { loss() += y[i]; }); });
   qd_test::init_cpu();
   auto x = array_of({1.0, 2.0, 3.0}), y = array_of({0.0, 0.0, 0.0});
   qd::ndarray<double, 0> outer_loss(qd::needs_grad), inner_loss(qd::needs_grad);

@@ -31,9 +31,9 @@ TEST_CASE("an out-of-range setting names its source: the config field or the QD_
     const char* bad;
     int bad_value;
   };
-  for (const field& f : {field{"cpu_max_num_threads", "QD_CPU_MAX_NUM_THREADS", "0", 0},
-                         field{"num_compile_threads", "QD_NUM_COMPILE_THREADS", "0", 0},
-                         field{"opt_level", "QD_OPT_LEVEL", "7", 7}}) {
+  for (const field& f :
+       {field{"cpu_max_num_threads", "QD_CPU_MAX_NUM_THREADS", "0", 0},
+        field{"num_compile_threads", "QD_NUM_COMPILE_THREADS", "0", 0}, field{"opt_level", "QD_OPT_LEVEL", "7", 7}}) {
     CAPTURE(f.name);
     qd::config from_field{.arch = qd::arch::cpu};
     if (std::string(f.name) == "cpu_max_num_threads") from_field.cpu_max_num_threads = f.bad_value;

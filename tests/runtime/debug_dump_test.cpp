@@ -23,7 +23,6 @@
 
 namespace fs = std::filesystem;
 
-
 namespace {
 
 std::string read(const fs::path& p) {
@@ -63,8 +62,11 @@ TEST_CASE("print_ir writes the traced IR, each task's IR and the exact program t
   ::setenv("QD_CXX", wrapper.c_str(), 1);
   const fs::path dump = dir.path() / "dump";
   qd_test::log_capture logs;
-  qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = (dir.path() / "cache").string(),
-            .log_level = qd::log_level::info, .debug_dump_path = dump.string(), .print_ir = true});
+  qd::init({.arch = qd::arch::cpu,
+            .offline_cache_file_path = (dir.path() / "cache").string(),
+            .log_level = qd::log_level::info,
+            .debug_dump_path = dump.string(),
+            .print_ir = true});
   auto k = two_loops();
   qd::ndarray<float, 1> x(5), y(3);
   k(x, y);
@@ -75,7 +77,8 @@ TEST_CASE("print_ir writes the traced IR, each task's IR and the exact program t
   const fs::path kd = dump / "two_loops";
   CHECK(read(kd / "traced.ir.txt") == k.ir());
   CHECK(read(kd / "traced.ir.txt").find("range_for") != std::string::npos);
-  for (const char* t : {"task_0.ir.txt", "task_1.ir.txt"}) CHECK(read(kd / "whole" / t).find("range_for") != std::string::npos);
+  for (const char* t : {"task_0.ir.txt", "task_1.ir.txt"})
+    CHECK(read(kd / "whole" / t).find("range_for") != std::string::npos);
   // The program file is byte for byte what the compiler got.
   std::vector<std::string> sources;
   for (const auto& e : fs::directory_iterator(captured)) sources.push_back(read(e.path()));
@@ -95,9 +98,8 @@ TEST_CASE("print_ir writes the traced IR, each task's IR and the exact program t
   CHECK_FALSE(fs::exists(kd / "split"));
   CHECK(k.per_offload_cache_observations().fallback == qd::fallback_reason::policy_backend);
   // The directory is logged once, however many kernels are dumped.
-  auto other = qd::kernel("other", [](qd::types::ndarray<float, 1> x) {
-    qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = 1.0f; });
-  });
+  auto other = qd::kernel(
+      "other", [](qd::types::ndarray<float, 1> x) { qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = 1.0f; }); });
   other(x);
   CHECK(logs.count(qd::log_level::info, "print_ir: writing each kernel's IR and generated source under") == 1);
   CHECK(fs::exists(dump / "other" / "whole" / "task_0.cpp"));
@@ -107,8 +109,11 @@ TEST_CASE("print_ir writes the traced IR, each task's IR and the exact program t
 TEST_CASE("with the split forced, print_ir keeps the kernel whole and dumps the split it would have used") {
   qd_test::fresh_dir dir("dump-split");
   const fs::path dump = dir.path() / "dump";
-  qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = (dir.path() / "cache").string(),
-            .per_offload = qd::per_offload_mode::on, .debug_dump_path = dump.string(), .print_ir = true});
+  qd::init({.arch = qd::arch::cpu,
+            .offline_cache_file_path = (dir.path() / "cache").string(),
+            .per_offload = qd::per_offload_mode::on,
+            .debug_dump_path = dump.string(),
+            .print_ir = true});
   auto k = two_loops();
   qd::ndarray<float, 1> x(5), y(3);
   k(x, y);
@@ -142,9 +147,8 @@ TEST_CASE("kernel names become safe directory names inside debug_dump_path") {
   const fs::path dump = dir.path() / "dump";
   qd::init({.arch = qd::arch::reference, .debug_dump_path = dump.string(), .print_ir = true});
   for (std::string name : {"../escape", "a/b", "", "with space"}) {
-    auto k = qd::kernel(name, [](qd::types::ndarray<float, 1> x) {
-      qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = 1.0f; });
-    });
+    auto k = qd::kernel(
+        name, [](qd::types::ndarray<float, 1> x) { qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = 1.0f; }); });
     qd::ndarray<float, 1> x(2);
     k(x);
     CHECK(fs::exists(dump / qd::detail::dump_file_stem(name) / "traced.ir.txt"));
@@ -208,8 +212,12 @@ TEST_CASE("compile-only for CUDA dumps the .cu programs NVRTC compiled") {
   }
   qd_test::fresh_dir dir("dump-cuda");
   const fs::path dump = dir.path() / "dump";
-  qd::init({.arch = qd::arch::cuda, .offline_cache_file_path = (dir.path() / "cache").string(),
-            .debug_dump_path = dump.string(), .print_ir = true, .compile_only = true, .cuda_arch = 90});
+  qd::init({.arch = qd::arch::cuda,
+            .offline_cache_file_path = (dir.path() / "cache").string(),
+            .debug_dump_path = dump.string(),
+            .print_ir = true,
+            .compile_only = true,
+            .cuda_arch = 90});
   auto k = two_loops();
   k.compile();
   CHECK(k.per_offload_cache_observations().fallback == qd::fallback_reason::diagnostic);

@@ -20,8 +20,7 @@ std::vector<float> draws() {
   auto k = qd::kernel("draw_order", [](qd::types::ndarray<float, 2> out) {
     qd::range_for(out.shape(0), [&](qd::i32 i) {
       qd::vec2f v(qd::random<float>(), qd::random<float>());
-      qd::vec3f w(qd::random<float>() * 2.0f - 1.0f, qd::random<float>(),
-                  qd::random<float>() + v.x());
+      qd::vec3f w(qd::random<float>() * 2.0f - 1.0f, qd::random<float>(), qd::random<float>() + v.x());
       out(i, 0) = v.x(), out(i, 1) = v.y();
       out(i, 2) = w.x(), out(i, 3) = w.y(), out(i, 4) = w.z();
     });

@@ -179,7 +179,8 @@ TEST_CASE("misuse found while tracing is a qd::user_error naming the kernel") {
     });
     CHECK_THROWS_WITH_AS(k(x), Contains("kernel 'bad_shape': shape(1) of parameter 'x' (#0"), qd::user_error);
     CHECK_THROWS_WITH_AS(k(x), Contains("has 1 dimension"), qd::user_error);  // the same error again, no crash
-    auto k0 = qd::kernel("bad_shape_0d", {"s"}, [](qd::types::ndarray<float, 0> s) { s() = qd::cast<float>(s.shape(0)); });
+    auto k0 =
+        qd::kernel("bad_shape_0d", {"s"}, [](qd::types::ndarray<float, 0> s) { s() = qd::cast<float>(s.shape(0)); });
     CHECK_THROWS_WITH_AS(k0(s), Contains("kernel 'bad_shape_0d': shape(0) of parameter 's'"), qd::user_error);
   }
   SUBCASE(".else_ not directly after its if_") {
@@ -274,7 +275,8 @@ TEST_CASE("qd::reset, qd::init and kernel launches inside a kernel lambda are er
     y[0] = 2.0f;
     inner(x);
   });
-  CHECK_THROWS_WITH_AS(launches(x), Contains("kernel 'inner' launched while tracing kernel 'launches'"), qd::user_error);
+  CHECK_THROWS_WITH_AS(launches(x), Contains("kernel 'inner' launched while tracing kernel 'launches'"),
+                       qd::user_error);
   auto compiles = qd::kernel("compiles", {"x"}, [&inner](qd::types::ndarray<float, 1> y) {
     y[0] = 2.0f;
     inner.compile();
@@ -308,7 +310,8 @@ TEST_CASE("invalid QD_* environment variables make qd::init fail, naming the var
     qd::init({.arch = qd::arch::cpu, .log_level = qd::log_level::info});
     CHECK(qd::is_initialized());
     bool mentioned = false;
-    for (const auto& line : logs.at(qd::log_level::info)) mentioned |= line.find("overrides QD_ARCH") != std::string::npos;
+    for (const auto& line : logs.at(qd::log_level::info))
+      mentioned |= line.find("overrides QD_ARCH") != std::string::npos;
     CHECK(mentioned);
   }
   SUBCASE("QD_LOG_LEVEL") {
@@ -336,8 +339,7 @@ TEST_CASE("invalid QD_* environment variables make qd::init fail, naming the var
     CHECK_THROWS_WITH_AS(qd_test::init_cpu({.num_compile_threads = 0}), Contains("num_compile_threads = 0"),
                          qd::user_error);
     CHECK_THROWS_WITH_AS(qd_test::init_cpu({.cuda_arch = -90}), Contains("cuda_arch = -90"), qd::user_error);
-    CHECK_THROWS_WITH_AS(qd_test::init_cpu({.compile_timeout = -1}), Contains("compile_timeout = -1"),
-                         qd::user_error);
+    CHECK_THROWS_WITH_AS(qd_test::init_cpu({.compile_timeout = -1}), Contains("compile_timeout = -1"), qd::user_error);
   }
   SUBCASE("numbers are read strictly: anything but the plain decimal value the field holds is an error") {
     // Each of these was once read as some other number (strtoll stops at '.', 'e' or
@@ -346,21 +348,38 @@ TEST_CASE("invalid QD_* environment variables make qd::init fail, naming the var
       const char* var;
       const char* value;
     };
-    for (bad b : {bad{"QD_OPT_LEVEL", "4294967298"}, bad{"QD_OPT_LEVEL", "0.5"}, bad{"QD_OPT_LEVEL", "-0"},
-                  bad{"QD_OPT_LEVEL", "2e0"}, bad{"QD_OPT_LEVEL", " 2"}, bad{"QD_OPT_LEVEL", "2 "},
-                  bad{"QD_OPT_LEVEL", "+2"}, bad{"QD_OPT_LEVEL", "4"}, bad{"QD_OPT_LEVEL", "nan"},
-                  bad{"QD_NUM_COMPILE_THREADS", "0"}, bad{"QD_NUM_COMPILE_THREADS", "1e30"},
+    for (bad b : {bad{"QD_OPT_LEVEL", "4294967298"},
+                  bad{"QD_OPT_LEVEL", "0.5"},
+                  bad{"QD_OPT_LEVEL", "-0"},
+                  bad{"QD_OPT_LEVEL", "2e0"},
+                  bad{"QD_OPT_LEVEL", " 2"},
+                  bad{"QD_OPT_LEVEL", "2 "},
+                  bad{"QD_OPT_LEVEL", "+2"},
+                  bad{"QD_OPT_LEVEL", "4"},
+                  bad{"QD_OPT_LEVEL", "nan"},
+                  bad{"QD_NUM_COMPILE_THREADS", "0"},
+                  bad{"QD_NUM_COMPILE_THREADS", "1e30"},
                   bad{"QD_NUM_COMPILE_THREADS", "99999999999999999999999"},
-                  bad{"QD_CPU_MAX_NUM_THREADS", "-1"}, bad{"QD_CPU_MAX_NUM_THREADS", "inf"},
-                  bad{"QD_RANDOM_SEED", "-1"}, bad{"QD_RANDOM_SEED", "18446744073709551616"},
-                  bad{"QD_RANDOM_SEED", "0x10"}, bad{"QD_CUDA_ARCH", "9.0"},
-                  bad{"QD_OFFLINE_CACHE_MAX_SIZE", "nan"}, bad{"QD_OFFLINE_CACHE_MAX_SIZE", "inf"},
-                  bad{"QD_OFFLINE_CACHE_MAX_SIZE", "1e30"}, bad{"QD_OFFLINE_CACHE_MAX_SIZE", "0.5"},
-                  bad{"QD_OFFLINE_CACHE_MAX_SIZE", "-0"}, bad{"QD_OFFLINE_CACHE_MAX_SIZE", "-1G"},
-                  bad{"QD_OFFLINE_CACHE_MAX_SIZE", "17179869184G"}, bad{"QD_OFFLINE_CACHE_MAX_SIZE", "1.5"},
-                  bad{"QD_OFFLINE_CACHE_MAX_SIZE", "0.3K"}, bad{"QD_OFFLINE_CACHE_MAX_SIZE", "G"},
-                  bad{"QD_OFFLINE_CACHE_MAX_SIZE", "1.G"}, bad{"QD_COMPILE_TIMEOUT", "0.5"},
-                  bad{"QD_COMPILE_TIMEOUT", "-5"}, bad{"QD_COMPILE_TIMEOUT", "1e3"}}) {
+                  bad{"QD_CPU_MAX_NUM_THREADS", "-1"},
+                  bad{"QD_CPU_MAX_NUM_THREADS", "inf"},
+                  bad{"QD_RANDOM_SEED", "-1"},
+                  bad{"QD_RANDOM_SEED", "18446744073709551616"},
+                  bad{"QD_RANDOM_SEED", "0x10"},
+                  bad{"QD_CUDA_ARCH", "9.0"},
+                  bad{"QD_OFFLINE_CACHE_MAX_SIZE", "nan"},
+                  bad{"QD_OFFLINE_CACHE_MAX_SIZE", "inf"},
+                  bad{"QD_OFFLINE_CACHE_MAX_SIZE", "1e30"},
+                  bad{"QD_OFFLINE_CACHE_MAX_SIZE", "0.5"},
+                  bad{"QD_OFFLINE_CACHE_MAX_SIZE", "-0"},
+                  bad{"QD_OFFLINE_CACHE_MAX_SIZE", "-1G"},
+                  bad{"QD_OFFLINE_CACHE_MAX_SIZE", "17179869184G"},
+                  bad{"QD_OFFLINE_CACHE_MAX_SIZE", "1.5"},
+                  bad{"QD_OFFLINE_CACHE_MAX_SIZE", "0.3K"},
+                  bad{"QD_OFFLINE_CACHE_MAX_SIZE", "G"},
+                  bad{"QD_OFFLINE_CACHE_MAX_SIZE", "1.G"},
+                  bad{"QD_COMPILE_TIMEOUT", "0.5"},
+                  bad{"QD_COMPILE_TIMEOUT", "-5"},
+                  bad{"QD_COMPILE_TIMEOUT", "1e3"}}) {
       CAPTURE(b.var);
       CAPTURE(b.value);
       qd_test::scoped_env env(b.var, b.value);
@@ -404,8 +423,9 @@ TEST_CASE("invalid QD_* environment variables make qd::init fail, naming the var
 }
 
 TEST_CASE("an unavailable arch is an error without enable_fallback and falls back to cpu with one warning with it") {
-  auto k = qd::kernel("after_fallback", {"x"},
-                      [](qd::types::ndarray<float, 1> x) { qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = 2.0f * i; }); });
+  auto k = qd::kernel("after_fallback", {"x"}, [](qd::types::ndarray<float, 1> x) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = 2.0f * i; });
+  });
   SUBCASE("enable_fallback = false") {
     CHECK_THROWS_WITH_AS(qd::init({.arch = qd::arch::metal, .enable_fallback = false}),
                          Contains("qd::init(arch = metal)"), qd::user_error);
@@ -436,8 +456,9 @@ TEST_CASE("a moved-from qd::ndarray passed to a kernel is an error, not a crash"
   });
   qd::ndarray<std::int32_t, 1> x(3);
   auto y = std::move(x);
-  CHECK_THROWS_WITH_AS(k(x), Contains("kernel 'moved', parameter 'x' (#0, ndarray<i32, 1>): the qd::ndarray passed was moved from"),
-                       qd::user_error);
+  CHECK_THROWS_WITH_AS(
+      k(x), Contains("kernel 'moved', parameter 'x' (#0, ndarray<i32, 1>): the qd::ndarray passed was moved from"),
+      qd::user_error);
   qd::ndarray<std::int32_t, 1> z(5);
   z = std::move(y);
   CHECK_THROWS_WITH_AS(k(y), Contains("moved from"), qd::user_error);
@@ -486,10 +507,11 @@ void nest(int depth, char kind, const qd::types::ndarray<std::int32_t, 1>& x) {
     case 'e': qd::if_(x[0] < 0, [] {}).else_(inner); break;
     case 'w': {
       qd::var<std::int32_t> once = 0;
-      qd::while_([&] { return once < 1; }, [&] {
-        once += 1;
-        inner();
-      });
+      qd::while_([&] { return once < 1; },
+                 [&] {
+                   once += 1;
+                   inner();
+                 });
       break;
     }
     default: qd::range_for(0, 1, [&](qd::i32) { inner(); });
@@ -506,7 +528,8 @@ TEST_CASE("control flow nested past the documented depth is a qd::user_error whi
       // 20,000 levels overflowed the stack (in lowering) before; now tracing stops at 201.
       auto deep = qd::kernel("too_deep", [&](qd::types::ndarray<std::int32_t, 1> x) { nest(20000, kind, x); });
       qd::ndarray<std::int32_t, 1> x(1);
-      CHECK_THROWS_WITH_AS(deep(x), Contains("kernel 'too_deep': control flow is nested 201 levels deep here; at most 200"),
+      CHECK_THROWS_WITH_AS(deep(x),
+                           Contains("kernel 'too_deep': control flow is nested 201 levels deep here; at most 200"),
                            qd::user_error);
       // The limit itself compiles and runs, on the CPU with the host compiler too.
       auto limit = qd::kernel("deepest", [&](qd::types::ndarray<std::int32_t, 1> a) { nest(200, kind, a); });

@@ -75,8 +75,13 @@ TEST_CASE("&& and || skip their right operand: i < n && x[i] > 0 never reads x[n
       CAPTURE(i);
       const bool in = i < n;
       const float v = in ? h[static_cast<std::size_t>(i)] : 0.0f;
-      const int want[7] = {in && v > 0.0f, !in || v > 0.0f, in, in && v > 0.0f && v < 2.0f,
-                           !in || (v < 0.0f && (v < -1.0f || v > -0.5f)), in && v > 0.0f, in && v > 0.0f};
+      const int want[7] = {in && v > 0.0f,
+                           !in || v > 0.0f,
+                           in,
+                           in && v > 0.0f && v < 2.0f,
+                           !in || (v < 0.0f && (v < -1.0f || v > -0.5f)),
+                           in && v > 0.0f,
+                           in && v > 0.0f};
       want_hits += in;
       for (int c = 0; c < 7; ++c) {
         CAPTURE(c);
@@ -188,7 +193,8 @@ auto checked_kernel() {
 }
 }  // namespace
 
-TEST_CASE("qd::assert_ fails the launch under debug, naming the kernel, the message and the line; off it is compiled out") {
+TEST_CASE(
+    "qd::assert_ fails the launch under debug, naming the kernel, the message and the line; off it is compiled out") {
   for (qd::arch a : arches) {
     CAPTURE(a);
     auto k = checked_kernel();
@@ -258,7 +264,8 @@ TEST_CASE("draws of one expression take stream positions in source order, whatev
   // Two locations on one line: l1 is written before l2. Each draw is one statement, so
   // the order is forced: first l1 then l2, then l2 then l1. Both give each location the
   // same numbers, as g++ (arguments right to left) and clang++ (left to right) do.
-  constexpr auto l1 = qd::source_location::current(); constexpr auto l2 = qd::source_location::current();
+  constexpr auto l1 = qd::source_location::current();
+  constexpr auto l2 = qd::source_location::current();
   (void)l1;
   (void)l2;
   // Statements are sequenced, so the order between them is the order written: the
@@ -348,12 +355,14 @@ namespace {
 // traced IR and on every task of the whole and the split variant, as checked builds do.
 template <class F, class Values = std::tuple<>>
 void verify_ir(F body, Values values = {}) {
-  auto k = qd::detail::make_kernel_state("verified", {}, qd::detail::parameter_descs<F>(),
-                                         [body, values](qd::detail::tracer& t) { qd::detail::trace_kernel(body, t, values); });
+  auto k = qd::detail::make_kernel_state(
+      "verified", {}, qd::detail::parameter_descs<F>(),
+      [body, values](qd::detail::tracer& t) { qd::detail::trace_kernel(body, t, values); });
   qd::detail::ensure_traced(*k);
   CHECK_NOTHROW(qd::ir::verify(k->ir, qd::ir::stage::traced));
   auto lower_all = [&](const qd::analysis::task_plan& plan) {
-    for (const auto& t : plan.tasks) CHECK_NOTHROW(qd::codegen::verify(qd::codegen::lower_task(k->ir, k->structure, t, plan)));
+    for (const auto& t : plan.tasks)
+      CHECK_NOTHROW(qd::codegen::verify(qd::codegen::lower_task(k->ir, k->structure, t, plan)));
   };
   lower_all(qd::analysis::plan_whole_kernel(k->ir, k->structure));
   const auto split = qd::analysis::plan_split(k->ir, k->structure);
@@ -366,7 +375,8 @@ struct cell_k {
 };
 }  // namespace
 
-TEST_CASE("the IR of short circuits, assertions, reordered draws and element structs passes the verifier, traced and lowered") {
+TEST_CASE(
+    "the IR of short circuits, assertions, reordered draws and element structs passes the verifier, traced and lowered") {
   qd_test::init_cpu({.debug = true});
   verify_ir([](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 1> out) {
     qd::boolean top = x.shape(0) > 2 && x[2] > 0.0f;  // at the top level

@@ -48,9 +48,8 @@ TEST_CASE("gradcheck: a correct adjoint passes; the arrays and gradients are as 
 
 TEST_CASE("gradcheck reports the element where adjoint and differences disagree (a step at an integer)") {
   qd_test::init_arch(qd::arch::reference);
-  auto k = qd::kernel("steps", {"x", "y"}, [](d1 x, d1 y) {
-    qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = qd::floor(x[i]) + x[i]; });
-  });
+  auto k = qd::kernel("steps", {"x", "y"},
+                      [](d1 x, d1 y) { qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = qd::floor(x[i]) + x[i]; }); });
   auto x = array_of({0.5, 1.0, 2.5}), y = array_of({0, 0, 0});
   const qd::ad::gradcheck_result r = qd::ad::gradcheck(k, x, y);
   CHECK_FALSE(r.ok);
@@ -63,9 +62,8 @@ TEST_CASE("gradcheck reports the element where adjoint and differences disagree 
 
 TEST_CASE("gradcheck on a kernel whose adjoint is refused: the user_error, and the arrays as they were") {
   qd_test::init_arch(qd::arch::reference);
-  auto k = qd::kernel("drag_in_place", {"v"}, [](d1 v) {
-    qd::range_for(v.shape(0), [&](qd::i32 i) { v[i] += -0.3 * v[i] * v[i]; });
-  });
+  auto k = qd::kernel("drag_in_place", {"v"},
+                      [](d1 v) { qd::range_for(v.shape(0), [&](qd::i32 i) { v[i] += -0.3 * v[i] * v[i]; }); });
   const vec v0{0.4, 0.9};
   auto v = array_of(v0);
   CHECK_THROWS_WITH_AS(qd::ad::gradcheck(k, v), Contains("the accumulation into 'v'"), qd::user_error);
@@ -75,9 +73,8 @@ TEST_CASE("gradcheck on a kernel whose adjoint is refused: the user_error, and t
 
 TEST_CASE("tape option clear_gradients zeroes every recorded gradient at backward(); the default accumulates") {
   qd_test::init_arch(qd::arch::reference);
-  auto square = qd::kernel("square_sum", {"x", "loss"}, [](d1 x, d0 loss) {
-    qd::range_for(x.shape(0), [&](qd::i32 i) { loss() += x[i] * x[i]; });
-  });
+  auto square = qd::kernel("square_sum", {"x", "loss"},
+                           [](d1 x, d0 loss) { qd::range_for(x.shape(0), [&](qd::i32 i) { loss() += x[i] * x[i]; }); });
   for (bool clear : {true, false}) {
     CAPTURE(clear);
     auto x = array_of({1.0, -2.0, 0.5});

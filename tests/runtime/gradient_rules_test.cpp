@@ -47,9 +47,8 @@ std::string grad_error(K& k, A&&... args) {
 }
 
 auto energy_kernel() {
-  return qd::kernel("energy", {"x", "loss"}, [](d1 x, d0 loss) {
-    qd::range_for(x.shape(0), [&](qd::i32 i) { loss() += x[i] * x[i]; });
-  });
+  return qd::kernel("energy", {"x", "loss"},
+                    [](d1 x, d0 loss) { qd::range_for(x.shape(0), [&](qd::i32 i) { loss() += x[i] * x[i]; }); });
 }
 
 }  // namespace
@@ -89,12 +88,12 @@ TEST_CASE("a linear in-place update, a read after the owned update, and the drag
       return std::pair{loss.to_host()[0], v.grad().to_host()};
     };
     const vec v0 = start(5, 0.4);
-    check_close(run_damp(v0, true).second, central_differences([&](const vec& v) { return run_damp(v, false).first; }, v0));
+    check_close(run_damp(v0, true).second,
+                central_differences([&](const vec& v) { return run_damp(v, false).first; }, v0));
 
     // The drag, with the increment read from a copy made by an earlier launch, on a tape.
-    auto copy = qd::kernel("copy", {"from", "to"}, [](d1 from, d1 to) {
-      qd::range_for(from.shape(0), [&](qd::i32 i) { to[i] = from[i]; });
-    });
+    auto copy = qd::kernel("copy", {"from", "to"},
+                           [](d1 from, d1 to) { qd::range_for(from.shape(0), [&](qd::i32 i) { to[i] = from[i]; }); });
     auto drag = qd::kernel("drag_from_copy", {"v", "old", "c"}, [](d1 v, d1 old, qd::f64 c) {
       qd::range_for(v.shape(0), [&](qd::i32 i) { v[i] += -c * old[i] * old[i] * dt; });
     });
@@ -113,7 +112,8 @@ TEST_CASE("a linear in-place update, a read after the owned update, and the drag
       if (backward) tape.backward();
       return std::pair{loss.to_host()[0], v.grad().to_host()};
     };
-    check_close(run_drag(v0, true).second, central_differences([&](const vec& v) { return run_drag(v, false).first; }, v0));
+    check_close(run_drag(v0, true).second,
+                central_differences([&](const vec& v) { return run_drag(v, false).first; }, v0));
   }
 }
 
@@ -138,7 +138,8 @@ TEST_CASE("a read the adjoint needs, then an accumulation into the same element,
       qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] += y[i]; });
     });
     k(v, out);
-    CHECK_MESSAGE(grad_error(k, v, out).find("the accumulation into 'x'[...]") != std::string::npos, grad_error(k, v, out));
+    CHECK_MESSAGE(grad_error(k, v, out).find("the accumulation into 'x'[...]") != std::string::npos,
+                  grad_error(k, v, out));
   }
   SUBCASE("through qd::atomic_add into another iteration's element") {
     auto k = qd::kernel("scatter_into_read", {"x", "y"}, [](d1 x, d1 y) {
@@ -174,7 +175,8 @@ TEST_CASE("a read the adjoint needs, then an accumulation into the same element,
       });
     });
     k(v, out);
-    CHECK_MESSAGE(grad_error(k, v, out).find("the accumulation into 'x'[0]") != std::string::npos, grad_error(k, v, out));
+    CHECK_MESSAGE(grad_error(k, v, out).find("the accumulation into 'x'[0]") != std::string::npos,
+                  grad_error(k, v, out));
   }
 }
 
@@ -184,17 +186,16 @@ TEST_CASE("a linear read racing with other iterations' accumulations, and racing
   auto shifted_sum = qd::kernel("shifted_sum", {"x", "y"}, [](d1 x, d1 y) {
     qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] += x[2] + y[i]; });  // linear, but x[2] changes as others run
   });
-  CHECK_MESSAGE(grad_error(shifted_sum, v, out).find("other iterations of this parallel qd::range_for") != std::string::npos,
-                grad_error(shifted_sum, v, out));
-  auto last_wins = qd::kernel("last_wins", {"x", "y"}, [](d1 x, d1 y) {
-    qd::range_for(x.shape(0), [&](qd::i32 i) { y[0] = x[i]; });
-  });
+  CHECK_MESSAGE(
+      grad_error(shifted_sum, v, out).find("other iterations of this parallel qd::range_for") != std::string::npos,
+      grad_error(shifted_sum, v, out));
+  auto last_wins = qd::kernel("last_wins", {"x", "y"},
+                              [](d1 x, d1 y) { qd::range_for(x.shape(0), [&](qd::i32 i) { y[0] = x[i]; }); });
   CHECK_MESSAGE(grad_error(last_wins, v, out).find("may write the same elements of 'y'") != std::string::npos,
                 grad_error(last_wins, v, out));
   // One iteration: nothing races (the serial-block idiom).
-  auto single = qd::kernel("single_iteration", {"x", "y"}, [](d1 x, d1 y) {
-    qd::range_for(1, [&](qd::i32) { y[0] = x[1] * x[2]; });
-  });
+  auto single = qd::kernel("single_iteration", {"x", "y"},
+                           [](d1 x, d1 y) { qd::range_for(1, [&](qd::i32) { y[0] = x[1] * x[2]; }); });
   single(v, out);
   CHECK(grad_error(single, v, out) == "(no error)");
 }
@@ -204,9 +205,8 @@ TEST_CASE("an in-place integrator on one tape: the drift's += into x is refused 
   auto force = qd::kernel("cubic_force", {"x", "v"}, [](d1 x, d1 v) {
     qd::range_for(x.shape(0), [&](qd::i32 i) { v[i] += -0.5 * x[i] * x[i] * x[i] * dt; });
   });
-  auto drift = qd::kernel("drift", {"x", "v"}, [](d1 x, d1 v) {
-    qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] += v[i] * dt; });
-  });
+  auto drift = qd::kernel("drift", {"x", "v"},
+                          [](d1 x, d1 v) { qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] += v[i] * dt; }); });
   auto energy = energy_kernel();
   auto x = array_of(start(3, 0.5)), v = array_of(start(3, 1.5));
   qd::ndarray<double, 0> loss(qd::needs_grad);
@@ -214,22 +214,21 @@ TEST_CASE("an in-place integrator on one tape: the drift's += into x is refused 
   force(x, v);
   drift(x, v);
   energy(x, loss);
-  CHECK_THROWS_WITH_AS(tape.backward(),
-                       Contains("launch 2 (kernel 'drift') accumulates into elements of parameter 'x' (#0, "
-                                "ndarray<f64, 1, needs_grad>) that launch 1 (kernel 'cubic_force') read as parameter 'x'"),
-                       qd::user_error);
+  CHECK_THROWS_WITH_AS(
+      tape.backward(),
+      Contains("launch 2 (kernel 'drift') accumulates into elements of parameter 'x' (#0, "
+               "ndarray<f64, 1, needs_grad>) that launch 1 (kernel 'cubic_force') read as parameter 'x'"),
+      qd::user_error);
 }
 
 TEST_CASE("a tape: a later += into data an earlier launch read linearly is exact; a later atomic_max is refused") {
   for (qd::arch a : qd_test::cpu_and_reference) {
     qd_test::init_arch(a);
     CAPTURE(std::string(qd::name(a)));
-    auto scale = qd::kernel("scale", {"x", "y"}, [](d1 x, d1 y) {
-      qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] += 3.0 * x[i]; });
-    });
-    auto bump = qd::kernel("bump", {"x", "y"}, [](d1 x, d1 y) {
-      qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] += y[i] * dt; });
-    });
+    auto scale = qd::kernel("scale", {"x", "y"},
+                            [](d1 x, d1 y) { qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] += 3.0 * x[i]; }); });
+    auto bump = qd::kernel("bump", {"x", "y"},
+                           [](d1 x, d1 y) { qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] += y[i] * dt; }); });
     auto energy = energy_kernel();
     auto run = [&](const vec& x0, bool backward) {
       auto x = array_of(x0), y = array_of(start(x0.size(), 2.0));
@@ -246,9 +245,8 @@ TEST_CASE("a tape: a later += into data an earlier launch read linearly is exact
     check_close(run(x0, true).second, central_differences([&](const vec& x) { return run(x, false).first; }, x0));
   }
   qd_test::init_arch(qd::arch::reference);
-  auto square = qd::kernel("square", {"x", "y"}, [](d1 x, d1 y) {
-    qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = x[i] * x[i]; });
-  });
+  auto square = qd::kernel("square", {"x", "y"},
+                           [](d1 x, d1 y) { qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = x[i] * x[i]; }); });
   auto clamp_up = qd::kernel("clamp_up", {"x"}, [](qd::types::ndarray<double, 1> x) {
     qd::range_for(x.shape(0), [&](qd::i32 i) { qd::atomic_max(x[i], 0.9); });
   });

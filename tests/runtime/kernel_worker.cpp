@@ -57,10 +57,9 @@ void run_edit(bool edited, bool with_parameter) {
   z.from_host(hz);
   qd::per_offload_observations obs;
   if (with_parameter) {
-    auto k = qd::kernel("edit_me", [body](qd::types::ndarray<float, 1> zz, qd::types::ndarray<float, 1> x,
-                                          qd::types::ndarray<float, 1> y) {
-      body(x, y, [&](qd::i32 i) { return qd::f32(zz[i]); });
-    });
+    auto k = qd::kernel(
+        "edit_me", [body](qd::types::ndarray<float, 1> zz, qd::types::ndarray<float, 1> x,
+                          qd::types::ndarray<float, 1> y) { body(x, y, [&](qd::i32 i) { return qd::f32(zz[i]); }); });
     k(z, x, y);
     obs = k.per_offload_cache_observations();
   } else {
@@ -74,7 +73,8 @@ void run_edit(bool edited, bool with_parameter) {
   for (int c = 0; c < 8; ++c)
     for (int i = 0; i < n; ++i)
       expect(hy[static_cast<std::size_t>(c * n + i)] ==
-                 host_construct(c, hx[static_cast<std::size_t>(i)], with_parameter ? hz[static_cast<std::size_t>(i)] : 0.0f, edited),
+                 host_construct(c, hx[static_cast<std::size_t>(i)],
+                                with_parameter ? hz[static_cast<std::size_t>(i)] : 0.0f, edited),
              "edit_me result");
   std::printf("compiled=%d loaded=%d total=%d fallback=%s\n", obs.constructs_compiled, obs.constructs_loaded,
               obs.frontend_constructs_total, std::string(qd::name(obs.fallback)).c_str());
@@ -120,8 +120,10 @@ void run_graph(const std::string& variant) {
                              qd::types::ndarray<std::int32_t, 0> passes, qd::types::ndarray<std::int32_t, 0> again) {
     for (int c = 0; c < 7; ++c)
       qd::range_for(x.shape(0), [&](qd::i32 i) {
-        if (c == 4 && edited) y[c * n + i] += x[i] * 5.0f - 40.0f;
-        else y[c * n + i] += x[i] * static_cast<float>(c + 1) + static_cast<float>(c);
+        if (c == 4 && edited)
+          y[c * n + i] += x[i] * 5.0f - 40.0f;
+        else
+          y[c * n + i] += x[i] * static_cast<float>(c + 1) + static_cast<float>(c);
       });
     qd::range_for(1, [&](qd::i32) {
       passes() = passes() + 1;
@@ -137,19 +139,19 @@ void run_graph(const std::string& variant) {
   int runs = 3;
   if (variant == "flat") {
     runs = 1;
-    auto k = qd::kernel("graph_edit_flat", [constructs](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y,
-                                                        qd::types::ndarray<std::int32_t, 0> passes,
-                                                        qd::types::ndarray<std::int32_t, 0> again) {
-      constructs(x, y, passes, again);
-    });
+    auto k = qd::kernel("graph_edit_flat",
+                        [constructs](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y,
+                                     qd::types::ndarray<std::int32_t, 0> passes,
+                                     qd::types::ndarray<std::int32_t, 0> again) { constructs(x, y, passes, again); });
     k(x, y, passes, again);
     obs = k.per_offload_cache_observations();
   } else {
-    auto k = qd::kernel("graph_edit", qd::graph::on,
-                        [constructs](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y,
-                                     qd::types::ndarray<std::int32_t, 0> passes, qd::types::ndarray<std::int32_t, 0> again) {
-                          qd::graph::do_while(again, [&] { constructs(x, y, passes, again); });
-                        });
+    auto k =
+        qd::kernel("graph_edit", qd::graph::on,
+                   [constructs](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y,
+                                qd::types::ndarray<std::int32_t, 0> passes, qd::types::ndarray<std::int32_t, 0> again) {
+                     qd::graph::do_while(again, [&] { constructs(x, y, passes, again); });
+                   });
     k(x, y, passes, again);
     obs = k.per_offload_cache_observations();
   }

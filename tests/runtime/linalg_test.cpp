@@ -43,7 +43,7 @@ qd::mat<T, N, N> load(const A& a, const qd::i32& i) {
 template <int N>
 constexpr int general_columns = (N < 4 ? 4 * N * N + N : 0) + N;  // U, S, V, R, P; x
 template <int N>
-constexpr int symmetric_columns = 2 * N * N + N;                   // w, Q, make_spd
+constexpr int symmetric_columns = 2 * N* N + N;  // w, Q, make_spd
 
 // Writes x row by row at columns c, c + 1, ... of row i.
 template <int N, class O, class M>
@@ -137,29 +137,29 @@ std::vector<matrix<double, N>> test_matrices(bool symmetric, std::uint64_t seed)
   for (int k = 0; k < 40; ++k) {
     vec s;
     for (int i = 0; i < N; ++i) s[i] = 1;
-    add_spectrum(s);                                   // repeated
+    add_spectrum(s);  // repeated
     s[N - 1] = 1 + 1e-9;
-    add_spectrum(s);                                   // nearly repeated
+    add_spectrum(s);  // nearly repeated
     for (int i = 1; i < N; ++i) s[i] = std::pow(1e-7, i);
-    add_spectrum(s);                                   // near-singular, graded
+    add_spectrum(s);  // near-singular, graded
     for (int i = 1; i < N; ++i) s[i] = 0;
-    add_spectrum(s);                                   // rank one
+    add_spectrum(s);  // rank one
     for (int i = 0; i < N; ++i) s[i] = (i % 2 ? -1.0 : 1.0) * std::exp(3 * nd(g));
-    add_spectrum(s);                                   // indefinite (symmetric) / spread
+    add_spectrum(s);  // indefinite (symmetric) / spread
     s[N - 1] = 1e-300;
-    add_spectrum(s);                                   // one vanishing
+    add_spectrum(s);  // one vanishing
   }
   add(matrix<double, N>::Zero());
   add(matrix<double, N>::Identity());
   add(-matrix<double, N>::Identity());
   matrix<double, N> d = matrix<double, N>::Zero();
   for (int i = 0; i < N; ++i) d(i, i) = N - i - 0.5;
-  add(d);                                              // diagonal, already decomposed
-  add(d * 1e30);                                       // huge
-  add(d * 1e-30);                                      // tiny
+  add(d);          // diagonal, already decomposed
+  add(d * 1e30);   // huge
+  add(d * 1e-30);  // tiny
   matrix<double, N> perm = matrix<double, N>::Zero();
   for (int i = 0; i < N; ++i) perm(i, (i + 1) % N) = 1;
-  add(perm);                                           // a permutation (det may be -1)
+  add(perm);  // a permutation (det may be -1)
   return out;
 }
 
@@ -183,7 +183,8 @@ template <int N, class T>
 matrix<double, N> at(const std::vector<T>& flat, std::size_t k, std::size_t stride = N * N, std::size_t offset = 0) {
   matrix<double, N> m;
   for (int i = 0; i < N; ++i)
-    for (int j = 0; j < N; ++j) m(i, j) = static_cast<double>(flat[k * stride + offset + static_cast<std::size_t>(i * N + j)]);
+    for (int j = 0; j < N; ++j)
+      m(i, j) = static_cast<double>(flat[k * stride + offset + static_cast<std::size_t>(i * N + j)]);
   return m;
 }
 
@@ -211,7 +212,8 @@ struct cases {
 cases make_cases(std::size_t keep) {
   cases c;
   auto take = [&](auto v) {
-    if (v.size() > keep) v.erase(v.begin() + static_cast<std::ptrdiff_t>(keep / 2), v.end() - static_cast<std::ptrdiff_t>(keep / 2));
+    if (v.size() > keep)
+      v.erase(v.begin() + static_cast<std::ptrdiff_t>(keep / 2), v.end() - static_cast<std::ptrdiff_t>(keep / 2));
     return v;
   };
   std::get<0>(c.general) = take(test_matrices<2>(false, 1));
@@ -268,8 +270,8 @@ void check_svd(const std::vector<matrix<double, N>>& inputs, const std::vector<T
                            std::abs(V.determinant() - 1) <= 8 * tol && std::abs(R.determinant() - 1) <= 8 * tol;
     bool values = true;
     for (int i = 0; i < N; ++i) {
-      values = values && std::abs(std::abs(S[i]) - want[i]) <= tol * norm;             // Eigen's values
-      if (i + 1 < N) values = values && S[i] >= std::abs(S[i + 1]) && S[i] >= 0;      // descending
+      values = values && std::abs(std::abs(S[i]) - want[i]) <= tol * norm;        // Eigen's values
+      if (i + 1 < N) values = values && S[i] >= std::abs(S[i + 1]) && S[i] >= 0;  // descending
     }
     // det A's sign in S(N-1), where the determinant is clearly not 0.
     const double det = A.determinant();
@@ -325,7 +327,8 @@ void check_sym_eig(const std::vector<matrix<double, N>>& inputs, const std::vect
 }
 
 template <class T, int N>
-void check_solve(const std::vector<matrix<double, N>>& inputs, const std::vector<double>& rhs, const std::vector<T>& out) {
+void check_solve(const std::vector<matrix<double, N>>& inputs, const std::vector<double>& rhs,
+                 const std::vector<T>& out) {
   constexpr std::size_t stride = general_columns<N>, offset = stride - N;
   int failures = 0;
   std::size_t solved = 0;
@@ -373,8 +376,8 @@ void check_decompositions(const cases& c) {
 
 // svd and polar_decompose within 1e-12 (f64) and 1e-5 (f32) of |A|; sym_eig and make_spd
 // likewise; solve backward stable and within the condition number of Eigen's LU.
-TEST_CASE_TEMPLATE("qd::svd, polar_decompose, sym_eig, make_spd and solve agree with Eigen, 2x2 to 4x4, f32 and f64",
-                   A, on_cpu, on_reference) {
+TEST_CASE_TEMPLATE("qd::svd, polar_decompose, sym_eig, make_spd and solve agree with Eigen, 2x2 to 4x4, f32 and f64", A,
+                   on_cpu, on_reference) {
   qd::init({.arch = A::arch});
   const cases c = make_cases(A::arch == qd::arch::reference ? 40 : 100000);
   SUBCASE("f64") { check_decompositions<double>(c); }
@@ -394,7 +397,8 @@ TEST_CASE("qd::sym_eig reads the upper triangle only; qd::solve of a singular sy
   matrix<double, 3> sym = upper + upper.transpose();
   sym.diagonal() /= 2;
   Eigen::SelfAdjointEigenSolver<matrix<double, 3>> ref(sym);
-  for (int i = 0; i < 3; ++i) CHECK(std::abs(out[4][static_cast<std::size_t>(i)] - ref.eigenvalues()[i]) < 1e-13 * sym.norm());
+  for (int i = 0; i < 3; ++i)
+    CHECK(std::abs(out[4][static_cast<std::size_t>(i)] - ref.eigenvalues()[i]) < 1e-13 * sym.norm());
   for (std::size_t i = 0; i < 2; ++i) CHECK(!std::isfinite(out[0][general_columns<2> - 2 + i]));
 }
 
@@ -423,7 +427,7 @@ auto svd_outputs_kernel() {
 // eigen-decomposition's with the clamp's: at 4x4 (2.5 MB of C++ with it, half without)
 // the sym_eig and solve adjoints are checked, make_spd's at 2x2 and 3x3.
 template <int N>
-constexpr int eig_outputs = N + N * N + (N < 4 ? N * N : 0) + N;
+constexpr int eig_outputs = N + N* N + (N < 4 ? N * N : 0) + N;
 
 template <int N>
 auto eig_outputs_kernel() {
@@ -448,8 +452,8 @@ auto eig_outputs_kernel() {
 // h^2 / gap^2 relative near a gap between singular values (or eigenvalues), so a smaller
 // gap takes a smaller step.
 template <int N, class K>
-void check_gradient(K&& kernel, const std::vector<matrix<double, N>>& inputs, int outputs, bool upper_only,
-                    double rtol, double h = 1e-6) {
+void check_gradient(K&& kernel, const std::vector<matrix<double, N>>& inputs, int outputs, bool upper_only, double rtol,
+                    double h = 1e-6) {
   const auto n = static_cast<std::int64_t>(inputs.size());
   std::vector<double> flat;
   for (const auto& m : inputs)
@@ -474,7 +478,8 @@ void check_gradient(K&& kernel, const std::vector<matrix<double, N>>& inputs, in
     std::vector<double> l(static_cast<std::size_t>(n), 0.0);
     for (std::int64_t k = 0; k < n; ++k)
       for (int c = 0; c < outputs; ++c)
-        l[static_cast<std::size_t>(k)] += seed[static_cast<std::size_t>(k * outputs + c)] * y[static_cast<std::size_t>(k * outputs + c)];
+        l[static_cast<std::size_t>(k)] +=
+            seed[static_cast<std::size_t>(k * outputs + c)] * y[static_cast<std::size_t>(k * outputs + c)];
     return l;
   };
   int failures = 0;
@@ -516,9 +521,9 @@ std::vector<matrix<double, N>> differentiable_matrices(bool symmetric, double ga
   for (int k = 0; k < 24; ++k) {
     Eigen::Matrix<double, N, 1> s;
     for (int i = 0; i < N; ++i) s[i] = 2.0 - i * 0.6 + 0.1 * ud(g);
-    if (k % 4 == 1) s[1] = s[0] - gap;                     // nearly repeated
-    if (k % 4 == 2) s[N - 1] = gap;                        // near-singular
-    if (k % 4 == 3) s[N - 1] = -s[N - 1];                  // negative determinant / indefinite
+    if (k % 4 == 1) s[1] = s[0] - gap;     // nearly repeated
+    if (k % 4 == 2) s[N - 1] = gap;        // near-singular
+    if (k % 4 == 3) s[N - 1] = -s[N - 1];  // negative determinant / indefinite
     if (symmetric) {
       matrix<double, N> x;
       for (int i = 0; i < N; ++i)

@@ -93,7 +93,7 @@ TEST_CASE("a serialized loop without a store, whose result a later loop reads: w
       x.from_host(xs);
       k(x, y);
       CHECK(y.to_host() == std::vector<std::int32_t>{longest * 100, longest * 100 + 1, longest * 100 + 2,
-                                                      longest * 100 + 3, longest * 100 + 4});
+                                                     longest * 100 + 3, longest * 100 + 4});
       qd::reset();
     }
 }
@@ -104,10 +104,11 @@ TEST_CASE("a loop containing break_ and continue_ is still one construct, and bl
     qd::range_for(x.shape(0), qd::loop_config{.block_dim = 128}, [&](qd::i32 i) {
       qd::if_(i % 2 == 0, [&] { qd::continue_(); });
       qd::var<std::int32_t> steps = 0;
-      qd::while_([&] { return steps < 1000; }, [&] {
-        steps += 1;
-        qd::if_(steps * steps >= i, [&] { qd::break_(); });
-      });
+      qd::while_([&] { return steps < 1000; },
+                 [&] {
+                   steps += 1;
+                   qd::if_(steps * steps >= i, [&] { qd::break_(); });
+                 });
       x[i] = steps;
     });
   });
@@ -137,7 +138,8 @@ TEST_CASE("block_dim sets a GPU launch's block; the grid keeps the occupancy gri
   using qd::backend::gpu_launch_shape_of;
   constexpr unsigned def = qd::limits::gpu_threads_per_block;
   static_assert(gpu_launch_shape_of(true, 40, 0).block == def && gpu_launch_shape_of(true, 40, 0).grid == 40);
-  static_assert(gpu_launch_shape_of(true, 40, 64).block == 64 && gpu_launch_shape_of(true, 40, 64).grid == 40 * def / 64);
+  static_assert(gpu_launch_shape_of(true, 40, 64).block == 64 &&
+                gpu_launch_shape_of(true, 40, 64).grid == 40 * def / 64);
   static_assert(gpu_launch_shape_of(true, 1, 1024).block == 1024 && gpu_launch_shape_of(true, 1, 1024).grid == 1);
   static_assert(gpu_launch_shape_of(false, 40, 64).block == 1 && gpu_launch_shape_of(false, 40, 64).grid == 1);
   CHECK(gpu_launch_shape_of(true, 3, 100).grid * 100 >= 3 * def);
@@ -153,34 +155,56 @@ TEST_CASE("misused loop control is a qd::user_error at trace time naming the ker
     CHECK_THROWS_WITH_AS(k(x), Contains(kernel.c_str()), qd::user_error);
     CHECK_THROWS_WITH_AS(k(x), Contains(says), qd::user_error);
   };
-  fails("parallel_break", [](auto x) { qd::range_for(x.shape(0), [&](qd::i32 i) {
-          qd::if_(x[i] > 0, [&] { qd::break_(); });
-        }); }, "would leave a parallel qd::range_for");
-  fails("parallel_break_2d", [](auto x) { qd::range_for(qd::ndrange(x.shape(0), 2), [&](qd::i32, qd::i32) {
-          qd::break_();
-        }); }, "would leave a parallel qd::range_for");
-  fails("outside", [](auto) { qd::break_(); }, "qd::break_() outside a loop body");
-  fails("continue_outside", [](auto x) {
-          qd::if_(x[0] > 0, [&] { qd::continue_(); });
-        }, "qd::continue_() outside a loop body");
-  fails("in_condition", [](auto x) {
-          qd::while_([&] { qd::break_(); return x[0] > 0; }, [&] { x[0] = 0; });
-        }, "in the condition of a qd::while_");
-  fails("nested_config", [](auto x) { qd::range_for(x.shape(0), [&](qd::i32 i) {
+  fails(
+      "parallel_break",
+      [](auto x) { qd::range_for(x.shape(0), [&](qd::i32 i) { qd::if_(x[i] > 0, [&] { qd::break_(); }); }); },
+      "would leave a parallel qd::range_for");
+  fails(
+      "parallel_break_2d",
+      [](auto x) { qd::range_for(qd::ndrange(x.shape(0), 2), [&](qd::i32, qd::i32) { qd::break_(); }); },
+      "would leave a parallel qd::range_for");
+  fails(
+      "outside", [](auto) { qd::break_(); }, "qd::break_() outside a loop body");
+  fails(
+      "continue_outside", [](auto x) { qd::if_(x[0] > 0, [&] { qd::continue_(); }); },
+      "qd::continue_() outside a loop body");
+  fails(
+      "in_condition",
+      [](auto x) {
+        qd::while_(
+            [&] {
+              qd::break_();
+              return x[0] > 0;
+            },
+            [&] { x[0] = 0; });
+      },
+      "in the condition of a qd::while_");
+  fails(
+      "nested_config",
+      [](auto x) {
+        qd::range_for(x.shape(0), [&](qd::i32 i) {
           qd::range_for(4, qd::loop_config{.block_dim = 32}, [&](qd::i32 j) { x[i] = j; });
-        }); }, "qd::loop_config is given to a qd::range_for nested");
-  fails("config_in_if", [](auto x) { qd::if_(x[0] > 0, [&] {
-          qd::range_for(4, qd::loop_config{.serialize = true}, [&](qd::i32 j) { x[j] = j; });
-        }); }, "qd::loop_config is given to a qd::range_for nested");
-  fails("big_block", [](auto x) {
-          qd::range_for(x.shape(0), qd::loop_config{.block_dim = 2048}, [&](qd::i32 i) { x[i] = 1; });
-        }, "a block has 1 to 1024 threads");
+        });
+      },
+      "qd::loop_config is given to a qd::range_for nested");
+  fails(
+      "config_in_if",
+      [](auto x) {
+        qd::if_(x[0] > 0, [&] { qd::range_for(4, qd::loop_config{.serialize = true}, [&](qd::i32 j) { x[j] = j; }); });
+      },
+      "qd::loop_config is given to a qd::range_for nested");
+  fails(
+      "big_block",
+      [](auto x) { qd::range_for(x.shape(0), qd::loop_config{.block_dim = 2048}, [&](qd::i32 i) { x[i] = 1; }); },
+      "a block has 1 to 1024 threads");
   // Allowed: break_ in a loop nested in a parallel construct and in a serialized loop.
   auto fine = one_array_kernel("allowed", [](auto x) {
-    qd::range_for(x.shape(0), [&](qd::i32 i) { qd::range_for(0, 10, [&](qd::i32 j) {
-      x[i] = j;
-      qd::if_(j == i, [&] { qd::break_(); });
-    }); });
+    qd::range_for(x.shape(0), [&](qd::i32 i) {
+      qd::range_for(0, 10, [&](qd::i32 j) {
+        x[i] = j;
+        qd::if_(j == i, [&] { qd::break_(); });
+      });
+    });
     qd::range_for(x.shape(0), qd::loop_config{.serialize = true}, [&](qd::i32 i) {
       qd::if_(i == 5, [&] { qd::break_(); });
       x[i] = x[i] + 100;

@@ -93,8 +93,8 @@ TEST_CASE("every corrupted entry is a miss, a recompile, a correct result, and t
          REQUIRE((kind && k));
          std::vector<std::byte> garbage(4096, std::byte{0x5a});
          auto file = qd::cache::encode_entry(*kind, *k, garbage, 1);
-         std::ofstream(p, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(file.data()),
-                                                                    static_cast<std::streamsize>(file.size()));
+         std::ofstream(p, std::ios::binary | std::ios::trunc)
+             .write(reinterpret_cast<const char*>(file.data()), static_cast<std::streamsize>(file.size()));
        }},
       {"a directory where the file should be",
        [](const fs::path& p) {
@@ -106,7 +106,7 @@ TEST_CASE("every corrupted entry is a miss, a recompile, a correct result, and t
     CAPTURE(name);
     for (const auto& e : qd::cache::list_entries(cache_root(cache))) hurt(e.path);
     auto damaged = qd_test::run_worker(env, "suite 0");
-    CHECK(damaged.exit_code == 0);  // every result still correct
+    CHECK(damaged.exit_code == 0);                                   // every result still correct
     CHECK(damaged.output.find("compiles=0 ") == std::string::npos);  // it recompiled
     auto after = qd_test::run_worker(env, "suite 0");
     CHECK(after.exit_code == 0);
@@ -122,7 +122,8 @@ TEST_CASE("eight processes on one cold cache: correct results, a clean cache, no
     auto env = worker_env(cache, split);
     std::vector<std::future<qd_test::worker_result>> runs;
     for (int id = 0; id < 8; ++id)
-      runs.push_back(std::async(std::launch::async, [env, id] { return qd_test::run_worker(env, "suite " + std::to_string(id)); }));
+      runs.push_back(std::async(std::launch::async,
+                                [env, id] { return qd_test::run_worker(env, "suite " + std::to_string(id)); }));
     for (auto& r : runs) {
       auto result = r.get();
       CHECK(result.exit_code == 0);
@@ -147,7 +148,8 @@ TEST_CASE("an unwritable cache directory degrades to memory with one warning") {
   qd::set_log_sink([&](qd::log_level l, std::string_view s) {
     if (l == qd::log_level::warn) warnings.emplace_back(s);
   });
-  qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = (blocker / "qdcache").string(),
+  qd::init({.arch = qd::arch::cpu,
+            .offline_cache_file_path = (blocker / "qdcache").string(),
             .per_offload = qd::per_offload_mode::on});
   auto k = qd::kernel("degraded", [](qd::types::ndarray<float, 1> x) {
     qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = qd::cast<float>(i) * 2.0f; });
@@ -168,9 +170,8 @@ TEST_CASE("an unwritable cache directory degrades to memory with one warning") {
 TEST_CASE("offline_cache = false neither reads nor writes the disk") {
   qd_test::temp_dir cache("off");
   qd::init({.arch = qd::arch::cpu, .offline_cache = false, .offline_cache_file_path = cache.str()});
-  auto k = qd::kernel("no_disk", [](qd::types::ndarray<float, 1> x) {
-    qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = 1.0f; });
-  });
+  auto k = qd::kernel(
+      "no_disk", [](qd::types::ndarray<float, 1> x) { qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = 1.0f; }); });
   qd::ndarray<float, 1> x(4);
   k(x);
   CHECK(fs::is_empty(cache.path()));

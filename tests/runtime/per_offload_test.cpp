@@ -20,9 +20,10 @@
 
 namespace {
 
-
 void init_split(const qd_test::temp_dir& cache, qd::per_offload_mode mode = qd::per_offload_mode::on) {
-  qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = cache.str(), .per_offload = mode,
+  qd::init({.arch = qd::arch::cpu,
+            .offline_cache_file_path = cache.str(),
+            .per_offload = mode,
             .log_level = qd::log_level::debug});
 }
 
@@ -51,9 +52,11 @@ std::pair<std::vector<std::vector<float>>, std::vector<std::vector<float>>> whol
     const qd_test::temp_dir& cache, Kernel& k, Launch&& launch, qd::per_offload_observations& split_obs) {
   std::vector<std::vector<float>> results[2];
   for (int split = 0; split < 2; ++split) {
-    qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = cache.str(),
+    qd::init({.arch = qd::arch::cpu,
+              .offline_cache_file_path = cache.str(),
               .per_offload = split ? qd::per_offload_mode::on : qd::per_offload_mode::off,
-              .log_level = qd::log_level::debug, .random_seed = 11});
+              .log_level = qd::log_level::debug,
+              .random_seed = 11});
     results[split] = launch();
     if (split) split_obs = k.per_offload_cache_observations();
     qd::reset();
@@ -64,7 +67,8 @@ std::pair<std::vector<std::vector<float>>, std::vector<std::vector<float>>> whol
 bool bitwise_equal(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
   if (a.size() != b.size()) return false;
   for (std::size_t k = 0; k < a.size(); ++k)
-    if (a[k].size() != b[k].size() || std::memcmp(a[k].data(), b[k].data(), a[k].size() * sizeof(float)) != 0) return false;
+    if (a[k].size() != b[k].size() || std::memcmp(a[k].data(), b[k].data(), a[k].size() * sizeof(float)) != 0)
+      return false;
   return true;
 }
 
@@ -72,20 +76,20 @@ bool bitwise_equal(const std::vector<std::vector<float>>& a, const std::vector<s
 
 TEST_CASE("the seed's kernels split through the persisted buffer, bitwise equal to the whole kernel") {
   qd_test::temp_dir cache("seed");
-  auto running_total = qd::kernel("running_total", {"x", "out"},
-      [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> out) {
+  auto running_total =
+      qd::kernel("running_total", {"x", "out"}, [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> out) {
         qd::var<float> total = 0.0f;
         qd::range_for(x.shape(0), [&](qd::i32 i) { total += x[i]; });
         qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = total; });
       });
-  auto stale_snapshot = qd::kernel("stale_snapshot", {"a", "out"},
-      [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> out) {
+  auto stale_snapshot =
+      qd::kernel("stale_snapshot", {"a", "out"}, [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> out) {
         qd::f32 first = a[0];
         qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = 0.0f; });
         qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = first; });
       });
-  auto stale_clamped = qd::kernel("stale_clamped", {"a", "out"},
-      [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> out) {
+  auto stale_clamped =
+      qd::kernel("stale_clamped", {"a", "out"}, [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> out) {
         qd::f32 first = a.at(-5, qd::boundary::clamp);
         qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = 0.0f; });
         qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = first; });
@@ -97,12 +101,15 @@ TEST_CASE("the seed's kernels split through the persisted buffer, bitwise equal 
   for (float v : iota(n, 1.0f)) sum += v;
   qd::per_offload_observations o;
 
-  auto [whole, split] = whole_and_split(cache, running_total, [&] {
-    qd::ndarray<float, 1> x(n), out(n);
-    x.from_host(iota(n, 1.0f));
-    running_total(x, out);
-    return std::vector<std::vector<float>>{out.to_host()};
-  }, o);
+  auto [whole, split] = whole_and_split(
+      cache, running_total,
+      [&] {
+        qd::ndarray<float, 1> x(n), out(n);
+        x.from_host(iota(n, 1.0f));
+        running_total(x, out);
+        return std::vector<std::vector<float>>{out.to_host()};
+      },
+      o);
   CHECK(bitwise_equal(whole, split));
   CHECK(whole[0][5] == sum);
   CHECK(o.fallback == qd::fallback_reason::none);
@@ -111,12 +118,15 @@ TEST_CASE("the seed's kernels split through the persisted buffer, bitwise equal 
 
   // The snapshot (plain or clamped), taken by a serial task before loop 1 and handed on.
   auto snapshot_case = [&](auto& k) {
-    std::tie(whole, split) = whole_and_split(cache, k, [&] {
-      qd::ndarray<float, 1> a(n), out(n);
-      a.from_host(iota(n, 2.0f));
-      k(a, out);
-      return std::vector<std::vector<float>>{a.to_host(), out.to_host()};
-    }, o);
+    std::tie(whole, split) = whole_and_split(
+        cache, k,
+        [&] {
+          qd::ndarray<float, 1> a(n), out(n);
+          a.from_host(iota(n, 2.0f));
+          k(a, out);
+          return std::vector<std::vector<float>>{a.to_host(), out.to_host()};
+        },
+        o);
     CHECK(bitwise_equal(whole, split));
     CHECK(whole[1][3] == 1.0f);  // the original a[0], not the overwritten 0
     CHECK(o.fallback == qd::fallback_reason::none);
@@ -127,13 +137,16 @@ TEST_CASE("the seed's kernels split through the persisted buffer, bitwise equal 
 
   // Gradient buffers of qd::ndarrays have known extents: the re-read of a.grad()[0] is
   // recomputed, and the launch checks that b's and out's buffers do not overlap it.
-  std::tie(whole, split) = whole_and_split(cache, grad_snapshot, [&] {
-    qd::ndarray<float, 1> a(n, qd::needs_grad), b(n, qd::needs_grad), out(n);
-    a.grad().from_host(iota(n, 3.0f));
-    b.grad().from_host(iota(n, 4.0f));
-    grad_snapshot(a, b, out);
-    return std::vector<std::vector<float>>{b.grad().to_host(), out.to_host()};
-  }, o);
+  std::tie(whole, split) = whole_and_split(
+      cache, grad_snapshot,
+      [&] {
+        qd::ndarray<float, 1> a(n, qd::needs_grad), b(n, qd::needs_grad), out(n);
+        a.grad().from_host(iota(n, 3.0f));
+        b.grad().from_host(iota(n, 4.0f));
+        grad_snapshot(a, b, out);
+        return std::vector<std::vector<float>>{b.grad().to_host(), out.to_host()};
+      },
+      o);
   CHECK(bitwise_equal(whole, split));
   CHECK(whole[1][7] == 1.0f);  // a.grad()[0]
   CHECK(o.fallback == qd::fallback_reason::none);
@@ -153,8 +166,9 @@ TEST_CASE("a gradient buffer bound to another parameter runs the whole kernel, w
   grad_snapshot(a, a, out);  // a.grad() is also b.grad(): recomputing a.grad()[0] would read the zeroed value
   CHECK(out.to_host()[2] == 1.0f);
   CHECK(grad_snapshot.per_offload_cache_observations().runtime_fallbacks == 1);
-  CHECK(logs.count(qd::log_level::warn, "[PER_OFFLOAD][FALLBACK] kernel 'grad_snapshot': parameters 'a.grad()' and "
-                                        "'b.grad()' share a buffer") == 1);
+  CHECK(logs.count(qd::log_level::warn,
+                   "[PER_OFFLOAD][FALLBACK] kernel 'grad_snapshot': parameters 'a.grad()' and "
+                   "'b.grad()' share a buffer") == 1);
   qd::ndarray<float, 1> b(n, qd::needs_grad);
   a.grad().from_host(iota(n, 3.0f));
   grad_snapshot(a, b, out);
@@ -167,32 +181,35 @@ TEST_CASE("a new user's energy kernel: reductions read by a later loop split, bi
   qd_test::temp_dir cache("energy");
   // Kinetic and potential energy of n particles, then every particle's share of the total.
   auto energy = qd::kernel("energy", {"m", "v", "h", "share"},
-      [](qd::types::ndarray<float, 1> m, qd::types::ndarray<float, 1> v, qd::types::ndarray<float, 1> h,
-         qd::types::ndarray<float, 1> share) {
-        qd::var<float> kinetic = 0.0f;
-        qd::var<float> potential = 0.0f;
-        qd::var<float> heaviest = 0.0f;
-        qd::range_for(m.shape(0), [&](qd::i32 i) { kinetic += 0.5f * m[i] * v[i] * v[i]; });
-        qd::range_for(m.shape(0), [&](qd::i32 i) {
-          potential += 9.81f * m[i] * h[i];
-          qd::atomic_max(heaviest, m[i]);
-        });
-        qd::f32 total = kinetic + potential;
-        qd::range_for(share.shape(0), [&](qd::i32 i) {
-          share[i] = (0.5f * m[i] * v[i] * v[i] + 9.81f * m[i] * h[i]) / total + heaviest;
-        });
-      });
+                           [](qd::types::ndarray<float, 1> m, qd::types::ndarray<float, 1> v,
+                              qd::types::ndarray<float, 1> h, qd::types::ndarray<float, 1> share) {
+                             qd::var<float> kinetic = 0.0f;
+                             qd::var<float> potential = 0.0f;
+                             qd::var<float> heaviest = 0.0f;
+                             qd::range_for(m.shape(0), [&](qd::i32 i) { kinetic += 0.5f * m[i] * v[i] * v[i]; });
+                             qd::range_for(m.shape(0), [&](qd::i32 i) {
+                               potential += 9.81f * m[i] * h[i];
+                               qd::atomic_max(heaviest, m[i]);
+                             });
+                             qd::f32 total = kinetic + potential;
+                             qd::range_for(share.shape(0), [&](qd::i32 i) {
+                               share[i] = (0.5f * m[i] * v[i] * v[i] + 9.81f * m[i] * h[i]) / total + heaviest;
+                             });
+                           });
   for (int n : {100, 2000}) {  // up to 2048 iterations the CPU reduces in one chunk: a fixed order
     CAPTURE(n);
     qd::per_offload_observations o;
-    auto [whole, split] = whole_and_split(cache, energy, [&] {
-      qd::ndarray<float, 1> m(n), v(n), h(n), share(n);
-      m.from_host(iota(n, 0.25f));
-      v.from_host(iota(n, -0.125f));
-      h.from_host(iota(n, 0.5f));
-      energy(m, v, h, share);
-      return std::vector<std::vector<float>>{share.to_host()};
-    }, o);
+    auto [whole, split] = whole_and_split(
+        cache, energy,
+        [&] {
+          qd::ndarray<float, 1> m(n), v(n), h(n), share(n);
+          m.from_host(iota(n, 0.25f));
+          v.from_host(iota(n, -0.125f));
+          h.from_host(iota(n, 0.5f));
+          energy(m, v, h, share);
+          return std::vector<std::vector<float>>{share.to_host()};
+        },
+        o);
     CHECK(bitwise_equal(whole, split));
     CHECK(o.fallback == qd::fallback_reason::none);
     CHECK(o.frontend_constructs_total == 4);  // the serial task declaring the three sums, three loops
@@ -202,15 +219,16 @@ TEST_CASE("a new user's energy kernel: reductions read by a later loop split, bi
 TEST_CASE("a re-read of an element no later loop can write splits, with the whole kernel's results") {
   qd_test::temp_dir cache("disjoint");
   // a[0] is read first; the loops write a[i] for i >= 1 and m's column 0 only.
-  auto edges = qd::kernel("edges", {"a", "m", "out"},
-      [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 2> m, qd::types::ndarray<float, 1> out) {
-        qd::f32 left = a[0];
-        qd::f32 corner = m(0, 1);
-        qd::range_for(1, a.shape(0), [&](qd::i32 i) { a[i] = a[i] * 2.0f + left; });
-        qd::range_for(0, a.shape(0) - 1, [&](qd::i32 i) { a[i + 1] += 1.0f; });
-        qd::range_for(qd::ndrange(m.shape(0), 1), [&](qd::i32 i, qd::i32 j) { m(i, j) = left + corner; });
-        qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = left * 10.0f + corner; });
-      });
+  auto edges =
+      qd::kernel("edges", {"a", "m", "out"},
+                 [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 2> m, qd::types::ndarray<float, 1> out) {
+                   qd::f32 left = a[0];
+                   qd::f32 corner = m(0, 1);
+                   qd::range_for(1, a.shape(0), [&](qd::i32 i) { a[i] = a[i] * 2.0f + left; });
+                   qd::range_for(0, a.shape(0) - 1, [&](qd::i32 i) { a[i + 1] += 1.0f; });
+                   qd::range_for(qd::ndrange(m.shape(0), 1), [&](qd::i32 i, qd::i32 j) { m(i, j) = left + corner; });
+                   qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = left * 10.0f + corner; });
+                 });
   // The last element against a loop over all but the last: n is a run-time extent.
   auto last = qd::kernel("last", {"a", "out"}, [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> out) {
     qd::f32 right = a[a.shape(0) - 1];
@@ -218,8 +236,8 @@ TEST_CASE("a re-read of an element no later loop can write splits, with the whol
     qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = right; });
   });
   // A loop that may write a[0]: the snapshot is taken once and handed on.
-  auto overlapping = qd::kernel("overlapping", {"a", "out"},
-      [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> out) {
+  auto overlapping =
+      qd::kernel("overlapping", {"a", "out"}, [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> out) {
         qd::f32 left = a[0];
         qd::range_for(0, a.shape(0) - 1, [&](qd::i32 i) { a[i] = 5.0f; });
         qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = left; });
@@ -245,7 +263,7 @@ TEST_CASE("a re-read of an element no later loop can write splits, with the whol
     CHECK(out.to_host()[3] == left * 10.0f + corner);
     CHECK(a.to_host()[0] == left);
     CHECK(a.to_host()[4] == (4 * 0.5f + 1.0f) * 2.0f + left + 1.0f);
-    CHECK(m.to_host()[6] == left + corner);  // m(2, 0)
+    CHECK(m.to_host()[6] == left + corner);     // m(2, 0)
     CHECK(m.to_host()[7] == 7 * 0.25f + 1.0f);  // m(2, 1) untouched
 
     a.from_host(iota(n, 0.5f));
@@ -278,22 +296,28 @@ TEST_CASE("a random draw or a volatile read is taken once and handed on: the who
     qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = r; });
   });
   qd::per_offload_observations o;
-  auto [whole, split] = whole_and_split(cache, k, [&] {
-    qd::ndarray<float, 1> x(8);
-    k(x);
-    k(x);  // the second launch draws from the next stream, alike in both variants
-    return std::vector<std::vector<float>>{x.to_host()};
-  }, o);
+  auto [whole, split] = whole_and_split(
+      cache, k,
+      [&] {
+        qd::ndarray<float, 1> x(8);
+        k(x);
+        k(x);  // the second launch draws from the next stream, alike in both variants
+        return std::vector<std::vector<float>>{x.to_host()};
+      },
+      o);
   CHECK(bitwise_equal(whole, split));
   CHECK(whole[0][0] == whole[0][7]);  // one draw, shared by every iteration
   CHECK(o.fallback == qd::fallback_reason::none);
   CHECK(o.frontend_constructs_total == 2);
-  std::tie(whole, split) = whole_and_split(cache, v, [&] {
-    qd::ndarray<float, 1> x(8), y(8);
-    y.fill(2.5f);
-    v(x, y);
-    return std::vector<std::vector<float>>{x.to_host()};
-  }, o);
+  std::tie(whole, split) = whole_and_split(
+      cache, v,
+      [&] {
+        qd::ndarray<float, 1> x(8), y(8);
+        y.fill(2.5f);
+        v(x, y);
+        return std::vector<std::vector<float>>{x.to_host()};
+      },
+      o);
   CHECK(bitwise_equal(whole, split));
   CHECK(whole[0][3] == 2.5f);
   CHECK(o.fallback == qd::fallback_reason::none);
@@ -301,8 +325,11 @@ TEST_CASE("a random draw or a volatile read is taken once and handed on: the who
 
 TEST_CASE("a gradient kernel and a debug dump keep kernels whole") {
   qd_test::temp_dir cache("policy");
-  qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = cache.str(), .per_offload = qd::per_offload_mode::on,
-            .debug_dump_path = (cache.path() / "dump").string(), .print_ir = true});
+  qd::init({.arch = qd::arch::cpu,
+            .offline_cache_file_path = cache.str(),
+            .per_offload = qd::per_offload_mode::on,
+            .debug_dump_path = (cache.path() / "dump").string(),
+            .print_ir = true});
   auto k = qd::kernel("two_loops", [](qd::types::ndarray<float, 1> x) {
     qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = 1.0f; });
     qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] + 1.0f; });
@@ -315,23 +342,26 @@ TEST_CASE("a gradient kernel and a debug dump keep kernels whole") {
   qd::reset();
 }
 
-TEST_CASE("debug dumps stay inside debug_dump_path whatever the kernel's name, and a warm cache says why none was written") {
+TEST_CASE(
+    "debug dumps stay inside debug_dump_path whatever the kernel's name, and a warm cache says why none was written") {
   qd_test::temp_dir cache("dumps");
   const auto dump = cache.path() / "deep" / "dump";
   const auto root = cache.path() / "cache";
   auto start = [&] {
-    qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = root.string(), .log_level = qd::log_level::info,
-              .debug_dump_path = dump.string(), .print_ir = true});
+    qd::init({.arch = qd::arch::cpu,
+              .offline_cache_file_path = root.string(),
+              .log_level = qd::log_level::info,
+              .debug_dump_path = dump.string(),
+              .print_ir = true});
   };
   start();
-  std::vector<std::string> names = {"../escape", "../../escape_more", "/tmp/absolute", "a/b", "..", ".", "",
-                                    "name with spaces", "plain"};
+  std::vector<std::string> names = {"../escape", "../../escape_more", "/tmp/absolute", "a/b", "..", ".",
+                                    "",          "name with spaces",  "plain"};
   float value = 3.0f;
   for (const auto& name : names) {
     value += 1.0f;  // a body of its own: each kernel is compiled, so each is dumped
-    auto k = qd::kernel(name, [value](qd::types::ndarray<float, 1> x) {
-      qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = value; });
-    });
+    auto k = qd::kernel(
+        name, [value](qd::types::ndarray<float, 1> x) { qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = value; }); });
     qd::ndarray<float, 1> x(2);
     k(x);
     CHECK(x.to_host()[1] == value);
@@ -368,8 +398,7 @@ TEST_CASE("debug dumps stay inside debug_dump_path whatever the kernel's name, a
   CHECK(std::filesystem::exists(dump / "plain" / "whole" / "program.cpp"));
   int said = 0;
   for (const auto& line : logs.at(qd::log_level::info))
-    said += line.find("kernel 'plain': print_ir is on, but it was not compiled now") !=
-            std::string::npos;
+    said += line.find("kernel 'plain': print_ir is on, but it was not compiled now") != std::string::npos;
   CHECK(said == 1);
   qd::reset();
 }
@@ -385,8 +414,8 @@ TEST_CASE("the policy: whole on the CPU by default, with per_offload off, and wi
         std::tuple{qd::per_offload_mode::off, true, qd::fallback_reason::policy_per_offload_off},
         std::tuple{qd::per_offload_mode::on, false, qd::fallback_reason::policy_offline_cache_off},
         std::tuple{qd::per_offload_mode::on, true, qd::fallback_reason::none}}) {
-    qd::init({.arch = qd::arch::cpu, .offline_cache = offline, .offline_cache_file_path = cache.str(),
-              .per_offload = mode});
+    qd::init(
+        {.arch = qd::arch::cpu, .offline_cache = offline, .offline_cache_file_path = cache.str(), .per_offload = mode});
     qd::ndarray<float, 1> x(4);
     k(x);
     auto o = k.per_offload_cache_observations();
@@ -495,11 +524,11 @@ TEST_CASE("two kernels containing one identical construct compile it once") {
     qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = x[i] * 3.0f; });
     qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = 1.0f; });
   });
-  auto second = qd::kernel("second", [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b,
-                                        qd::types::ndarray<float, 1> c) {
-    qd::range_for(c.shape(0), [&](qd::i32 i) { c[i] = 2.0f; });   // not in `first`
-    qd::range_for(a.shape(0), [&](qd::i32 i) { b[i] = a[i] * 3.0f; });  // the same as first's construct 1
-  });
+  auto second = qd::kernel(
+      "second", [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b, qd::types::ndarray<float, 1> c) {
+        qd::range_for(c.shape(0), [&](qd::i32 i) { c[i] = 2.0f; });         // not in `first`
+        qd::range_for(a.shape(0), [&](qd::i32 i) { b[i] = a[i] * 3.0f; });  // the same as first's construct 1
+      });
   qd::ndarray<float, 1> x(8), y(8), z(8);
   x.fill(2.0f);
   first(x, y);
@@ -519,11 +548,11 @@ TEST_CASE("one array bound to two parameters the split assumed disjoint runs the
   qd_test::log_capture logs;
   init_split(cache);
   auto k = qd::kernel("copy_after_snapshot", {"src", "dst"},
-      [](qd::types::ndarray<float, 1> src, qd::types::ndarray<float, 1> dst) {
-        qd::f32 first = src[0];
-        qd::range_for(dst.shape(0), [&](qd::i32 i) { dst[i] = 0.0f; });
-        qd::range_for(dst.shape(0), [&](qd::i32 i) { dst[i] = dst[i] + first; });
-      });
+                      [](qd::types::ndarray<float, 1> src, qd::types::ndarray<float, 1> dst) {
+                        qd::f32 first = src[0];
+                        qd::range_for(dst.shape(0), [&](qd::i32 i) { dst[i] = 0.0f; });
+                        qd::range_for(dst.shape(0), [&](qd::i32 i) { dst[i] = dst[i] + first; });
+                      });
   qd::ndarray<float, 1> a(8), b(8);
   a.fill(3.0f);
   k(a, b);
@@ -605,8 +634,9 @@ TEST_CASE("a whole kernel reused from another kernel object in the same process 
   }
 }
 
-TEST_CASE("editing a kernel with persisted values recompiles the edited task, and its slot's other users only when the "
-          "slot moves") {
+TEST_CASE(
+    "editing a kernel with persisted values recompiles the edited task, and its slot's other users only when the "
+    "slot moves") {
   qd_test::temp_dir cache("edit-persisted");
   // A reduction (the serial task initialising `total`, loop 1 reducing, loop 3 reading
   // it) and an unrelated loop 2. variant 0: the base; 1: loop 2 edited; 2: loop 3 edited

@@ -95,7 +95,8 @@ TEST_CASE("an f32 sum of 10^7 values: within 1e-6 of the exact sum, the same bit
   qd_test::init_cpu({.cpu_max_num_threads = 2});
   const results two = run_reductions(x);
   CHECK(std::abs(static_cast<long double>(one.sum) - exact) <= 1e-6L * exact);
-  MESSAGE("relative error of the f32 sum: " << static_cast<double>(std::abs(static_cast<long double>(one.sum) - exact) / exact));
+  MESSAGE("relative error of the f32 sum: "
+          << static_cast<double>(std::abs(static_cast<long double>(one.sum) - exact) / exact));
   CHECK(one == two);
 }
 
@@ -121,7 +122,8 @@ using qd_algorithm_test::on_amdgpu;
 using qd_algorithm_test::on_cuda;
 using qd_algorithm_test::start;
 
-TEST_CASE_TEMPLATE("deterministic_reductions: the same bits run to run on a GPU, whole and split", A, on_cuda, on_amdgpu) {
+TEST_CASE_TEMPLATE("deterministic_reductions: the same bits run to run on a GPU, whole and split", A, on_cuda,
+                   on_amdgpu) {
   const std::vector<float> x = values(30011, 7);  // 15 chunks of 2048 (the GPUs are emulated on the CPU in the tests)
   long double exact = 0;
   for (float v : x) exact += v;
@@ -139,7 +141,8 @@ TEST_CASE_TEMPLATE("deterministic_reductions: the same bits run to run on a GPU,
   CHECK(std::abs(static_cast<long double>(any.sum) - exact) <= 1e-4L * exact);
 }
 
-TEST_CASE_TEMPLATE("deterministic_reductions: too many reductions in one loop is a qd::user_error", A, on_cuda, on_amdgpu) {
+TEST_CASE_TEMPLATE("deterministic_reductions: too many reductions in one loop is a qd::user_error", A, on_cuda,
+                   on_amdgpu) {
   if (!start<A>({.deterministic_reductions = true})) return;
   auto k = qd::kernel("many_reductions", [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> out) {
     std::vector<qd::var<float>> sums;

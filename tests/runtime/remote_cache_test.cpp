@@ -33,8 +33,11 @@ bool can_test() {
 
 // A worker's environment: its own disk cache under `disk`, the server, the team secret.
 std::vector<std::string> worker_env(const redis_server& server, const fs::path& disk) {
-  return {"QD_OFFLINE_CACHE_FILE_PATH=" + (disk / "qdcache").string(), "QD_REMOTE_CACHE=" + server.url(),
-          "QD_REMOTE_CACHE_SECRET=team secret", "QD_LOG_LEVEL=warn", "QD_REMOTE_CACHE_RETRY_MS=200",
+  return {"QD_OFFLINE_CACHE_FILE_PATH=" + (disk / "qdcache").string(),
+          "QD_REMOTE_CACHE=" + server.url(),
+          "QD_REMOTE_CACHE_SECRET=team secret",
+          "QD_LOG_LEVEL=warn",
+          "QD_REMOTE_CACHE_RETRY_MS=200",
           "QD_PER_OFFLOAD=on"};
 }
 
@@ -170,8 +173,10 @@ TEST_CASE("a server killed mid-run: launches go on with one warning, and the tie
   qd_test::temp_dir disk("remote-killed");
   qd_test::log_capture logs;
   qd_test::scoped_env retry("QD_REMOTE_CACHE_RETRY_MS", "300");
-  qd_test::init_cpu({.offline_cache_file_path = disk.str(), .per_offload = qd::per_offload_mode::on,
-                     .remote_cache = server.url(), .remote_cache_secret = "team secret"});
+  qd_test::init_cpu({.offline_cache_file_path = disk.str(),
+                     .per_offload = qd::per_offload_mode::on,
+                     .remote_cache = server.url(),
+                     .remote_cache_secret = "team secret"});
   auto make = [](float offset) {
     return qd::kernel("k", [offset](qd::types::ndarray<float, 1> x) {
       qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = qd::f32(i) + offset; });
@@ -235,11 +240,11 @@ TEST_CASE("remote_cache mistakes are errors at qd::init; an unreachable server i
   using qd_test::init_cpu;
   CHECK_THROWS_WITH_AS(init_cpu({.remote_cache = "localhost:6379", .remote_cache_secret = "s"}),
                        doctest::Contains("redis://host:6379/0"), qd::user_error);
-  CHECK_THROWS_WITH_AS(init_cpu({.remote_cache = "redis://localhost:6379/0"}),
-                       doctest::Contains("remote_cache_secret"), qd::user_error);
-  CHECK_THROWS_WITH_AS(init_cpu({.remote_cache = "redis://localhost/0", .remote_cache_secret = "s",
-                                 .remote_cache_timeout_ms = 0}),
-                       doctest::Contains("remote_cache_timeout_ms"), qd::user_error);
+  CHECK_THROWS_WITH_AS(init_cpu({.remote_cache = "redis://localhost:6379/0"}), doctest::Contains("remote_cache_secret"),
+                       qd::user_error);
+  CHECK_THROWS_WITH_AS(
+      init_cpu({.remote_cache = "redis://localhost/0", .remote_cache_secret = "s", .remote_cache_timeout_ms = 0}),
+      doctest::Contains("remote_cache_timeout_ms"), qd::user_error);
   {
     qd_test::scoped_env v("QD_REMOTE_CACHE_READ_ONLY", "maybe");
     CHECK_THROWS_AS(init_cpu({.remote_cache = "redis://localhost/0", .remote_cache_secret = "s"}), qd::user_error);
@@ -247,10 +252,13 @@ TEST_CASE("remote_cache mistakes are errors at qd::init; an unreachable server i
   if (!can_test()) return;
   qd_test::temp_dir disk("remote-unreachable");
   qd_test::log_capture logs;
-  init_cpu({.offline_cache_file_path = disk.str(), .per_offload = qd::per_offload_mode::on,
-            .remote_cache = "unix://" + disk.str() + "/no-server.sock", .remote_cache_secret = "s"});
+  init_cpu({.offline_cache_file_path = disk.str(),
+            .per_offload = qd::per_offload_mode::on,
+            .remote_cache = "unix://" + disk.str() + "/no-server.sock",
+            .remote_cache_secret = "s"});
   CHECK(qd::current_settings().remote_cache_timeout_ms == 100);
-  auto k = qd::kernel("k", [](qd::types::ndarray<float, 1> x) { qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = 1.0f; }); });
+  auto k = qd::kernel(
+      "k", [](qd::types::ndarray<float, 1> x) { qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = 1.0f; }); });
   qd::ndarray<float, 1> x(4);
   k(x);
   CHECK(x.to_host()[2] == 1.0f);

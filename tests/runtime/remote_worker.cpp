@@ -29,11 +29,11 @@ int main(int argc, char** argv) {
     x.from_host(hx);
     for (int k = 0; k < kernels; ++k) {
       const float offset = static_cast<float>(salt * 1000 + k);
-      auto kernel = qd::kernel("remote_k", [constructs, offset](qd::types::ndarray<float, 1> x,
-                                                                qd::types::ndarray<float, 1> y) {
-        for (int c = 0; c < constructs; ++c)
-          qd::range_for(x.shape(0), [&](qd::i32 i) { y[c * n + i] = x[i] * static_cast<float>(c + 1) + offset; });
-      });
+      auto kernel =
+          qd::kernel("remote_k", [constructs, offset](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y) {
+            for (int c = 0; c < constructs; ++c)
+              qd::range_for(x.shape(0), [&](qd::i32 i) { y[c * n + i] = x[i] * static_cast<float>(c + 1) + offset; });
+          });
       auto t0 = std::chrono::steady_clock::now();
       kernel.compile();
       ready_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -44,19 +44,20 @@ int main(int argc, char** argv) {
       auto hy = y.to_host();
       for (int c = 0; c < constructs; ++c)
         for (int i = 0; i < n; ++i)
-          if (hy[static_cast<std::size_t>(c * n + i)] != hx[static_cast<std::size_t>(i)] * static_cast<float>(c + 1) + offset)
+          if (hy[static_cast<std::size_t>(c * n + i)] !=
+              hx[static_cast<std::size_t>(i)] * static_cast<float>(c + 1) + offset)
             ++failures;
     }
     auto s = qd::offline_cache_statistics();
-    std::printf("compiled=%d loaded=%d compiles=%llu disk_hits=%llu remote_hits=%llu remote_misses=%llu "
-                "remote_stores=%llu remote_errors=%llu remote_rejected=%llu round_trips=%llu lock_waits=%llu "
-                "ready_ms=%.2f failures=%d\n",
-                compiled, loaded, static_cast<unsigned long long>(s.compiles), static_cast<unsigned long long>(s.hits),
-                static_cast<unsigned long long>(s.remote_hits), static_cast<unsigned long long>(s.remote_misses),
-                static_cast<unsigned long long>(s.remote_stores), static_cast<unsigned long long>(s.remote_errors),
-                static_cast<unsigned long long>(s.remote_rejected),
-                static_cast<unsigned long long>(s.remote_round_trips),
-                static_cast<unsigned long long>(s.remote_lock_waits), ready_ms, failures);
+    std::printf(
+        "compiled=%d loaded=%d compiles=%llu disk_hits=%llu remote_hits=%llu remote_misses=%llu "
+        "remote_stores=%llu remote_errors=%llu remote_rejected=%llu round_trips=%llu lock_waits=%llu "
+        "ready_ms=%.2f failures=%d\n",
+        compiled, loaded, static_cast<unsigned long long>(s.compiles), static_cast<unsigned long long>(s.hits),
+        static_cast<unsigned long long>(s.remote_hits), static_cast<unsigned long long>(s.remote_misses),
+        static_cast<unsigned long long>(s.remote_stores), static_cast<unsigned long long>(s.remote_errors),
+        static_cast<unsigned long long>(s.remote_rejected), static_cast<unsigned long long>(s.remote_round_trips),
+        static_cast<unsigned long long>(s.remote_lock_waits), ready_ms, failures);
   } catch (const std::exception& e) {
     std::printf("ERROR %s\n", e.what());
     return 3;

@@ -78,7 +78,8 @@ TEST_CASE("a kernel returns a tuple of mixed scalars, a boolean and an element")
     qd::ndarray<std::int32_t, 1> x(static_cast<std::int64_t>(h.size()));
     x.from_host(h);
     auto [lo, hi, mean, many, third] = stats(x, 4);
-    static_assert(std::is_same_v<decltype(stats(x, 4)), std::tuple<std::int32_t, std::int32_t, double, bool, std::int32_t>>);
+    static_assert(
+        std::is_same_v<decltype(stats(x, 4)), std::tuple<std::int32_t, std::int32_t, double, bool, std::int32_t>>);
     CHECK(lo == -8);
     CHECK(hi == 12);
     double sum = 0.0;
@@ -176,7 +177,8 @@ TEST_CASE("threads calling one returning kernel each read their own result, call
   for (int t = 0; t < 2; ++t)
     threads.emplace_back([&, t] {
       for (int k = 0; k < 300; ++k)
-        if (sum(xs[static_cast<std::size_t>(t)]) != 64.0f * static_cast<float>(t + 1)) ++wrong[static_cast<std::size_t>(t)];
+        if (sum(xs[static_cast<std::size_t>(t)]) != 64.0f * static_cast<float>(t + 1))
+          ++wrong[static_cast<std::size_t>(t)];
     });
   for (auto& th : threads) th.join();
   CHECK(wrong[0] == 0);

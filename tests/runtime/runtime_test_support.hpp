@@ -72,7 +72,6 @@ inline std::vector<std::string> lines_of(const std::string& text) {
   return out;
 }
 
-
 // Sets an environment variable for one scope, restoring its previous value (ctest sets some).
 class scoped_env {
  public:
@@ -83,8 +82,10 @@ class scoped_env {
   scoped_env(const scoped_env&) = delete;
   scoped_env& operator=(const scoped_env&) = delete;
   ~scoped_env() {
-    if (previous_) ::setenv(name_.c_str(), previous_->c_str(), 1);
-    else ::unsetenv(name_.c_str());
+    if (previous_)
+      ::setenv(name_.c_str(), previous_->c_str(), 1);
+    else
+      ::unsetenv(name_.c_str());
   }
 
  private:

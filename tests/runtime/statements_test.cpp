@@ -63,7 +63,8 @@ TEST_CASE("mixed operand types promote as documented") {
           int c = 0;
           auto put = [&](const auto& v) { out(r, c++) = v; };
           put(i + f), put(i / 2.0), put(l + f), put(f + d), put(u + i), put(b + b), put(b * 2), put(i + l);
-          put(i * 3 / 2), put(qd::sqrt(i)), put(qd::pow(i, 2)), put(qd::abs(i)), put(qd::min(i, f)), put(qd::fma(i, 2, 1));
+          put(i * 3 / 2), put(qd::sqrt(i)), put(qd::pow(i, 2)), put(qd::abs(i)), put(qd::min(i, f)),
+              put(qd::fma(i, 2, 1));
           put(qd::select(i > 0, i, 1.5));
         });
       });
@@ -91,22 +92,21 @@ TEST_CASE("mixed operand types promote as documented") {
     std::int64_t l = ls[r];
     float f = fs[r];
     double d = ds[r];
-    const std::vector<double> want = {
-        static_cast<float>(i) + f,
-        static_cast<float>(i) / 2.0f,
-        static_cast<float>(l) + f,
-        static_cast<double>(f) + d,
-        static_cast<double>(u + static_cast<std::uint32_t>(i)),
-        static_cast<double>(b + b),
-        static_cast<double>(b * 2),
-        static_cast<double>(i + l),
-        static_cast<double>(host_div(wrap_mul(i, 3), 2)),
-        std::sqrt(static_cast<float>(i)),
-        std::pow(static_cast<float>(i), 2.0f),
-        static_cast<double>(i < 0 ? -i : i),
-        std::min(static_cast<float>(i), f),
-        std::fma(static_cast<float>(i), 2.0f, 1.0f),
-        i > 0 ? static_cast<double>(static_cast<float>(i)) : 1.5};
+    const std::vector<double> want = {static_cast<float>(i) + f,
+                                      static_cast<float>(i) / 2.0f,
+                                      static_cast<float>(l) + f,
+                                      static_cast<double>(f) + d,
+                                      static_cast<double>(u + static_cast<std::uint32_t>(i)),
+                                      static_cast<double>(b + b),
+                                      static_cast<double>(b * 2),
+                                      static_cast<double>(i + l),
+                                      static_cast<double>(host_div(wrap_mul(i, 3), 2)),
+                                      std::sqrt(static_cast<float>(i)),
+                                      std::pow(static_cast<float>(i), 2.0f),
+                                      static_cast<double>(i < 0 ? -i : i),
+                                      std::min(static_cast<float>(i), f),
+                                      std::fma(static_cast<float>(i), 2.0f, 1.0f),
+                                      i > 0 ? static_cast<double>(static_cast<float>(i)) : 1.5};
     for (std::size_t c = 0; c < want.size(); ++c) {
       CAPTURE(r);
       CAPTURE(c);

@@ -44,7 +44,8 @@ std::vector<particle> sample(int n) {
   std::vector<particle> ps(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) {
     const float f = static_cast<float>(i);
-    ps[static_cast<std::size_t>(i)] = {{f, f + 0.5f, -f}, {1.0f, -2.0f, 0.25f * f}, 1.0f + f, i % 3, {{{f, 1.0f}, {2.0f, -f}}}, 0.0};
+    ps[static_cast<std::size_t>(i)] = {
+        {f, f + 0.5f, -f}, {1.0f, -2.0f, 0.25f * f}, 1.0f + f, i % 3, {{{f, 1.0f}, {2.0f, -f}}}, 0.0};
   }
   return ps;
 }

@@ -134,9 +134,8 @@ TEST_CASE("each member is its own parameter: messages name the parameter and the
   CHECK_THROWS_WITH_AS(step(ps, 0.5f), Contains("'ps.1'"), qd::user_error);
 #endif
   // Unnamed kernels name struct members by the parameter's position.
-  auto unnamed = qd::kernel("unnamed", [](particles_view p) {
-    qd::range_for(p.pos.shape(0), [&](qd::i32 i) { p.pos[i] = p.vel[i + 1]; });
-  });
+  auto unnamed = qd::kernel(
+      "unnamed", [](particles_view p) { qd::range_for(p.pos.shape(0), [&](qd::i32 i) { p.pos[i] = p.vel[i + 1]; }); });
 #if defined(__GNUC__) && !defined(__clang__)
   CHECK_THROWS_WITH_AS(unnamed(ps), Contains("'#0.vel'"), qd::user_error);
 #endif
@@ -240,9 +239,8 @@ TEST_CASE("SPEC §11.2's drift with qd::vec3f arrays, and a gradient through str
   for (std::size_t i = 0; i < x.size(); ++i)
     for (std::size_t c = 0; c < 3; ++c) CHECK(got[i][c] == x[i][c] + v[i][c] * 0.01f);
 
-  auto energy = qd::kernel("energy", [](energy_view s) {
-    qd::range_for(s.x.shape(0), [&](qd::i32 i) { s.e() += s.x[i] * s.x[i]; });
-  });
+  auto energy = qd::kernel(
+      "energy", [](energy_view s) { qd::range_for(s.x.shape(0), [&](qd::i32 i) { s.e() += s.x[i] * s.x[i]; }); });
   {  // a member without the gradient buffer its kernel member needs: named by position and member
     energy_host bad{qd::ndarray<float, 1>(n), qd::ndarray<float, 0>(qd::needs_grad)};
     CHECK_THROWS_WITH_AS(energy(bad), Contains("kernel 'energy'"), qd::user_error);

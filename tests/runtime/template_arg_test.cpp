@@ -23,11 +23,11 @@ TEST_CASE("each template value traces its own variant once; a value seen before 
     CAPTURE(a);
     qd::init({.arch = a, .per_offload = qd::per_offload_mode::on});
     int traces = 0;  // the lambda runs once per traced variant
-    auto k = qd::kernel("substeps", {"n_sub", "x"},
-                        [&](qd::types::template_arg<int> n_sub, qd::types::ndarray<float, 1> x) {
-                          ++traces;
-                          for (int s = 0; s < n_sub; ++s) qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] += 1.0f; });
-                        });
+    auto k =
+        qd::kernel("substeps", {"n_sub", "x"}, [&](qd::types::template_arg<int> n_sub, qd::types::ndarray<float, 1> x) {
+          ++traces;
+          for (int s = 0; s < n_sub; ++s) qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] += 1.0f; });
+        });
     CHECK_THROWS_WITH_AS(k.ir(), Contains("kernel 'substeps' has template arguments"), qd::user_error);
     qd::ndarray<float, 1> x(16);
     k(4, x);
@@ -54,7 +54,7 @@ TEST_CASE("a template value is a C++ number in expressions, bounds and indices; 
                          qd::types::template_arg<bool> flip, qd::types::template_arg<std::int64_t> first,
                          qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> out) {
                         qd::range_for(first, x.shape(0), [&](qd::i32 i) {
-                          qd::f32 v = x[i] * scale;  // f32: the value is a literal
+                          qd::f32 v = x[i] * scale;                                       // f32: the value is a literal
                           if (mode == smoothing::box) v = (v + x[first] * scale) * 0.5f;  // decided while tracing
                           out[i] = flip ? -v : v;
                         });

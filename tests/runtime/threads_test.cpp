@@ -19,13 +19,13 @@
 namespace {
 
 auto scaled_copy(float scale) {
-  return qd::kernel("scaled_copy", {"x", "y", "total"},
-                    [scale](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y,
-                            qd::types::ndarray<float, 0> total) {
-                      qd::f32 first = x[0];
-                      qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = x[i] * scale + first; });
-                      qd::range_for(y.shape(0), [&](qd::i32 i) { qd::atomic_add(total(), y[i]); });
-                    });
+  return qd::kernel(
+      "scaled_copy", {"x", "y", "total"},
+      [scale](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y, qd::types::ndarray<float, 0> total) {
+        qd::f32 first = x[0];
+        qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = x[i] * scale + first; });
+        qd::range_for(y.shape(0), [&](qd::i32 i) { qd::atomic_add(total(), y[i]); });
+      });
 }
 
 using kernel_type = decltype(scaled_copy(1.0f));
@@ -111,11 +111,13 @@ TEST_CASE("one kernel launched from several host threads at once: each launch se
     }
 }
 
-TEST_CASE("qd::init and qd::reset while other threads launch: every launch completes or is refused, none touches a "
-          "freed program") {
-  auto k = qd::kernel("square_plus_one", {"x", "y"}, [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y) {
-    qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = x[i] * x[i] + 1.0f; });
-  });
+TEST_CASE(
+    "qd::init and qd::reset while other threads launch: every launch completes or is refused, none touches a "
+    "freed program") {
+  auto k =
+      qd::kernel("square_plus_one", {"x", "y"}, [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y) {
+        qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = x[i] * x[i] + 1.0f; });
+      });
   qd::init({.arch = qd::arch::cpu});
   constexpr int threads = 3, n = 3000;
   std::atomic<bool> stop{false};
@@ -140,8 +142,10 @@ TEST_CASE("qd::init and qd::reset while other threads launch: every launch compl
     });
   for (int round = 0; round < 20; ++round) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    if (round % 2 == 0) qd::reset();
-    else qd::init({.arch = qd::arch::cpu});
+    if (round % 2 == 0)
+      qd::reset();
+    else
+      qd::init({.arch = qd::arch::cpu});
   }
   qd::init({.arch = qd::arch::cpu});
   std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -41,12 +41,13 @@ static_assert(std::is_same_v<decltype(qd::norm(std::declval<qd::vec2i>())), qd::
 static_assert(std::is_same_v<decltype(std::declval<qd::mat3f>() * std::declval<qd::vec3f>()), qd::vec3f>);
 static_assert(std::is_same_v<decltype(std::declval<qd::mat<float, 2, 3>>() * std::declval<qd::mat<float, 3, 4>>()),
                              qd::mat<float, 2, 4>>);
-static_assert(std::is_same_v<decltype(qd::outer(std::declval<qd::vec2f>(), std::declval<qd::vec3f>())),
-                             qd::mat<float, 2, 3>>);
+static_assert(
+    std::is_same_v<decltype(qd::outer(std::declval<qd::vec2f>(), std::declval<qd::vec3f>())), qd::mat<float, 2, 3>>);
 static_assert(std::is_same_v<decltype(qd::transpose(std::declval<qd::mat<float, 2, 3>>())), qd::mat<float, 3, 2>>);
 static_assert(std::is_same_v<decltype(qd::inverse(std::declval<qd::mat2i>())), qd::mat2f>);
 static_assert(std::is_same_v<decltype(qd::determinant(std::declval<qd::mat4d>())), qd::f64>);
-static_assert(std::is_same_v<decltype(qd::cross(std::declval<qd::var<qd::vec3f>>(), std::declval<qd::vec3f>())), qd::vec3f>);
+static_assert(
+    std::is_same_v<decltype(qd::cross(std::declval<qd::var<qd::vec3f>>(), std::declval<qd::vec3f>())), qd::vec3f>);
 
 }  // namespace
 
@@ -55,17 +56,20 @@ TEST_CASE_TEMPLATE("vector arithmetic and functions agree with plain C++", A, QD
   qd_test::vec_checks::check_vec_ops();
 }
 
-TEST_CASE_TEMPLATE("matrix products, transpose, determinant, inverse and trace agree with plain C++", A, QD_VEC_ARCHES) {
+TEST_CASE_TEMPLATE("matrix products, transpose, determinant, inverse and trace agree with plain C++", A,
+                   QD_VEC_ARCHES) {
   start<A>();
   qd_test::vec_checks::check_mat_ops();
 }
 
-TEST_CASE_TEMPLATE("vector and matrix variables: per-iteration locals, components, top-level reductions", A, QD_VEC_ARCHES) {
+TEST_CASE_TEMPLATE("vector and matrix variables: per-iteration locals, components, top-level reductions", A,
+                   QD_VEC_ARCHES) {
   start<A>();
   qd_test::vec_checks::check_vec_vars();
 }
 
-TEST_CASE_TEMPLATE("elements of vector and matrix arrays: assignment, component updates and atomics", A, QD_VEC_ARCHES) {
+TEST_CASE_TEMPLATE("elements of vector and matrix arrays: assignment, component updates and atomics", A,
+                   QD_VEC_ARCHES) {
   start<A>();
   qd_test::vec_checks::check_vec_elements();
 }
@@ -145,11 +149,12 @@ TEST_CASE("a kernel over vector arrays splits per construct and gives the whole 
   // snapshot on (the persisted buffer) instead of re-reading it.
   auto run = [](qd::per_offload_mode mode, bool stale) {
     qd::init({.arch = qd::arch::cpu, .per_offload = mode});  // the offline cache on: split allowed
-    auto k = qd::kernel("vec_split", {"p", "q"}, [stale](qd::types::ndarray<qd::vec3f, 1> p, qd::types::ndarray<qd::vec3f, 1> q) {
-      qd::vec3f first = stale ? p[0].value() : qd::vec3f(1.0f, 2.0f, 3.0f);
-      qd::range_for(p.shape(0), [&](qd::i32 i) { p[i] += qd::vec3f(1.0f); });
-      qd::range_for(q.shape(0), [&](qd::i32 i) { q[i] = p[i] * 2.0f + first; });
-    });
+    auto k = qd::kernel("vec_split", {"p", "q"},
+                        [stale](qd::types::ndarray<qd::vec3f, 1> p, qd::types::ndarray<qd::vec3f, 1> q) {
+                          qd::vec3f first = stale ? p[0].value() : qd::vec3f(1.0f, 2.0f, 3.0f);
+                          qd::range_for(p.shape(0), [&](qd::i32 i) { p[i] += qd::vec3f(1.0f); });
+                          qd::range_for(q.shape(0), [&](qd::i32 i) { q[i] = p[i] * 2.0f + first; });
+                        });
     const int n = 8;
     std::vector<std::array<float, 3>> h(n);
     for (int i = 0; i < n; ++i) h[static_cast<std::size_t>(i)] = {static_cast<float>(i), -1.0f, 0.5f};
@@ -165,7 +170,8 @@ TEST_CASE("a kernel over vector arrays splits per construct and gives the whole 
     CHECK(split_q == whole_q);
     CHECK(split_o.fallback == qd::fallback_reason::none);
     CHECK(split_o.frontend_constructs_total >= 2);
-    std::array<float, 3> want0{(0.0f + 1.0f) * 2.0f + (stale ? 0.0f : 1.0f), (-1.0f + 1.0f) * 2.0f + (stale ? -1.0f : 2.0f),
+    std::array<float, 3> want0{(0.0f + 1.0f) * 2.0f + (stale ? 0.0f : 1.0f),
+                               (-1.0f + 1.0f) * 2.0f + (stale ? -1.0f : 2.0f),
                                (0.5f + 1.0f) * 2.0f + (stale ? 0.5f : 3.0f)};
     CHECK(split_q[0] == want0);
   }
@@ -174,9 +180,8 @@ TEST_CASE("a kernel over vector arrays splits per construct and gives the whole 
 TEST_CASE_TEMPLATE("clamped access to a vector array moves the element index to the nearest edge", A, QD_VEC_ARCHES) {
   start<A>();
   auto k = qd::kernel("vec_clamped", [](qd::types::ndarray<qd::vec2f, 1> p, qd::types::ndarray<qd::vec2f, 1> out) {
-    qd::range_for(out.shape(0), [&](qd::i32 i) {
-      out[i] = p.at(i - 2, qd::boundary::clamp) + p.at(i + 2, qd::boundary::clamp);
-    });
+    qd::range_for(out.shape(0),
+                  [&](qd::i32 i) { out[i] = p.at(i - 2, qd::boundary::clamp) + p.at(i + 2, qd::boundary::clamp); });
   });
   const int n = 6;
   std::vector<std::array<float, 2>> h(n);

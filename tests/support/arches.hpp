@@ -64,6 +64,6 @@ TYPE_TO_STRING_AS("on_reference", qd_algorithm_test::on_reference);
 TYPE_TO_STRING_AS("on_cuda", qd_algorithm_test::on_cuda);
 TYPE_TO_STRING_AS("on_amdgpu", qd_algorithm_test::on_amdgpu);
 
-#define QD_ALGORITHM_ARCHES                                                                            \
-  qd_algorithm_test::on_cpu1, qd_algorithm_test::on_cpu2, qd_algorithm_test::on_reference,             \
-      qd_algorithm_test::on_cuda, qd_algorithm_test::on_amdgpu
+#define QD_ALGORITHM_ARCHES                                                                                            \
+  qd_algorithm_test::on_cpu1, qd_algorithm_test::on_cpu2, qd_algorithm_test::on_reference, qd_algorithm_test::on_cuda, \
+      qd_algorithm_test::on_amdgpu

@@ -77,16 +77,14 @@ std::vector<R> integer_row(R a, R b) {
   auto r = [](bool v) { return static_cast<R>(v); };
   R abs_a = a;
   if constexpr (std::is_signed_v<R>) abs_a = a < 0 ? wrap_neg(a) : a;
-  return {
-      wrap_add(a, b), wrap_sub(a, b), wrap_mul(a, b), host_div(a, b), host_mod(a, b),
-      static_cast<R>(a & b), static_cast<R>(a | b), static_cast<R>(a ^ b), host_shl(a, b), host_shr(a, b),
-      std::min(a, b), std::max(a, b), wrap_neg(a), static_cast<R>(~a), abs_a, a,
-      r(a == b), r(a != b), r(a < b), r(a <= b), r(a > b), r(a >= b),
-      r(a > 0 && b > 0), r(a > 0 || b > 0), r(!(a > b)),
-      wrap_sub(wrap_mul(a, R(3)), R(7)), host_div(a, R(2)), host_mod(a, R(3)), wrap_sub(R(7), a), host_div(R(100), a),
-      host_shl(a, R(3)), host_shr(a, R(1)), static_cast<R>(a & 0x5a),
-      // Both sides of && and || are evaluated: no short-circuit, so b / a runs with a == 0 too.
-      r(a != 0 && host_div(b, a) > 1)};
+  return {wrap_add(a, b), wrap_sub(a, b), wrap_mul(a, b), host_div(a, b), host_mod(a, b), static_cast<R>(a & b),
+          static_cast<R>(a | b), static_cast<R>(a ^ b), host_shl(a, b), host_shr(a, b), std::min(a, b), std::max(a, b),
+          wrap_neg(a), static_cast<R>(~a), abs_a, a, r(a == b), r(a != b), r(a < b), r(a <= b), r(a > b), r(a >= b),
+          r(a > 0 && b > 0), r(a > 0 || b > 0), r(!(a > b)), wrap_sub(wrap_mul(a, R(3)), R(7)), host_div(a, R(2)),
+          host_mod(a, R(3)), wrap_sub(R(7), a), host_div(R(100), a), host_shl(a, R(3)), host_shr(a, R(1)),
+          static_cast<R>(a & 0x5a),
+          // Both sides of && and || are evaluated: no short-circuit, so b / a runs with a == 0 too.
+          r(a != 0 && host_div(b, a) > 1)};
 }
 
 // Equal, or both NaN.
@@ -99,8 +97,9 @@ bool same_float(T a, T b) {
 template <class T>
 std::vector<T> float_row(T a, T b) {
   auto r = [](bool v) { return static_cast<T>(v); };
-  return {a + b, a - b, a * b, a / b, -a, a, a * T(2.0), a + T(1), T(1.5) - a, T(3) / a,
-          r(a == b), r(a != b), r(a < b), r(a <= b), r(a > b), r(a >= b), r(a < 0 || b < 0), r(a > 0 && b > 0)};
+  return {
+      a + b,    a - b,     a * b,     a / b,    -a,        a,        a * T(2.0), a + T(1),          T(1.5) - a,
+      T(3) / a, r(a == b), r(a != b), r(a < b), r(a <= b), r(a > b), r(a >= b),  r(a < 0 || b < 0), r(a > 0 && b > 0)};
 }
 
 }  // namespace qd_test

@@ -113,11 +113,25 @@ class redis_server {
   // Starts (or restarts) the server on the same socket; waits until it answers PING.
   bool start() {
     if (pid_ > 0) return true;
-    std::vector<std::string> args = {binary(),      "--port",        "0",       "--unixsocket",
-                                     socket_,       "--unixsocketperm", "700",  "--save",
-                                     "",            "--appendonly",  "no",      "--dir",
-                                     dir_,          "--daemonize",   "no",      "--logfile",
-                                     dir_ + "/redis.log", "--enable-debug-command", "local"};
+    std::vector<std::string> args = {binary(),
+                                     "--port",
+                                     "0",
+                                     "--unixsocket",
+                                     socket_,
+                                     "--unixsocketperm",
+                                     "700",
+                                     "--save",
+                                     "",
+                                     "--appendonly",
+                                     "no",
+                                     "--dir",
+                                     dir_,
+                                     "--daemonize",
+                                     "no",
+                                     "--logfile",
+                                     dir_ + "/redis.log",
+                                     "--enable-debug-command",
+                                     "local"};
     args.insert(args.end(), extra_.begin(), extra_.end());
     pid_ = spawn_program(args);
     if (pid_ <= 0) return false;

@@ -50,14 +50,14 @@ inline std::vector<std::set<std::int32_t>> edge_neighbours(std::int32_t num_vert
 
 // The SPEC §11.7 example: out[v] = sum over the vertices w sharing an edge with v of u[w] - u[v].
 inline auto smooth_kernel() {
-  return qd::kernel("smooth", [](qd::types::mesh mesh, qd::types::ndarray<float, 1> u,
-                                 qd::types::ndarray<float, 1> out) {
-    qd::mesh_for(mesh.verts(), [&](qd::mesh_element v) {
-      qd::var<float> acc = 0.0f;
-      qd::for_each(v.verts(), [&](qd::mesh_element w) { acc += u[w.id()] - u[v.id()]; });
-      out[v.id()] = acc;
-    });
-  });
+  return qd::kernel("smooth",
+                    [](qd::types::mesh mesh, qd::types::ndarray<float, 1> u, qd::types::ndarray<float, 1> out) {
+                      qd::mesh_for(mesh.verts(), [&](qd::mesh_element v) {
+                        qd::var<float> acc = 0.0f;
+                        qd::for_each(v.verts(), [&](qd::mesh_element w) { acc += u[w.id()] - u[v.id()]; });
+                        out[v.id()] = acc;
+                      });
+                    });
 }
 
 }  // namespace qd_test

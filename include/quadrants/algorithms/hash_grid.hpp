@@ -27,39 +27,40 @@ struct hash_grid_arguments {
 
 // keys[i] = the wrapped cell of positions[i]; index[i] = i.
 inline const auto& hash_grid_keys_kernel() {
-  static const auto k = qd::kernel(
-      "qd::hash_grid::build_keys", {"positions", "keys", "index", "inv_cell_size", "dim"},
-      [](types::ndarray<vec3f, 1> positions, types::ndarray<std::int32_t, 1> keys, types::ndarray<std::int32_t, 1> index,
-         f32 inv_cell_size, i32 dim) {
-        qd::range_for(positions.shape(0), [&](i32 i) {
-          const vec3f p = positions[i];
-          const i32 mask = dim - 1;
-          auto cell = [&](const f32& x) { return qd::cast<std::int32_t>(qd::floor(x * inv_cell_size)) & mask; };
-          keys[i] = cell(p.x()) + dim * (cell(p.y()) + dim * cell(p.z()));
-          index[i] = i;
-        });
-      });
+  static const auto k = qd::kernel("qd::hash_grid::build_keys", {"positions", "keys", "index", "inv_cell_size", "dim"},
+                                   [](types::ndarray<vec3f, 1> positions, types::ndarray<std::int32_t, 1> keys,
+                                      types::ndarray<std::int32_t, 1> index, f32 inv_cell_size, i32 dim) {
+                                     qd::range_for(positions.shape(0), [&](i32 i) {
+                                       const vec3f p = positions[i];
+                                       const i32 mask = dim - 1;
+                                       auto cell = [&](const f32& x) {
+                                         return qd::cast<std::int32_t>(qd::floor(x * inv_cell_size)) & mask;
+                                       };
+                                       keys[i] = cell(p.x()) + dim * (cell(p.y()) + dim * cell(p.z()));
+                                       index[i] = i;
+                                     });
+                                   });
   return k;
 }
 
 // Each cell's slots [begin, end) from the sorted keys, and the positions in slot order.
 inline const auto& hash_grid_cells_kernel() {
-  static const auto k = qd::kernel(
-      "qd::hash_grid::build_cells", {"positions", "keys", "index", "points", "cell_begin", "cell_end"},
-      [](types::ndarray<vec3f, 1> positions, types::ndarray<std::int32_t, 1> keys, types::ndarray<std::int32_t, 1> index,
-         types::ndarray<float, 2> points, types::ndarray<std::int32_t, 1> cell_begin,
-         types::ndarray<std::int32_t, 1> cell_end) {
-        const i32 n = keys.shape(0);
-        qd::range_for(n, [&](i32 s) {
-          const i32 key = keys[s];
-          const expr<bool> first = s == 0;
-          const expr<bool> last = s == n - 1;
-          qd::if_(first || keys[qd::max(s - 1, 0)] != key, [&] { cell_begin[key] = s; });
-          qd::if_(last || keys[qd::min(s + 1, n - 1)] != key, [&] { cell_end[key] = s + 1; });
-          const vec3f p = positions[index[s]];
-          for (int c = 0; c < 3; ++c) points(s, c) = p[c];
-        });
-      });
+  static const auto k =
+      qd::kernel("qd::hash_grid::build_cells", {"positions", "keys", "index", "points", "cell_begin", "cell_end"},
+                 [](types::ndarray<vec3f, 1> positions, types::ndarray<std::int32_t, 1> keys,
+                    types::ndarray<std::int32_t, 1> index, types::ndarray<float, 2> points,
+                    types::ndarray<std::int32_t, 1> cell_begin, types::ndarray<std::int32_t, 1> cell_end) {
+                   const i32 n = keys.shape(0);
+                   qd::range_for(n, [&](i32 s) {
+                     const i32 key = keys[s];
+                     const expr<bool> first = s == 0;
+                     const expr<bool> last = s == n - 1;
+                     qd::if_(first || keys[qd::max(s - 1, 0)] != key, [&] { cell_begin[key] = s; });
+                     qd::if_(last || keys[qd::min(s + 1, n - 1)] != key, [&] { cell_end[key] = s + 1; });
+                     const vec3f p = positions[index[s]];
+                     for (int c = 0; c < 3; ++c) points(s, c) = p[c];
+                   });
+                 });
   return k;
 }
 
@@ -120,4 +121,4 @@ class hash_grid {
   std::optional<ndarray<std::int32_t, 1>> cell_begin_, cell_end_;
 };
 
-}  // namespace qd
+}  // namespace qd::inline v0

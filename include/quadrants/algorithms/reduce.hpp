@@ -17,10 +17,12 @@ enum class reduce_op { sum, min, max };
 
 template <class T, reduce_op Op>
 constexpr T reduce_identity() {
-  if constexpr (Op == reduce_op::sum) return T(0);
+  if constexpr (Op == reduce_op::sum)
+    return T(0);
   else if constexpr (std::is_floating_point_v<T>)
     return Op == reduce_op::min ? std::numeric_limits<T>::infinity() : -std::numeric_limits<T>::infinity();
-  else return Op == reduce_op::min ? std::numeric_limits<T>::max() : std::numeric_limits<T>::lowest();
+  else
+    return Op == reduce_op::min ? std::numeric_limits<T>::max() : std::numeric_limits<T>::lowest();
 }
 
 // The reduction as one construct (a loop reducing into a top-level variable: fixed
@@ -29,9 +31,12 @@ template <reduce_op Op, class T, auto... O>
 expr<T> reduce_construct(const types::ndarray<T, 1, O...>& in) {
   var<T> acc = reduce_identity<T, Op>();
   qd::range_for(in.shape(0), [&](i32 i) {
-    if constexpr (Op == reduce_op::sum) acc += in[i];
-    else if constexpr (Op == reduce_op::min) qd::atomic_min(acc, in[i]);
-    else qd::atomic_max(acc, in[i]);
+    if constexpr (Op == reduce_op::sum)
+      acc += in[i];
+    else if constexpr (Op == reduce_op::min)
+      qd::atomic_min(acc, in[i]);
+    else
+      qd::atomic_max(acc, in[i]);
   });
   return expr<T>(acc);
 }
@@ -52,8 +57,7 @@ constexpr void check_reduce_type() {
 
 template <class T>
 void check_not_empty(const ndarray<T, 1>& in, const char* what) {
-  if (in.shape(0) == 0)
-    throw user_error(std::string(what) + " of an empty array has no value; check the length first");
+  if (in.shape(0) == 0) throw user_error(std::string(what) + " of an empty array has no value; check the length first");
 }
 
 }  // namespace detail
@@ -97,4 +101,4 @@ expr<T> reduce_max(const types::ndarray<T, 1, O...>& in) {
   return detail::reduce_construct<detail::reduce_op::max>(in);
 }
 
-}  // namespace qd::algorithms
+}  // namespace qd::inline v0::algorithms

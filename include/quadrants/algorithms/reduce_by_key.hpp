@@ -47,9 +47,8 @@ void sum_runs(const Keys& keys, const Values& values, const OutKeys& out_keys, c
     carry[t] = A(0);
     qd::range_for(r.lo, r.hi, [&](i32 i) {
       qd::if_(run_head(keys, i), [&] {
-        qd::if_(i > r.lo, [&] {
-          qd::if_(own != 0, [&] { out_values[run] = qd::cast<V>(sum); }).else_([&] { carry[t] = sum; });
-        });
+        qd::if_(i > r.lo,
+                [&] { qd::if_(own != 0, [&] { out_values[run] = qd::cast<V>(sum); }).else_([&] { carry[t] = sum; }); });
         run += 1;
         out_keys[run] = keys[i];
         sum = A(0);
@@ -91,8 +90,8 @@ const auto& sum_runs_kernel() {
   static const auto k = qd::kernel(
       "qd::algorithms::reduce_by_key", {"keys", "values", "out_keys", "out_values", "offsets", "carry", "size"},
       [](types::ndarray<K, 1> keys, types::ndarray<V, 1> values, types::ndarray<K, 1> out_keys,
-         types::ndarray<V, 1> out_values, types::ndarray<std::int32_t, 1> offsets,
-         types::ndarray<sum_type<V>, 1> carry, i32 size) {
+         types::ndarray<V, 1> out_values, types::ndarray<std::int32_t, 1> offsets, types::ndarray<sum_type<V>, 1> carry,
+         i32 size) {
         sum_runs(keys, values, out_keys, out_values, offsets, carry, size);
         add_carries(keys, out_values, offsets, carry, size);
       });
@@ -129,4 +128,4 @@ std::int64_t reduce_by_key(const ndarray<K, 1>& keys, const ndarray<V, 1>& value
   return runs;
 }
 
-}  // namespace qd::algorithms
+}  // namespace qd::inline v0::algorithms

@@ -58,42 +58,38 @@ void scan_tiles(const In& in, const Out& out, const Offsets& offsets, const i32&
 
 template <class T>
 const auto& tile_sums_kernel() {
-  static const auto k = qd::kernel("qd::algorithms::tile_sums", {"in", "sums", "size"},
-                                   [](types::ndarray<T, 1> in, types::ndarray<sum_type<T>, 1> sums, i32 size) {
-                                     tile_sums(in, sums, size);
-                                   });
+  static const auto k = qd::kernel(
+      "qd::algorithms::tile_sums", {"in", "sums", "size"},
+      [](types::ndarray<T, 1> in, types::ndarray<sum_type<T>, 1> sums, i32 size) { tile_sums(in, sums, size); });
   return k;
 }
 
 template <class A>
 const auto& serial_scan_kernel() {
-  static const auto k = qd::kernel("qd::algorithms::serial_scan", {"sums", "offsets"},
-                                   [](types::ndarray<A, 1> sums, types::ndarray<A, 1> offsets) {
-                                     serial_exclusive_scan(sums, offsets);
-                                   });
+  static const auto k =
+      qd::kernel("qd::algorithms::serial_scan", {"sums", "offsets"},
+                 [](types::ndarray<A, 1> sums, types::ndarray<A, 1> offsets) { serial_exclusive_scan(sums, offsets); });
   return k;
 }
 
 template <class T, bool Inclusive>
 const auto& scan_tiles_kernel() {
-  static const auto k =
-      qd::kernel(Inclusive ? "qd::algorithms::inclusive_scan" : "qd::algorithms::exclusive_scan",
-                 {"in", "out", "offsets", "size"},
-                 [](types::ndarray<T, 1> in, types::ndarray<T, 1> out, types::ndarray<sum_type<T>, 1> offsets, i32 size) {
-                   scan_tiles<Inclusive>(in, out, offsets, size);
-                 });
+  static const auto k = qd::kernel(
+      Inclusive ? "qd::algorithms::inclusive_scan" : "qd::algorithms::exclusive_scan", {"in", "out", "offsets", "size"},
+      [](types::ndarray<T, 1> in, types::ndarray<T, 1> out, types::ndarray<sum_type<T>, 1> offsets, i32 size) {
+        scan_tiles<Inclusive>(in, out, offsets, size);
+      });
   return k;
 }
 
 // The same with one array read and written (in == out: no aliasing for the runtime to check).
 template <class T, bool Inclusive>
 const auto& scan_tiles_in_place_kernel() {
-  static const auto k =
-      qd::kernel(Inclusive ? "qd::algorithms::inclusive_scan_in_place" : "qd::algorithms::exclusive_scan_in_place",
-                 {"data", "offsets", "size"},
-                 [](types::ndarray<T, 1> data, types::ndarray<sum_type<T>, 1> offsets, i32 size) {
-                   scan_tiles<Inclusive>(data, data, offsets, size);
-                 });
+  static const auto k = qd::kernel(
+      Inclusive ? "qd::algorithms::inclusive_scan_in_place" : "qd::algorithms::exclusive_scan_in_place",
+      {"data", "offsets", "size"}, [](types::ndarray<T, 1> data, types::ndarray<sum_type<T>, 1> offsets, i32 size) {
+        scan_tiles<Inclusive>(data, data, offsets, size);
+      });
   return k;
 }
 
@@ -114,18 +110,23 @@ void scan(const In& in, Out& out) {
     tile_sums_kernel<T>()(in, sums, plan.size);
     exclusive_offsets(sums, offsets);
   }
-  if (same_memory(in, out)) scan_tiles_in_place_kernel<T, Inclusive>()(out, offsets, plan.size);
-  else scan_tiles_kernel<T, Inclusive>()(in, out, offsets, plan.size);
+  if (same_memory(in, out))
+    scan_tiles_in_place_kernel<T, Inclusive>()(out, offsets, plan.size);
+  else
+    scan_tiles_kernel<T, Inclusive>()(in, out, offsets, plan.size);
 }
 
 template <class A>
 void exclusive_offsets(const ndarray<A, 1>& sums, ndarray<A, 1>& offsets) {
-  if (sums.shape(0) <= 4096) serial_scan_kernel<A>()(sums, offsets);
-  else scan<A, false>(sums, offsets);
+  if (sums.shape(0) <= 4096)
+    serial_scan_kernel<A>()(sums, offsets);
+  else
+    scan<A, false>(sums, offsets);
 }
 
 template <bool Inclusive, class T, class S>
-void scan_constructs(const types::ndarray<T, 1>& in, const types::ndarray<T, 1>& out, const types::ndarray<S, 1>& scratch) {
+void scan_constructs(const types::ndarray<T, 1>& in, const types::ndarray<T, 1>& out,
+                     const types::ndarray<S, 1>& scratch) {
   static_assert(std::is_same_v<S, sum_type<T>>, "the scan's scratch holds sums: f64 for f32, else T");
   const i32 tiles = qd::max(scratch.shape(0), 1);
   const i32 size = (in.shape(0) + tiles - 1) / tiles;
@@ -160,13 +161,11 @@ void inclusive_scan(const ndarray<T, 1>& in, ndarray<T, 1>& out) {
 }
 
 template <class T, class U>
-  requires(!std::is_same_v<T, U>)
-void exclusive_scan(const ndarray<T, 1>&, ndarray<U, 1>&) {
+requires(!std::is_same_v<T, U>) void exclusive_scan(const ndarray<T, 1>&, ndarray<U, 1>&) {
   static_assert(std::is_same_v<T, U>, "qd::algorithms::exclusive_scan: in and out need the same element type");
 }
 template <class T, class U>
-  requires(!std::is_same_v<T, U>)
-void inclusive_scan(const ndarray<T, 1>&, ndarray<U, 1>&) {
+requires(!std::is_same_v<T, U>) void inclusive_scan(const ndarray<T, 1>&, ndarray<U, 1>&) {
   static_assert(std::is_same_v<T, U>, "qd::algorithms::inclusive_scan: in and out need the same element type");
 }
 
@@ -176,12 +175,14 @@ void inclusive_scan(const ndarray<T, 1>&, ndarray<U, 1>&) {
 // scratch.shape(0) equal parts of `in`; scratch needs at least one element (with none,
 // `out` is not written). `in` and `out` may be one parameter.
 template <class T, class S>
-void exclusive_scan(const types::ndarray<T, 1>& in, const types::ndarray<T, 1>& out, const types::ndarray<S, 1>& scratch) {
+void exclusive_scan(const types::ndarray<T, 1>& in, const types::ndarray<T, 1>& out,
+                    const types::ndarray<S, 1>& scratch) {
   detail::scan_constructs<false>(in, out, scratch);
 }
 template <class T, class S>
-void inclusive_scan(const types::ndarray<T, 1>& in, const types::ndarray<T, 1>& out, const types::ndarray<S, 1>& scratch) {
+void inclusive_scan(const types::ndarray<T, 1>& in, const types::ndarray<T, 1>& out,
+                    const types::ndarray<S, 1>& scratch) {
   detail::scan_constructs<true>(in, out, scratch);
 }
 
-}  // namespace qd::algorithms
+}  // namespace qd::inline v0::algorithms

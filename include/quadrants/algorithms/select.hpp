@@ -60,11 +60,12 @@ const auto& compact_kernel() {
 
 // The sum of the last tile's offset and count: the total, read back.
 inline const auto& total_kernel() {
-  static const auto k = qd::kernel("qd::algorithms::total", {"offsets", "counts"},
-                                   [](types::ndarray<std::int32_t, 1> offsets, types::ndarray<std::int32_t, 1> counts) -> i32 {
-                                     const i32 last = offsets.shape(0) - 1;
-                                     return offsets[last] + counts[last];
-                                   });
+  static const auto k =
+      qd::kernel("qd::algorithms::total", {"offsets", "counts"},
+                 [](types::ndarray<std::int32_t, 1> offsets, types::ndarray<std::int32_t, 1> counts) -> i32 {
+                   const i32 last = offsets.shape(0) - 1;
+                   return offsets[last] + counts[last];
+                 });
   return k;
 }
 
@@ -97,11 +98,12 @@ std::int64_t select(const In& in, const Flags& flags, Out& out, std::int64_t n, 
 // otherwise, before anything is written) and must not be `in`. Empty: returns 0.
 template <class T, class F>
 std::int64_t select(const ndarray<T, 1>& in, const ndarray<F, 1>& flags, ndarray<T, 1>& out) {
-  static_assert(std::is_integral_v<F> && !std::is_same_v<F, bool>, "qd::algorithms::select: flags are integers (0: drop)");
+  static_assert(std::is_integral_v<F> && !std::is_same_v<F, bool>,
+                "qd::algorithms::select: flags are integers (0: drop)");
   detail::check_same_length("qd::algorithms::select", "in", in.shape(0), "flags", flags.shape(0));
   if (detail::same_memory(in, out))
     throw user_error("qd::algorithms::select: 'out' is 'in'; compaction in place is not supported, give another array");
   return detail::select<T, F>(in, flags, out, in.shape(0), out.shape(0));
 }
 
-}  // namespace qd::algorithms
+}  // namespace qd::inline v0::algorithms

@@ -18,34 +18,40 @@ enum class key_kind { unsigned_int, signed_int, floating };
 // How a key type sorts: the radix key R (an unsigned order of R's bits: u32, or i64 whose
 // bits are read as unsigned) and the type of the view the kernels read the keys through
 // (floats through their bits).
-template <class K> struct radix_traits {
+template <class K>
+struct radix_traits {
   static constexpr bool valid = false;
 };
-template <> struct radix_traits<std::uint32_t> {
+template <>
+struct radix_traits<std::uint32_t> {
   static constexpr bool valid = true;
   using radix = std::uint32_t;
   using view = std::uint32_t;
   static constexpr key_kind kind = key_kind::unsigned_int;
 };
-template <> struct radix_traits<std::int32_t> {
+template <>
+struct radix_traits<std::int32_t> {
   static constexpr bool valid = true;
   using radix = std::uint32_t;
   using view = std::int32_t;
   static constexpr key_kind kind = key_kind::signed_int;
 };
-template <> struct radix_traits<float> {
+template <>
+struct radix_traits<float> {
   static constexpr bool valid = true;
   using radix = std::uint32_t;
   using view = std::uint32_t;
   static constexpr key_kind kind = key_kind::floating;
 };
-template <> struct radix_traits<std::int64_t> {
+template <>
+struct radix_traits<std::int64_t> {
   static constexpr bool valid = true;
   using radix = std::int64_t;
   using view = std::int64_t;
   static constexpr key_kind kind = key_kind::signed_int;
 };
-template <> struct radix_traits<double> {
+template <>
+struct radix_traits<double> {
   static constexpr bool valid = true;
   using radix = std::int64_t;
   using view = std::int64_t;
@@ -53,8 +59,7 @@ template <> struct radix_traits<double> {
 };
 // u64 keys sort as the bits of an i64 read unsigned, where the language has u64 arrays.
 template <class K>
-  requires(std::is_same_v<K, std::uint64_t> && element_type<std::uint64_t>)
-struct radix_traits<K> {
+requires(std::is_same_v<K, std::uint64_t>&& element_type<std::uint64_t>) struct radix_traits<K> {
   static constexpr bool valid = true;
   using radix = std::int64_t;
   using view = std::int64_t;
@@ -68,16 +73,20 @@ template <key_kind Kind, class V>
 auto to_radix(const expr<V>& k) {
   if constexpr (std::is_same_v<V, std::uint32_t> || std::is_same_v<V, std::int32_t>) {
     const expr<std::uint32_t> b = qd::cast<std::uint32_t>(k);
-    if constexpr (Kind == key_kind::unsigned_int) return b;
-    else if constexpr (Kind == key_kind::signed_int) return b ^ 0x80000000u;
+    if constexpr (Kind == key_kind::unsigned_int)
+      return b;
+    else if constexpr (Kind == key_kind::signed_int)
+      return b ^ 0x80000000u;
     else {
       const expr<std::uint32_t> flipped = qd::select((b >> 31u) != 0u, ~b, b ^ 0x80000000u);
       return qd::select((b & 0x7fffffffu) > 0x7f800000u, expr<std::uint32_t>(0xffffffffu), flipped);
     }
   } else {
     constexpr std::int64_t sign = std::numeric_limits<std::int64_t>::min();
-    if constexpr (Kind == key_kind::unsigned_int) return k;
-    else if constexpr (Kind == key_kind::signed_int) return k ^ sign;
+    if constexpr (Kind == key_kind::unsigned_int)
+      return k;
+    else if constexpr (Kind == key_kind::signed_int)
+      return k ^ sign;
     else {
       const expr<std::int64_t> flipped = qd::select(k < 0, ~k, k ^ sign);
       return qd::select((k & std::numeric_limits<std::int64_t>::max()) > std::int64_t{0x7ff0000000000000},
@@ -90,14 +99,20 @@ auto to_radix(const expr<V>& k) {
 template <key_kind Kind, class V, class R>
 expr<V> from_radix(const expr<R>& r) {
   if constexpr (std::is_same_v<R, std::uint32_t>) {
-    if constexpr (Kind == key_kind::unsigned_int) return qd::cast<V>(r);
-    else if constexpr (Kind == key_kind::signed_int) return qd::cast<V>(r ^ 0x80000000u);
-    else return qd::cast<V>(qd::select((r >> 31u) != 0u, r ^ 0x80000000u, ~r));
+    if constexpr (Kind == key_kind::unsigned_int)
+      return qd::cast<V>(r);
+    else if constexpr (Kind == key_kind::signed_int)
+      return qd::cast<V>(r ^ 0x80000000u);
+    else
+      return qd::cast<V>(qd::select((r >> 31u) != 0u, r ^ 0x80000000u, ~r));
   } else {
     constexpr std::int64_t sign = std::numeric_limits<std::int64_t>::min();
-    if constexpr (Kind == key_kind::unsigned_int) return r;
-    else if constexpr (Kind == key_kind::signed_int) return r ^ sign;
-    else return qd::select(r < 0, r ^ sign, ~r);
+    if constexpr (Kind == key_kind::unsigned_int)
+      return r;
+    else if constexpr (Kind == key_kind::signed_int)
+      return r ^ sign;
+    else
+      return qd::select(r < 0, r ^ sign, ~r);
   }
 }
 
@@ -117,8 +132,10 @@ void histogram(const Src& src, const types::ndarray<std::int32_t, 2>& hist, cons
     qd::range_for(r.lo, r.hi, [&](i32 i) {
       const expr<typename Src::value_type> key = src[i];
       expr<R> radix = R(0);
-      if constexpr (First) radix = to_radix<Kind>(key);
-      else radix = key;
+      if constexpr (First)
+        radix = to_radix<Kind>(key);
+      else
+        radix = key;
       hist(t, digit_of(radix, shift)) += 1;
     });
   });
@@ -156,13 +173,17 @@ void scatter(const Src& src, const Dst& dst, const VSrc& vsrc, const VDst& vdst,
     qd::range_for(r.lo, r.hi, [&](i32 i) {
       const expr<typename Src::value_type> key = src[i];
       expr<R> radix = R(0);
-      if constexpr (First) radix = to_radix<Kind>(key);
-      else radix = key;
+      if constexpr (First)
+        radix = to_radix<Kind>(key);
+      else
+        radix = key;
       const i32 d = digit_of(radix, shift);
       const i32 at = hist(t, d) + base[d];
       hist(t, d) += 1;
-      if constexpr (Last) dst[at] = from_radix<Kind, typename Dst::value_type>(radix);
-      else dst[at] = radix;
+      if constexpr (Last)
+        dst[at] = from_radix<Kind, typename Dst::value_type>(radix);
+      else
+        dst[at] = radix;
       if constexpr (Values) vdst[at] = vsrc[i];
     });
   });
@@ -176,19 +197,18 @@ using view_of = typename radix_traits<K>::view;
 template <class K, bool First>
 const auto& histogram_kernel() {
   using Src = std::conditional_t<First, view_of<K>, radix_of<K>>;
-  static const auto k = qd::kernel(
-      "qd::algorithms::sort_histogram", {"keys", "hist", "size", "shift"},
-      [](types::ndarray<Src, 1> src, types::ndarray<std::int32_t, 2> hist, i32 size, i32 shift) {
-        histogram<radix_traits<K>::kind, First, types::ndarray<Src, 1>, radix_of<K>>(src, hist, size, shift);
-      });
+  static const auto k =
+      qd::kernel("qd::algorithms::sort_histogram", {"keys", "hist", "size", "shift"},
+                 [](types::ndarray<Src, 1> src, types::ndarray<std::int32_t, 2> hist, i32 size, i32 shift) {
+                   histogram<radix_traits<K>::kind, First, types::ndarray<Src, 1>, radix_of<K>>(src, hist, size, shift);
+                 });
   return k;
 }
 
 inline const auto& digit_offsets_kernel() {
-  static const auto k = qd::kernel("qd::algorithms::sort_offsets", {"hist", "base"},
-                                   [](types::ndarray<std::int32_t, 2> hist, types::ndarray<std::int32_t, 1> base) {
-                                     digit_offsets(hist, base);
-                                   });
+  static const auto k = qd::kernel(
+      "qd::algorithms::sort_offsets", {"hist", "base"},
+      [](types::ndarray<std::int32_t, 2> hist, types::ndarray<std::int32_t, 1> base) { digit_offsets(hist, base); });
   return k;
 }
 
@@ -219,34 +239,37 @@ const auto& copy_kernel() {
 // flags[i] = whether bits[i] are a NaN's; returns how many.
 template <class B>
 const auto& nan_flags_kernel() {
-  static const auto k = qd::kernel("qd::algorithms::sort_nans", {"bits", "flags"},
-                                   [](types::ndarray<B, 1> bits, types::ndarray<std::int32_t, 1> flags) -> i32 {
-                                     var<std::int32_t> count = 0;
-                                     qd::range_for(bits.shape(0), [&](i32 i) {
-                                       const expr<B> b = bits[i];
-                                       expr<bool> nan = false;
-                                       if constexpr (std::is_same_v<B, std::uint32_t>) nan = (b & 0x7fffffffu) > 0x7f800000u;
-                                       else nan = (b & std::numeric_limits<std::int64_t>::max()) > std::int64_t{0x7ff0000000000000};
-                                       flags[i] = qd::select(nan, 1, 0);
-                                       count += qd::select(nan, 1, 0);
-                                     });
-                                     return count;
-                                   });
+  static const auto k =
+      qd::kernel("qd::algorithms::sort_nans", {"bits", "flags"},
+                 [](types::ndarray<B, 1> bits, types::ndarray<std::int32_t, 1> flags) -> i32 {
+                   var<std::int32_t> count = 0;
+                   qd::range_for(bits.shape(0), [&](i32 i) {
+                     const expr<B> b = bits[i];
+                     expr<bool> nan = false;
+                     if constexpr (std::is_same_v<B, std::uint32_t>)
+                       nan = (b & 0x7fffffffu) > 0x7f800000u;
+                     else
+                       nan = (b & std::numeric_limits<std::int64_t>::max()) > std::int64_t{0x7ff0000000000000};
+                     flags[i] = qd::select(nan, 1, 0);
+                     count += qd::select(nan, 1, 0);
+                   });
+                   return count;
+                 });
   return k;
 }
 
 // After an odd number of passes the keys are radix keys in the scratch array: back they go.
 template <class K, class V, bool Values>
 const auto& from_radix_kernel() {
-  static const auto k = qd::kernel(
-      "qd::algorithms::sort_copy_back", {"radix", "keys", "scratch_values", "values"},
-      [](types::ndarray<radix_of<K>, 1> radix, types::ndarray<view_of<K>, 1> keys, types::ndarray<V, 1> vsrc,
-         types::ndarray<V, 1> vdst) {
-        qd::range_for(radix.shape(0), [&](i32 i) {
-          keys[i] = from_radix<radix_traits<K>::kind, view_of<K>>(expr<radix_of<K>>(radix[i]));
-          if constexpr (Values) vdst[i] = vsrc[i];
-        });
-      });
+  static const auto k = qd::kernel("qd::algorithms::sort_copy_back", {"radix", "keys", "scratch_values", "values"},
+                                   [](types::ndarray<radix_of<K>, 1> radix, types::ndarray<view_of<K>, 1> keys,
+                                      types::ndarray<V, 1> vsrc, types::ndarray<V, 1> vdst) {
+                                     qd::range_for(radix.shape(0), [&](i32 i) {
+                                       keys[i] =
+                                           from_radix<radix_traits<K>::kind, view_of<K>>(expr<radix_of<K>>(radix[i]));
+                                       if constexpr (Values) vdst[i] = vsrc[i];
+                                     });
+                                   });
   return k;
 }
 
@@ -289,16 +312,23 @@ void radix_sort(ndarray<K, 1>& keys, ndarray<V, 1>& values, int bits) {
     const std::int32_t shift = 8 * p;
     const bool first = p == 0, from_arrays = p % 2 == 0;
     const bool last = p == passes - 1 && !from_arrays;  // writes the keys in their own type
-    if (first) histogram_kernel<K, true>()(key_view, hist, plan.size, shift);
-    else if (from_arrays) histogram_kernel<K, false>()(key_radix, hist, plan.size, shift);
-    else histogram_kernel<K, false>()(scratch, hist, plan.size, shift);
+    if (first)
+      histogram_kernel<K, true>()(key_view, hist, plan.size, shift);
+    else if (from_arrays)
+      histogram_kernel<K, false>()(key_radix, hist, plan.size, shift);
+    else
+      histogram_kernel<K, false>()(scratch, hist, plan.size, shift);
     digit_offsets_kernel()(hist, base);
     const auto& vin = from_arrays ? value_view : value_other;
     const auto& vout = from_arrays ? value_other : value_view;
-    if (first) scatter_kernel<K, V, Values, true, false>()(key_view, scratch, vin, vout, hist, base, plan.size, shift);
-    else if (last) scatter_kernel<K, V, Values, false, true>()(scratch, key_view, vin, vout, hist, base, plan.size, shift);
-    else if (from_arrays) scatter_kernel<K, V, Values, false, false>()(key_radix, scratch, vin, vout, hist, base, plan.size, shift);
-    else scatter_kernel<K, V, Values, false, false>()(scratch, key_radix, vin, vout, hist, base, plan.size, shift);
+    if (first)
+      scatter_kernel<K, V, Values, true, false>()(key_view, scratch, vin, vout, hist, base, plan.size, shift);
+    else if (last)
+      scatter_kernel<K, V, Values, false, true>()(scratch, key_view, vin, vout, hist, base, plan.size, shift);
+    else if (from_arrays)
+      scatter_kernel<K, V, Values, false, false>()(key_radix, scratch, vin, vout, hist, base, plan.size, shift);
+    else
+      scatter_kernel<K, V, Values, false, false>()(scratch, key_radix, vin, vout, hist, base, plan.size, shift);
   }
   if (passes % 2 == 1) from_radix_kernel<K, V, Values>()(scratch, key_view, value_other, value_view);
   if (nans > 0) copy_kernel<W>()(view_as<W>(*nan_bits, what), key_view, static_cast<std::int32_t>(n - nans));
@@ -335,4 +365,4 @@ void sort_by_key(ndarray<K, 1>& keys, ndarray<V, 1>& values) {
   detail::radix_sort<K, V, true>(keys, values, detail::key_bits(sizeof(K)));
 }
 
-}  // namespace qd::algorithms
+}  // namespace qd::inline v0::algorithms

@@ -53,7 +53,8 @@ struct tile_range {
 };
 inline tile_range range_of_tile(const i32& t, const i32& size, const i32& n) {
   const i64 lo = qd::cast<std::int64_t>(t) * qd::cast<std::int64_t>(size);
-  return {qd::cast<std::int32_t>(lo), qd::cast<std::int32_t>(qd::min(lo + qd::cast<std::int64_t>(size), qd::cast<std::int64_t>(n)))};
+  return {qd::cast<std::int32_t>(lo),
+          qd::cast<std::int32_t>(qd::min(lo + qd::cast<std::int64_t>(size), qd::cast<std::int64_t>(n)))};
 }
 
 [[noreturn]] inline void throw_length_mismatch(std::string_view what, std::string_view a, std::int64_t na,
@@ -88,4 +89,4 @@ qd::external_array<To, 1> view_as(const A& a, std::string_view what) {
   return qd::external_array<To, 1>(static_cast<To*>(a.storage().data()), {a.shape(0)});
 }
 
-}  // namespace qd::algorithms::detail
+}  // namespace qd::inline v0::algorithms::detail

@@ -98,7 +98,8 @@ class demotion_context {
     if (a.code != b.code || a.type != b.type || a.sub != b.sub || a.flags != b.flags || a.param != b.param ||
         a.imm != b.imm)
       return false;
-    auto same = [&](ir::id p, ir::id q) { return (p == ir::none && q == ir::none) || (p != ir::none && q != ir::none && same_expression(p, q, depth + 1));
+    auto same = [&](ir::id p, ir::id q) {
+      return (p == ir::none && q == ir::none) || (p != ir::none && q != ir::none && same_expression(p, q, depth + 1));
     };
     return same(a.a, b.a) && same(a.b, b.b) && same(a.c, b.c);
   }
@@ -176,4 +177,4 @@ constexpr int demote_owned_updates(ir::function& fn) {
   return demoted;
 }
 
-}  // namespace qd::analysis
+}  // namespace qd::inline v0::analysis

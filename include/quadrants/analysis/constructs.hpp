@@ -112,7 +112,7 @@ constexpr kernel_structure analyze_structure(const ir::function& fn) {
             detail::add_unique(info.writes_vars, variable);
           }
           break;
-        case ir::effect::temp_read:   // global temporaries exist only after lowering
+        case ir::effect::temp_read:  // global temporaries exist only after lowering
         case ir::effect::temp_write:
         case ir::effect::temp_update:
         case ir::effect::compute:
@@ -168,4 +168,4 @@ constexpr kernel_structure analyze_structure(const ir::function& fn) {
   return s;
 }
 
-}  // namespace qd::analysis
+}  // namespace qd::inline v0::analysis

@@ -14,7 +14,7 @@
 namespace qd::inline v0::analysis {
 
 struct fork_conflict {
-  std::int32_t region = -1;               // index into graph_regions
+  std::int32_t region = -1;                   // index into graph_regions
   std::int32_t branch_a = -1, branch_b = -1;  // 0-based branch numbers
   ir::id write_a = ir::none, write_b = ir::none;
 };
@@ -28,7 +28,7 @@ struct index_cover {
   affine point;
   ir::id begin = ir::none, end = ir::none;  // interval: the loop's bounds (none: begin 0)
   std::int64_t off = 0;
-  ir::id index = ir::none;                  // interval: the loop index
+  ir::id index = ir::none;  // interval: the loop index
 };
 
 constexpr bool exact_constant(const ir::function& fn, ir::id i, std::int64_t& value) {
@@ -69,7 +69,8 @@ constexpr bool constant_interval(const ir::function& fn, const index_cover& c, s
 // as non-empty: a kernel that races whenever it does anything is refused).
 constexpr bool covers_meet(const ir::function& fn, const index_cover& x, const index_cover& y) {
   if (!x.interval && !y.interval) {
-    if (x.point.sym == ir::none || y.point.sym == ir::none) return x.point.sym == y.point.sym && x.point.off == y.point.off;
+    if (x.point.sym == ir::none || y.point.sym == ir::none)
+      return x.point.sym == y.point.sym && x.point.off == y.point.off;
     return same_value(fn, x.point.sym, y.point.sym) && x.point.off == y.point.off;
   }
   if (x.interval != y.interval) {
@@ -137,9 +138,10 @@ constexpr std::optional<fork_conflict> find_fork_conflict(const ir::function& fn
         for (ir::id a : stores[x])
           for (ir::id b : stores[y])
             if (detail::provably_same_elements(fn, a, b))
-              return fork_conflict{static_cast<std::int32_t>(r), static_cast<std::int32_t>(x), static_cast<std::int32_t>(y), a, b};
+              return fork_conflict{static_cast<std::int32_t>(r), static_cast<std::int32_t>(x),
+                                   static_cast<std::int32_t>(y), a, b};
   }
   return std::nullopt;
 }
 
-}  // namespace qd::analysis
+}  // namespace qd::inline v0::analysis

@@ -15,12 +15,12 @@ namespace qd::inline v0::analysis {
 
 // A do_while body or a fork, as top-level statement indices of its marks.
 struct graph_region {
-  bool loop = true;                          // a do_while body; else a fork
-  std::int32_t begin = -1, end = -1;         // the opening and the closing mark
-  std::int32_t flag = -1;                    // loop: the flag parameter
+  bool loop = true;                   // a do_while body; else a fork
+  std::int32_t begin = -1, end = -1;  // the opening and the closing mark
+  std::int32_t flag = -1;             // loop: the flag parameter
   ir::fork_kind fork = ir::fork_kind::concurrent;
-  std::vector<std::int32_t> branches;        // fork: the mark opening each branch
-  std::int32_t parent = -1;                  // the enclosing region, or -1
+  std::vector<std::int32_t> branches;  // fork: the mark opening each branch
+  std::int32_t parent = -1;            // the enclosing region, or -1
 };
 
 // The regions in order of their opening marks (a parent before its children).
@@ -66,7 +66,9 @@ constexpr bool has_fork(const std::vector<graph_region>& regions) {
   return std::any_of(regions.begin(), regions.end(), [](const graph_region& r) { return !r.loop; });
 }
 
-constexpr bool inside(const graph_region& r, std::int32_t statement) { return r.begin < statement && statement < r.end; }
+constexpr bool inside(const graph_region& r, std::int32_t statement) {
+  return r.begin < statement && statement < r.end;
+}
 
 // The last statement that may run between statement `k` and a task at `position`
 // (and so may change what `k` read): `last`, or, when the task sits in a do_while body
@@ -95,12 +97,12 @@ constexpr std::int32_t task_position(const kernel_structure& s, const task& t) {
 // One step of a variant's schedule: run a task, or a mark.
 struct schedule_step {
   bool is_task = true;
-  std::int32_t task = -1;      // is_task: the variant's task index
+  std::int32_t task = -1;  // is_task: the variant's task index
   ir::graph_mark mark = ir::graph_mark::loop_begin;
-  std::int32_t flag = -1;      // loop_end: the flag parameter to read
-  std::int32_t jump = -1;      // loop_end: the step of its loop_begin; loop_begin: its loop_end;
-                               // fork_begin: its fork_end
-  std::int32_t loop = -1;      // loop marks: the loop's number (for iteration counts)
+  std::int32_t flag = -1;  // loop_end: the flag parameter to read
+  std::int32_t jump = -1;  // loop_end: the step of its loop_begin; loop_begin: its loop_end;
+                           // fork_begin: its fork_end
+  std::int32_t loop = -1;  // loop marks: the loop's number (for iteration counts)
 };
 
 // The tasks and marks in statement order; empty for a kernel without marks (the launch
@@ -159,4 +161,4 @@ constexpr std::vector<schedule_step> build_schedule(const ir::function& fn, cons
   return out;
 }
 
-}  // namespace qd::analysis
+}  // namespace qd::inline v0::analysis

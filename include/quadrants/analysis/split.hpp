@@ -26,19 +26,19 @@ struct disjoint_pair {
 struct split_decision {
   fallback_reason reason = fallback_reason::none;
   // Where the reason was found (for the log line and fallback_detail).
-  std::int32_t construct = -1;          // the construct whose slice failed
-  std::int32_t statement = -1;          // the slice statement at fault
-  std::int32_t other_construct = -1;    // the construct that modifies or writes
-  ir::id read = ir::none;               // the re-read access (stale_reread, aliasing_gradient)
-  ir::id write = ir::none;              // the write it conflicts with
-  ir::id variable = ir::none;           // the carried variable (carried_value)
+  std::int32_t construct = -1;        // the construct whose slice failed
+  std::int32_t statement = -1;        // the slice statement at fault
+  std::int32_t other_construct = -1;  // the construct that modifies or writes
+  ir::id read = ir::none;             // the re-read access (stale_reread, aliasing_gradient)
+  ir::id write = ir::none;            // the write it conflicts with
+  ir::id variable = ir::none;         // the carried variable (carried_value)
   // When split: one task per construct, in program order, plus a serial task for each
   // run of top-level statements outside constructs whose results must be computed once
   // (a snapshot taken before an overwrite, a reduction's initial value, a random draw).
   // plan.temps are the persisted buffer's slots: values and variables handed between
   // tasks. plan.temps_needed counts them (more than temp_slot_count: carried_value).
   task_plan plan;
-  std::vector<disjoint_pair> pairs;     // run-time disjointness checks (when split)
+  std::vector<disjoint_pair> pairs;  // run-time disjointness checks (when split)
 };
 
 namespace detail {
@@ -101,7 +101,8 @@ constexpr index_range range_of_index(const ir::function& fn, ir::id i, int depth
       [&](ir::view<op::binary> x) {
         const ir::binary_op o = x.op();
         const dtype t = x.type();
-        if ((o != ir::binary_op::add && o != ir::binary_op::sub) || (t != dtype::i32 && t != dtype::i64)) return index_range{};
+        if ((o != ir::binary_op::add && o != ir::binary_op::sub) || (t != dtype::i32 && t != dtype::i64))
+          return index_range{};
         index_range a = range_of_index(fn, x.lhs(), depth + 1), b = range_of_index(fn, x.rhs(), depth + 1);
         if (o == ir::binary_op::sub) b = known_range(b.has_hi, -b.hi, b.has_lo, -b.lo);  // a - b = a + (-b)
         index_range sum = known_range(a.has_lo && b.has_lo, a.lo + b.lo, a.has_hi && b.has_hi, a.hi + b.hi);
@@ -130,7 +131,9 @@ constexpr affine affine_of(const ir::function& fn, ir::id i, int depth = 0) {
   using ir::op;
   const affine r = ir::match<affine>(
       fn, i,  // every other op: itself
-      [&](ir::view<op::constant> c) { return affine{ir::none, constant_value(c.node())}; },
+      [&](ir::view<op::constant> c) {
+        return affine{ir::none, constant_value(c.node())};
+      },
       [&](ir::view<op::cast> c) {  // sign extension and truncation keep the low 32 bits
         return wide_int(c.type()) && wide_int(fn.at(c.operand()).type) ? affine_of(fn, c.operand(), depth + 1) : self;
       },
@@ -157,7 +160,8 @@ constexpr bool same_value(const ir::function& fn, ir::id x, ir::id y, int depth 
   if (!ir::is_invariant(a.code) || a.code != b.code || a.type != b.type || a.sub != b.sub || a.flags != b.flags ||
       a.param != b.param || a.imm != b.imm || a.list_size != b.list_size)
     return false;
-  if (!same_value(fn, a.a, b.a, depth + 1) || !same_value(fn, a.b, b.b, depth + 1) || !same_value(fn, a.c, b.c, depth + 1))
+  if (!same_value(fn, a.a, b.a, depth + 1) || !same_value(fn, a.b, b.b, depth + 1) ||
+      !same_value(fn, a.c, b.c, depth + 1))
     return false;
   for (std::int32_t k = 0; k < a.list_size; ++k)
     if (!same_value(fn, fn.list(a, k), fn.list(b, k), depth + 1)) return false;
@@ -234,7 +238,8 @@ constexpr bool never_runs(const ir::function& fn, ir::id i) {
             const ir::id begin = loop.begin(d), end = loop.end(d);
             const index_range e = range_of_index(fn, end);
             const index_range lo = begin == ir::none ? index_range{true, true, 0, 0} : range_of_index(fn, begin);
-            if ((e.has_hi && lo.has_lo && e.hi <= lo.lo) || (begin != ir::none && same_value(fn, begin, end))) return true;
+            if ((e.has_hi && lo.has_lo && e.hi <= lo.lo) || (begin != ir::none && same_value(fn, begin, end)))
+              return true;
           }
           return false;
         },
@@ -352,7 +357,8 @@ constexpr bool recomputable(const ir::function& fn, const kernel_structure& s, c
           continue;
         }
         disjoint_pair pair{r.param, wr.param, r.grad, wr.grad};
-        if (wr.param < r.param || (wr.param == r.param && wr.grad < r.grad)) pair = {wr.param, r.param, wr.grad, r.grad};
+        if (wr.param < r.param || (wr.param == r.param && wr.grad < r.grad))
+          pair = {wr.param, r.param, wr.grad, r.grad};
         found.push_back(pair);
       }
   for (const disjoint_pair& pair : found)
@@ -363,8 +369,8 @@ constexpr bool recomputable(const ir::function& fn, const kernel_structure& s, c
 // The split: with `checked`, a statement is recomputed only where that provably gives
 // its value in program order; without, wherever it has no effect of its own (a test
 // hook: what the analysis' precision is measured against).
-constexpr split_decision split_with(const ir::function& fn, const kernel_structure& s, const std::vector<ir::id>& results,
-                                    bool checked) {
+constexpr split_decision split_with(const ir::function& fn, const kernel_structure& s,
+                                    const std::vector<ir::id>& results, bool checked) {
   split_decision d;
   if (fn.is_gradient) {
     d.reason = fallback_reason::autodiff;
@@ -392,8 +398,10 @@ constexpr split_decision split_with(const ir::function& fn, const kernel_structu
       for (ir::id v : s.statements[k].writes_vars) p.variable[static_cast<std::size_t>(v)] = true;
   }
   for (ir::id r : results) {
-    if (fn.at(r).code == ir::op::local_decl) p.variable[static_cast<std::size_t>(r)] = true;
-    else if (const std::int32_t def = s.statement_of[static_cast<std::size_t>(r)]; def >= 0 && !s.statements[static_cast<std::size_t>(def)].invariant)
+    if (fn.at(r).code == ir::op::local_decl)
+      p.variable[static_cast<std::size_t>(r)] = true;
+    else if (const std::int32_t def = s.statement_of[static_cast<std::size_t>(r)];
+             def >= 0 && !s.statements[static_cast<std::size_t>(def)].invariant)
       p.statement[static_cast<std::size_t>(def)] = true;
   }
   std::vector<task> tasks;
@@ -412,7 +420,8 @@ constexpr split_decision split_with(const ir::function& fn, const kernel_structu
       in.assign(count, false);
       // A construct's statements are consecutive: their slice comes before the first.
       // A serial task's persisted statements may have statements of their run between them.
-      for (std::int32_t st : tk.statements) add_cut_slice(s, p, st, tk.construct >= 0 ? tk.statements.front() : st, own, in);
+      for (std::int32_t st : tk.statements)
+        add_cut_slice(s, p, st, tk.construct >= 0 ? tk.statements.front() : st, own, in);
       const std::int32_t last_write = tk.parallel ? tk.statements.back() : tk.statements.front() - 1;
       for (std::size_t k = 0; k < count; ++k) {
         if (!in[k] || s.statements[k].invariant) continue;
@@ -478,4 +487,4 @@ constexpr split_decision plan_split(const ir::function& fn, const kernel_structu
   return detail::split_with(fn, s, results, true);
 }
 
-}  // namespace qd::analysis
+}  // namespace qd::inline v0::analysis

@@ -48,7 +48,9 @@ using limits::temp_slot_count;
 
 namespace detail {
 
-constexpr std::uint64_t mix_hash(std::uint64_t h, std::uint64_t x) { return (h ^ x) * 0x100000001b3ull + 0x9e3779b9ull; }
+constexpr std::uint64_t mix_hash(std::uint64_t h, std::uint64_t x) {
+  return (h ^ x) * 0x100000001b3ull + 0x9e3779b9ull;
+}
 
 // A node's own fields. A parameter counts by its interface and its position among the
 // parameters of that interface, so adding a parameter of another type moves no slot.
@@ -90,7 +92,8 @@ constexpr std::uint64_t content_hash(const ir::function& fn, ir::id i, std::vect
 
 // The hash of any expression, inside loop bodies too (a loop index counts by its
 // dimension); top-level operands by their content hash.
-constexpr std::uint64_t expression_hash(const ir::function& fn, ir::id i, std::vector<std::uint64_t>& memo, int depth = 0) {
+constexpr std::uint64_t expression_hash(const ir::function& fn, ir::id i, std::vector<std::uint64_t>& memo,
+                                        int depth = 0) {
   if (fn.is_top_level(i)) return content_hash(fn, i, memo);
   const ir::node& n = fn.at(i);
   std::uint64_t h = fields_hash(fn, n);
@@ -115,13 +118,15 @@ constexpr std::vector<temp_assignment> assign_slots(const ir::function& fn, std:
   std::vector<std::uint64_t> memo(fn.nodes.size(), 0);
   std::vector<std::vector<ir::id>> updates(fn.nodes.size());  // per declaration, in program order
   ir::visit(
-      fn, 0, [&](ir::view<ir::op::local_store> s) { updates[static_cast<std::size_t>(s.variable())].push_back(s.self()); },
+      fn, 0,
+      [&](ir::view<ir::op::local_store> s) { updates[static_cast<std::size_t>(s.variable())].push_back(s.self()); },
       [&](ir::view<ir::op::local_atomic> u) { updates[static_cast<std::size_t>(u.variable())].push_back(u.self()); });
   std::vector<std::uint64_t> hashes;
   for (ir::id item : items) {
     std::uint64_t h = detail::content_hash(fn, item, memo);
     if (fn.at(item).code == ir::op::local_decl)
-      for (ir::id u : updates[static_cast<std::size_t>(item)]) h = detail::mix_hash(h, detail::expression_hash(fn, u, memo));
+      for (ir::id u : updates[static_cast<std::size_t>(item)])
+        h = detail::mix_hash(h, detail::expression_hash(fn, u, memo));
     hashes.push_back(h);
   }
   std::vector<temp_assignment> out;
@@ -169,7 +174,7 @@ constexpr task_plan plan_whole_kernel(const ir::function& fn, const kernel_struc
   for (std::size_t k = 0; k < count; ++k) {
     const statement_info& st = s.statements[k];
     if (st.invariant) continue;  // recomputed wherever it is used
-    if (st.mark) {  // a graph mark: in no task, and the next statement starts a new one
+    if (st.mark) {               // a graph mark: in no task, and the next statement starts a new one
       in_serial_run = false;
       continue;
     }
@@ -189,7 +194,8 @@ constexpr task_plan plan_whole_kernel(const ir::function& fn, const kernel_struc
     if (task_of[k] < 0) continue;
     for (ir::id u : st.uses) {
       std::int32_t def = s.statement_of[static_cast<std::size_t>(u)];
-      if (def >= 0 && !s.statements[static_cast<std::size_t>(def)].invariant && task_of[static_cast<std::size_t>(def)] != task_of[k])
+      if (def >= 0 && !s.statements[static_cast<std::size_t>(def)].invariant &&
+          task_of[static_cast<std::size_t>(def)] != task_of[k])
         analysis::detail::add_unique(temps, u);
     }
     for (const auto* vars : {&st.reads_vars, &st.writes_vars})
@@ -207,4 +213,4 @@ constexpr task_plan plan_whole_kernel(const ir::function& fn, const kernel_struc
   return plan;
 }
 
-}  // namespace qd::analysis
+}  // namespace qd::inline v0::analysis

@@ -117,4 +117,4 @@ QD_FUNC std::vector<bool> needed_values(const ir::function& fn, const std::vecto
   return needed;
 }
 
-}  // namespace qd::autodiff
+}  // namespace qd::inline v0::autodiff

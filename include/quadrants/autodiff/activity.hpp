@@ -19,7 +19,7 @@ QD_FUNC std::vector<bool> active_values(const ir::function& fn);
 // its gradient on linearly (`y[i] += 2 * x[i]`): its value may change after the read.
 QD_FUNC std::vector<bool> needed_values(const ir::function& fn, const std::vector<bool>& active);
 
-}  // namespace qd::autodiff
+}  // namespace qd::inline v0::autodiff
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/autodiff/activity-inl.hpp"

@@ -39,16 +39,16 @@ struct op_rule {
 };
 
 inline constexpr std::array op_rules = {
-    op_rule{ir::op::constant, rule::no_gradient},   op_rule{ir::op::arg, rule::no_gradient},
-    op_rule{ir::op::shape, rule::no_gradient},      op_rule{ir::op::loop_index, rule::no_gradient},
-    op_rule{ir::op::bound, rule::no_gradient},      op_rule{ir::op::unary, rule::arithmetic},
-    op_rule{ir::op::binary, rule::arithmetic},      op_rule{ir::op::select, rule::arithmetic},
-    op_rule{ir::op::fma, rule::arithmetic},         op_rule{ir::op::cast, rule::arithmetic},
-    op_rule{ir::op::global_load, rule::memory},     op_rule{ir::op::global_store, rule::memory},
-    op_rule{ir::op::global_atomic, rule::memory},   op_rule{ir::op::local_decl, rule::memory},
-    op_rule{ir::op::local_load, rule::memory},      op_rule{ir::op::local_store, rule::memory},
-    op_rule{ir::op::local_atomic, rule::memory},    op_rule{ir::op::range_for, rule::control},
-    op_rule{ir::op::if_, rule::control},            op_rule{ir::op::print, rule::dropped},
+    op_rule{ir::op::constant, rule::no_gradient}, op_rule{ir::op::arg, rule::no_gradient},
+    op_rule{ir::op::shape, rule::no_gradient},    op_rule{ir::op::loop_index, rule::no_gradient},
+    op_rule{ir::op::bound, rule::no_gradient},    op_rule{ir::op::unary, rule::arithmetic},
+    op_rule{ir::op::binary, rule::arithmetic},    op_rule{ir::op::select, rule::arithmetic},
+    op_rule{ir::op::fma, rule::arithmetic},       op_rule{ir::op::cast, rule::arithmetic},
+    op_rule{ir::op::global_load, rule::memory},   op_rule{ir::op::global_store, rule::memory},
+    op_rule{ir::op::global_atomic, rule::memory}, op_rule{ir::op::local_decl, rule::memory},
+    op_rule{ir::op::local_load, rule::memory},    op_rule{ir::op::local_store, rule::memory},
+    op_rule{ir::op::local_atomic, rule::memory},  op_rule{ir::op::range_for, rule::control},
+    op_rule{ir::op::if_, rule::control},          op_rule{ir::op::print, rule::dropped},
 };
 
 constexpr rule rule_of(ir::op o) {
@@ -78,8 +78,13 @@ constexpr bool differentiable(ir::binary_op o) {
 class adjoint_builder {
  public:
   adjoint_builder(const ir::function& forward, const naming& names)
-      : f_(forward), names_(names), b_(out_), map_(forward.nodes.size(), ir::none),
-        acc_(forward.nodes.size(), ir::none), users_(forward.nodes.size()), position_(ir::canonical_numbering(forward)) {
+      : f_(forward),
+        names_(names),
+        b_(out_),
+        map_(forward.nodes.size(), ir::none),
+        acc_(forward.nodes.size(), ir::none),
+        users_(forward.nodes.size()),
+        position_(ir::canonical_numbering(forward)) {
     out_.params = f_.params;
     out_.is_gradient = true;
     ir::walk(f_, 0, [&](ir::id i, int) {
@@ -102,10 +107,10 @@ class adjoint_builder {
   const naming& names_;
   ir::function out_;
   ir::builder b_;
-  std::vector<ir::id> map_;  // forward node -> its value in the adjoint, where it was last replayed
-  std::vector<ir::id> acc_;  // forward node or variable -> the local accumulating its adjoint
-  std::vector<bool> active_; // carries a gradient: a float that depends on a needs_grad input
-  std::vector<bool> needed_; // the adjoint reads the value (autodiff/activity.hpp)
+  std::vector<ir::id> map_;   // forward node -> its value in the adjoint, where it was last replayed
+  std::vector<ir::id> acc_;   // forward node or variable -> the local accumulating its adjoint
+  std::vector<bool> active_;  // carries a gradient: a float that depends on a needs_grad input
+  std::vector<bool> needed_;  // the adjoint reads the value (autodiff/activity.hpp)
   std::vector<std::vector<ir::id>> users_;
   std::vector<ir::id> position_;  // canonical (program-order) number
   int parallel_ = 0;              // > 0 inside an emitted parallel loop of the adjoint
@@ -132,10 +137,10 @@ class adjoint_builder {
   [[noreturn]] void reject(ir::id i, std::string_view what, std::string_view todo) const {
     const ir::id top = f_.top_level_statement(i);
     const ir::op code = at(top).code;
-    std::string where = top == i                         ? std::string("at the top level")
-                        : code == ir::op::range_for      ? fmt::format("in the qd::range_for at %{}", position_[idx(top)])
-                        : code == ir::op::if_            ? fmt::format("in the qd::if_ at %{}", position_[idx(top)])
-                                                         : fmt::format("in the statement at %{}", position_[idx(top)]);
+    std::string where = top == i                    ? std::string("at the top level")
+                        : code == ir::op::range_for ? fmt::format("in the qd::range_for at %{}", position_[idx(top)])
+                        : code == ir::op::if_       ? fmt::format("in the qd::if_ at %{}", position_[idx(top)])
+                                                    : fmt::format("in the statement at %{}", position_[idx(top)]);
     const ir::source_loc loc = f_.location(i);  // where the user wrote it, when the tracer recorded it
     if (loc.known()) where = ir::to_text(loc) + ", " + where;
     throw user_error(fmt::format("kernel '{}': no gradient kernel: {} ({}, IR node %{}); {}", names_.kernel, what,
@@ -154,7 +159,9 @@ class adjoint_builder {
   bool is_parallel_loop(ir::id s) const {
     return at(s).code == ir::op::range_for && f_.is_top_level(s) && (at(s).flags & ir::loop::serialize) == 0;
   }
-  static bool is_var_write(const ir::node& n) { return n.code == ir::op::local_store || n.code == ir::op::local_atomic; }
+  static bool is_var_write(const ir::node& n) {
+    return n.code == ir::op::local_store || n.code == ir::op::local_atomic;
+  }
 
   // The variables declared outside statement `s` that it writes.
   std::vector<ir::id> outer_writes(ir::id s) const {
@@ -181,21 +188,25 @@ class adjoint_builder {
       const ir::node& n = at(i);
       if (position_[idx(i)] == ir::none || n.a != v || !inside(i, loop)) continue;
       if (n.code == ir::op::local_atomic) {
-        ok = n.sub == static_cast<std::uint8_t>(ir::atomic_op::add) || n.sub == static_cast<std::uint8_t>(ir::atomic_op::sub);
+        ok = n.sub == static_cast<std::uint8_t>(ir::atomic_op::add) ||
+             n.sub == static_cast<std::uint8_t>(ir::atomic_op::sub);
       } else if (n.code == ir::op::local_load) {
         ok = users_[idx(i)].size() == 1;
         if (!ok) break;
         const ir::id op = users_[idx(i)][0];
         const ir::node& u = at(op);
-        bool linear = u.code == ir::op::binary &&
-                      (u.sub == static_cast<std::uint8_t>(ir::binary_op::add) ||
-                       (u.sub == static_cast<std::uint8_t>(ir::binary_op::sub) && u.a == i));
-        ok = linear && u.a != u.b && users_[idx(op)].size() == 1 && at(users_[idx(op)][0]).code == ir::op::local_store &&
-             at(users_[idx(op)][0]).a == v && at(users_[idx(op)][0]).b == op;
+        bool linear =
+            u.code == ir::op::binary && (u.sub == static_cast<std::uint8_t>(ir::binary_op::add) ||
+                                         (u.sub == static_cast<std::uint8_t>(ir::binary_op::sub) && u.a == i));
+        ok = linear && u.a != u.b && users_[idx(op)].size() == 1 &&
+             at(users_[idx(op)][0]).code == ir::op::local_store && at(users_[idx(op)][0]).a == v &&
+             at(users_[idx(op)][0]).b == op;
       } else if (n.code == ir::op::local_store) {
         // Its value must read v inside the loop; those reads are checked above.
         const ir::node& value = at(n.b);
-        auto reads_v = [&](ir::id o) { return o != ir::none && at(o).code == ir::op::local_load && at(o).a == v && inside(o, loop); };
+        auto reads_v = [&](ir::id o) {
+          return o != ir::none && at(o).code == ir::op::local_load && at(o).a == v && inside(o, loop);
+        };
         ok = value.code == ir::op::binary && (reads_v(value.a) || reads_v(value.b));
       }
     }
@@ -207,7 +218,8 @@ class adjoint_builder {
   bool same_element(ir::id load, ir::id store) const {
     const ir::node& l = at(load);
     const ir::node& s = at(store);
-    if (l.code != ir::op::global_load || l.param != s.param || l.flags != s.flags || l.list_size != s.list_size) return false;
+    if (l.code != ir::op::global_load || l.param != s.param || l.flags != s.flags || l.list_size != s.list_size)
+      return false;
     for (std::int32_t d = 0; d < l.list_size; ++d) {
       const ir::node& x = at(f_.list(l, d));
       const ir::node& y = at(f_.list(s, d));
@@ -244,9 +256,10 @@ class adjoint_builder {
     bool any_grad = false;
     for (const ir::param_desc& p : f_.params) any_grad = any_grad || p.needs_grad;
     if (!any_grad)
-      throw user_error(fmt::format("kernel '{}' has no qd::needs_grad parameter, so it has no gradient kernel; declare "
-                                   "the arrays to differentiate as qd::types::ndarray<T, N, qd::needs_grad>",
-                                   names_.kernel));
+      throw user_error(
+          fmt::format("kernel '{}' has no qd::needs_grad parameter, so it has no gradient kernel; declare "
+                      "the arrays to differentiate as qd::types::ndarray<T, N, qd::needs_grad>",
+                      names_.kernel));
     std::vector<ir::id> order;
     ir::walk(f_, 0, [&](ir::id i, int) { order.push_back(i); });
     for (ir::id i : order) {
@@ -269,10 +282,12 @@ class adjoint_builder {
           reject(i, fmt::format("the forward kernel accesses the gradient buffer {}", access_text(i)),
                  "gradients are the adjoint's to write; read .grad() in a separate kernel that is not differentiated");
         if (n.flags & ir::access::is_volatile)
-          reject(i, fmt::format("qd::volatile_load({})", access_text(i)), "use a plain read in a differentiated kernel");
+          reject(i, fmt::format("qd::volatile_load({})", access_text(i)),
+                 "use a plain read in a differentiated kernel");
       }
       if (n.code == ir::op::unary && is_float(n.type) && !differentiable(static_cast<ir::unary_op>(n.sub)))
-        reject(i, fmt::format("the math function '{}' has no derivative here", ir::name(static_cast<ir::unary_op>(n.sub))),
+        reject(i,
+               fmt::format("the math function '{}' has no derivative here", ir::name(static_cast<ir::unary_op>(n.sub))),
                "compute it in a kernel that is not differentiated");
       if (n.code == ir::op::binary && is_float(at(n.a).type) && !differentiable(static_cast<ir::binary_op>(n.sub)))
         reject(i, fmt::format("the operation '{}' has no derivative here", ir::name(static_cast<ir::binary_op>(n.sub))),
@@ -355,9 +370,11 @@ class adjoint_builder {
       bool before = position_[idx(i)] < position_[idx(store)];
       bool repeated = loop != ir::none && inside(i, loop);  // a later iteration stores over this read
       bool shared = racing(i, store);  // other iterations may store over the element before or after this read
-      if ((before || repeated || shared) && !analysis::detail::provably_disjoint(f_, i, store) && !store_runs_ahead(i, store, loop))
-        reject(store, fmt::format("the plain store to {} overwrites data of {} the kernel read earlier ({})",
-                                  access_text(store), param_text(s.param), access_text(i)),
+      if ((before || repeated || shared) && !analysis::detail::provably_disjoint(f_, i, store) &&
+          !store_runs_ahead(i, store, loop))
+        reject(store,
+               fmt::format("the plain store to {} overwrites data of {} the kernel read earlier ({})",
+                           access_text(store), param_text(s.param), access_text(i)),
                "this is Quadrants' global data access rule: the adjoint needs the values read; write the result into "
                "another array, or accumulate with += instead");
     }
@@ -377,8 +394,8 @@ class adjoint_builder {
         const ir::node& l = at(load);
         if (l.code != ir::op::global_load || l.param != u.param || (l.flags & ir::access::grad) || load == exempt)
           continue;
-        const std::string read = access_text(load) +
-                                 (f_.location(load).known() ? ", " + ir::to_text(f_.location(load)) : std::string());
+        const std::string read =
+            access_text(load) + (f_.location(load).known() ? ", " + ir::to_text(f_.location(load)) : std::string());
         if (racing(load, update))  // even a linear read: its gradient would meet the update's in any order
           reject(update,
                  fmt::format("other iterations of this parallel qd::range_for accumulate into {} and read it ({}), so "
@@ -516,7 +533,8 @@ class adjoint_builder {
 
   // A value node replayed on the replayed values of its operands (same parameters).
   ir::id copy_value(ir::id i) {
-    return ir::copy_node(b_, f_, i, map_, [](std::int32_t p) { return p; }, [](ir::id) {});
+    return ir::copy_node(
+        b_, f_, i, map_, [](std::int32_t p) { return p; }, [](ir::id) {});
   }
 
   // Emits a loop over the same iteration space as forward loop `loop` and maps its
@@ -703,7 +721,8 @@ class adjoint_builder {
       if (parallel_ > 0) {
         // A compound update, as `x.grad()[i] += g` traces: analysis/atomic_demotion.hpp makes
         // it a plain update where each iteration owns its element.
-        b_.global_atomic(ir::atomic_op::add, n.param, static_cast<std::uint8_t>(grad_flags | ir::access::compound), indices, g);
+        b_.global_atomic(ir::atomic_op::add, n.param, static_cast<std::uint8_t>(grad_flags | ir::access::compound),
+                         indices, g);
       } else {  // one thread: a plain update
         ir::id old = b_.global_load(n.param, grad_flags, indices);
         b_.global_store(n.param, grad_flags, indices, bin(ir::binary_op::add, n.type, old, g));
@@ -760,23 +779,34 @@ class adjoint_builder {
     const ir::id x = m(n.a), y = m(s);
     const auto o = static_cast<u>(n.sub);
     ir::id d = ir::none;
-    if (o == u::neg) d = neg(t, g);
-    else if (o == u::sqrt) d = bin(ir::binary_op::div, t, mul(t, g, num(t, 0.5)), y);
-    else if (o == u::exp) d = mul(t, g, y);
-    else if (o == u::log) d = bin(ir::binary_op::div, t, g, x);
-    else if (o == u::sin) d = mul(t, g, b_.unary(u::cos, t, x));
-    else if (o == u::cos) d = neg(t, mul(t, g, b_.unary(u::sin, t, x)));
-    else if (o == u::tanh) d = mul(t, g, bin(ir::binary_op::sub, t, num(t, 1.0), mul(t, y, y)));
+    if (o == u::neg)
+      d = neg(t, g);
+    else if (o == u::sqrt)
+      d = bin(ir::binary_op::div, t, mul(t, g, num(t, 0.5)), y);
+    else if (o == u::exp)
+      d = mul(t, g, y);
+    else if (o == u::log)
+      d = bin(ir::binary_op::div, t, g, x);
+    else if (o == u::sin)
+      d = mul(t, g, b_.unary(u::cos, t, x));
+    else if (o == u::cos)
+      d = neg(t, mul(t, g, b_.unary(u::sin, t, x)));
+    else if (o == u::tanh)
+      d = mul(t, g, bin(ir::binary_op::sub, t, num(t, 1.0), mul(t, y, y)));
     else if (o == u::abs)
       d = b_.select(t, bin(ir::binary_op::gt, dtype::boolean, x, zero(t)), g,
                     b_.select(t, bin(ir::binary_op::lt, dtype::boolean, x, zero(t)), neg(t, g), zero(t)));
-    else if (o == u::tan) d = mul(t, g, bin(ir::binary_op::add, t, num(t, 1.0), mul(t, y, y)));
+    else if (o == u::tan)
+      d = mul(t, g, bin(ir::binary_op::add, t, num(t, 1.0), mul(t, y, y)));
     else if (o == u::asin || o == u::acos) {  // +-1 / sqrt(1 - x^2)
       ir::id root = b_.unary(u::sqrt, t, bin(ir::binary_op::sub, t, num(t, 1.0), mul(t, x, x)));
       d = bin(ir::binary_op::div, t, o == u::asin ? g : neg(t, g), root);
-    } else if (o == u::rsqrt) d = mul(t, g, mul(t, num(t, -0.5), mul(t, y, mul(t, y, y))));
-    else if (o == u::log2) d = bin(ir::binary_op::div, t, g, mul(t, x, num(t, 0.69314718055994530942)));
-    else if (o == u::exp2) d = mul(t, g, mul(t, y, num(t, 0.69314718055994530942)));
+    } else if (o == u::rsqrt)
+      d = mul(t, g, mul(t, num(t, -0.5), mul(t, y, mul(t, y, y))));
+    else if (o == u::log2)
+      d = bin(ir::binary_op::div, t, g, mul(t, x, num(t, 0.69314718055994530942)));
+    else if (o == u::exp2)
+      d = mul(t, g, mul(t, y, num(t, 0.69314718055994530942)));
     if (d != ir::none) accumulate(n.a, d);  // floor, ceil, round and trunc: zero almost everywhere
   }
 
@@ -825,4 +855,4 @@ QD_FUNC ir::function make_adjoint(const ir::function& forward, const naming& nam
   return detail::adjoint_builder(forward, names).build();
 }
 
-}  // namespace qd::autodiff
+}  // namespace qd::inline v0::autodiff

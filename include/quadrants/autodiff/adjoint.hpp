@@ -23,7 +23,7 @@ struct naming {
 // adjoint (a while loop, a random draw, a plain store over data the kernel read, ...).
 QD_FUNC ir::function make_adjoint(const ir::function& forward, const naming& names);
 
-}  // namespace qd::autodiff
+}  // namespace qd::inline v0::autodiff
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/autodiff/adjoint-inl.hpp"

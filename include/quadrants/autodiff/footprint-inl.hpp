@@ -27,7 +27,9 @@ class footprint_builder {
     using range = std::optional<interval>;
     return ir::match<range>(
         fn_, i,  // every other op: data-dependent, or an operation not followed
-        [](ir::view<op::constant> c) -> range { return interval{c.bits(), c.bits()}; },
+        [](ir::view<op::constant> c) -> range {
+          return interval{c.bits(), c.bits()};
+        },
         [&](ir::view<op::arg> a) { return scalar(a.node()); },
         [&](ir::view<op::shape> s) -> range {
           auto p = static_cast<std::size_t>(s.array());
@@ -68,8 +70,9 @@ class footprint_builder {
       const auto k = static_cast<std::size_t>(d);
       const std::int64_t last = shape[k] - 1;
       std::optional<interval> r = eval(fn_.list(n, d));
-      if (!r || (n.flags & ir::access::clamp)) r = interval{r ? std::clamp(r->lo, std::int64_t{0}, last) : 0,
-                                                            r ? std::clamp(r->hi, std::int64_t{0}, last) : last};
+      if (!r || (n.flags & ir::access::clamp))
+        r = interval{r ? std::clamp(r->lo, std::int64_t{0}, last) : 0,
+                     r ? std::clamp(r->hi, std::int64_t{0}, last) : last};
       b.lo[k] = r->lo;
       b.hi[k] = r->hi;
     }
@@ -151,4 +154,4 @@ QD_FUNC bool intersect(const access_box& a, const access_box& b, int ndim) {
   return true;
 }
 
-}  // namespace qd::autodiff
+}  // namespace qd::inline v0::autodiff

@@ -42,7 +42,7 @@ QD_FUNC std::vector<access_box> footprint(const ir::function& fn, const launch_v
 // Whether two boxes of the same buffer share an element.
 QD_FUNC bool intersect(const access_box& a, const access_box& b, int ndim);
 
-}  // namespace qd::autodiff
+}  // namespace qd::inline v0::autodiff
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/autodiff/footprint-inl.hpp"

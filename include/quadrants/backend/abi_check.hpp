@@ -41,4 +41,4 @@ inline std::string array_abi_checks() {
          member_at("qd_array", "shape", offsetof(array_abi, shape)) + size_is("qd_array", sizeof(array_abi));
 }
 
-}  // namespace qd::backend
+}  // namespace qd::inline v0::backend

@@ -14,4 +14,4 @@ class compile_only_module final : public loaded_module {
   void* entry(const std::string&) const override { return nullptr; }
 };
 
-}  // namespace qd::backend
+}  // namespace qd::inline v0::backend

@@ -46,4 +46,4 @@ QD_FUNC std::string quote_generated_line(std::string_view log, std::string_view 
                      source.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos));
 }
 
-}  // namespace qd::backend
+}  // namespace qd::inline v0::backend

@@ -13,7 +13,7 @@ namespace qd::inline v0::backend {
 // ("file(N)" as NVRTC writes it, or "file:N:" as clang and gcc do); "" if none.
 QD_FUNC std::string quote_generated_line(std::string_view log, std::string_view source, std::string_view file);
 
-}  // namespace qd::backend
+}  // namespace qd::inline v0::backend
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/backend/compiler_log-inl.hpp"

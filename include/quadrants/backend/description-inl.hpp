@@ -11,4 +11,4 @@ QD_FUNC std::string_view device_request::option(std::string_view name) const {
   return {};
 }
 
-}  // namespace qd::backend
+}  // namespace qd::inline v0::backend

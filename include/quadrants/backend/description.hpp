@@ -17,7 +17,7 @@ namespace qd::inline v0::backend {
 
 // What any backend may need to make its device; each reads what it uses.
 struct device_request {
-  bool compile_only = false;          // compile and cache, no device (GPU backends)
+  bool compile_only = false;  // compile and cache, no device (GPU backends)
   int opt_level = 2;
   bool fast_math = false;
   unsigned threads = 0;               // host threads a CPU backend may use; 0: all
@@ -43,7 +43,7 @@ struct description {
   std::unique_ptr<device> (*make)(const device_request&) = nullptr;
 };
 
-}  // namespace qd::backend
+}  // namespace qd::inline v0::backend
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/backend/description-inl.hpp"

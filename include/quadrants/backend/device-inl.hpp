@@ -24,4 +24,4 @@ QD_FUNC built_program device::build(const program_source& source, std::string_vi
   return b;
 }
 
-}  // namespace qd::backend
+}  // namespace qd::inline v0::backend

@@ -18,7 +18,7 @@
 namespace qd::inline v0::codegen {
 struct lowered_task;
 struct emit_options;
-}
+}  // namespace qd::inline v0::codegen
 
 namespace qd::inline v0::backend {
 
@@ -36,13 +36,13 @@ struct launch_context {
   const array_abi* arrays = nullptr;
   const std::uint64_t* scalars = nullptr;
   std::size_t param_count = 0;
-  unsigned char* temps = nullptr;      // device memory, 8-byte slots
+  unsigned char* temps = nullptr;  // device memory, 8-byte slots
   std::uint64_t rng_stream = 0;
-  std::int64_t* error = nullptr;       // host [flag, param, dim, index, extent], filled after the launch
-  bool check_errors = false;           // bounds checks are on: the backend must fill `error` before returning
-  bool wide_bounds = false;            // a loop bound may not fit i32: a GPU must bring its error record back too
-  unsigned block_dim = 0;              // a parallel task's GPU threads per block (qd::loop_config); 0: the default
-  launch_queue* queue = nullptr;       // not null: launch there (a recording: record it, do not run it)
+  std::int64_t* error = nullptr;  // host [flag, param, dim, index, extent], filled after the launch
+  bool check_errors = false;      // bounds checks are on: the backend must fill `error` before returning
+  bool wide_bounds = false;       // a loop bound may not fit i32: a GPU must bring its error record back too
+  unsigned block_dim = 0;         // a parallel task's GPU threads per block (qd::loop_config); 0: the default
+  launch_queue* queue = nullptr;  // not null: launch there (a recording: record it, do not run it)
 };
 
 // Where launches go other than the default queue, opaque to the runtime and released by
@@ -159,7 +159,7 @@ class device {
   }
 };
 
-}  // namespace qd::backend
+}  // namespace qd::inline v0::backend
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/backend/device-inl.hpp"

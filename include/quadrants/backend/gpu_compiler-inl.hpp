@@ -67,4 +67,4 @@ QD_FUNC std::string gpu_compiler_version(const gpu_compiler_api& api) {
   return fmt::format("{}.{}", major, minor);
 }
 
-}  // namespace qd::backend
+}  // namespace qd::inline v0::backend

@@ -13,22 +13,22 @@
 
 namespace qd::inline v0::backend {
 
-using gpu_program = struct gpu_program_st*;  // nvrtcProgram, hiprtcProgram
+using gpu_program = struct gpu_program_st*;                   // nvrtcProgram, hiprtcProgram
 inline constexpr gpu_result gpu_compiler_invalid_option = 5;  // NVRTC_ERROR_INVALID_OPTION (and hipRTC's)
 
 // One row per entry point: the member, NVRTC's symbol, hipRTC's (nullptr: none), the type.
-#define QD_GPU_COMPILER_ENTRY_POINTS(X)                                                                         \
-  X(version, "nvrtcVersion", "hiprtcVersion", gpu_result(int*, int*))                                           \
-  X(create_program, "nvrtcCreateProgram", "hiprtcCreateProgram",                                                \
-    gpu_result(gpu_program*, const char*, const char*, int, const char* const*, const char* const*))            \
-  X(destroy_program, "nvrtcDestroyProgram", "hiprtcDestroyProgram", gpu_result(gpu_program*))                   \
+#define QD_GPU_COMPILER_ENTRY_POINTS(X)                                                                               \
+  X(version, "nvrtcVersion", "hiprtcVersion", gpu_result(int*, int*))                                                 \
+  X(create_program, "nvrtcCreateProgram", "hiprtcCreateProgram",                                                      \
+    gpu_result(gpu_program*, const char*, const char*, int, const char* const*, const char* const*))                  \
+  X(destroy_program, "nvrtcDestroyProgram", "hiprtcDestroyProgram", gpu_result(gpu_program*))                         \
   X(compile_program, "nvrtcCompileProgram", "hiprtcCompileProgram", gpu_result(gpu_program, int, const char* const*)) \
-  X(code_size, "nvrtcGetCUBINSize", "hiprtcGetCodeSize", gpu_result(gpu_program, std::size_t*))                 \
-  X(code, "nvrtcGetCUBIN", "hiprtcGetCode", gpu_result(gpu_program, char*))                                     \
-  X(log_size, "nvrtcGetProgramLogSize", "hiprtcGetProgramLogSize", gpu_result(gpu_program, std::size_t*))       \
-  X(log, "nvrtcGetProgramLog", "hiprtcGetProgramLog", gpu_result(gpu_program, char*))                           \
-  X(error_string, "nvrtcGetErrorString", "hiprtcGetErrorString", const char*(gpu_result))                       \
-  X(supported_arch_count, "nvrtcGetNumSupportedArchs", nullptr, gpu_result(int*))                               \
+  X(code_size, "nvrtcGetCUBINSize", "hiprtcGetCodeSize", gpu_result(gpu_program, std::size_t*))                       \
+  X(code, "nvrtcGetCUBIN", "hiprtcGetCode", gpu_result(gpu_program, char*))                                           \
+  X(log_size, "nvrtcGetProgramLogSize", "hiprtcGetProgramLogSize", gpu_result(gpu_program, std::size_t*))             \
+  X(log, "nvrtcGetProgramLog", "hiprtcGetProgramLog", gpu_result(gpu_program, char*))                                 \
+  X(error_string, "nvrtcGetErrorString", "hiprtcGetErrorString", const char*(gpu_result))                             \
+  X(supported_arch_count, "nvrtcGetNumSupportedArchs", nullptr, gpu_result(int*))                                     \
   X(supported_archs, "nvrtcGetSupportedArchs", nullptr, gpu_result(int*))
 
 // One vendor's compiler entry points, resolved on the first compile by the vendor's
@@ -68,7 +68,7 @@ QD_FUNC compile_error rejected_program(std::string_view compiler, std::string_vi
 // The compiler's version, "13.0".
 QD_FUNC std::string gpu_compiler_version(const gpu_compiler_api& api);
 
-}  // namespace qd::backend
+}  // namespace qd::inline v0::backend
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/backend/gpu_compiler-inl.hpp"

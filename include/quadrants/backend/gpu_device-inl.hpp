@@ -155,8 +155,7 @@ class gpu_recording final : public gpu_own_stream<Vendor> {
 
  public:
   explicit gpu_recording(std::shared_ptr<const gpu_session<Vendor>> gpu) : base(std::move(gpu)) {
-    begin(api().begin_capture(stream_, gpu_capture_thread_local), "begin_capture",
-          "stream_, gpu_capture_thread_local");
+    begin(api().begin_capture(stream_, gpu_capture_thread_local), "begin_capture", "stream_, gpu_capture_thread_local");
   }
   gpu_recording(std::shared_ptr<const gpu_session<Vendor>> gpu, const void* flag, const function_info& set_while)
       : base(std::move(gpu)), flag_(flag), set_while_(&set_while) {
@@ -394,9 +393,10 @@ class gpu_device final : public device {
   // The GPU, current on this thread; in compile-only mode, a qd::user_error for `what`.
   const gpu_session<Vendor>& current(std::string_view what) const {
     if (!gpu_)
-      throw user_error(fmt::format("{}: compile_only is set, so there is no {}: kernels can be compiled "
-                                   "(kernel.compile()) and cached, but nothing can be allocated or run",
-                                   what, values::gpu_noun));
+      throw user_error(
+          fmt::format("{}: compile_only is set, so there is no {}: kernels can be compiled "
+                      "(kernel.compile()) and cached, but nothing can be allocated or run",
+                      what, values::gpu_noun));
     gpu_->make_current();
     return *gpu_;
   }
@@ -429,4 +429,4 @@ std::unique_ptr<device> make_gpu_device(const gpu_driver_api<Vendor>& (*driver)(
   return std::make_unique<gpu_detail::gpu_device<Vendor>>(std::move(gpu), std::move(binding));
 }
 
-}  // namespace qd::backend
+}  // namespace qd::inline v0::backend

@@ -37,7 +37,7 @@ template <gpu_vendor Vendor>
 std::unique_ptr<device> make_gpu_device(const gpu_driver_api<Vendor>& (*driver)(), int ordinal, bool compile_only,
                                         const gpu_binder& bind);
 
-}  // namespace qd::backend
+}  // namespace qd::inline v0::backend
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/backend/gpu_device-inl.hpp"

@@ -51,20 +51,20 @@ struct gpu_graph_node_params {
 };
 static_assert(sizeof(gpu_conditional_node_params) == 32 && sizeof(gpu_graph_node_params) == 256 &&
               offsetof(gpu_graph_node_params, conditional) == 16 && offsetof(gpu_graph_node_params, reserved2) == 248);
-inline constexpr int gpu_graph_node_conditional = 13;         // CU_GRAPH_NODE_TYPE_CONDITIONAL
-inline constexpr int gpu_conditional_while = 1;               // CU_GRAPH_COND_TYPE_WHILE
+inline constexpr int gpu_graph_node_conditional = 13;          // CU_GRAPH_NODE_TYPE_CONDITIONAL
+inline constexpr int gpu_conditional_while = 1;                // CU_GRAPH_COND_TYPE_WHILE
 inline constexpr unsigned gpu_conditional_assign_default = 1;  // CU_GRAPH_COND_ASSIGN_DEFAULT
-inline constexpr int gpu_conditional_nodes_version = 12030;   // cuDriverGetVersion of 12.3, the first with them
+inline constexpr int gpu_conditional_nodes_version = 12030;    // cuDriverGetVersion of 12.3, the first with them
 
 // What an opened GPU is (gpu_steps::open).
 struct gpu_facts {
   int ordinal = 0;
-  std::string name;                // the driver's name for it (CUDA)
-  int sm = 0;                      // CUDA: the compute capability, major * 10 + minor
-  std::string gfx;                 // AMD: the gfx target, with its features ("gfx90a:sramecc+:xnack-")
-  int multiprocessors = 1;         // CUDA: SMs, for the occupancy grid
-  int device = 0;                  // CUDA: the CUdevice
-  gpu_context context = nullptr;   // CUDA: the retained primary context
+  std::string name;               // the driver's name for it (CUDA)
+  int sm = 0;                     // CUDA: the compute capability, major * 10 + minor
+  std::string gfx;                // AMD: the gfx target, with its features ("gfx90a:sramecc+:xnack-")
+  int multiprocessors = 1;        // CUDA: SMs, for the occupancy grid
+  int device = 0;                 // CUDA: the CUdevice
+  gpu_context context = nullptr;  // CUDA: the retained primary context
 };
 
 template <gpu_vendor Vendor>
@@ -92,12 +92,16 @@ struct gpu_api {
   static constexpr bool concurrent_compile = cuda;
 
   static device_ptr to_device(const void* p) {
-    if constexpr (cuda) return reinterpret_cast<std::uintptr_t>(p);
-    else return const_cast<void*>(p);
+    if constexpr (cuda)
+      return reinterpret_cast<std::uintptr_t>(p);
+    else
+      return const_cast<void*>(p);
   }
   static void* from_device(device_ptr p) {
-    if constexpr (cuda) return reinterpret_cast<void*>(static_cast<std::uintptr_t>(p));
-    else return p;
+    if constexpr (cuda)
+      return reinterpret_cast<void*>(static_cast<std::uintptr_t>(p));
+    else
+      return p;
   }
 };
 
@@ -121,66 +125,66 @@ struct gpu_steps {
 
 // One row per entry point: the member, CUDA's symbol, HIP's (nullptr: that vendor has
 // none), the type. Required: a library without it is not usable.
-#define QD_GPU_DRIVER_ENTRY_POINTS(X)                                                                            \
-  X(init, "cuInit", "hipInit", gpu_result(unsigned))                                                             \
-  X(driver_version, "cuDriverGetVersion", "hipDriverGetVersion", gpu_result(int*))                               \
-  X(device_count, "cuDeviceGetCount", "hipGetDeviceCount", gpu_result(int*))                                     \
-  X(device_get, "cuDeviceGet", nullptr, gpu_result(int*, int))                                                   \
-  X(device_name, "cuDeviceGetName", nullptr, gpu_result(char*, int, int))                                        \
-  X(device_attribute, "cuDeviceGetAttribute", nullptr, gpu_result(int*, int, int))                              \
-  X(device_properties, nullptr, "hipGetDeviceProperties", gpu_result(void*, int))                                \
-  X(primary_context_retain, "cuDevicePrimaryCtxRetain", nullptr, gpu_result(gpu_context*, int))                  \
-  X(primary_context_release, "cuDevicePrimaryCtxRelease_v2", nullptr, gpu_result(int))                           \
-  X(context_set_current, "cuCtxSetCurrent", nullptr, gpu_result(gpu_context))                                    \
-  X(set_device, nullptr, "hipSetDevice", gpu_result(int))                                                        \
-  X(synchronize, "cuCtxSynchronize", "hipDeviceSynchronize", gpu_result())                                       \
-  X(mem_alloc, "cuMemAlloc_v2", "hipMalloc", gpu_result(device_ptr*, std::size_t))                               \
-  X(mem_free, "cuMemFree_v2", "hipFree", gpu_result(device_ptr))                                                 \
-  X(copy_to_device, "cuMemcpyHtoD_v2", "hipMemcpyHtoD", gpu_result(device_ptr, const void*, std::size_t))        \
-  X(copy_to_host, "cuMemcpyDtoH_v2", "hipMemcpyDtoH", gpu_result(void*, device_ptr, std::size_t))                \
-  X(memset_d8, "cuMemsetD8_v2", "hipMemsetD8", gpu_result(device_ptr, unsigned char, std::size_t))               \
-  X(module_load, "cuModuleLoadData", "hipModuleLoadData", gpu_result(gpu_module*, const void*))                  \
-  X(module_unload, "cuModuleUnload", "hipModuleUnload", gpu_result(gpu_module))                                  \
-  X(module_function, "cuModuleGetFunction", "hipModuleGetFunction",                                              \
-    gpu_result(gpu_function*, gpu_module, const char*))                                                          \
-  X(launch, "cuLaunchKernel", "hipModuleLaunchKernel",                                                           \
-    gpu_result(gpu_function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, gpu_stream,   \
-               void**, void**))                                                                                  \
-  X(occupancy_blocks_per_sm, "cuOccupancyMaxActiveBlocksPerMultiprocessor", nullptr,                             \
-    gpu_result(int*, gpu_function, int, std::size_t))                                                            \
-  X(occupancy_block_size, nullptr, "hipModuleOccupancyMaxPotentialBlockSize",                                    \
-    gpu_result(int*, int*, gpu_function, std::size_t, int))                                                      \
-  X(get_error_name, "cuGetErrorName", nullptr, gpu_result(gpu_result, const char**))                             \
-  X(get_error_string, "cuGetErrorString", nullptr, gpu_result(gpu_result, const char**))                         \
-  X(error_name, nullptr, "hipGetErrorName", const char*(gpu_result))                                             \
-  X(error_string, nullptr, "hipGetErrorString", const char*(gpu_result))                                         \
-  X(stream_create, "cuStreamCreate", "hipStreamCreateWithFlags", gpu_result(gpu_stream*, unsigned))              \
-  X(stream_destroy, "cuStreamDestroy_v2", "hipStreamDestroy", gpu_result(gpu_stream))                            \
-  X(stream_synchronize, "cuStreamSynchronize", "hipStreamSynchronize", gpu_result(gpu_stream))                   \
-  X(stream_wait_event, "cuStreamWaitEvent", "hipStreamWaitEvent", gpu_result(gpu_stream, gpu_event, unsigned))   \
-  X(event_create, "cuEventCreate", "hipEventCreateWithFlags", gpu_result(gpu_event*, unsigned))                  \
-  X(event_destroy, "cuEventDestroy_v2", "hipEventDestroy", gpu_result(gpu_event))                                \
+#define QD_GPU_DRIVER_ENTRY_POINTS(X)                                                                                  \
+  X(init, "cuInit", "hipInit", gpu_result(unsigned))                                                                   \
+  X(driver_version, "cuDriverGetVersion", "hipDriverGetVersion", gpu_result(int*))                                     \
+  X(device_count, "cuDeviceGetCount", "hipGetDeviceCount", gpu_result(int*))                                           \
+  X(device_get, "cuDeviceGet", nullptr, gpu_result(int*, int))                                                         \
+  X(device_name, "cuDeviceGetName", nullptr, gpu_result(char*, int, int))                                              \
+  X(device_attribute, "cuDeviceGetAttribute", nullptr, gpu_result(int*, int, int))                                     \
+  X(device_properties, nullptr, "hipGetDeviceProperties", gpu_result(void*, int))                                      \
+  X(primary_context_retain, "cuDevicePrimaryCtxRetain", nullptr, gpu_result(gpu_context*, int))                        \
+  X(primary_context_release, "cuDevicePrimaryCtxRelease_v2", nullptr, gpu_result(int))                                 \
+  X(context_set_current, "cuCtxSetCurrent", nullptr, gpu_result(gpu_context))                                          \
+  X(set_device, nullptr, "hipSetDevice", gpu_result(int))                                                              \
+  X(synchronize, "cuCtxSynchronize", "hipDeviceSynchronize", gpu_result())                                             \
+  X(mem_alloc, "cuMemAlloc_v2", "hipMalloc", gpu_result(device_ptr*, std::size_t))                                     \
+  X(mem_free, "cuMemFree_v2", "hipFree", gpu_result(device_ptr))                                                       \
+  X(copy_to_device, "cuMemcpyHtoD_v2", "hipMemcpyHtoD", gpu_result(device_ptr, const void*, std::size_t))              \
+  X(copy_to_host, "cuMemcpyDtoH_v2", "hipMemcpyDtoH", gpu_result(void*, device_ptr, std::size_t))                      \
+  X(memset_d8, "cuMemsetD8_v2", "hipMemsetD8", gpu_result(device_ptr, unsigned char, std::size_t))                     \
+  X(module_load, "cuModuleLoadData", "hipModuleLoadData", gpu_result(gpu_module*, const void*))                        \
+  X(module_unload, "cuModuleUnload", "hipModuleUnload", gpu_result(gpu_module))                                        \
+  X(module_function, "cuModuleGetFunction", "hipModuleGetFunction",                                                    \
+    gpu_result(gpu_function*, gpu_module, const char*))                                                                \
+  X(launch, "cuLaunchKernel", "hipModuleLaunchKernel",                                                                 \
+    gpu_result(gpu_function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, gpu_stream, void**, \
+               void**))                                                                                                \
+  X(occupancy_blocks_per_sm, "cuOccupancyMaxActiveBlocksPerMultiprocessor", nullptr,                                   \
+    gpu_result(int*, gpu_function, int, std::size_t))                                                                  \
+  X(occupancy_block_size, nullptr, "hipModuleOccupancyMaxPotentialBlockSize",                                          \
+    gpu_result(int*, int*, gpu_function, std::size_t, int))                                                            \
+  X(get_error_name, "cuGetErrorName", nullptr, gpu_result(gpu_result, const char**))                                   \
+  X(get_error_string, "cuGetErrorString", nullptr, gpu_result(gpu_result, const char**))                               \
+  X(error_name, nullptr, "hipGetErrorName", const char*(gpu_result))                                                   \
+  X(error_string, nullptr, "hipGetErrorString", const char*(gpu_result))                                               \
+  X(stream_create, "cuStreamCreate", "hipStreamCreateWithFlags", gpu_result(gpu_stream*, unsigned))                    \
+  X(stream_destroy, "cuStreamDestroy_v2", "hipStreamDestroy", gpu_result(gpu_stream))                                  \
+  X(stream_synchronize, "cuStreamSynchronize", "hipStreamSynchronize", gpu_result(gpu_stream))                         \
+  X(stream_wait_event, "cuStreamWaitEvent", "hipStreamWaitEvent", gpu_result(gpu_stream, gpu_event, unsigned))         \
+  X(event_create, "cuEventCreate", "hipEventCreateWithFlags", gpu_result(gpu_event*, unsigned))                        \
+  X(event_destroy, "cuEventDestroy_v2", "hipEventDestroy", gpu_result(gpu_event))                                      \
   X(event_record, "cuEventRecord", "hipEventRecord", gpu_result(gpu_event, gpu_stream))
 
 // Entry points only some versions have (null when absent): graphs (CUDA 11.4+), and
 // CUDA's conditional nodes (12.3+; cuGraphAddNode_v2, with edge data, is 12.4's and
 // preferred where present).
-#define QD_GPU_DRIVER_OPTIONAL_ENTRY_POINTS(X)                                                                   \
-  X(begin_capture, "cuStreamBeginCapture_v2", "hipStreamBeginCapture", gpu_result(gpu_stream, int))              \
-  X(end_capture, "cuStreamEndCapture", "hipStreamEndCapture", gpu_result(gpu_stream, gpu_graph*))                \
-  X(graph_instantiate, "cuGraphInstantiateWithFlags", "hipGraphInstantiateWithFlags",                            \
-    gpu_result(gpu_graph_exec*, gpu_graph, unsigned long long))                                                  \
-  X(graph_launch, "cuGraphLaunch", "hipGraphLaunch", gpu_result(gpu_graph_exec, gpu_stream))                     \
-  X(graph_exec_destroy, "cuGraphExecDestroy", "hipGraphExecDestroy", gpu_result(gpu_graph_exec))                 \
-  X(graph_destroy, "cuGraphDestroy", "hipGraphDestroy", gpu_result(gpu_graph))                                   \
-  X(graph_create, "cuGraphCreate", nullptr, gpu_result(gpu_graph*, unsigned))                                    \
-  X(condition_create, "cuGraphConditionalHandleCreate", nullptr,                                                 \
-    gpu_result(gpu_condition*, gpu_graph, gpu_context, unsigned, unsigned))                                      \
-  X(graph_add_node, "cuGraphAddNode", nullptr,                                                                   \
-    gpu_result(gpu_graph_node*, gpu_graph, const gpu_graph_node*, std::size_t, gpu_graph_node_params*))          \
-  X(graph_add_node_v2, "cuGraphAddNode_v2", nullptr,                                                             \
+#define QD_GPU_DRIVER_OPTIONAL_ENTRY_POINTS(X)                                                                       \
+  X(begin_capture, "cuStreamBeginCapture_v2", "hipStreamBeginCapture", gpu_result(gpu_stream, int))                  \
+  X(end_capture, "cuStreamEndCapture", "hipStreamEndCapture", gpu_result(gpu_stream, gpu_graph*))                    \
+  X(graph_instantiate, "cuGraphInstantiateWithFlags", "hipGraphInstantiateWithFlags",                                \
+    gpu_result(gpu_graph_exec*, gpu_graph, unsigned long long))                                                      \
+  X(graph_launch, "cuGraphLaunch", "hipGraphLaunch", gpu_result(gpu_graph_exec, gpu_stream))                         \
+  X(graph_exec_destroy, "cuGraphExecDestroy", "hipGraphExecDestroy", gpu_result(gpu_graph_exec))                     \
+  X(graph_destroy, "cuGraphDestroy", "hipGraphDestroy", gpu_result(gpu_graph))                                       \
+  X(graph_create, "cuGraphCreate", nullptr, gpu_result(gpu_graph*, unsigned))                                        \
+  X(condition_create, "cuGraphConditionalHandleCreate", nullptr,                                                     \
+    gpu_result(gpu_condition*, gpu_graph, gpu_context, unsigned, unsigned))                                          \
+  X(graph_add_node, "cuGraphAddNode", nullptr,                                                                       \
+    gpu_result(gpu_graph_node*, gpu_graph, const gpu_graph_node*, std::size_t, gpu_graph_node_params*))              \
+  X(graph_add_node_v2, "cuGraphAddNode_v2", nullptr,                                                                 \
     gpu_result(gpu_graph_node*, gpu_graph, const gpu_graph_node*, const void*, std::size_t, gpu_graph_node_params*)) \
-  X(begin_capture_to_graph, "cuStreamBeginCaptureToGraph", nullptr,                                              \
+  X(begin_capture_to_graph, "cuStreamBeginCaptureToGraph", nullptr,                                                  \
     gpu_result(gpu_stream, gpu_graph, const gpu_graph_node*, const void*, std::size_t, int))
 
 // The driver's entry points for one vendor, resolved once per process by the vendor's
@@ -209,4 +213,4 @@ struct gpu_driver_api {
   }
 };
 
-}  // namespace qd::backend
+}  // namespace qd::inline v0::backend

@@ -7,10 +7,10 @@
 
 namespace qd::inline v0::backend {
 
-QD_FUNC void throw_failed_gpu_call(std::string_view calls, const char* symbol, const char* arguments,
-                                   gpu_result result, const std::string& result_text, const char* file, int line) {
+QD_FUNC void throw_failed_gpu_call(std::string_view calls, const char* symbol, const char* arguments, gpu_result result,
+                                   const std::string& result_text, const char* file, int line) {
   throw driver_error(fmt::format("{} {}({}) failed: {} [{}:{}]", calls, symbol, arguments, result_text, file, line),
                      symbol, result);
 }
 
-}  // namespace qd::backend
+}  // namespace qd::inline v0::backend

@@ -22,7 +22,7 @@ inline constexpr gpu_result gpu_success = 0;
                                                 gpu_result result, const std::string& result_text, const char* file,
                                                 int line);
 
-}  // namespace qd::backend
+}  // namespace qd::inline v0::backend
 
 // A row's symbol for vendor `v`.
 #define QD_GPU_COLUMN(v, cuda_symbol, hip_symbol) \
@@ -41,24 +41,24 @@ inline constexpr gpu_result gpu_success = 0;
 // is nullptr where that vendor has no such entry point, and the member stays null): a
 // pointer per row, for_each_entry (for resolve_entry_points), symbol(), and check(),
 // which QD_GPU_CALL uses with the struct's own `calls` ("CUDA driver call") and describe().
-#define QD_GPU_ENTRY_TABLE(Table, REQUIRED, OPTIONAL)                                                        \
-  REQUIRED(QD_GPU_TABLE_MEMBER)                                                                              \
-  OPTIONAL(QD_GPU_TABLE_MEMBER)                                                                              \
-  template <class Visit>                                                                                     \
-  static void for_each_entry(Table& table, Visit&& visit) {                                                  \
-    REQUIRED(QD_GPU_TABLE_REQUIRED)                                                                          \
-    OPTIONAL(QD_GPU_TABLE_OPTIONAL)                                                                          \
-  }                                                                                                          \
-  /* This vendor's name for a member: "cuStreamCreate" for "stream_create". */                               \
-  const char* symbol(std::string_view name) const {                                                          \
-    REQUIRED(QD_GPU_TABLE_SYMBOL)                                                                            \
-    OPTIONAL(QD_GPU_TABLE_SYMBOL)                                                                            \
-    return "an unknown entry point";                                                                         \
-  }                                                                                                          \
-  void check(::qd::backend::gpu_result r, std::string_view entry, const char* arguments, const char* file,  \
-             int line) const {                                                                               \
-    if (r != ::qd::backend::gpu_success) [[unlikely]]                                                        \
-      ::qd::backend::throw_failed_gpu_call(calls, symbol(entry), arguments, r, describe(r), file, line);     \
+#define QD_GPU_ENTRY_TABLE(Table, REQUIRED, OPTIONAL)                                                                \
+  REQUIRED(QD_GPU_TABLE_MEMBER)                                                                                      \
+  OPTIONAL(QD_GPU_TABLE_MEMBER)                                                                                      \
+  template <class Visit>                                                                                             \
+  static void for_each_entry(Table& table, Visit&& visit) {                                                          \
+    REQUIRED(QD_GPU_TABLE_REQUIRED)                                                                                  \
+    OPTIONAL(QD_GPU_TABLE_OPTIONAL)                                                                                  \
+  }                                                                                                                  \
+  /* This vendor's name for a member: "cuStreamCreate" for "stream_create". */                                       \
+  const char* symbol(std::string_view name) const {                                                                  \
+    REQUIRED(QD_GPU_TABLE_SYMBOL)                                                                                    \
+    OPTIONAL(QD_GPU_TABLE_SYMBOL)                                                                                    \
+    return "an unknown entry point";                                                                                 \
+  }                                                                                                                  \
+  void check(::qd::backend::gpu_result r, std::string_view entry, const char* arguments, const char* file, int line) \
+      const {                                                                                                        \
+    if (r != ::qd::backend::gpu_success) [[unlikely]]                                                                \
+      ::qd::backend::throw_failed_gpu_call(calls, symbol(entry), arguments, r, describe(r), file, line);             \
   }
 
 // Calls one entry point and checks its result: QD_GPU_CALL(api, mem_alloc, &p, bytes).

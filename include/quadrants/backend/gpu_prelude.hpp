@@ -287,7 +287,8 @@ inline std::string gpu_translation_unit_prelude(std::string_view banner, std::st
   s += "#define QD_BLOCK " + std::to_string(limits::gpu_threads_per_block) + "\n";
   s += codegen::prelude_limits();
   s += codegen::reduction_prelude();
-  s += "#define QD_TEMP_BYTES " + std::to_string(limits::temp_slot_count * static_cast<std::int64_t>(limits::temp_slot_bytes)) + "\n";
+  s += "#define QD_TEMP_BYTES " +
+       std::to_string(limits::temp_slot_count * static_cast<std::int64_t>(limits::temp_slot_bytes)) + "\n";
   s += codegen::prelude_types;
   s += gpu_prelude_source;
   s += codegen::prelude_helpers;
@@ -296,4 +297,4 @@ inline std::string gpu_translation_unit_prelude(std::string_view banner, std::st
   return s;
 }
 
-}  // namespace qd::backend
+}  // namespace qd::inline v0::backend

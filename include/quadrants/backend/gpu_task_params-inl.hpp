@@ -20,4 +20,4 @@ QD_FUNC void fill_gpu_task_params(const launch_context& c, std::int64_t* device_
   out.error = device_error;
 }
 
-}  // namespace qd::backend
+}  // namespace qd::inline v0::backend

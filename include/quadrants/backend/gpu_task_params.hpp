@@ -40,7 +40,7 @@ constexpr gpu_launch_shape gpu_launch_shape_of(bool parallel, unsigned grid, uns
 // Copies the task's parameters (only the first param_count entries) and the rest.
 QD_FUNC void fill_gpu_task_params(const launch_context& c, std::int64_t* device_error, gpu_task_params& out);
 
-}  // namespace qd::backend
+}  // namespace qd::inline v0::backend
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/backend/gpu_task_params-inl.hpp"

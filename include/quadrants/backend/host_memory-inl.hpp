@@ -14,7 +14,8 @@ namespace qd::inline v0::backend {
 QD_FUNC void* allocate_host_memory(std::size_t bytes) {
   constexpr std::size_t align = 64;
   void* p = nullptr;
-  if (bytes <= ~std::size_t{0} - align) p = std::aligned_alloc(align, bytes == 0 ? align : (bytes + align - 1) / align * align);
+  if (bytes <= ~std::size_t{0} - align)
+    p = std::aligned_alloc(align, bytes == 0 ? align : (bytes + align - 1) / align * align);
   if (p == nullptr)
     throw driver_error(fmt::format("cannot allocate {} bytes ({:.3g} GiB) of host memory: {}; make the array smaller "
                                    "or free memory",
@@ -25,4 +26,4 @@ QD_FUNC void* allocate_host_memory(std::size_t bytes) {
 
 QD_FUNC void release_host_memory(void* p) noexcept { std::free(p); }
 
-}  // namespace qd::backend
+}  // namespace qd::inline v0::backend

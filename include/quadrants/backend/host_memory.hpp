@@ -13,7 +13,7 @@ namespace qd::inline v0::backend {
 QD_FUNC void* allocate_host_memory(std::size_t bytes);
 QD_FUNC void release_host_memory(void* p) noexcept;
 
-}  // namespace qd::backend
+}  // namespace qd::inline v0::backend
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/backend/host_memory-inl.hpp"

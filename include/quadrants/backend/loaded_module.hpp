@@ -12,4 +12,4 @@ class loaded_module {
   virtual void* entry(const std::string& name) const = 0;
 };
 
-}  // namespace qd::backend
+}  // namespace qd::inline v0::backend

@@ -14,12 +14,8 @@ namespace qd::inline v0::backend {
 
 QD_FUNC std::span<const description> backends() {
   static const description list[] = {
-      cuda::backend_description,
-      amdgpu::backend_description,
-      cpu::backend_description,
-      vulkan::backend_description,
-      reference::backend_description,
-      metal::backend_description,
+      cuda::backend_description,   amdgpu::backend_description,    cpu::backend_description,
+      vulkan::backend_description, reference::backend_description, metal::backend_description,
   };
   return list;
 }
@@ -35,4 +31,4 @@ QD_FUNC std::unique_ptr<device> make_device(arch a, const device_request& r) {
   return d ? d->make(r) : nullptr;
 }
 
-}  // namespace qd::backend
+}  // namespace qd::inline v0::backend

@@ -19,7 +19,7 @@ QD_FUNC const description* find_backend(arch a);
 // The device for `a`; null when this build has no backend for it.
 QD_FUNC std::unique_ptr<device> make_device(arch a, const device_request& r);
 
-}  // namespace qd::backend
+}  // namespace qd::inline v0::backend
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/backend/registry-inl.hpp"

@@ -96,8 +96,8 @@ QD_FUNC shared_library::shared_library(const library_search& s) : path_(locate_l
   handle_ = ::dlopen(path_.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle_ == nullptr) {
     const char* err = ::dlerror();
-    throw driver_error(fmt::format("{}: dlopen('{}') failed: {}. Set {} to a working copy of the library",
-                                   s.what, path_, err ? err : "unknown error", detail::joined(s.variables, " or ")),
+    throw driver_error(fmt::format("{}: dlopen('{}') failed: {}. Set {} to a working copy of the library", s.what,
+                                   path_, err ? err : "unknown error", detail::joined(s.variables, " or ")),
                        "dlopen", 0);
   }
 }
@@ -105,9 +105,9 @@ QD_FUNC shared_library::shared_library(const library_search& s) : path_(locate_l
 QD_FUNC void* shared_library::symbol(const char* name) const {
   void* p = optional_symbol(name);
   if (p == nullptr)
-    throw driver_error(fmt::format("{}: '{}' has no symbol '{}'; the library is too old or not the expected one", what_,
-                                   path_, name),
-                       name, 0);
+    throw driver_error(
+        fmt::format("{}: '{}' has no symbol '{}'; the library is too old or not the expected one", what_, path_, name),
+        name, 0);
   return p;
 }
 
@@ -116,4 +116,4 @@ QD_FUNC void* shared_library::optional_symbol(const char* name) const noexcept {
   return ::dlsym(handle_, name);
 }
 
-}  // namespace qd::backend
+}  // namespace qd::inline v0::backend

@@ -14,10 +14,10 @@ namespace qd::inline v0::backend {
 // directory holding one of `names` directly or under lib64/ or lib/), then
 // LD_LIBRARY_PATH, then `directories`. Nothing found: the library is unavailable.
 struct library_search {
-  std::string what;                     // "the CUDA driver (libcuda)", for messages
-  std::vector<std::string> names;       // file names, preferred first: "libcuda.so.1", ...
-  std::vector<std::string> variables;   // "QD_CUDA_PATH", ...
-  std::vector<std::string> directories; // "/usr/local/cuda/lib64", ...
+  std::string what;                      // "the CUDA driver (libcuda)", for messages
+  std::vector<std::string> names;        // file names, preferred first: "libcuda.so.1", ...
+  std::vector<std::string> variables;    // "QD_CUDA_PATH", ...
+  std::vector<std::string> directories;  // "/usr/local/cuda/lib64", ...
 };
 
 // The file dlopen would be given, without opening it; throws qd::driver_error when
@@ -76,7 +76,7 @@ const Table& process_entry_points(const Table& prototype = {}) {
   return table;
 }
 
-}  // namespace qd::backend
+}  // namespace qd::inline v0::backend
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/backend/shared_library-inl.hpp"

@@ -25,7 +25,7 @@ inline constexpr bool checked_build = true;
 #else
 inline constexpr bool checked_build = false;
 #endif
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail
 
 #define QD_VERSION_MAJOR 0
 #define QD_VERSION_MINOR 1

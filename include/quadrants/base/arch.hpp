@@ -22,4 +22,4 @@ constexpr std::string_view name(arch a) noexcept {
   return "?";
 }
 
-}  // namespace qd
+}  // namespace qd::inline v0

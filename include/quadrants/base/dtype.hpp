@@ -111,35 +111,85 @@ struct dtype_entry {
   static constexpr bool supported = true;
   static constexpr dtype value = D;
 };
-template <> struct dtype_of_impl<bool> : dtype_entry<dtype::boolean, bool> {};
-template <> struct dtype_of_impl<std::uint8_t> : dtype_entry<dtype::u8, std::uint8_t> {};
-template <> struct dtype_of_impl<std::int32_t> : dtype_entry<dtype::i32, std::int32_t> {};
-template <> struct dtype_of_impl<std::uint32_t> : dtype_entry<dtype::u32, std::uint32_t> {};
-template <> struct dtype_of_impl<std::int64_t> : dtype_entry<dtype::i64, std::int64_t> {};
-template <> struct dtype_of_impl<float> : dtype_entry<dtype::f32, float> {};
-template <> struct dtype_of_impl<double> : dtype_entry<dtype::f64, double> {};
-template <> struct dtype_of_impl<std::int8_t> : dtype_entry<dtype::i8, std::int8_t> {};
-template <> struct dtype_of_impl<std::int16_t> : dtype_entry<dtype::i16, std::int16_t> {};
-template <> struct dtype_of_impl<std::uint16_t> : dtype_entry<dtype::u16, std::uint16_t> {};
-template <> struct dtype_of_impl<std::uint64_t> : dtype_entry<dtype::u64, std::uint64_t> {};
-template <> struct dtype_of_impl<half> : dtype_entry<dtype::f16, half> {};
+template <>
+struct dtype_of_impl<bool> : dtype_entry<dtype::boolean, bool> {};
+template <>
+struct dtype_of_impl<std::uint8_t> : dtype_entry<dtype::u8, std::uint8_t> {};
+template <>
+struct dtype_of_impl<std::int32_t> : dtype_entry<dtype::i32, std::int32_t> {};
+template <>
+struct dtype_of_impl<std::uint32_t> : dtype_entry<dtype::u32, std::uint32_t> {};
+template <>
+struct dtype_of_impl<std::int64_t> : dtype_entry<dtype::i64, std::int64_t> {};
+template <>
+struct dtype_of_impl<float> : dtype_entry<dtype::f32, float> {};
+template <>
+struct dtype_of_impl<double> : dtype_entry<dtype::f64, double> {};
+template <>
+struct dtype_of_impl<std::int8_t> : dtype_entry<dtype::i8, std::int8_t> {};
+template <>
+struct dtype_of_impl<std::int16_t> : dtype_entry<dtype::i16, std::int16_t> {};
+template <>
+struct dtype_of_impl<std::uint16_t> : dtype_entry<dtype::u16, std::uint16_t> {};
+template <>
+struct dtype_of_impl<std::uint64_t> : dtype_entry<dtype::u64, std::uint64_t> {};
+template <>
+struct dtype_of_impl<half> : dtype_entry<dtype::f16, half> {};
 #ifdef __FLT16_MAX__
-template <> struct dtype_of_impl<_Float16> : dtype_entry<dtype::f16, _Float16> {};
+template <>
+struct dtype_of_impl<_Float16> : dtype_entry<dtype::f16, _Float16> {};
 #endif
 
-template <dtype D> struct cpp_type_impl;
-template <> struct cpp_type_impl<dtype::boolean> { using type = bool; };
-template <> struct cpp_type_impl<dtype::u8> { using type = std::uint8_t; };
-template <> struct cpp_type_impl<dtype::i32> { using type = std::int32_t; };
-template <> struct cpp_type_impl<dtype::u32> { using type = std::uint32_t; };
-template <> struct cpp_type_impl<dtype::i64> { using type = std::int64_t; };
-template <> struct cpp_type_impl<dtype::f32> { using type = float; };
-template <> struct cpp_type_impl<dtype::f64> { using type = double; };
-template <> struct cpp_type_impl<dtype::i8> { using type = std::int8_t; };
-template <> struct cpp_type_impl<dtype::i16> { using type = std::int16_t; };
-template <> struct cpp_type_impl<dtype::u16> { using type = std::uint16_t; };
-template <> struct cpp_type_impl<dtype::u64> { using type = std::uint64_t; };
-template <> struct cpp_type_impl<dtype::f16> { using type = half; };
+template <dtype D>
+struct cpp_type_impl;
+template <>
+struct cpp_type_impl<dtype::boolean> {
+  using type = bool;
+};
+template <>
+struct cpp_type_impl<dtype::u8> {
+  using type = std::uint8_t;
+};
+template <>
+struct cpp_type_impl<dtype::i32> {
+  using type = std::int32_t;
+};
+template <>
+struct cpp_type_impl<dtype::u32> {
+  using type = std::uint32_t;
+};
+template <>
+struct cpp_type_impl<dtype::i64> {
+  using type = std::int64_t;
+};
+template <>
+struct cpp_type_impl<dtype::f32> {
+  using type = float;
+};
+template <>
+struct cpp_type_impl<dtype::f64> {
+  using type = double;
+};
+template <>
+struct cpp_type_impl<dtype::i8> {
+  using type = std::int8_t;
+};
+template <>
+struct cpp_type_impl<dtype::i16> {
+  using type = std::int16_t;
+};
+template <>
+struct cpp_type_impl<dtype::u16> {
+  using type = std::uint16_t;
+};
+template <>
+struct cpp_type_impl<dtype::u64> {
+  using type = std::uint64_t;
+};
+template <>
+struct cpp_type_impl<dtype::f16> {
+  using type = half;
+};
 }  // namespace detail
 
 // The element types a kernel can use: bool (scalars only), i8, u8, i16, u16, i32, u32,
@@ -153,4 +203,4 @@ inline constexpr dtype dtype_of = detail::dtype_of_impl<std::remove_cv_t<T>>::va
 template <dtype D>
 using cpp_type = typename detail::cpp_type_impl<D>::type;
 
-}  // namespace qd
+}  // namespace qd::inline v0

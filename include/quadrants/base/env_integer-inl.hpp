@@ -20,9 +20,9 @@ QD_FUNC std::uint64_t parse_env_integer(std::string_view var, std::string_view v
     x = x * 10 + d;
   }
   if (!ok || x < min)
-    throw user_error(fmt::format("environment variable {}='{}' is not valid; accepted: an integer in {}..{}", var,
-                                 value, min, max));
+    throw user_error(
+        fmt::format("environment variable {}='{}' is not valid; accepted: an integer in {}..{}", var, value, min, max));
   return x;
 }
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail

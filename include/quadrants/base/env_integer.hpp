@@ -15,7 +15,7 @@ namespace qd::inline v0::detail {
 QD_FUNC std::uint64_t parse_env_integer(std::string_view var, std::string_view value, std::uint64_t min,
                                         std::uint64_t max);
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/base/env_integer-inl.hpp"

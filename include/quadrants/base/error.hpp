@@ -30,8 +30,8 @@ class internal_error : public error {
 // A run-time compiler (c++, NVRTC, hipRTC) rejected generated code.
 class compile_error : public error {
  public:
-  compile_error(const std::string& message, std::string kernel, std::string options,
-                std::string source, std::string log)
+  compile_error(const std::string& message, std::string kernel, std::string options, std::string source,
+                std::string log)
       : error(message),
         kernel_(std::move(kernel)),
         options_(std::move(options)),
@@ -59,4 +59,4 @@ class driver_error : public error {
   int code_;
 };
 
-}  // namespace qd
+}  // namespace qd::inline v0

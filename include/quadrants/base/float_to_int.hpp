@@ -23,4 +23,4 @@ constexpr To float_to_int(From x) {
   }
 }
 
-}  // namespace qd
+}  // namespace qd::inline v0

@@ -17,4 +17,4 @@ void log_fmt(log_level level, fmt::format_string<Args...> format, Args&&... args
   log_write(level, fmt::format(format, std::forward<Args>(args)...));
 }
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail

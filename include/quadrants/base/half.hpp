@@ -85,7 +85,7 @@ struct half {
   }
 };
 
-}  // namespace qd
+}  // namespace qd::inline v0
 
 template <>
 class std::numeric_limits<qd::half> {

@@ -17,4 +17,4 @@ inline constexpr std::size_t temp_slot_bytes = 8;
 // Threads per block of a GPU launch (the prelude's __launch_bounds__ and the host agree).
 inline constexpr unsigned gpu_threads_per_block = 256;
 
-}  // namespace qd::limits
+}  // namespace qd::inline v0::limits

@@ -55,9 +55,7 @@ QD_FUNC void set_log_level(log_level level) noexcept {
   detail::global_log_state().level.store(level, std::memory_order_relaxed);
 }
 
-QD_FUNC log_level get_log_level() noexcept {
-  return detail::global_log_state().level.load(std::memory_order_relaxed);
-}
+QD_FUNC log_level get_log_level() noexcept { return detail::global_log_state().level.load(std::memory_order_relaxed); }
 
 QD_FUNC std::string_view name(log_level level) noexcept {
   switch (level) {
@@ -72,4 +70,4 @@ QD_FUNC std::string_view name(log_level level) noexcept {
   return "?";
 }
 
-}  // namespace qd
+}  // namespace qd::inline v0

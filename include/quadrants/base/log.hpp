@@ -26,7 +26,7 @@ QD_FUNC bool log_enabled(log_level level) noexcept;
 QD_FUNC void log_write(log_level level, std::string_view message);
 }  // namespace detail
 
-}  // namespace qd
+}  // namespace qd::inline v0
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/base/log-inl.hpp"

@@ -82,8 +82,7 @@ QD_FUNC task_module code_cache::resolve_kernel(const key& k, const kernel_record
 
 QD_FUNC std::vector<task_module> code_cache::resolve_offloads(std::span<const key> keys,
                                                               std::span<const task_code> tasks, std::size_t programs,
-                                                              std::string_view what,
-                                                              const program_hook& on_program) {
+                                                              std::string_view what, const program_hook& on_program) {
   if (keys.size() != tasks.size()) throw internal_error("resolve_offloads: one key per task");
   std::vector<task_module> out(keys.size());
   // The records and modules no tier above the remote one holds, in one round trip.
@@ -96,8 +95,10 @@ QD_FUNC std::vector<task_module> code_cache::resolve_offloads(std::span<const ke
       if (!stored || stored->task != tasks[i].record) return std::shared_ptr<backend::loaded_module>();
       return tiers_.get(entry_kind::module, stored->module, load).module;
     });
-    if (r) out[i] = {r.module, r.loaded ? code_origin::loaded : code_origin::reused};
-    else misses.push_back(i);
+    if (r)
+      out[i] = {r.module, r.loaded ? code_origin::loaded : code_origin::reused};
+    else
+      misses.push_back(i);
   }
   // Identical offloads are built once.
   std::vector<std::size_t> unique;
@@ -126,7 +127,8 @@ QD_FUNC std::vector<task_module> code_cache::resolve_offloads(std::span<const ke
   std::vector<std::exception_ptr> failures(groups);
   auto one = [&](std::size_t g) {
     try {
-      modules[g] = tiers_.resolve(entry_kind::module, module_keys[g], load, program_builder(batches[g], texts[g], what));
+      modules[g] =
+          tiers_.resolve(entry_kind::module, module_keys[g], load, program_builder(batches[g], texts[g], what));
     } catch (...) {
       failures[g] = std::current_exception();
     }
@@ -150,4 +152,4 @@ QD_FUNC std::vector<task_module> code_cache::resolve_offloads(std::span<const ke
   return out;
 }
 
-}  // namespace qd::cache
+}  // namespace qd::inline v0::cache

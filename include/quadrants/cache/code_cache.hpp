@@ -81,7 +81,7 @@ class code_cache {
   std::atomic<std::uint64_t> compiles_{0};
 };
 
-}  // namespace qd::cache
+}  // namespace qd::inline v0::cache
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/cache/code_cache-inl.hpp"

@@ -61,4 +61,4 @@ QD_FUNC std::unique_ptr<tier> make_disk_tier(std::shared_ptr<store> disk) {
   return std::make_unique<detail::disk_tier>(std::move(disk));
 }
 
-}  // namespace qd::cache
+}  // namespace qd::inline v0::cache

@@ -13,7 +13,7 @@ namespace qd::inline v0::cache {
 // Reads and writes `disk`; its build locks are the store's per-key flock.
 QD_FUNC std::unique_ptr<tier> make_disk_tier(std::shared_ptr<store> disk);
 
-}  // namespace qd::cache
+}  // namespace qd::inline v0::cache
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/cache/disk_tier-inl.hpp"

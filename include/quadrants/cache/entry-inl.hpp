@@ -128,7 +128,8 @@ QD_FUNC std::optional<entry_header> parse_entry_header(std::span<const std::byte
   if (load_le(h + 56, 8) != XXH3_64bits(h, 56)) return reject(why, "header checksum mismatch");
   if (load_le(h + 14, 2) != 0) return reject(why, "reserved header bits are set");
   auto kind_byte = std::to_integer<std::uint8_t>(h[12]);
-  if (kind_byte < 1 || kind_byte > std::size(all_entry_kinds)) return reject(why, fmt::format("unknown entry kind {}", kind_byte));
+  if (kind_byte < 1 || kind_byte > std::size(all_entry_kinds))
+    return reject(why, fmt::format("unknown entry kind {}", kind_byte));
   e.kind = static_cast<entry_kind>(kind_byte);
   auto codec_byte = std::to_integer<std::uint8_t>(h[13]);
   if (codec_byte > 1) return reject(why, fmt::format("unknown codec {}", codec_byte));
@@ -139,7 +140,7 @@ QD_FUNC std::optional<entry_header> parse_entry_header(std::span<const std::byte
   e.payload_checksum = load_le(h + 48, 8);
   if (e.stored_size != file_size - entry_header_size)
     return reject(why, fmt::format("size mismatch: header says {} payload bytes, file has {}", e.stored_size,
-                                 file_size - entry_header_size));
+                                   file_size - entry_header_size));
   if (e.payload_size > max_payload_size_of(e.kind))
     return reject(why, fmt::format("absurd payload size {} for a {} entry (maximum {})", e.payload_size, name(e.kind),
                                    max_payload_size_of(e.kind)));
@@ -150,8 +151,8 @@ QD_FUNC std::optional<entry_header> parse_entry_header(std::span<const std::byte
   if (e.codec == entry_codec::none && e.stored_size != e.payload_size)
     return reject(why, fmt::format("raw payload: stored size {} != payload size {}", e.stored_size, e.payload_size));
   if (e.codec == entry_codec::zstd && e.stored_size > ZSTD_compressBound(e.payload_size))
-    return reject(why, fmt::format("compressed size {} is impossible for {} payload bytes", e.stored_size,
-                                 e.payload_size));
+    return reject(why,
+                  fmt::format("compressed size {} is impossible for {} payload bytes", e.stored_size, e.payload_size));
   return e;
 }
 
@@ -184,12 +185,11 @@ QD_FUNC std::optional<std::vector<std::byte>> decode_entry(std::span<const std::
     payload.resize(static_cast<std::size_t>(e->payload_size));
     std::size_t n = ZSTD_decompressDCtx(dctx, payload.data(), payload.size(), stored.data(), stored.size());
     if (ZSTD_isError(n)) return reject(why, fmt::format("zstd: {}", ZSTD_getErrorName(n)));
-    if (n != payload.size())
-      return reject(why, fmt::format("decompressed {} bytes, expected {}", n, payload.size()));
+    if (n != payload.size()) return reject(why, fmt::format("decompressed {} bytes, expected {}", n, payload.size()));
   }
   if (XXH3_64bits(payload.data(), payload.size()) != e->payload_checksum)
     return reject(why, "payload checksum mismatch");
   return payload;
 }
 
-}  // namespace qd::cache
+}  // namespace qd::inline v0::cache

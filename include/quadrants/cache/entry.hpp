@@ -93,7 +93,7 @@ QD_FUNC std::optional<entry_header> parse_entry_header(std::span<const std::byte
 QD_FUNC std::optional<std::vector<std::byte>> decode_entry(std::span<const std::byte> file, entry_kind expected_kind,
                                                            const key& expected_key, std::string* why = nullptr);
 
-}  // namespace qd::cache
+}  // namespace qd::inline v0::cache
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/cache/entry-inl.hpp"

@@ -44,9 +44,10 @@ QD_FUNC bool hmac_equal(const hmac_tag& a, const hmac_tag& b) noexcept {
                           reinterpret_cast<const unsigned char*>(b.data())) == 0;
 #else
   unsigned char diff = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) diff = static_cast<unsigned char>(diff | std::to_integer<unsigned char>(a[i] ^ b[i]));
+  for (std::size_t i = 0; i < a.size(); ++i)
+    diff = static_cast<unsigned char>(diff | std::to_integer<unsigned char>(a[i] ^ b[i]));
   return diff == 0;
 #endif
 }
 
-}  // namespace qd::cache
+}  // namespace qd::inline v0::cache

@@ -24,7 +24,7 @@ QD_FUNC hmac_tag hmac(std::string_view secret, std::initializer_list<std::span<c
 // Constant-time comparison, so a forger learns nothing from how long a check took.
 QD_FUNC bool hmac_equal(const hmac_tag& a, const hmac_tag& b) noexcept;
 
-}  // namespace qd::cache
+}  // namespace qd::inline v0::cache
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/cache/hmac-inl.hpp"

@@ -81,4 +81,4 @@ QD_FUNC key key_builder::finish() const {
   return key{h.low64, h.high64};
 }
 
-}  // namespace qd::cache
+}  // namespace qd::inline v0::cache

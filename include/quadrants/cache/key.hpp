@@ -49,7 +49,7 @@ class key_builder {
   alignas(64) unsigned char state_[576];
 };
 
-}  // namespace qd::cache
+}  // namespace qd::inline v0::cache
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/cache/key-inl.hpp"

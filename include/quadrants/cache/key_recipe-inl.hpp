@@ -51,4 +51,4 @@ QD_FUNC key explain_key(const key& explained, std::string_view variant) {
   return key_builder().add("explain variant").add(explained.lo).add(explained.hi).add(variant).finish();
 }
 
-}  // namespace qd::cache
+}  // namespace qd::inline v0::cache

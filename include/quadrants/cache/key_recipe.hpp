@@ -46,7 +46,7 @@ QD_FUNC key explained_kernel(const key_builder& environment, std::string_view ke
 // process compiles keeps its own, so a diagnostic run does not hide the others.
 QD_FUNC key explain_key(const key& explained, std::string_view variant);
 
-}  // namespace qd::cache
+}  // namespace qd::inline v0::cache
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/cache/key_recipe-inl.hpp"

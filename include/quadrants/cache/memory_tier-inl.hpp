@@ -51,4 +51,4 @@ class memory_tier final : public tier {
 
 QD_FUNC std::unique_ptr<tier> make_memory_tier() { return std::make_unique<detail::memory_tier>(); }
 
-}  // namespace qd::cache
+}  // namespace qd::inline v0::cache

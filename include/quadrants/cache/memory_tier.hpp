@@ -12,7 +12,7 @@ namespace qd::inline v0::cache {
 // Keeps loaded modules only (no payloads); thread-safe. Its stats count hits.
 QD_FUNC std::unique_ptr<tier> make_memory_tier();
 
-}  // namespace qd::cache
+}  // namespace qd::inline v0::cache
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/cache/memory_tier-inl.hpp"

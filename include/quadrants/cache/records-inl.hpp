@@ -177,4 +177,4 @@ QD_FUNC std::optional<explain_record> decode_explain_record(std::span<const std:
   return r;
 }
 
-}  // namespace qd::cache
+}  // namespace qd::inline v0::cache

@@ -15,7 +15,7 @@
 namespace qd::inline v0::cache {
 
 struct task_record {
-  std::string entry;      // the module's entry point
+  std::string entry;  // the module's entry point
   bool parallel = false;
   bool has_print = false;
   std::vector<std::int32_t> params;  // the task's parameters, as the kernel numbers them (whole kernels)
@@ -42,12 +42,12 @@ struct offload_record {
 // records when a process compiles one of its variants (one entry per variant, so that a
 // print_ir or coverage run adds its whole-kernel records to the split's). Never read by a launch.
 struct explain_record {
-  std::string kernel;     // the kernel's name
-  std::string text;       // kernel.explain()
-  std::string dot;        // kernel.dot()
-  std::vector<key> keys;  // its kernel record (whole) or offload records (split)
-  std::string variant;    // "whole", "split", "coverage" (whole, with kernel_coverage's probes)
-  key explained;          // the kernel (cache::explained_kernel): the entries of its variants share it
+  std::string kernel;         // the kernel's name
+  std::string text;           // kernel.explain()
+  std::string dot;            // kernel.dot()
+  std::vector<key> keys;      // its kernel record (whole) or offload records (split)
+  std::string variant;        // "whole", "split", "coverage" (whole, with kernel_coverage's probes)
+  key explained;              // the kernel (cache::explained_kernel): the entries of its variants share it
   std::uint64_t written = 0;  // when, in nanoseconds since 1970: the newest variant's text is shown
   friend bool operator==(const explain_record&, const explain_record&) = default;
 };
@@ -60,7 +60,7 @@ QD_FUNC std::optional<kernel_record> decode_kernel_record(std::span<const std::b
 QD_FUNC std::optional<offload_record> decode_offload_record(std::span<const std::byte> bytes);
 QD_FUNC std::optional<explain_record> decode_explain_record(std::span<const std::byte> bytes);
 
-}  // namespace qd::cache
+}  // namespace qd::inline v0::cache
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/cache/records-inl.hpp"

@@ -163,7 +163,8 @@ class reply_reader {
         const char c = in.front();
         in.remove_prefix(1);
         bytes_ += 1;
-        if (c != (bulk_crlf_ == 0 ? '\r' : '\n')) return fail("a string not followed by CRLF, which is not the Redis protocol");
+        if (c != (bulk_crlf_ == 0 ? '\r' : '\n'))
+          return fail("a string not followed by CRLF, which is not the Redis protocol");
         if (++bulk_crlf_ < 2) continue;
         bulk_ = nullptr;
         if (finish()) return state::done;
@@ -335,18 +336,18 @@ struct remote_state {
   remote_address address;
   bool supported = false;
   std::string ns, prefix;
-  std::string token;   // names this process's locks: random, then its pid
-  pid_t owner = 0;     // the process the connection, token and locks belong to
+  std::string token;  // names this process's locks: random, then its pid
+  pid_t owner = 0;    // the process the connection, token and locks belong to
 
   std::mutex mutex;  // the connection, the buffer and the sets below
 #if defined(QD_WITH_REMOTE_CACHE)
   redisContext* ctx = nullptr;  // connected by hiredis; the tier reads and writes its socket itself
 #endif
-  std::vector<char> io;  // what a read takes from the socket at once
+  std::vector<char> io;   // what a read takes from the socket at once
   bool scripting = true;  // false once EVAL was refused: two pipelined round trips instead
   bool registered = false;
   std::chrono::milliseconds backoff{0};
-  std::atomic<std::int64_t> retry_at{0};         // steady-clock ns; the tier is skipped until then
+  std::atomic<std::int64_t> retry_at{0};          // steady-clock ns; the tier is skipped until then
   std::atomic<std::int64_t> writes_resume_at{0};  // after the server refused a write (full)
   std::string last_error;
   std::atomic<bool> warned_fault{false}, warned_auth{false}, warned_foreign{false}, warned_full{false};
@@ -402,9 +403,10 @@ QD_FUNC int parse_url_number(std::string_view text, long long max, std::string_v
     v = v * 10 + (c - '0');
   }
   if (v < 0 || v > max)
-    throw user_error(fmt::format("remote_cache '{}': {} '{}' is not a number from 0 to {}; write "
-                                 "redis://host:6379/0 or unix:///path/to/redis.sock",
-                                 url, what, text, max));
+    throw user_error(
+        fmt::format("remote_cache '{}': {} '{}' is not a number from 0 to {}; write "
+                    "redis://host:6379/0 or unix:///path/to/redis.sock",
+                    url, what, text, max));
   return static_cast<int>(v);
 }
 
@@ -568,8 +570,8 @@ QD_FUNC std::string remote_lock_problem(const remote_state& s, std::string_view 
   if (pttl < 0) return "it is gone";
   const std::size_t tag_at = value.rfind(':');
   const std::size_t ttl_at = tag_at == std::string_view::npos ? tag_at : value.rfind(':', tag_at - 1);
-  const std::size_t issued_at = ttl_at == std::string_view::npos || ttl_at == 0 ? std::string_view::npos
-                                                                                  : value.rfind(':', ttl_at - 1);
+  const std::size_t issued_at =
+      ttl_at == std::string_view::npos || ttl_at == 0 ? std::string_view::npos : value.rfind(':', ttl_at - 1);
   std::int64_t issued = 0, ttl = 0;
   auto number = [](std::string_view text, std::int64_t& v) {
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
@@ -639,7 +641,8 @@ QD_FUNC std::optional<std::vector<redis_reply>> exchange(remote_state& s, const 
   std::size_t written = 0;
   std::uint64_t received = 0;
   while (replies.size() < commands.size()) {
-    const std::int64_t left = deadline + static_cast<std::int64_t>(written + received) * exchange_ns_per_byte - steady_ns();
+    const std::int64_t left =
+        deadline + static_cast<std::int64_t>(written + received) * exchange_ns_per_byte - steady_ns();
     if (left <= 0) {
       fault(s, received == 0 ? fmt::format("no answer within {}", timeout_text(s))
                              : fmt::format("the answer did not arrive within {} ({} bytes came, too slowly)",
@@ -707,8 +710,10 @@ QD_FUNC bool connect(remote_state& s, std::int64_t deadline) {
   std::vector<remote_command> setup;
   std::string db = std::to_string(s.address.db);
   if (!s.address.password.empty()) {
-    if (s.address.user.empty()) setup.push_back({"AUTH", s.address.password});
-    else setup.push_back({"AUTH", s.address.user, s.address.password});
+    if (s.address.user.empty())
+      setup.push_back({"AUTH", s.address.password});
+    else
+      setup.push_back({"AUTH", s.address.user, s.address.password});
   }
   if (s.address.db != 0) setup.push_back({"SELECT", db});
   if (setup.empty()) return true;
@@ -733,8 +738,10 @@ QD_FUNC std::optional<std::vector<redis_reply>> send(remote_state& s, const std:
     // Bytes nobody asked for, or the server's end of an idle connection: start afresh.
     pollfd p{s.ctx->fd, POLLIN, 0};
     if (::poll(&p, 1, 0) != 0) {
-      qd::detail::log_fmt(log_level::debug, "remote cache {}: the connection was closed or sent unasked bytes; "
-                          "reconnecting", s.address.text());
+      qd::detail::log_fmt(log_level::debug,
+                          "remote cache {}: the connection was closed or sent unasked bytes; "
+                          "reconnecting",
+                          s.address.text());
       redisFree(s.ctx);
       s.ctx = nullptr;
     }
@@ -750,7 +757,8 @@ QD_FUNC std::optional<std::vector<redis_reply>> send(remote_state& s, const std:
 }
 
 // A round trip, unless the tier is backing off.
-QD_FUNC std::optional<std::vector<redis_reply>> round_trip(remote_state& s, const std::vector<remote_command>& commands) {
+QD_FUNC std::optional<std::vector<redis_reply>> round_trip(remote_state& s,
+                                                           const std::vector<remote_command>& commands) {
   if (!s.supported || backing_off(s)) return std::nullopt;
   return send(s, commands);
 }
@@ -777,8 +785,8 @@ QD_FUNC bool accept_value(remote_state& s, entry_kind kind, const key& k, const 
       return false;
     case value_verdict::invalid:
       s.rejected.fetch_add(1, std::memory_order_relaxed);
-      qd::detail::log_fmt(log_level::debug, "remote cache {}: refused {} {}: {}", s.address.text(), name(kind),
-                          k.hex(), why);
+      qd::detail::log_fmt(log_level::debug, "remote cache {}: refused {} {}: {}", s.address.text(), name(kind), k.hex(),
+                          why);
       return false;
   }
   return false;
@@ -985,9 +993,10 @@ QD_FUNC std::string remote_address::text() const {
 QD_FUNC remote_address parse_remote_url(std::string_view url) {
   remote_address a;
   auto bad = [&](std::string_view what) {
-    return user_error(fmt::format("remote_cache '{}': {}; write redis://host:6379/0, redis://:PASSWORD@host:6379/0 "
-                                  "or unix:///path/to/redis.sock",
-                                  url, what));
+    return user_error(
+        fmt::format("remote_cache '{}': {}; write redis://host:6379/0, redis://:PASSWORD@host:6379/0 "
+                    "or unix:///path/to/redis.sock",
+                    url, what));
   };
   if (url.starts_with("rediss://"))
     throw bad("TLS (rediss://) is not supported; reach the server through a unix socket or a TLS tunnel");
@@ -1090,7 +1099,8 @@ QD_FUNC remote::remote(remote_options options) : state_(std::make_unique<detail:
     s.ns = "unauthenticated";
   } else {
     hmac_tag id = hmac(s.options.secret, {detail::as_bytes("quadrants remote cache namespace")});
-    for (int i = 0; i < 8; ++i) s.ns += fmt::format("{:02x}", std::to_integer<unsigned>(id[static_cast<std::size_t>(i)]));
+    for (int i = 0; i < 8; ++i)
+      s.ns += fmt::format("{:02x}", std::to_integer<unsigned>(id[static_cast<std::size_t>(i)]));
   }
   s.prefix = "qd:" + s.ns + ":";
   s.token = detail::make_token();
@@ -1111,11 +1121,15 @@ QD_FUNC remote::~remote() {
     // This process's counters, for qd-cache stats (read-only processes write nothing).
     std::string stats_key = s.prefix + "stats";
     std::vector<std::pair<const char*, std::string>> counters = {
-        {"hits", std::to_string(s.hits.load())},         {"misses", std::to_string(s.misses.load())},
-        {"stores", std::to_string(s.stores.load())},     {"rejected", std::to_string(s.rejected.load())},
-        {"errors", std::to_string(s.errors.load())},     {"bytes_read", std::to_string(s.bytes_read.load())},
+        {"hits", std::to_string(s.hits.load())},
+        {"misses", std::to_string(s.misses.load())},
+        {"stores", std::to_string(s.stores.load())},
+        {"rejected", std::to_string(s.rejected.load())},
+        {"errors", std::to_string(s.errors.load())},
+        {"bytes_read", std::to_string(s.bytes_read.load())},
         {"bytes_written", std::to_string(s.bytes_written.load())},
-        {"lock_waits", std::to_string(s.waited.load())}, {"processes", "1"}};
+        {"lock_waits", std::to_string(s.waited.load())},
+        {"processes", "1"}};
     bool used = s.round_trips.load() > 0;
     if (used && !s.options.read_only)
       for (auto& [field, value] : counters)
@@ -1131,7 +1145,9 @@ QD_FUNC remote::~remote() {
 QD_FUNC const remote_address& remote::address() const noexcept { return state_->address; }
 QD_FUNC bool remote::read_only() const noexcept { return state_->options.read_only; }
 QD_FUNC const std::string& remote::namespace_id() const noexcept { return state_->ns; }
-QD_FUNC std::string remote::redis_key(entry_kind kind, const key& k) const { return detail::remote_key(*state_, kind, k); }
+QD_FUNC std::string remote::redis_key(entry_kind kind, const key& k) const {
+  return detail::remote_key(*state_, kind, k);
+}
 QD_FUNC bool remote::available() const noexcept { return state_->supported && !detail::backing_off(*state_); }
 
 QD_FUNC std::string remote::last_error() const {
@@ -1276,8 +1292,7 @@ QD_FUNC bool remote::put(entry_kind kind, const key& k, std::span<const std::byt
       std::string why = detail::reply_text(r);
       s.errors.fetch_add(1, std::memory_order_relaxed);
       auto pause = std::max(s.options.retry_after, std::chrono::milliseconds(1000));
-      s.writes_resume_at =
-          detail::steady_ns() + std::chrono::duration_cast<std::chrono::nanoseconds>(pause).count();
+      s.writes_resume_at = detail::steady_ns() + std::chrono::duration_cast<std::chrono::nanoseconds>(pause).count();
       s.last_error = why;
       qd::detail::log_fmt(s.warned_full.exchange(true) ? log_level::debug : log_level::warn,
                           "remote cache {}: the server refused to store an entry ({}); entries stay local, and "
@@ -1450,4 +1465,4 @@ QD_FUNC remote_stats remote::stats() const noexcept {
   return r;
 }
 
-}  // namespace qd::cache
+}  // namespace qd::inline v0::cache

@@ -57,11 +57,11 @@ QD_FUNC void check_remote_options(const remote_options& options);
 
 // Counters since the remote was constructed.
 struct remote_stats {
-  std::uint64_t hits = 0;         // entries fetched and validated
-  std::uint64_t misses = 0;       // keys asked for and not found (or refused)
-  std::uint64_t stores = 0;       // entries written
-  std::uint64_t rejected = 0;     // entries refused: bad tag, another secret's, or failed validation
-  std::uint64_t errors = 0;       // faults: unreachable, timed out, closed, full, garbage
+  std::uint64_t hits = 0;      // entries fetched and validated
+  std::uint64_t misses = 0;    // keys asked for and not found (or refused)
+  std::uint64_t stores = 0;    // entries written
+  std::uint64_t rejected = 0;  // entries refused: bad tag, another secret's, or failed validation
+  std::uint64_t errors = 0;    // faults: unreachable, timed out, closed, full, garbage
   std::uint64_t bytes_read = 0, bytes_written = 0;
   std::uint64_t round_trips = 0;  // pipelines sent
   std::uint64_t locks_taken = 0;  // compile locks this process took
@@ -77,11 +77,11 @@ struct remote_entry {
 
 // What a fetch learnt about each key asked for, in order.
 enum class remote_status : std::uint8_t {
-  hit,              // in `entries`
-  absent,           // not on the server
-  claimed,          // not on the server; this process now holds its compile lock
-  locked_elsewhere, // not on the server; another process is compiling it
-  unavailable,      // the tier is down or backing off: nothing is known
+  hit,               // in `entries`
+  absent,            // not on the server
+  claimed,           // not on the server; this process now holds its compile lock
+  locked_elsewhere,  // not on the server; another process is compiling it
+  unavailable,       // the tier is down or backing off: nothing is known
 };
 
 struct remote_fetch {
@@ -159,7 +159,7 @@ class remote {
   std::unique_ptr<detail::remote_state> state_;
 };
 
-}  // namespace qd::cache
+}  // namespace qd::inline v0::cache
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/cache/remote-inl.hpp"

@@ -49,4 +49,4 @@ QD_FUNC std::unique_ptr<tier> make_remote_tier(std::shared_ptr<remote> server) {
   return std::make_unique<detail::remote_tier>(std::move(server));
 }
 
-}  // namespace qd::cache
+}  // namespace qd::inline v0::cache

@@ -14,7 +14,7 @@ namespace qd::inline v0::cache {
 // missing ones) and released by the put of the entry.
 QD_FUNC std::unique_ptr<tier> make_remote_tier(std::shared_ptr<remote> server);
 
-}  // namespace qd::cache
+}  // namespace qd::inline v0::cache
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/cache/remote_tier-inl.hpp"

@@ -41,7 +41,7 @@ struct store_state {
   std::string root;
   std::atomic<bool> readable{false}, writable{false};
   bool kind_trusted[std::size(all_entry_kinds) + 1] = {true, true, true, true, true};  // by kind byte (1..);
-                                                                                     // fixed after construction
+                                                                                       // fixed after construction
   std::atomic<bool> warned_degraded{false}, warned_trust{false};
 
   std::atomic<std::uint64_t> hits{0}, misses{0}, stores{0}, evictions{0}, rejected{0};
@@ -208,8 +208,8 @@ QD_FUNC std::vector<found_entry> walk_entries(const std::string& root, bool swee
     for (const dir_item& item : read_directory(dir)) {
       if (std::optional<key> k = entry_name_key(item.name)) {
         std::uint64_t size = S_ISREG(item.st.st_mode) ? static_cast<std::uint64_t>(item.st.st_size) : 0;
-        entries.push_back({{dir + '/' + item.name, kind, *k, size, static_cast<std::int64_t>(item.st.st_mtime)},
-                           mtime_ns(item.st)});
+        entries.push_back(
+            {{dir + '/' + item.name, kind, *k, size, static_cast<std::int64_t>(item.st.st_mtime)}, mtime_ns(item.st)});
       } else {
         sweep_temp(dir, item, "");  // an entry's temporary file: .<32 hex>.<pid>.<n>.tmp
       }
@@ -317,8 +317,8 @@ QD_FUNC read_result read_entry_file(const std::string& dir, const std::string& p
     r.why = std::move(why);
     // Remove only what we judged: a process may have just renamed a good entry into place.
     struct stat now;
-    if (repair && (!seen || (::lstat(bad_path.c_str(), &now) == 0 && now.st_ino == seen->st_ino &&
-                             now.st_dev == seen->st_dev)))
+    if (repair &&
+        (!seen || (::lstat(bad_path.c_str(), &now) == 0 && now.st_ino == seen->st_ino && now.st_dev == seen->st_dev)))
       remove_path(bad_path);
     return std::move(r);
   };
@@ -380,8 +380,10 @@ QD_FUNC std::string foreign_root_problem(const std::string& root) {
   bool tagged = false;
   std::vector<std::string> others;
   for (const dir_item& item : read_directory(root)) {
-    if (item.name == cachedir_tag_name) tagged = true;
-    else if (!is_root_name(item.name)) others.push_back(item.name);
+    if (item.name == cachedir_tag_name)
+      tagged = true;
+    else if (!is_root_name(item.name))
+      others.push_back(item.name);
   }
   if (tagged || others.empty()) return {};
   std::sort(others.begin(), others.end());
@@ -413,16 +415,17 @@ QD_FUNC void open_root(store_state& s) {
   if (::stat(s.root.c_str(), &st) != 0)
     return degrade(fmt::format("cannot use the cache directory {} ({})", s.root, errno_text(errno)));
   if (std::string problem = foreign_root_problem(s.root); !problem.empty())
-    throw user_error(fmt::format("offline cache: {} is not a Quadrants cache directory: {}. Point "
-                                 "offline_cache_file_path (QD_OFFLINE_CACHE_FILE_PATH) at a directory of its own, "
-                                 "new or empty, or set offline_cache = false",
-                                 s.root, problem));
+    throw user_error(
+        fmt::format("offline cache: {} is not a Quadrants cache directory: {}. Point "
+                    "offline_cache_file_path (QD_OFFLINE_CACHE_FILE_PATH) at a directory of its own, "
+                    "new or empty, or set offline_cache = false",
+                    s.root, problem));
   if (std::string problem = trust_problem(st); !problem.empty()) {
     s.warned_trust = true;
     qd::detail::log_fmt(log_level::warn,
-            "offline cache: not using the cache directory {}: {}; caching in memory only "
-            "(make it yours with mode 0700, or choose another offline_cache_file_path)",
-            s.root, problem);
+                        "offline cache: not using the cache directory {}: {}; caching in memory only "
+                        "(make it yours with mode 0700, or choose another offline_cache_file_path)",
+                        s.root, problem);
     return;
   }
   s.readable = true;
@@ -440,8 +443,8 @@ QD_FUNC void open_root(store_state& s) {
     if (problem.empty()) continue;
     s.kind_trusted[static_cast<int>(kind)] = false;
     if (!s.warned_trust.exchange(true))
-      qd::detail::log_fmt(log_level::warn, "offline cache: not using {}: {}; {} entries are cached in memory only", dir, problem,
-              name(kind));
+      qd::detail::log_fmt(log_level::warn, "offline cache: not using {}: {}; {} entries are cached in memory only", dir,
+                          problem, name(kind));
   }
   if (!can_write)
     return degrade(fmt::format("the cache directory {} is not writable ({}); existing entries are still read", s.root,
@@ -513,9 +516,7 @@ QD_FUNC std::optional<std::vector<std::byte>> store::load(entry_kind kind, const
       detail::read_result r = detail::read_entry_file(dir, path, kind, k, true);
       s.bytes_read.fetch_add(r.file_size, std::memory_order_relaxed);
       switch (r.outcome) {
-        case detail::read_outcome::hit:
-          s.hits.fetch_add(1, std::memory_order_relaxed);
-          return std::move(r.payload);
+        case detail::read_outcome::hit: s.hits.fetch_add(1, std::memory_order_relaxed); return std::move(r.payload);
         case detail::read_outcome::missing:
           if (!r.why.empty()) qd::detail::log_fmt(log_level::debug, "offline cache: cannot read {}: {}", path, r.why);
           break;
@@ -526,9 +527,9 @@ QD_FUNC std::optional<std::vector<std::byte>> store::load(entry_kind kind, const
         case detail::read_outcome::untrusted:
           s.rejected.fetch_add(1, std::memory_order_relaxed);
           qd::detail::log_fmt(s.warned_trust.exchange(true) ? log_level::debug : log_level::warn,
-                          "offline cache: not loading {}: {}; it will be recompiled (fix with chmod go-w, or "
-                          "remove it)",
-                          path, r.why);
+                              "offline cache: not loading {}: {}; it will be recompiled (fix with chmod go-w, or "
+                              "remove it)",
+                              path, r.why);
           break;
       }
     }
@@ -568,14 +569,15 @@ QD_FUNC bool store::save(entry_kind kind, const key& k, std::span<const std::byt
     auto fail = [&](const char* step, int e) {
       ::unlink(tmp.c_str());
       if (e == ENOENT || e == ENOTDIR) {
-        qd::detail::log_fmt(log_level::debug, "offline cache: not stored {} ({}: {}); later saves try again", path, step,
-                            detail::errno_text(e));
+        qd::detail::log_fmt(log_level::debug, "offline cache: not stored {} ({}: {}); later saves try again", path,
+                            step, detail::errno_text(e));
         return false;
       }
       s.writable = false;
       if (!s.warned_degraded.exchange(true))
-        qd::detail::log_fmt(log_level::warn, "offline cache: cannot write {} ({}: {}); caching in memory only from now on",
-                        path, step, detail::errno_text(e));
+        qd::detail::log_fmt(log_level::warn,
+                            "offline cache: cannot write {} ({}: {}); caching in memory only from now on", path, step,
+                            detail::errno_text(e));
       return false;
     };
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -598,8 +600,10 @@ QD_FUNC bool store::save(entry_kind kind, const key& k, std::span<const std::byt
       e = errno;
       if (e == EISDIR || e == ENOTEMPTY || e == EEXIST) {
         detail::remove_path(path);  // a directory where the entry belongs
-        if (::rename(tmp.c_str(), path.c_str()) == 0) e = 0;
-        else e = errno;
+        if (::rename(tmp.c_str(), path.c_str()) == 0)
+          e = 0;
+        else
+          e = errno;
       }
       if (e == ENOENT) {  // a concurrent clean removed the temporary file
         ::unlink(tmp.c_str());
@@ -665,8 +669,8 @@ QD_FUNC void store::maybe_scan(std::uint64_t bytes_written) {
   bool due = !s.scan_known || now - s.last_scan >= scan_interval.count();
   if (due) {
     // Another process may have scanned recently: then its total stands in for ours.
-    if (auto stamp = detail::read_scan_stamp(s.root); stamp && now - stamp->second < scan_interval.count() &&
-                                                       stamp->second > s.last_scan) {
+    if (auto stamp = detail::read_scan_stamp(s.root);
+        stamp && now - stamp->second < scan_interval.count() && stamp->second > s.last_scan) {
       s.scanned_bytes = stamp->first;
       s.written_since_scan = written = 0;
       s.last_scan = stamp->second;
@@ -770,8 +774,9 @@ QD_FUNC std::vector<layout_problem> check_layout(const std::string& root, bool f
     }
     // The store's saves replace it too; verify reports it rather than let it pass silently.
     bool fixed = fix && detail::remove_path(dir);
-    out.push_back({dir, fmt::format("{} where the {} directory belongs", S_ISLNK(st.st_mode) ? "a symbolic link" : "a file",
-                                    name(kind)),
+    out.push_back({dir,
+                   fmt::format("{} where the {} directory belongs", S_ISLNK(st.st_mode) ? "a symbolic link" : "a file",
+                               name(kind)),
                    fixed});
   }
   return out;
@@ -814,4 +819,4 @@ QD_FUNC clean_result remove_unused_since(const std::string& root, std::int64_t u
   return detail::scan_and_remove(root, none, none, unix_seconds);
 }
 
-}  // namespace qd::cache
+}  // namespace qd::inline v0::cache

@@ -167,7 +167,7 @@ QD_FUNC clean_result evict_to_size(const std::string& root, std::uint64_t target
 // Removes entries last used before `unix_seconds`, plus stale temporary and lock files.
 QD_FUNC clean_result remove_unused_since(const std::string& root, std::int64_t unix_seconds);
 
-}  // namespace qd::cache
+}  // namespace qd::inline v0::cache
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/cache/store-inl.hpp"

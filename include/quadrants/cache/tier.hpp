@@ -89,4 +89,4 @@ class tier {
   virtual tier_stats stats() const { return {}; }
 };
 
-}  // namespace qd::cache
+}  // namespace qd::inline v0::cache

@@ -74,4 +74,4 @@ QD_FUNC resolved tier_list::build_once(entry_kind kind, const key& k, const open
   return r;
 }
 
-}  // namespace qd::cache
+}  // namespace qd::inline v0::cache

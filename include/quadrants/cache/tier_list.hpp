@@ -27,8 +27,8 @@ using builder = std::function<built_entry()>;
 
 struct resolved {
   std::shared_ptr<backend::loaded_module> module;  // null: not found (get)
-  bool loaded = false;  // a payload was opened now (from a tier below memory)
-  bool built = false;   // resolve() built it
+  bool loaded = false;                             // a payload was opened now (from a tier below memory)
+  bool built = false;                              // resolve() built it
   explicit operator bool() const { return module != nullptr; }
 };
 
@@ -66,7 +66,7 @@ class tier_list {
   std::vector<std::unique_ptr<tier>> tiers_;
 };
 
-}  // namespace qd::cache
+}  // namespace qd::inline v0::cache
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/cache/tier_list-inl.hpp"

@@ -240,8 +240,10 @@ QD_FUNC std::string escape_format(std::string_view text) {
       case '\n': out += "\\n"; break;
       case '\t': out += "\\t"; break;
       default:
-        if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\{:03o}", static_cast<unsigned char>(c));
-        else out += c;
+        if (static_cast<unsigned char>(c) < 0x20)
+          out += fmt::format("\\{:03o}", static_cast<unsigned char>(c));
+        else
+          out += c;
     }
   }
   return out;
@@ -250,12 +252,18 @@ QD_FUNC std::string escape_format(std::string_view text) {
 class emitter {
  public:
   emitter(const lowered_task& t, std::string_view entry, const emit_options& options)
-      : t_(t), fn_(t.fn), entry_(entry), options_(options), number_(ir::canonical_numbering(fn_)),
+      : t_(t),
+        fn_(t.fn),
+        entry_(entry),
+        options_(options),
+        number_(ir::canonical_numbering(fn_)),
         addressing_(addressing_only()) {}
 
   std::string run() {
-    if (t_.parallel) emit_parallel();
-    else emit_serial();
+    if (t_.parallel)
+      emit_parallel();
+    else
+      emit_serial();
     return std::move(out_);
   }
 
@@ -360,20 +368,24 @@ class emitter {
       for (std::int32_t d = 0; d < rank; ++d) line(fmt::format("qd_f->qd_dims[{}] = {};", d, v(fn_.list(ln, d))));
     }
     line("qd_f->qd_count = 1;");
-    line(fmt::format("for (int qd_d = 0; qd_d < {}; ++qd_d) qd_f->qd_count *= qd_f->qd_dims[qd_d] > 0 ? qd_f->qd_dims[qd_d] : 0;",
-                     rank));
+    line(fmt::format(
+        "for (int qd_d = 0; qd_d < {}; ++qd_d) qd_f->qd_count *= qd_f->qd_dims[qd_d] > 0 ? qd_f->qd_dims[qd_d] : 0;",
+        rank));
     --indent_;
     line("}");
-    line(fmt::format("QD_FN void {0}_body(const qd_ctx* ctx, const {0}_frame qd_f, {0}_red* qd_red, qd_i32 qd_i0, "
-                     "qd_i32 qd_i1, qd_i32 qd_i2, qd_i32 qd_i3) {{",
-                     entry_));
+    line(
+        fmt::format("QD_FN void {0}_body(const qd_ctx* ctx, const {0}_frame qd_f, {0}_red* qd_red, qd_i32 qd_i0, "
+                    "qd_i32 qd_i1, qd_i32 qd_i2, qd_i32 qd_i3) {{",
+                    entry_));
     ++indent_;
     for (ir::id f : frame) {
       bool is_var = fn_.at(f).code == ir::op::local_decl;
       line(fmt::format("{}{} {} = qd_f.{};", is_var ? "" : "const ", c_type(fn_.at(f).type), member(f), member(f)));
     }
     line("(void)qd_red; (void)qd_i0; (void)qd_i1; (void)qd_i2; (void)qd_i3;");
-    if (uses_random(ln.block0)) line("qd_u64 qd_rng = qd_rng_init(ctx->rng_stream, (qd_u64)(qd_i0 - qd_f.qd_base) * 0x100000001b3ull + (qd_u64)qd_i1 * 0x9e37ull + (qd_u64)qd_i2 * 0x85ebull + (qd_u64)qd_i3);");
+    if (uses_random(ln.block0))
+      line(
+          "qd_u64 qd_rng = qd_rng_init(ctx->rng_stream, (qd_u64)(qd_i0 - qd_f.qd_base) * 0x100000001b3ull + (qd_u64)qd_i1 * 0x9e37ull + (qd_u64)qd_i2 * 0x85ebull + (qd_u64)qd_i3);");
     for (std::int32_t d = 0; d < rank; ++d)
       line(fmt::format("const qd_i32 {} = qd_i{};", v(fn_.block(ln.block0)[static_cast<std::size_t>(d)]), d));
     emit_block(ln.block0, static_cast<std::size_t>(rank));
@@ -386,7 +398,8 @@ class emitter {
       // Chunked, combined in a fixed order (codegen/reductions.hpp); on a GPU only with
       // deterministic_reductions (DET), in the scratch region at `reduction_scratch_offset`.
       const bool det = options_.deterministic_reductions;
-      if (det) check_deterministic_limits(ln.param > 0 ? ln.param : static_cast<std::int64_t>(limits::gpu_threads_per_block));
+      if (det)
+        check_deterministic_limits(ln.param > 0 ? ln.param : static_cast<std::int64_t>(limits::gpu_threads_per_block));
       line(fmt::format("QD_PARALLEL_REDUCE_TASK({}, {}, {}, {}, {}, {})", entry_, rank, block, det ? 1 : 0,
                        options_.reduction_scratch_offset,
                        nested ? "QD_NESTED_REDUCTION_CHUNK_MIN" : "QD_REDUCTION_CHUNK_MIN"));
@@ -404,15 +417,17 @@ class emitter {
   void check_deterministic_limits(std::int64_t block) const {
     const auto count = static_cast<std::int64_t>(reductions_.size());
     if (count > gpu_deterministic_reductions_max)
-      throw user_error(fmt::format("a parallel loop with {} reductions into top-level qd::vars: deterministic_reductions "
-                                   "supports at most {} per loop on GPUs; split the loop, or reduce into arrays",
-                                   count, gpu_deterministic_reductions_max));
+      throw user_error(
+          fmt::format("a parallel loop with {} reductions into top-level qd::vars: deterministic_reductions "
+                      "supports at most {} per loop on GPUs; split the loop, or reduce into arrays",
+                      count, gpu_deterministic_reductions_max));
     const std::int64_t shared = block * (count + 1) * 8;
     if (shared > 40960)
-      throw user_error(fmt::format("a parallel loop with {} reductions and qd::loop_config{{.block_dim = {}}}: "
-                                   "deterministic_reductions combines them in {} bytes of shared memory (at most "
-                                   "40960); use a smaller block_dim or fewer reductions per loop",
-                                   count, block, shared));
+      throw user_error(
+          fmt::format("a parallel loop with {} reductions and qd::loop_config{{.block_dim = {}}}: "
+                      "deterministic_reductions combines them in {} bytes of shared memory (at most "
+                      "40960); use a smaller block_dim or fewer reductions per loop",
+                      count, block, shared));
   }
 
   // A reduction into a global temporary whose old value nobody reads, and whose
@@ -449,13 +464,15 @@ class emitter {
     line(fmt::format("struct {}_red {{", entry_));
     ++indent_;
     line("qd_i32 qd_unused;");
-    for (std::size_t k = 0; k < reductions_.size(); ++k) line(fmt::format("{} r{};", c_type(accumulator_type(reductions_[k])), k));
+    for (std::size_t k = 0; k < reductions_.size(); ++k)
+      line(fmt::format("{} r{};", c_type(accumulator_type(reductions_[k])), k));
     --indent_;
     line("};");
     line(fmt::format("QD_FN void {0}_red_init({0}_red* qd_r) {{", entry_));
     ++indent_;
     line("qd_r->qd_unused = 0;");
-    for (std::size_t k = 0; k < reductions_.size(); ++k) line(fmt::format("qd_r->r{} = {};", k, identity(reductions_[k])));
+    for (std::size_t k = 0; k < reductions_.size(); ++k)
+      line(fmt::format("qd_r->r{} = {};", k, identity(reductions_[k])));
     --indent_;
     line("}");
     if (!reductions_.empty()) emit_combine_functions();
@@ -464,8 +481,8 @@ class emitter {
     line("(void)ctx; (void)qd_r;");
     for (std::size_t k = 0; k < reductions_.size(); ++k) {
       const chunk_reduction& r = reductions_[k];
-      const std::string value = accumulator_type(r) == r.type ? fmt::format("qd_r->r{}", k)
-                                                              : fmt::format("({})qd_r->r{}", c_type(r.type), k);
+      const std::string value =
+          accumulator_type(r) == r.type ? fmt::format("qd_r->r{}", k) : fmt::format("({})qd_r->r{}", c_type(r.type), k);
       line(fmt::format("{}(({}*)(ctx->temps + {}), {});", atomic_helper(r.op), c_type(r.type), r.slot * 8, value));
     }
     --indent_;
@@ -508,7 +525,8 @@ class emitter {
     const ir::node& n = fn_.at(i);
     std::string arr = fmt::format("ctx->arrays[{}]", n.param);
     std::string base = fmt::format("(({}*){}.{})", c_type(n.type), arr, (n.flags & ir::access::grad) ? "grad" : "data");
-    if (n.flags & ir::access::is_volatile) base = fmt::format("((volatile {}*){}.{})", c_type(n.type), arr, (n.flags & ir::access::grad) ? "grad" : "data");
+    if (n.flags & ir::access::is_volatile)
+      base = fmt::format("((volatile {}*){}.{})", c_type(n.type), arr, (n.flags & ir::access::grad) ? "grad" : "data");
     std::string guard;
     std::string linear;
     for (std::int32_t d = 0; d < n.list_size; ++d) {
@@ -565,7 +583,9 @@ class emitter {
         break;
       }
       case ir::op::select: line(fmt::format("const {} {} = {} ? {} : {};", type, v(i), v(n.a), v(n.b), v(n.c))); break;
-      case ir::op::fma: line(fmt::format("const {} {} = qd_fma({}, {}, {});", type, v(i), v(n.a), v(n.b), v(n.c))); break;
+      case ir::op::fma:
+        line(fmt::format("const {} {} = qd_fma({}, {}, {});", type, v(i), v(n.a), v(n.b), v(n.c)));
+        break;
       case ir::op::cast:
         if (n.type == dtype::boolean)
           line(fmt::format("const qd_bool {} = {} != 0;", v(i),
@@ -578,14 +598,18 @@ class emitter {
         break;
       case ir::op::global_load: {
         auto [elem, guard] = element(i);
-        if (guard.empty()) line(fmt::format("const {} {} = {};", type, v(i), elem));
-        else line(fmt::format("const {} {} = {} ? {} : {};", type, v(i), guard, elem, zero_of(n.type)));
+        if (guard.empty())
+          line(fmt::format("const {} {} = {};", type, v(i), elem));
+        else
+          line(fmt::format("const {} {} = {} ? {} : {};", type, v(i), guard, elem, zero_of(n.type)));
         break;
       }
       case ir::op::global_store: {
         auto [elem, guard] = element(i);
-        if (guard.empty()) line(fmt::format("{} = {};", elem, v(n.a)));
-        else line(fmt::format("if ({}) {} = {};", guard, elem, v(n.a)));
+        if (guard.empty())
+          line(fmt::format("{} = {};", elem, v(n.a)));
+        else
+          line(fmt::format("if ({}) {} = {};", guard, elem, v(n.a)));
         break;
       }
       case ir::op::global_atomic: {
@@ -603,8 +627,10 @@ class emitter {
           break;
         }
         auto call = fmt::format("{}(&{}, {}{})", atomic_helper(o), elem, v(n.a), expected(n));
-        if (guard.empty()) line(fmt::format("const {} {} = {};", type, v(i), call));
-        else line(fmt::format("const {} {} = {} ? {} : {};", type, v(i), guard, call, zero_of(n.type)));
+        if (guard.empty())
+          line(fmt::format("const {} {} = {};", type, v(i), call));
+        else
+          line(fmt::format("const {} {} = {} ? {} : {};", type, v(i), guard, call, zero_of(n.type)));
         break;
       }
       case ir::op::local_decl: line(fmt::format("{} {} = {};", type, var(i), v(n.a))); break;
@@ -626,9 +652,8 @@ class emitter {
       case ir::op::temp_store: line(fmt::format("*({}*)(ctx->temps + {}) = {};", type, n.imm * 8, v(n.a))); break;
       case ir::op::temp_atomic:
         if (const chunk_reduction* r = reduction_of(n)) {
-          const std::string value = accumulator_type(*r) == r->type
-                                        ? v(n.a)
-                                        : fmt::format("({}){}", c_type(accumulator_type(*r)), v(n.a));
+          const std::string value =
+              accumulator_type(*r) == r->type ? v(n.a) : fmt::format("({}){}", c_type(accumulator_type(*r)), v(n.a));
           line(accumulate(*r, reduction_member(n), value));
           break;
         }
@@ -682,7 +707,7 @@ class emitter {
       case ir::op::break_:
         // C's break leaves only the innermost of a rank-N loop's nested fors.
         line(fn_.at(n.a).code == ir::op::range_for && fn_.at(n.a).imm > 1 ? fmt::format("goto {};", break_label(n.a))
-                                                                            : std::string("break;"));
+                                                                          : std::string("break;"));
         break;
       case ir::op::graph_mark: throw internal_error("C++ emitter: a graph mark inside a task (marks are in no task)");
       case ir::op::print: {
@@ -700,17 +725,35 @@ class emitter {
           }
           switch (fn_.at(item).type) {
             case dtype::f32:
-            case dtype::f64: format += "%g"; args += fmt::format(", (qd_f64){}", v(item)); break;
-            case dtype::f16: format += "%g"; args += fmt::format(", (qd_f64)qd_f16_to_f32({})", v(item)); break;
-            case dtype::i64: format += "%lld"; args += fmt::format(", (long long){}", v(item)); break;
-            case dtype::u64: format += "%llu"; args += fmt::format(", (unsigned long long){}", v(item)); break;
-            case dtype::u32: format += "%u"; args += fmt::format(", (unsigned){}", v(item)); break;
+            case dtype::f64:
+              format += "%g";
+              args += fmt::format(", (qd_f64){}", v(item));
+              break;
+            case dtype::f16:
+              format += "%g";
+              args += fmt::format(", (qd_f64)qd_f16_to_f32({})", v(item));
+              break;
+            case dtype::i64:
+              format += "%lld";
+              args += fmt::format(", (long long){}", v(item));
+              break;
+            case dtype::u64:
+              format += "%llu";
+              args += fmt::format(", (unsigned long long){}", v(item));
+              break;
+            case dtype::u32:
+              format += "%u";
+              args += fmt::format(", (unsigned){}", v(item));
+              break;
             case dtype::boolean:
             case dtype::i8:
             case dtype::i16:
             case dtype::u16:
             case dtype::i32:
-            case dtype::u8: format += "%d"; args += fmt::format(", (int){}", v(item)); break;
+            case dtype::u8:
+              format += "%d";
+              args += fmt::format(", (int){}", v(item));
+              break;
           }
         }
         line(fmt::format("qd_printf(\"{}\\n\"{});", format, args));
@@ -719,12 +762,13 @@ class emitter {
     }
   }
 
-  std::string break_label(ir::id loop) const { return fmt::format("qd_break{}", number_[static_cast<std::size_t>(loop)]); }
+  std::string break_label(ir::id loop) const {
+    return fmt::format("qd_break{}", number_[static_cast<std::size_t>(loop)]);
+  }
   bool is_broken(ir::id loop) const {
     bool found = false;
-    ir::walk(fn_, fn_.at(loop).block0, [&](ir::id j, int) {
-      found |= fn_.at(j).code == ir::op::break_ && fn_.at(j).a == loop;
-    });
+    ir::walk(fn_, fn_.at(loop).block0,
+             [&](ir::id j, int) { found |= fn_.at(j).code == ir::op::break_ && fn_.at(j).a == loop; });
     return found;
   }
 
@@ -746,4 +790,4 @@ QD_FUNC std::string emit_task(const lowered_task& t, std::string_view entry, con
   return detail::emitter(t, entry, options).run();
 }
 
-}  // namespace qd::codegen
+}  // namespace qd::inline v0::codegen

@@ -28,7 +28,7 @@ QD_FUNC std::string emit_task(const lowered_task& t, std::string_view entry, con
 // C type name used in generated code, e.g. qd_f32.
 QD_FUNC std::string_view c_type(dtype t);
 
-}  // namespace qd::codegen
+}  // namespace qd::inline v0::codegen
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/codegen/cpp_emitter-inl.hpp"

@@ -149,7 +149,12 @@ QD_FUNC std::string_view atomic_name(ir::atomic_op o) {
 class glsl_emitter {
  public:
   glsl_emitter(const lowered_task& t, std::string_view entry, const glsl_options& options, std::string_view what)
-      : t_(t), fn_(t.fn), entry_(entry), options_(options), target_(options.target), what_(what),
+      : t_(t),
+        fn_(t.fn),
+        entry_(entry),
+        options_(options),
+        target_(options.target),
+        what_(what),
         number_(ir::canonical_numbering(fn_)) {}
 
   std::string run() {
@@ -157,8 +162,10 @@ class glsl_emitter {
     info_.entry = std::string(entry_);
     info_.parallel = t_.parallel;
     info_.workgroup_size = 1;
-    if (t_.parallel) emit_parallel();
-    else emit_serial();
+    if (t_.parallel)
+      emit_parallel();
+    else
+      emit_serial();
     info_.prints = prints_;
     std::string out = glsl_task_markers(info_);
     out += fmt::format("#ifdef {}\nlayout(local_size_x = {}) in;\n", glsl_task_macro(entry_), info_.workgroup_size);
@@ -183,9 +190,10 @@ class glsl_emitter {
   // and the remedy, before any code is written (docs/backends.md lists them).
   [[noreturn]] void not_yet(std::string_view thing, ir::id where) const {
     const std::string at = where == ir::none ? std::string() : ir::to_text(fn_.location(where));
-    throw user_error(fmt::format("{}: {} {} not supported by the Vulkan backend yet{}; run this kernel with arch = cpu "
-                                 "or a CUDA/AMD GPU",
-                                 what_, thing, thing.ends_with('s') ? "are" : "is", at.empty() ? "" : " (at " + at + ")"));
+    throw user_error(
+        fmt::format("{}: {} {} not supported by the Vulkan backend yet{}; run this kernel with arch = cpu "
+                    "or a CUDA/AMD GPU",
+                    what_, thing, thing.ends_with('s') ? "are" : "is", at.empty() ? "" : " (at " + at + ")"));
   }
   static bool vulkan_type(dtype t) {
     switch (t) {
@@ -214,7 +222,8 @@ class glsl_emitter {
         not_yet(fmt::format("qd::{}", ir::name(static_cast<ir::unary_op>(n.sub))), i);
       if (n.code == ir::op::binary && n.sub > static_cast<std::uint8_t>(ir::binary_op::ge))
         not_yet(fmt::format("qd::{}", ir::name(static_cast<ir::binary_op>(n.sub))), i);
-      const bool atomic = n.code == ir::op::global_atomic || n.code == ir::op::temp_atomic || n.code == ir::op::local_atomic;
+      const bool atomic =
+          n.code == ir::op::global_atomic || n.code == ir::op::temp_atomic || n.code == ir::op::local_atomic;
       if (atomic && n.sub > static_cast<std::uint8_t>(ir::atomic_op::max))
         not_yet(fmt::format("atomic_{} updates", ir::name(static_cast<ir::atomic_op>(n.sub))), i);
       if (n.code == ir::op::print && (n.flags & ir::print_flags::assertion)) not_yet("qd::assert_ checks", i);
@@ -233,8 +242,9 @@ class glsl_emitter {
       const bool atomic = n.code == ir::op::global_atomic || n.code == ir::op::temp_atomic;
       if (atomic && (n.flags & ir::access::owned) == 0 && !target_.i64_atomics) {
         if (n.type == dtype::i64) missing("i64 atomics", "shaderBufferInt64Atomics", i);
-        if (n.type == dtype::f64 && !(target_.f64_atomic_add && static_cast<ir::atomic_op>(n.sub) != ir::atomic_op::min &&
-                                      static_cast<ir::atomic_op>(n.sub) != ir::atomic_op::max))
+        if (n.type == dtype::f64 &&
+            !(target_.f64_atomic_add && static_cast<ir::atomic_op>(n.sub) != ir::atomic_op::min &&
+              static_cast<ir::atomic_op>(n.sub) != ir::atomic_op::max))
           missing("f64 atomics", "shaderBufferInt64Atomics (they are 64-bit compare-and-swap loops)", i);
       }
     });
@@ -267,7 +277,9 @@ class glsl_emitter {
   // A value widened to i64 (i32 through qd_sext: see glsl_prelude).
   std::string wide(ir::id i) const {
     const dtype t = fn_.at(i).type;
-    return t == dtype::i64 ? v(i) : t == dtype::i32 ? fmt::format("qd_sext({})", v(i)) : fmt::format("int64_t({})", v(i));
+    return t == dtype::i64   ? v(i)
+           : t == dtype::i32 ? fmt::format("qd_sext({})", v(i))
+                             : fmt::format("int64_t({})", v(i));
   }
   // An unclamped index as an i64 expression plus a constant: its i32 + and - with constants
   // redone in i64. It differs from the i32 value only where that overflowed (an
@@ -287,8 +299,9 @@ class glsl_emitter {
       const affine x = index_affine(n.a, depth + 1), y = index_affine(n.b, depth + 1);
       const bool add = o == ir::binary_op::add;
       affine r{x.expr, add ? x.offset + y.offset : x.offset - y.offset};
-      if (!y.expr.empty()) r.expr = x.expr.empty() ? fmt::format("({}{})", add ? "" : "-", y.expr)
-                                                   : fmt::format("({} {} {})", x.expr, add ? "+" : "-", y.expr);
+      if (!y.expr.empty())
+        r.expr = x.expr.empty() ? fmt::format("({}{})", add ? "" : "-", y.expr)
+                                : fmt::format("({} {} {})", x.expr, add ? "+" : "-", y.expr);
       return r;
     }
     return {wide(i), 0};
@@ -346,9 +359,10 @@ class glsl_emitter {
     info_.workgroup_size = glsl_default_workgroup;
     if (ln.param > 0) {  // qd::loop_config{.block_dim}
       if (static_cast<unsigned>(ln.param) > target_.max_workgroup_size)
-        throw user_error(fmt::format("{}: qd::loop_config{{.block_dim = {}}} is more than this Vulkan device's "
-                                     "largest workgroup ({} invocations)",
-                                     what_, ln.param, target_.max_workgroup_size));
+        throw user_error(
+            fmt::format("{}: qd::loop_config{{.block_dim = {}}} is more than this Vulkan device's "
+                        "largest workgroup ({} invocations)",
+                        what_, ln.param, target_.max_workgroup_size));
       info_.workgroup_size = static_cast<unsigned>(ln.param);
     }
     // Prologue values and variables the loop body uses travel in a frame.
@@ -392,9 +406,10 @@ class glsl_emitter {
     for (ir::id f : frame) line(fmt::format("{} {} = qd_f.{};", glsl_type(fn_.at(f).type), member(f), member(f)));
     if (uses_random(ln.block0)) {
       need("rng");
-      line("uint64_t qd_rng = qd_rng_init(qd_push.rng_stream, uint64_t(qd_sext(qd_i0) - qd_f.qd_base) * "
-           "0x100000001b3ul + uint64_t(qd_sext(qd_i1)) * 0x9e37ul + uint64_t(qd_sext(qd_i2)) * 0x85ebul + "
-           "uint64_t(qd_sext(qd_i3)));");
+      line(
+          "uint64_t qd_rng = qd_rng_init(qd_push.rng_stream, uint64_t(qd_sext(qd_i0) - qd_f.qd_base) * "
+          "0x100000001b3ul + uint64_t(qd_sext(qd_i1)) * 0x9e37ul + uint64_t(qd_sext(qd_i2)) * 0x85ebul + "
+          "uint64_t(qd_sext(qd_i3)));");
     }
     for (std::int32_t d = 0; d < rank; ++d)
       line(fmt::format("int {} = qd_i{};", v(fn_.block(ln.block0)[static_cast<std::size_t>(d)]), d));
@@ -453,7 +468,8 @@ class glsl_emitter {
   void emit_reduction_functions() {
     line("struct qd_reductions {");
     line("  int qd_unused;");
-    for (std::size_t k = 0; k < reductions_.size(); ++k) line(fmt::format("  {} r{};", glsl_type(reductions_[k].type), k));
+    for (std::size_t k = 0; k < reductions_.size(); ++k)
+      line(fmt::format("  {} r{};", glsl_type(reductions_[k].type), k));
     line("};");
     line("void qd_red_init(out qd_reductions qd_r) {");
     line("  qd_r.qd_unused = 0;");
@@ -475,7 +491,8 @@ class glsl_emitter {
 
   // The helper for an atomic on memory of type t (u8 temporaries are whole words).
   std::string atomic_call(ir::atomic_op o, dtype t) {
-    const std::string name = fmt::format("atomic_{}_{}", atomic_name(o), qd::name(t == dtype::boolean ? dtype::u32 : t));
+    const std::string name =
+        fmt::format("atomic_{}_{}", atomic_name(o), qd::name(t == dtype::boolean ? dtype::u32 : t));
     need(name);
     return "qd_" + name;
   }
@@ -650,7 +667,8 @@ class glsl_emitter {
       case ir::binary_op::atan2:
       case ir::binary_op::fmod:
       case ir::binary_op::floordiv:
-      case ir::binary_op::floormod: throw internal_error("GLSL emitter: an unsupported binary op passed check_supported");
+      case ir::binary_op::floormod:
+        throw internal_error("GLSL emitter: an unsupported binary op passed check_supported");
     }
     return a;
   }
@@ -773,16 +791,22 @@ class glsl_emitter {
       // Temporaries are 8-byte slots; bool and u8 values are kept as 32-bit words.
       case ir::op::temp_load: {
         const std::string address = temp_address(n.imm);
-        if (n.type == dtype::boolean) declare(n, i, fmt::format("(qd_u32_ref({}).v != 0u)", address));
-        else if (n.type == dtype::u8) declare(n, i, fmt::format("(qd_u32_ref({}).v & 0xffu)", address));
-        else declare(n, i, fmt::format("{}({}).v", glsl_ref(n.type), address));
+        if (n.type == dtype::boolean)
+          declare(n, i, fmt::format("(qd_u32_ref({}).v != 0u)", address));
+        else if (n.type == dtype::u8)
+          declare(n, i, fmt::format("(qd_u32_ref({}).v & 0xffu)", address));
+        else
+          declare(n, i, fmt::format("{}({}).v", glsl_ref(n.type), address));
         break;
       }
       case ir::op::temp_store: {
         const std::string address = temp_address(n.imm);
-        if (n.type == dtype::boolean) line(fmt::format("qd_u32_ref({}).v = uint({});", address, v(n.a)));
-        else if (n.type == dtype::u8) line(fmt::format("qd_u32_ref({}).v = {};", address, v(n.a)));
-        else line(fmt::format("{}({}).v = {};", glsl_ref(n.type), address, v(n.a)));
+        if (n.type == dtype::boolean)
+          line(fmt::format("qd_u32_ref({}).v = uint({});", address, v(n.a)));
+        else if (n.type == dtype::u8)
+          line(fmt::format("qd_u32_ref({}).v = {};", address, v(n.a)));
+        else
+          line(fmt::format("{}({}).v = {};", glsl_ref(n.type), address, v(n.a)));
         break;
       }
       case ir::op::temp_atomic:
@@ -803,8 +827,9 @@ class glsl_emitter {
           }
           break;
         }
-        declare(n, i, fmt::format("{}({}, {})", atomic_call(static_cast<ir::atomic_op>(n.sub), n.type),
-                                  temp_address(n.imm), v(n.a)));
+        declare(n, i,
+                fmt::format("{}({}, {})", atomic_call(static_cast<ir::atomic_op>(n.sub), n.type), temp_address(n.imm),
+                            v(n.a)));
         break;
       case ir::op::range_for: {
         const auto rank = static_cast<std::int32_t>(n.imm);
@@ -906,7 +931,8 @@ class glsl_emitter {
     line("if (qd_at != 0xffffffffu) {");
     ++indent_;
     line("uint64_t qd_w = qd_push.print + 8ul + uint64_t(qd_at) * 8ul;");
-    for (std::size_t k = 0; k < words.size(); ++k) line(fmt::format("qd_u64_ref(qd_w + {}ul).v = {};", 8 * (k + 1), words[k]));
+    for (std::size_t k = 0; k < words.size(); ++k)
+      line(fmt::format("qd_u64_ref(qd_w + {}ul).v = {};", 8 * (k + 1), words[k]));
     line(fmt::format("qd_u64_ref(qd_w).v = {}ul;", ((site + 1) << 32) | words.size()));
     --indent_;
     line("}");
@@ -914,12 +940,13 @@ class glsl_emitter {
     line("}");
   }
 
-  std::string break_flag(ir::id loop) const { return fmt::format("qd_break{}", number_[static_cast<std::size_t>(loop)]); }
+  std::string break_flag(ir::id loop) const {
+    return fmt::format("qd_break{}", number_[static_cast<std::size_t>(loop)]);
+  }
   bool is_broken(ir::id loop) const {
     bool found = false;
-    ir::walk(fn_, fn_.at(loop).block0, [&](ir::id j, int) {
-      found |= fn_.at(j).code == ir::op::break_ && fn_.at(j).a == loop;
-    });
+    ir::walk(fn_, fn_.at(loop).block0,
+             [&](ir::id j, int) { found |= fn_.at(j).code == ir::op::break_ && fn_.at(j).a == loop; });
     return found;
   }
 
@@ -947,4 +974,4 @@ QD_FUNC std::string emit_glsl_task(const lowered_task& t, std::string_view entry
   return detail::glsl_emitter(t, entry, options, what).run();
 }
 
-}  // namespace qd::codegen
+}  // namespace qd::inline v0::codegen

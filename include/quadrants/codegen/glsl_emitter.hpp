@@ -26,7 +26,7 @@ QD_FUNC std::string emit_glsl_task(const lowered_task& t, std::string_view entry
 // The GLSL type of a value of `t` (u8 values are 32-bit uints; only storage is 8-bit).
 QD_FUNC std::string_view glsl_type(dtype t);
 
-}  // namespace qd::codegen
+}  // namespace qd::inline v0::codegen
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/codegen/glsl_emitter-inl.hpp"

@@ -18,12 +18,14 @@ QD_FUNC std::string atomic_helper(const std::string& name, const glsl_target& ta
   const std::string_view t = std::string_view(name).substr(split + 1);
   const bool add = op == "add", sub = op == "sub";
   const std::string_view cmp = op == "min" ? "<" : ">";
-  auto header = [&](std::string_view type) { return fmt::format("{0} qd_atomic_{1}_{2}(uint64_t p, {0} v)", type, op, t); };
+  auto header = [&](std::string_view type) {
+    return fmt::format("{0} qd_atomic_{1}_{2}(uint64_t p, {0} v)", type, op, t);
+  };
   if (t == "i32" || t == "u32" || t == "i64") {
     const std::string_view type = t == "i32" ? "int" : t == "u32" ? "uint" : "int64_t";
     const std::string_view ref = t == "i32" ? "qd_i32_ref" : t == "u32" ? "qd_u32_ref" : "qd_i64_ref";
-    const std::string call = add   ? "atomicAdd({}(p).v, v)"
-                             : sub ? (t == "u32" ? "atomicAdd({}(p).v, 0u - v)" : "atomicAdd({}(p).v, -v)")
+    const std::string call = add           ? "atomicAdd({}(p).v, v)"
+                             : sub         ? (t == "u32" ? "atomicAdd({}(p).v, 0u - v)" : "atomicAdd({}(p).v, -v)")
                              : op == "min" ? "atomicMin({}(p).v, v)"
                                            : "atomicMax({}(p).v, v)";
     return fmt::format("{} {{ return {}; }}\n", header(type), fmt::format(fmt::runtime(call), ref));
@@ -66,7 +68,6 @@ QD_FUNC std::string atomic_helper(const std::string& name, const glsl_target& ta
                        header("uint"), update);
   throw internal_error(fmt::format("GLSL helpers: no atomic '{}'", name));
 }
-
 
 // The helpers generated per type and target (the math comes from glsl_math.hpp).
 QD_FUNC glsl_helper generated_helper(const std::string& name, const glsl_target& target) {
@@ -114,15 +115,26 @@ uint64_t qd_rng_next(inout uint64_t s) { s += 0x9e3779b97f4a7c15ul; return qd_mi
   if (name.starts_with("random_")) {
     const std::string_view t = std::string_view(name).substr(7);
     std::string_view body = "";
-    if (t == "f32") body = "float(uint(qd_rng_next(s) >> 40)) * uintBitsToFloat(0x33800000u)";
-    else if (t == "f64") body = "double(qd_rng_next(s) >> 11) * uint64BitsToDouble(0x3ca0000000000000ul)";
-    else if (t == "i32") body = "int(uint(qd_rng_next(s)))";
-    else if (t == "u32") body = "uint(qd_rng_next(s))";
-    else if (t == "i64") body = "int64_t(qd_rng_next(s))";
-    else if (t == "u8") body = "uint(qd_rng_next(s)) & 0xffu";
-    else if (t == "bool") body = "(qd_rng_next(s) & 1ul) != 0ul";
-    const dtype type = t == "f32" ? dtype::f32 : t == "f64" ? dtype::f64 : t == "i32" ? dtype::i32
-                     : t == "i64" ? dtype::i64 : t == "bool" ? dtype::boolean : dtype::u32;
+    if (t == "f32")
+      body = "float(uint(qd_rng_next(s) >> 40)) * uintBitsToFloat(0x33800000u)";
+    else if (t == "f64")
+      body = "double(qd_rng_next(s) >> 11) * uint64BitsToDouble(0x3ca0000000000000ul)";
+    else if (t == "i32")
+      body = "int(uint(qd_rng_next(s)))";
+    else if (t == "u32")
+      body = "uint(qd_rng_next(s))";
+    else if (t == "i64")
+      body = "int64_t(qd_rng_next(s))";
+    else if (t == "u8")
+      body = "uint(qd_rng_next(s)) & 0xffu";
+    else if (t == "bool")
+      body = "(qd_rng_next(s) & 1ul) != 0ul";
+    const dtype type = t == "f32"    ? dtype::f32
+                       : t == "f64"  ? dtype::f64
+                       : t == "i32"  ? dtype::i32
+                       : t == "i64"  ? dtype::i64
+                       : t == "bool" ? dtype::boolean
+                                     : dtype::u32;
     return {fmt::format("{} qd_random_{}(inout uint64_t s) {{ return {}; }}\n", glsl_type(type), t, body), {"rng"}};
   }
   if (name.starts_with("div_") || name.starts_with("mod_")) {
@@ -152,9 +164,10 @@ uint64_t qd_rng_next(inout uint64_t s) { s += 0x9e3779b97f4a7c15ul; return qd_mi
     if (to == "i64")
       type = "int64_t", hi = "9223372036854775808.0", lo = "-9223372036854775808.0", max = "9223372036854775807l",
       min = "(-9223372036854775807l - 1l)", zero = "0l";
-    return fmt::format("{0} qd_to_{1}_{2}({3} x) {{ return x >= {4}{8} ? {6} : x >= {5}{8} ? {0}(x) : isnan(x) ? {9} : "
-                       "{7}; }}\n",
-                       type, to, from, ft, hi, lo, max, min, fs, zero);
+    return fmt::format(
+        "{0} qd_to_{1}_{2}({3} x) {{ return x >= {4}{8} ? {6} : x >= {5}{8} ? {0}(x) : isnan(x) ? {9} : "
+        "{7}; }}\n",
+        type, to, from, ft, hi, lo, max, min, fs, zero);
   }
   if (name == "u8_word")
     return R"(
@@ -189,4 +202,4 @@ QD_FUNC glsl_helper glsl_helper_code(const std::string& name, const glsl_target&
   return detail::generated_helper(name, target);
 }
 
-}  // namespace qd::codegen
+}  // namespace qd::inline v0::codegen

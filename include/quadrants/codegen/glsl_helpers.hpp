@@ -23,7 +23,7 @@ struct glsl_helper {
 // Helper `name` for `target`; an unknown name is a qd::internal_error.
 QD_FUNC glsl_helper glsl_helper_code(const std::string& name, const glsl_target& target);
 
-}  // namespace qd::codegen
+}  // namespace qd::inline v0::codegen
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/codegen/glsl_helpers-inl.hpp"

@@ -440,4 +440,4 @@ double qd_pow_f64(double x, double y) {
 )"},
 };
 
-}  // namespace qd::codegen
+}  // namespace qd::inline v0::codegen

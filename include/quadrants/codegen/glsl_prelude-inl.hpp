@@ -29,10 +29,11 @@ QD_FUNC std::string glsl_prelude(const glsl_target& t) {
   // One element at an address, per type: qd_f32_ref(address).v; the volatile twin for
   // qd::volatile_load.
   auto ref = [&](const char* name, const char* type, int align) {
-    s += fmt::format("layout(buffer_reference, std430, buffer_reference_align = {2}) buffer qd_{0}_ref {{ {1} v; }};\n"
-                     "layout(buffer_reference, std430, buffer_reference_align = {2}) volatile buffer qd_{0}_vref {{ {1} "
-                     "v; }};\n",
-                     name, type, align);
+    s += fmt::format(
+        "layout(buffer_reference, std430, buffer_reference_align = {2}) buffer qd_{0}_ref {{ {1} v; }};\n"
+        "layout(buffer_reference, std430, buffer_reference_align = {2}) volatile buffer qd_{0}_vref {{ {1} "
+        "v; }};\n",
+        name, type, align);
   };
   // i32 to i64 by its two halves: Mesa 22.3's lavapipe miscompiles int64_t(i) < c when i is
   // a 32-bit value it can see being widened (the comparison comes out false for i < 0).
@@ -47,4 +48,4 @@ QD_FUNC std::string glsl_prelude(const glsl_target& t) {
   return s;
 }
 
-}  // namespace qd::codegen
+}  // namespace qd::inline v0::codegen

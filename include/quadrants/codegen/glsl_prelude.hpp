@@ -22,7 +22,7 @@ inline constexpr unsigned glsl_print_words = 131071;
 // the print buffer, and the random stream. backend/vulkan/device-inl.hpp fills them.
 QD_FUNC std::string glsl_prelude(const glsl_target& t);
 
-}  // namespace qd::codegen
+}  // namespace qd::inline v0::codegen
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/codegen/glsl_prelude-inl.hpp"

@@ -16,8 +16,8 @@ struct glsl_target {
   bool f64_atomic_add = false;  // shaderBufferFloat64AtomicAdd: native f64 add
   bool fused_fma = false;       // fma() rounds once (GPUs); else qd::fma is emulated exactly (lavapipe)
   // Reported for completeness: no dtype needs them yet, so they are not in the key.
-  bool f16 = false;              // shaderFloat16 and storageBuffer16BitAccess
-  bool int8_arithmetic = false;  // shaderInt8 (u8 arithmetic is done in 32 bits)
+  bool f16 = false;                   // shaderFloat16 and storageBuffer16BitAccess
+  bool int8_arithmetic = false;       // shaderInt8 (u8 arithmetic is done in 32 bits)
   unsigned max_workgroup_size = 128;  // maxComputeWorkGroupSize[0] and maxComputeWorkGroupInvocations
   unsigned subgroup_size = 0;
 
@@ -39,4 +39,4 @@ struct glsl_target {
   }
 };
 
-}  // namespace qd::codegen
+}  // namespace qd::inline v0::codegen

@@ -114,4 +114,4 @@ QD_FUNC std::vector<glsl_task_info> glsl_tasks_in(std::string_view source) {
   return tasks;
 }
 
-}  // namespace qd::codegen
+}  // namespace qd::inline v0::codegen

@@ -39,7 +39,7 @@ QD_FUNC std::string glsl_task_markers(const glsl_task_info& task);
 // Every task marked in `source`, in order; a malformed marker is a qd::internal_error.
 QD_FUNC std::vector<glsl_task_info> glsl_tasks_in(std::string_view source);
 
-}  // namespace qd::codegen
+}  // namespace qd::inline v0::codegen
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/codegen/glsl_task_info-inl.hpp"

@@ -15,7 +15,11 @@ namespace detail {
 class lowering {
  public:
   lowering(const ir::function& kernel, const analysis::kernel_structure& s, const analysis::task_plan& plan)
-      : k_(kernel), s_(s), plan_(plan), b_(out_.fn), map_(kernel.nodes.size(), ir::none),
+      : k_(kernel),
+        s_(s),
+        plan_(plan),
+        b_(out_.fn),
+        map_(kernel.nodes.size(), ir::none),
         param_remap_(kernel.params.size(), -1) {
     out_.fn.is_gradient = kernel.is_gradient;
   }
@@ -104,8 +108,8 @@ class lowering {
           throw internal_error("lowering: a graph mark inside a task (marks are in no task)");
         },
         [&](ir::node_view) {
-          return ir::copy_node(b_, k_, i, map_, [&](std::int32_t p) { return param(p); },
-                               [&](ir::id j) { clone(j); });
+          return ir::copy_node(
+              b_, k_, i, map_, [&](std::int32_t p) { return param(p); }, [&](ir::id j) { clone(j); });
         });
     map_[static_cast<std::size_t>(i)] = result;
     // A value other tasks need is published to its slot as soon as it exists.
@@ -142,9 +146,10 @@ QD_FUNC void verify(const lowered_task& t) {
   if (!t.parallel) return;
   const auto& top = t.fn.block(0);
   auto fail = [](ir::id i, std::string_view what) {
-    throw internal_error(fmt::format("IR verifier: node {} {}; the lowered task is malformed (a bug in Quadrants; "
-                                     "please report it with the kernel)",
-                                     i, what));
+    throw internal_error(
+        fmt::format("IR verifier: node {} {}; the lowered task is malformed (a bug in Quadrants; "
+                    "please report it with the kernel)",
+                    i, what));
   };
   if (top.empty() || t.fn.at(top.back()).code != ir::op::range_for)
     fail(top.empty() ? ir::none : top.back(), "ends a parallel task that must end with its loop");
@@ -155,4 +160,4 @@ QD_FUNC void verify(const lowered_task& t) {
     });
 }
 
-}  // namespace qd::codegen
+}  // namespace qd::inline v0::codegen

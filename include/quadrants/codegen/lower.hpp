@@ -11,10 +11,10 @@
 namespace qd::inline v0::codegen {
 
 struct lowered_task {
-  ir::function fn;                       // block 0: prologue statements, then the loop (parallel tasks)
+  ir::function fn;  // block 0: prologue statements, then the loop (parallel tasks)
   bool parallel = false;
-  std::int32_t construct = -1;           // the construct it runs, or -1
-  std::vector<std::int32_t> param_map;   // task parameter -> kernel parameter, in first-use order
+  std::int32_t construct = -1;          // the construct it runs, or -1
+  std::vector<std::int32_t> param_map;  // task parameter -> kernel parameter, in first-use order
 };
 
 // Values the task uses but does not compute come from temporaries when `plan`
@@ -28,7 +28,7 @@ QD_FUNC lowered_task lower_task(const ir::function& kernel, const analysis::kern
 // qd::internal_error. Checked builds run it on every lowered task.
 QD_FUNC void verify(const lowered_task& t);
 
-}  // namespace qd::codegen
+}  // namespace qd::inline v0::codegen
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/codegen/lower-inl.hpp"

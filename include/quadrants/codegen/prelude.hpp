@@ -254,4 +254,4 @@ QD_FN qd_u64 qd_random_u64(qd_u64* s) { return qd_rng_next(s); }
 QD_FN qd_f16 qd_random_f16(qd_u64* s) { return qd_f32_to_f16((qd_f32)(qd_rng_next(s) >> 53) * 0x1p-11f); }
 )QD";
 
-}  // namespace qd::codegen
+}  // namespace qd::inline v0::codegen

@@ -22,8 +22,8 @@ QD_FUNC std::vector<chunk_reduction> find_chunk_reductions(const ir::function& f
     if (n.code != ir::op::temp_atomic) return;
     auto op = static_cast<ir::atomic_op>(n.sub);
     // Only the reductions (an exchange or cas per chunk would change what later ones see).
-    const bool reduction = op == ir::atomic_op::add || op == ir::atomic_op::sub || op == ir::atomic_op::min ||
-                           op == ir::atomic_op::max;
+    const bool reduction =
+        op == ir::atomic_op::add || op == ir::atomic_op::sub || op == ir::atomic_op::min || op == ir::atomic_op::max;
     bool ok = reduction && !used[static_cast<std::size_t>(i)] &&
               std::find(accessed.begin(), accessed.end(), n.imm) == accessed.end();
     for (const auto& r : found)
@@ -44,10 +44,9 @@ QD_FUNC std::vector<chunk_reduction> find_chunk_reductions(const ir::function& f
 
 QD_FUNC bool has_nested_loop(const ir::function& fn, std::int32_t body) {
   bool found = false;
-  ir::walk(fn, body, [&](ir::id i, int) {
-    found |= fn.at(i).code == ir::op::range_for || fn.at(i).code == ir::op::while_;
-  });
+  ir::walk(fn, body,
+           [&](ir::id i, int) { found |= fn.at(i).code == ir::op::range_for || fn.at(i).code == ir::op::while_; });
   return found;
 }
 
-}  // namespace qd::codegen
+}  // namespace qd::inline v0::codegen

@@ -63,13 +63,14 @@ QD_FUNC bool has_nested_loop(const ir::function& fn, std::int32_t body);
 
 // The constants above as the generated code's macros (first in every prelude that uses them).
 inline std::string reduction_prelude() {
-  return "#define QD_REDUCTION_CHUNK_MIN " + std::to_string(reduction_chunk_min) + "ll\n#define QD_NESTED_REDUCTION_CHUNK_MIN " +
-         std::to_string(nested_reduction_chunk_min) + "ll\n#define QD_CPU_REDUCTION_CHUNKS " +
-         std::to_string(cpu_reduction_chunks) + "\n#define QD_GPU_REDUCTION_CHUNKS " + std::to_string(gpu_reduction_chunks) +
+  return "#define QD_REDUCTION_CHUNK_MIN " + std::to_string(reduction_chunk_min) +
+         "ll\n#define QD_NESTED_REDUCTION_CHUNK_MIN " + std::to_string(nested_reduction_chunk_min) +
+         "ll\n#define QD_CPU_REDUCTION_CHUNKS " + std::to_string(cpu_reduction_chunks) +
+         "\n#define QD_GPU_REDUCTION_CHUNKS " + std::to_string(gpu_reduction_chunks) +
          "\n#define QD_GPU_DETERMINISTIC_REDUCTIONS_MAX " + std::to_string(gpu_deterministic_reductions_max) + "\n";
 }
 
-}  // namespace qd::codegen
+}  // namespace qd::inline v0::codegen
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/codegen/reductions-inl.hpp"

@@ -72,12 +72,15 @@ class builder {
   }
 
   // --- expressions ---------------------------------------------------------
-  constexpr id constant_bits(dtype t, std::int64_t bits) { return emit({.code = op::constant, .type = t, .imm = bits}); }
+  constexpr id constant_bits(dtype t, std::int64_t bits) {
+    return emit({.code = op::constant, .type = t, .imm = bits});
+  }
   constexpr id constant_int(dtype t, std::int64_t v) { return constant_bits(t, v); }
   constexpr id constant_float(dtype t, double v) {
     if (t == dtype::f16) return constant_bits(t, half(v).bits);  // rounded once, from the double
-    return constant_bits(t, t == dtype::f32 ? static_cast<std::int64_t>(std::bit_cast<std::uint32_t>(static_cast<float>(v)))
-                                            : std::bit_cast<std::int64_t>(v));
+    return constant_bits(t, t == dtype::f32
+                                ? static_cast<std::int64_t>(std::bit_cast<std::uint32_t>(static_cast<float>(v)))
+                                : std::bit_cast<std::int64_t>(v));
   }
   constexpr id arg(std::int32_t param) {
     return emit({.code = op::arg, .type = fn_->params[static_cast<std::size_t>(param)].type, .param = param});
@@ -91,7 +94,9 @@ class builder {
   constexpr id binary(binary_op o, dtype t, id a, id b) {
     return emit({.code = op::binary, .type = t, .sub = static_cast<std::uint8_t>(o), .a = a, .b = b});
   }
-  constexpr id select(dtype t, id c, id a, id b) { return emit({.code = op::select, .type = t, .a = c, .b = a, .c = b}); }
+  constexpr id select(dtype t, id c, id a, id b) {
+    return emit({.code = op::select, .type = t, .a = c, .b = a, .c = b});
+  }
   constexpr id fma(dtype t, id a, id b, id c) { return emit({.code = op::fma, .type = t, .a = a, .b = b, .c = c}); }
   constexpr id cast(dtype t, id a) { return emit({.code = op::cast, .type = t, .a = a}); }
   constexpr id bound(id a, std::int64_t on_overflow) {
@@ -103,23 +108,37 @@ class builder {
   template <class Ids>
   constexpr id global_load(std::int32_t param, std::uint8_t flags, const Ids& indices) {
     auto begin = add_list(std::begin(indices), std::end(indices));
-    return emit({.code = op::global_load, .type = fn_->params[static_cast<std::size_t>(param)].type, .flags = flags,
-                 .param = param, .list_begin = begin, .list_size = static_cast<std::int32_t>(std::size(indices))});
+    return emit({.code = op::global_load,
+                 .type = fn_->params[static_cast<std::size_t>(param)].type,
+                 .flags = flags,
+                 .param = param,
+                 .list_begin = begin,
+                 .list_size = static_cast<std::int32_t>(std::size(indices))});
   }
   template <class Ids>
   constexpr id global_store(std::int32_t param, std::uint8_t flags, const Ids& indices, id value) {
     auto begin = add_list(std::begin(indices), std::end(indices));
-    return emit({.code = op::global_store, .type = fn_->params[static_cast<std::size_t>(param)].type, .flags = flags,
-                 .a = value, .param = param, .list_begin = begin,
+    return emit({.code = op::global_store,
+                 .type = fn_->params[static_cast<std::size_t>(param)].type,
+                 .flags = flags,
+                 .a = value,
+                 .param = param,
+                 .list_begin = begin,
                  .list_size = static_cast<std::int32_t>(std::size(indices))});
   }
   template <class Ids>
   constexpr id global_atomic(atomic_op o, std::int32_t param, std::uint8_t flags, const Ids& indices, id value,
                              id expected = none) {
     auto begin = add_list(std::begin(indices), std::end(indices));
-    return emit({.code = op::global_atomic, .type = fn_->params[static_cast<std::size_t>(param)].type,
-                 .sub = static_cast<std::uint8_t>(o), .flags = flags, .a = value, .c = expected, .param = param,
-                 .list_begin = begin, .list_size = static_cast<std::int32_t>(std::size(indices))});
+    return emit({.code = op::global_atomic,
+                 .type = fn_->params[static_cast<std::size_t>(param)].type,
+                 .sub = static_cast<std::uint8_t>(o),
+                 .flags = flags,
+                 .a = value,
+                 .c = expected,
+                 .param = param,
+                 .list_begin = begin,
+                 .list_size = static_cast<std::int32_t>(std::size(indices))});
   }
   constexpr id local_decl(dtype t, id init) { return emit({.code = op::local_decl, .type = t, .a = init}); }
   constexpr id local_load(id decl) { return emit({.code = op::local_load, .type = fn_->at(decl).type, .a = decl}); }
@@ -127,15 +146,23 @@ class builder {
     return emit({.code = op::local_store, .type = fn_->at(decl).type, .a = decl, .b = value});
   }
   constexpr id local_atomic(atomic_op o, id decl, id value, id expected = none) {
-    return emit({.code = op::local_atomic, .type = fn_->at(decl).type, .sub = static_cast<std::uint8_t>(o), .a = decl,
-                 .b = value, .c = expected});
+    return emit({.code = op::local_atomic,
+                 .type = fn_->at(decl).type,
+                 .sub = static_cast<std::uint8_t>(o),
+                 .a = decl,
+                 .b = value,
+                 .c = expected});
   }
   constexpr id temp_load(dtype t, std::int64_t slot) { return emit({.code = op::temp_load, .type = t, .imm = slot}); }
   constexpr id temp_store(dtype t, std::int64_t slot, id value) {
     return emit({.code = op::temp_store, .type = t, .a = value, .imm = slot});
   }
   constexpr id temp_atomic(atomic_op o, dtype t, std::int64_t slot, id value, id expected = none) {
-    return emit({.code = op::temp_atomic, .type = t, .sub = static_cast<std::uint8_t>(o), .a = value, .c = expected,
+    return emit({.code = op::temp_atomic,
+                 .type = t,
+                 .sub = static_cast<std::uint8_t>(o),
+                 .a = value,
+                 .c = expected,
                  .imm = slot});
   }
 
@@ -192,4 +219,4 @@ class builder {
   source_loc loc_{};
 };
 
-}  // namespace qd::ir
+}  // namespace qd::inline v0::ir

@@ -74,4 +74,4 @@ constexpr id copy_node(builder& b, const function& from, id i, std::vector<id>& 
   return copy;
 }
 
-}  // namespace qd::ir
+}  // namespace qd::inline v0::ir

@@ -55,4 +55,4 @@ constexpr void eliminate_dead_code(function& fn) {
   }
 }
 
-}  // namespace qd::ir
+}  // namespace qd::inline v0::ir

@@ -46,7 +46,8 @@ constexpr graph_mark mark_of(const node& n) { return static_cast<graph_mark>(n.s
 
 // Appends a mark at the builder's insertion block (the caller keeps it at the top level).
 constexpr id emit_graph_mark(builder& b, graph_mark m, std::int32_t param = -1, std::int64_t imm = 0) {
-  return b.emit({.code = op::graph_mark, .type = dtype::i32, .sub = static_cast<std::uint8_t>(m), .param = param, .imm = imm});
+  return b.emit(
+      {.code = op::graph_mark, .type = dtype::i32, .sub = static_cast<std::uint8_t>(m), .param = param, .imm = imm});
 }
 
 constexpr bool has_graph_marks(const function& fn) {
@@ -55,4 +56,4 @@ constexpr bool has_graph_marks(const function& fn) {
   return false;
 }
 
-}  // namespace qd::ir
+}  // namespace qd::inline v0::ir

@@ -38,4 +38,4 @@ constexpr int nesting_depth(const function& fn) {
   return deepest;
 }
 
-}  // namespace qd::ir
+}  // namespace qd::inline v0::ir

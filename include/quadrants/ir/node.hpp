@@ -26,40 +26,40 @@ inline constexpr id none = -1;
 //              wherever they are used, never carried)
 // What a, b, c, the list, param, imm, sub, flags and the blocks hold is defined in code by
 // each op's view and layout (ir/view.hpp); the notes on the rows recall it.
-#define QD_IR_OPS(X)                                                                                       \
-  X(constant, 1, compute, 1)      /* imm: the value's bits (int64 or double bits)                     */ \
-  X(arg, 1, compute, 1)           /* param: scalar parameter                                          */ \
-  X(shape, 1, compute, 1)         /* param, imm: dimension; type i32                                  */ \
-  X(loop_index, 1, compute, 0)    /* a: the range_for node, imm: its dimension; type i32              */ \
-  X(unary, 1, compute, 1)         /* sub: unary_op, a                                                 */ \
-  X(binary, 1, compute, 1)        /* sub: binary_op, a, b                                             */ \
-  X(select, 1, compute, 1)        /* a ? b : c                                                        */ \
-  X(fma, 1, compute, 1)           /* a * b + c, one rounding                                          */ \
-  X(cast, 1, compute, 1)          /* a converted to type                                              */ \
-  X(bound, 1, compute, 1)         /* a: a loop bound wider than i32, narrowed to i32; imm: the value  */ \
-                                  /* used when it does not fit (the launch then fails)                */ \
-  X(global_load, 1, global_read, 0)   /* param, flags, list: indices                                  */ \
-  X(global_store, 0, global_write, 0) /* param, flags, list: indices, a: value                        */ \
-  X(global_atomic, 1, global_update, 0) /* param, flags, list: indices, sub: atomic_op, a: value,      */ \
-                                        /* c: cas's expected value; result: the old value              */ \
-  X(local_decl, 1, local_write, 0)  /* a: initial value; the node id is the variable                  */ \
-  X(local_load, 1, local_read, 0)   /* a: local_decl                                                  */ \
-  X(local_store, 0, local_write, 0) /* a: local_decl, b: value                                        */ \
-  X(local_atomic, 1, local_update, 0) /* a: local_decl, b: value, sub: atomic_op, c: cas's expected;  */ \
-                                      /* result: the old value                                         */ \
-  X(temp_load, 1, temp_read, 0)     /* imm: global-temporary slot (whole-kernel lowering only)        */ \
-  X(temp_store, 0, temp_write, 0)   /* imm: slot, a: value                                            */ \
-  X(temp_atomic, 1, temp_update, 0) /* imm: slot, a: value, sub: atomic_op, c: cas's expected; old    */ \
-  X(range_for, 0, control, 0)  /* imm: rank; rank 1: a..b; else list: extents from 0; block0: body,  */ \
-                               /* starting with one loop_index per dimension; flags: loop:: bits;     */ \
-                               /* param: block_dim, a GPU launch's threads per block (-1: default)    */ \
-  X(if_, 0, control, 0)        /* a: condition, block0: then, block1: else                            */ \
-  X(while_, 0, control, 0)     /* block0: condition block, a: its value, block1: body                 */ \
-  X(random, 1, random_draw, 0) /* type: uniform [0,1) for floats, uniform bits for integers           */ \
-  X(print, 0, output, 0)       /* list: node ids, or -2 - string index for text pieces                */ \
-  X(break_, 0, control, 0)     /* a: the innermost enclosing loop (range_for or while_), which it leaves */ \
-  X(continue_, 0, control, 0)  /* a: the innermost enclosing loop, whose next iteration it starts     */ \
-  X(graph_mark, 0, control, 0) /* sub: graph_mark; top level only, in no task (ir/graph_mark.hpp)     */
+#define QD_IR_OPS(X)                                                                                                 \
+  X(constant, 1, compute, 1)            /* imm: the value's bits (int64 or double bits)                     */       \
+  X(arg, 1, compute, 1)                 /* param: scalar parameter                                          */       \
+  X(shape, 1, compute, 1)               /* param, imm: dimension; type i32                                  */       \
+  X(loop_index, 1, compute, 0)          /* a: the range_for node, imm: its dimension; type i32              */       \
+  X(unary, 1, compute, 1)               /* sub: unary_op, a                                                 */       \
+  X(binary, 1, compute, 1)              /* sub: binary_op, a, b                                             */       \
+  X(select, 1, compute, 1)              /* a ? b : c                                                        */       \
+  X(fma, 1, compute, 1)                 /* a * b + c, one rounding                                          */       \
+  X(cast, 1, compute, 1)                /* a converted to type                                              */       \
+  X(bound, 1, compute, 1)               /* a: a loop bound wider than i32, narrowed to i32; imm: the value  */       \
+                                        /* used when it does not fit (the launch then fails)                */       \
+  X(global_load, 1, global_read, 0)     /* param, flags, list: indices                                  */           \
+  X(global_store, 0, global_write, 0)   /* param, flags, list: indices, a: value                        */           \
+  X(global_atomic, 1, global_update, 0) /* param, flags, list: indices, sub: atomic_op, a: value,      */            \
+                                        /* c: cas's expected value; result: the old value              */            \
+  X(local_decl, 1, local_write, 0)      /* a: initial value; the node id is the variable                  */         \
+  X(local_load, 1, local_read, 0)       /* a: local_decl                                                  */         \
+  X(local_store, 0, local_write, 0)     /* a: local_decl, b: value                                        */         \
+  X(local_atomic, 1, local_update, 0)   /* a: local_decl, b: value, sub: atomic_op, c: cas's expected;  */           \
+                                        /* result: the old value                                         */          \
+  X(temp_load, 1, temp_read, 0)         /* imm: global-temporary slot (whole-kernel lowering only)        */         \
+  X(temp_store, 0, temp_write, 0)       /* imm: slot, a: value                                            */         \
+  X(temp_atomic, 1, temp_update, 0)     /* imm: slot, a: value, sub: atomic_op, c: cas's expected; old    */         \
+  X(range_for, 0, control, 0)           /* imm: rank; rank 1: a..b; else list: extents from 0; block0: body,  */     \
+                                        /* starting with one loop_index per dimension; flags: loop:: bits;     */    \
+                                        /* param: block_dim, a GPU launch's threads per block (-1: default)    */    \
+  X(if_, 0, control, 0)                 /* a: condition, block0: then, block1: else                            */    \
+  X(while_, 0, control, 0)              /* block0: condition block, a: its value, block1: body                 */    \
+  X(random, 1, random_draw, 0)          /* type: uniform [0,1) for floats, uniform bits for integers           */    \
+  X(print, 0, output, 0)                /* list: node ids, or -2 - string index for text pieces                */    \
+  X(break_, 0, control, 0)              /* a: the innermost enclosing loop (range_for or while_), which it leaves */ \
+  X(continue_, 0, control, 0)           /* a: the innermost enclosing loop, whose next iteration it starts     */    \
+  X(graph_mark, 0, control, 0)          /* sub: graph_mark; top level only, in no task (ir/graph_mark.hpp)     */
 
 enum class op : std::uint8_t {
 #define QD_IR_ENUM(name, value, effect, invariant) name,
@@ -104,13 +104,14 @@ constexpr std::string_view name(op o) { return properties(o).name; }
 
 // Sub-ops of unary, binary and the atomics (appended as they arrived: the values are
 // part of serialized IR). unary_kind and binary_kind below say what each takes.
-#define QD_IR_UNARY_OPS(X)                                                                                   \
-  X(neg) X(logical_not) X(bit_not) X(sqrt) X(exp) X(log) X(sin) X(cos) X(tanh) X(abs) X(floor) X(ceil)      \
-  X(tan) X(asin) X(acos) X(rsqrt) X(log2) X(exp2) X(round) X(trunc) X(isnan) X(isinf) X(isfinite)          \
-  X(popcnt) X(clz) X(ffs) X(bit_cast)
-#define QD_IR_BINARY_OPS(X)                                                                                  \
-  X(add) X(sub) X(mul) X(div) X(mod) X(min) X(max) X(pow) X(bit_and) X(bit_or) X(bit_xor) X(shl) X(shr)      \
-  X(logical_and) X(logical_or) X(eq) X(ne) X(lt) X(le) X(gt) X(ge) X(atan2) X(fmod) X(floordiv) X(floormod)
+#define QD_IR_UNARY_OPS(X)                                                                                             \
+  X(neg)                                                                                                               \
+  X(logical_not) X(bit_not) X(sqrt) X(exp) X(log) X(sin) X(cos) X(tanh) X(abs) X(floor) X(ceil) X(tan) X(asin) X(acos) \
+      X(rsqrt) X(log2) X(exp2) X(round) X(trunc) X(isnan) X(isinf) X(isfinite) X(popcnt) X(clz) X(ffs) X(bit_cast)
+#define QD_IR_BINARY_OPS(X)                                                                                     \
+  X(add)                                                                                                        \
+  X(sub) X(mul) X(div) X(mod) X(min) X(max) X(pow) X(bit_and) X(bit_or) X(bit_xor) X(shl) X(shr) X(logical_and) \
+      X(logical_or) X(eq) X(ne) X(lt) X(le) X(gt) X(ge) X(atan2) X(fmod) X(floordiv) X(floormod)
 // cas: the node's operand c is the expected value (global_atomic, local_atomic and
 // temp_atomic alike); the node's value is the old one, as for every atomic.
 #define QD_IR_ATOMIC_OPS(X) X(add) X(sub) X(min) X(max) X(mul) X(bit_and) X(bit_or) X(bit_xor) X(exchange) X(cas)
@@ -128,8 +129,7 @@ inline constexpr int atomic_op_count = 0 QD_IR_ATOMIC_OPS(QD_IR_COUNT);
 #undef QD_IR_COUNT
 
 #define QD_IR_NAME(name) \
-  case E::name:          \
-    return #name;
+  case E::name: return #name;
 constexpr std::string_view name(unary_op o) {
   using E = unary_op;
   switch (o) { QD_IR_UNARY_OPS(QD_IR_NAME) }
@@ -148,19 +148,19 @@ constexpr std::string_view name(atomic_op o) {
 #undef QD_IR_NAME
 
 constexpr bool is_comparison(binary_op o) {
-  return o == binary_op::eq || o == binary_op::ne || o == binary_op::lt || o == binary_op::le ||
-         o == binary_op::gt || o == binary_op::ge;
+  return o == binary_op::eq || o == binary_op::ne || o == binary_op::lt || o == binary_op::le || o == binary_op::gt ||
+         o == binary_op::ge;
 }
 
 // What a unary sub-op applies to and gives.
 enum class unary_kind : std::uint8_t {
-  same,       // neg, abs: any number, the same type
-  logical,    // logical_not: a boolean
-  bits,       // bit_not: an integer, the same type
-  math,       // a float function: f32 or f64, the same type
-  predicate,  // isnan, isinf, isfinite: f32 or f64, a boolean
-  count,      // popcnt, clz, ffs: an integer, an i32
-  reinterpret // bit_cast: the bits as another type of the same size
+  same,        // neg, abs: any number, the same type
+  logical,     // logical_not: a boolean
+  bits,        // bit_not: an integer, the same type
+  math,        // a float function: f32 or f64, the same type
+  predicate,   // isnan, isinf, isfinite: f32 or f64, a boolean
+  count,       // popcnt, clz, ffs: an integer, an i32
+  reinterpret  // bit_cast: the bits as another type of the same size
 };
 constexpr unary_kind kind(unary_op o) {
   switch (o) {
@@ -202,12 +202,12 @@ constexpr bool is_bitwise(atomic_op o) {
 
 // Access flags of global_load / global_store / global_atomic.
 namespace access {
-inline constexpr std::uint8_t grad = 1;        // the parameter's gradient buffer
-inline constexpr std::uint8_t clamp = 2;       // indices clamped into the shape
-inline constexpr std::uint8_t is_volatile = 4; // qd::volatile_load: never removed or merged
-inline constexpr std::uint8_t compound = 8;    // global_atomic of `x[i] += v` in a parallel construct
-inline constexpr std::uint8_t owned = 16;      // ... that each iteration owns: a plain read-modify-write
-                                               // (analysis/atomic_demotion.hpp)
+inline constexpr std::uint8_t grad = 1;         // the parameter's gradient buffer
+inline constexpr std::uint8_t clamp = 2;        // indices clamped into the shape
+inline constexpr std::uint8_t is_volatile = 4;  // qd::volatile_load: never removed or merged
+inline constexpr std::uint8_t compound = 8;     // global_atomic of `x[i] += v` in a parallel construct
+inline constexpr std::uint8_t owned = 16;       // ... that each iteration owns: a plain read-modify-write
+                                                // (analysis/atomic_demotion.hpp)
 }  // namespace access
 
 // Flags of print.
@@ -249,16 +249,16 @@ struct function {
   std::vector<param_desc> params;
   std::vector<node> nodes;
   std::vector<std::vector<id>> blocks;
-  std::vector<id> block_owner;       // node owning each block; none for the top level
+  std::vector<id> block_owner;           // node owning each block; none for the top level
   std::vector<std::int32_t> node_block;  // block holding each node
-  std::vector<std::int32_t> lists;   // operand lists (indices, print arguments)
-  std::vector<std::string> strings;  // print text pieces
-  bool is_gradient = false;          // an adjoint (autodiff) kernel
+  std::vector<std::int32_t> lists;       // operand lists (indices, print arguments)
+  std::vector<std::string> strings;      // print text pieces
+  bool is_gradient = false;              // an adjoint (autodiff) kernel
   // Where the user wrote the nodes, as runs of consecutive node ids sorted by `first`
   // (recorded only when the location changes, so tracing pays per statement, not per
   // node). Not part of the canonical bytes: cache keys do not change when code moves.
   std::vector<source_run> locs;
-  bool has_mesh = false;             // has a qd::mesh_for (lang/mesh_param.hpp): stays whole (`mesh`)
+  bool has_mesh = false;  // has a qd::mesh_for (lang/mesh_param.hpp): stays whole (`mesh`)
 
   constexpr const node& at(id i) const { return nodes[static_cast<std::size_t>(i)]; }
   constexpr node& at(id i) { return nodes[static_cast<std::size_t>(i)]; }
@@ -268,7 +268,8 @@ struct function {
   }
   // The block of `i`'s outermost enclosing top-level statement: walks owners up.
   constexpr id top_level_statement(id i) const {
-    while (node_block[static_cast<std::size_t>(i)] != 0) i = block_owner[static_cast<std::size_t>(node_block[static_cast<std::size_t>(i)])];
+    while (node_block[static_cast<std::size_t>(i)] != 0)
+      i = block_owner[static_cast<std::size_t>(node_block[static_cast<std::size_t>(i)])];
     return i;
   }
   constexpr bool is_top_level(id i) const { return node_block[static_cast<std::size_t>(i)] == 0; }
@@ -332,4 +333,4 @@ constexpr bool is_liveness_root(const node& n) {
 // Pure arithmetic whose value depends only on its operands (the top-level values a construct may recompute).
 constexpr bool is_invariant(op o) { return properties(o).invariant; }
 
-}  // namespace qd::ir
+}  // namespace qd::inline v0::ir

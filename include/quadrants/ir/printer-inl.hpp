@@ -37,10 +37,13 @@ QD_FUNC std::string constant_text(const node& n) {
 
 QD_FUNC std::string to_text(const function& fn, text_options options) {
   std::vector<id> number = canonical_numbering(fn);
-  auto ref = [&](id i) { return i == none ? std::string("-") : fmt::format("%{}", number[static_cast<std::size_t>(i)]); };
+  auto ref = [&](id i) {
+    return i == none ? std::string("-") : fmt::format("%{}", number[static_cast<std::size_t>(i)]);
+  };
   auto param = [&](std::int32_t p) {
     const auto* names = options.param_names;
-    if (names && p >= 0 && static_cast<std::size_t>(p) < names->size() && !(*names)[static_cast<std::size_t>(p)].empty())
+    if (names && p >= 0 && static_cast<std::size_t>(p) < names->size() &&
+        !(*names)[static_cast<std::size_t>(p)].empty())
       return (*names)[static_cast<std::size_t>(p)];
     return fmt::format("#{}", p);
   };
@@ -77,9 +80,7 @@ QD_FUNC std::string to_text(const function& fn, text_options options) {
         case op::binary:
           line += fmt::format(" {} {}, {}", name(static_cast<binary_op>(n.sub)), ref(n.a), ref(n.b));
           break;
-        case op::global_load:
-          line += " " + place(n) + ((n.flags & access::is_volatile) ? " volatile" : "");
-          break;
+        case op::global_load: line += " " + place(n) + ((n.flags & access::is_volatile) ? " volatile" : ""); break;
         case op::global_store: line += " " + place(n) + " <- " + ref(n.a); break;
         case op::global_atomic:
           line += fmt::format(" {} {} <- {}{}{}", name(static_cast<atomic_op>(n.sub)), place(n), ref(n.a), expected(n),
@@ -108,8 +109,10 @@ QD_FUNC std::string to_text(const function& fn, text_options options) {
           if (mark_of(n) == graph_mark::fork_begin) line += fmt::format(" {}", name(static_cast<fork_kind>(n.imm)));
           break;
         case op::range_for:
-          if (n.imm == 1) line += fmt::format(" {} .. {}", ref(n.a), ref(n.b));
-          else line += fmt::format(" ndrange({})", indices(n));
+          if (n.imm == 1)
+            line += fmt::format(" {} .. {}", ref(n.a), ref(n.b));
+          else
+            line += fmt::format(" ndrange({})", indices(n));
           if (n.flags & loop::serialize) line += " serialize";
           if (n.param > 0) line += fmt::format(" block_dim {}", n.param);
           break;
@@ -153,4 +156,4 @@ QD_FUNC std::string to_text(const function& fn, text_options options) {
   return out;
 }
 
-}  // namespace qd::ir
+}  // namespace qd::inline v0::ir

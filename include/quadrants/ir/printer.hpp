@@ -20,7 +20,7 @@ struct text_options {
 QD_FUNC std::string to_text(const function& fn, text_options options = {});
 QD_FUNC std::string describe(const param_desc& p);  // "ndarray<f32, 2, needs_grad>" or "f32"
 
-}  // namespace qd::ir
+}  // namespace qd::inline v0::ir
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/ir/printer-inl.hpp"

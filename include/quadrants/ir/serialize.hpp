@@ -78,4 +78,4 @@ constexpr std::uint64_t fnv1a(std::string_view bytes, std::uint64_t h = 0xcbf29c
   return h;
 }
 
-}  // namespace qd::ir
+}  // namespace qd::inline v0::ir

@@ -29,4 +29,4 @@ inline std::string to_text(const source_loc& l) {
   return std::string(l.file) + ":" + std::to_string(l.line);
 }
 
-}  // namespace qd::ir
+}  // namespace qd::inline v0::ir

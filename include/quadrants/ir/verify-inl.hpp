@@ -17,9 +17,10 @@ namespace detail {
 
 [[noreturn]] QD_FUNC void invalid(const function& fn, id i, std::string_view what) {
   std::string op = i >= 0 && static_cast<std::size_t>(i) < fn.nodes.size() ? std::string(name(fn.at(i).code)) : "?";
-  throw internal_error(fmt::format("IR verifier: node {} ({}) {}; the IR is malformed (a bug in Quadrants; please "
-                                   "report it with the kernel)",
-                                   i, op, what));
+  throw internal_error(
+      fmt::format("IR verifier: node {} ({}) {}; the IR is malformed (a bug in Quadrants; please "
+                  "report it with the kernel)",
+                  i, op, what));
 }
 
 // Checks what every pass and backend relies on, so malformed IR fails loudly
@@ -38,7 +39,8 @@ class verifier {
 
  private:
   dtype type(id operand, id user) const {
-    if (operand < 0 || static_cast<std::size_t>(operand) >= fn_.nodes.size()) invalid(fn_, user, "has an operand out of range");
+    if (operand < 0 || static_cast<std::size_t>(operand) >= fn_.nodes.size())
+      invalid(fn_, user, "has an operand out of range");
     const node& o = fn_.at(operand);
     if (!has_value(o.code) || o.code == op::local_decl)
       invalid(fn_, user, fmt::format("uses node {} ({}) as a value", operand, name(o.code)));
@@ -92,8 +94,10 @@ class verifier {
   void atomic(const node& n, id i) const {
     const auto o = static_cast<atomic_op>(n.sub);
     if (static_cast<int>(n.sub) >= atomic_op_count) invalid(fn_, i, "has an unknown atomic operation");
-    if (o == atomic_op::cas) expect(n.c, n.type, i, "an expected value");
-    else if (n.c != none) invalid(fn_, i, "has an expected value but is no compare-and-swap");
+    if (o == atomic_op::cas)
+      expect(n.c, n.type, i, "an expected value");
+    else if (n.c != none)
+      invalid(fn_, i, "has an expected value but is no compare-and-swap");
     if (is_bitwise(o) && !is_integral(n.type)) invalid(fn_, i, fmt::format("applies {} to {}", name(o), name(n.type)));
   }
   static bool helper_defined(binary_op o, dtype t) {
@@ -104,8 +108,9 @@ class verifier {
       case binary_op::shr:
       case binary_op::bit_and:
       case binary_op::bit_or:
-      case binary_op::bit_xor: return is_integral(t) || (t == dtype::boolean && o != binary_op::mod &&
-                                                              o != binary_op::shl && o != binary_op::shr);
+      case binary_op::bit_xor:
+        return is_integral(t) ||
+               (t == dtype::boolean && o != binary_op::mod && o != binary_op::shl && o != binary_op::shr);
       case binary_op::min:
       case binary_op::max: return t != dtype::boolean;
       case binary_op::pow:
@@ -138,10 +143,12 @@ class verifier {
         if (param(n, i, false).type != n.type) invalid(fn_, i, "has a type other than its parameter's");
         break;
       case op::shape:
-        if (n.imm < 0 || n.imm >= param(n, i, true).ndim || n.type != dtype::i32) invalid(fn_, i, "reads a dimension the array lacks");
+        if (n.imm < 0 || n.imm >= param(n, i, true).ndim || n.type != dtype::i32)
+          invalid(fn_, i, "reads a dimension the array lacks");
         break;
       case op::loop_index:
-        if (n.a < 0 || fn_.at(n.a).code != op::range_for || n.type != dtype::i32 || n.imm < 0 || n.imm >= fn_.at(n.a).imm)
+        if (n.a < 0 || fn_.at(n.a).code != op::range_for || n.type != dtype::i32 || n.imm < 0 ||
+            n.imm >= fn_.at(n.a).imm)
           invalid(fn_, i, "is not an index of its loop");
         break;
       case op::unary: {
@@ -150,7 +157,9 @@ class verifier {
         bool ok = true;
         switch (kind(o)) {
           case unary_kind::logical: break;
-          case unary_kind::same: ok = t == n.type && t != dtype::f16 && !(o == unary_op::abs && t == dtype::boolean); break;
+          case unary_kind::same:
+            ok = t == n.type && t != dtype::f16 && !(o == unary_op::abs && t == dtype::boolean);
+            break;
           case unary_kind::bits: ok = t == n.type && !is_float(t); break;
           case unary_kind::math: ok = t == n.type && (t == dtype::f32 || t == dtype::f64); break;
           case unary_kind::predicate: ok = n.type == dtype::boolean && (t == dtype::f32 || t == dtype::f64); break;
@@ -167,8 +176,7 @@ class verifier {
         dtype t = type(n.a, i);
         if (type(n.b, i) != t) invalid(fn_, i, "has operands of two types");
         if (t == dtype::f16) invalid(fn_, i, "computes in f16 (f16 is storage: arithmetic promotes it to f32)");
-        const bool boolean_result =
-            is_comparison(o) || o == binary_op::logical_and || o == binary_op::logical_or;
+        const bool boolean_result = is_comparison(o) || o == binary_op::logical_and || o == binary_op::logical_or;
         if (n.type != (boolean_result ? dtype::boolean : t))
           invalid(fn_, i, "has a result type that does not match its operands");
         if (!helper_defined(o, t)) invalid(fn_, i, fmt::format("applies {} to {}", name(o), name(t)));
@@ -248,7 +256,8 @@ class verifier {
         for (std::int32_t k = 0; k < n.list_size; ++k) {
           std::int32_t item = fn_.list(n, k);
           if (is_text(item)) {
-            if (static_cast<std::size_t>(text_index(item)) >= fn_.strings.size()) invalid(fn_, i, "prints a missing text");
+            if (static_cast<std::size_t>(text_index(item)) >= fn_.strings.size())
+              invalid(fn_, i, "prints a missing text");
           } else {
             type(item, i);
           }
@@ -272,7 +281,8 @@ class verifier {
       }
       case graph_mark::fork_begin: graph_stack_.push_back(graph_mark::fork_begin); break;
       case graph_mark::loop_end:
-        if (graph_stack_.empty() || graph_stack_.back() != graph_mark::loop_begin) invalid(fn_, i, "ends no do_while body");
+        if (graph_stack_.empty() || graph_stack_.back() != graph_mark::loop_begin)
+          invalid(fn_, i, "ends no do_while body");
         graph_stack_.pop_back();
         break;
       case graph_mark::fork_next:
@@ -292,4 +302,4 @@ class verifier {
 
 QD_FUNC void verify(const function& fn, stage s) { detail::verifier(fn, s).run(); }
 
-}  // namespace qd::ir
+}  // namespace qd::inline v0::ir

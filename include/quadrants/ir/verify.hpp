@@ -15,7 +15,7 @@ enum class stage : std::uint8_t { traced, lowered };
 // Throws qd::internal_error naming the first malformed node.
 QD_FUNC void verify(const function& fn, stage s);
 
-}  // namespace qd::ir
+}  // namespace qd::inline v0::ir
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/ir/verify-inl.hpp"

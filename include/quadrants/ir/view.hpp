@@ -275,9 +275,9 @@ struct view<op::global_atomic> : access_view<op::global_atomic> {
                                          .flags = flags_use::access};
   constexpr atomic_op op() const { return static_cast<atomic_op>(sub()); }
   constexpr id value() const { return a(); }
-  constexpr id expected() const { return c(); }  // atomic_op::cas only; else none
+  constexpr id expected() const { return c(); }                                  // atomic_op::cas only; else none
   constexpr bool compound() const { return (flags() & access::compound) != 0; }  // traced from `x[i] += v`
-  constexpr bool owned() const { return (flags() & access::owned) != 0; }  // demoted: a plain update
+  constexpr bool owned() const { return (flags() & access::owned) != 0; }        // demoted: a plain update
 };
 
 // --- local variables: the local_decl node is the variable ----------------------------
@@ -363,7 +363,7 @@ struct view<op::range_for> : detail::op_view<op::range_for> {
   constexpr id index(std::int32_t dim = 0) const { return fn_->block(body())[static_cast<std::size_t>(dim)]; }
   constexpr std::uint8_t loop_flags() const { return flags(); }
   constexpr bool serialized() const { return (flags() & loop::serialize) != 0; }  // runs in order, no construct
-  constexpr std::int32_t block_dim() const { return param(); }  // -1: the backend's default
+  constexpr std::int32_t block_dim() const { return param(); }                    // -1: the backend's default
 };
 
 template <>
@@ -424,7 +424,9 @@ struct view<op::graph_mark> : detail::op_view<op::graph_mark> {
 // Every op of QD_IR_OPS has its view: a new op fails here until it gets one.
 namespace detail {
 template <op O>
-concept has_view = requires { view<O>::layout; };
+concept has_view = requires {
+  view<O>::layout;
+};
 }  // namespace detail
 #define QD_IR_HAS_VIEW(name, ...) \
   static_assert(detail::has_view<op::name>, "op '" #name "' has no ir::view<op::" #name "> in ir/view.hpp");
@@ -456,4 +458,4 @@ constexpr std::string_view stray_field(const node& n) {
   return {};
 }
 
-}  // namespace qd::ir
+}  // namespace qd::inline v0::ir

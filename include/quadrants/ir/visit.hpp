@@ -87,4 +87,4 @@ constexpr void visit_statement(const function& fn, id i, Handlers&&... handlers)
   walk_statement(fn, i, detail::visit_handler(fn, h));
 }
 
-}  // namespace qd::ir
+}  // namespace qd::inline v0::ir

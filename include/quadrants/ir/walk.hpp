@@ -80,4 +80,4 @@ constexpr void for_each_operand(const function& fn, const node& n, F&& f) {
   }
 }
 
-}  // namespace qd::ir
+}  // namespace qd::inline v0::ir

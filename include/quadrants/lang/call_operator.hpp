@@ -7,7 +7,8 @@
 
 namespace qd::inline v0::detail {
 
-template <class M> struct call_operator;
+template <class M>
+struct call_operator;
 template <class C, class R, class... A>
 struct call_operator<R (C::*)(A...) const> {
   using param_tuple = std::tuple<std::remove_cvref_t<A>...>;  // cv-ref removed
@@ -23,10 +24,12 @@ struct call_operator<R (C::*)(A...) noexcept> : call_operator<R (C::*)(A...) con
 
 // A lambda (or function object) whose call operator is not a template.
 template <class F>
-concept kernel_lambda = requires { &std::remove_cvref_t<F>::operator(); };
+concept kernel_lambda = requires {
+  &std::remove_cvref_t<F>::operator();
+};
 
 // The parameter types of F's call operator as a std::tuple (cv-ref removed).
 template <class F>
 using lambda_params = typename call_operator<decltype(&std::remove_cvref_t<F>::operator())>::param_tuple;
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail

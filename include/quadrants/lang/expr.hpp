@@ -12,9 +12,12 @@
 
 namespace qd::inline v0 {
 
-template <element_type T> class expr;
-template <class T> class var;  // T: an element type (float) or its traced name (qd::f32)
-template <element_type T> class element_ref;
+template <element_type T>
+class expr;
+template <class T>
+class var;  // T: an element type (float) or its traced name (qd::f32)
+template <element_type T>
+class element_ref;
 
 namespace detail {
 
@@ -46,18 +49,22 @@ void no_number_update() {
                 "trace time. Declare the accumulator as a qd::var, e.g. qd::var<float> acc = 0.0f; acc += x[i];");
 }
 
-template <class A> struct traced_traits {
+template <class A>
+struct traced_traits {
   static constexpr bool value = false;
 };
-template <class T> struct traced_traits<expr<T>> {
+template <class T>
+struct traced_traits<expr<T>> {
   static constexpr bool value = true;
   using type = T;
 };
-template <class T> struct traced_traits<var<T>> {
+template <class T>
+struct traced_traits<var<T>> {
   static constexpr bool value = true;
   using type = typename var<T>::value_type;
 };
-template <class T> struct traced_traits<element_ref<T>> {
+template <class T>
+struct traced_traits<element_ref<T>> {
   static constexpr bool value = true;
   using type = T;
 };
@@ -78,18 +85,21 @@ inline constexpr bool is_host_half = std::is_same_v<L, half>
     ;
 // C++ numbers (a host binary16 included), and template arguments
 // (qd::types::template_arg<int>) of arithmetic type.
-template <class A> struct literal_traits {
+template <class A>
+struct literal_traits {
   static constexpr bool value = std::is_arithmetic_v<A> || is_host_half<A>;
   using type = A;
 };
-template <class T> struct literal_traits<types::template_arg<T>> {
+template <class T>
+struct literal_traits<types::template_arg<T>> {
   static constexpr bool value = std::is_arithmetic_v<T>;
   using type = T;
 };
 // A C++ floating-point number (float, double, a host binary16), or a template argument of one.
 template <class L>
-inline constexpr bool floating_literal = std::is_floating_point_v<typename literal_traits<std::remove_cvref_t<L>>::type> ||
-                                         is_host_half<typename literal_traits<std::remove_cvref_t<L>>::type>;
+inline constexpr bool floating_literal =
+    std::is_floating_point_v<typename literal_traits<std::remove_cvref_t<L>>::type> ||
+    is_host_half<typename literal_traits<std::remove_cvref_t<L>>::type>;
 }  // namespace detail
 
 // A C++ number used inside a kernel; it takes the type of the traced operand it meets.
@@ -125,14 +135,19 @@ constexpr dtype literal_type() {
     // binary16 meeting another number: as C++ does with _Float16 (the other's floating
     // type, an integer gives f16).
     using O = std::conditional_t<is_host_half<LA>, LB, LA>;
-    if constexpr (std::is_floating_point_v<O>) return dtype_of<O>;
-    else return dtype::f16;
+    if constexpr (std::is_floating_point_v<O>)
+      return dtype_of<O>;
+    else
+      return dtype::f16;
   } else {
     using C = std::common_type_t<decltype(+std::declval<LA>()), decltype(+std::declval<LB>())>;
-    static_assert(element_type<C>, "an operation on two C++ numbers takes their C++ type, and this one (such as long "
-                                   "double or unsigned long long) is no Quadrants type; convert one with qd::cast<T>");
-    if constexpr (element_type<C>) return dtype_of<C>;
-    else return dtype::f64;
+    static_assert(element_type<C>,
+                  "an operation on two C++ numbers takes their C++ type, and this one (such as long "
+                  "double or unsigned long long) is no Quadrants type; convert one with qd::cast<T>");
+    if constexpr (element_type<C>)
+      return dtype_of<C>;
+    else
+      return dtype::f64;
   }
 }
 
@@ -160,9 +175,12 @@ constexpr bool assignable_to(dtype to) {
     return implicitly_convertible(traced_dtype<A>, to);
   } else {
     using L = literal_t<A>;
-    if constexpr (std::is_same_v<L, bool>) return to == dtype::boolean;
-    else if constexpr (floating_literal<L>) return is_float(to);
-    else return to != dtype::boolean;
+    if constexpr (std::is_same_v<L, bool>)
+      return to == dtype::boolean;
+    else if constexpr (floating_literal<L>)
+      return is_float(to);
+    else
+      return to != dtype::boolean;
   }
 }
 
@@ -178,14 +196,18 @@ ir::id value_id(const A& a, dtype to) {
   }
 }
 
-template <class T> struct from_id_tag {};
+template <class T>
+struct from_id_tag {};
 
 // The element type named by T: T itself (float), or U for a traced name (qd::f32 = expr<U>).
-template <class T> struct element_of_impl {
-  static_assert(element_type<T>, "expected an element type (float, double, std::int32_t, ...) or qd::f32, qd::i32, ...");
+template <class T>
+struct element_of_impl {
+  static_assert(element_type<T>,
+                "expected an element type (float, double, std::int32_t, ...) or qd::f32, qd::i32, ...");
   using type = T;
 };
-template <class U> struct element_of_impl<expr<U>> {
+template <class U>
+struct element_of_impl<expr<U>> {
   using type = U;
 };
 template <class T>
@@ -207,14 +229,15 @@ class expr {
 
   // A C++ number: emits a constant.
   template <literal L>
-    requires(detail::assignable_to<L>(dtype_of<T>))
-  expr(L value) : id_(detail::value_id(value, type)), block_(detail::current_block()) {}
+  requires(detail::assignable_to<L>(dtype_of<T>)) expr(L value)
+      : id_(detail::value_id(value, type)), block_(detail::current_block()) {}
 
   // Another traced value whose type converts without loss (i32 -> f32, f32 -> f64, ...).
   // Narrowing conversions need qd::cast<T>(e).
   template <traced A>
-    requires(!std::is_same_v<std::remove_cvref_t<A>, expr> && implicitly_convertible(detail::traced_dtype<A>, dtype_of<T>))
-  expr(const A& value) : id_(detail::convert(value.id(), type)), block_(detail::current_block()) {}
+  requires(!std::is_same_v<std::remove_cvref_t<A>, expr> &&
+           implicitly_convertible(detail::traced_dtype<A>, dtype_of<T>)) expr(const A& value)
+      : id_(detail::convert(value.id(), type)), block_(detail::current_block()) {}
 
   // A copy is a value: a copied member of an array element no longer stores into it.
   expr(const expr& other) : id_(other.id_), block_(detail::current_block()) {}
@@ -246,7 +269,7 @@ class expr {
   friend struct detail::expr_binding;
   expr(detail::from_id_tag<T>, ir::id i) : id_(i), block_(detail::current_block()) {}
   ir::id id_;
-  std::int32_t block_;     // the IR block the handle was created in
+  std::int32_t block_;       // the IR block the handle was created in
   std::int32_t bound_ = -1;  // the array element place it stands for (tracer::bound_places), or -1
 };
 
@@ -279,7 +302,7 @@ using boolean = expr<bool>;
 namespace detail {
 
 template <class A, class B>
-concept binary_operands = operand<A> && operand<B> && (traced<A> || traced<B>);
+concept binary_operands = operand<A> && operand<B> &&(traced<A> || traced<B>);
 
 template <dtype D>
 expr<cpp_type<D>> make_expr(ir::id i) {
@@ -339,59 +362,81 @@ expr<bool> short_circuit_result(const logical_left<Or>& a, const B& b) {
 }  // namespace detail
 
 // Arithmetic.
-template <class A, class B> requires detail::binary_operands<A, B>
+template <class A, class B>
+requires detail::binary_operands<A, B>
 auto operator+(const A& a, const B& b) { return detail::arithmetic<ir::binary_op::add>(a, b); }
-template <class A, class B> requires detail::binary_operands<A, B>
+template <class A, class B>
+requires detail::binary_operands<A, B>
 auto operator-(const A& a, const B& b) { return detail::arithmetic<ir::binary_op::sub>(a, b); }
-template <class A, class B> requires detail::binary_operands<A, B>
+template <class A, class B>
+requires detail::binary_operands<A, B>
 auto operator*(const A& a, const B& b) { return detail::arithmetic<ir::binary_op::mul>(a, b); }
 // Integer division truncates toward zero, as in C++; x / 0 gives 0 for integers.
-template <class A, class B> requires detail::binary_operands<A, B>
+template <class A, class B>
+requires detail::binary_operands<A, B>
 auto operator/(const A& a, const B& b) { return detail::arithmetic<ir::binary_op::div>(a, b); }
-template <class A, class B> requires detail::binary_operands<A, B>
+template <class A, class B>
+requires detail::binary_operands<A, B>
 auto operator%(const A& a, const B& b) { return detail::integer_arithmetic<ir::binary_op::mod>(a, b); }
-template <class A, class B> requires detail::binary_operands<A, B>
+template <class A, class B>
+requires detail::binary_operands<A, B>
 auto operator&(const A& a, const B& b) { return detail::integer_arithmetic<ir::binary_op::bit_and>(a, b); }
-template <class A, class B> requires detail::binary_operands<A, B>
+template <class A, class B>
+requires detail::binary_operands<A, B>
 auto operator|(const A& a, const B& b) { return detail::integer_arithmetic<ir::binary_op::bit_or>(a, b); }
-template <class A, class B> requires detail::binary_operands<A, B>
+template <class A, class B>
+requires detail::binary_operands<A, B>
 auto operator^(const A& a, const B& b) { return detail::integer_arithmetic<ir::binary_op::bit_xor>(a, b); }
-template <class A, class B> requires detail::binary_operands<A, B>
+template <class A, class B>
+requires detail::binary_operands<A, B>
 auto operator<<(const A& a, const B& b) { return detail::integer_arithmetic<ir::binary_op::shl>(a, b); }
-template <class A, class B> requires detail::binary_operands<A, B>
+template <class A, class B>
+requires detail::binary_operands<A, B>
 auto operator>>(const A& a, const B& b) { return detail::integer_arithmetic<ir::binary_op::shr>(a, b); }
 
-template <class A, class B> requires detail::binary_operands<A, B>
-expr<bool> operator==(const A& a, const B& b) { return detail::comparison<ir::binary_op::eq>(a, b); }
-template <class A, class B> requires detail::binary_operands<A, B>
-expr<bool> operator!=(const A& a, const B& b) { return detail::comparison<ir::binary_op::ne>(a, b); }
-template <class A, class B> requires detail::binary_operands<A, B>
-expr<bool> operator<(const A& a, const B& b) { return detail::comparison<ir::binary_op::lt>(a, b); }
-template <class A, class B> requires detail::binary_operands<A, B>
-expr<bool> operator<=(const A& a, const B& b) { return detail::comparison<ir::binary_op::le>(a, b); }
-template <class A, class B> requires detail::binary_operands<A, B>
-expr<bool> operator>(const A& a, const B& b) { return detail::comparison<ir::binary_op::gt>(a, b); }
-template <class A, class B> requires detail::binary_operands<A, B>
-expr<bool> operator>=(const A& a, const B& b) { return detail::comparison<ir::binary_op::ge>(a, b); }
+template <class A, class B>
+requires detail::binary_operands<A, B> expr<bool>
+operator==(const A& a, const B& b) { return detail::comparison<ir::binary_op::eq>(a, b); }
+template <class A, class B>
+requires detail::binary_operands<A, B> expr<bool>
+operator!=(const A& a, const B& b) { return detail::comparison<ir::binary_op::ne>(a, b); }
+template <class A, class B>
+requires detail::binary_operands<A, B> expr<bool>
+operator<(const A& a, const B& b) { return detail::comparison<ir::binary_op::lt>(a, b); }
+template <class A, class B>
+requires detail::binary_operands<A, B> expr<bool>
+operator<=(const A& a, const B& b) { return detail::comparison<ir::binary_op::le>(a, b); }
+template <class A, class B>
+requires detail::binary_operands<A, B> expr<bool>
+operator>(const A& a, const B& b) { return detail::comparison<ir::binary_op::gt>(a, b); }
+template <class A, class B>
+requires detail::binary_operands<A, B> expr<bool>
+operator>=(const A& a, const B& b) { return detail::comparison<ir::binary_op::ge>(a, b); }
 
 // && and || short-circuit as in C++: the right operand's statements run only when the
 // left one does not decide (`i < n && x[i] > 0.0f` never reads x[n]). A C++ bool on
 // either side is a trace-time value: nothing to skip at run time.
 template <traced B>
-expr<bool> operator&&(detail::logical_left<false> a, const B& b) { return detail::short_circuit_result(a, b); }
+expr<bool> operator&&(detail::logical_left<false> a, const B& b) {
+  return detail::short_circuit_result(a, b);
+}
 template <traced B>
-expr<bool> operator||(detail::logical_left<true> a, const B& b) { return detail::short_circuit_result(a, b); }
-template <class A, class B> requires(detail::binary_operands<A, B> && !(traced<A> && traced<B>))
-expr<bool> operator&&(const A& a, const B& b) { return detail::logical<ir::binary_op::logical_and>(a, b); }
-template <class A, class B> requires(detail::binary_operands<A, B> && !(traced<A> && traced<B>))
-expr<bool> operator||(const A& a, const B& b) { return detail::logical<ir::binary_op::logical_or>(a, b); }
+expr<bool> operator||(detail::logical_left<true> a, const B& b) {
+  return detail::short_circuit_result(a, b);
+}
+template <class A, class B>
+requires(detail::binary_operands<A, B> && !(traced<A> && traced<B>)) expr<bool>
+operator&&(const A& a, const B& b) { return detail::logical<ir::binary_op::logical_and>(a, b); }
+template <class A, class B>
+requires(detail::binary_operands<A, B> && !(traced<A> && traced<B>)) expr<bool>
+operator||(const A& a, const B& b) { return detail::logical<ir::binary_op::logical_or>(a, b); }
 
 // `acc += x[i]` with a C++ number acc does not compile, with a message pointing to qd::var.
-#define QD_NUMBER_COMPOUND(symbol)                 \
-  template <literal L, traced A>                   \
-  L& operator symbol(L& target, const A&) {        \
-    detail::no_number_update<A>();                 \
-    return target;                                 \
+#define QD_NUMBER_COMPOUND(symbol)          \
+  template <literal L, traced A>            \
+  L& operator symbol(L& target, const A&) { \
+    detail::no_number_update<A>();          \
+    return target;                          \
   }
 QD_NUMBER_COMPOUND(+=)
 QD_NUMBER_COMPOUND(-=)
@@ -427,4 +472,4 @@ auto operator~(const A& a) {
   return detail::make_expr<r>(detail::emit_unary(ir::unary_op::bit_not, r, a.id()));
 }
 
-}  // namespace qd
+}  // namespace qd::inline v0

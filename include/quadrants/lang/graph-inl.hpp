@@ -15,19 +15,22 @@ inline constexpr std::uint8_t open_fork = static_cast<std::uint8_t>(ir::graph_ma
 // do_while body; a qd::concurrent nowhere inside another graph statement.
 QD_FUNC void check_graph_place(tracer& t, std::string_view what, bool needs_graph_kernel) {
   if (needs_graph_kernel && !t.graph_kernel)
-    throw_trace_error(fmt::format("{} is only allowed in a graph kernel; create the kernel with qd::kernel(\"{}\", "
-                                  "qd::graph::on, lambda)",
-                                  what, t.kernel));
+    throw_trace_error(
+        fmt::format("{} is only allowed in a graph kernel; create the kernel with qd::kernel(\"{}\", "
+                    "qd::graph::on, lambda)",
+                    what, t.kernel));
   if (!t.at_top_level())
-    throw_trace_error(fmt::format("{} must be at the top level of the kernel{}, not inside a qd::range_for, qd::if_ or "
-                                  "qd::while_",
-                                  what, needs_graph_kernel ? " or directly in a qd::graph::do_while body" : ""));
+    throw_trace_error(
+        fmt::format("{} must be at the top level of the kernel{}, not inside a qd::range_for, qd::if_ or "
+                    "qd::while_",
+                    what, needs_graph_kernel ? " or directly in a qd::graph::do_while body" : ""));
   if (!t.graph_open.empty() && (!needs_graph_kernel || t.graph_open.back() != open_loop))
     throw_trace_error(fmt::format("{} is not allowed inside a {}; {}", what,
                                   t.graph_open.back() == open_loop ? "qd::graph::do_while body" : "concurrent branch",
-                                  needs_graph_kernel ? "only directly inside a qd::graph::do_while body or at the top level"
-                                                     : "use qd::graph::parallel inside a graph kernel's do_while, or "
-                                                       "qd::concurrent at the top level"));
+                                  needs_graph_kernel
+                                      ? "only directly inside a qd::graph::do_while body or at the top level"
+                                      : "use qd::graph::parallel inside a graph kernel's do_while, or "
+                                        "qd::concurrent at the top level"));
   if (t.graph_open.size() >= static_cast<std::size_t>(ir::max_graph_nesting))
     throw_trace_error(fmt::format("{} nested more than {} deep; flatten the nesting", what, ir::max_graph_nesting));
 }
@@ -52,9 +55,7 @@ QD_FUNC void begin_fork(ir::fork_kind kind) {
   t.graph_open.push_back(open_fork);
 }
 
-QD_FUNC void next_fork_branch() {
-  ir::emit_graph_mark(current_tracer().b, ir::graph_mark::fork_next);
-}
+QD_FUNC void next_fork_branch() { ir::emit_graph_mark(current_tracer().b, ir::graph_mark::fork_next); }
 
 QD_FUNC void end_fork() {
   tracer& t = current_tracer();
@@ -62,4 +63,4 @@ QD_FUNC void end_fork() {
   t.graph_open.pop_back();
 }
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail

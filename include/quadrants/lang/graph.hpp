@@ -33,8 +33,10 @@ QD_FUNC void begin_fork(ir::fork_kind kind);
 QD_FUNC void next_fork_branch();
 QD_FUNC void end_fork();
 
-template <class A> struct is_graph_flag : std::false_type {};
-template <auto... Options> struct is_graph_flag<types::ndarray<std::int32_t, 0, Options...>> : std::true_type {};
+template <class A>
+struct is_graph_flag : std::false_type {};
+template <auto... Options>
+struct is_graph_flag<types::ndarray<std::int32_t, 0, Options...>> : std::true_type {};
 
 template <class... F>
 void trace_fork(ir::fork_kind kind, F&&... branches) {
@@ -81,7 +83,7 @@ void concurrent(F&&... regions) {
   detail::trace_fork(ir::fork_kind::concurrent, regions...);
 }
 
-}  // namespace qd
+}  // namespace qd::inline v0
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/lang/graph-inl.hpp"

@@ -22,7 +22,7 @@ struct hash_grid {
   ndarray<std::int32_t, 1> cell_begin;  // per wrapped cell
   ndarray<std::int32_t, 1> cell_end;
   f32 inv_cell_size;
-  i32 dim;                              // wrapped cells per axis, a power of two
+  i32 dim;  // wrapped cells per axis, a power of two
 };
 
 }  // namespace types
@@ -81,4 +81,4 @@ void for_each_neighbor(const types::hash_grid& g, const P& p, const R& radius, F
   });
 }
 
-}  // namespace qd
+}  // namespace qd::inline v0

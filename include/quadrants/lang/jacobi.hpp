@@ -119,4 +119,4 @@ expr<T> max_abs_entry(const work_matrix<T, N>& m, bool upper) {
   return big;
 }
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail

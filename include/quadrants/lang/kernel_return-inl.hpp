@@ -9,7 +9,8 @@ namespace qd::inline v0::detail {
 
 QD_FUNC void append_return_names(std::vector<std::string>& names, std::size_t count) {
   if (names.empty()) return;
-  for (std::size_t k = 0; k < count; ++k) names.push_back(count == 1 ? std::string("return") : fmt::format("return.{}", k));
+  for (std::size_t k = 0; k < count; ++k)
+    names.push_back(count == 1 ? std::string("return") : fmt::format("return.{}", k));
 }
 
 QD_FUNC void emit_return_stores(const ir::id* values, std::size_t count, std::int32_t first) {
@@ -24,4 +25,4 @@ QD_FUNC void emit_return_stores(const ir::id* values, std::size_t count, std::in
   t.last_if = ir::none;
 }
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail

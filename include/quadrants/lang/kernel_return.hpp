@@ -47,21 +47,20 @@ struct return_traits<std::tuple<X...>> {
   static constexpr bool valid = (return_traits<X>::valid && ...);
   using host_type = std::tuple<typename return_traits<X>::host_type...>;
   using elements = decltype(std::tuple_cat(std::declval<typename return_traits<X>::elements>()...));
-  static constexpr std::array<std::size_t, sizeof...(X)> counts{std::tuple_size_v<typename return_traits<X>::elements>...};
+  static constexpr std::array<std::size_t, sizeof...(X)> counts{
+      std::tuple_size_v<typename return_traits<X>::elements>...};
   static constexpr std::size_t offset(std::size_t k) {
     std::size_t o = 0;
     for (std::size_t j = 0; j < k; ++j) o += counts[j];
     return o;
   }
   static void ids(const std::tuple<X...>& r, ir::id* out) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (return_traits<X>::ids(std::get<I>(r), out + offset(I)), ...);
-    }(std::index_sequence_for<X...>{});
+    [&]<std::size_t... I>(std::index_sequence<I...>) { (return_traits<X>::ids(std::get<I>(r), out + offset(I)), ...); }
+    (std::index_sequence_for<X...>{});
   }
   static host_type assemble(const elements& e) {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return host_type{part<offset(I), X>(e)...};
-    }(std::index_sequence_for<X...>{});
+    return [&]<std::size_t... I>(std::index_sequence<I...>) { return host_type{part<offset(I), X>(e)...}; }
+    (std::index_sequence_for<X...>{});
   }
 
  private:
@@ -70,7 +69,8 @@ struct return_traits<std::tuple<X...>> {
     using E = typename return_traits<Y>::elements;
     return [&]<std::size_t... J>(std::index_sequence<J...>) {
       return return_traits<Y>::assemble(E{std::get<Offset + J>(e)...});
-    }(std::make_index_sequence<std::tuple_size_v<E>>{});
+    }
+    (std::make_index_sequence<std::tuple_size_v<E>>{});
   }
 };
 
@@ -78,22 +78,26 @@ struct return_traits<std::tuple<X...>> {
 template <class R>
 inline constexpr std::size_t return_element_count = 0;
 template <class R>
-  requires(!std::is_void_v<R> && return_traits<R>::valid)
-inline constexpr std::size_t return_element_count<R> = std::tuple_size_v<typename return_traits<R>::elements>;
+requires(!std::is_void_v<R> && return_traits<R>::valid) inline constexpr std::size_t return_element_count<R> =
+    std::tuple_size_v<typename return_traits<R>::elements>;
 
 template <class R>
 constexpr void check_return_type() {
-  static_assert(std::is_void_v<R> || return_traits<R>::valid,
-                "a kernel lambda may return a traced scalar (qd::f32, qd::i32, ..., a qd::var or an array element), "
-                "a qd::vec or qd::mat, or a std::tuple of them; a C++ number is no kernel result: return qd::f32(value)");
+  static_assert(
+      std::is_void_v<R> || return_traits<R>::valid,
+      "a kernel lambda may return a traced scalar (qd::f32, qd::i32, ..., a qd::var or an array element), "
+      "a qd::vec or qd::mat, or a std::tuple of them; a C++ number is no kernel result: return qd::f32(value)");
 }
 
 // The hidden parameters of the returned elements: one 0-d array each.
 template <class R>
 void append_return_descs(std::vector<ir::param_desc>& descs) {
-  if constexpr (return_element_count<R> > 0) {
-    std::apply([&](auto... e) { (descs.push_back({true, dtype_of<return_storage_t<decltype(e)>>, 0, false}), ...); },
-               typename return_traits<R>::elements{});
+  if constexpr (return_element_count < R >> 0) {
+    std::apply(
+        [&](auto... e) {
+          (descs.push_back({true, dtype_of<return_storage_t<decltype(e)>>, 0, false}), ...);
+        },
+        typename return_traits<R>::elements{});
   }
 }
 
@@ -110,7 +114,7 @@ void store_return_value(const R& r, std::int32_t first) {
   emit_return_stores(values.data(), values.size(), first);
 }
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/lang/kernel_return-inl.hpp"

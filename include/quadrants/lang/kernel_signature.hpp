@@ -26,8 +26,10 @@ namespace qd::inline v0::detail {
 
 namespace hana = boost::hana;
 
-template <class Tuple> struct hana_types;
-template <class... P> struct hana_types<std::tuple<P...>> {
+template <class Tuple>
+struct hana_types;
+template <class... P>
+struct hana_types<std::tuple<P...>> {
   static constexpr auto value = hana::tuple_t<P...>;
 };
 
@@ -41,7 +43,8 @@ constexpr auto parameter_types() {
 }
 
 // What each parameter type means to the kernel.
-template <class P> struct param_traits {
+template <class P>
+struct param_traits {
   static constexpr bool valid = false;
 };
 template <element_type T, int N, auto... Options>
@@ -75,13 +78,16 @@ struct param_traits<expr<T>> {
 // Every parameter a parameter type or a struct of them (lang/struct_param.hpp).
 template <class F>
 constexpr bool valid_parameters() {
-  return boost::hana::unpack(parameter_types<F>(), [](auto... t) { return (valid_param<typename decltype(t)::type>() && ...); });
+  return boost::hana::unpack(parameter_types<F>(),
+                             [](auto... t) { return (valid_param<typename decltype(t)::type>() && ...); });
 }
 
 // The kernel parameters the lambda's parameters flatten into (structs into their members).
 template <class F>
 constexpr std::size_t flat_parameter_count() {
-  return boost::hana::unpack(parameter_types<F>(), [](auto... t) { return (std::size_t{0} + ... + leaf_count<typename decltype(t)::type>()); });
+  return boost::hana::unpack(parameter_types<F>(), [](auto... t) {
+    return (std::size_t{0} + ... + leaf_count<typename decltype(t)::type>());
+  });
 }
 
 template <class F>
@@ -93,7 +99,8 @@ std::vector<ir::param_desc> parameter_descs() {
                 "are not kernel parameters: a value to specialise the kernel for is a qd::types::template_arg)");
   if constexpr (valid_parameters<F>()) {
     std::vector<ir::param_desc> descs;
-    hana::unpack(parameter_types<F>(), [&](auto... t) { (append_param_descs<typename decltype(t)::type>(descs), ...); });
+    hana::unpack(parameter_types<F>(),
+                 [&](auto... t) { (append_param_descs<typename decltype(t)::type>(descs), ...); });
     return descs;
   } else {
     return {};
@@ -102,7 +109,8 @@ std::vector<ir::param_desc> parameter_descs() {
 
 // The lambda's return type (void, or a type of lang/kernel_return.hpp).
 template <class F>
-using kernel_result_t = std::remove_cvref_t<typename call_operator<decltype(&std::remove_cvref_t<F>::operator())>::result>;
+using kernel_result_t =
+    std::remove_cvref_t<typename call_operator<decltype(&std::remove_cvref_t<F>::operator())>::result>;
 
 // The kernel's parameters: the lambda's, then one hidden 0-d array per returned element.
 template <class F>
@@ -113,20 +121,26 @@ std::vector<ir::param_desc> kernel_param_descs() {
   return descs;
 }
 
-template <class P> struct template_slot {
+template <class P>
+struct template_slot {
   using type = std::tuple<>;
 };
-template <class T> struct template_slot<types::template_arg<T>> {
+template <class T>
+struct template_slot<types::template_arg<T>> {
   using type = std::tuple<T>;
 };
-template <class Tuple> struct template_values;
-template <class... P> struct template_values<std::tuple<P...>> {
+template <class Tuple>
+struct template_values;
+template <class... P>
+struct template_values<std::tuple<P...>> {
   using type = decltype(std::tuple_cat(std::declval<typename template_slot<P>::type>()...));
 };
-template <class F, bool = kernel_lambda<F>> struct template_values_of_lambda {
+template <class F, bool = kernel_lambda<F>>
+struct template_values_of_lambda {
   using type = std::tuple<>;
 };
-template <class F> struct template_values_of_lambda<F, true> {
+template <class F>
+struct template_values_of_lambda<F, true> {
   using type = typename template_values<lambda_params<F>>::type;
 };
 // The values of F's template arguments, in order (std::tuple<> for a kernel without).
@@ -138,7 +152,8 @@ template <class F, std::size_t I>
 constexpr std::size_t template_index() {
   return []<std::size_t... J>(std::index_sequence<J...>) {
     return (std::size_t{0} + ... + std::size_t{is_template_arg<std::tuple_element_t<J, lambda_params<F>>>});
-  }(std::make_index_sequence<I>{});
+  }
+  (std::make_index_sequence<I>{});
 }
 
 // The symbolic argument of lambda parameter I: its IR parameters next, next + 1, ...,
@@ -171,8 +186,9 @@ void trace_kernel(const F& f, tracer& t, const Values& values = {}) {
         else
           store_return_value<R>(f(a...), next);
       });
-    }(std::make_index_sequence<std::tuple_size_v<params>>{});
+    }
+    (std::make_index_sequence<std::tuple_size_v<params>>{});
   }
 }
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail

@@ -10,9 +10,10 @@ namespace qd::inline v0::detail {
 QD_FUNC void set_loop_config(const loop_config& config) {
   tracer& t = current_tracer();
   if (config.block_dim < 0 || config.block_dim > 1024)
-    throw_trace_error(fmt::format("qd::loop_config{{.block_dim = {}}}: a block has 1 to 1024 threads (0: the "
-                                  "backend's default)",
-                                  config.block_dim));
+    throw_trace_error(
+        fmt::format("qd::loop_config{{.block_dim = {}}}: a block has 1 to 1024 threads (0: the "
+                    "backend's default)",
+                    config.block_dim));
   t.has_loop_config = true;
   t.loop_block_dim = config.block_dim;
   t.loop_serialize = config.serialize;
@@ -56,4 +57,4 @@ QD_FUNC void emit_jump(ir::op jump) {
   throw_trace_error(fmt::format("{} outside a loop body: it belongs in a qd::range_for or qd::while_ body", what));
 }
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail

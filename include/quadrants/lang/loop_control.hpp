@@ -36,7 +36,7 @@ inline void break_() { detail::emit_jump(ir::op::break_); }
 // Starts the next iteration of the innermost enclosing loop (any loop).
 inline void continue_() { detail::emit_jump(ir::op::continue_); }
 
-}  // namespace qd
+}  // namespace qd::inline v0
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/lang/loop_control-inl.hpp"

@@ -12,16 +12,19 @@
 
 namespace qd::inline v0 {
 
-template <element_type T, int R, int C> class mat;
+template <element_type T, int R, int C>
+class mat;
 
 namespace detail {
 
 // What a matrix-valued operand is: a qd::mat, a qd::var of one or an element of an
 // array of matrices; its value() is the qd::mat it holds now.
-template <class A> struct matrix_traits {
+template <class A>
+struct matrix_traits {
   static constexpr bool value = false;
 };
-template <element_type T, int R, int C> struct matrix_traits<mat<T, R, C>> {
+template <element_type T, int R, int C>
+struct matrix_traits<mat<T, R, C>> {
   static constexpr bool value = true;
   using scalar = T;
   static constexpr int rows = R;
@@ -46,9 +49,10 @@ template <int R, int C, class F>
 auto generate_mat(F&& f) {
   using S = typename decltype(f(0, 0))::value_type;
   return [&]<std::size_t... I>(std::index_sequence<I...>) {
-    return mat<S, R, C>::from_rows(std::array<vec<S, C>, R>{
-        generate_vec<C>([&](int j) { return expr<S>(f(static_cast<int>(I), j)); })...});
-  }(std::make_index_sequence<static_cast<std::size_t>(R)>{});
+    return mat<S, R, C>::from_rows(
+        std::array<vec<S, C>, R>{generate_vec<C>([&](int j) { return expr<S>(f(static_cast<int>(I), j)); })...});
+  }
+  (std::make_index_sequence<static_cast<std::size_t>(R)>{});
 }
 
 template <matrix_like A>
@@ -69,26 +73,23 @@ class mat {
 
   // R * C entries, row-major: qd::mat2f(a00, a01, a10, a11).
   template <class... A>
-    requires(sizeof...(A) == R * C && R * C > 1 && (operand<A> && ...))
-  mat(const A&... entries) : mat(rows_of(std::array<expr<T>, static_cast<std::size_t>(R * C)>{checked(entries)...})) {}
+  requires(sizeof...(A) == R * C && R * C > 1 && (operand<A> && ...)) mat(const A&... entries)
+      : mat(rows_of(std::array<expr<T>, static_cast<std::size_t>(R* C)>{checked(entries)...})) {}
 
   // R row vectors of C components each: qd::mat3f(row0, row1, row2).
   template <class... V>
-    requires(sizeof...(V) == R && (vector_like<V> && ...))
-  mat(const V&... row_vectors) : r_{as_row(row_vectors)...} {}
+  requires(sizeof...(V) == R && (vector_like<V> && ...)) mat(const V&... row_vectors) : r_{as_row(row_vectors)...} {}
 
   // Another matrix of the same shape whose type converts without loss.
   template <matrix_like M>
-    requires(!std::is_same_v<std::remove_cvref_t<M>, mat> && detail::matrix_rows<M> == R &&
-             detail::matrix_cols<M> == C && implicitly_convertible(dtype_of<detail::matrix_scalar<M>>, dtype_of<T>))
-  mat(const M& other) : mat(converted(detail::mat_value(other))) {}
+  requires(!std::is_same_v<std::remove_cvref_t<M>, mat> && detail::matrix_rows<M> == R && detail::matrix_cols<M> == C &&
+           implicitly_convertible(dtype_of<detail::matrix_scalar<M>>, dtype_of<T>)) mat(const M& other)
+      : mat(converted(detail::mat_value(other))) {}
 
   static mat zero() {
     return detail::generate_mat<R, C>([](int, int) { return expr<T>(0); });
   }
-  static mat identity()
-    requires(R == C)
-  {
+  static mat identity() requires(R == C) {
     return detail::generate_mat<R, C>([](int i, int j) { return expr<T>(i == j ? 1 : 0); });
   }
   static mat from_rows(const std::array<vec<T, C>, R>& r) { return mat(r); }
@@ -119,18 +120,19 @@ class mat {
     static_assert(detail::vector_size<V> == C, "qd::mat from rows: each row vector needs one component per column");
     return vec<T, C>(v);
   }
-  static std::array<vec<T, C>, R> rows_of(const std::array<expr<T>, static_cast<std::size_t>(R * C)>& e) {
+  static std::array<vec<T, C>, R> rows_of(const std::array<expr<T>, static_cast<std::size_t>(R* C)>& e) {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return std::array<vec<T, C>, R>{detail::generate_vec<C>([&](int j) {
-        return e[I * static_cast<std::size_t>(C) + static_cast<std::size_t>(j)];
-      })...};
-    }(std::make_index_sequence<static_cast<std::size_t>(R)>{});
+      return std::array<vec<T, C>, R>{detail::generate_vec<C>(
+          [&](int j) { return e[I * static_cast<std::size_t>(C) + static_cast<std::size_t>(j)]; })...};
+    }
+    (std::make_index_sequence<static_cast<std::size_t>(R)>{});
   }
   template <class U>
   static std::array<vec<T, C>, R> converted(const mat<U, R, C>& m) {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       return std::array<vec<T, C>, R>{vec<T, C>(m.row(static_cast<int>(I)))...};
-    }(std::make_index_sequence<static_cast<std::size_t>(R)>{});
+    }
+    (std::make_index_sequence<static_cast<std::size_t>(R)>{});
   }
 
   std::array<vec<T, C>, R> r_;
@@ -196,14 +198,16 @@ auto operator+(const A& a, const B& b) {
   detail::check_same_shape<A, B>();
   auto ma = detail::mat_value(a);
   auto mb = detail::mat_value(b);
-  return detail::generate_mat<detail::matrix_rows<A>, detail::matrix_cols<A>>([&](int i, int j) { return ma(i, j) + mb(i, j); });
+  return detail::generate_mat<detail::matrix_rows<A>, detail::matrix_cols<A>>(
+      [&](int i, int j) { return ma(i, j) + mb(i, j); });
 }
 template <matrix_like A, matrix_like B>
 auto operator-(const A& a, const B& b) {
   detail::check_same_shape<A, B>();
   auto ma = detail::mat_value(a);
   auto mb = detail::mat_value(b);
-  return detail::generate_mat<detail::matrix_rows<A>, detail::matrix_cols<A>>([&](int i, int j) { return ma(i, j) - mb(i, j); });
+  return detail::generate_mat<detail::matrix_rows<A>, detail::matrix_cols<A>>(
+      [&](int i, int j) { return ma(i, j) - mb(i, j); });
 }
 template <matrix_like A>
 auto operator-(const A& a) {
@@ -292,4 +296,4 @@ auto inverse(const A& a) {
   }
 }
 
-}  // namespace qd
+}  // namespace qd::inline v0

@@ -130,7 +130,8 @@ inline mesh_element mesh_relation::operator[](detail::located_index k) const {
   const i32 extent = i32::from_id(detail::emit_shape(param_, 0));
   const expr<bool> inside = index >= 0 && index < size;
   const i32 past = extent + detail::mesh_layout::out_of_range_slot(relation());
-  const i32 position = i32::from_id(detail::emit_select(dtype::i32, inside.id(), (indices() + first + index).id(), past.id()));
+  const i32 position =
+      i32::from_id(detail::emit_select(dtype::i32, inside.id(), (indices() + first + index).id(), past.id()));
   return mesh_element(detail::param_tag{}, param_, to_, load(position));
 }
 
@@ -181,9 +182,10 @@ struct param_traits<types::mesh> {
 inline void begin_mesh_for() {
   tracer& t = current_tracer();
   if (!t.at_top_level())
-    throw_trace_error("qd::mesh_for is nested inside another statement (a qd::range_for, qd::mesh_for, qd::if_ or "
-                      "qd::while_ body); it is a parallel construct and must be at the top level of the kernel body. "
-                      "To visit related elements inside it, use qd::for_each(element.verts(), ...)");
+    throw_trace_error(
+        "qd::mesh_for is nested inside another statement (a qd::range_for, qd::mesh_for, qd::if_ or "
+        "qd::while_ body); it is a parallel construct and must be at the top level of the kernel body. "
+        "To visit related elements inside it, use qd::for_each(element.verts(), ...)");
   t.fn.has_mesh = true;
 }
 }  // namespace detail
@@ -196,19 +198,22 @@ void mesh_for(const mesh_elements& elements, F&& body, qd::source_location loc =
   detail::begin_mesh_for();
   const std::int32_t param = elements.param_index();
   const mesh_kind kind = elements.kind();
-  range_for(elements.size(), [&](i32 i) { body(mesh_element(detail::param_tag{}, param, kind, i)); }, loc);
+  range_for(
+      elements.size(), [&](i32 i) { body(mesh_element(detail::param_tag{}, param, kind, i)); }, loc);
 }
 
 // A relation or a mesh's elements in the other loop's place: a compile error saying which to use.
 template <class F>
 void mesh_for(const mesh_relation&, F&&) {
-  static_assert(sizeof(F) == 0, "qd::mesh_for runs over all elements of a kind (mesh.verts(), mesh.cells(), ...); "
-                                "visit the elements of a relation such as v.verts() with qd::for_each");
+  static_assert(sizeof(F) == 0,
+                "qd::mesh_for runs over all elements of a kind (mesh.verts(), mesh.cells(), ...); "
+                "visit the elements of a relation such as v.verts() with qd::for_each");
 }
 template <class F>
 void for_each(const mesh_elements&, F&&) {
-  static_assert(sizeof(F) == 0, "qd::for_each visits a relation of one element (v.verts()); run over all elements "
-                                "of a kind with qd::mesh_for at the top level of the kernel");
+  static_assert(sizeof(F) == 0,
+                "qd::for_each visits a relation of one element (v.verts()); run over all elements "
+                "of a kind with qd::mesh_for at the top level of the kernel");
 }
 
 // for each element related to one element (a serial loop inside the enclosing construct).
@@ -220,9 +225,9 @@ void for_each(const mesh_relation& rel, F&& body, qd::source_location loc) {
   const i32 offsets = rel.offsets();
   const i32 first = rel.row_bound(offsets, 0);
   const i32 last = rel.row_bound(offsets, 1);
-  range_for(first, last, [&](i32 j) {
-    body(mesh_element(detail::param_tag{}, rel.param_, rel.to_, rel.load(indices + j)));
-  }, loc);
+  range_for(
+      first, last, [&](i32 j) { body(mesh_element(detail::param_tag{}, rel.param_, rel.to_, rel.load(indices + j))); },
+      loc);
 }
 
-}  // namespace qd
+}  // namespace qd::inline v0

@@ -44,11 +44,11 @@ class element_ref {
     return *this;
   }
 
-#define QD_ELEMENT_COMPOUND(symbol, binop)                                            \
-  template <operand A>                                                                \
-  element_ref& operator symbol(const A& value) {                                      \
+#define QD_ELEMENT_COMPOUND(symbol, binop)                                                 \
+  template <operand A>                                                                     \
+  element_ref& operator symbol(const A& value) {                                           \
     detail::emit_global_update(ir::binary_op::binop, place_, load_, checked_value(value)); \
-    return *this;                                                                     \
+    return *this;                                                                          \
   }
   QD_ELEMENT_COMPOUND(+=, add)
   QD_ELEMENT_COMPOUND(-=, sub)
@@ -94,8 +94,7 @@ ir::id index_id(const I& index) {
 // An array index and where it was written: x[i] and x(i, j) record the user's line.
 struct located_index {
   template <class I>
-    requires operand<I>
-  located_index(const I& index, qd::source_location loc = qd::source_location::current())
+  requires operand<I> located_index(const I& index, qd::source_location loc = qd::source_location::current())
       : id((at(loc), index_id(index))) {}
   ir::id id;
 };
@@ -104,14 +103,14 @@ struct located_index {
 // qd::var or an array element holding one), and where x[v] was written.
 template <class V>
 concept index_vector = requires(const V& v) {
-  { v.value()[0].id() };
+  {v.value()[0].id()};
   { std::remove_cvref_t<decltype(v.value())>::size } -> std::convertible_to<int>;
 };
 template <int N>
 struct located_indices {
   template <index_vector V>
-    requires(std::remove_cvref_t<decltype(std::declval<const V&>().value())>::size == N)
-  located_indices(const V& v, qd::source_location loc = qd::source_location::current()) {
+  requires(std::remove_cvref_t<decltype(std::declval<const V&>().value())>::size == N)
+      located_indices(const V& v, qd::source_location loc = qd::source_location::current()) {
     at(loc);
     const auto value = v.value();
     for (int d = 0; d < N; ++d) ids[static_cast<std::size_t>(d)] = index_id(value[d]);
@@ -145,8 +144,9 @@ namespace types {
 // Elements are scalars here; lang/vec_ndarray_param.hpp specializes vectors and matrices.
 template <class T, int N, auto... Options>
 class ndarray {
-  static_assert(element_type<T>, "qd::types::ndarray<T, N> takes an element type (float, std::int32_t, ...), a "
-                                 "qd::vec or a qd::mat");
+  static_assert(element_type<T>,
+                "qd::types::ndarray<T, N> takes an element type (float, std::int32_t, ...), a "
+                "qd::vec or a qd::mat");
   static_assert(N >= 0 && N <= 4, "qd::types::ndarray supports 0 to 4 dimensions");
   static_assert(!std::is_same_v<T, bool>, "arrays of bool are not supported; use std::uint8_t");
   static_assert((std::is_same_v<std::remove_cv_t<decltype(Options)>, needs_grad_t> && ...),
@@ -162,28 +162,20 @@ class ndarray {
 
   ndarray(detail::param_tag, std::int32_t param, std::uint8_t flags = 0) : param_(param), flags_(flags) {}
 
-  element_ref<T> operator[](detail::located_index i) const
-    requires(N == 1)
-  {
+  element_ref<T> operator[](detail::located_index i) const requires(N == 1) {
     return element_ref<T>(make_place(flags_, i.id));
   }
   // x[v] with a vector of N integer indices: x(v[0], v[1], ...).
-  element_ref<T> operator[](const detail::located_indices<N>& v) const
-    requires(N >= 2)
-  {
+  element_ref<T> operator[](const detail::located_indices<N>& v) const requires(N >= 2) {
     return element_ref<T>(detail::place{param_, flags_, static_cast<std::uint8_t>(N), v.ids});
   }
 
   template <class... I>
-    requires(sizeof...(I) + 1 == N && (operand<I> && ...))
-  element_ref<T> operator()(detail::located_index first, const I&... i) const {
+  requires(sizeof...(I) + 1 == N && (operand<I> && ...)) element_ref<T>
+  operator()(detail::located_index first, const I&... i) const {
     return element_ref<T>(make_place(flags_, first.id, detail::index_id(i)...));
   }
-  element_ref<T> operator()() const
-    requires(N == 0)
-  {
-    return element_ref<T>(make_place(flags_));
-  }
+  element_ref<T> operator()() const requires(N == 0) { return element_ref<T>(make_place(flags_)); }
 
   // x.at(i, j, qd::boundary::clamp): indices clamped into the shape.
   template <class... A>
@@ -195,9 +187,7 @@ class ndarray {
   expr<std::int32_t> shape(int d) const { return expr<std::int32_t>::from_id(detail::emit_shape(param_, d)); }
 
   // The gradient buffer, an array of the same shape.
-  ndarray<T, N> grad() const
-    requires has_grad
-  {
+  ndarray<T, N> grad() const requires has_grad {
     return ndarray<T, N>(detail::param_tag{}, param_, static_cast<std::uint8_t>(flags_ | ir::access::grad));
   }
 
@@ -213,4 +203,4 @@ class ndarray {
 };
 
 }  // namespace types
-}  // namespace qd
+}  // namespace qd::inline v0

@@ -12,7 +12,6 @@
 #include <utility>
 #include <vector>
 
-
 namespace qd::inline v0::detail {
 
 // --- reflection -----------------------------------------------------------------
@@ -41,7 +40,8 @@ template <class S, std::size_t N>
 constexpr bool has_lvalue_reference_members() {
   return []<std::size_t... I>(std::index_sequence<I...>) {
     return requires { S{(static_cast<void>(I), any_lvalue_member{})...}; };
-  }(std::make_index_sequence<N>{}) && !brace_constructible<S>(std::make_index_sequence<N>{});
+  }
+  (std::make_index_sequence<N>{}) && !brace_constructible<S>(std::make_index_sequence<N>{});
 }
 
 inline constexpr std::size_t max_struct_members = 16;
@@ -57,7 +57,7 @@ constexpr std::size_t member_count() {
 
 // Whether S is a struct the reflection handles: an aggregate class, not a std::tuple-like type.
 template <class S>
-inline constexpr bool reflectable_struct = std::is_class_v<S> && std::is_aggregate_v<S> && !std::is_union_v<S>;
+inline constexpr bool reflectable_struct = std::is_class_v<S>&& std::is_aggregate_v<S> && !std::is_union_v<S>;
 
 // A std::tuple of references to the members of `s`, in declaration order.
 template <class S>
@@ -181,7 +181,8 @@ consteval auto member_address() {
     return std::get<I>(std::tuple{&m0, &m1, &m2, &m3, &m4, &m5, &m6, &m7, &m8, &m9, &m10, &m11, &m12, &m13, &m14});
   } else if constexpr (N == 16) {
     const auto& [m0, m1, m2, m3, m4, m5, m6, m7, m8, m9, m10, m11, m12, m13, m14, m15] = fake_object<S>.value;
-    return std::get<I>(std::tuple{&m0, &m1, &m2, &m3, &m4, &m5, &m6, &m7, &m8, &m9, &m10, &m11, &m12, &m13, &m14, &m15});
+    return std::get<I>(
+        std::tuple{&m0, &m1, &m2, &m3, &m4, &m5, &m6, &m7, &m8, &m9, &m10, &m11, &m12, &m13, &m14, &m15});
   }
 }
 
@@ -198,7 +199,9 @@ constexpr std::string_view trailing_identifier(std::string_view pretty) {
   if (end == std::string_view::npos) end = pretty.size();
   while (end > at && pretty[end - 1] == ')') --end;
   std::size_t begin = end;
-  auto ident = [](char c) { return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
+  auto ident = [](char c) {
+    return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  };
   while (begin > at && ident(pretty[begin - 1])) --begin;
   if (begin == end || (pretty[begin] >= '0' && pretty[begin] <= '9')) return {};
   return pretty.substr(begin, end - begin);
@@ -213,4 +216,4 @@ constexpr std::string_view member_name() {
 #endif
 }
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail

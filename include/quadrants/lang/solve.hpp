@@ -63,4 +63,4 @@ auto solve(const A& a, const B& b) {
   return detail::solve_of<T, n>(mat<T, n, n>(detail::mat_value(a)), vec<T, n>(detail::vec_value(b)));
 }
 
-}  // namespace qd
+}  // namespace qd::inline v0

@@ -46,4 +46,4 @@ inline void at(const source_location& loc) noexcept {
 }
 }  // namespace detail
 
-}  // namespace qd
+}  // namespace qd::inline v0

@@ -39,14 +39,18 @@ ir::id bound_id(const A& a) {
 }
 
 // Whether a (non-generic) loop body takes a C++ number, as `[&](int i)` does.
-template <class Tuple> struct has_cpp_number;
-template <class... P> struct has_cpp_number<std::tuple<P...>> {
+template <class Tuple>
+struct has_cpp_number;
+template <class... P>
+struct has_cpp_number<std::tuple<P...>> {
   static constexpr bool value = (std::is_arithmetic_v<P> || ...);
 };
 template <class F>
 constexpr bool takes_cpp_index() {
-  if constexpr (kernel_lambda<F>) return has_cpp_number<lambda_params<F>>::value;
-  else return false;
+  if constexpr (kernel_lambda<F>)
+    return has_cpp_number<lambda_params<F>>::value;
+  else
+    return false;
 }
 template <class F>
 constexpr bool check_loop_body() {
@@ -92,29 +96,32 @@ template <int N, class F>
 void range_for(const ndrange_t<N>& range, F&& body, qd::source_location loc = qd::source_location::current()) {
   if constexpr (detail::check_loop_body<F>()) {
     detail::at(loc);
-    std::vector<ir::id> index = detail::begin_range_for_nd(std::vector<ir::id>(range.extents.begin(), range.extents.end()));
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      std::forward<F>(body)(i32::from_id(index[I])...);
-    }(std::make_index_sequence<static_cast<std::size_t>(N)>{});
+    std::vector<ir::id> index =
+        detail::begin_range_for_nd(std::vector<ir::id>(range.extents.begin(), range.extents.end()));
+    [&]<std::size_t... I>(std::index_sequence<I...>) { std::forward<F>(body)(i32::from_id(index[I])...); }
+    (std::make_index_sequence<static_cast<std::size_t>(N)>{});
     detail::end_range_for();
   }
 }
 
 // Every form with a qd::loop_config just before the body (top-level loops only).
 template <operand B, operand E, class F>
-void range_for(const B& begin, const E& end, const loop_config& config, F&& body, qd::source_location loc = qd::source_location::current()) {
+void range_for(const B& begin, const E& end, const loop_config& config, F&& body,
+               qd::source_location loc = qd::source_location::current()) {
   detail::set_loop_config(config);
   range_for(begin, end, std::forward<F>(body), loc);
 }
 
 template <operand E, class F>
-void range_for(const E& end, const loop_config& config, F&& body, qd::source_location loc = qd::source_location::current()) {
+void range_for(const E& end, const loop_config& config, F&& body,
+               qd::source_location loc = qd::source_location::current()) {
   detail::set_loop_config(config);
   range_for(0, end, std::forward<F>(body), loc);
 }
 
 template <int N, class F>
-void range_for(const ndrange_t<N>& range, const loop_config& config, F&& body, qd::source_location loc = qd::source_location::current()) {
+void range_for(const ndrange_t<N>& range, const loop_config& config, F&& body,
+               qd::source_location loc = qd::source_location::current()) {
   detail::set_loop_config(config);
   range_for(range, std::forward<F>(body), loc);
 }
@@ -141,7 +148,8 @@ if_handle if_(const C& cond, F&& then, qd::source_location loc = qd::source_loca
   static_assert(traced<C>,
                 "qd::if_ needs a traced boolean (a comparison of traced values); for a condition known while "
                 "tracing, use a plain C++ if");
-  static_assert(detail::traced_dtype<C> == dtype::boolean, "qd::if_ needs a boolean condition; compare it, e.g. x != 0");
+  static_assert(detail::traced_dtype<C> == dtype::boolean,
+                "qd::if_ needs a boolean condition; compare it, e.g. x != 0");
   detail::at(loc);
   ir::id node = detail::begin_if(cond.id());
   std::forward<F>(then)();
@@ -174,20 +182,24 @@ constexpr void check_atomic_type() {
 }
 }  // namespace detail
 
-#define QD_ATOMIC_FUNCTION(fname, aop)                                                                  \
-  template <element_type T, operand V>                                                                 \
-  expr<T> fname(const element_ref<T>& target, const V& value,                                          \
-                 qd::source_location loc = qd::source_location::current()) {                           \
-    detail::at(loc);                                                                                   \
-    detail::check_atomic_type<T, ir::atomic_op::aop>();                                                \
-    static_assert(detail::assignable_to<V>(dtype_of<T>), #fname ": the value must convert to the element type without loss; use qd::cast"); \
-    return expr<T>::from_id(detail::emit_global_atomic(ir::atomic_op::aop, target.where(), detail::value_id(value, dtype_of<T>))); \
-  }                                                                                                    \
-  template <class W, operand V, class T = typename var<W>::value_type>                                 \
-  expr<T> fname(var<W>& target, const V& value) {                                                      \
-    detail::check_atomic_type<T, ir::atomic_op::aop>();                                                \
-    static_assert(detail::assignable_to<V>(dtype_of<T>), #fname ": the value must convert to the variable's type without loss; use qd::cast"); \
-    return expr<T>::from_id(detail::emit_local_atomic(ir::atomic_op::aop, target.decl(), detail::value_id(value, dtype_of<T>))); \
+#define QD_ATOMIC_FUNCTION(fname, aop)                                                                         \
+  template <element_type T, operand V>                                                                         \
+  expr<T> fname(const element_ref<T>& target, const V& value,                                                  \
+                qd::source_location loc = qd::source_location::current()) {                                    \
+    detail::at(loc);                                                                                           \
+    detail::check_atomic_type<T, ir::atomic_op::aop>();                                                        \
+    static_assert(detail::assignable_to<V>(dtype_of<T>),                                                       \
+                  #fname ": the value must convert to the element type without loss; use qd::cast");           \
+    return expr<T>::from_id(                                                                                   \
+        detail::emit_global_atomic(ir::atomic_op::aop, target.where(), detail::value_id(value, dtype_of<T>))); \
+  }                                                                                                            \
+  template <class W, operand V, class T = typename var<W>::value_type>                                         \
+  expr<T> fname(var<W>& target, const V& value) {                                                              \
+    detail::check_atomic_type<T, ir::atomic_op::aop>();                                                        \
+    static_assert(detail::assignable_to<V>(dtype_of<T>),                                                       \
+                  #fname ": the value must convert to the variable's type without loss; use qd::cast");        \
+    return expr<T>::from_id(                                                                                   \
+        detail::emit_local_atomic(ir::atomic_op::aop, target.decl(), detail::value_id(value, dtype_of<T>)));   \
   }
 QD_ATOMIC_FUNCTION(atomic_add, add)
 QD_ATOMIC_FUNCTION(atomic_sub, sub)
@@ -242,8 +254,9 @@ expr<T> random(qd::source_location loc = qd::source_location::current(),
 // Without debug it is compiled out (no code, and cache keys of their own).
 template <class C>
 void assert_(const C& cond, std::string_view message, qd::source_location loc = qd::source_location::current()) {
-  static_assert(traced<C>, "qd::assert_ checks a traced boolean at run time; for a condition known while tracing, "
-                           "check it in C++ (a static_assert or a C++ if)");
+  static_assert(traced<C>,
+                "qd::assert_ checks a traced boolean at run time; for a condition known while tracing, "
+                "check it in C++ (a static_assert or a C++ if)");
   if constexpr (traced<C>) {
     static_assert(detail::traced_dtype<C> == dtype::boolean,
                   "qd::assert_ needs a boolean condition; compare it, e.g. x != 0");
@@ -275,9 +288,11 @@ struct print {
       else if constexpr (traced<X>)
         items.push_back(arg.id());
       else if constexpr (literal<X> && detail::floating_literal<X>)
-        items.push_back(detail::emit_float_constant(dtype::f64, static_cast<double>(static_cast<detail::literal_t<X>>(arg))));
+        items.push_back(
+            detail::emit_float_constant(dtype::f64, static_cast<double>(static_cast<detail::literal_t<X>>(arg))));
       else if constexpr (literal<X> && std::is_integral_v<detail::literal_t<X>>)
-        items.push_back(detail::emit_int_constant(dtype::i64, static_cast<std::int64_t>(static_cast<detail::literal_t<X>>(arg))));
+        items.push_back(
+            detail::emit_int_constant(dtype::i64, static_cast<std::int64_t>(static_cast<detail::literal_t<X>>(arg))));
       else
         static_assert(sizeof(X) == 0, "qd::print takes text, numbers and traced values");
     };
@@ -288,4 +303,4 @@ struct print {
 template <class... A>
 print(const A&...) -> print<A...>;
 
-}  // namespace qd
+}  // namespace qd::inline v0

@@ -29,20 +29,24 @@ namespace detail {
 
 // What a member of an element struct is: a scalar, a vector or a matrix of `scalar`,
 // `components` scalars in all.
-template <class M> struct member_kind {
+template <class M>
+struct member_kind {
   static constexpr bool valid = false;
 };
-template <element_type T> struct member_kind<expr<T>> {
+template <element_type T>
+struct member_kind<expr<T>> {
   static constexpr bool valid = !std::is_same_v<T, bool>;
   using scalar = T;
   static constexpr int components = 1;
 };
-template <element_type T, int K> struct member_kind<vec<T, K>> {
+template <element_type T, int K>
+struct member_kind<vec<T, K>> {
   static constexpr bool valid = true;
   using scalar = T;
   static constexpr int components = K;
 };
-template <element_type T, int R, int C> struct member_kind<mat<T, R, C>> {
+template <element_type T, int R, int C>
+struct member_kind<mat<T, R, C>> {
   static constexpr bool valid = true;
   using scalar = T;
   static constexpr int components = R * C;
@@ -51,8 +55,10 @@ template <element_type T, int R, int C> struct member_kind<mat<T, R, C>> {
 // An aggregate of 1 to 16 members, each a scalar, a qd::vec or a qd::mat.
 template <class S>
 constexpr bool struct_element_type() {
-  if constexpr (member_kind<S>::valid) return false;
-  else return aggregate_of<S, member_kind>();
+  if constexpr (member_kind<S>::valid)
+    return false;
+  else
+    return aggregate_of<S, member_kind>();
 }
 template <class S>
 concept struct_element = struct_element_type<S>();
@@ -110,7 +116,8 @@ class struct_ref : public S {
     const auto members = detail::tie_members(static_cast<S&>(*this));
     [&]<std::size_t... M>(std::index_sequence<M...>) {
       (detail::bind_member(std::get<M>(members), first_param + static_cast<std::int32_t>(M), element), ...);
-    }(std::make_index_sequence<std::tuple_size_v<decltype(members)>>{});
+    }
+    (std::make_index_sequence<std::tuple_size_v<decltype(members)>>{});
   }
   using S::operator=;
 };
@@ -118,7 +125,7 @@ class struct_ref : public S {
 namespace types {
 
 template <class S, int N, auto... Options>
-  requires detail::struct_element<S>
+requires detail::struct_element<S>
 class ndarray<S, N, Options...> {
   static_assert(N >= 0 && N <= 3, "an array of structs has at most 3 dimensions (each member takes one more)");
   static_assert(sizeof...(Options) == 0, "qd::needs_grad is not supported for arrays of structs");
@@ -130,26 +137,16 @@ class ndarray<S, N, Options...> {
 
   ndarray(detail::param_tag, std::int32_t first_param) : param_(first_param) {}
 
-  struct_ref<S> operator[](detail::located_index i) const
-    requires(N == 1)
-  {
-    return element(make_place(i.id));
-  }
-  struct_ref<S> operator[](const detail::located_indices<N>& v) const
-    requires(N >= 2)
-  {
+  struct_ref<S> operator[](detail::located_index i) const requires(N == 1) { return element(make_place(i.id)); }
+  struct_ref<S> operator[](const detail::located_indices<N>& v) const requires(N >= 2) {
     return element(detail::place{param_, 0, static_cast<std::uint8_t>(N), v.ids});
   }
   template <class... I>
-    requires(sizeof...(I) + 1 == N && (operand<I> && ...))
-  struct_ref<S> operator()(detail::located_index first, const I&... i) const {
+  requires(sizeof...(I) + 1 == N && (operand<I> && ...)) struct_ref<S>
+  operator()(detail::located_index first, const I&... i) const {
     return element(make_place(first.id, detail::index_id(i)...));
   }
-  struct_ref<S> operator()() const
-    requires(N == 0)
-  {
-    return element(make_place());
-  }
+  struct_ref<S> operator()() const requires(N == 0) { return element(make_place()); }
 
   // The extent of dimension d (d < N), as a traced i32.
   expr<std::int32_t> shape(int d) const {
@@ -179,7 +176,7 @@ class ndarray<S, N, Options...> {
 
 namespace detail {
 template <class S, int N, auto... Options>
-  requires struct_element<S>
+requires struct_element<S>
 struct param_traits<types::ndarray<S, N, Options...>> {
   using P = types::ndarray<S, N, Options...>;
   static constexpr bool valid = true;
@@ -188,9 +185,10 @@ struct param_traits<types::ndarray<S, N, Options...>> {
   static constexpr int count = P::members;
   static constexpr std::array<ir::param_desc, static_cast<std::size_t>(count)> descs =
       []<std::size_t... M>(std::index_sequence<M...>) {
-        return std::array<ir::param_desc, sizeof...(M)>{
-            ir::param_desc{true, dtype_of<typename member_kind<member_type<S, M>>::scalar>, N + 1, false}...};
-      }(std::make_index_sequence<static_cast<std::size_t>(count)>{});
+    return std::array<ir::param_desc, sizeof...(M)>{
+        ir::param_desc{true, dtype_of<typename member_kind<member_type<S, M>>::scalar>, N + 1, false}...};
+  }
+  (std::make_index_sequence<static_cast<std::size_t>(count)>{});
   // "p.x" (by position, "p.0", where the compiler cannot spell member names).
   static std::string component_name(const std::string& base, int m) {
     return [&]<std::size_t... M>(std::index_sequence<M...>) {
@@ -198,10 +196,13 @@ struct param_traits<types::ndarray<S, N, Options...>> {
       out += '.';
       std::string_view name;
       ((static_cast<int>(M) == m ? (void)(name = member_name<M, S>()) : void()), ...);
-      if (name.empty()) out += std::to_string(m);
-      else out.append(name);
+      if (name.empty())
+        out += std::to_string(m);
+      else
+        out.append(name);
       return out;
-    }(std::make_index_sequence<static_cast<std::size_t>(count)>{});
+    }
+    (std::make_index_sequence<static_cast<std::size_t>(count)>{});
   }
   static P make(std::int32_t index) { return {param_tag{}, index}; }
 };
@@ -214,19 +215,21 @@ template <element_type T>
 element_ref<T> ref(const expr<T>& member) {
   const std::int32_t b = detail::expr_binding::bound(member);
   if (b < 0)
-    detail::throw_trace_error("qd::ref takes a member of an array element (qd::ref(p[i].m) for an array of structs "
-                              "p); this value is not one");
+    detail::throw_trace_error(
+        "qd::ref takes a member of an array element (qd::ref(p[i].m) for an array of structs "
+        "p); this value is not one");
   return element_ref<T>(detail::bound_place(b));
 }
 template <element_type T, int K>
 vec_ref<T, K> ref(const vec<T, K>& member) {
   const std::int32_t b = detail::expr_binding::bound(member[0]);
   if (b < 0)
-    detail::throw_trace_error("qd::ref takes a member of an array element (qd::ref(p[i].v) for an array of structs "
-                              "p); this vector is not one");
+    detail::throw_trace_error(
+        "qd::ref takes a member of an array element (qd::ref(p[i].v) for an array of structs "
+        "p); this vector is not one");
   detail::place element = detail::bound_place(b);
   --element.rank;  // vec_ref appends the component index
   return vec_ref<T, K>(element);
 }
 
-}  // namespace qd
+}  // namespace qd::inline v0

@@ -25,8 +25,10 @@ struct param_traits;  // kernel_signature.hpp: the parameter types themselves
 // vector or matrix (lang/vec_param.hpp, whose traits list `descs` and name each one).
 template <class P>
 constexpr std::size_t ir_param_count() {
-  if constexpr (requires { param_traits<P>::count; }) return static_cast<std::size_t>(param_traits<P>::count);
-  else return 1;
+  if constexpr (requires { param_traits<P>::count; })
+    return static_cast<std::size_t>(param_traits<P>::count);
+  else
+    return 1;
 }
 
 template <class S, std::size_t I>
@@ -44,9 +46,8 @@ constexpr bool aggregate_of() {
     if constexpr (n == 0 || n > max_struct_members) {
       return false;
     } else {
-      return []<std::size_t... I>(std::index_sequence<I...>) {
-        return (Kind<member_type<S, I>>::valid && ...);
-      }(std::make_index_sequence<n>{});
+      return []<std::size_t... I>(std::index_sequence<I...>) { return (Kind<member_type<S, I>>::valid && ...); }
+      (std::make_index_sequence<n>{});
     }
   }
 }
@@ -62,8 +63,10 @@ constexpr bool valid_param() {
       return false;
     } else {
       return []<std::size_t... I>(std::index_sequence<I...>) {
-        return ((valid_param<member_type<P, I>>() && !requires { param_traits<member_type<P, I>>::top_level_only; }) && ...);
-      }(std::make_index_sequence<n>{});
+        return ((valid_param<member_type<P, I>>() && !requires { param_traits<member_type<P, I>>::top_level_only; }) &&
+                ...);
+      }
+      (std::make_index_sequence<n>{});
     }
   } else {
     return false;
@@ -81,7 +84,8 @@ constexpr std::size_t leaf_count() {
   } else {
     return []<std::size_t... I>(std::index_sequence<I...>) {
       return (std::size_t{0} + ... + leaf_count<member_type<P, I>>());
-    }(std::make_index_sequence<member_count<P>()>{});
+    }
+    (std::make_index_sequence<member_count<P>()>{});
   }
 }
 
@@ -92,9 +96,8 @@ void append_param_descs(std::vector<ir::param_desc>& out) {
   } else if constexpr (param_traits<P>::valid) {
     out.push_back(param_traits<P>::desc);
   } else {
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (append_param_descs<member_type<P, I>>(out), ...);
-    }(std::make_index_sequence<member_count<P>()>{});
+    [&]<std::size_t... I>(std::index_sequence<I...>) { (append_param_descs<member_type<P, I>>(out), ...); }
+    (std::make_index_sequence<member_count<P>()>{});
   }
 }
 
@@ -108,7 +111,8 @@ P make_param(std::int32_t& next) {
   } else {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       return P{make_param<member_type<P, I>>(next)...};  // braced: left to right
-    }(std::make_index_sequence<member_count<P>()>{});
+    }
+    (std::make_index_sequence<member_count<P>()>{});
   }
 }
 
@@ -126,13 +130,16 @@ void append_param_names(const std::string& base, std::vector<std::string>& out) 
       auto member = [&](std::size_t k, std::string_view name) {
         std::string s = base;  // appended piece by piece: GCC 12 warns wrongly on a chain of +
         s += '.';
-        if (name.empty()) s += std::to_string(k);
-        else s.append(name);
+        if (name.empty())
+          s += std::to_string(k);
+        else
+          s.append(name);
         return s;
       };
       (append_param_names<member_type<P, I>>(member(I, member_name<I, P>()), out), ...);
-    }(std::make_index_sequence<member_count<P>()>{});
+    }
+    (std::make_index_sequence<member_count<P>()>{});
   }
 }
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail

@@ -29,8 +29,10 @@ namespace detail {
 // identities to rounding but make the derivative of V that of the exact SVD.
 template <class T, int N>
 constexpr int svd_sweeps() {
-  if constexpr (N == 2) return 2;
-  else return std::is_same_v<T, double> ? 5 : 4;
+  if constexpr (N == 2)
+    return 2;
+  else
+    return std::is_same_v<T, double> ? 5 : 4;
 }
 
 template <class T, int N>
@@ -108,9 +110,8 @@ svd_result<T, N> svd_of(const mat<T, N, N>& a) {
     sigma[k] = qd::select(above, qd::select(sigma[k] < T(0), -bound, bound), sigma[k]);
   }
   const auto U = generate_mat<N, N>([&](int i, int j) { return u[static_cast<std::size_t>(i * N + j)]; });
-  const auto S = generate_mat<N, N>([&](int i, int j) {
-    return i == j ? sigma[static_cast<std::size_t>(i)] * scale : expr<T>(0);
-  });
+  const auto S = generate_mat<N, N>(
+      [&](int i, int j) { return i == j ? sigma[static_cast<std::size_t>(i)] * scale : expr<T>(0); });
   return {U, S, v.value()};
 }
 
@@ -149,4 +150,4 @@ auto polar_decompose(const A& a) {
   return polar_result<T, n>{d.U * transpose(d.V), p};
 }
 
-}  // namespace qd
+}  // namespace qd::inline v0

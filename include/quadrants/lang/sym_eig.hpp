@@ -22,9 +22,12 @@ namespace detail {
 // inputs, plus one that fixes the derivative of Q (see svd_sweeps).
 template <class T, int N>
 constexpr int sym_eig_sweeps() {
-  if constexpr (N == 2) return 2;
-  else if constexpr (N == 3) return std::is_same_v<T, double> ? 5 : 4;
-  else return 6;
+  if constexpr (N == 2)
+    return 2;
+  else if constexpr (N == 3)
+    return std::is_same_v<T, double> ? 5 : 4;
+  else
+    return 6;
 }
 
 // Only the upper triangle of `a` is read: a(i, j) for i <= j stands for both.
@@ -99,4 +102,4 @@ auto make_spd(const A& a) {
   });
 }
 
-}  // namespace qd
+}  // namespace qd::inline v0

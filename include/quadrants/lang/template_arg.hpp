@@ -25,11 +25,11 @@ class template_arg {
   T value_;
 };
 
-}  // namespace qd::types
+}  // namespace qd::inline v0::types
 
 namespace qd::inline v0::detail {
 template <class P>
 inline constexpr bool is_template_arg = false;
 template <class T>
 inline constexpr bool is_template_arg<types::template_arg<T>> = true;
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail

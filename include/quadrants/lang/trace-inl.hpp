@@ -52,9 +52,10 @@ QD_FUNC void throw_trace_error(const std::string& what) {
 }
 
 QD_FUNC void throw_bound_literal(const std::string& value) {
-  throw_trace_error(fmt::format("a qd::range_for bound of {} does not fit in qd::i32: loop indices are 32-bit, so split "
-                                "the iteration space into loops of at most 2147483647 iterations",
-                                value));
+  throw_trace_error(
+      fmt::format("a qd::range_for bound of {} does not fit in qd::i32: loop indices are 32-bit, so split "
+                  "the iteration space into loops of at most 2147483647 iterations",
+                  value));
 }
 
 QD_FUNC dtype type_of(ir::id v) { return current_tracer().fn.at(v).type; }
@@ -229,7 +230,6 @@ QD_FUNC void store_bound(std::int32_t index, ir::id value) {
   emit_global_store(p, value);
 }
 
-
 QD_FUNC std::vector<ir::id> widened_indices(const place& p) {
   std::vector<ir::id> out;
   out.reserve(p.rank);
@@ -273,9 +273,7 @@ QD_FUNC void emit_global_update(ir::binary_op o, const place& p, ir::id loaded, 
   emit_global_store(p, emit_binary(o, arithmetic_type_of(elem), loaded, value));
 }
 
-QD_FUNC ir::id emit_local_decl(dtype t, ir::id init) {
-  return current_tracer().b.local_decl(t, convert(init, t));
-}
+QD_FUNC ir::id emit_local_decl(dtype t, ir::id init) { return current_tracer().b.local_decl(t, convert(init, t)); }
 
 QD_FUNC ir::id emit_local_load(ir::id decl) { return current_tracer().b.local_load(decl); }
 
@@ -399,7 +397,8 @@ QD_FUNC std::vector<ir::id> begin_range_for_nd(const std::vector<ir::id>& extent
   t.b.push_block(t.fn.at(loop).block0);
   if (parallel) ++t.parallel_depth;
   std::vector<ir::id> indices;
-  for (std::size_t d = 0; d < converted.size(); ++d) indices.push_back(t.b.loop_index_of(loop, static_cast<std::int32_t>(d)));
+  for (std::size_t d = 0; d < converted.size(); ++d)
+    indices.push_back(t.b.loop_index_of(loop, static_cast<std::int32_t>(d)));
   return indices;
 }
 
@@ -415,8 +414,8 @@ QD_FUNC void end_range_for() {
 QD_FUNC ir::id begin_if(ir::id cond) {
   auto& t = current_tracer();
   if (type_of(cond) != dtype::boolean)
-    throw_trace_error(fmt::format("qd::if_ needs a boolean condition, got {}; compare it, e.g. x != 0",
-                                  name(type_of(cond))));
+    throw_trace_error(
+        fmt::format("qd::if_ needs a boolean condition, got {}; compare it, e.g. x != 0", name(type_of(cond))));
   enter_nesting(t, 1);
   ir::id n = t.b.if_(cond);
   t.b.push_block(t.fn.at(n).block0);
@@ -525,8 +524,8 @@ QD_FUNC void emit_assert(ir::id cond, std::string_view message) {
   auto& t = current_tracer();
   if (!t.debug) return;  // compiled out: the IR, hence every key, differs from a debug trace
   if (type_of(cond) != dtype::boolean)
-    throw_trace_error(fmt::format("qd::assert_ needs a boolean condition, got {}; compare it, e.g. x != 0",
-                                  name(type_of(cond))));
+    throw_trace_error(
+        fmt::format("qd::assert_ needs a boolean condition, got {}; compare it, e.g. x != 0", name(type_of(cond))));
   const ir::id branch = begin_if(t.b.unary(ir::unary_op::logical_not, dtype::boolean, cond));
   const ir::id report = t.b.print({t.b.add_string(std::string(message))});
   t.fn.at(report).flags = ir::print_flags::assertion;
@@ -544,4 +543,4 @@ QD_FUNC void emit_print(const std::vector<std::int32_t>& args) {
   t.last_if = ir::none;
 }
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail

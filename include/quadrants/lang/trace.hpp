@@ -49,18 +49,18 @@ class tracer {
   ir::builder b;
   std::string kernel;
   std::vector<std::string> param_names;
-  int parallel_depth = 0;      // > 0 inside the body of a top-level range_for
-  int nesting = 0;             // levels of control flow around the current block (ir/nesting.hpp)
-  ir::id last_if = ir::none;   // the if_ an else_ may still attach to
+  int parallel_depth = 0;     // > 0 inside the body of a top-level range_for
+  int nesting = 0;            // levels of control flow around the current block (ir/nesting.hpp)
+  ir::id last_if = ir::none;  // the if_ an else_ may still attach to
   // A qd::loop_config for the next range_for (lang/loop_control.hpp).
   bool has_loop_config = false;
   std::int32_t loop_block_dim = 0;
   bool loop_serialize = false;
-  bool graph_kernel = false;   // qd::kernel(name, qd::graph::on, ...): do_while and graph::parallel allowed
-  std::vector<std::uint8_t> graph_open;  // open do_while bodies and forks (ir::graph_mark), innermost last
-  bool debug = false;                    // config.debug: qd::assert_ is traced, else compiled out
+  bool graph_kernel = false;               // qd::kernel(name, qd::graph::on, ...): do_while and graph::parallel allowed
+  std::vector<std::uint8_t> graph_open;    // open do_while bodies and forks (ir::graph_mark), innermost last
+  bool debug = false;                      // config.debug: qd::assert_ is traced, else compiled out
   std::vector<assertion_site> assertions;  // numbered by the print node's imm
-  std::vector<place> bound_places;       // the elements members of element proxies stand for
+  std::vector<place> bound_places;         // the elements members of element proxies stand for
   // The draws of the full-expression being traced (draw_group), reordered at its end.
   std::vector<draw_site> pending_draws;
   int open_draw_groups = 0;
@@ -174,7 +174,7 @@ QD_FUNC void emit_assert(ir::id cond, std::string_view message);
 QD_FUNC std::int32_t intern_text(std::string_view text);
 QD_FUNC void emit_print(const std::vector<std::int32_t>& args);
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/lang/trace-inl.hpp"

@@ -22,7 +22,8 @@ constexpr void reject_var_by_value() {
 
 template <class T>
 class var {
-  static_assert(element_type<T>, "qd::var<T> takes an element type (float, std::int32_t, ...) or a traced name (qd::f32, qd::i32, ...)");
+  static_assert(element_type<T>,
+                "qd::var<T> takes an element type (float, std::int32_t, ...) or a traced name (qd::f32, qd::i32, ...)");
 
  public:
   using value_type = T;
@@ -44,10 +45,8 @@ class var {
   // original, so it does not compile. Being explicit, this constructor is no
   // candidate for `qd::var<T> w = v;`, which keeps the copy above.
   template <class V>
-    requires std::same_as<V, var>
-  explicit var(V& other) : var(std::as_const(other)) {
-    detail::reject_var_by_value<V>();
-  }
+  requires std::same_as<V, var>
+  explicit var(V& other) : var(std::as_const(other)) { detail::reject_var_by_value<V>(); }
 
   // An assigned value and where the assignment was written: operators take no extra
   // parameter, so the conversion to this records the user's line (`s *= 2` on a line of
@@ -75,10 +74,10 @@ class var {
     return *this;
   }
 
-#define QD_VAR_COMPOUND(symbol, binop)                                             \
-  var& operator symbol(const located_value& value) {                               \
-    detail::emit_local_update(ir::binary_op::binop, decl_, value.id());            \
-    return *this;                                                                  \
+#define QD_VAR_COMPOUND(symbol, binop)                                  \
+  var& operator symbol(const located_value& value) {                    \
+    detail::emit_local_update(ir::binary_op::binop, decl_, value.id()); \
+    return *this;                                                       \
   }
   QD_VAR_COMPOUND(+=, add)
   QD_VAR_COMPOUND(-=, sub)
@@ -113,10 +112,8 @@ class var<expr<T>> : public var<T> {
   using var<T>::operator=;
   var(const var& other) : var<T>(other) {}
   template <class V>
-    requires std::same_as<V, var>
-  explicit var(V& other) : var<T>(std::as_const(other)) {
-    detail::reject_var_by_value<V>();
-  }
+  requires std::same_as<V, var>
+  explicit var(V& other) : var<T>(std::as_const(other)) { detail::reject_var_by_value<V>(); }
 };
 
-}  // namespace qd
+}  // namespace qd::inline v0

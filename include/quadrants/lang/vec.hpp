@@ -14,17 +14,20 @@
 
 namespace qd::inline v0 {
 
-template <element_type T, int N> class vec;
+template <element_type T, int N>
+class vec;
 
 namespace detail {
 
 // What a vector-valued operand is: a qd::vec, a qd::var of one or an element of an
 // array of vectors. Each specialization names the scalar type and the size; the
 // operand's value() is the qd::vec it holds now.
-template <class A> struct vector_traits {
+template <class A>
+struct vector_traits {
   static constexpr bool value = false;
 };
-template <element_type T, int N> struct vector_traits<vec<T, N>> {
+template <element_type T, int N>
+struct vector_traits<vec<T, N>> {
   static constexpr bool value = true;
   using scalar = T;
   static constexpr int size = N;
@@ -55,7 +58,8 @@ auto generate_vec(F&& f) {
   using R = typename decltype(f(0))::value_type;
   return [&]<std::size_t... I>(std::index_sequence<I...>) {
     return vec<R, N>::from_components(std::array<expr<R>, N>{expr<R>(f(static_cast<int>(I)))...});
-  }(std::make_index_sequence<static_cast<std::size_t>(N)>{});
+  }
+  (std::make_index_sequence<static_cast<std::size_t>(N)>{});
 }
 
 template <vector_like A>
@@ -75,20 +79,18 @@ class vec {
 
   // One value per component: C++ numbers or traced values that convert without loss.
   template <class... A>
-    requires(sizeof...(A) == N && (operand<A> && ...))
-  vec(const A&... components) : c_{checked(components)...} {}
+  requires(sizeof...(A) == N && (operand<A> && ...)) vec(const A&... components) : c_{checked(components)...} {}
 
   // Every component equal to s: qd::vec3f(0.0f).
   template <operand A>
-    requires(N > 1)
-  explicit vec(const A& s) : vec(broadcast(checked(s))) {}
+  requires(N > 1) explicit vec(const A& s) : vec(broadcast(checked(s))) {}
 
   // Another vector of the same size (a qd::var, an array element, another type
   // that converts without loss, e.g. qd::vec3i to qd::vec3f).
   template <vector_like V>
-    requires(!std::is_same_v<std::remove_cvref_t<V>, vec> && detail::vector_size<V> == N &&
-             implicitly_convertible(dtype_of<detail::vector_scalar<V>>, dtype_of<T>))
-  vec(const V& other) : vec(convert(detail::vec_value(other))) {}
+  requires(!std::is_same_v<std::remove_cvref_t<V>, vec> && detail::vector_size<V> == N &&
+           implicitly_convertible(dtype_of<detail::vector_scalar<V>>, dtype_of<T>)) vec(const V& other)
+      : vec(convert(detail::vec_value(other))) {}
 
   static vec zero() { return vec(broadcast(expr<T>(0))); }
   static vec from_components(const std::array<expr<T>, N>& c) { return vec(c); }
@@ -112,15 +114,15 @@ class vec {
     return expr<T>::from_id(detail::value_id(a, dtype_of<T>));
   }
   static std::array<expr<T>, N> broadcast(const expr<T>& s) {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return std::array<expr<T>, N>{((void)I, s)...};
-    }(std::make_index_sequence<static_cast<std::size_t>(N)>{});
+    return [&]<std::size_t... I>(std::index_sequence<I...>) { return std::array<expr<T>, N>{((void)I, s)...}; }
+    (std::make_index_sequence<static_cast<std::size_t>(N)>{});
   }
   template <class U>
   static std::array<expr<T>, N> convert(const vec<U, N>& v) {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       return std::array<expr<T>, N>{expr<T>::from_id(detail::convert(v[static_cast<int>(I)].id(), dtype_of<T>))...};
-    }(std::make_index_sequence<static_cast<std::size_t>(N)>{});
+    }
+    (std::make_index_sequence<static_cast<std::size_t>(N)>{});
   }
 
   std::array<expr<T>, N> c_;
@@ -163,18 +165,18 @@ auto map(const A& a, F&& f) {
 }  // namespace detail
 
 // Elementwise vector (op) vector, and vector (op) scalar in either order.
-#define QD_VEC_OPERATOR(symbol)                                                                  \
-  template <vector_like A, vector_like B>                                                        \
-  auto operator symbol(const A& a, const B& b) {                                                 \
-    return detail::zip(a, b, [](const auto& x, const auto& y) { return x symbol y; });           \
-  }                                                                                              \
-  template <vector_like A, operand S>                                                            \
-  auto operator symbol(const A& a, const S& s) {                                                 \
-    return detail::map(a, [&](const auto& x) { return x symbol s; });                            \
-  }                                                                                              \
-  template <operand S, vector_like A>                                                            \
-  auto operator symbol(const S& s, const A& a) {                                                 \
-    return detail::map(a, [&](const auto& x) { return s symbol x; });                            \
+#define QD_VEC_OPERATOR(symbol)                                                        \
+  template <vector_like A, vector_like B>                                              \
+  auto operator symbol(const A& a, const B& b) {                                       \
+    return detail::zip(a, b, [](const auto& x, const auto& y) { return x symbol y; }); \
+  }                                                                                    \
+  template <vector_like A, operand S>                                                  \
+  auto operator symbol(const A& a, const S& s) {                                       \
+    return detail::map(a, [&](const auto& x) { return x symbol s; });                  \
+  }                                                                                    \
+  template <operand S, vector_like A>                                                  \
+  auto operator symbol(const S& s, const A& a) {                                       \
+    return detail::map(a, [&](const auto& x) { return s symbol x; });                  \
   }
 QD_VEC_OPERATOR(+)
 QD_VEC_OPERATOR(-)
@@ -203,8 +205,7 @@ auto dot(const A& a, const B& b) {
 
 template <vector_like A, vector_like B>
 auto cross(const A& a, const B& b) {
-  static_assert(detail::vector_size<A> == 3 && detail::vector_size<B> == 3,
-                "qd::cross takes two 3-component vectors");
+  static_assert(detail::vector_size<A> == 3 && detail::vector_size<B> == 3, "qd::cross takes two 3-component vectors");
   auto va = detail::vec_value(a);
   auto vb = detail::vec_value(b);
   return detail::generate_vec<3>([&](int k) {
@@ -242,4 +243,4 @@ auto abs(const A& a) {
   return detail::map(a, [](const auto& x) { return qd::abs(x); });
 }
 
-}  // namespace qd
+}  // namespace qd::inline v0

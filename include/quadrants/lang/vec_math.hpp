@@ -7,10 +7,10 @@
 
 namespace qd::inline v0 {
 
-#define QD_VEC_UNARY(fname)                                                  \
-  template <vector_like A>                                                   \
-  auto fname(const A& a) {                                                   \
-    return detail::map(a, [](const auto& x) { return qd::fname(x); });       \
+#define QD_VEC_UNARY(fname)                                            \
+  template <vector_like A>                                             \
+  auto fname(const A& a) {                                             \
+    return detail::map(a, [](const auto& x) { return qd::fname(x); }); \
   }
 QD_VEC_UNARY(sqrt)
 QD_VEC_UNARY(exp)
@@ -33,18 +33,18 @@ QD_VEC_UNARY(sign)
 #undef QD_VEC_UNARY
 
 // vector (f) vector, vector (f) scalar and scalar (f) vector, component by component.
-#define QD_VEC_BINARY(fname)                                                                      \
-  template <vector_like A, vector_like B>                                                         \
-  auto fname(const A& a, const B& b) {                                                            \
-    return detail::zip(a, b, [](const auto& x, const auto& y) { return qd::fname(x, y); });       \
-  }                                                                                               \
-  template <vector_like A, operand S>                                                             \
-  auto fname(const A& a, const S& s) {                                                            \
-    return detail::map(a, [&](const auto& x) { return qd::fname(x, s); });                       \
-  }                                                                                               \
-  template <operand S, vector_like A>                                                             \
-  auto fname(const S& s, const A& a) {                                                            \
-    return detail::map(a, [&](const auto& x) { return qd::fname(s, x); });                       \
+#define QD_VEC_BINARY(fname)                                                                \
+  template <vector_like A, vector_like B>                                                   \
+  auto fname(const A& a, const B& b) {                                                      \
+    return detail::zip(a, b, [](const auto& x, const auto& y) { return qd::fname(x, y); }); \
+  }                                                                                         \
+  template <vector_like A, operand S>                                                       \
+  auto fname(const A& a, const S& s) {                                                      \
+    return detail::map(a, [&](const auto& x) { return qd::fname(x, s); });                  \
+  }                                                                                         \
+  template <operand S, vector_like A>                                                       \
+  auto fname(const S& s, const A& a) {                                                      \
+    return detail::map(a, [&](const auto& x) { return qd::fname(s, x); });                  \
   }
 QD_VEC_BINARY(pow)
 QD_VEC_BINARY(atan2)
@@ -58,13 +58,17 @@ namespace detail {
 // Component k of a vector operand, or the scalar operand itself.
 template <class A>
 auto component_or_scalar(const A& a, int k) {
-  if constexpr (vector_like<A>) return vec_value(a)[k];
-  else return a;
+  if constexpr (vector_like<A>)
+    return vec_value(a)[k];
+  else
+    return a;
 }
 template <class A>
 constexpr int size_or_zero() {
-  if constexpr (vector_like<A>) return vector_size<A>;
-  else return 0;
+  if constexpr (vector_like<A>)
+    return vector_size<A>;
+  else
+    return 0;
 }
 template <class... A>
 constexpr int vector_size_of_any() {
@@ -89,10 +93,9 @@ concept vector_or_operand = vector_like<A> || operand<A>;
 }  // namespace detail
 
 // clamp, mix and smoothstep with any operand a vector (the others vectors of its size or scalars).
-#define QD_VEC_TERNARY(fname)                                                                              \
-  template <detail::vector_or_operand A, detail::vector_or_operand B, detail::vector_or_operand C>          \
-    requires(vector_like<A> || vector_like<B> || vector_like<C>)                                           \
-  auto fname(const A& a, const B& b, const C& c) {                                                         \
+#define QD_VEC_TERNARY(fname)                                                                                     \
+  template <detail::vector_or_operand A, detail::vector_or_operand B, detail::vector_or_operand C>                \
+  requires(vector_like<A> || vector_like<B> || vector_like<C>) auto fname(const A& a, const B& b, const C& c) {   \
     return detail::zip3(a, b, c, [](const auto& x, const auto& y, const auto& z) { return qd::fname(x, y, z); }); \
   }
 QD_VEC_TERNARY(clamp)
@@ -103,10 +106,12 @@ QD_VEC_TERNARY(smoothstep)
 // qd::cast<qd::i32>(v) (or qd::cast<qd::vec2i>(v)): each component converted, as the
 // scalar qd::cast converts it.
 namespace detail {
-template <class To> struct cast_scalar {
+template <class To>
+struct cast_scalar {
   using type = element_of<To>;
 };
-template <element_type T, int N> struct cast_scalar<vec<T, N>> {
+template <element_type T, int N>
+struct cast_scalar<vec<T, N>> {
   using type = T;
 };
 }  // namespace detail
@@ -117,4 +122,4 @@ auto cast(const A& a) {
   return detail::map(a, [](const auto& x) { return qd::cast<T>(x); });
 }
 
-}  // namespace qd
+}  // namespace qd::inline v0

@@ -68,7 +68,8 @@ class vec_ref {
 
   // Component k as a scalar array element: p[i][2] += 1.0f.
   element_ref<T> operator[](int k) const {
-    return element_ref<T>(detail::with_trailing(element_, {static_cast<int>(detail::component(k, N, "qd::vec element"))}));
+    return element_ref<T>(
+        detail::with_trailing(element_, {static_cast<int>(detail::component(k, N, "qd::vec element"))}));
   }
   element_ref<T> x() const { return (*this)[0]; }
   element_ref<T> y() const requires(N >= 2) { return (*this)[1]; }
@@ -82,9 +83,8 @@ class vec_ref {
 
  private:
   static vec<T, N> load(const detail::place& element) {
-    return detail::generate_vec<N>([&](int k) {
-      return expr<T>::from_id(detail::emit_global_load(detail::with_trailing(element, {k})));
-    });
+    return detail::generate_vec<N>(
+        [&](int k) { return expr<T>::from_id(detail::emit_global_load(detail::with_trailing(element, {k}))); });
   }
   template <class A>
   static vec<T, N> checked(const A& v) {
@@ -138,8 +138,9 @@ class mat_ref {
   }
 
   element_ref<T> operator()(int i, int j) const {
-    return element_ref<T>(detail::with_trailing(element_, {static_cast<int>(detail::component(i, R, "qd::mat row")),
-                                                           static_cast<int>(detail::component(j, C, "qd::mat column"))}));
+    return element_ref<T>(
+        detail::with_trailing(element_, {static_cast<int>(detail::component(i, R, "qd::mat row")),
+                                         static_cast<int>(detail::component(j, C, "qd::mat column"))}));
   }
   vec_ref<T, C> row(int i) const {
     return vec_ref<T, C>(detail::with_trailing(element_, {static_cast<int>(detail::component(i, R, "qd::mat row"))}));
@@ -181,20 +182,25 @@ class mat_ref {
 };
 
 namespace detail {
-template <element_type T, int N> struct vector_traits<vec_ref<T, N>> : vector_traits<vec<T, N>> {};
-template <element_type T, int R, int C> struct matrix_traits<mat_ref<T, R, C>> : matrix_traits<mat<T, R, C>> {};
+template <element_type T, int N>
+struct vector_traits<vec_ref<T, N>> : vector_traits<vec<T, N>> {};
+template <element_type T, int R, int C>
+struct matrix_traits<mat_ref<T, R, C>> : matrix_traits<mat<T, R, C>> {};
 
 // The number of trailing component dimensions of an array element type, and its scalar.
-template <class E> struct composite_element {
+template <class E>
+struct composite_element {
   static constexpr bool value = false;
 };
-template <element_type T, int K> struct composite_element<vec<T, K>> {
+template <element_type T, int K>
+struct composite_element<vec<T, K>> {
   static constexpr bool value = true;
   using scalar = T;
   static constexpr int component_dims = 1;
   using reference = vec_ref<T, K>;
 };
-template <element_type T, int R, int C> struct composite_element<mat<T, R, C>> {
+template <element_type T, int R, int C>
+struct composite_element<mat<T, R, C>> {
   static constexpr bool value = true;
   using scalar = T;
   static constexpr int component_dims = 2;
@@ -203,12 +209,12 @@ template <element_type T, int R, int C> struct composite_element<mat<T, R, C>> {
 }  // namespace detail
 
 // qd::atomic_add(p[i], dv) and friends: one atomic per component; returns the old vector.
-#define QD_VEC_ATOMIC(fname, aop)                                                                         \
-  template <element_type T, int N, vector_like V>                                                          \
-  vec<T, N> fname(const vec_ref<T, N>& target, const V& value) {                                           \
+#define QD_VEC_ATOMIC(fname, aop)                                                                               \
+  template <element_type T, int N, vector_like V>                                                               \
+  vec<T, N> fname(const vec_ref<T, N>& target, const V& value) {                                                \
     static_assert(detail::vector_size<V> == N, #fname ": the vector needs the element's number of components"); \
-    auto v = detail::vec_value(value);                                                                     \
-    return detail::generate_vec<N>([&](int k) { return fname(target[k], v[k]); });                         \
+    auto v = detail::vec_value(value);                                                                          \
+    return detail::generate_vec<N>([&](int k) { return fname(target[k], v[k]); });                              \
   }
 QD_VEC_ATOMIC(atomic_add, add)
 QD_VEC_ATOMIC(atomic_sub, sub)
@@ -235,8 +241,7 @@ namespace types {
 
 // An array parameter whose elements are vectors or matrices (see the layout above).
 template <class E, int N, auto... Options>
-  requires detail::composite_element<E>::value
-class ndarray<E, N, Options...> {
+requires detail::composite_element<E>::value class ndarray<E, N, Options...> {
   using traits = detail::composite_element<E>;
   static_assert(N >= 0 && N + traits::component_dims <= 4,
                 "an array of vectors has at most 3 dimensions and an array of matrices at most 2 (their components "
@@ -253,27 +258,19 @@ class ndarray<E, N, Options...> {
   ndarray(detail::param_tag, std::int32_t param, std::uint8_t flags = 0) : param_(param), flags_(flags) {}
 
   // p[i], p(i, j): the element's reference; the first index records the user's line.
-  typename traits::reference operator[](detail::located_index i) const
-    requires(N == 1)
-  {
+  typename traits::reference operator[](detail::located_index i) const requires(N == 1) {
     return typename traits::reference(make_place(i.id));
   }
   // p[v] with a vector of N integer indices: p(v[0], v[1], ...).
-  typename traits::reference operator[](const detail::located_indices<N>& v) const
-    requires(N >= 2)
-  {
+  typename traits::reference operator[](const detail::located_indices<N>& v) const requires(N >= 2) {
     return typename traits::reference(detail::place{param_, flags_, static_cast<std::uint8_t>(N), v.ids});
   }
   template <class... I>
-    requires(sizeof...(I) + 1 == N && (operand<I> && ...))
-  typename traits::reference operator()(detail::located_index first, const I&... i) const {
+  requires(sizeof...(I) + 1 == N && (operand<I> && ...)) typename traits::reference operator()(
+      detail::located_index first, const I&... i) const {
     return typename traits::reference(make_place(first.id, detail::index_id(i)...));
   }
-  typename traits::reference operator()() const
-    requires(N == 0)
-  {
-    return typename traits::reference(make_place());
-  }
+  typename traits::reference operator()() const requires(N == 0) { return typename traits::reference(make_place()); }
 
   // p.at(i, j, qd::boundary::clamp): the element with its indices clamped into the shape.
   template <class... A>
@@ -302,8 +299,7 @@ class ndarray<E, N, Options...> {
 
 namespace detail {
 template <class E, int N, auto... Options>
-  requires composite_element<E>::value
-struct param_traits<types::ndarray<E, N, Options...>> {
+requires composite_element<E>::value struct param_traits<types::ndarray<E, N, Options...>> {
   using P = types::ndarray<E, N, Options...>;
   static constexpr bool valid = true;
   static constexpr bool is_array = true;
@@ -312,4 +308,4 @@ struct param_traits<types::ndarray<E, N, Options...>> {
 };
 }  // namespace detail
 
-}  // namespace qd
+}  // namespace qd::inline v0

@@ -17,11 +17,13 @@ namespace qd::inline v0::detail {
 
 // Whether A is std::array<U, N> of C++ numbers (the component type is checked per
 // component, as a scalar argument is).
-template <class A, std::size_t N> struct is_number_array : std::false_type {};
+template <class A, std::size_t N>
+struct is_number_array : std::false_type {};
 template <class U, std::size_t N>
 struct is_number_array<std::array<U, N>, N> : std::bool_constant<std::is_arithmetic_v<U>> {};
 
-template <class A, std::size_t R, std::size_t C> struct is_number_matrix : std::false_type {};
+template <class A, std::size_t R, std::size_t C>
+struct is_number_matrix : std::false_type {};
 template <class U, std::size_t R, std::size_t C>
 struct is_number_matrix<std::array<std::array<U, C>, R>, R, C> : std::bool_constant<std::is_arithmetic_v<U>> {};
 
@@ -59,7 +61,7 @@ struct param_traits<mat<T, R, C>> {
   static constexpr bool is_array = false;
   static constexpr int count = R * C;
   using scalar = T;
-  static constexpr auto descs = scalar_descs<static_cast<std::size_t>(R * C)>(dtype_of<T>);
+  static constexpr auto descs = scalar_descs<static_cast<std::size_t>(R* C)>(dtype_of<T>);
   static mat<T, R, C> make(std::int32_t first) {
     return generate_mat<R, C>([&](int i, int j) { return expr<T>::from_id(emit_arg(first + i * C + j)); });
   }
@@ -67,7 +69,8 @@ struct param_traits<mat<T, R, C>> {
     return name.empty() ? name : name + "(" + std::to_string(k / C) + ", " + std::to_string(k % C) + ")";
   }
   template <class A>
-  static constexpr bool accepts_host = is_number_matrix<A, static_cast<std::size_t>(R), static_cast<std::size_t>(C)>::value;
+  static constexpr bool accepts_host =
+      is_number_matrix<A, static_cast<std::size_t>(R), static_cast<std::size_t>(C)>::value;
   template <class A, class F>
   static void for_each_component(const A& a, F&& f) {
     for (const auto& row : a)
@@ -78,15 +81,17 @@ struct param_traits<mat<T, R, C>> {
 // qd::vec and qd::mat as kernel return values: one returned element per
 // component (row-major for a matrix); the host value is the std::array a parameter of
 // the same type takes. A qd::var of them, or an array element, returns its value.
-template <class T, std::size_t K, class Seq = std::make_index_sequence<K>> struct repeated_tuple;
-template <class T, std::size_t K, std::size_t... I> struct repeated_tuple<T, K, std::index_sequence<I...>> {
-  template <std::size_t> using same = T;
+template <class T, std::size_t K, class Seq = std::make_index_sequence<K>>
+struct repeated_tuple;
+template <class T, std::size_t K, std::size_t... I>
+struct repeated_tuple<T, K, std::index_sequence<I...>> {
+  template <std::size_t>
+  using same = T;
   using type = std::tuple<same<I>...>;
 };
 
 template <class A>
-  requires(vector_like<A> && !traced<A>)
-struct return_traits<A> {
+requires(vector_like<A> && !traced<A>) struct return_traits<A> {
   using T = vector_scalar<A>;
   static constexpr std::size_t N = static_cast<std::size_t>(vector_size<A>);
   static constexpr bool valid = true;
@@ -102,10 +107,10 @@ struct return_traits<A> {
 };
 
 template <class A>
-  requires(matrix_like<A> && !vector_like<A> && !traced<A>)
-struct return_traits<A> {
+requires(matrix_like<A> && !vector_like<A> && !traced<A>) struct return_traits<A> {
   using T = matrix_scalar<A>;
-  static constexpr std::size_t R = static_cast<std::size_t>(matrix_rows<A>), C = static_cast<std::size_t>(matrix_cols<A>);
+  static constexpr std::size_t R = static_cast<std::size_t>(matrix_rows<A>),
+                               C = static_cast<std::size_t>(matrix_cols<A>);
   static constexpr bool valid = true;
   using host_type = std::array<std::array<T, C>, R>;
   using elements = typename repeated_tuple<T, R * C>::type;
@@ -115,12 +120,14 @@ struct return_traits<A> {
   }
   static host_type assemble(const elements& e) {
     host_type h{};
-    std::apply([&](auto... x) {
-      std::size_t k = 0;
-      ((h[k / C][k % C] = x, ++k), ...);
-    }, e);
+    std::apply(
+        [&](auto... x) {
+          std::size_t k = 0;
+          ((h[k / C][k % C] = x, ++k), ...);
+        },
+        e);
     return h;
   }
 };
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail

@@ -14,18 +14,24 @@ namespace qd::inline v0 {
 
 namespace detail {
 // Vector and matrix variables are not scalar traced values.
-template <element_type T, int N> struct traced_traits<var<vec<T, N>>> {
+template <element_type T, int N>
+struct traced_traits<var<vec<T, N>>> {
   static constexpr bool value = false;
 };
-template <element_type T, int R, int C> struct traced_traits<var<mat<T, R, C>>> {
+template <element_type T, int R, int C>
+struct traced_traits<var<mat<T, R, C>>> {
   static constexpr bool value = false;
 };
-template <element_type T, int N> struct vector_traits<var<vec<T, N>>> : vector_traits<vec<T, N>> {};
-template <element_type T, int R, int C> struct matrix_traits<var<mat<T, R, C>>> : matrix_traits<mat<T, R, C>> {};
+template <element_type T, int N>
+struct vector_traits<var<vec<T, N>>> : vector_traits<vec<T, N>> {};
+template <element_type T, int R, int C>
+struct matrix_traits<var<mat<T, R, C>>> : matrix_traits<mat<T, R, C>> {};
 
 // A vector or matrix seen as a flat list of components (row-major for matrices).
-template <class V> struct flat_components;
-template <element_type T, int N> struct flat_components<vec<T, N>> {
+template <class V>
+struct flat_components;
+template <element_type T, int N>
+struct flat_components<vec<T, N>> {
   using scalar = T;
   static constexpr std::size_t count = static_cast<std::size_t>(N);
   template <class A>
@@ -44,7 +50,8 @@ template <element_type T, int N> struct flat_components<vec<T, N>> {
     return generate_vec<N>(f);
   }
 };
-template <element_type T, int R, int C> struct flat_components<mat<T, R, C>> {
+template <element_type T, int R, int C>
+struct flat_components<mat<T, R, C>> {
   using scalar = T;
   static constexpr std::size_t count = static_cast<std::size_t>(R * C);
   template <class A>
@@ -76,23 +83,20 @@ class composite_var {
 
   composite_var() : composite_var(V::zero()) {}
   template <class A>
-    requires(flat::template accepts<A> && !std::is_same_v<std::remove_cvref_t<A>, Derived>)
-  composite_var(const A& init) : c_(declare(flat::read(init))) {}
+  requires(flat::template accepts<A> && !std::is_same_v<std::remove_cvref_t<A>, Derived>) composite_var(const A& init)
+      : c_(declare(flat::read(init))) {}
   composite_var(const composite_var& other) : c_(declare(other.value())) {}
 
   template <class A>
-    requires(flat::template accepts<A>)
-  Derived& operator=(const A& v) {
+  requires(flat::template accepts<A>) Derived& operator=(const A& v) {
     return each(flat::read(v), [](var<T>& c, const auto& x) { c = x; });
   }
   template <class A>
-    requires(flat::template accepts<A>)
-  Derived& operator+=(const A& v) {
+  requires(flat::template accepts<A>) Derived& operator+=(const A& v) {
     return each(flat::read(v), [](var<T>& c, const auto& x) { c += x; });
   }
   template <class A>
-    requires(flat::template accepts<A>)
-  Derived& operator-=(const A& v) {
+  requires(flat::template accepts<A>) Derived& operator-=(const A& v) {
     return each(flat::read(v), [](var<T>& c, const auto& x) { c -= x; });
   }
   template <operand S>
@@ -119,7 +123,8 @@ class composite_var {
   static std::array<var<T>, flat::count> declare(const W& init) {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       return std::array<var<T>, flat::count>{var<T>(flat::at(init, static_cast<int>(I)))...};
-    }(std::make_index_sequence<flat::count>{});
+    }
+    (std::make_index_sequence<flat::count>{});
   }
   template <class W, class F>
   Derived& each(const W& v, F&& f) {
@@ -143,10 +148,8 @@ class var<vec<T, N>> : public detail::composite_var<var<vec<T, N>>, vec<T, N>> {
   var(const var& other) : base(other) {}
   // The by-value capture of a lambda ([=]) would update a copy: rejected, as for qd::var<T>.
   template <class V>
-    requires std::same_as<V, var>
-  explicit var(V& other) : base(std::as_const(other)) {
-    detail::reject_var_by_value<V>();
-  }
+  requires std::same_as<V, var>
+  explicit var(V& other) : base(std::as_const(other)) { detail::reject_var_by_value<V>(); }
   var& operator=(const var& other) { return base::operator=(other); }
 
   // Component k, itself a mutable qd::var: acc[1] = 0.0f; acc.x() += 1.0f.
@@ -167,10 +170,8 @@ class var<mat<T, R, C>> : public detail::composite_var<var<mat<T, R, C>>, mat<T,
   var() = default;
   var(const var& other) : base(other) {}
   template <class V>
-    requires std::same_as<V, var>
-  explicit var(V& other) : base(std::as_const(other)) {
-    detail::reject_var_by_value<V>();
-  }
+  requires std::same_as<V, var>
+  explicit var(V& other) : base(std::as_const(other)) { detail::reject_var_by_value<V>(); }
   var& operator=(const var& other) { return base::operator=(other); }
 
   // Entry (i, j), itself a mutable qd::var: m2(0, 1) = s.
@@ -180,4 +181,4 @@ class var<mat<T, R, C>> : public detail::composite_var<var<mat<T, R, C>>, mat<T,
   }
 };
 
-}  // namespace qd
+}  // namespace qd::inline v0

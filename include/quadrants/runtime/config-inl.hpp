@@ -63,12 +63,18 @@ QD_FUNC std::uint64_t parse_size(std::string_view var, std::string_view v) {
   if (digits == 0) fail();
   std::string unit = lower(v.substr(frac_end));
   int shift = 0;
-  if (unit == "" || unit == "b") shift = 0;
-  else if (unit == "k" || unit == "kb" || unit == "kib") shift = 10;
-  else if (unit == "m" || unit == "mb" || unit == "mib") shift = 20;
-  else if (unit == "g" || unit == "gb" || unit == "gib") shift = 30;
-  else if (unit == "t" || unit == "tb" || unit == "tib") shift = 40;
-  else fail();
+  if (unit == "" || unit == "b")
+    shift = 0;
+  else if (unit == "k" || unit == "kb" || unit == "kib")
+    shift = 10;
+  else if (unit == "m" || unit == "mb" || unit == "mib")
+    shift = 20;
+  else if (unit == "g" || unit == "gb" || unit == "gib")
+    shift = 30;
+  else if (unit == "t" || unit == "tb" || unit == "tib")
+    shift = 40;
+  else
+    fail();
   std::uint64_t whole = 0;
   for (std::size_t i = 0; i < digits; ++i)
     if (__builtin_mul_overflow(whole, 10u, &whole) || __builtin_add_overflow(whole, v[i] - '0', &whole)) fail();
@@ -157,28 +163,32 @@ QD_FUNC settings resolve_settings(const config& c) {
   // An int field's variable, parsed strictly within the field's range.
   auto int_in = [](int min, int max) {
     return [=](std::string_view var, std::string_view v) {
-      return static_cast<int>(parse_env_integer(var, v, static_cast<std::uint64_t>(min), static_cast<std::uint64_t>(max)));
+      return static_cast<int>(
+          parse_env_integer(var, v, static_cast<std::uint64_t>(min), static_cast<std::uint64_t>(max)));
     };
   };
-  auto as_u64 = [](std::string_view var, std::string_view v) { return parse_env_integer(var, v, 0, ~std::uint64_t{0}); };
+  auto as_u64 = [](std::string_view var, std::string_view v) {
+    return parse_env_integer(var, v, 0, ~std::uint64_t{0});
+  };
   s.requested_arch = pick(c.arch, "arch", "QD_ARCH", parse_arch, arch::cpu, overrides);
   s.arch = s.requested_arch;
   s.offline_cache = pick(c.offline_cache, "offline_cache", "QD_OFFLINE_CACHE", parse_bool, true, overrides);
-  s.offline_cache_file_path = pick(c.offline_cache_file_path, "offline_cache_file_path",
-                                   "QD_OFFLINE_CACHE_FILE_PATH", as_string, cache::default_root(), overrides);
+  s.offline_cache_file_path = pick(c.offline_cache_file_path, "offline_cache_file_path", "QD_OFFLINE_CACHE_FILE_PATH",
+                                   as_string, cache::default_root(), overrides);
   s.offline_cache_max_size = pick(c.offline_cache_max_size, "offline_cache_max_size", "QD_OFFLINE_CACHE_MAX_SIZE",
                                   parse_size, std::uint64_t{1} << 30, overrides);
-  s.per_offload = pick(c.per_offload, "per_offload", "QD_PER_OFFLOAD", parse_per_offload,
-                       per_offload_mode::automatic, overrides);
+  s.per_offload =
+      pick(c.per_offload, "per_offload", "QD_PER_OFFLOAD", parse_per_offload, per_offload_mode::automatic, overrides);
   int hw = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, unsigned{max_threads}));
   s.num_compile_threads = pick(c.num_compile_threads, "num_compile_threads", "QD_NUM_COMPILE_THREADS",
                                int_in(1, max_threads), hw, overrides);
   s.log_level = pick(c.log_level, "log_level", "QD_LOG_LEVEL", parse_log_level, log_level::info, overrides);
   s.fast_math = pick(c.fast_math, "fast_math", "QD_FAST_MATH", parse_bool, false, overrides);
   s.opt_level = pick(c.opt_level, "opt_level", "QD_OPT_LEVEL", int_in(0, 3), 2, overrides);
-  s.check_out_of_bound = pick(c.check_out_of_bound, "check_out_of_bound", "QD_CHECK_OUT_OF_BOUND", parse_bool, false, overrides);
-  s.debug_dump_path = pick(c.debug_dump_path, "debug_dump_path", "QD_DEBUG_DUMP_PATH", as_string,
-                           std::string("qd_dump"), overrides);
+  s.check_out_of_bound =
+      pick(c.check_out_of_bound, "check_out_of_bound", "QD_CHECK_OUT_OF_BOUND", parse_bool, false, overrides);
+  s.debug_dump_path =
+      pick(c.debug_dump_path, "debug_dump_path", "QD_DEBUG_DUMP_PATH", as_string, std::string("qd_dump"), overrides);
   bool dump_ir = env("QD_DUMP_IR") ? parse_bool("QD_DUMP_IR", env("QD_DUMP_IR")) : false;
   s.print_ir = pick(c.print_ir, "print_ir", "QD_PRINT_IR", parse_bool, dump_ir, overrides);
   s.kernel_coverage = pick(c.kernel_coverage, "kernel_coverage", "QD_KERNEL_COVERAGE", parse_bool, false, overrides);
@@ -195,7 +205,7 @@ QD_FUNC settings resolve_settings(const config& c) {
   // The secret never reaches a log line.
   if (c.remote_cache_secret && env("QD_REMOTE_CACHE_SECRET"))
     overrides.push_back("config.remote_cache_secret overrides QD_REMOTE_CACHE_SECRET");
-  s.remote_cache_secret = c.remote_cache_secret ? *c.remote_cache_secret
+  s.remote_cache_secret = c.remote_cache_secret           ? *c.remote_cache_secret
                           : env("QD_REMOTE_CACHE_SECRET") ? std::string(env("QD_REMOTE_CACHE_SECRET"))
                                                           : std::string();
   s.remote_cache_timeout_ms = pick(c.remote_cache_timeout_ms, "remote_cache_timeout_ms", "QD_REMOTE_CACHE_TIMEOUT_MS",
@@ -204,25 +214,26 @@ QD_FUNC settings resolve_settings(const config& c) {
                                         "QD_REMOTE_CACHE_UNAUTHENTICATED", parse_bool, false, overrides);
   // A bad value is blamed on where it came from: the field if set, else its variable.
   auto source = [](bool field_set, const char* field, const char* var, int value) {
-    return field_set ? fmt::format("config.{} = {}", field, value) : fmt::format("environment variable {}={}", var, value);
+    return field_set ? fmt::format("config.{} = {}", field, value)
+                     : fmt::format("environment variable {}={}", var, value);
   };
   if (s.cpu_max_num_threads < 1)
     throw user_error(fmt::format("{}: use 1 or more", source(c.cpu_max_num_threads.has_value(), "cpu_max_num_threads",
-                                                              "QD_CPU_MAX_NUM_THREADS", s.cpu_max_num_threads)));
+                                                             "QD_CPU_MAX_NUM_THREADS", s.cpu_max_num_threads)));
   if (s.opt_level < 0 || s.opt_level > 3)
     throw user_error(fmt::format("{} is out of range; use 0, 1, 2 or 3",
                                  source(c.opt_level.has_value(), "opt_level", "QD_OPT_LEVEL", s.opt_level)));
   if (s.num_compile_threads < 1)
     throw user_error(fmt::format("{}: use 1 or more", source(c.num_compile_threads.has_value(), "num_compile_threads",
-                                                              "QD_NUM_COMPILE_THREADS", s.num_compile_threads)));
+                                                             "QD_NUM_COMPILE_THREADS", s.num_compile_threads)));
   if (!s.remote_cache.empty() && s.remote_cache_timeout_ms < 1)
     throw user_error(fmt::format("{}: use 1 or more (milliseconds; the default is 100)",
                                  source(c.remote_cache_timeout_ms.has_value(), "remote_cache_timeout_ms",
                                         "QD_REMOTE_CACHE_TIMEOUT_MS", s.remote_cache_timeout_ms)));
   // Configuration mistakes are errors now; the server itself is reached lazily.
   if (!s.remote_cache.empty()) cache::check_remote_options(remote_options_for(s));
-  s.compile_timeout = pick(c.compile_timeout, "compile_timeout", "QD_COMPILE_TIMEOUT", int_in(0, max_compile_timeout),
-                           600, overrides);
+  s.compile_timeout =
+      pick(c.compile_timeout, "compile_timeout", "QD_COMPILE_TIMEOUT", int_in(0, max_compile_timeout), 600, overrides);
   s.graph_max_iterations = pick(c.graph_max_iterations, "graph_max_iterations", "QD_GRAPH_MAX_ITERATIONS", as_u64,
                                 std::uint64_t{0}, overrides);
   s.debug = pick(c.debug, "debug", "QD_DEBUG", parse_bool, false, overrides);
@@ -267,4 +278,4 @@ QD_FUNC qd::arch init_best_available(const config& c) {
   return current_settings().arch;
 }
 
-}  // namespace qd
+}  // namespace qd::inline v0

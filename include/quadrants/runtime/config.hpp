@@ -20,37 +20,37 @@ QD_FUNC std::string_view name(per_offload_mode m) noexcept;
 // Fields in the order docs/configuration.md documents (designated initializers must follow it).
 // An empty field means: the QD_<NAME> variable if set, else the default.
 struct config {
-  std::optional<qd::arch> arch;                            // QD_ARCH; default cpu (also: reference)
-  std::optional<bool> offline_cache;                       // QD_OFFLINE_CACHE; default true
-  std::optional<std::string> offline_cache_file_path;      // default $XDG_CACHE_HOME/quadrants/qdcache
-  std::optional<std::uint64_t> offline_cache_max_size;     // bytes; the variable accepts K/M/G suffixes
-  std::optional<per_offload_mode> per_offload;             // QD_PER_OFFLOAD=auto|on|off
-  std::optional<int> num_compile_threads;                  // default: hardware threads
-  std::optional<qd::log_level> log_level;                  // default info
-  std::optional<bool> fast_math;                           // default false
-  std::optional<int> opt_level;                            // 0..3, default 2
-  std::optional<bool> check_out_of_bound;                  // default false
-  std::optional<std::string> debug_dump_path;              // default ./qd_dump
-  std::optional<bool> print_ir;                            // QD_PRINT_IR or QD_DUMP_IR; default false
-  std::optional<bool> kernel_coverage;                     // default false
-  std::optional<bool> compile_only;                        // default false
-  std::optional<int> cuda_arch;                            // e.g. 90
-  std::optional<std::string> amdgpu_arch;                  // e.g. "gfx90a"
-  std::optional<bool> enable_fallback;                     // default true
-  std::optional<std::uint64_t> random_seed;                // qd::random's seed; default 0
-  std::optional<int> cpu_max_num_threads;                  // CPU backend threads; default: all cores
+  std::optional<qd::arch> arch;                         // QD_ARCH; default cpu (also: reference)
+  std::optional<bool> offline_cache;                    // QD_OFFLINE_CACHE; default true
+  std::optional<std::string> offline_cache_file_path;   // default $XDG_CACHE_HOME/quadrants/qdcache
+  std::optional<std::uint64_t> offline_cache_max_size;  // bytes; the variable accepts K/M/G suffixes
+  std::optional<per_offload_mode> per_offload;          // QD_PER_OFFLOAD=auto|on|off
+  std::optional<int> num_compile_threads;               // default: hardware threads
+  std::optional<qd::log_level> log_level;               // default info
+  std::optional<bool> fast_math;                        // default false
+  std::optional<int> opt_level;                         // 0..3, default 2
+  std::optional<bool> check_out_of_bound;               // default false
+  std::optional<std::string> debug_dump_path;           // default ./qd_dump
+  std::optional<bool> print_ir;                         // QD_PRINT_IR or QD_DUMP_IR; default false
+  std::optional<bool> kernel_coverage;                  // default false
+  std::optional<bool> compile_only;                     // default false
+  std::optional<int> cuda_arch;                         // e.g. 90
+  std::optional<std::string> amdgpu_arch;               // e.g. "gfx90a"
+  std::optional<bool> enable_fallback;                  // default true
+  std::optional<std::uint64_t> random_seed;             // qd::random's seed; default 0
+  std::optional<int> cpu_max_num_threads;               // CPU backend threads; default: all cores
   // The shared remote tier (docs/cache.md): redis://host:port/db or unix:///path.sock.
-  std::optional<std::string> remote_cache;                 // QD_REMOTE_CACHE; empty: off
-  std::optional<bool> remote_cache_read_only;              // never write to it; default false
-  std::optional<std::string> remote_cache_secret;          // HMAC key shared by the team
-  std::optional<int> remote_cache_timeout_ms;              // default 100
-  std::optional<bool> remote_cache_unauthenticated;        // opt out of the secret; default false
-  std::optional<int> compile_timeout;                      // seconds a host compiler may run; 0: no limit; default 600
-  std::optional<std::uint64_t> graph_max_iterations;       // passes of one qd::graph::do_while; 0 (default): unlimited
-  std::optional<bool> debug;                               // QD_DEBUG: qd::assert_ checked, check_out_of_bound on; default false
+  std::optional<std::string> remote_cache;            // QD_REMOTE_CACHE; empty: off
+  std::optional<bool> remote_cache_read_only;         // never write to it; default false
+  std::optional<std::string> remote_cache_secret;     // HMAC key shared by the team
+  std::optional<int> remote_cache_timeout_ms;         // default 100
+  std::optional<bool> remote_cache_unauthenticated;   // opt out of the secret; default false
+  std::optional<int> compile_timeout;                 // seconds a host compiler may run; 0: no limit; default 600
+  std::optional<std::uint64_t> graph_max_iterations;  // passes of one qd::graph::do_while; 0 (default): unlimited
+  std::optional<bool> debug;  // QD_DEBUG: qd::assert_ checked, check_out_of_bound on; default false
   // GPUs combine reductions in a fixed order: the same bits run to run (default false;
   // the CPU and the reference backend always do, docs/dsl.md "Reductions").
-  std::optional<bool> deterministic_reductions;            // QD_DETERMINISTIC_REDUCTIONS
+  std::optional<bool> deterministic_reductions;  // QD_DETERMINISTIC_REDUCTIONS
 };
 
 // The configuration in effect: every field decided.
@@ -100,7 +100,7 @@ QD_FUNC bool is_initialized() noexcept;
 // The settings in effect; a qd::user_error before qd::init.
 QD_FUNC const settings& current_settings();
 
-}  // namespace qd
+}  // namespace qd::inline v0
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/runtime/config-inl.hpp"

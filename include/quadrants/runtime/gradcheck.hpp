@@ -17,7 +17,7 @@ struct gradcheck_options {
   double eps = 1e-6;   // the finite-difference step
   double rtol = 1e-5;  // an element passes when |adjoint - differences| <= atol + rtol * |differences|
   double atol = 1e-8;
-  int samples = 32;    // elements checked per needs_grad array, chosen at random (0: every element)
+  int samples = 32;  // elements checked per needs_grad array, chosen at random (0: every element)
   std::uint64_t seed = 1;
 };
 
@@ -95,7 +95,8 @@ gradcheck_result gradcheck(const gradcheck_options& o, K& kernel, A&&... args) {
       },
       args...);
   auto restore = [&] {
-    gradcheck_detail::for_each_float_array([&](auto& a, std::size_t slot) { gradcheck_detail::assign(a, s[slot].before); }, args...);
+    gradcheck_detail::for_each_float_array(
+        [&](auto& a, std::size_t slot) { gradcheck_detail::assign(a, s[slot].before); }, args...);
   };
   // The adjoint: seeds in the gradients, the forward launch, then its adjoint.
   gradcheck_detail::for_each_float_array(
@@ -147,7 +148,9 @@ gradcheck_result gradcheck(const gradcheck_options& o, K& kernel, A&&... args) {
       for (std::size_t k = 0; k < count; ++k) elements.push_back(k);
     } else {
       for (int k = 0; k < o.samples; ++k)
-        elements.push_back(static_cast<std::size_t>((gradcheck_detail::gradcheck_random(rng) + 1.0) * 0.5 * static_cast<double>(count)) % count);
+        elements.push_back(static_cast<std::size_t>((gradcheck_detail::gradcheck_random(rng) + 1.0) * 0.5 *
+                                                    static_cast<double>(count)) %
+                           count);
     }
     for (std::size_t e : elements) {
       const double x = g.before[e];
@@ -174,9 +177,9 @@ gradcheck_result gradcheck(const gradcheck_options& o, K& kernel, A&&... args) {
 }
 
 template <class K, class... A>
-  requires(!std::is_same_v<std::remove_cvref_t<K>, gradcheck_options>)
-gradcheck_result gradcheck(K& kernel, A&&... args) {
+requires(!std::is_same_v<std::remove_cvref_t<K>, gradcheck_options>) gradcheck_result
+    gradcheck(K& kernel, A&&... args) {
   return gradcheck(gradcheck_options{}, kernel, args...);
 }
 
-}  // namespace qd::ad
+}  // namespace qd::inline v0::ad

@@ -34,7 +34,8 @@ QD_FUNC std::vector<alias_pair> adjoint_alias_pairs(const ir::function& forward)
     if (node.param < 0 || static_cast<std::size_t>(node.param) >= n || (node.flags & ir::access::grad) != 0) continue;
     const ir::effect e = ir::properties(node.code).effect;
     if (e == ir::effect::global_read) read[static_cast<std::size_t>(node.param)] = 1;
-    if (e == ir::effect::global_write || e == ir::effect::global_update) written[static_cast<std::size_t>(node.param)] = 1;
+    if (e == ir::effect::global_write || e == ir::effect::global_update)
+      written[static_cast<std::size_t>(node.param)] = 1;
   }
   std::vector<alias_pair> pairs;
   for (std::size_t a = 0; a < n; ++a)
@@ -77,22 +78,26 @@ QD_FUNC bool provably_overlap(const launch_arg& a, const launch_arg& b, bool gra
 }
 
 [[noreturn]] QD_FUNC void throw_aliased(const kernel_state& k, const alias_pair& pair) {
-  const std::string a = param_name(k, static_cast<std::size_t>(pair.a)), b = param_name(k, static_cast<std::size_t>(pair.b));
+  const std::string a = param_name(k, static_cast<std::size_t>(pair.a)),
+                    b = param_name(k, static_cast<std::size_t>(pair.b));
   std::string why;
   if (pair.a_written || pair.b_written) {
     const std::string& w = pair.b_written ? b : a;
     const std::string& other = pair.b_written ? a : b;
-    why = fmt::format("the forward kernel writes '{}', so '{}' no longer holds the values the forward launch read, "
-                      "and the adjoint, which reads them from memory, would differentiate the wrong ones",
-                      w, other);
+    why = fmt::format(
+        "the forward kernel writes '{}', so '{}' no longer holds the values the forward launch read, "
+        "and the adjoint, which reads them from memory, would differentiate the wrong ones",
+        w, other);
   } else {
-    why = "both carry gradients, and the adjoint's updates of one gradient buffer through two parameters may race "
-          "and lose some";
+    why =
+        "both carry gradients, and the adjoint's updates of one gradient buffer through two parameters may race "
+        "and lose some";
   }
-  throw user_error(fmt::format("kernel '{}': parameters '{}' and '{}' are given the same array (or overlapping "
-                               "ones): {}. Pass distinct arrays (copy the array first) and add the two gradients "
-                               "if you need their sum",
-                               k.name, a, b, why));
+  throw user_error(
+      fmt::format("kernel '{}': parameters '{}' and '{}' are given the same array (or overlapping "
+                  "ones): {}. Pass distinct arrays (copy the array first) and add the two gradients "
+                  "if you need their sum",
+                  k.name, a, b, why));
 }
 
 QD_FUNC void check_adjoint_aliasing(const kernel_state& k, const launch_arg* args) {
@@ -145,9 +150,10 @@ QD_FUNC void record_on_tape(kernel_state& k, const launch_arg* args, std::size_t
 
 QD_FUNC std::shared_ptr<tape_state> begin_tape(tape_loss loss, bool clear_gradients) {
   if (loss.ndim != 0)
-    throw user_error(fmt::format("qd::ad::tape: the loss must be a 0-d array (qd::ndarray<T, 0>), not a {}-d one; "
-                                 "reduce it into one element first",
-                                 loss.ndim));
+    throw user_error(
+        fmt::format("qd::ad::tape: the loss must be a 0-d array (qd::ndarray<T, 0>), not a {}-d one; "
+                    "reduce it into one element first",
+                    loss.ndim));
   if (!loss.is_float) throw user_error("qd::ad::tape: the loss must be a floating-point array (float or double)");
   if (!loss.has_grad)
     throw user_error("qd::ad::tape: the loss has no gradient buffer; construct it with qd::needs_grad");
@@ -261,7 +267,8 @@ QD_FUNC void run_backward(tape_state& t) {
       const tape_launch& l = t.launches[k];
       // A kernel without a needs_grad parameter passes no gradient on (it is recorded
       // for the overwrite check only).
-      if (std::none_of(l.kernel->params.begin(), l.kernel->params.end(), [](const ir::param_desc& d) { return d.needs_grad; }))
+      if (std::none_of(l.kernel->params.begin(), l.kernel->params.end(),
+                       [](const ir::param_desc& d) { return d.needs_grad; }))
         continue;
       launch(adjoint_of(*l.kernel), l.args.data(), l.args.size());
     }
@@ -272,4 +279,4 @@ QD_FUNC void run_backward(tape_state& t) {
   active_tape = recording;
 }
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail

@@ -81,7 +81,7 @@ class tape {
 };
 
 }  // namespace ad
-}  // namespace qd
+}  // namespace qd::inline v0
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/runtime/gradient-inl.hpp"

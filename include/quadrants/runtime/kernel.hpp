@@ -31,10 +31,14 @@
 namespace qd::inline v0 {
 namespace detail {
 
-template <class A> struct is_qd_ndarray : std::false_type {};
-template <class T, int N> struct is_qd_ndarray<ndarray<T, N>> : std::true_type {};
-template <class A> struct is_external_array : std::false_type {};
-template <class T, int N> struct is_external_array<external_array<T, N>> : std::true_type {};
+template <class A>
+struct is_qd_ndarray : std::false_type {};
+template <class T, int N>
+struct is_qd_ndarray<ndarray<T, N>> : std::true_type {};
+template <class A>
+struct is_external_array : std::false_type {};
+template <class T, int N>
+struct is_external_array<external_array<T, N>> : std::true_type {};
 
 // Whether every value of the C++ arithmetic type A is exactly a value of T: the
 // rule for scalar arguments (docs/dsl.md). Same type; integers (and bool) into an
@@ -53,8 +57,8 @@ constexpr bool preserves_value() {
   } else if constexpr (std::is_floating_point_v<T>) {
     return from::digits <= to::digits;
   } else {
-    bool min_fits = !from::is_signed || (to::is_signed && static_cast<std::intmax_t>(from::min()) >=
-                                                              static_cast<std::intmax_t>(to::min()));
+    bool min_fits = !from::is_signed ||
+                    (to::is_signed && static_cast<std::intmax_t>(from::min()) >= static_cast<std::intmax_t>(to::min()));
     return min_fits && static_cast<std::uintmax_t>(from::max()) <= static_cast<std::uintmax_t>(to::max());
   }
 }
@@ -63,8 +67,10 @@ constexpr bool preserves_value() {
 // spellings of one element type (qd::half and _Float16).
 template <class H, class E>
 constexpr bool same_element() {
-  if constexpr (element_type<H> && element_type<E>) return dtype_of<H> == dtype_of<E>;
-  else return std::is_same_v<H, E>;
+  if constexpr (element_type<H> && element_type<E>)
+    return dtype_of<H> == dtype_of<E>;
+  else
+    return std::is_same_v<H, E>;
 }
 
 // Packs argument `a` for kernel parameter type P, rejecting mismatches at compile time.
@@ -72,8 +78,9 @@ template <class P, class A>
 launch_arg pack_argument(const A& a) {
   launch_arg out;
   if constexpr (is_mesh_param<P>) {  // bound after packing (bind_meshes, runtime/mesh.hpp)
-    static_assert(std::is_same_v<A, qd::mesh>, "kernel argument mismatch: this parameter is a qd::types::mesh; pass a "
-                                               "qd::mesh");
+    static_assert(std::is_same_v<A, qd::mesh>,
+                  "kernel argument mismatch: this parameter is a qd::types::mesh; pass a "
+                  "qd::mesh");
   } else if constexpr (param_traits<P>::is_array) {
     using elem = typename P::value_type;
     static_assert(is_qd_ndarray<A>::value || is_external_array<A>::value,
@@ -102,13 +109,15 @@ launch_arg pack_argument(const A& a) {
     }
   } else if constexpr (std::is_same_v<typename P::value_type, half>) {
     if constexpr (element_type<A>) {
-      static_assert(dtype_of<A> == dtype::f16, "kernel argument mismatch: a qd::f16 parameter takes a qd::half (or "
-                                                "_Float16); convert a float with qd::half(x), which rounds");
+      static_assert(dtype_of<A> == dtype::f16,
+                    "kernel argument mismatch: a qd::f16 parameter takes a qd::half (or "
+                    "_Float16); convert a float with qd::half(x), which rounds");
       const half v(static_cast<float>(a));
       std::memcpy(&out.scalar_bits, &v.bits, sizeof v.bits);
     } else {
-      static_assert(element_type<A>, "kernel argument mismatch: a qd::f16 parameter takes a qd::half (or _Float16); "
-                                     "convert a float with qd::half(x), which rounds");
+      static_assert(element_type<A>,
+                    "kernel argument mismatch: a qd::f16 parameter takes a qd::half (or _Float16); "
+                    "convert a float with qd::half(x), which rounds");
     }
   } else {
     using T = typename P::value_type;
@@ -203,7 +212,8 @@ void pack_param(const A& a, launch_arg*& out) {
         const auto host = tie_members(a);
         [&]<std::size_t... I>(std::index_sequence<I...>) {
           (pack_param<member_type<P, I>>(std::get<I>(host), out), ...);
-        }(std::make_index_sequence<member_count<P>()>{});
+        }
+        (std::make_index_sequence<member_count<P>()>{});
       }
     }
   }
@@ -218,8 +228,10 @@ class return_arrays {
   using elements = typename return_traits<R>::elements;
   template <class E>
   using array_of = ndarray<return_storage_t<E>, 0>;
-  template <class Tuple> struct arrays_for;
-  template <class... E> struct arrays_for<std::tuple<E...>> {
+  template <class Tuple>
+  struct arrays_for;
+  template <class... E>
+  struct arrays_for<std::tuple<E...>> {
     using type = std::tuple<array_of<E>...>;
   };
   using arrays = typename arrays_for<elements>::type;
@@ -229,14 +241,16 @@ class return_arrays {
   return_arrays() : arrays_(this_thread_arrays()) {}
 
   void pack(launch_arg* out) const {
-    std::apply([&](const auto&... a) { ((*out++ = pack_argument<types::ndarray<typename std::remove_cvref_t<decltype(a)>::value_type, 0>>(a)), ...); },
-               arrays_);
+    std::apply(
+        [&](const auto&... a) {
+          ((*out++ = pack_argument<types::ndarray<typename std::remove_cvref_t<decltype(a)>::value_type, 0>>(a)), ...);
+        },
+        arrays_);
   }
   // Reads every element back (waits for the launch) and assembles the host value.
   typename return_traits<R>::host_type read() const {
-    elements values = [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return elements{read_element<I>()...};
-    }(std::make_index_sequence<count>{});
+    elements values = [&]<std::size_t... I>(std::index_sequence<I...>) { return elements{read_element<I>()...}; }
+    (std::make_index_sequence<count>{});
     return return_traits<R>::assemble(values);
   }
 
@@ -285,7 +299,8 @@ std::vector<std::string> kernel_param_names(std::vector<std::string> names) {
         // are named after its position ("#0.x").
         auto unnamed_leaf = [&](auto type) {
           using P = typename decltype(type)::type;
-          return param_traits<P>::valid && !requires { param_traits<P>::struct_array; } && names.empty();
+          return param_traits<P>::valid && !requires { param_traits<P>::struct_array; }
+          &&names.empty();
         };
         ((append_param_names<typename decltype(p)::type>(unnamed_leaf(p) ? std::string() : base(), flat), ++k), ...);
       });
@@ -324,16 +339,19 @@ auto template_value_at(const A& a) {
     if constexpr (std::is_same_v<A, P>) {
       return std::tuple<T>(a.value());
     } else if constexpr (std::is_enum_v<T> || std::is_enum_v<A>) {
-      static_assert(std::is_same_v<A, T>, "kernel argument mismatch: this parameter is a qd::types::template_arg of "
-                                          "an enum; pass a value of that enum");
+      static_assert(std::is_same_v<A, T>,
+                    "kernel argument mismatch: this parameter is a qd::types::template_arg of "
+                    "an enum; pass a value of that enum");
       return std::tuple<T>(a);
     } else {
-      static_assert(std::is_arithmetic_v<A>, "kernel argument mismatch: this parameter is a qd::types::template_arg; "
-                                             "pass a C++ value of its type");
+      static_assert(std::is_arithmetic_v<A>,
+                    "kernel argument mismatch: this parameter is a qd::types::template_arg; "
+                    "pass a C++ value of its type");
       if constexpr (std::is_arithmetic_v<A>) {
-        static_assert(preserves_value<A, T>(),
-                      "kernel argument mismatch: this C++ number would change on conversion to the template "
-                      "argument's type; pass the parameter's own type or convert explicitly with static_cast<T>(value)");
+        static_assert(
+            preserves_value<A, T>(),
+            "kernel argument mismatch: this C++ number would change on conversion to the template "
+            "argument's type; pass the parameter's own type or convert explicitly with static_cast<T>(value)");
         return std::tuple<T>(static_cast<T>(a));
       } else {
         return std::tuple<T>();
@@ -353,7 +371,8 @@ template_values_t<F> template_values_from(const Args&... args) {
   auto all = std::forward_as_tuple(args...);
   return [&]<std::size_t... I>(std::index_sequence<I...>) {
     return std::tuple_cat(template_value_at<std::tuple_element_t<I, params>>(std::get<I>(all))...);
-  }(std::make_index_sequence<sizeof...(Args)>{});
+  }
+  (std::make_index_sequence<sizeof...(Args)>{});
 }
 
 // How a kernel's name shows a template value: 4, 0.5, true.
@@ -401,8 +420,10 @@ class kernel_states {
 
   template <class... Args>
   kernel_state& for_call(const Args&... args) {
-    if constexpr (!specialised) return *one_;
-    else return variant(template_values_from<F>(args...));
+    if constexpr (!specialised)
+      return *one_;
+    else
+      return variant(template_values_from<F>(args...));
   }
 
   kernel_state& variant(const values& v) {
@@ -437,7 +458,8 @@ class kernel_states {
             ? out.push_back(names.size() == std::tuple_size_v<params> ? names[I] : std::string())
             : void()),
        ...);
-    }(std::make_index_sequence<std::tuple_size_v<params>>{});
+    }
+    (std::make_index_sequence<std::tuple_size_v<params>>{});
     return out;
   }
   std::string variant_name(const values& v) const {
@@ -446,7 +468,7 @@ class kernel_states {
     std::apply(
         [&](const auto&... x) {
           ((out += (k ? ", " : "") + (template_names_[k].empty() ? std::string() : template_names_[k] + "=") +
-                    template_value_text(x),
+                   template_value_text(x),
             ++k),
            ...);
         },
@@ -580,4 +602,4 @@ kernel(std::string, graph::on_t, F) -> kernel<F>;
 template <class F>
 kernel(std::string, std::vector<std::string>, graph::on_t, F) -> kernel<F>;
 
-}  // namespace qd
+}  // namespace qd::inline v0

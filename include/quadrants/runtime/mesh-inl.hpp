@@ -17,7 +17,7 @@
 namespace qd::inline v0::detail {
 
 struct mesh_data {
-  int cell_size = 4;  // vertices per cell: 4 (tetrahedra) or 3 (triangles)
+  int cell_size = 4;                               // vertices per cell: 4 (tetrahedra) or 3 (triangles)
   std::vector<std::array<std::int32_t, 4>> cells;  // input order (triangles use the first 3)
   std::vector<std::array<std::int32_t, 2>> edges;  // sorted tuples, in sorted order
   std::vector<std::array<std::int32_t, 3>> faces;  // tetrahedral meshes only; likewise
@@ -26,9 +26,9 @@ struct mesh_data {
   std::mutex mutex;  // relation building and the upload
   std::array<mesh_csr, mesh_layout::relations> rel;
   std::uint32_t built = 0;
-  buffer device;                 // header and built relations, in the program of the last launch
+  buffer device;  // header and built relations, in the program of the last launch
   std::uint32_t device_relations = 0;
-  std::vector<buffer> retired;   // earlier uploads: a launch still queued may read them
+  std::vector<buffer> retired;  // earlier uploads: a launch still queued may read them
 
   int dim(mesh_kind k) const {
     switch (k) {
@@ -43,7 +43,8 @@ struct mesh_data {
     switch (k) {
       case mesh_kind::verts: return verts;
       case mesh_kind::edges: return static_cast<std::int64_t>(edges.size());
-      case mesh_kind::faces: return cell_size == 4 ? static_cast<std::int64_t>(faces.size()) : static_cast<std::int64_t>(cells.size());
+      case mesh_kind::faces:
+        return cell_size == 4 ? static_cast<std::int64_t>(faces.size()) : static_cast<std::int64_t>(cells.size());
       case mesh_kind::cells: return static_cast<std::int64_t>(cells.size());
     }
     return 0;
@@ -195,14 +196,16 @@ std::shared_ptr<mesh_data> make_mesh(std::string_view what, std::int64_t num_ver
     for (std::size_t j = 0; j < K; ++j) {
       const std::int32_t v = cells[c][j];
       if (v < 0 || v >= num_vertices)
-        throw user_error(fmt::format("{}: cell {} has vertex id {}, outside 0..{} (num_vertices is {}); vertex ids "
-                                     "index the vertices, so fix the cell or pass a larger num_vertices",
-                                     what, c, v, num_vertices - 1, num_vertices));
+        throw user_error(
+            fmt::format("{}: cell {} has vertex id {}, outside 0..{} (num_vertices is {}); vertex ids "
+                        "index the vertices, so fix the cell or pass a larger num_vertices",
+                        what, c, v, num_vertices - 1, num_vertices));
       for (std::size_t i = 0; i < j; ++i)
         if (cell[i] == v)
-          throw user_error(fmt::format("{}: cell {} repeats vertex {} (a degenerate cell with no volume or area); "
-                                       "remove it or fix its vertices",
-                                       what, c, v));
+          throw user_error(
+              fmt::format("{}: cell {} repeats vertex {} (a degenerate cell with no volume or area); "
+                          "remove it or fix its vertices",
+                          what, c, v));
       cell[j] = v;
     }
     m->cells.push_back(cell);
@@ -228,7 +231,7 @@ std::shared_ptr<mesh_data> make_mesh(std::string_view what, std::int64_t num_ver
 }
 
 }  // namespace mesh_build
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail
 
 namespace qd::inline v0 {
 
@@ -252,8 +255,9 @@ QD_FUNC std::int64_t mesh::num_cells() const { return count(mesh_kind::cells); }
 
 QD_FUNC const mesh_csr& mesh::relation(mesh_kind from, mesh_kind to) const {
   if (!data_)
-    throw user_error("qd::mesh::relation: the mesh is empty; build it with qd::mesh::tetrahedral or "
-                     "qd::mesh::triangular");
+    throw user_error(
+        "qd::mesh::relation: the mesh is empty; build it with qd::mesh::tetrahedral or "
+        "qd::mesh::triangular");
   std::lock_guard lock(data_->mutex);
   return detail::mesh_build::build_relation(*data_, from, to);
 }
@@ -267,26 +271,30 @@ QD_FUNC bool mesh::has_relation(mesh_kind from, mesh_kind to) const {
 QD_FUNC detail::launch_arg mesh::bind(std::uint32_t relations, std::string_view kernel) const {
   namespace layout = detail::mesh_layout;
   if (!data_)
-    throw user_error(fmt::format("kernel '{}': the qd::mesh argument is empty (default-constructed or moved from); "
-                                 "build it with qd::mesh::tetrahedral or qd::mesh::triangular",
-                                 kernel));
+    throw user_error(
+        fmt::format("kernel '{}': the qd::mesh argument is empty (default-constructed or moved from); "
+                    "build it with qd::mesh::tetrahedral or qd::mesh::triangular",
+                    kernel));
   detail::mesh_data& m = *data_;
   std::lock_guard lock(m.mutex);
   detail::program_use use("launching a kernel with a qd::mesh");
   for (int r = 0; r < layout::relations; ++r)
     if (relations & (1u << r))
-      detail::mesh_build::build_relation(m, static_cast<mesh_kind>(r / layout::kinds), static_cast<mesh_kind>(r % layout::kinds));
+      detail::mesh_build::build_relation(m, static_cast<mesh_kind>(r / layout::kinds),
+                                         static_cast<mesh_kind>(r % layout::kinds));
   if (m.device.program_id() != use->id() || (relations & ~m.device_relations) != 0) {
     std::vector<std::int32_t> packed(layout::header_size, -1);
     for (int k = 0; k < layout::kinds; ++k)
       packed[static_cast<std::size_t>(k)] = static_cast<std::int32_t>(m.count(static_cast<mesh_kind>(k)));
     std::size_t total = packed.size();
     for (int r = 0; r < layout::relations; ++r)
-      if (m.built & (1u << r)) total += m.rel[static_cast<std::size_t>(r)].offsets.size() + m.rel[static_cast<std::size_t>(r)].indices.size();
+      if (m.built & (1u << r))
+        total += m.rel[static_cast<std::size_t>(r)].offsets.size() + m.rel[static_cast<std::size_t>(r)].indices.size();
     if (total + layout::relations > std::size_t{2147483647})
-      throw user_error(fmt::format("kernel '{}': the qd::mesh's relations hold {} entries; at most 2147483647 fit in "
-                                   "one mesh parameter",
-                                   kernel, total));
+      throw user_error(
+          fmt::format("kernel '{}': the qd::mesh's relations hold {} entries; at most 2147483647 fit in "
+                      "one mesh parameter",
+                      kernel, total));
     packed.reserve(total);
     for (int r = 0; r < layout::relations; ++r) {
       if (!(m.built & (1u << r))) continue;
@@ -300,8 +308,10 @@ QD_FUNC detail::launch_arg mesh::bind(std::uint32_t relations, std::string_view 
     packed.insert(packed.end(), layout::relations, 0);
     detail::buffer b(packed.size() * sizeof(std::int32_t));
     b.upload(packed.data(), packed.size() * sizeof(std::int32_t));
-    if (m.device.program_id() == use->id()) m.retired.push_back(std::move(m.device));
-    else m.retired.clear();  // buffers of an ended program
+    if (m.device.program_id() == use->id())
+      m.retired.push_back(std::move(m.device));
+    else
+      m.retired.clear();  // buffers of an ended program
     m.device = std::move(b);
     m.device_relations = m.built;
   }
@@ -313,7 +323,7 @@ QD_FUNC detail::launch_arg mesh::bind(std::uint32_t relations, std::string_view 
   return a;
 }
 
-}  // namespace qd
+}  // namespace qd::inline v0
 
 namespace qd::inline v0::detail {
 
@@ -360,11 +370,13 @@ QD_FUNC std::string mesh_index_error(const kernel_state& k, std::size_t param, s
   }
   std::string at;
   for (std::size_t j = 0; j < sites.size(); ++j) at += (j ? ", " : " at ") + sites[j];
-  const auto from = static_cast<mesh_kind>(relation / mesh_layout::kinds), to = static_cast<mesh_kind>(relation % mesh_layout::kinds);
-  return fmt::format("kernel '{}': an index into the mesh relation {} -> {} (element.{}()[k] of one of the {}) of "
-                     "parameter '{}' is out of range{}: k must be at least 0 and less than element.{}().size(), the "
-                     "length of that element's own list; out-of-range accesses were skipped (check_out_of_bound is on)",
-                     k.name, name(from), name(to), name(to), name(from), param_name(k, param), at, name(to));
+  const auto from = static_cast<mesh_kind>(relation / mesh_layout::kinds),
+             to = static_cast<mesh_kind>(relation % mesh_layout::kinds);
+  return fmt::format(
+      "kernel '{}': an index into the mesh relation {} -> {} (element.{}()[k] of one of the {}) of "
+      "parameter '{}' is out of range{}: k must be at least 0 and less than element.{}().size(), the "
+      "length of that element's own list; out-of-range accesses were skipped (check_out_of_bound is on)",
+      k.name, name(from), name(to), name(to), name(from), param_name(k, param), at, name(to));
 }
 
 QD_FUNC std::string mesh_detail(const kernel_state& k) {
@@ -377,11 +389,12 @@ QD_FUNC std::string mesh_detail(const kernel_state& k) {
     const ir::node& index = k.ir.at(k.ir.lists[static_cast<std::size_t>(bound.list_begin)]);
     if (index.code != ir::op::constant || index.imm < 0 || index.imm >= mesh_layout::kinds) continue;
     const ir::source_loc where = k.ir.location(i);
-    return fmt::format("a qd::mesh_for over the {}{} reads through the mesh's relations, which the split does not "
-                       "follow, so the kernel stays one unit",
-                       name(static_cast<mesh_kind>(index.imm)), where.known() ? " at " + ir::to_text(where) : "");
+    return fmt::format(
+        "a qd::mesh_for over the {}{} reads through the mesh's relations, which the split does not "
+        "follow, so the kernel stays one unit",
+        name(static_cast<mesh_kind>(index.imm)), where.known() ? " at " + ir::to_text(where) : "");
   }
   return std::string(describe(fallback_reason::mesh));
 }
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail

@@ -109,7 +109,7 @@ constexpr bool has_mesh_parameter() {
 }
 
 }  // namespace detail
-}  // namespace qd
+}  // namespace qd::inline v0
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/runtime/mesh-inl.hpp"

@@ -19,7 +19,8 @@ QD_FUNC buffer::buffer(std::size_t bytes) {
   data_ = device_->allocate(bytes);
   std::vector<unsigned char> zeros(std::min<std::size_t>(bytes, 1 << 20), 0);
   for (std::size_t done = 0; done < bytes; done += zeros.size())
-    device_->copy_from_host(static_cast<unsigned char*>(data_) + done, zeros.data(), std::min(zeros.size(), bytes - done));
+    device_->copy_from_host(static_cast<unsigned char*>(data_) + done, zeros.data(),
+                            std::min(zeros.size(), bytes - done));
 }
 
 QD_FUNC buffer::~buffer() {
@@ -55,9 +56,10 @@ QD_FUNC bool buffer::alive() const noexcept {
 QD_FUNC void buffer::check_alive(std::string_view what) const {
   if (!device_) throw user_error(fmt::format("{}: the qd::ndarray was moved from", what));
   if (!alive())
-    throw user_error(fmt::format("{}: this qd::ndarray was created before qd::reset() (or a later qd::init()); arrays "
-                                 "belong to the program that created them. Create it again after qd::init()",
-                                 what));
+    throw user_error(
+        fmt::format("{}: this qd::ndarray was created before qd::reset() (or a later qd::init()); arrays "
+                    "belong to the program that created them. Create it again after qd::init()",
+                    what));
 }
 
 // An empty array's host side is an empty vector whose data() may be null: nothing to
@@ -81,7 +83,8 @@ QD_FUNC void buffer::fill(const void* value, std::size_t value_size) {
   std::vector<unsigned char> pattern(std::min(per_chunk, bytes_ / value_size) * value_size);
   for (std::size_t k = 0; k < pattern.size(); k += value_size) std::memcpy(pattern.data() + k, value, value_size);
   for (std::size_t done = 0; done < bytes_; done += pattern.size())
-    device_->copy_from_host(static_cast<unsigned char*>(data_) + done, pattern.data(), std::min(pattern.size(), bytes_ - done));
+    device_->copy_from_host(static_cast<unsigned char*>(data_) + done, pattern.data(),
+                            std::min(pattern.size(), bytes_ - done));
 }
 
 QD_FUNC std::size_t checked_bytes(const std::int64_t* shape, int ndim, std::size_t element_size) {
@@ -92,9 +95,10 @@ QD_FUNC std::size_t checked_bytes(const std::int64_t* shape, int ndim, std::size
   };
   for (int d = 0; d < ndim; ++d)
     if (shape[d] < 0 || shape[d] > (std::int64_t{1} << 31) - 1)
-      throw user_error(fmt::format("qd::ndarray({{{}}}): extent {} of dimension {} is out of range; extents must be in "
-                                   "0..2147483647",
-                                   dims(), shape[d], d));
+      throw user_error(
+          fmt::format("qd::ndarray({{{}}}): extent {} of dimension {} is out of range; extents must be in "
+                      "0..2147483647",
+                      dims(), shape[d], d));
   // Elements and bytes below 2^63, so that element counts, byte offsets and the
   // generated code's 64-bit index arithmetic never wrap.
   constexpr std::uint64_t limit = std::uint64_t{1} << 63;
@@ -103,9 +107,10 @@ QD_FUNC std::size_t checked_bytes(const std::int64_t* shape, int ndim, std::size
   for (int d = 0; d < ndim; ++d) any_zero |= shape[d] == 0;
   for (int d = 0; d < ndim && !any_zero; ++d)
     if (__builtin_mul_overflow(bytes, static_cast<std::uint64_t>(shape[d]), &bytes) || bytes >= limit)
-      throw user_error(fmt::format("qd::ndarray({{{}}}): the size in bytes (the product of the extents times {}) "
-                                   "is 2^63 or more, which no machine can hold; make the array smaller",
-                                   dims(), element_size));
+      throw user_error(
+          fmt::format("qd::ndarray({{{}}}): the size in bytes (the product of the extents times {}) "
+                      "is 2^63 or more, which no machine can hold; make the array smaller",
+                      dims(), element_size));
   return any_zero ? 0 : static_cast<std::size_t>(bytes);
 }
 
@@ -116,13 +121,14 @@ QD_FUNC void throw_bad_dimension(std::string_view what, int d, int ndim) {
 }
 
 QD_FUNC void throw_size_mismatch(std::string_view what, std::size_t expected, std::size_t got) {
-  throw user_error(fmt::format("{}: the array has {} elements but {} were given; pass exactly one value per element "
-                               "(row-major)",
-                               what, expected, got));
+  throw user_error(
+      fmt::format("{}: the array has {} elements but {} were given; pass exactly one value per element "
+                  "(row-major)",
+                  what, expected, got));
 }
 
 QD_FUNC void throw_missing_grad() {
   throw user_error("qd::ndarray::grad(): this array has no gradient buffer; construct it with qd::needs_grad");
 }
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail

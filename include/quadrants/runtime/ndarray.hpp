@@ -15,7 +15,9 @@
 #include "quadrants/lang/ndarray_param.hpp"
 
 namespace qd::inline v0 {
-namespace backend { class device; }
+namespace backend {
+class device;
+}
 
 namespace detail {
 
@@ -72,8 +74,9 @@ std::int64_t element_count(const std::array<std::int64_t, N>& shape) {
 // Elements are scalars here; runtime/vec_ndarray.hpp specializes vectors and matrices.
 template <class T, int N>
 class ndarray {
-  static_assert(element_type<T>, "qd::ndarray<T, N> takes an element type (float, std::int32_t, ...), a qd::vec or a "
-                                 "qd::mat");
+  static_assert(element_type<T>,
+                "qd::ndarray<T, N> takes an element type (float, std::int32_t, ...), a qd::vec or a "
+                "qd::mat");
   static_assert(N >= 0 && N <= 4, "qd::ndarray supports 0 to 4 dimensions");
   static_assert(!std::is_same_v<T, bool>, "arrays of bool are not supported; use std::uint8_t");
 
@@ -141,8 +144,9 @@ namespace detail {
 // Elements are scalars here; runtime/vec_ndarray.hpp specializes vectors and matrices.
 template <class T, int N>
 class external_array {
-  static_assert(element_type<T>, "qd::external_array<T, N> takes an element type (float, std::int32_t, ...), a "
-                                 "qd::vec or a qd::mat");
+  static_assert(element_type<T>,
+                "qd::external_array<T, N> takes an element type (float, std::int32_t, ...), a "
+                "qd::vec or a qd::mat");
   static_assert(N >= 0 && N <= 4, "qd::external_array supports 0 to 4 dimensions");
 
  public:
@@ -165,7 +169,7 @@ ndarray<T, N>& ndarray<T, N>::missing_grad() {
   detail::throw_missing_grad();
 }
 
-}  // namespace qd
+}  // namespace qd::inline v0
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/runtime/ndarray-inl.hpp"

@@ -40,4 +40,4 @@ QD_FUNC cache_statistics offline_cache_statistics() {
   return s;
 }
 
-}  // namespace qd
+}  // namespace qd::inline v0

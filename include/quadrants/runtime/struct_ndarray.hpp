@@ -33,46 +33,53 @@ template <class T>
 inline constexpr bool plain_scalar = element_type<T> && !std::is_same_v<T, bool>;
 
 // What a member of a host struct is: a scalar, std::array<T, K> or std::array<std::array<T, C>, R>.
-template <class H> struct host_member_kind {
+template <class H>
+struct host_member_kind {
   static constexpr bool valid = false;
 };
 template <class T>
-  requires plain_scalar<T>
+requires plain_scalar<T>
 struct host_member_kind<T> {
   static constexpr bool valid = true;
   using scalar = T;
   static constexpr int components = 1;
 };
 template <class T, std::size_t K>
-  requires plain_scalar<T>
+requires plain_scalar<T>
 struct host_member_kind<std::array<T, K>> {
   static constexpr bool valid = true;
   using scalar = T;
   static constexpr int components = static_cast<int>(K);
 };
 template <class T, std::size_t C, std::size_t R>
-  requires plain_scalar<T>
+requires plain_scalar<T>
 struct host_member_kind<std::array<std::array<T, C>, R>> {
   static constexpr bool valid = true;
   using scalar = T;
   static constexpr int components = static_cast<int>(R * C);
 };
 
-template <class H> inline constexpr bool is_std_array = false;
-template <class T, std::size_t K> inline constexpr bool is_std_array<std::array<T, K>> = true;
+template <class H>
+inline constexpr bool is_std_array = false;
+template <class T, std::size_t K>
+inline constexpr bool is_std_array<std::array<T, K>> = true;
 
 // A host struct usable as an array element.
 template <class H>
 constexpr bool host_struct_element_type() {
-  if constexpr (is_std_array<H> || !std::is_trivially_copyable_v<H>) return false;
-  else return aggregate_of<H, host_member_kind>();
+  if constexpr (is_std_array<H> || !std::is_trivially_copyable_v<H>)
+    return false;
+  else
+    return aggregate_of<H, host_member_kind>();
 }
 template <class H>
 concept host_struct_element = host_struct_element_type<H>();
 
 // The host type of a kernel struct member: T, std::array<T, K>, std::array<std::array<T, C>, R>.
-template <class M> struct host_member_of : host_element<M> {};
-template <element_type T> struct host_member_of<expr<T>> {
+template <class M>
+struct host_member_of : host_element<M> {};
+template <element_type T>
+struct host_member_of<expr<T>> {
   using type = T;
 };
 
@@ -84,7 +91,8 @@ constexpr bool host_matches_kernel_struct() {
   } else {
     return []<std::size_t... I>(std::index_sequence<I...>) {
       return (std::is_same_v<member_type<H, I>, typename host_member_of<member_type<S, I>>::type> && ...);
-    }(std::make_index_sequence<member_count<S>()>{});
+    }
+    (std::make_index_sequence<member_count<S>()>{});
   }
 }
 
@@ -92,14 +100,14 @@ constexpr bool host_matches_kernel_struct() {
 // consecutive elements' in scalars (the last extent of the member's IR parameter).
 struct member_layout {
   std::size_t offset = 0;
-  std::size_t bytes = 0;   // the member's own size (AoS: its lane within the struct)
+  std::size_t bytes = 0;  // the member's own size (AoS: its lane within the struct)
   std::int64_t stride = 0;
 };
 
 }  // namespace detail
 
 template <class H, int N>
-  requires detail::host_struct_element<H>
+requires detail::host_struct_element<H>
 class ndarray<H, N> {
   static_assert(N >= 0 && N <= 3, "an array of structs has at most 3 dimensions");
 
@@ -112,7 +120,8 @@ class ndarray<H, N> {
   explicit ndarray(std::int64_t n, qd::layout l = layout::aos) requires(N == 1)
       : ndarray(std::array<std::int64_t, 1>{n}, l) {}
   explicit ndarray(const std::array<std::int64_t, N>& shape, qd::layout l = layout::aos)
-      : shape_(shape), layout_(l),
+      : shape_(shape),
+        layout_(l),
         // SoA rounds each member's values up to 64 bytes.
         buffer_(detail::checked_bytes(shape_.data(), N, sizeof(H)) +
                 (l == layout::soa ? 64 * static_cast<std::size_t>(members) : 0)) {
@@ -138,7 +147,8 @@ class ndarray<H, N> {
          }
        }()),
        ...);
-    }(std::make_index_sequence<static_cast<std::size_t>(members)>{});
+    }
+    (std::make_index_sequence<static_cast<std::size_t>(members)>{});
   }
 
   ndarray(ndarray&&) noexcept = default;
@@ -202,9 +212,8 @@ class ndarray<H, N> {
  private:
   template <class Tuple, class F>
   static void for_each_member(Tuple& members_of, F&& f) {
-    [&]<std::size_t... M>(std::index_sequence<M...>) {
-      (f(static_cast<int>(M), std::get<M>(members_of)), ...);
-    }(std::make_index_sequence<std::tuple_size_v<std::remove_cvref_t<Tuple>>>{});
+    [&]<std::size_t... M>(std::index_sequence<M...>) { (f(static_cast<int>(M), std::get<M>(members_of)), ...); }
+    (std::make_index_sequence<std::tuple_size_v<std::remove_cvref_t<Tuple>>>{});
   }
 
   std::array<std::int64_t, N> shape_{};
@@ -213,4 +222,4 @@ class ndarray<H, N> {
   std::array<detail::member_layout, static_cast<std::size_t>(members)> layout_of_{};
 };
 
-}  // namespace qd
+}  // namespace qd::inline v0

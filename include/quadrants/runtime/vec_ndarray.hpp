@@ -18,12 +18,15 @@ namespace qd::inline v0 {
 
 namespace detail {
 // The host type and component extents of a vector or matrix element.
-template <class E> struct host_element;
-template <element_type T, int K> struct host_element<vec<T, K>> {
+template <class E>
+struct host_element;
+template <element_type T, int K>
+struct host_element<vec<T, K>> {
   using type = std::array<T, static_cast<std::size_t>(K)>;
   static constexpr std::array<std::int64_t, 1> extents{K};
 };
-template <element_type T, int R, int C> struct host_element<mat<T, R, C>> {
+template <element_type T, int R, int C>
+struct host_element<mat<T, R, C>> {
   using type = std::array<std::array<T, static_cast<std::size_t>(C)>, static_cast<std::size_t>(R)>;
   static constexpr std::array<std::int64_t, 2> extents{R, C};
 };
@@ -47,19 +50,20 @@ struct composite_array {
 }  // namespace detail
 
 template <class E, int N>
-  requires detail::composite_element<E>::value
-class ndarray<E, N> {
+requires detail::composite_element<E>::value class ndarray<E, N> {
   using memory = detail::composite_array<E, N>;
   using T = typename memory::scalar;
   static constexpr int storage_rank = memory::storage_rank;
   static constexpr std::size_t components = sizeof(typename detail::host_element<E>::type) / sizeof(T);
-  static_assert(sizeof(typename detail::host_element<E>::type) == components * sizeof(T) &&
-                    components == [] {
-                      std::size_t n = 1;
-                      for (auto e : detail::host_element<E>::extents) n *= static_cast<std::size_t>(e);
-                      return n;
-                    }(),
-                "std::array host elements must be contiguous components");
+  static_assert(
+      sizeof(typename detail::host_element<E>::type) == components * sizeof(T) &&
+          components ==
+              [] {
+                std::size_t n = 1;
+                for (auto e : detail::host_element<E>::extents) n *= static_cast<std::size_t>(e);
+                return n;
+              }(),
+      "std::array host elements must be contiguous components");
 
  public:
   using value_type = E;
@@ -79,8 +83,8 @@ class ndarray<E, N> {
 
   void from_host(std::span<const host_value_type> values) {
     if (values.size() != static_cast<std::size_t>(size()))
-      detail::throw_size_mismatch("qd::ndarray<qd::vec/qd::mat>::from_host (elements)", static_cast<std::size_t>(size()),
-                                  values.size());
+      detail::throw_size_mismatch("qd::ndarray<qd::vec/qd::mat>::from_host (elements)",
+                                  static_cast<std::size_t>(size()), values.size());
     data_.from_host(std::span<const T>(reinterpret_cast<const T*>(values.data()), values.size() * components));
   }
   void from_host(const std::vector<host_value_type>& values) { from_host(std::span<const host_value_type>(values)); }
@@ -112,8 +116,7 @@ class ndarray<E, N> {
 // contiguous components, element after element, given as host elements
 // (std::array<float, 3>* for a qd::vec3f) or as scalars (float*).
 template <class E, int N>
-  requires detail::composite_element<E>::value
-class external_array<E, N> {
+requires detail::composite_element<E>::value class external_array<E, N> {
   using memory = detail::composite_array<E, N>;
   using T = typename memory::scalar;
 
@@ -149,4 +152,4 @@ void copy_launch_shape(std::int64_t (&out)[4], const A& a) {
 }
 }  // namespace detail
 
-}  // namespace qd
+}  // namespace qd::inline v0

@@ -10,10 +10,13 @@ namespace qd::inline v0::backend::amdgpu {
 // the GPU's own).
 QD_FUNC std::unique_ptr<backend::device> make_from_request(const device_request& r);
 
-inline constexpr description backend_description{
-    .arch = arch::amdgpu, .source_extension = "hip", .caches_code = true, .preferred = true, .make = &make_from_request};
+inline constexpr description backend_description{.arch = arch::amdgpu,
+                                                 .source_extension = "hip",
+                                                 .caches_code = true,
+                                                 .preferred = true,
+                                                 .make = &make_from_request};
 
-}  // namespace qd::backend::amdgpu
+}  // namespace qd::inline v0::backend::amdgpu
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/backend/amdgpu/description-inl.hpp"

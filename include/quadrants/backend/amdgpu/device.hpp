@@ -23,7 +23,7 @@ struct device_options {
 // missing, qd::user_error for bad options.
 QD_FUNC std::unique_ptr<device> make_device(const device_options& options);
 
-}  // namespace qd::backend::amdgpu
+}  // namespace qd::inline v0::backend::amdgpu
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/backend/amdgpu/device-inl.hpp"

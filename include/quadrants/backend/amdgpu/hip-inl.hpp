@@ -26,9 +26,10 @@ QD_FUNC gpu_facts open_gpu(const hip_api& api, int ordinal) {
   QD_GPU_CALL(api, device_properties, props.data(), ordinal);
   g.gfx = find_gfx_name(props.data(), props.size());
   if (g.gfx.empty())
-    throw driver_error("cannot read the GPU's gfx target from hipGetDeviceProperties; set amdgpu_arch (e.g. "
-                       "\"gfx90a\")",
-                       "hipGetDeviceProperties", 0);
+    throw driver_error(
+        "cannot read the GPU's gfx target from hipGetDeviceProperties; set amdgpu_arch (e.g. "
+        "\"gfx90a\")",
+        "hipGetDeviceProperties", 0);
   return g;
 }
 
@@ -52,10 +53,8 @@ QD_FUNC std::string result_text(const hip_api& api, gpu_result r) {
 }  // namespace detail
 
 QD_FUNC library_search hip_library() {
-  library_search s{"the HIP runtime (libamdhip64)",
-                   {"libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"},
-                   {"QD_HIP_PATH"},
-                   {}};
+  library_search s{
+      "the HIP runtime (libamdhip64)", {"libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"}, {"QD_HIP_PATH"}, {}};
   if (const char* rocm = std::getenv("ROCM_PATH"); rocm && *rocm) s.directories.push_back(std::string(rocm) + "/lib");
   for (const char* d : {"/opt/rocm/lib", "/opt/rocm/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"})
     s.directories.emplace_back(d);
@@ -78,4 +77,4 @@ QD_FUNC std::string find_gfx_name(const unsigned char* props, std::size_t size) 
   return {};
 }
 
-}  // namespace qd::backend::amdgpu
+}  // namespace qd::inline v0::backend::amdgpu

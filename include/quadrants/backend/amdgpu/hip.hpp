@@ -24,7 +24,7 @@ QD_FUNC const hip_api& hip();
 // differs between HIP versions, so it is found by its content; "" if absent.
 QD_FUNC std::string find_gfx_name(const unsigned char* props, std::size_t size);
 
-}  // namespace qd::backend::amdgpu
+}  // namespace qd::inline v0::backend::amdgpu
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/backend/amdgpu/hip-inl.hpp"

@@ -46,9 +46,10 @@ QD_FUNC std::vector<std::string> hiprtc_flags(const hiprtc_options& o) {
 
 QD_FUNC void check_gfx_spelling(const std::string& target) {
   auto bad = [&](std::string_view why) {
-    throw user_error(fmt::format("amdgpu_arch = \"{}\" {}; use a gfx processor with optional features, e.g. "
-                                 "\"gfx90a\" or \"gfx90a:sramecc+:xnack-\"",
-                                 target, why));
+    throw user_error(
+        fmt::format("amdgpu_arch = \"{}\" {}; use a gfx processor with optional features, e.g. "
+                    "\"gfx90a\" or \"gfx90a:sramecc+:xnack-\"",
+                    target, why));
   };
   std::size_t colon = target.find(':');
   std::string processor = target.substr(0, colon);
@@ -58,11 +59,11 @@ QD_FUNC void check_gfx_spelling(const std::string& target) {
   // The processors that have each feature (LLVM's AMDGPU processor table). comgr
   // aborts the process on a feature its processor lacks, so that is refused here.
   static constexpr std::string_view with_xnack[] = {
-      "gfx801", "gfx810", "gfx900", "gfx902", "gfx904", "gfx906", "gfx908", "gfx909", "gfx90a", "gfx90c", "gfx940",
-      "gfx941", "gfx942", "gfx950", "gfx1010", "gfx1011", "gfx1012", "gfx1013", "gfx9-generic", "gfx9-4-generic",
-      "gfx10-1-generic"};
-  static constexpr std::string_view with_sramecc[] = {"gfx906", "gfx908", "gfx90a", "gfx940", "gfx941",
-                                                      "gfx942", "gfx950", "gfx9-4-generic"};
+      "gfx801",  "gfx810",  "gfx900",  "gfx902",  "gfx904",       "gfx906",         "gfx908",
+      "gfx909",  "gfx90a",  "gfx90c",  "gfx940",  "gfx941",       "gfx942",         "gfx950",
+      "gfx1010", "gfx1011", "gfx1012", "gfx1013", "gfx9-generic", "gfx9-4-generic", "gfx10-1-generic"};
+  static constexpr std::string_view with_sramecc[] = {"gfx906", "gfx908", "gfx90a", "gfx940",
+                                                      "gfx941", "gfx942", "gfx950", "gfx9-4-generic"};
   std::vector<std::string> seen;
   while (colon != std::string::npos) {
     std::size_t next = target.find(':', colon + 1);
@@ -72,7 +73,9 @@ QD_FUNC void check_gfx_spelling(const std::string& target) {
     std::string base = feature.substr(0, feature.size() - 1);
     if (std::find(seen.begin(), seen.end(), base) != seen.end()) bad(fmt::format("names {} twice", base));
     seen.push_back(base);
-    auto has = [&](const auto& table) { return std::find(std::begin(table), std::end(table), processor) != std::end(table); };
+    auto has = [&](const auto& table) {
+      return std::find(std::begin(table), std::end(table), processor) != std::end(table);
+    };
     if (!(base == "xnack" ? has(with_xnack) : has(with_sramecc)))
       bad(fmt::format("asks for {}, which {} does not have (leave the feature out)", base, processor));
     colon = next;
@@ -100,9 +103,8 @@ QD_FUNC const std::vector<std::string>& known_gfx_processors() {
       std::string_view text(isa);
       std::size_t at = text.rfind("--");
       if (at == std::string_view::npos) continue;
-      std::string processor(text.substr(at + 2, text.find(':', at) == std::string_view::npos
-                                                     ? std::string_view::npos
-                                                     : text.find(':', at) - at - 2));
+      std::string processor(text.substr(
+          at + 2, text.find(':', at) == std::string_view::npos ? std::string_view::npos : text.find(':', at) - at - 2));
       if (std::find(out.begin(), out.end(), processor) == out.end()) out.push_back(processor);
     }
     return out;
@@ -119,9 +121,10 @@ QD_FUNC std::vector<std::byte> compile_code_object(std::string_view source, cons
   if (!known.empty() && std::find(known.begin(), known.end(), processor) == known.end()) {
     std::string list;
     for (const auto& p : known) list += (list.empty() ? "" : " ") + p;
-    throw user_error(fmt::format("{}: amdgpu_arch = \"{}\": the installed hipRTC cannot compile for {} (it knows: "
-                                 "{}); choose one of those, or install a HIP version that supports {}",
-                                 what, options.arch, processor, list, processor));
+    throw user_error(
+        fmt::format("{}: amdgpu_arch = \"{}\": the installed hipRTC cannot compile for {} (it knows: "
+                    "{}); choose one of those, or install a HIP version that supports {}",
+                    what, options.arch, processor, list, processor));
   }
   const auto flags = hiprtc_flags(options);
   constexpr const char* program_name = "qd_generated.hip";
@@ -137,4 +140,4 @@ QD_FUNC std::vector<std::byte> compile_code_object(std::string_view source, cons
 
 QD_FUNC std::string hiprtc_version() { return gpu_compiler_version(detail::hiprtc()); }
 
-}  // namespace qd::backend::amdgpu
+}  // namespace qd::inline v0::backend::amdgpu

@@ -45,7 +45,7 @@ QD_FUNC const std::vector<std::string>& known_gfx_processors();
 // hipRTC's version ("9.0"); opens hipRTC.
 QD_FUNC std::string hiprtc_version();
 
-}  // namespace qd::backend::amdgpu
+}  // namespace qd::inline v0::backend::amdgpu
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/backend/amdgpu/hiprtc-inl.hpp"

@@ -14,4 +14,4 @@ inline std::string translation_unit_prelude() {
                                       "#define QD_GRID_CONSTANT\n");
 }
 
-}  // namespace qd::backend::amdgpu
+}  // namespace qd::inline v0::backend::amdgpu

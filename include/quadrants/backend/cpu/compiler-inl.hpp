@@ -175,10 +175,11 @@ QD_FUNC std::string_view line_with(std::string_view log, std::initializer_list<s
 QD_FUNC std::string failure_not_in_the_code(const process_result& r, const std::string& log, const std::string& dir,
                                             int timeout_seconds) {
   if (r.timed_out)
-    return fmt::format("did not finish within compile_timeout = {} s and was stopped (its process group killed). "
-                       "Raise compile_timeout (QD_COMPILE_TIMEOUT; 0: no limit) for kernels this large, or check "
-                       "that QD_CXX is a compiler",
-                       timeout_seconds);
+    return fmt::format(
+        "did not finish within compile_timeout = {} s and was stopped (its process group killed). "
+        "Raise compile_timeout (QD_COMPILE_TIMEOUT; 0: no limit) for kernels this large, or check "
+        "that QD_CXX is a compiler",
+        timeout_seconds);
   if (r.signal != 0)
     return fmt::format("was killed by signal {} ({}){}; it did not reject the generated code", r.signal,
                        ::strsignal(r.signal),
@@ -190,21 +191,24 @@ QD_FUNC std::string failure_not_in_the_code(const process_result& r, const std::
                           ? fmt::format("{} bytes free", static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize)
                           : std::string("free space unknown");
   if (log.find_first_not_of(" \t\r\n") == std::string::npos)
-    return fmt::format("exited with status {} without a message, which happens when it cannot write its files: is "
-                       "the file system of TMPDIR ({}, {}) full or read-only? Free space there or set TMPDIR to "
-                       "another directory",
-                       r.exit_code, scratch_root(), space);
+    return fmt::format(
+        "exited with status {} without a message, which happens when it cannot write its files: is "
+        "the file system of TMPDIR ({}, {}) full or read-only? Free space there or set TMPDIR to "
+        "another directory",
+        r.exit_code, scratch_root(), space);
   if (auto line = line_with(log, {"No space left on device", "Disk quota exceeded", "File too large"}); !line.empty())
-    return fmt::format("could not write its files ({}): the file system of TMPDIR ({}, {}) is full; free space "
-                       "there or set TMPDIR to another directory",
-                       line, scratch_root(), space);
-  if (auto line = line_with(log, {"cannot execute", "error trying to exec", "installation problem, cannot exec",
-                                  "collect2: fatal error: cannot find", "unable to execute command",
-                                  "command not found"});
+    return fmt::format(
+        "could not write its files ({}): the file system of TMPDIR ({}, {}) is full; free space "
+        "there or set TMPDIR to another directory",
+        line, scratch_root(), space);
+  if (auto line =
+          line_with(log, {"cannot execute", "error trying to exec", "installation problem, cannot exec",
+                          "collect2: fatal error: cannot find", "unable to execute command", "command not found"});
       !line.empty() || r.exit_code == 126 || r.exit_code == 127)
-    return fmt::format("could not run one of its own programs ({}): the compiler installation is incomplete or not "
-                       "on PATH. Reinstall it, or point QD_CXX at a complete compiler",
-                       line.empty() ? fmt::format("exit status {}", r.exit_code) : std::string(line));
+    return fmt::format(
+        "could not run one of its own programs ({}): the compiler installation is incomplete or not "
+        "on PATH. Reinstall it, or point QD_CXX at a complete compiler",
+        line.empty() ? fmt::format("exit status {}", r.exit_code) : std::string(line));
   return {};
 }
 
@@ -217,9 +221,10 @@ QD_FUNC std::vector<std::string> compiler_command() {
   std::istringstream words(env);
   for (std::string w; words >> w;) command.push_back(w);
   if (command.empty())
-    throw user_error(fmt::format("QD_CXX='{}' is set but blank; unset it to use c++, or set it to a C++ compiler "
-                                 "such as g++ or clang++ (with options after the program)",
-                                 env));
+    throw user_error(
+        fmt::format("QD_CXX='{}' is set but blank; unset it to use c++, or set it to a C++ compiler "
+                    "such as g++ or clang++ (with options after the program)",
+                    env));
   return command;
 }
 
@@ -240,10 +245,10 @@ QD_FUNC const compiler_identity& host_compiler(int timeout_seconds) {
   std::string text = detail::read_text(log);
   if (r.timed_out || r.signal != 0 || r.exit_code != 0) {
     std::string why = detail::failure_not_in_the_code(r, text, dir.path(), timeout_seconds);
-    throw driver_error(fmt::format("the host C++ compiler '{}' does not run ('{} --version' {}): {}", id.command[0],
-                                   id.command[0], why.empty() ? fmt::format("failed, exit status {}", r.exit_code) : why,
-                                   text),
-                       "c++ --version", r.exit_code);
+    throw driver_error(
+        fmt::format("the host C++ compiler '{}' does not run ('{} --version' {}): {}", id.command[0], id.command[0],
+                    why.empty() ? fmt::format("failed, exit status {}", r.exit_code) : why, text),
+        "c++ --version", r.exit_code);
   }
   id.version = text.substr(0, text.find('\n'));
   return resolved.emplace(std::move(command), std::move(id)).first->second;
@@ -274,9 +279,15 @@ QD_FUNC std::string compiler_fingerprint() {
 }
 
 QD_FUNC std::vector<std::string> compile_flags(const compile_options& options) {
-  std::vector<std::string> flags = {"-std=c++17", fmt::format("-O{}", std::clamp(options.opt_level, 0, 3)),
-                                    "-fPIC", "-shared", "-fvisibility=hidden", "-fno-exceptions", "-fno-rtti",
-                                    "-fno-math-errno", "-fno-semantic-interposition"};
+  std::vector<std::string> flags = {"-std=c++17",
+                                    fmt::format("-O{}", std::clamp(options.opt_level, 0, 3)),
+                                    "-fPIC",
+                                    "-shared",
+                                    "-fvisibility=hidden",
+                                    "-fno-exceptions",
+                                    "-fno-rtti",
+                                    "-fno-math-errno",
+                                    "-fno-semantic-interposition"};
   flags.push_back(options.fast_math ? "-ffast-math" : "-ffp-contract=off");
   return flags;
 }
@@ -311,12 +322,12 @@ QD_FUNC std::vector<std::byte> compile_shared_object(std::string_view source, co
     if (!why.empty())
       throw compile_error(fmt::format("{}: the host C++ compiler '{}' {}.\n{}", what, cxx.command[0], why, text),
                           std::string(what), options_text, std::string(source), text);
-    throw compile_error(fmt::format("{}: the host C++ compiler '{}' rejected generated code (exit {}).\n{}\n{}\nThis is "
-                                    "a bug in Quadrants' code generation unless QD_CXX points at an unsuitable "
-                                    "compiler; please report it with this message",
-                                    what, cxx.command[0], r.exit_code, quote_generated_line(text, source, "src.cpp"),
-                                    text),
-                        std::string(what), options_text, std::string(source), text);
+    throw compile_error(
+        fmt::format("{}: the host C++ compiler '{}' rejected generated code (exit {}).\n{}\n{}\nThis is "
+                    "a bug in Quadrants' code generation unless QD_CXX points at an unsuitable "
+                    "compiler; please report it with this message",
+                    what, cxx.command[0], r.exit_code, quote_generated_line(text, source, "src.cpp"), text),
+        std::string(what), options_text, std::string(source), text);
   }
   std::string bytes = detail::read_text(out);
   if (bytes.empty())
@@ -329,4 +340,4 @@ QD_FUNC std::vector<std::byte> compile_shared_object(std::string_view source, co
   return binary;
 }
 
-}  // namespace qd::backend::cpu
+}  // namespace qd::inline v0::backend::cpu

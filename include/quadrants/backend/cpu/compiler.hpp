@@ -51,7 +51,7 @@ QD_FUNC std::vector<std::string> compile_flags(const compile_options& options);
 QD_FUNC std::vector<std::byte> compile_shared_object(std::string_view source, const compile_options& options,
                                                      std::string_view what);
 
-}  // namespace qd::backend::cpu
+}  // namespace qd::inline v0::backend::cpu
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/backend/cpu/compiler-inl.hpp"

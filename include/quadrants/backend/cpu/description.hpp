@@ -11,7 +11,7 @@ QD_FUNC std::unique_ptr<backend::device> make_from_request(const device_request&
 inline constexpr description backend_description{
     .arch = arch::cpu, .source_extension = "cpp", .caches_code = true, .preferred = false, .make = &make_from_request};
 
-}  // namespace qd::backend::cpu
+}  // namespace qd::inline v0::backend::cpu
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/backend/cpu/description-inl.hpp"

@@ -99,4 +99,4 @@ QD_FUNC std::unique_ptr<device> make_device(const device_options& options) {
   return std::make_unique<detail::cpu_device>(options);
 }
 
-}  // namespace qd::backend::cpu
+}  // namespace qd::inline v0::backend::cpu

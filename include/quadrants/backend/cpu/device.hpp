@@ -17,7 +17,7 @@ struct device_options {
 
 QD_FUNC std::unique_ptr<device> make_device(const device_options& options);
 
-}  // namespace qd::backend::cpu
+}  // namespace qd::inline v0::backend::cpu
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/backend/cpu/device-inl.hpp"

@@ -16,7 +16,8 @@ namespace qd::inline v0::backend::cpu {
 
 QD_FUNC module::module(std::span<const std::byte> binary, std::string_view what) : what_(what) {
   fd_ = memfd_create("quadrants-module", MFD_CLOEXEC);
-  if (fd_ < 0) throw driver_error(fmt::format("{}: memfd_create failed: {}", what, std::strerror(errno)), "memfd_create", errno);
+  if (fd_ < 0)
+    throw driver_error(fmt::format("{}: memfd_create failed: {}", what, std::strerror(errno)), "memfd_create", errno);
   std::size_t done = 0;
   while (done < binary.size()) {
     ssize_t n = ::write(fd_, binary.data() + done, binary.size() - done);
@@ -24,7 +25,8 @@ QD_FUNC module::module(std::span<const std::byte> binary, std::string_view what)
     if (n <= 0) {
       int e = errno;
       ::close(fd_);
-      throw driver_error(fmt::format("{}: writing the module to memory failed: {}", what, std::strerror(e)), "write", e);
+      throw driver_error(fmt::format("{}: writing the module to memory failed: {}", what, std::strerror(e)), "write",
+                         e);
     }
     done += static_cast<std::size_t>(n);
   }
@@ -51,4 +53,4 @@ QD_FUNC void* module::symbol(const std::string& name) const {
   return p;
 }
 
-}  // namespace qd::backend::cpu
+}  // namespace qd::inline v0::backend::cpu

@@ -29,7 +29,7 @@ class module {
   std::string what_;
 };
 
-}  // namespace qd::backend::cpu
+}  // namespace qd::inline v0::backend::cpu
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/backend/cpu/module-inl.hpp"

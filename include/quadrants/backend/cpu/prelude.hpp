@@ -283,4 +283,4 @@ inline std::string translation_unit_prelude() {
   return s;
 }
 
-}  // namespace qd::backend::cpu
+}  // namespace qd::inline v0::backend::cpu

@@ -73,4 +73,4 @@ QD_FUNC scratch_dir::~scratch_dir() {
   if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
-}  // namespace qd::backend::cpu
+}  // namespace qd::inline v0::backend::cpu

@@ -32,7 +32,7 @@ QD_FUNC std::string scratch_root();
 // returns how many were removed.
 QD_FUNC int remove_abandoned_scratch_dirs(const std::string& root);
 
-}  // namespace qd::backend::cpu
+}  // namespace qd::inline v0::backend::cpu
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/backend/cpu/scratch_dir-inl.hpp"

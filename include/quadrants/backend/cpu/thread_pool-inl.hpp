@@ -46,7 +46,7 @@ QD_FUNC void thread_pool::restart_after_fork() {
   // destroying them would wait for, or abort on, threads of another process).
   const unsigned count = static_cast<unsigned>(workers_.size());
   new std::vector<std::thread>(std::move(workers_));  // never destroyed, on purpose
-  workers_.clear();  // moved from: make it certainly empty
+  workers_.clear();                                   // moved from: make it certainly empty
   generation_.store(0, std::memory_order_relaxed);
   remaining_.store(0, std::memory_order_relaxed);
   busy_.store(false, std::memory_order_relaxed);
@@ -113,8 +113,10 @@ QD_FUNC bool thread_pool::dispatch(std::int64_t begin, std::int64_t end, std::in
   // A worker that lost its core (more runnable threads than cores) finishes only when it
   // gets one back: after a short spin, yield ours instead of spinning out the time slice.
   for (int k = 0; remaining_.load(std::memory_order_acquire) != 0; ++k) {
-    if (k < 1024) detail::cpu_relax();
-    else std::this_thread::yield();
+    if (k < 1024)
+      detail::cpu_relax();
+    else
+      std::this_thread::yield();
   }
   busy_.store(false, std::memory_order_release);
   return true;
@@ -142,4 +144,4 @@ QD_FUNC void thread_pool::parallel_chunks(std::int64_t count, chunk_fn fn, const
   if (count == 1 || !dispatch(0, count, 1, fn, frame, ctx)) fn(frame, ctx, 0, count);
 }
 
-}  // namespace qd::backend::cpu
+}  // namespace qd::inline v0::backend::cpu

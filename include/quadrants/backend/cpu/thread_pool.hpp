@@ -31,7 +31,8 @@ class thread_pool {
   QD_FUNC void parallel_chunks(std::int64_t count, chunk_fn fn, const void* frame, const void* ctx);
   // parallel_for for heavy iterations (a loop body with loops of its own): about 16
   // chunks per thread however few the iterations; inline only for one.
-  QD_FUNC void parallel_for_nested(std::int64_t begin, std::int64_t end, chunk_fn fn, const void* frame, const void* ctx);
+  QD_FUNC void parallel_for_nested(std::int64_t begin, std::int64_t end, chunk_fn fn, const void* frame,
+                                   const void* ctx);
   unsigned size() const { return static_cast<unsigned>(workers_.size()) + 1; }
 
   // Ranges this small run on the caller: waking workers costs more than it saves.
@@ -65,7 +66,7 @@ class thread_pool {
   std::uint64_t forks_seen_ = 0;  // the process's fork count when the workers started
 };
 
-}  // namespace qd::backend::cpu
+}  // namespace qd::inline v0::backend::cpu
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/backend/cpu/thread_pool-inl.hpp"

@@ -13,7 +13,7 @@ QD_FUNC std::unique_ptr<backend::device> make_from_request(const device_request&
 inline constexpr description backend_description{
     .arch = arch::cuda, .source_extension = "cu", .caches_code = true, .preferred = true, .make = &make_from_request};
 
-}  // namespace qd::backend::cuda
+}  // namespace qd::inline v0::backend::cuda
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/backend/cuda/description-inl.hpp"

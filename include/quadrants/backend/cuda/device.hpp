@@ -22,7 +22,7 @@ struct device_options {
 // (a library and its variable, or the device), qd::user_error for bad options.
 QD_FUNC std::unique_ptr<device> make_device(const device_options& options);
 
-}  // namespace qd::backend::cuda
+}  // namespace qd::inline v0::backend::cuda
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/backend/cuda/device-inl.hpp"

@@ -54,12 +54,24 @@ QD_FUNC std::string result_text(const driver_api& api, gpu_result r) {
       case 1: name = "CUDA_ERROR_INVALID_VALUE"; break;
       case 2: name = "CUDA_ERROR_OUT_OF_MEMORY"; break;
       case 3: name = "CUDA_ERROR_NOT_INITIALIZED"; break;
-      case 34: name = "CUDA_ERROR_STUB_LIBRARY"; text = "the CUDA driver found is a stub library, not a real driver"; break;
-      case 35: name = "CUDA_ERROR_INSUFFICIENT_DRIVER"; text = "the installed NVIDIA driver is older than the CUDA runtime"; break;
-      case 100: name = "CUDA_ERROR_NO_DEVICE"; text = "no CUDA-capable device is detected"; break;
+      case 34:
+        name = "CUDA_ERROR_STUB_LIBRARY";
+        text = "the CUDA driver found is a stub library, not a real driver";
+        break;
+      case 35:
+        name = "CUDA_ERROR_INSUFFICIENT_DRIVER";
+        text = "the installed NVIDIA driver is older than the CUDA runtime";
+        break;
+      case 100:
+        name = "CUDA_ERROR_NO_DEVICE";
+        text = "no CUDA-capable device is detected";
+        break;
       case 101: name = "CUDA_ERROR_INVALID_DEVICE"; break;
       case 200: name = "CUDA_ERROR_INVALID_IMAGE"; break;
-      case 209: name = "CUDA_ERROR_NO_BINARY_FOR_GPU"; text = "the CUBIN is not for this GPU; check cuda_arch"; break;
+      case 209:
+        name = "CUDA_ERROR_NO_BINARY_FOR_GPU";
+        text = "the CUBIN is not for this GPU; check cuda_arch";
+        break;
       case 500: name = "CUDA_ERROR_NOT_FOUND"; break;
       case 700: name = "CUDA_ERROR_ILLEGAL_ADDRESS"; break;
       case 719: name = "CUDA_ERROR_LAUNCH_FAILED"; break;
@@ -85,4 +97,4 @@ QD_FUNC const driver_api& driver() {
       {.steps = {&open_gpu, &close_gpu, &make_current, &full_grid, &result_text}});
 }
 
-}  // namespace qd::backend::cuda
+}  // namespace qd::inline v0::backend::cuda

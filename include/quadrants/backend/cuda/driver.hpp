@@ -21,7 +21,7 @@ QD_FUNC library_search driver_library();
 // or required symbol is a qd::driver_error naming it. Does not call cuInit.
 QD_FUNC const driver_api& driver();
 
-}  // namespace qd::backend::cuda
+}  // namespace qd::inline v0::backend::cuda
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/backend/cuda/driver-inl.hpp"

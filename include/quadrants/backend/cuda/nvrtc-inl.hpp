@@ -32,9 +32,9 @@ QD_FUNC library_search nvrtc_library() {
       s.directories.push_back(std::string(v) + "/lib64");
       s.directories.push_back(std::string(v) + "/lib");
     }
-  for (const char* d : {"/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib",
-                        "/usr/local/cuda/targets/sbsa-linux/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib64",
-                        "/usr/lib/aarch64-linux-gnu", "/opt/cuda/lib64"})
+  for (const char* d :
+       {"/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib", "/usr/local/cuda/targets/sbsa-linux/lib",
+        "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib/aarch64-linux-gnu", "/opt/cuda/lib64"})
     s.directories.emplace_back(d);
   return s;
 }
@@ -58,9 +58,10 @@ QD_FUNC std::vector<std::byte> compile_cubin(std::string_view source, const nvrt
   if (!supported.empty() && std::find(supported.begin(), supported.end(), options.sm) == supported.end()) {
     std::string list;
     for (int sm : supported) list += fmt::format("{}{}", list.empty() ? "" : " ", sm);
-    throw user_error(fmt::format("{}: cuda_arch = {} (sm_{}): NVRTC {} cannot compile for it (it knows: {}); choose "
-                                 "one of those, or point QD_NVRTC_PATH to a CUDA toolkit that supports sm_{}",
-                                 what, options.sm, options.sm, nvrtc_version(), list, options.sm));
+    throw user_error(
+        fmt::format("{}: cuda_arch = {} (sm_{}): NVRTC {} cannot compile for it (it knows: {}); choose "
+                    "one of those, or point QD_NVRTC_PATH to a CUDA toolkit that supports sm_{}",
+                    what, options.sm, options.sm, nvrtc_version(), list, options.sm));
   }
   nvrtc_options effective = options;
   if (detail::minimal_rejected.load(std::memory_order_relaxed)) effective.minimal = false;
@@ -74,8 +75,7 @@ QD_FUNC std::vector<std::byte> compile_cubin(std::string_view source, const nvrt
     if (out.result != gpu_compiler_invalid_option) detail::minimal_rejected.store(true, std::memory_order_relaxed);
   }
   if (out.result != gpu_success)
-    throw rejected_program("NVRTC", "CUDA", what, api.error_string(out.result), flags, source, out.log,
-                           {program_name});
+    throw rejected_program("NVRTC", "CUDA", what, api.error_string(out.result), flags, source, out.log, {program_name});
   return std::move(out.code);
 }
 
@@ -90,4 +90,4 @@ QD_FUNC std::vector<int> nvrtc_supported_archs() {
   return archs;
 }
 
-}  // namespace qd::backend::cuda
+}  // namespace qd::inline v0::backend::cuda

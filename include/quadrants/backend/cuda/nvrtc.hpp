@@ -13,8 +13,8 @@
 namespace qd::inline v0::backend::cuda {
 
 struct nvrtc_options {
-  int sm = 90;          // compute capability as major * 10 + minor
-  int opt_level = 2;    // 0..3; below 2 lowers ptxas's optimization level
+  int sm = 90;        // compute capability as major * 10 + minor
+  int opt_level = 2;  // 0..3; below 2 lowers ptxas's optimization level
   bool fast_math = false;
   bool minimal = true;  // --minimal: NVRTC's fixed cost drops; dropped if this NVRTC rejects it
 };
@@ -39,7 +39,7 @@ QD_FUNC std::vector<std::byte> compile_cubin(std::string_view source, const nvrt
 QD_FUNC std::string nvrtc_version();
 QD_FUNC std::vector<int> nvrtc_supported_archs();
 
-}  // namespace qd::backend::cuda
+}  // namespace qd::inline v0::backend::cuda
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/backend/cuda/nvrtc-inl.hpp"

@@ -25,4 +25,4 @@ inline const char* graph_loop_source() {
          "}\n";
 }
 
-}  // namespace qd::backend::cuda
+}  // namespace qd::inline v0::backend::cuda

@@ -13,7 +13,7 @@ QD_FUNC std::unique_ptr<backend::device> make_from_request(const device_request&
 inline constexpr description backend_description{
     .arch = arch::metal, .source_extension = "", .caches_code = false, .preferred = false, .make = &make_from_request};
 
-}  // namespace qd::backend::metal
+}  // namespace qd::inline v0::backend::metal
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/backend/metal/description-inl.hpp"

@@ -8,4 +8,4 @@ namespace qd::inline v0::backend::reference {
 
 QD_FUNC std::unique_ptr<backend::device> make_from_request(const device_request&) { return make_device(); }
 
-}  // namespace qd::backend::reference
+}  // namespace qd::inline v0::backend::reference

@@ -43,9 +43,7 @@ class interpreted_module final : public loaded_module {
 class reference_device final : public device {
  public:
   std::string_view name() const override { return "reference"; }
-  device_traits traits() const override {
-    return {.always_checks_bounds = true, .concurrent_launches = true};
-  }
+  device_traits traits() const override { return {.always_checks_bounds = true, .concurrent_launches = true}; }
   std::string target() const override { return "reference-interpreter"; }
   std::string compiler_identity() const override { return "none"; }
   std::string code_options() const override { return ""; }
@@ -82,4 +80,4 @@ class reference_device final : public device {
 
 QD_FUNC std::unique_ptr<device> make_device() { return std::make_unique<detail::reference_device>(); }
 
-}  // namespace qd::backend::reference
+}  // namespace qd::inline v0::backend::reference

@@ -11,7 +11,7 @@ namespace qd::inline v0::backend::reference {
 // Select it with qd::arch::reference (QD_ARCH=reference); see docs/testing.md.
 QD_FUNC std::unique_ptr<device> make_device();
 
-}  // namespace qd::backend::reference
+}  // namespace qd::inline v0::backend::reference
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/backend/reference/device-inl.hpp"

@@ -78,9 +78,12 @@ To convert(From x) {
   if constexpr (std::is_same_v<From, half>) {
     return convert<To>(static_cast<float>(x));  // exact; then as from f32
   } else if constexpr (std::is_same_v<To, half>) {
-    if constexpr (std::is_same_v<From, double>) return half(x);  // rounded once
-    else if constexpr (std::is_same_v<From, bool>) return half(x ? 1.0f : 0.0f);
-    else return half(static_cast<float>(x));  // an integer f16 does not overflow on is exact in f32
+    if constexpr (std::is_same_v<From, double>)
+      return half(x);  // rounded once
+    else if constexpr (std::is_same_v<From, bool>)
+      return half(x ? 1.0f : 0.0f);
+    else
+      return half(static_cast<float>(x));  // an integer f16 does not overflow on is exact in f32
   } else if constexpr (std::is_same_v<To, bool>) {
     return x != From(0);  // the emitter writes a bool cast as `x != 0`
   } else if constexpr (std::is_same_v<From, bool>) {
@@ -96,24 +99,34 @@ To convert(From x) {
 // casts through unsigned types make them.
 template <class T>
 auto wrap_add(T a, T b) {
-  if constexpr (std::is_same_v<T, std::int32_t>) return static_cast<T>(static_cast<std::uint32_t>(a) + static_cast<std::uint32_t>(b));
-  else if constexpr (std::is_same_v<T, std::int64_t>) return static_cast<T>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
-  else return a + b;
+  if constexpr (std::is_same_v<T, std::int32_t>)
+    return static_cast<T>(static_cast<std::uint32_t>(a) + static_cast<std::uint32_t>(b));
+  else if constexpr (std::is_same_v<T, std::int64_t>)
+    return static_cast<T>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
+  else
+    return a + b;
 }
 template <class T>
 auto wrap_sub(T a, T b) {
-  if constexpr (std::is_same_v<T, std::int32_t>) return static_cast<T>(static_cast<std::uint32_t>(a) - static_cast<std::uint32_t>(b));
-  else if constexpr (std::is_same_v<T, std::int64_t>) return static_cast<T>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b));
-  else return a - b;
+  if constexpr (std::is_same_v<T, std::int32_t>)
+    return static_cast<T>(static_cast<std::uint32_t>(a) - static_cast<std::uint32_t>(b));
+  else if constexpr (std::is_same_v<T, std::int64_t>)
+    return static_cast<T>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b));
+  else
+    return a - b;
 }
 template <class T>
 auto wrap_mul(T a, T b) {
   if constexpr (std::is_integral_v<T> && sizeof(T) < 4 && !std::is_same_v<T, bool>)  // int's product may overflow
     return static_cast<T>(static_cast<std::uint32_t>(a) * static_cast<std::uint32_t>(b));
-  else if constexpr (std::is_same_v<T, std::int32_t>) return static_cast<T>(static_cast<std::uint32_t>(a) * static_cast<std::uint32_t>(b));
-  else if constexpr (std::is_same_v<T, std::int64_t>) return static_cast<T>(static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b));
-  else if constexpr (std::is_same_v<T, std::uint32_t>) return static_cast<T>(static_cast<std::uint64_t>(a) * b);
-  else return a * b;
+  else if constexpr (std::is_same_v<T, std::int32_t>)
+    return static_cast<T>(static_cast<std::uint32_t>(a) * static_cast<std::uint32_t>(b));
+  else if constexpr (std::is_same_v<T, std::int64_t>)
+    return static_cast<T>(static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b));
+  else if constexpr (std::is_same_v<T, std::uint32_t>)
+    return static_cast<T>(static_cast<std::uint64_t>(a) * b);
+  else
+    return a * b;
 }
 
 template <class T>
@@ -148,10 +161,14 @@ T int_shr(T a, T b) {
 }
 template <class T>
 T abs_value(T a) {
-  if constexpr (std::is_floating_point_v<T>) return std::fabs(a);
-  else if constexpr (std::is_same_v<T, std::int32_t>) return a < 0 ? static_cast<T>(0u - static_cast<std::uint32_t>(a)) : a;
-  else if constexpr (std::is_same_v<T, std::int64_t>) return a < 0 ? static_cast<T>(0ull - static_cast<std::uint64_t>(a)) : a;
-  else return a;
+  if constexpr (std::is_floating_point_v<T>)
+    return std::fabs(a);
+  else if constexpr (std::is_same_v<T, std::int32_t>)
+    return a < 0 ? static_cast<T>(0u - static_cast<std::uint32_t>(a)) : a;
+  else if constexpr (std::is_same_v<T, std::int64_t>)
+    return a < 0 ? static_cast<T>(0ull - static_cast<std::uint64_t>(a)) : a;
+  else
+    return a;
 }
 
 // Python's // and % (the prelude's qd_floordiv and qd_floormod): integers from C++'s
@@ -193,9 +210,10 @@ T floor_div(T a, T b) {
 
 // The unsigned integer holding a T's bits.
 template <class T>
-using bits_of = std::conditional_t<sizeof(T) == 1, std::uint8_t,
-                                   std::conditional_t<sizeof(T) == 2, std::uint16_t,
-                                                      std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>>;
+using bits_of =
+    std::conditional_t<sizeof(T) == 1, std::uint8_t,
+                       std::conditional_t<sizeof(T) == 2, std::uint16_t,
+                                          std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>>;
 
 // The value an atomic leaves in memory given the old one: the prelude's qd_rmw_*.
 // Integers wrap; float min and max are IEEE minNum/maxNum (a NaN operand never
@@ -252,10 +270,14 @@ T atomic_result(ir::atomic_op o, T old, T v, T expected = T()) {
 template <class T>
 T reduction_identity(ir::atomic_op o) {
   const bool extremum = o == ir::atomic_op::min || o == ir::atomic_op::max;  // else add or sub: 0
-  if constexpr (std::is_same_v<T, half>) return extremum ? std::numeric_limits<half>::quiet_NaN() : half(0.0f);
-  else if constexpr (std::is_floating_point_v<T>) return extremum ? std::numeric_limits<T>::quiet_NaN() : T(0);
-  else if (extremum) return o == ir::atomic_op::min ? std::numeric_limits<T>::max() : std::numeric_limits<T>::lowest();
-  else return T(0);
+  if constexpr (std::is_same_v<T, half>)
+    return extremum ? std::numeric_limits<half>::quiet_NaN() : half(0.0f);
+  else if constexpr (std::is_floating_point_v<T>)
+    return extremum ? std::numeric_limits<T>::quiet_NaN() : T(0);
+  else if (extremum)
+    return o == ir::atomic_op::min ? std::numeric_limits<T>::max() : std::numeric_limits<T>::lowest();
+  else
+    return T(0);
 }
 
 // The prelude's counter-based generator.
@@ -296,7 +318,8 @@ class machine {
       base = get<std::int32_t>(values_[static_cast<std::size_t>(ln.a)]);
       dims[0] = static_cast<std::int64_t>(get<std::int32_t>(values_[static_cast<std::size_t>(ln.b)])) - base;
     } else {
-      for (std::int32_t d = 0; d < rank; ++d) dims[d] = get<std::int32_t>(values_[static_cast<std::size_t>(fn_.list(ln, d))]);
+      for (std::int32_t d = 0; d < rank; ++d)
+        dims[d] = get<std::int32_t>(values_[static_cast<std::size_t>(fn_.list(ln, d))]);
     }
     std::int64_t count = 1;
     for (std::int32_t d = 0; d < rank; ++d)
@@ -332,7 +355,8 @@ class machine {
           rest /= dims[d];
         }
       }
-      for (std::int32_t d = 0; d < rank; ++d) values_[static_cast<std::size_t>(body[static_cast<std::size_t>(d)])] = put(ix[d]);
+      for (std::int32_t d = 0; d < rank; ++d)
+        values_[static_cast<std::size_t>(body[static_cast<std::size_t>(d)])] = put(ix[d]);
       if (uses_random) {
         // The emitter's seed: (i0 - base) * P + i1 * 0x9e37 + i2 * 0x85eb + i3.
         std::uint64_t index = static_cast<std::uint64_t>(static_cast<std::int64_t>(ix[0]) - base) * 0x100000001b3ull +
@@ -351,7 +375,8 @@ class machine {
     const auto n = partials.size();
     for (std::size_t w = 1; w < n; w *= 2)
       for (std::size_t i = 0; i + w < n; i += 2 * w)
-        for (std::size_t r = 0; r < reductions_.size(); ++r) partials[i][r] = merge(reductions_[r], partials[i][r], partials[i + w][r]);
+        for (std::size_t r = 0; r < reductions_.size(); ++r)
+          partials[i][r] = merge(reductions_[r], partials[i][r], partials[i + w][r]);
     for (std::size_t r = 0; r < reductions_.size(); ++r) {
       const auto& red = reductions_[r];
       const cell total = with_type(red.type, [&](auto tag) {
@@ -369,8 +394,10 @@ class machine {
       using A = typename decltype(tag)::type;
       // A sub's accumulator adds (the flush subtracts the sum).
       const ir::atomic_op o = r.op == ir::atomic_op::sub ? ir::atomic_op::add : r.op;
-      if constexpr (std::is_same_v<A, bool>) return acc;
-      else return put(atomic_result(o, get<A>(acc), get<A>(v)));
+      if constexpr (std::is_same_v<A, bool>)
+        return acc;
+      else
+        return put(atomic_result(o, get<A>(acc), get<A>(v)));
     });
   }
 
@@ -443,9 +470,10 @@ class machine {
       }
       return;
     }
-    throw user_error(fmt::format("reference backend: index {} is out of range for dimension {} (extent {}) of task "
-                                 "parameter #{}; launched through a qd::kernel the error names the kernel's parameter",
-                                 index, dim, extent, param));
+    throw user_error(
+        fmt::format("reference backend: index {} is out of range for dimension {} (extent {}) of task "
+                    "parameter #{}; launched through a qd::kernel the error names the kernel's parameter",
+                    index, dim, extent, param));
   }
 
   // The element an access names, or null when an index is out of range (reported; the access is skipped).
@@ -489,7 +517,9 @@ class machine {
     return with_type(fn_.at(n.a).type, [&](auto tag) -> cell {
       using T = typename decltype(tag)::type;
       T x = get<T>(a);
-      auto out = [&](auto r) { return with_type(result, [&](auto rt) { return put(convert<typename decltype(rt)::type>(r)); }); };
+      auto out = [&](auto r) {
+        return with_type(result, [&](auto rt) { return put(convert<typename decltype(rt)::type>(r)); });
+      };
       if constexpr (std::is_same_v<T, half>) {
         // f16 is storage: the tracer computes in f32 (the verifier refuses this)
       } else if constexpr (std::is_floating_point_v<T>) {
@@ -529,8 +559,10 @@ class machine {
       } else {
         using U = std::make_unsigned_t<T>;
         if (o == ir::unary_op::neg) {
-          if constexpr (is_wrapping_signed<T>) return out(wrap_sub(T(0), x));
-          else return out(-x);
+          if constexpr (is_wrapping_signed<T>)
+            return out(wrap_sub(T(0), x));
+          else
+            return out(-x);
         }
         if (o == ir::unary_op::logical_not) return out(!static_cast<bool>(x));
         if (o == ir::unary_op::bit_not) return out(~x);
@@ -549,7 +581,9 @@ class machine {
     const dtype result = n.type;
     return with_type(fn_.at(n.a).type, [&](auto tag) -> cell {
       using T = typename decltype(tag)::type;
-      auto out = [&](auto r) { return with_type(result, [&](auto rt) { return put(convert<typename decltype(rt)::type>(r)); }); };
+      auto out = [&](auto r) {
+        return with_type(result, [&](auto rt) { return put(convert<typename decltype(rt)::type>(r)); });
+      };
       if constexpr (!std::is_same_v<T, half>) {  // f16 is storage: the verifier refuses arithmetic on it
         T a = get<T>(ca), b = get<T>(cb);
         using o_ = ir::binary_op;
@@ -596,11 +630,16 @@ class machine {
   cell constant(const ir::node& n) const {
     return with_type(n.type, [&](auto tag) -> cell {
       using T = typename decltype(tag)::type;
-      if constexpr (std::is_same_v<T, float>) return put(std::bit_cast<float>(static_cast<std::uint32_t>(n.imm)));
-      else if constexpr (std::is_same_v<T, double>) return put(std::bit_cast<double>(n.imm));
-      else if constexpr (std::is_same_v<T, half>) return put(half::from_bits(static_cast<std::uint16_t>(n.imm)));
-      else if constexpr (std::is_same_v<T, bool>) return put(n.imm != 0);
-      else return put(static_cast<T>(n.imm));
+      if constexpr (std::is_same_v<T, float>)
+        return put(std::bit_cast<float>(static_cast<std::uint32_t>(n.imm)));
+      else if constexpr (std::is_same_v<T, double>)
+        return put(std::bit_cast<double>(n.imm));
+      else if constexpr (std::is_same_v<T, half>)
+        return put(half::from_bits(static_cast<std::uint16_t>(n.imm)));
+      else if constexpr (std::is_same_v<T, bool>)
+        return put(n.imm != 0);
+      else
+        return put(static_cast<T>(n.imm));
     });
   }
 
@@ -654,8 +693,12 @@ class machine {
         case dtype::i32: std::snprintf(buf, sizeof buf, "%d", get<std::int32_t>(c)); break;
         case dtype::u8: std::snprintf(buf, sizeof buf, "%d", static_cast<int>(get<std::uint8_t>(c))); break;
         case dtype::boolean: std::snprintf(buf, sizeof buf, "%d", get<bool>(c) ? 1 : 0); break;
-        case dtype::f16: std::snprintf(buf, sizeof buf, "%g", static_cast<double>(static_cast<float>(get<half>(c)))); break;
-        case dtype::u64: std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(get<std::uint64_t>(c))); break;
+        case dtype::f16:
+          std::snprintf(buf, sizeof buf, "%g", static_cast<double>(static_cast<float>(get<half>(c))));
+          break;
+        case dtype::u64:
+          std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(get<std::uint64_t>(c)));
+          break;
         case dtype::i8: std::snprintf(buf, sizeof buf, "%d", static_cast<int>(get<std::int8_t>(c))); break;
         case dtype::i16: std::snprintf(buf, sizeof buf, "%d", static_cast<int>(get<std::int16_t>(c))); break;
         case dtype::u16: std::snprintf(buf, sizeof buf, "%d", static_cast<int>(get<std::uint16_t>(c))); break;
@@ -680,7 +723,8 @@ class machine {
       if (begin[d] >= end[d]) return;
     std::int64_t ix[4] = {begin[0], begin[1], begin[2], begin[3]};
     for (;;) {
-      for (std::int32_t d = 0; d < rank; ++d) value(body[static_cast<std::size_t>(d)]) = put(static_cast<std::int32_t>(ix[d]));
+      for (std::int32_t d = 0; d < rank; ++d)
+        value(body[static_cast<std::size_t>(d)]) = put(static_cast<std::int32_t>(ix[d]));
       exec_block(n.block0, static_cast<std::size_t>(rank));
       if (!next_iteration(i)) break;
       std::int32_t d = rank - 1;  // row-major: the last index moves fastest
@@ -707,7 +751,8 @@ class machine {
       case ir::op::shape:
         if (static_cast<std::size_t>(n.param) >= ctx_.param_count)
           throw internal_error("reference interpreter: a shape of an array the launch does not pass");
-        value(i) = put(static_cast<std::int32_t>(ctx_.arrays[n.param].shape[n.imm])); break;
+        value(i) = put(static_cast<std::int32_t>(ctx_.arrays[n.param].shape[n.imm]));
+        break;
       case ir::op::loop_index: break;  // set by its loop
       case ir::op::unary: value(i) = unary(n); break;
       case ir::op::binary: value(i) = binary(n); break;
@@ -764,8 +809,10 @@ class machine {
         cell old = value(n.a), v = value(n.b), e = operand_or_zero(n.c);
         value(n.a) = with_type(n.type, [&](auto tag) {
           using T = typename decltype(tag)::type;
-          if constexpr (std::is_same_v<T, bool>) return old;  // the verifier refuses boolean atomics
-          else return put(atomic_result(static_cast<ir::atomic_op>(n.sub), get<T>(old), get<T>(v), get<T>(e)));
+          if constexpr (std::is_same_v<T, bool>)
+            return old;  // the verifier refuses boolean atomics
+          else
+            return put(atomic_result(static_cast<ir::atomic_op>(n.sub), get<T>(old), get<T>(v), get<T>(e)));
         });
         value(i) = old;
         break;
@@ -816,7 +863,7 @@ class machine {
   std::vector<cell> accumulators_;
   std::uint64_t rng_ = 0;
   bool in_body_ = false;
-  std::int64_t iteration_ = -1;                                   // of the parallel loop, while in it
+  std::int64_t iteration_ = -1;                                    // of the parallel loop, while in it
   std::unordered_map<const unsigned char*, std::int64_t> owners_;  // element -> iteration updating it
 
   // A demoted update (access::owned) runs as the plain read-modify-write it compiles
@@ -826,10 +873,11 @@ class machine {
     if (!in_body_) return;
     auto [it, fresh] = owners_.try_emplace(p, iteration_);
     if (!fresh && it->second != iteration_)
-      throw internal_error(fmt::format("reference interpreter: an update of parameter #{} was demoted from atomic "
-                                       "(analysis/atomic_demotion.hpp), but iterations {} and {} both update one "
-                                       "element",
-                                       n.param, it->second, iteration_));
+      throw internal_error(
+          fmt::format("reference interpreter: an update of parameter #{} was demoted from atomic "
+                      "(analysis/atomic_demotion.hpp), but iterations {} and {} both update one "
+                      "element",
+                      n.param, it->second, iteration_));
   }
   ir::id jump_ = ir::none;  // a break_ or continue_ taken, until its loop consumes it
 };
@@ -854,13 +902,17 @@ QD_FUNC task_interpreter::task_interpreter(codegen::lowered_task task) : task_(s
   uses_random_ = draws(body);
   // The same accumulators as the compiled backends.
   reductions_ = codegen::find_chunk_reductions(fn, body);
-  ir::walk(fn, body, [&](ir::id i, int) { reduction_of_[static_cast<std::size_t>(i)] = codegen::reduction_index(reductions_, fn.at(i)); });
+  ir::walk(fn, body, [&](ir::id i, int) {
+    reduction_of_[static_cast<std::size_t>(i)] = codegen::reduction_index(reductions_, fn.at(i));
+  });
 }
 
 QD_FUNC void task_interpreter::run(const launch_context& ctx) const {
   detail::machine m(task_.fn, ctx, reduction_of_, reductions_);
-  if (task_.parallel) m.run_parallel(loop_, uses_random_);
-  else m.run_serial(uses_random_);
+  if (task_.parallel)
+    m.run_parallel(loop_, uses_random_);
+  else
+    m.run_serial(uses_random_);
 }
 
-}  // namespace qd::backend::reference
+}  // namespace qd::inline v0::backend::reference

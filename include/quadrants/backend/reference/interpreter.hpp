@@ -38,13 +38,13 @@ class task_interpreter {
 
  private:
   codegen::lowered_task task_;
-  ir::id loop_ = ir::none;            // a parallel task's loop: the last top-level node
-  bool uses_random_ = false;          // the serial task, or the parallel task's loop body
+  ir::id loop_ = ir::none;    // a parallel task's loop: the last top-level node
+  bool uses_random_ = false;  // the serial task, or the parallel task's loop body
   std::vector<reduction> reductions_;
   std::vector<std::int32_t> reduction_of_;  // per node: its reduction, or -1
 };
 
-}  // namespace qd::backend::reference
+}  // namespace qd::inline v0::backend::reference
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/backend/reference/interpreter-inl.hpp"

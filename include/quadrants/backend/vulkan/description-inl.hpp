@@ -18,4 +18,4 @@ QD_FUNC std::unique_ptr<backend::device> make_from_request(const device_request&
   return make_device(o);
 }
 
-}  // namespace qd::backend::vulkan
+}  // namespace qd::inline v0::backend::vulkan

@@ -10,10 +10,13 @@ namespace qd::inline v0::backend::vulkan {
 // else for a common desktop set; docs/backends.md).
 QD_FUNC std::unique_ptr<backend::device> make_from_request(const device_request& r);
 
-inline constexpr description backend_description{
-    .arch = arch::vulkan, .source_extension = "comp", .caches_code = true, .preferred = false, .make = &make_from_request};
+inline constexpr description backend_description{.arch = arch::vulkan,
+                                                 .source_extension = "comp",
+                                                 .caches_code = true,
+                                                 .preferred = false,
+                                                 .make = &make_from_request};
 
-}  // namespace qd::backend::vulkan
+}  // namespace qd::inline v0::backend::vulkan
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/backend/vulkan/description-inl.hpp"

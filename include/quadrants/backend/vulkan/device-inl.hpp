@@ -100,7 +100,8 @@ struct candidate {
 };
 
 inline bool has_extension(const std::vector<VkExtensionProperties>& list, const char* name) {
-  return std::any_of(list.begin(), list.end(), [&](const VkExtensionProperties& e) { return std::strcmp(e.extensionName, name) == 0; });
+  return std::any_of(list.begin(), list.end(),
+                     [&](const VkExtensionProperties& e) { return std::strcmp(e.extensionName, name) == 0; });
 }
 
 inline candidate inspect(const instance_api& api, VkPhysicalDevice pd) {
@@ -122,8 +123,9 @@ inline candidate inspect(const instance_api& api, VkPhysicalDevice pd) {
   api.vkGetPhysicalDeviceQueueFamilyProperties(pd, &count, nullptr);
   std::vector<VkQueueFamilyProperties> families(count);
   api.vkGetPhysicalDeviceQueueFamilyProperties(pd, &count, families.data());
-  auto compute = std::find_if(families.begin(), families.end(),
-                              [](const VkQueueFamilyProperties& f) { return (f.queueFlags & VK_QUEUE_COMPUTE_BIT) != 0; });
+  auto compute = std::find_if(families.begin(), families.end(), [](const VkQueueFamilyProperties& f) {
+    return (f.queueFlags & VK_QUEUE_COMPUTE_BIT) != 0;
+  });
   if (compute == families.end()) {
     c.why_not = "it has no compute queue";
     return c;
@@ -238,13 +240,15 @@ class context {
     const auto address = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(device_address));
     auto it = allocations_.upper_bound(address);
     if (it == allocations_.begin() || (--it, address + bytes > it->first + it->second.size))
-      throw internal_error(fmt::format("{}: {} bytes at Vulkan address {:#x} are not inside one allocation", what,
-                                       bytes, address));
+      throw internal_error(
+          fmt::format("{}: {} bytes at Vulkan address {:#x} are not inside one allocation", what, bytes, address));
     const buffer& b = it->second;
     const std::size_t offset = static_cast<std::size_t>(address - it->first);
     if (b.mapped) {  // launches have finished (they wait), so the memory is idle
-      if (to_device) std::memcpy(b.mapped + offset, host, bytes);
-      else std::memcpy(host, b.mapped + offset, bytes);
+      if (to_device)
+        std::memcpy(b.mapped + offset, host, bytes);
+      else
+        std::memcpy(host, b.mapped + offset, bytes);
       return;
     }
     auto* h = static_cast<unsigned char*>(host);
@@ -259,10 +263,14 @@ class context {
       VkBufferCopy region{};
       region.size = n;
       (to_device ? region.dstOffset : region.srcOffset) = offset + done;
-      run([&](VkCommandBuffer cb) {
-        if (to_device) api_.vkCmdCopyBuffer(cb, staging_.handle, b.handle, 1, &region);
-        else api_.vkCmdCopyBuffer(cb, b.handle, staging_.handle, 1, &region);
-      }, what);
+      run(
+          [&](VkCommandBuffer cb) {
+            if (to_device)
+              api_.vkCmdCopyBuffer(cb, staging_.handle, b.handle, 1, &region);
+            else
+              api_.vkCmdCopyBuffer(cb, b.handle, staging_.handle, 1, &region);
+          },
+          what);
       if (!to_device) std::memcpy(h + done, staging_.mapped, n);
       done += n;
     }
@@ -316,9 +324,10 @@ class context {
     std::vector<VkPhysicalDevice> devices(count);
     QD_VULKAN_CHECK(instance_api_.vkEnumeratePhysicalDevices(instance_, &count, devices.data()));
     if (devices.empty())
-      throw driver_error("the Vulkan loader found no device: install a Vulkan driver (mesa-vulkan-drivers has "
-                         "lavapipe, a CPU one), or point VK_DRIVER_FILES at one",
-                         "vkEnumeratePhysicalDevices", 0);
+      throw driver_error(
+          "the Vulkan loader found no device: install a Vulkan driver (mesa-vulkan-drivers has "
+          "lavapipe, a CPU one), or point VK_DRIVER_FILES at one",
+          "vkEnumeratePhysicalDevices", 0);
     std::vector<candidate> candidates;
     for (VkPhysicalDevice d : devices) candidates.push_back(inspect(instance_api_, d));
     if (ordinal < 0) {
@@ -333,9 +342,9 @@ class context {
       return s;
     };
     if (ordinal >= static_cast<int>(candidates.size()))
-      throw driver_error(fmt::format("Vulkan device {} does not exist; set QD_VULKAN_DEVICE to one of:{}", ordinal,
-                                     list()),
-                         "vkEnumeratePhysicalDevices", 0);
+      throw driver_error(
+          fmt::format("Vulkan device {} does not exist; set QD_VULKAN_DEVICE to one of:{}", ordinal, list()),
+          "vkEnumeratePhysicalDevices", 0);
     auto usable = ordinal >= 0 ? candidates.begin() + ordinal
                                : std::find_if(candidates.begin(), candidates.end(),
                                               [](const candidate& c) { return c.why_not.empty(); });
@@ -420,7 +429,8 @@ class context {
   }
   int choose_memory(std::uint32_t bits, memory_kind kind) const {
     constexpr VkMemoryPropertyFlags local = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
-    constexpr VkMemoryPropertyFlags visible = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    constexpr VkMemoryPropertyFlags visible =
+        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
     int type = -1;
     switch (kind) {
       case memory_kind::array:
@@ -452,7 +462,8 @@ class context {
       VkMemoryRequirements req{};
       api_.vkGetBufferMemoryRequirements(device_, b.handle, &req);
       const int type = choose_memory(req.memoryTypeBits, kind);
-      if (type < 0) throw driver_error(fmt::format("{}: no Vulkan memory type can hold a buffer", what), "vkAllocateMemory", 0);
+      if (type < 0)
+        throw driver_error(fmt::format("{}: no Vulkan memory type can hold a buffer", what), "vkAllocateMemory", 0);
       VkMemoryAllocateFlagsInfo flags{};
       flags.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO;
       flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
@@ -544,7 +555,7 @@ class context {
   VkPipelineCache cache_ = VK_NULL_HANDLE;
   buffer params_, error_, print_, staging_;
   std::map<std::uint64_t, buffer> allocations_;  // by device address
-  mutable std::mutex mutex_;  // the queue, the command buffer, the launch buffers, allocations_
+  mutable std::mutex mutex_;                     // the queue, the command buffer, the launch buffers, allocations_
 };
 
 // One task of a loaded module: its pipeline and markers.
@@ -616,7 +627,8 @@ inline void append_value(std::string& out, dtype t, std::uint64_t bits) {
   char text[64];
   switch (t) {
     case dtype::f32:
-      std::snprintf(text, sizeof(text), "%g", static_cast<double>(std::bit_cast<float>(static_cast<std::uint32_t>(bits))));
+      std::snprintf(text, sizeof(text), "%g",
+                    static_cast<double>(std::bit_cast<float>(static_cast<std::uint32_t>(bits))));
       break;
     case dtype::f64: std::snprintf(text, sizeof(text), "%g", std::bit_cast<double>(bits)); break;
     case dtype::i64: std::snprintf(text, sizeof(text), "%lld", static_cast<long long>(bits)); break;
@@ -711,11 +723,13 @@ class vulkan_device_impl final : public vulkan_device {
     push_block push{g.params_address(), static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(c.temps)),
                     g.error_address(), e->task.prints.empty() ? 0 : g.print_buffer().address, c.rng_stream};
     const unsigned groups = e->task.parallel ? workgroups_ : 1;
-    g.run([&](VkCommandBuffer cb) {
-      g.api().vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipeline);
-      g.api().vkCmdPushConstants(cb, g.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
-      g.api().vkCmdDispatch(cb, groups, 1, 1);
-    }, fmt::format("running task '{}'", e->task.entry));
+    g.run(
+        [&](VkCommandBuffer cb) {
+          g.api().vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipeline);
+          g.api().vkCmdPushConstants(cb, g.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(push), &push);
+          g.api().vkCmdDispatch(cb, groups, 1, 1);
+        },
+        fmt::format("running task '{}'", e->task.entry));
     read_error_record(g, c);
     if (!e->task.prints.empty()) drain_prints(g, *e);
   }
@@ -723,9 +737,10 @@ class vulkan_device_impl final : public vulkan_device {
  private:
   context& ctx(std::string_view what) const {
     if (!context_)
-      throw user_error(fmt::format("{}: compile_only is set, so there is no Vulkan device: kernels can be compiled "
-                                   "(kernel.compile()) and cached, but nothing can be allocated or run",
-                                   what));
+      throw user_error(
+          fmt::format("{}: compile_only is set, so there is no Vulkan device: kernels can be compiled "
+                      "(kernel.compile()) and cached, but nothing can be allocated or run",
+                      what));
     return *context_;
   }
 
@@ -802,15 +817,16 @@ QD_FUNC std::unique_ptr<vulkan_device> make_device(const device_options& options
   return std::make_unique<detail::vulkan_device_impl>(options);
 }
 
-}  // namespace qd::backend::vulkan
+}  // namespace qd::inline v0::backend::vulkan
 #else
 namespace qd::inline v0::backend::vulkan {
 
 QD_FUNC std::unique_ptr<vulkan_device> make_device(const device_options&) {
-  throw driver_error("this build of Quadrants has no Vulkan backend: it was compiled without the Vulkan headers. "
-                     "Install libvulkan-dev and rebuild",
-                     "vulkan", 0);
+  throw driver_error(
+      "this build of Quadrants has no Vulkan backend: it was compiled without the Vulkan headers. "
+      "Install libvulkan-dev and rebuild",
+      "vulkan", 0);
 }
 
-}  // namespace qd::backend::vulkan
+}  // namespace qd::inline v0::backend::vulkan
 #endif  // QD_HAS_VULKAN_HEADERS

@@ -13,11 +13,11 @@
 namespace qd::inline v0::backend::vulkan {
 
 struct device_options {
-  int ordinal = -1;             // which Vulkan device; -1: $QD_VULKAN_DEVICE, else the first usable one
-  bool compile_only = false;    // shaderc only: no loader, no device, nothing runs
-  codegen::glsl_target target;  // what compile_only compiles for (else the device's own features)
+  int ordinal = -1;                 // which Vulkan device; -1: $QD_VULKAN_DEVICE, else the first usable one
+  bool compile_only = false;        // shaderc only: no loader, no device, nothing runs
+  codegen::glsl_target target;      // what compile_only compiles for (else the device's own features)
   bool target_from_device = false;  // compile_only: the features of the device present instead, if any
-  unsigned workgroups = 0;      // workgroups of a parallel task's launch; 0: sized for the device
+  unsigned workgroups = 0;          // workgroups of a parallel task's launch; 0: sized for the device
   glsl_compile_options compiler;
 };
 
@@ -35,7 +35,7 @@ class vulkan_device : public device {
 // addresses (and why each device present was passed over).
 QD_FUNC std::unique_ptr<vulkan_device> make_device(const device_options& options);
 
-}  // namespace qd::backend::vulkan
+}  // namespace qd::inline v0::backend::vulkan
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/backend/vulkan/device-inl.hpp"

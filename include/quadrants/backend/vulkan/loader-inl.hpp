@@ -15,7 +15,7 @@ QD_FUNC library_search loader_library() {
            "/lib64", "/usr/local/lib"}};
 }
 
-}  // namespace qd::backend::vulkan
+}  // namespace qd::inline v0::backend::vulkan
 
 #if QD_HAS_VULKAN_HEADERS
 namespace qd::inline v0::backend::vulkan {
@@ -111,5 +111,5 @@ QD_FUNC void throw_failed_call(VkResult r, const char* call, const char* file, i
                      static_cast<int>(r));
 }
 
-}  // namespace qd::backend::vulkan
+}  // namespace qd::inline v0::backend::vulkan
 #endif  // QD_HAS_VULKAN_HEADERS

@@ -25,7 +25,7 @@ namespace qd::inline v0::backend::vulkan {
 // Where the loader is looked for (QD_VULKAN_PATH, then the usual directories).
 QD_FUNC library_search loader_library();
 
-}  // namespace qd::backend::vulkan
+}  // namespace qd::inline v0::backend::vulkan
 
 #if QD_HAS_VULKAN_HEADERS
 namespace qd::inline v0::backend::vulkan {
@@ -36,16 +36,16 @@ namespace qd::inline v0::backend::vulkan {
   X(vkEnumerateInstanceVersion)
 
 // Entry points of an instance, from vkGetInstanceProcAddr(instance, ...).
-#define QD_VULKAN_INSTANCE_ENTRY_POINTS(X)     \
-  X(vkDestroyInstance)                         \
-  X(vkEnumeratePhysicalDevices)                \
-  X(vkGetPhysicalDeviceProperties)             \
-  X(vkGetPhysicalDeviceProperties2)            \
-  X(vkGetPhysicalDeviceFeatures2)              \
-  X(vkGetPhysicalDeviceQueueFamilyProperties)  \
-  X(vkGetPhysicalDeviceMemoryProperties)       \
-  X(vkEnumerateDeviceExtensionProperties)      \
-  X(vkCreateDevice)                            \
+#define QD_VULKAN_INSTANCE_ENTRY_POINTS(X)    \
+  X(vkDestroyInstance)                        \
+  X(vkEnumeratePhysicalDevices)               \
+  X(vkGetPhysicalDeviceProperties)            \
+  X(vkGetPhysicalDeviceProperties2)           \
+  X(vkGetPhysicalDeviceFeatures2)             \
+  X(vkGetPhysicalDeviceQueueFamilyProperties) \
+  X(vkGetPhysicalDeviceMemoryProperties)      \
+  X(vkEnumerateDeviceExtensionProperties)     \
+  X(vkCreateDevice)                           \
   X(vkGetDeviceProcAddr)
 
 // Entry points of a device, from vkGetDeviceProcAddr(device, ...): no dispatch through the loader.
@@ -112,13 +112,13 @@ QD_FUNC std::string result_text(VkResult r);
 // Throws a qd::driver_error naming the call, its result, and where it was made.
 [[noreturn]] QD_FUNC void throw_failed_call(VkResult r, const char* call, const char* file, int line);
 
-}  // namespace qd::backend::vulkan
+}  // namespace qd::inline v0::backend::vulkan
 
 // Checks one Vulkan call: QD_VULKAN_CHECK(api.vkCreateFence(...)).
-#define QD_VULKAN_CHECK(call)                                                          \
-  do {                                                                                 \
-    const VkResult qd_vulkan_result_ = (call);                                         \
-    if (qd_vulkan_result_ != VK_SUCCESS)                                               \
+#define QD_VULKAN_CHECK(call)                                                                 \
+  do {                                                                                        \
+    const VkResult qd_vulkan_result_ = (call);                                                \
+    if (qd_vulkan_result_ != VK_SUCCESS)                                                      \
       ::qd::backend::vulkan::throw_failed_call(qd_vulkan_result_, #call, __FILE__, __LINE__); \
   } while (false)
 #endif  // QD_HAS_VULKAN_HEADERS

@@ -27,24 +27,23 @@ inline constexpr int shaderc_optimization_level_performance = 2;
 inline constexpr int shaderc_compilation_status_success = 0;
 
 // One row per entry point: the table's member, the exported symbol, its type.
-#define QD_SHADERC_ENTRY_POINTS(X)                                                                                \
-  X(compiler_initialize, "shaderc_compiler_initialize", shaderc_compiler_t())                                     \
-  X(options_initialize, "shaderc_compile_options_initialize", shaderc_compile_options_t())                        \
-  X(options_release, "shaderc_compile_options_release", void(shaderc_compile_options_t))                          \
-  X(add_macro_definition, "shaderc_compile_options_add_macro_definition",                                         \
-    void(shaderc_compile_options_t, const char*, std::size_t, const char*, std::size_t))                          \
-  X(set_source_language, "shaderc_compile_options_set_source_language", void(shaderc_compile_options_t, int))     \
-  X(set_optimization_level, "shaderc_compile_options_set_optimization_level",                                     \
-    void(shaderc_compile_options_t, int))                                                                         \
-  X(set_target_env, "shaderc_compile_options_set_target_env", void(shaderc_compile_options_t, int, std::uint32_t)) \
-  X(compile_into_spv, "shaderc_compile_into_spv",                                                                 \
-    shaderc_compilation_result_t(shaderc_compiler_t, const char*, std::size_t, int, const char*, const char*,      \
-                                 shaderc_compile_options_t))                                                      \
-  X(result_release, "shaderc_result_release", void(shaderc_compilation_result_t))                                 \
-  X(result_length, "shaderc_result_get_length", std::size_t(shaderc_compilation_result_t))                        \
-  X(result_status, "shaderc_result_get_compilation_status", int(shaderc_compilation_result_t))                    \
-  X(result_bytes, "shaderc_result_get_bytes", const char*(shaderc_compilation_result_t))                          \
-  X(result_error_message, "shaderc_result_get_error_message", const char*(shaderc_compilation_result_t))          \
+#define QD_SHADERC_ENTRY_POINTS(X)                                                                                  \
+  X(compiler_initialize, "shaderc_compiler_initialize", shaderc_compiler_t())                                       \
+  X(options_initialize, "shaderc_compile_options_initialize", shaderc_compile_options_t())                          \
+  X(options_release, "shaderc_compile_options_release", void(shaderc_compile_options_t))                            \
+  X(add_macro_definition, "shaderc_compile_options_add_macro_definition",                                           \
+    void(shaderc_compile_options_t, const char*, std::size_t, const char*, std::size_t))                            \
+  X(set_source_language, "shaderc_compile_options_set_source_language", void(shaderc_compile_options_t, int))       \
+  X(set_optimization_level, "shaderc_compile_options_set_optimization_level", void(shaderc_compile_options_t, int)) \
+  X(set_target_env, "shaderc_compile_options_set_target_env", void(shaderc_compile_options_t, int, std::uint32_t))  \
+  X(compile_into_spv, "shaderc_compile_into_spv",                                                                   \
+    shaderc_compilation_result_t(shaderc_compiler_t, const char*, std::size_t, int, const char*, const char*,       \
+                                 shaderc_compile_options_t))                                                        \
+  X(result_release, "shaderc_result_release", void(shaderc_compilation_result_t))                                   \
+  X(result_length, "shaderc_result_get_length", std::size_t(shaderc_compilation_result_t))                          \
+  X(result_status, "shaderc_result_get_compilation_status", int(shaderc_compilation_result_t))                      \
+  X(result_bytes, "shaderc_result_get_bytes", const char*(shaderc_compilation_result_t))                            \
+  X(result_error_message, "shaderc_result_get_error_message", const char*(shaderc_compilation_result_t))            \
   X(spv_version, "shaderc_get_spv_version", void(unsigned*, unsigned*))
 
 struct shaderc_api {
@@ -76,7 +75,8 @@ QD_FUNC const shaderc_api& shaderc() {
 #undef QD_SHADERC_RESOLVE
     a.compiler = a.compiler_initialize();
     if (a.compiler == nullptr)
-      throw driver_error("shaderc_compiler_initialize failed: shaderc could not start", "shaderc_compiler_initialize", 0);
+      throw driver_error("shaderc_compiler_initialize failed: shaderc could not start", "shaderc_compiler_initialize",
+                         0);
     return a;
   }();
   return api;
@@ -98,11 +98,11 @@ struct shaderc_handle {
 }  // namespace detail
 
 QD_FUNC library_search shaderc_library() {
-  library_search s{"shaderc (libshaderc, the GLSL to SPIR-V compiler)",
-                   {"libqd_shaderc.so", "libshaderc.so.1", "libshaderc_shared.so.1", "libshaderc_shared.so",
-                    "libshaderc.so"},
-                   {"QD_SHADERC_PATH"},
-                   {}};
+  library_search s{
+      "shaderc (libshaderc, the GLSL to SPIR-V compiler)",
+      {"libqd_shaderc.so", "libshaderc.so.1", "libshaderc_shared.so.1", "libshaderc_shared.so", "libshaderc.so"},
+      {"QD_SHADERC_PATH"},
+      {}};
 #ifdef QD_SHADERC_SHIM_DIRS
   // Where this build put (and installs) libqd_shaderc.so, searched first.
   std::string_view dirs = QD_SHADERC_SHIM_DIRS;
@@ -112,8 +112,8 @@ QD_FUNC library_search shaderc_library() {
     at = end + 1;
   }
 #endif
-  for (const char* d : {"/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib/aarch64-linux-gnu", "/usr/lib",
-                        "/usr/local/lib"})
+  for (const char* d :
+       {"/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib/aarch64-linux-gnu", "/usr/lib", "/usr/local/lib"})
     s.directories.emplace_back(d);
   return s;
 }
@@ -146,16 +146,17 @@ QD_FUNC std::vector<std::uint32_t> compile_glsl(std::string_view source, std::sp
   detail::shaderc_handle result(api.compile_into_spv(api.compiler, source.data(), source.size(),
                                                      detail::shaderc_compute_shader, file, "main", opts.handle),
                                 api.result_release);
-  if (result.handle == nullptr) throw driver_error("shaderc_compile_into_spv returned no result", "shaderc_compile_into_spv", 0);
+  if (result.handle == nullptr)
+    throw driver_error("shaderc_compile_into_spv returned no result", "shaderc_compile_into_spv", 0);
   if (api.result_status(result.handle) != detail::shaderc_compilation_status_success) {
     const char* log_text = api.result_error_message(result.handle);
     std::string log = log_text ? log_text : "";
     std::string flags = shaderc_flags(options);
     for (const std::string& d : defines) flags += " -D" + d;
     const std::string line = quote_generated_line(log, source, file);
-    throw compile_error(fmt::format("{}: shaderc rejected generated GLSL{}{}\n{}", what, line.empty() ? "" : "; ",
-                                    line, log),
-                        std::string(what), flags, std::string(source), log);
+    throw compile_error(
+        fmt::format("{}: shaderc rejected generated GLSL{}{}\n{}", what, line.empty() ? "" : "; ", line, log),
+        std::string(what), flags, std::string(source), log);
   }
   const std::size_t bytes = api.result_length(result.handle);
   if (bytes % 4 != 0 || bytes < 20)
@@ -166,4 +167,4 @@ QD_FUNC std::vector<std::uint32_t> compile_glsl(std::string_view source, std::sp
   return words;
 }
 
-}  // namespace qd::backend::vulkan
+}  // namespace qd::inline v0::backend::vulkan

@@ -37,7 +37,7 @@ QD_FUNC std::string shaderc_flags(const glsl_compile_options& options);
 QD_FUNC std::vector<std::uint32_t> compile_glsl(std::string_view source, std::span<const std::string> defines,
                                                 const glsl_compile_options& options, std::string_view what);
 
-}  // namespace qd::backend::vulkan
+}  // namespace qd::inline v0::backend::vulkan
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/backend/vulkan/shaderc-inl.hpp"

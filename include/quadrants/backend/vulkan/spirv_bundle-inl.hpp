@@ -88,4 +88,4 @@ QD_FUNC std::optional<std::vector<compiled_shader>> decode_bundle(std::span<cons
   return shaders;
 }
 
-}  // namespace qd::backend::vulkan
+}  // namespace qd::inline v0::backend::vulkan

@@ -24,7 +24,7 @@ QD_FUNC std::vector<std::byte> encode_bundle(const std::vector<compiled_shader>&
 // entry, a module without SPIR-V's magic number), never a crash.
 QD_FUNC std::optional<std::vector<compiled_shader>> decode_bundle(std::span<const std::byte> bytes);
 
-}  // namespace qd::backend::vulkan
+}  // namespace qd::inline v0::backend::vulkan
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/backend/vulkan/spirv_bundle-inl.hpp"

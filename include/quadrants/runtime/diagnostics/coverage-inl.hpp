@@ -73,7 +73,8 @@ QD_FUNC ir::function instrument_for_coverage(const ir::function& src, std::vecto
       store_block = fn.at(branch).block0;
     }
     const ir::id one = constant(dtype::u32, 1, store_block, loc);
-    const ir::id store = add(access({.code = ir::op::global_store, .type = dtype::u32, .a = one}, index), store_block, loc);
+    const ir::id store =
+        add(access({.code = ir::op::global_store, .type = dtype::u32, .a = one}, index), store_block, loc);
     if (checked)
       fn.blocks[static_cast<std::size_t>(store_block)] = {one, store};
     else
@@ -153,7 +154,8 @@ QD_FUNC ir::function instrument_for_coverage(const ir::function& src, std::vecto
           out.push_back(runs);
           const ir::id branch = branch_on(runs, 0, l);
           std::vector<ir::id> probes_block;
-          for (const auto& [at, line] : body_lines) probe(fn.at(branch).block0, {line.file, line.line}, probes_block, false);
+          for (const auto& [at, line] : body_lines)
+            probe(fn.at(branch).block0, {line.file, line.line}, probes_block, false);
           fn.blocks[static_cast<std::size_t>(fn.at(branch).block0)] = std::move(probes_block);
           out.push_back(branch);
         }
@@ -324,8 +326,10 @@ QD_FUNC void flush_with_warning(registry& r) {
   std::string why;
   const std::string path = default_coverage_file();
   if (!flush(r, path, &why))
-    log_fmt(log_level::warn, "kernel_coverage: cannot write the coverage tracefile {}: {}; its counts are kept in memory "
-            "until a later write succeeds (qd::write_coverage(path) writes elsewhere)", path, why);
+    log_fmt(log_level::warn,
+            "kernel_coverage: cannot write the coverage tracefile {}: {}; its counts are kept in memory "
+            "until a later write succeeds (qd::write_coverage(path) writes elsewhere)",
+            path, why);
 }
 
 QD_FUNC void at_exit() {
@@ -370,7 +374,7 @@ QD_FUNC void end_program_coverage(program& p) {
   flush_with_warning(r);
 }
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail
 
 namespace qd::inline v0 {
 
@@ -385,9 +389,10 @@ QD_FUNC void write_coverage(const std::string& path) {
   }
   std::string why;
   if (!flush(r, path, &why))
-    throw user_error(fmt::format("qd::write_coverage: cannot write the coverage tracefile {}: {}; the counts are kept "
-                                 "for the next write",
-                                 path, why));
+    throw user_error(
+        fmt::format("qd::write_coverage: cannot write the coverage tracefile {}: {}; the counts are kept "
+                    "for the next write",
+                    path, why));
 }
 
-}  // namespace qd
+}  // namespace qd::inline v0

@@ -20,7 +20,7 @@ namespace qd::inline v0 {
 // Written through a temporary file and a rename; a qd::error when it cannot be written.
 QD_FUNC void write_coverage(const std::string& path);
 
-}  // namespace qd
+}  // namespace qd::inline v0
 
 namespace qd::inline v0::backend {
 class device;
@@ -54,7 +54,7 @@ QD_FUNC void end_program_coverage(program& p);
 // The tracefile the counts go to by default.
 QD_FUNC std::string default_coverage_file();
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/runtime/diagnostics/coverage-inl.hpp"

@@ -33,9 +33,11 @@ QD_FUNC void dump_debug_file(const settings& s, std::string_view kernel_name, st
     log_fmt(log_level::info, "print_ir: writing each kernel's IR and generated source under {}/<kernel>/",
             ec ? root : absolute.string());
   } else if (!written && warned.insert(root).second) {
-    log_fmt(log_level::warn, "kernel '{}': print_ir cannot write its debug dump to {}: {}; further failures there "
-            "are not reported", kernel_name, path, why);
+    log_fmt(log_level::warn,
+            "kernel '{}': print_ir cannot write its debug dump to {}: {}; further failures there "
+            "are not reported",
+            kernel_name, path, why);
   }
 }
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail

@@ -21,7 +21,7 @@ QD_FUNC std::string kernel_dump_dir(const settings& s, std::string_view kernel_n
 QD_FUNC void dump_debug_file(const settings& s, std::string_view kernel_name, std::string_view relative,
                              std::string_view text);
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/runtime/diagnostics/debug_dump-inl.hpp"

@@ -17,8 +17,7 @@ QD_FUNC std::string dump_file_stem(std::string_view kernel_name) {
     stem += safe ? c : '_';
   }
   if (stem.empty()) stem = "_";
-  if (stem != kernel_name)
-    stem += fmt::format("-{:08x}", static_cast<std::uint32_t>(ir::fnv1a(kernel_name)));
+  if (stem != kernel_name) stem += fmt::format("-{:08x}", static_cast<std::uint32_t>(ir::fnv1a(kernel_name)));
   return stem;
 }
 
@@ -30,4 +29,4 @@ QD_FUNC void log_nothing_dumped(std::string_view kernel_name) {
           kernel_name);
 }
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail

@@ -18,7 +18,7 @@ QD_FUNC std::string dump_file_stem(std::string_view kernel_name);
 // dumped program is the source the cached code was compiled from.
 QD_FUNC void log_nothing_dumped(std::string_view kernel_name);
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/runtime/diagnostics/dump_path-inl.hpp"

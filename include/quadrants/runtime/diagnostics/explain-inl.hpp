@@ -25,19 +25,19 @@ namespace explain_parts {
 struct explanation {
   struct value {
     ir::id node = ir::none;
-    std::string text;      // "a[0] at f.cpp:41"
+    std::string text;        // "a[0] at f.cpp:41"
     bool persisted = false;  // read from the persisted buffer (else recomputed)
   };
   // A top-level qd::var one construct updates and a later one reads.
   struct variable_flow {
     ir::id decl = ir::none;
-    std::string text;            // "the qd::var declared at f.cpp:40"
-    std::string other;           // the construct at the other end
-    bool persisted = false;      // it lives in the persisted buffer between the tasks
-    bool reduction = false;      // updated by a parallel loop (a reduction)
+    std::string text;        // "the qd::var declared at f.cpp:40"
+    std::string other;       // the construct at the other end
+    bool persisted = false;  // it lives in the persisted buffer between the tasks
+    bool reduction = false;  // updated by a parallel loop (a reduction)
   };
   struct construct_info {
-    std::string label;           // "construct 1 (the loop at f.cpp:43)"
+    std::string label;               // "construct 1 (the loop at f.cpp:43)"
     std::vector<std::string> lines;  // the source lines of its statements
     std::vector<value> uses;
     std::vector<variable_flow> writes;  // variables it updates that a later construct reads
@@ -72,8 +72,8 @@ QD_FUNC std::string value_text(const kernel_state& k, ir::id v) {
 }
 
 // The variables of `statements` that they update (declarations aside) or read.
-QD_FUNC std::vector<ir::id> variables_of(const analysis::kernel_structure& s, const std::vector<std::int32_t>& statements,
-                                         bool written) {
+QD_FUNC std::vector<ir::id> variables_of(const analysis::kernel_structure& s,
+                                         const std::vector<std::int32_t>& statements, bool written) {
   std::vector<ir::id> out;
   for (std::int32_t st : statements) {
     const auto& statement = s.statements[static_cast<std::size_t>(st)];
@@ -94,7 +94,9 @@ QD_FUNC void add_variable_flows(const kernel_state& k, explanation& e) {
         const std::vector<ir::id> writes = variables_of(s, s.constructs[c].statements, true);
         if (std::find(writes.begin(), writes.end(), v) == writes.end()) continue;
         const std::string where = ir::to_text(k.ir.location(v));
-        explanation::variable_flow f{v, where.empty() ? std::string("a qd::var") : "the qd::var declared at " + where, {},
+        explanation::variable_flow f{v,
+                                     where.empty() ? std::string("a qd::var") : "the qd::var declared at " + where,
+                                     {},
                                      e.decision.plan.slot_of(v) >= 0,
                                      s.constructs[c].kind == analysis::construct_kind::parallel};
         f.other = construct_label(k, static_cast<std::int32_t>(later));
@@ -144,7 +146,8 @@ QD_FUNC explanation gather_locked(kernel_state& k) {
                                   e.decision.plan.tasks.size() == 1 ? "" : "s",
                                   e.once.empty() ? "" : ", plus the serial tasks that compute persisted values once");
   } else {
-    e.decision_text = fmt::format("stays whole-kernel: {} ({})", name(e.decision.reason), fallback_detail(k, e.decision));
+    e.decision_text =
+        fmt::format("stays whole-kernel: {} ({})", name(e.decision.reason), fallback_detail(k, e.decision));
   }
   for (const auto& p : e.decision.pairs)
     e.pairs.push_back(fmt::format("'{}'{} and '{}'{} must not overlap", param_name(k, static_cast<std::size_t>(p.a)),
@@ -174,8 +177,8 @@ QD_FUNC std::string dot_escape(std::string_view s) {
 }
 
 QD_FUNC std::string text_of(const kernel_state& k, const explanation& e) {
-  std::string out = fmt::format("kernel '{}': {} construct{}\n", k.name, e.constructs.size(),
-                                e.constructs.size() == 1 ? "" : "s");
+  std::string out =
+      fmt::format("kernel '{}': {} construct{}\n", k.name, e.constructs.size(), e.constructs.size() == 1 ? "" : "s");
   for (const auto& c : e.constructs) {
     out += "  " + c.label + "\n";
     if (c.lines.size() > 1) {
@@ -224,13 +227,12 @@ QD_FUNC std::string dot_of(const kernel_state& k, const explanation& e) {
         values.push_back(f.decl);
         out += fmt::format("  v{} [shape=ellipse, label=\"{}\"];\n", f.decl, dot_escape(f.text));
       }
-      out += fmt::format("  c{} -> v{} [label=\"{}\", style=bold];\n", c, f.decl,
-                         f.reduction ? "reduces into" : "writes");
+      out +=
+          fmt::format("  c{} -> v{} [label=\"{}\", style=bold];\n", c, f.decl, f.reduction ? "reduces into" : "writes");
     }
   for (std::size_t c = 0; c < e.constructs.size(); ++c)
     for (const auto& f : e.constructs[c].reads)
-      out += fmt::format("  v{} -> c{} [label=\"{}\", style=bold];\n", f.decl, c,
-                         f.persisted ? "persisted" : "read");
+      out += fmt::format("  v{} -> c{} [label=\"{}\", style=bold];\n", f.decl, c, f.persisted ? "persisted" : "read");
   for (std::size_t p = 0; p < e.pairs.size(); ++p)
     out += fmt::format("  check{} [shape=note, label=\"run-time check: {}\"];\n", p, dot_escape(e.pairs[p]));
   out += "}\n";
@@ -239,13 +241,9 @@ QD_FUNC std::string dot_of(const kernel_state& k, const explanation& e) {
 
 }  // namespace explain_parts
 
-QD_FUNC std::string explain_text(kernel_state& k) {
-  return explain_parts::text_of(k, explain_parts::gather(k));
-}
+QD_FUNC std::string explain_text(kernel_state& k) { return explain_parts::text_of(k, explain_parts::gather(k)); }
 
-QD_FUNC std::string explain_dot(kernel_state& k) {
-  return explain_parts::dot_of(k, explain_parts::gather(k));
-}
+QD_FUNC std::string explain_dot(kernel_state& k) { return explain_parts::dot_of(k, explain_parts::gather(k)); }
 
 QD_FUNC void record_explanation(kernel_state& k, program& p, const std::vector<cache::key>& keys,
                                 std::string_view variant) {
@@ -255,15 +253,16 @@ QD_FUNC void record_explanation(kernel_state& k, program& p, const std::vector<c
   const explain_parts::explanation e = explain_parts::gather_locked(k);
   const cache::key kernel = cache::explained_kernel(p.code().environment(), k.name, k.ir);
   const auto now = std::chrono::system_clock::now().time_since_epoch();
-  const cache::explain_record r{k.name,
-                                explain_parts::text_of(k, e),
-                                explain_parts::dot_of(k, e),
-                                keys,
-                                std::string(variant),
-                                kernel,
-                                static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count())};
+  const cache::explain_record r{
+      k.name,
+      explain_parts::text_of(k, e),
+      explain_parts::dot_of(k, e),
+      keys,
+      std::string(variant),
+      kernel,
+      static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count())};
   // One entry per kernel, traced IR and variant: a recompiled variant replaces its own.
   tiers.put(cache::entry_kind::explain, cache::explain_key(kernel, variant), cache::encode(r), nullptr);
 }
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail

@@ -26,7 +26,7 @@ QD_FUNC std::string explain_dot(kernel_state& k);
 QD_FUNC void record_explanation(kernel_state& k, program& p, const std::vector<cache::key>& keys,
                                 std::string_view variant);
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/runtime/diagnostics/explain-inl.hpp"

@@ -29,9 +29,10 @@ QD_FUNC std::string_view kind_of(mode_t mode) {
 }
 
 QD_FUNC std::string not_regular(const std::string& path, mode_t mode) {
-  return fmt::format("{} is {}, not a regular file; dumps and coverage are written only to regular files or new "
-                     "names, so choose another path",
-                     path, kind_of(mode));
+  return fmt::format(
+      "{} is {}, not a regular file; dumps and coverage are written only to regular files or new "
+      "names, so choose another path",
+      path, kind_of(mode));
 }
 
 // Empty when files in the directory are safe from other users: it is owned by this user
@@ -39,14 +40,16 @@ QD_FUNC std::string not_regular(const std::string& path, mode_t mode) {
 QD_FUNC std::string directory_problem(const struct stat& st, const std::string& path) {
   if (!S_ISDIR(st.st_mode)) return fmt::format("{} is not a directory", path);
   if (st.st_uid != ::geteuid() && st.st_uid != 0)
-    return fmt::format("the directory {} is owned by uid {}, not by this user (uid {}) or root, so its owner could "
-                       "replace the files written there; choose a directory of your own",
-                       path, st.st_uid, ::geteuid());
+    return fmt::format(
+        "the directory {} is owned by uid {}, not by this user (uid {}) or root, so its owner could "
+        "replace the files written there; choose a directory of your own",
+        path, st.st_uid, ::geteuid());
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0)
-    return fmt::format("the directory {} is writable by group or others without the sticky bit (mode {:04o}), so "
-                       "another user could replace the files written there; run chmod go-w on it, or choose "
-                       "another directory",
-                       path, st.st_mode & 07777);
+    return fmt::format(
+        "the directory {} is writable by group or others without the sticky bit (mode {:04o}), so "
+        "another user could replace the files written there; run chmod go-w on it, or choose "
+        "another directory",
+        path, st.st_mode & 07777);
   return {};
 }
 
@@ -122,7 +125,7 @@ QD_FUNC bool write_all(int fd, std::string_view text) {
   return true;
 }
 
-}  // namespace qd::detail::text_file_parts
+}  // namespace qd::inline v0::detail::text_file_parts
 
 namespace qd::inline v0::detail {
 
@@ -141,8 +144,7 @@ QD_FUNC bool write_text_atomically(const std::string& path, std::string_view tex
     const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
     const fs::path top = root.empty() ? parent : fs::path(root);
     const fs::path below = parent.lexically_relative(top);
-    if (below.empty() || *below.begin() == "..")
-      return failed(fmt::format("{} is not inside {}", path, top.string()));
+    if (below.empty() || *below.begin() == "..") return failed(fmt::format("{} is not inside {}", path, top.string()));
     fd_holder dir;
     if (std::string problem = open_trusted_directory(top, below, dir); !problem.empty()) return failed(problem);
     struct stat st;
@@ -212,4 +214,4 @@ QD_FUNC bool read_regular_file(const std::string& path, std::string& out, std::s
   return true;
 }
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail

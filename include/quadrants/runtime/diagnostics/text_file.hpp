@@ -28,7 +28,7 @@ QD_FUNC bool write_text_atomically(const std::string& path, std::string_view tex
 QD_FUNC bool read_regular_file(const std::string& path, std::string& out, std::string* why = nullptr,
                                std::size_t max_bytes = std::size_t{256} << 20);
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/runtime/diagnostics/text_file-inl.hpp"

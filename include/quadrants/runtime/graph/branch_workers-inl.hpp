@@ -70,4 +70,4 @@ QD_FUNC bool branch_workers::run(std::size_t count, branch_fn fn, void* ctx) {
   return true;
 }
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail

@@ -36,7 +36,7 @@ class branch_workers {
 
   std::mutex busy_;
   std::vector<std::thread> workers_;
-  long owner_pid_ = 0;  // the process the workers run in: a child of fork() starts its own
+  long owner_pid_ = 0;      // the process the workers run in: a child of fork() starts its own
   branch_fn fn_ = nullptr;  // read only by the workers a fork waits for
   void* ctx_ = nullptr;
   // The latest fork: its number << 8 | its branch count, published in one word, so that a
@@ -48,7 +48,7 @@ class branch_workers {
 // The process's branch workers (never destroyed: workers may be asleep at exit).
 QD_FUNC branch_workers& shared_branch_workers();
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/runtime/graph/branch_workers-inl.hpp"

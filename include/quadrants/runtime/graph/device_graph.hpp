@@ -28,8 +28,8 @@ struct argument_print {
 // or, on a backend with device loops, a whole innermost do_while (its loop_begin to
 // its loop_end), recorded as a loop that runs on the device.
 struct recorded_run {
-  std::size_t end = 0;       // 0: no run starts at this step
-  bool recordable = false;   // it has tasks and none draws random numbers (their streams change per launch)
+  std::size_t end = 0;          // 0: no run starts at this step
+  bool recordable = false;      // it has tasks and none draws random numbers (their streams change per launch)
   std::int32_t loop_flag = -1;  // a device loop: the kernel parameter of its flag; -1: a plain run
   std::unique_ptr<backend::launch_queue> recording;
   std::vector<argument_print> arguments;  // what `recording` was recorded with
@@ -38,12 +38,12 @@ struct recorded_run {
 struct device_graphs {
   std::atomic<bool> busy{false};  // one launch at a time records or replays; another runs plainly
   bool planned = false;
-  bool device_loops = false;  // innermost do_whiles are device loops (planned with them)
+  bool device_loops = false;         // innermost do_whiles are device loops (planned with them)
   bool device_loops_failed = false;  // the backend could not record one: host loops from then on
-  std::vector<recorded_run> runs;  // one per schedule step
+  std::vector<recorded_run> runs;    // one per schedule step
   // Fork branches' queues (device_traits::branch_queues), made on first need and kept.
   std::vector<std::unique_ptr<backend::launch_queue>> branch_queues;
   std::vector<backend::launch_queue*> branches;  // the same, as a span for fork and join
 };
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail

@@ -30,12 +30,12 @@ QD_FUNC void check_graph_kernel(const kernel_state& k) {
   if (!conflict) return;
   const analysis::graph_region& r = regions[static_cast<std::size_t>(conflict->region)];
   const ir::node& w = k.ir.at(conflict->write_a);
-  throw user_error(fmt::format("kernel '{}': branches {} and {} of a {} both write the same elements of {}{}; "
-                               "branches run at once, so this is a race. Write disjoint elements (disjoint parts of "
-                               "one array are fine), or run the writes one after the other",
-                               k.name, conflict->branch_a + 1, conflict->branch_b + 1, ir::name(r.fork),
-                               param_label(k, static_cast<std::size_t>(w.param)),
-                               (w.flags & ir::access::grad) ? "'s gradient" : ""));
+  throw user_error(fmt::format(
+      "kernel '{}': branches {} and {} of a {} both write the same elements of {}{}; "
+      "branches run at once, so this is a race. Write disjoint elements (disjoint parts of "
+      "one array are fine), or run the writes one after the other",
+      k.name, conflict->branch_a + 1, conflict->branch_b + 1, ir::name(r.fork),
+      param_label(k, static_cast<std::size_t>(w.param)), (w.flags & ir::access::grad) ? "'s gradient" : ""));
 }
 
 QD_FUNC std::string concurrent_detail(const kernel_state& k) {
@@ -48,7 +48,8 @@ QD_FUNC std::string concurrent_detail(const kernel_state& k) {
     for (std::int32_t st = r.begin + 1; st < r.end && where.empty(); ++st) {
       const analysis::statement_info& info = k.structure.statements[static_cast<std::size_t>(st)];
       if (info.mark || ir::has_value(k.ir.at(info.node).code)) continue;
-      if (const ir::source_loc l = k.ir.location(info.node); l.known()) where = " (the first at " + ir::to_text(l) + ")";
+      if (const ir::source_loc l = k.ir.location(info.node); l.known())
+        where = " (the first at " + ir::to_text(l) + ")";
     }
     return fmt::format("a {} with {} branches{} runs them at once, so the kernel stays one unit", ir::name(r.fork),
                        r.branches.size(), where);
@@ -76,8 +77,7 @@ struct fork_job {
 
 // The fork whose fork_begin is step `begin`, its branches found.
 QD_FUNC fork_job make_fork_job(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
-                               const launch_arg* args, std::uint64_t launch_no, std::uint64_t pass,
-                               std::size_t begin) {
+                               const launch_arg* args, std::uint64_t launch_no, std::uint64_t pass, std::size_t begin) {
   const std::size_t end = static_cast<std::size_t>(v.schedule[begin].jump);
   fork_job job{&k, &p, &c, &v, args, launch_no, pass, {}, {}};
   for (std::size_t i = begin; i < end; ++i)
@@ -211,7 +211,7 @@ class graphs_turn {
   ~graphs_turn() {
     if (held_) held_->busy.store(false, std::memory_order_release);
   }
-  device_graphs* held() const { return held_; }                    // branch queues
+  device_graphs* held() const { return held_; }                           // branch queues
   device_graphs* recording() const { return record_ ? held_ : nullptr; }  // recorded runs
 
  private:
@@ -266,9 +266,9 @@ QD_FUNC bool run_recorded(const kernel_state& k, program& p, const compiled_kern
     }
     v.device->end_recording(*recording);
   } catch (const error& e) {
-    if (run.loop_flag < 0 || (!dynamic_cast<const driver_error*>(&e) && !dynamic_cast<const compile_error*>(&e)))
-      throw;
-    log_fmt(log_level::warn, "kernel '{}': a qd::graph::do_while could not be recorded as a device loop ({}); "
+    if (run.loop_flag < 0 || (!dynamic_cast<const driver_error*>(&e) && !dynamic_cast<const compile_error*>(&e))) throw;
+    log_fmt(log_level::warn,
+            "kernel '{}': a qd::graph::do_while could not be recorded as a device loop ({}); "
             "its passes run from the host loop instead",
             k.name, e.what());
     return false;
@@ -312,11 +312,11 @@ QD_FUNC void run_schedule(const kernel_state& k, program& p, const compiled_kern
           break;
         }
         if (max_passes != 0 && passes[depth - 1] >= max_passes)
-          throw user_error(fmt::format("kernel '{}': a qd::graph::do_while ran {} passes (graph_max_iterations) and "
-                                       "its flag {} is still {}; clear the flag to end the loop, or raise "
-                                       "graph_max_iterations (QD_GRAPH_MAX_ITERATIONS; 0 = unlimited)",
-                                       k.name, passes[depth - 1], param_label(k, static_cast<std::size_t>(st.flag)),
-                                       flag));
+          throw user_error(
+              fmt::format("kernel '{}': a qd::graph::do_while ran {} passes (graph_max_iterations) and "
+                          "its flag {} is still {}; clear the flag to end the loop, or raise "
+                          "graph_max_iterations (QD_GRAPH_MAX_ITERATIONS; 0 = unlimited)",
+                          k.name, passes[depth - 1], param_label(k, static_cast<std::size_t>(st.flag)), flag));
         ++passes[depth - 1];
         ++pass;
         i = static_cast<std::size_t>(st.jump);  // the step after the loop's begin comes next
@@ -332,4 +332,4 @@ QD_FUNC void run_schedule(const kernel_state& k, program& p, const compiled_kern
   }
 }
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail

@@ -31,7 +31,7 @@ QD_FUNC void check_graph_kernel(const kernel_state& k);
 // at sim.cpp:12) runs them at once, ...".
 QD_FUNC std::string concurrent_detail(const kernel_state& k);
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/runtime/graph/graph-inl.hpp"

@@ -55,7 +55,7 @@ struct launch_arg {
   // and each element's lane_bytes from there are this member's. Two members of one
   // array share its bytes but never an element's lane.
   std::uint32_t lane_offset = 0;
-  std::uint32_t lane_bytes = 0;   // 0: not a member of an AoS array
+  std::uint32_t lane_bytes = 0;  // 0: not a member of an AoS array
 };
 
 // The program_id of qd::external_array arguments: memory the caller owns.
@@ -79,7 +79,7 @@ QD_FUNC std::string kernel_ir_text(kernel_state& k);  // the traced IR after dea
 QD_FUNC void force_unchecked_split(kernel_state& k);
 
 }  // namespace detail
-}  // namespace qd
+}  // namespace qd::inline v0
 
 // The pipeline behind these declarations, one step per file: kernel_state (the
 // traced kernel), variant_choice (policy and split decision), variant_builder

@@ -89,9 +89,10 @@ QD_FUNC std::string access_sites(const kernel_state& k, std::size_t param, std::
 QD_FUNC kernel_state& coverage_twin(kernel_state& k) {
   if (k.coverage_twin) return *k.coverage_twin;
   if (k.params.size() + 1 > limits::max_kernel_params)
-    throw user_error(fmt::format("kernel '{}': kernel_coverage passes the probe buffer as one more parameter, and the "
-                                 "kernel already has {} (the most is {}); turn kernel_coverage off for it",
-                                 k.name, k.params.size(), limits::max_kernel_params));
+    throw user_error(
+        fmt::format("kernel '{}': kernel_coverage passes the probe buffer as one more parameter, and the "
+                    "kernel already has {} (the most is {}); turn kernel_coverage off for it",
+                    k.name, k.params.size(), limits::max_kernel_params));
   auto twin = std::make_unique<kernel_state>();
   auto probes = std::make_shared<std::vector<coverage_probe>>();
   twin->name = k.name;
@@ -122,8 +123,8 @@ QD_FUNC void ensure_traced(kernel_state& k) {
     throw user_error(fmt::format("kernel '{}': {} parameters; at most {} are supported", k.name, k.params.size(),
                                  limits::max_kernel_params));
   if (!k.param_names.empty() && k.param_names.size() != k.params.size())
-    throw user_error(fmt::format("kernel '{}': {} parameter names given for {} parameters; name all or none",
-                                 k.name, k.param_names.size(), k.params.size()));
+    throw user_error(fmt::format("kernel '{}': {} parameter names given for {} parameters; name all or none", k.name,
+                                 k.param_names.size(), k.params.size()));
   tracer t(k.name, k.param_names);
   t.graph_kernel = k.graph;
   t.debug = debug;
@@ -177,4 +178,4 @@ QD_FUNC per_offload_observations observations(const kernel_state& k) {
   return o;
 }
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail

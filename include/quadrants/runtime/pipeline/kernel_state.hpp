@@ -56,9 +56,9 @@ struct compiled_kernel {
   bool bounds_checks = false;
   bool wide_bounds = false;  // the IR narrows an i64/u32 loop bound (ir::op::bound): its failure must be read back
   bool split = false;
-  variant primary;                              // the split variant, or the whole kernel
-  std::vector<analysis::disjoint_pair> pairs;   // checked before each split launch
-  std::unique_ptr<variant> whole;               // built on the first run-time fallback
+  variant primary;                             // the split variant, or the whole kernel
+  std::vector<analysis::disjoint_pair> pairs;  // checked before each split launch
+  std::unique_ptr<variant> whole;              // built on the first run-time fallback
   std::atomic<variant*> whole_ready{nullptr};
   void* coverage = nullptr;  // kernel_coverage: the probe buffer (owned by runtime/coverage)
 };
@@ -80,7 +80,7 @@ class kernel_state : public std::enable_shared_from_this<kernel_state> {
 
   std::mutex mutex;  // this kernel's preparation only; launches never take it
   bool traced = false;
-  bool traced_debug = false;  // traced with config.debug: qd::assert_ is in the IR
+  bool traced_debug = false;               // traced with config.debug: qd::assert_ is in the IR
   std::vector<assertion_site> assertions;  // the qd::assert_ calls traced, by number
   ir::function ir;
   analysis::kernel_structure structure;
@@ -93,9 +93,9 @@ class kernel_state : public std::enable_shared_from_this<kernel_state> {
   std::atomic<compiled_kernel*> ready{nullptr};
   std::atomic<std::uint64_t> ready_program{0};
   std::atomic<std::uint64_t> runtime_fallbacks{0};
-  mutable std::atomic<std::uint64_t> device_graph_builds{0};    // runs recorded (runtime/graph/graph.hpp)
-  mutable std::atomic<std::uint64_t> device_graph_replays{0};   // runs replayed without recording
-  mutable std::atomic<std::uint64_t> device_stream_forks{0};    // forks whose branches ran on streams of their own
+  mutable std::atomic<std::uint64_t> device_graph_builds{0};   // runs recorded (runtime/graph/graph.hpp)
+  mutable std::atomic<std::uint64_t> device_graph_replays{0};  // runs replayed without recording
+  mutable std::atomic<std::uint64_t> device_stream_forks{0};   // forks whose branches ran on streams of their own
   std::atomic<bool> fallback_warned{false};
   bool unchecked_split = false;  // test-only: see force_unchecked_split
   // kernel_coverage: this kernel with probes and one more parameter (the probe buffer),
@@ -108,7 +108,7 @@ class kernel_state : public std::enable_shared_from_this<kernel_state> {
   // An adjoint's pairs checked at each of its launches; set when it is traced, empty for
   // every other kernel (runtime/gradient.hpp).
   std::vector<alias_pair> alias_pairs;
-  bool graph = false;            // qd::kernel(name, qd::graph::on, ...) (runtime/graph/graph.hpp)
+  bool graph = false;  // qd::kernel(name, qd::graph::on, ...) (runtime/graph/graph.hpp)
   // The mesh relations the IR reads, per parameter (runtime/mesh.hpp), found on first use.
   std::once_flag mesh_once;
   std::vector<std::uint32_t> mesh_relations;
@@ -136,7 +136,7 @@ QD_FUNC std::string traced_ir_text(const kernel_state& k);
 // The failure message of assertion `number` (qd::assert_), naming its source line.
 QD_FUNC std::string assertion_failure(const kernel_state& k, std::int64_t number);
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/runtime/pipeline/kernel_state-inl.hpp"

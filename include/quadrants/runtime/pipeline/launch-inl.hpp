@@ -74,16 +74,18 @@ QD_FUNC void run_variant(const kernel_state& k, program& p, const compiled_kerne
 QD_FUNC void check_external_extents(const kernel_state& k, std::size_t param, const launch_arg& a) {
   for (int d = 0; d < k.params[param].ndim; ++d)
     if (a.shape[d] < 0 || a.shape[d] > std::int64_t{2147483647})
-      throw_launch_error(k, param, fmt::format("the qd::external_array's extent {} of dimension {} is out of range; "
-                                               "extents must be in 0..2147483647",
-                                               a.shape[d], d));
+      throw_launch_error(k, param,
+                         fmt::format("the qd::external_array's extent {} of dimension {} is out of range; "
+                                     "extents must be in 0..2147483647",
+                                     a.shape[d], d));
 }
 
 [[noreturn]] QD_FUNC void throw_launch_while_tracing(const kernel_state& k) {
-  throw user_error(fmt::format("kernel '{}' launched while tracing kernel '{}': a kernel lambda runs once, at the "
-                               "first launch, to record the kernel, so it cannot launch kernels; launch '{}' "
-                               "before or after, from host code",
-                               k.name, active_tracer->kernel, k.name));
+  throw user_error(
+      fmt::format("kernel '{}' launched while tracing kernel '{}': a kernel lambda runs once, at the "
+                  "first launch, to record the kernel, so it cannot launch kernels; launch '{}' "
+                  "before or after, from host code",
+                  k.name, active_tracer->kernel, k.name));
 }
 
 QD_FUNC void launch(kernel_state& k, const launch_arg* args, std::size_t count) {
@@ -95,9 +97,10 @@ QD_FUNC void launch(kernel_state& k, const launch_arg* args, std::size_t count) 
   if (k.ready_program.load(std::memory_order_acquire) == p->id()) c = k.ready.load(std::memory_order_acquire);
   if (c == nullptr) {
     if (p->config().compile_only)
-      throw user_error(fmt::format("kernel '{}': compile_only is set, so kernels can be compiled (kernel.compile()) "
-                                   "and stored in the offline cache but not launched; unset compile_only to run them",
-                                   k.name));
+      throw user_error(
+          fmt::format("kernel '{}': compile_only is set, so kernels can be compiled (kernel.compile()) "
+                      "and stored in the offline cache but not launched; unset compile_only to run them",
+                      k.name));
     c = prepare(k, *p);
   }
 
@@ -123,11 +126,13 @@ QD_FUNC void launch(kernel_state& k, const launch_arg* args, std::size_t count) 
       if (disjoint(a, pair.a_grad, b, pair.b_grad)) continue;
       k.runtime_fallbacks.fetch_add(1, std::memory_order_relaxed);
       if (!k.fallback_warned.exchange(true))
-        log_fmt(log_level::warn, "[PER_OFFLOAD][FALLBACK] kernel '{}': parameters '{}' and '{}' {}; using the "
+        log_fmt(log_level::warn,
+                "[PER_OFFLOAD][FALLBACK] kernel '{}': parameters '{}' and '{}' {}; using the "
                 "whole-kernel variant",
                 k.name, param_name(k, static_cast<std::size_t>(pair.a)) + (pair.a_grad ? ".grad()" : ""),
                 param_name(k, static_cast<std::size_t>(pair.b)) + (pair.b_grad ? ".grad()" : ""),
-                a.extent_known && b.extent_known ? "share a buffer" : "may share a buffer (an external array's extent is unknown)");
+                a.extent_known && b.extent_known ? "share a buffer"
+                                                 : "may share a buffer (an external array's extent is unknown)");
       v = &whole_variant(k, *p, *c);
       break;
     }
@@ -147,4 +152,4 @@ QD_FUNC void launch(kernel_state& k, const launch_arg* args, std::size_t count) 
   if (active_tape != nullptr) record_on_tape(k, args, count);
 }
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail

@@ -59,9 +59,10 @@ QD_FUNC std::shared_ptr<backend::device> make_device(settings& s, const backend:
   }
   if (!d) {
     if (!s.enable_fallback || s.arch == arch::cpu)
-      throw user_error(fmt::format("qd::init(arch = {}): {}. Use arch = cpu, or set enable_fallback = true to fall "
-                                   "back to the CPU",
-                                   name(s.arch), why));
+      throw user_error(
+          fmt::format("qd::init(arch = {}): {}. Use arch = cpu, or set enable_fallback = true to fall "
+                      "back to the CPU",
+                      name(s.arch), why));
     log_fmt(log_level::warn, "qd::init(arch = {}): {}; falling back to arch = cpu", name(s.arch), why);
     s.arch = arch::cpu;
     chosen = backend::find_backend(arch::cpu);
@@ -127,9 +128,10 @@ QD_FUNC program::program(settings s, std::uint64_t id) : settings_(std::move(s))
 QD_FUNC program::~program() = default;
 
 [[noreturn]] QD_FUNC void throw_not_initialized(std::string_view what) {
-  throw user_error(fmt::format("{}: Quadrants is not initialized; call qd::init() first (qd::reset() ends a "
-                               "program, and a new qd::init() starts another)",
-                               what));
+  throw user_error(
+      fmt::format("{}: Quadrants is not initialized; call qd::init() first (qd::reset() ends a "
+                  "program, and a new qd::init() starts another)",
+                  what));
 }
 
 QD_FUNC program& current_program(std::string_view what) {
@@ -219,13 +221,15 @@ QD_FUNC void end_program(std::string_view caller) {
   program* p = program_slot().get();
   if (p == nullptr) return;
   if (active_tracer != nullptr)
-    throw user_error(fmt::format("{} called while tracing kernel '{}': a kernel lambda runs once, at its first "
-                                 "launch, to record the kernel; start and end Quadrants outside it",
-                                 caller, active_tracer->kernel));
+    throw user_error(
+        fmt::format("{} called while tracing kernel '{}': a kernel lambda runs once, at its first "
+                    "launch, to record the kernel; start and end Quadrants outside it",
+                    caller, active_tracer->kernel));
   if (this_thread_slot().in_use.load(std::memory_order_relaxed) == p)
-    throw user_error(fmt::format("{} called while this thread is launching or compiling a kernel (from a log sink?); "
-                                 "call it after the launch returns",
-                                 caller));
+    throw user_error(
+        fmt::format("{} called while this thread is launching or compiling a kernel (from a log sink?); "
+                    "call it after the launch returns",
+                    caller));
   active_program.store(nullptr, std::memory_order_seq_cst);
   std::vector<use_slot*> all;
   {
@@ -233,7 +237,8 @@ QD_FUNC void end_program(std::string_view caller) {
     all = slots().all;
   }
   for (use_slot* slot : all)
-    while (slot->in_use.load(std::memory_order_seq_cst) == p) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    while (slot->in_use.load(std::memory_order_seq_cst) == p)
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
   end_program_coverage(*p);  // kernel_coverage: read back and merge the counts while the device lives
   program_slot().reset();
 }
@@ -260,4 +265,4 @@ QD_FUNC bool is_initialized() noexcept { return detail::active_program.load(std:
 
 QD_FUNC const settings& current_settings() { return detail::current_program("qd::current_settings").config(); }
 
-}  // namespace qd
+}  // namespace qd::inline v0

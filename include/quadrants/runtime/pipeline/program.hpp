@@ -17,7 +17,7 @@ namespace qd::inline v0::cache {
 class code_cache;
 class tier;
 struct remote_options;
-}
+}  // namespace qd::inline v0::cache
 
 namespace qd::inline v0::detail {
 
@@ -87,7 +87,7 @@ QD_FUNC settings resolve_settings(const config& c);
 // The remote tier's options (cache/remote.hpp) from the settings.
 QD_FUNC cache::remote_options remote_options_for(const settings& s);
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/runtime/pipeline/program-inl.hpp"

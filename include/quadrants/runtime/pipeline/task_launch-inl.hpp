@@ -28,8 +28,8 @@ QD_FUNC std::uint64_t mix_stream(std::uint64_t seed, std::uint64_t launch, std::
 }
 
 QD_FUNC void launch_task(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
-                         const compiled_task& t, const launch_arg* args, std::uint64_t launch_no,
-                         std::uint64_t pass, task_buffers& buffers, backend::launch_queue* queue) {
+                         const compiled_task& t, const launch_arg* args, std::uint64_t launch_no, std::uint64_t pass,
+                         task_buffers& buffers, backend::launch_queue* queue) {
   backend::array_abi* arrays = buffers.arrays;
   std::uint64_t* scalars = buffers.scalars;
   std::int64_t* error = buffers.error;
@@ -47,17 +47,26 @@ QD_FUNC void launch_task(const kernel_state& k, program& p, const compiled_kerne
       }
     }
     // A do_while's later passes (pass > 0) draw from streams of their own.
-    backend::launch_context ctx{arrays, scalars, n, static_cast<unsigned char*>(v.temps),
-                                mix_stream(p.config().random_seed, launch_no, t.rng_salt + pass * 0x9e3779b97f4a7c15ull),
-                                error, c.bounds_checks, c.wide_bounds, t.block_dim, queue};
+    backend::launch_context ctx{
+        arrays,
+        scalars,
+        n,
+        static_cast<unsigned char*>(v.temps),
+        mix_stream(p.config().random_seed, launch_no, t.rng_salt + pass * 0x9e3779b97f4a7c15ull),
+        error,
+        c.bounds_checks,
+        c.wide_bounds,
+        t.block_dim,
+        queue};
     v.device->launch(t.entry, t.parallel, ctx);
     // The CPU and the reference backend always fill the record; a GPU brings it back
     // (a synchronization) when bounds checks are on or the kernel has wide loop bounds.
     if (error[0] == 2)
-      throw user_error(fmt::format("kernel '{}': a qd::range_for bound is {}, which does not fit in qd::i32; loop "
-                                   "indices are 32-bit, so that loop ran no iterations. Split the iteration space "
-                                   "into loops of at most 2147483647 iterations",
-                                   k.name, error[3]));
+      throw user_error(
+          fmt::format("kernel '{}': a qd::range_for bound is {}, which does not fit in qd::i32; loop "
+                      "indices are 32-bit, so that loop ran no iterations. Split the iteration space "
+                      "into loops of at most 2147483647 iterations",
+                      k.name, error[3]));
     if (error[0] == 1 && error[1] < 0) throw user_error(assertion_failure(k, error[3]));  // qd::assert_
     if (error[0] != 0) {
       std::size_t param = static_cast<std::size_t>(t.param_map[static_cast<std::size_t>(error[1])]);
@@ -73,4 +82,4 @@ QD_FUNC void launch_task(const kernel_state& k, program& p, const compiled_kerne
   }
 }
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail

@@ -37,7 +37,7 @@ QD_FUNC void launch_task(const kernel_state& k, program& p, const compiled_kerne
 // The random stream of a launch's task (its seed, the launch's number, the task's salt).
 QD_FUNC std::uint64_t mix_stream(std::uint64_t seed, std::uint64_t launch, std::uint64_t salt);
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/runtime/pipeline/task_launch-inl.hpp"

@@ -21,8 +21,7 @@ template <class Values>
 bool same_values(const Values& a, const Values& b) noexcept {
   return std::apply(
       [&](const auto&... x) {
-        return std::apply(
-            [&](const auto&... y) { return ((std::memcmp(&x, &y, sizeof x) == 0) && ...); }, b);
+        return std::apply([&](const auto&... y) { return ((std::memcmp(&x, &y, sizeof x) == 0) && ...); }, b);
       },
       a);
 }
@@ -79,4 +78,4 @@ class template_variants {
   std::vector<std::unique_ptr<entry>> owned_;
 };
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail

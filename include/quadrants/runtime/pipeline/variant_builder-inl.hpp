@@ -31,7 +31,8 @@ QD_FUNC bool has_op(const ir::function& fn, ir::op code) {
 QD_FUNC std::vector<analysis::schedule_step> schedule_of(const kernel_state& k, const analysis::task_plan& plan) {
   std::vector<analysis::schedule_step> s = analysis::build_schedule(k.ir, k.structure, plan.tasks);
   if (s.empty() && k.graph)
-    for (std::size_t t = 0; t < plan.tasks.size(); ++t) s.push_back({.is_task = true, .task = static_cast<std::int32_t>(t)});
+    for (std::size_t t = 0; t < plan.tasks.size(); ++t)
+      s.push_back({.is_task = true, .task = static_cast<std::int32_t>(t)});
   return s;
 }
 
@@ -143,8 +144,9 @@ QD_FUNC lowered_variant lower_split(const kernel_state& k, program& p, const ana
     // A split kernel's tasks run one after another: every one uses the scratch region at 0.
     const bool det = deterministic_gpu_reductions(p) && has_chunk_reductions(v.ir[t]);
     if (det) v.reduction_scratch = codegen::gpu_reduction_scratch_bytes;
-    c.code = p.device().emit(v.ir[t], placeholder,
-                             {.bounds_checks = p.config().check_out_of_bound, .kernel = k.name, .deterministic_reductions = det});
+    c.code = p.device().emit(
+        v.ir[t], placeholder,
+        {.bounds_checks = p.config().check_out_of_bound, .kernel = k.name, .deterministic_reductions = det});
     v.keys.push_back(cache::offload_key(p.code().environment(), v.ir[t].fn, c.code));
     c.entry = cache::offload_entry(v.keys.back());
     for (std::size_t at = c.code.find(placeholder); at != std::string::npos; at = c.code.find(placeholder, at))
@@ -181,9 +183,10 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
   // Plan.
   analysis::task_plan plan = analysis::plan_whole_kernel(k.ir, k.structure);
   if (plan.temps_needed > static_cast<std::size_t>(limits::temp_slot_count))
-    throw user_error(fmt::format("kernel '{}': {} top-level values cross constructs; at most {} fit in the global "
-                                 "temporaries. Split the kernel into several kernels",
-                                 k.name, plan.temps_needed, limits::temp_slot_count));
+    throw user_error(
+        fmt::format("kernel '{}': {} top-level values cross constructs; at most {} fit in the global "
+                    "temporaries. Split the kernel into several kernels",
+                    k.name, plan.temps_needed, limits::temp_slot_count));
   v.device = p.device_ptr();
   // Lower. The key covers the IR and the code generated from it, so a change in the code
   // generator is a different key, never stale native code.
@@ -196,7 +199,9 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
   }
   const int constructs = static_cast<int>(k.structure.constructs.size());
   cache::kernel_record record{cache::kernel_key(p.code().environment(), k.ir, body),
-                              static_cast<std::uint32_t>(constructs), !plan.temps.empty(), {}};
+                              static_cast<std::uint32_t>(constructs),
+                              !plan.temps.empty(),
+                              {}};
   for (const cache::task_code& c : lowered.code) record.tasks.push_back(c.record);
   const bool dump = p.config().print_ir;
   if (dump) {
@@ -205,7 +210,8 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
     dump_program(p, k, "whole/program", p.device().program(codes));
   }
   // Resolve.
-  cache::task_module m = p.code().resolve_kernel(record.module, record, lowered.code, fmt::format("kernel '{}'", k.name));
+  cache::task_module m =
+      p.code().resolve_kernel(record.module, record, lowered.code, fmt::format("kernel '{}'", k.name));
   if (m.origin == cache::code_origin::built) {
     counts.compiled = constructs;
     counts.tasks_compiled = static_cast<int>(lowered.ir.size());
@@ -260,4 +266,4 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
   allocate_temporaries(p, plan, v, lowered.reduction_scratch);
 }
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail

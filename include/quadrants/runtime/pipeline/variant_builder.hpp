@@ -21,8 +21,8 @@ namespace qd::inline v0::detail {
 struct build_counts {
   int compiled = 0;
   int loaded = 0;
-  int tasks = 0;           // tasks of the variant built
-  int tasks_compiled = 0;  // of which the backend built now
+  int tasks = 0;                    // tasks of the variant built
+  int tasks_compiled = 0;           // of which the backend built now
   std::vector<cache::key> records;  // the cache records the variant is made of (for `qd-cache explain`)
 };
 
@@ -34,7 +34,7 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
 QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan& plan, variant& v,
                          build_counts& counts);
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/runtime/pipeline/variant_builder-inl.hpp"

@@ -44,20 +44,22 @@ QD_FUNC std::string fallback_detail(const kernel_state& k, const analysis::split
         return fmt::format("{} read{} is overwritten by {} before {} re-reads it", access_text(k, d.read), at(d.read),
                            construct_label(k, d.other_construct, true), construct(d.construct));
       return fmt::format("{} re-read by {} after {} writes {}", access_text(k, d.read), construct(d.construct),
-                         construct(d.other_construct),
-                         param_name(k, static_cast<std::size_t>(k.ir.at(d.write).param)));
+                         construct(d.other_construct), param_name(k, static_cast<std::size_t>(k.ir.at(d.write).param)));
     case fallback_reason::aliasing_gradient:
-      return fmt::format("{}{} re-read by {} after {} writes {}{}; a gradient buffer may alias the other, which "
-                         "cannot be checked",
-                         access_text(k, d.read), at(d.read), construct(d.construct), construct(d.other_construct),
-                         access_text(k, d.write), at(d.write));
+      return fmt::format(
+          "{}{} re-read by {} after {} writes {}{}; a gradient buffer may alias the other, which "
+          "cannot be checked",
+          access_text(k, d.read), at(d.read), construct(d.construct), construct(d.other_construct),
+          access_text(k, d.write), at(d.write));
     case fallback_reason::carried_value: {
-      const std::string variable =
-          d.variable != ir::none && k.ir.location(d.variable).known() ? fmt::format(" (the qd::var declared{})", at(d.variable)) : "";
+      const std::string variable = d.variable != ir::none && k.ir.location(d.variable).known()
+                                       ? fmt::format(" (the qd::var declared{})", at(d.variable))
+                                       : "";
       if (d.construct < 0)
-        return fmt::format("{} values and variables would cross constructs through the persisted buffer; at most {} "
-                           "fit",
-                           d.plan.temps_needed, analysis::temp_slot_count);
+        return fmt::format(
+            "{} values and variables would cross constructs through the persisted buffer; at most {} "
+            "fit",
+            d.plan.temps_needed, analysis::temp_slot_count);
       if (d.other_construct == d.construct)
         return fmt::format("{} updates a top-level qd::var across its iterations{}", construct(d.construct), variable);
       return fmt::format("{} needs a top-level value produced or modified inside {}{}", construct(d.construct),
@@ -65,11 +67,11 @@ QD_FUNC std::string fallback_detail(const kernel_state& k, const analysis::split
     }
     case fallback_reason::side_effect: {
       const auto& st = k.structure.statements[static_cast<std::size_t>(d.statement)];
-      std::string_view what = st.has_random       ? "a random draw"
-                              : st.has_volatile   ? "a volatile read"
-                              : st.has_atomic     ? "an atomic"
-                              : st.has_print      ? "a print"
-                                                  : "a global store";
+      std::string_view what = st.has_random     ? "a random draw"
+                              : st.has_volatile ? "a volatile read"
+                              : st.has_atomic   ? "an atomic"
+                              : st.has_print    ? "a print"
+                                                : "a global store";
       return fmt::format("{} would recompute {}{}", construct(d.construct), what, at(st.node));
     }
     case fallback_reason::autodiff: return "a gradient kernel";
@@ -109,7 +111,8 @@ QD_FUNC compiled_kernel* prepare(kernel_state& k, program& p) {
   auto c = std::make_shared<compiled_kernel>();
   c->program_id = p.id();
   c->bounds_checks = cfg.check_out_of_bound;
-  c->wide_bounds = std::any_of(k.ir.nodes.begin(), k.ir.nodes.end(), [](const ir::node& n) { return n.code == ir::op::bound; });
+  c->wide_bounds =
+      std::any_of(k.ir.nodes.begin(), k.ir.nodes.end(), [](const ir::node& n) { return n.code == ir::op::bound; });
 
   if (cfg.print_ir) dump_debug_file(cfg, k.name, "traced.ir.txt", traced_ir_text(k));
   per_offload_observations obs;
@@ -201,4 +204,4 @@ QD_FUNC void compile(kernel_state& k) {
   prepare(k, *use);
 }
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail

@@ -28,7 +28,7 @@ QD_FUNC compiled_kernel* prepare(kernel_state& k, program& p);
 // The whole-kernel variant of a split kernel, built on the first run-time fallback.
 QD_FUNC variant& whole_variant(kernel_state& k, program& p, compiled_kernel& c);
 
-}  // namespace qd::detail
+}  // namespace qd::inline v0::detail
 
 #ifdef QD_HEADER_ONLY
 #include "quadrants/runtime/pipeline/variant_choice-inl.hpp"
