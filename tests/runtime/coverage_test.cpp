@@ -1,6 +1,8 @@
 // Kernel line coverage (issue 14): which source lines of a kernel ran and which
 // way each qd::if_ went, as lcov DA and BRDA records, merged (added) across programs into
 // the tracefile; genhtml renders it.
+// Cases below check source lines by number (__LINE__ + n), so their layout stays as written:
+// clang-format off
 #include <doctest/doctest.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -61,13 +63,19 @@ constexpr int kernel_line = __LINE__ + 2;  // the lines below are checked by num
 auto clamp_kernel() {
   return qd::kernel("clamp_negative", {"x"}, [](qd::types::ndarray<float, 1> x) {
     qd::range_for(x.shape(0), [&](qd::i32 i) {
-      qd::if_(x[i] < 0.0f, [&] { x[i] = 0.0f; }).else_([&] { x[i] = x[i] * 2.0f; });
-      qd::if_(x[i] > 1000.0f, [&] { x[i] = 1000.0f; });
+      qd::if_(x[i] < 0.0f, [&] {
+        x[i] = 0.0f;
+      }).else_([&] {
+        x[i] = x[i] * 2.0f;
+      });
+      qd::if_(x[i] > 1000.0f, [&] {
+        x[i] = 1000.0f;
+      });
     });
   });
 }
-const int loop = kernel_line + 1, first_if = loop + 1, then_line = loop + 2, else_line = loop + 4, second_if = loop + 6,
-          never = loop + 7;
+const int loop = kernel_line + 1, first_if = loop + 1, then_line = loop + 2, else_line = loop + 4,
+          second_if = loop + 6, never = loop + 7;
 
 void run_once(const qd::config& c) {
   qd::init(c);
@@ -76,9 +84,8 @@ void run_once(const qd::config& c) {
   x.from_host(std::vector<float>{-1.0f, 2.0f, -3.0f, 4.0f});
   k(x);
   CHECK(x.to_host() == std::vector<float>{0.0f, 4.0f, 0.0f, 8.0f});
-  CHECK(k.per_offload_cache_observations().fallback == (c.per_offload == qd::per_offload_mode::on
-                                                            ? qd::fallback_reason::diagnostic
-                                                            : qd::fallback_reason::policy_backend));
+  CHECK(k.per_offload_cache_observations().fallback ==
+        (c.per_offload == qd::per_offload_mode::on ? qd::fallback_reason::diagnostic : qd::fallback_reason::policy_backend));
   qd::reset();
 }
 
@@ -89,10 +96,8 @@ TEST_CASE("coverage records lines and branches, and merges them across programs 
     qd_test::fresh_dir dir("coverage");
     const fs::path file = dir.path() / "kernels.info";
     ::setenv("QD_KERNEL_COVERAGE_FILE", file.c_str(), 1);
-    const qd::config c{.arch = arch,
-                       .offline_cache_file_path = (dir.path() / "cache").string(),
-                       .per_offload = qd::per_offload_mode::on,
-                       .kernel_coverage = true};
+    const qd::config c{.arch = arch, .offline_cache_file_path = (dir.path() / "cache").string(),
+                       .per_offload = qd::per_offload_mode::on, .kernel_coverage = true};
     run_once(c);
     records r = of_this_file(read(file));
     CHECK(r.lines[loop] == 1);
@@ -151,8 +156,7 @@ TEST_CASE("a tracefile that cannot be written is an error that keeps the counts 
   qd_test::fresh_dir dir("coverage-bad");
   std::ofstream(dir.path() / "blocker") << "a file, not a directory";
   ::setenv("QD_KERNEL_COVERAGE_FILE", (dir.path() / "blocker" / "at_reset.info").c_str(), 1);
-  qd::init(
-      {.arch = qd::arch::cpu, .offline_cache_file_path = (dir.path() / "cache").string(), .kernel_coverage = true});
+  qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = (dir.path() / "cache").string(), .kernel_coverage = true});
   auto k = clamp_kernel();
   qd::ndarray<float, 1> x(4);
   k(x);
@@ -180,8 +184,8 @@ TEST_CASE("coverage off leaves the generated code and its cache key as they were
     return o;
   };
   CHECK(observe(false).constructs_compiled == 1);
-  CHECK(observe(true).constructs_compiled == 1);  // instrumented: a different program
-  auto again = observe(false);                    // the first compile's entry, unchanged
+  CHECK(observe(true).constructs_compiled == 1);   // instrumented: a different program
+  auto again = observe(false);                       // the first compile's entry, unchanged
   CHECK(again.constructs_compiled == 0);
   CHECK(again.constructs_loaded == 1);
   ::unsetenv("QD_KERNEL_COVERAGE_FILE");
@@ -212,8 +216,7 @@ TEST_CASE("genhtml renders the kernel coverage next to the source") {
   REQUIRE(status == 0);
   bool page = false;
   for (const auto& e : fs::recursive_directory_iterator(dir.path() / "html"))
-    page |= e.path().filename().string().starts_with("coverage_test.cpp") &&
-            read(e.path()).find("qd::if_") != std::string::npos;
+    page |= e.path().filename().string().starts_with("coverage_test.cpp") && read(e.path()).find("qd::if_") != std::string::npos;
   CHECK(page);
   fs::remove("qd_kernel_coverage.info");
 }
@@ -223,11 +226,8 @@ TEST_CASE("genhtml renders the kernel coverage next to the source") {
 void coverage_on_gpu(qd::arch arch, const char* name) {
   qd_test::fresh_dir dir(std::string("coverage-") + name);
   try {
-    qd::init({.arch = arch,
-              .offline_cache_file_path = (dir.path() / "cache").string(),
-              .debug_dump_path = (dir.path() / "dump").string(),
-              .print_ir = true,
-              .kernel_coverage = true,
+    qd::init({.arch = arch, .offline_cache_file_path = (dir.path() / "cache").string(),
+              .debug_dump_path = (dir.path() / "dump").string(), .print_ir = true, .kernel_coverage = true,
               .enable_fallback = false});
   } catch (const qd::error& e) {
     const std::string why = std::string("skipped on ") + name + ": " + e.what();
@@ -247,8 +247,7 @@ void coverage_on_gpu(qd::arch arch, const char* name) {
   CHECK(r.lines[never] == 0);
   CHECK(r.branches[std::to_string(second_if) + ",0,1"] == 1);
   const std::string ext = arch == qd::arch::cuda ? "cu" : "hip";
-  CHECK(read(dir.path() / "dump" / "clamp_negative" / "whole" / ("program." + ext)).find("qd_task0") !=
-        std::string::npos);
+  CHECK(read(dir.path() / "dump" / "clamp_negative" / "whole" / ("program." + ext)).find("qd_task0") != std::string::npos);
   qd::reset();
 }
 
@@ -259,8 +258,7 @@ TEST_CASE("a child of fork() does not write its parent's counts a second time") 
   qd_test::fresh_dir dir("coverage-fork");
   const fs::path file = dir.path() / "fork.info";
   ::setenv("QD_KERNEL_COVERAGE_FILE", file.c_str(), 1);
-  qd::init(
-      {.arch = qd::arch::cpu, .offline_cache_file_path = (dir.path() / "cache").string(), .kernel_coverage = true});
+  qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = (dir.path() / "cache").string(), .kernel_coverage = true});
   auto k = clamp_kernel();
   qd::ndarray<float, 1> x(4);
   k(x);
@@ -341,35 +339,34 @@ TEST_CASE("a tracefile that is a FIFO, a device or a link is refused, left as it
 
 TEST_CASE("coverage instruments every statement form and leaves results unchanged") {
   auto forms = [] {
-    return qd::kernel("forms", {"x", "m", "n"},
-                      [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 2> m, qd::i32 n) {
-                        x[0] = 1.0f;
-                        qd::var<float> total = 0.0f;
-                        qd::if_(n > 2, [&] { x[1] = 2.0f; });
-                        qd::var<std::int32_t> k = 0;
-                        qd::while_([&] { return k < n; },
-                                   [&] {
-                                     x[2] += 1.0f;
-                                     k += 1;
-                                   });
-                        qd::range_for(qd::ndrange(m.shape(0), m.shape(1)),
-                                      [&](qd::i32 i, qd::i32 j) { m(i, j) = qd::cast<float>(i * 10 + j); });
-                        qd::range_for(x.shape(0), [&](qd::i32 i) {
-                          qd::var<float> acc = 0.0f;
-                          qd::range_for(0, i, [&](qd::i32 j) { acc += qd::cast<float>(j); });
-                          qd::if_(i > 4, [&] { total += acc; });
-                          qd::atomic_max(x[3], acc);
-                        });
-                        x[4] = total;
-                      });
+    return qd::kernel("forms", {"x", "m", "n"}, [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 2> m, qd::i32 n) {
+      x[0] = 1.0f;
+      qd::var<float> total = 0.0f;
+      qd::if_(n > 2, [&] { x[1] = 2.0f; });
+      qd::var<std::int32_t> k = 0;
+      qd::while_([&] { return k < n; }, [&] {
+        x[2] += 1.0f;
+        k += 1;
+      });
+      qd::range_for(qd::ndrange(m.shape(0), m.shape(1)), [&](qd::i32 i, qd::i32 j) {
+        m(i, j) = qd::cast<float>(i * 10 + j);
+      });
+      qd::range_for(x.shape(0), [&](qd::i32 i) {
+        qd::var<float> acc = 0.0f;
+        qd::range_for(0, i, [&](qd::i32 j) { acc += qd::cast<float>(j); });
+        qd::if_(i > 4, [&] { total += acc; });
+        qd::atomic_max(x[3], acc);
+      });
+      x[4] = total;
+    });
   };
   std::vector<std::vector<float>> results[2];
   for (qd::arch arch : {qd::arch::cpu, qd::arch::reference}) {
     for (int coverage = 0; coverage < 2; ++coverage) {
       qd_test::fresh_dir dir("coverage-forms");
       ::setenv("QD_KERNEL_COVERAGE_FILE", (dir.path() / "f.info").c_str(), 1);
-      qd::init(
-          {.arch = arch, .offline_cache_file_path = (dir.path() / "cache").string(), .kernel_coverage = coverage == 1});
+      qd::init({.arch = arch, .offline_cache_file_path = (dir.path() / "cache").string(),
+                .kernel_coverage = coverage == 1});
       auto k = forms();
       qd::ndarray<float, 1> x(8);
       qd::ndarray<float, 2> m({3, 4});
@@ -400,7 +397,9 @@ auto var_update_kernel() {
       a *= 2.0f;
     });
     qd::var<std::int32_t> k = 0;
-    qd::while_([&] { return k < 3; }, [&] { k += 1; });
+    qd::while_([&] { return k < 3; }, [&] {
+      k += 1;
+    });
     a = 5.0f;
     x[0] = a + qd::cast<float>(k);
   });

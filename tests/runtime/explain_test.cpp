@@ -1,6 +1,8 @@
 // kernel.explain() and kernel.dot() (issue 14): constructs with their source
 // lines, what each recomputes or reads from the persisted buffer, the decision and the
 // run-time checks; the DOT form renders with Graphviz.
+// Cases below check source lines by number (__LINE__ + n), so their layout stays as written:
+// clang-format off
 #include <doctest/doctest.h>
 
 #include <sys/wait.h>
@@ -26,12 +28,11 @@ bool has(const std::string& text, const std::string& part) { return text.find(pa
 
 TEST_CASE("explain names each construct by its line, what it recomputes and what it reads from the persisted buffer") {
   const int line = __LINE__ + 2;
-  auto k =
-      qd::kernel("stale_snapshot", {"a", "out"}, [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> out) {
-        qd::f32 v = a[0];
-        qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = 5.0f; });
-        qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = v; });
-      });
+  auto k = qd::kernel("stale_snapshot", {"a", "out"}, [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> out) {
+    qd::f32 v = a[0];
+    qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = 5.0f; });
+    qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = v; });
+  });
   const std::string text = k.explain();
   MESSAGE(text);
   CHECK(has(text, "kernel 'stale_snapshot': 2 constructs\n"));
@@ -56,10 +57,10 @@ TEST_CASE("explain and dot show a reduction flowing to a later construct, and a 
   MESSAGE(text);
   const std::string var = "the qd::var declared at " + at(line);
   CHECK(has(text, "construct 1 (the loop at " + at(line + 1) + ")"));
-  CHECK(has(text, "reduces into " + var + " in the persisted buffer, read by construct 2 (the loop at " + at(line + 2) +
+  CHECK(has(text, "reduces into " + var + " in the persisted buffer, read by construct 2 (the loop at " +
+                      at(line + 2) + ")"));
+  CHECK(has(text, "reads " + var + " from the persisted buffer, reduced by construct 1 (the loop at " + at(line + 1) +
                       ")"));
-  CHECK(has(text,
-            "reads " + var + " from the persisted buffer, reduced by construct 1 (the loop at " + at(line + 1) + ")"));
   const std::string dot = k.dot();
   CHECK(has(dot, "label=\"" + var + "\""));
   CHECK(has(dot, "c0 -> v"));
@@ -78,8 +79,7 @@ TEST_CASE("explain and dot show a reduction flowing to a later construct, and a 
   MESSAGE(serial);
   CHECK(has(serial, "construct 1 (the serial loop at " + at(serial_line + 1) + ")\n"));
   CHECK(has(serial, "statements at " + at(serial_line) + " " + at(serial_line + 1) + "\n"));
-  CHECK_FALSE(
-      has(serial, "statements at " + at(serial_line) + " " + at(serial_line + 1) + " "));  // not the next loop's line
+  CHECK_FALSE(has(serial, "statements at " + at(serial_line) + " " + at(serial_line + 1) + " "));  // not the next loop's line
   CHECK(has(serial, "construct 2 (the loop at " + at(serial_line + 5) + ")"));
 }
 
@@ -87,13 +87,12 @@ TEST_CASE("explain lists the run-time checks and says which variant the running 
   qd_test::fresh_dir dir("explain");
   qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = dir.str()});
   const int line = __LINE__ + 3;
-  auto k =
-      qd::kernel("two_params", {"a", "b", "out"},
-                 [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b, qd::types::ndarray<float, 1> out) {
-                   qd::f32 v = a[0];
-                   qd::range_for(b.shape(0), [&](qd::i32 i) { b[i] = 2.0f; });
-                   qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = v + b[i]; });
-                 });
+  auto k = qd::kernel("two_params", {"a", "b", "out"},
+                      [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b, qd::types::ndarray<float, 1> out) {
+                        qd::f32 v = a[0];
+                        qd::range_for(b.shape(0), [&](qd::i32 i) { b[i] = 2.0f; });
+                        qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = v + b[i]; });
+                      });
   qd::ndarray<float, 1> a(2), b(2), out(2);
   k(a, b, out);
   const std::string text = k.explain();
@@ -106,12 +105,11 @@ TEST_CASE("explain lists the run-time checks and says which variant the running 
 }
 
 TEST_CASE("dot renders with Graphviz") {
-  auto k = qd::kernel("graph \"quoted\"", {"a", "out"},
-                      [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> out) {
-                        qd::f32 v = a[0];
-                        qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = 5.0f; });
-                        qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = v; });
-                      });
+  auto k = qd::kernel("graph \"quoted\"", {"a", "out"}, [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> out) {
+    qd::f32 v = a[0];
+    qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = 5.0f; });
+    qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = v; });
+  });
   const std::string dot = k.dot();
   CHECK(dot.starts_with("digraph"));
   CHECK(has(dot, "persisted"));
@@ -180,12 +178,11 @@ TEST_CASE("qd-cache explain prints a cached kernel's explanation, by name or by 
   qd_test::fresh_dir dir("qd-cache-explain");
   const std::string root = dir.str();
   qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = root, .per_offload = qd::per_offload_mode::on});
-  auto k =
-      qd::kernel("cached_snapshot", {"a", "out"}, [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> out) {
-        qd::f32 v = a[0];
-        qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = 5.0f; });
-        qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = v; });
-      });
+  auto k = qd::kernel("cached_snapshot", {"a", "out"}, [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> out) {
+    qd::f32 v = a[0];
+    qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = 5.0f; });
+    qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = v; });
+  });
   qd::ndarray<float, 1> a(4), out(4);
   k(a, out);
   const std::string in_process = k.explain();
@@ -224,9 +221,8 @@ TEST_CASE("qd-cache explain prints a cached kernel's explanation, by name or by 
   CHECK(qd_cache(root, "verify").status == 0);
 }
 
-TEST_CASE(
-    "qd-cache explain keeps the records of every variant compiled: print_ir's and coverage's whole kernel, "
-    "then the split") {
+TEST_CASE("qd-cache explain keeps the records of every variant compiled: print_ir's and coverage's whole kernel, "
+          "then the split") {
   qd_test::fresh_dir dir("qd-cache-explain-variants");
   const std::string root = (dir.path() / "cache").string();
   ::setenv("QD_KERNEL_COVERAGE_FILE", (dir.path() / "coverage.info").c_str(), 1);
@@ -234,8 +230,7 @@ TEST_CASE(
     qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = 2.0f; });
     qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] = 3.0f; });
   });
-  const qd::config base{
-      .arch = qd::arch::cpu, .offline_cache_file_path = root, .per_offload = qd::per_offload_mode::on};
+  const qd::config base{.arch = qd::arch::cpu, .offline_cache_file_path = root, .per_offload = qd::per_offload_mode::on};
   // A diagnostic run keeps the kernel whole and compiles that variant, then a normal run splits it.
   qd::config dump = base;
   dump.debug_dump_path = (dir.path() / "dump").string();

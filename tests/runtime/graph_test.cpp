@@ -1,6 +1,8 @@
 // Graph kernels and concurrent regions (SPEC §11.6, issue 13): do_while iteration counts
 // and results against plain C++, nested loops, flags set by different constructs, the
 // split inside loop bodies, concurrent regions, fallbacks and the errors.
+// Cases below check source lines by number (__LINE__ + n), so their layout stays as written:
+// clang-format off
 #include <doctest/doctest.h>
 
 #include <quadrants/quadrants.hpp>
@@ -224,43 +226,43 @@ TEST_CASE("graph statements in the wrong place are errors naming the kernel") {
   auto not_graph = qd::kernel("not_graph", [](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 0> f) {
     qd::graph::do_while(f, [&] { qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = 1.0f; }); });
   });
-  CHECK_THROWS_WITH_AS(not_graph(x, flag),
-                       Contains("kernel 'not_graph': qd::graph::do_while is only allowed in a graph kernel"),
+  CHECK_THROWS_WITH_AS(not_graph(x, flag), Contains("kernel 'not_graph': qd::graph::do_while is only allowed in a graph kernel"),
                        qd::user_error);
-  auto in_loop =
-      qd::kernel("in_loop", qd::graph::on, [](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 0> f) {
-        qd::range_for(x.shape(0), [&](qd::i32 i) { qd::graph::do_while(f, [&] { x[i] = 1.0f; }); });
-      });
+  auto in_loop = qd::kernel("in_loop", qd::graph::on,
+                            [](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 0> f) {
+                              qd::range_for(x.shape(0), [&](qd::i32 i) {
+                                qd::graph::do_while(f, [&] { x[i] = 1.0f; });
+                              });
+                            });
   CHECK_THROWS_WITH_AS(in_loop(x, flag), Contains("kernel 'in_loop': qd::graph::do_while must be at the top level"),
                        qd::user_error);
-  auto in_if =
-      qd::kernel("in_if", qd::graph::on, [](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 0> f) {
-        qd::if_(f() != 0, [&] { qd::graph::do_while(f, [&] { x[0] = 1.0f; }); });
-      });
+  auto in_if = qd::kernel("in_if", qd::graph::on, [](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 0> f) {
+    qd::if_(f() != 0, [&] { qd::graph::do_while(f, [&] { x[0] = 1.0f; }); });
+  });
   CHECK_THROWS_WITH_AS(in_if(x, flag), Contains("kernel 'in_if': qd::graph::do_while must be at the top level"),
                        qd::user_error);
   auto parallel_outside = qd::kernel("parallel_outside", [](qd::types::ndarray<float, 1> x) {
     qd::graph::parallel([&] { x[0] = 1.0f; }, [&] { x[1] = 2.0f; });
   });
-  CHECK_THROWS_WITH_AS(parallel_outside(x),
-                       Contains("kernel 'parallel_outside': qd::graph::parallel is only allowed in a graph kernel"),
+  CHECK_THROWS_WITH_AS(parallel_outside(x), Contains("kernel 'parallel_outside': qd::graph::parallel is only allowed in a graph kernel"),
                        qd::user_error);
-  auto concurrent_in_loop = qd::kernel(
-      "concurrent_in_loop", qd::graph::on, [](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 0> f) {
-        qd::graph::do_while(f, [&] { qd::concurrent([&] { x[0] = 1.0f; }, [&] { x[1] = 2.0f; }); });
-      });
-  CHECK_THROWS_WITH_AS(
-      concurrent_in_loop(x, flag),
-      Contains("kernel 'concurrent_in_loop': qd::concurrent is not allowed inside a qd::graph::do_while body"),
-      qd::user_error);
-  auto do_while_in_branch = qd::kernel(
-      "do_while_in_branch", qd::graph::on, [](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 0> f) {
-        qd::graph::parallel([&] { qd::graph::do_while(f, [&] { x[0] = 1.0f; }); }, [&] { x[1] = 2.0f; });
-      });
-  CHECK_THROWS_WITH_AS(
-      do_while_in_branch(x, flag),
-      Contains("kernel 'do_while_in_branch': qd::graph::do_while is not allowed inside a concurrent branch"),
-      qd::user_error);
+  auto concurrent_in_loop = qd::kernel("concurrent_in_loop", qd::graph::on,
+                                       [](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 0> f) {
+                                         qd::graph::do_while(f, [&] {
+                                           qd::concurrent([&] { x[0] = 1.0f; }, [&] { x[1] = 2.0f; });
+                                         });
+                                       });
+  CHECK_THROWS_WITH_AS(concurrent_in_loop(x, flag),
+                       Contains("kernel 'concurrent_in_loop': qd::concurrent is not allowed inside a qd::graph::do_while body"),
+                       qd::user_error);
+  auto do_while_in_branch = qd::kernel("do_while_in_branch", qd::graph::on,
+                                       [](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 0> f) {
+                                         qd::graph::parallel([&] { qd::graph::do_while(f, [&] { x[0] = 1.0f; }); },
+                                                             [&] { x[1] = 2.0f; });
+                                       });
+  CHECK_THROWS_WITH_AS(do_while_in_branch(x, flag),
+                       Contains("kernel 'do_while_in_branch': qd::graph::do_while is not allowed inside a concurrent branch"),
+                       qd::user_error);
   qd::reset();
 }
 
@@ -326,51 +328,45 @@ TEST_CASE("editing one construct of a do_while body recompiles only it, in one p
 
 TEST_CASE("qd::concurrent regions all run and join; the kernel stays whole") {
   constexpr int first_branch_line = __LINE__ + 6;
-  auto k = qd::kernel(
-      "regions", {"a", "b", "total"},
-      [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b, qd::types::ndarray<float, 1> total) {
-        qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = qd::cast<float>(i); });
-        qd::concurrent(
-            [&] {
-              qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = a[i] * 2.0f; });
-              qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = a[i] + 1.0f; });
-            },
-            [&] { qd::range_for(b.shape(0), [&](qd::i32 i) { b[i] = 7.0f; }); },
-            // Disjoint parts of one array are fine.
-            [&] { qd::range_for(0, 2, [&](qd::i32 i) { total[i] = 1.0f; }); },
-            [&] { qd::range_for(2, 4, [&](qd::i32 i) { total[i] = 2.0f; }); });
-        qd::range_for(total.shape(0), [&](qd::i32 i) { total[i] = total[i] + a[i] + b[i]; });
-      });
-  in_every_setup(
-      [&](const setup& s) {
-        qd_test::log_capture logs;
-        qd::ndarray<float, 1> a(4), b(4), total(4);
-        k(a, b, total);
-        std::vector<float> ha(4), hb(4, 7.0f), ht{1, 1, 2, 2};
-        for (int i = 0; i < 4; ++i) {
-          ha[static_cast<std::size_t>(i)] = static_cast<float>(i) * 2.0f + 1.0f;
-          ht[static_cast<std::size_t>(i)] += ha[static_cast<std::size_t>(i)] + 7.0f;
-        }
-        CHECK(a.to_host() == ha);
-        CHECK(b.to_host() == hb);
-        CHECK(total.to_host() == ht);
-        auto obs = k.per_offload_cache_observations();
-        CHECK(obs.frontend_constructs_total == -1);
-        if (s.mode == qd::per_offload_mode::on) {
-          CHECK(obs.fallback == qd::fallback_reason::concurrent);
-          // Every fallback detail names a source line: here the first branch's first statement.
-          INFO(obs.fallback_detail);
-          CHECK(obs.fallback_detail.starts_with("a qd::concurrent with 4 branches (the first at "));
-          CHECK(obs.fallback_detail.ends_with("graph_test.cpp:" + std::to_string(first_branch_line) +
-                                              ") runs them at once, so the kernel stays one unit"));
-          CHECK(
-              logs.count(
-                  qd::log_level::debug,
-                  "[PER_OFFLOAD] kernel 'regions' stays whole-kernel: concurrent (a qd::concurrent with 4 branches") ==
-              1);
-        }
-      },
-      {.log_level = qd::log_level::debug});
+  auto k = qd::kernel("regions", {"a", "b", "total"},
+                      [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b, qd::types::ndarray<float, 1> total) {
+                        qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = qd::cast<float>(i); });
+                        qd::concurrent(
+                            [&] {
+                              qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = a[i] * 2.0f; });
+                              qd::range_for(a.shape(0), [&](qd::i32 i) { a[i] = a[i] + 1.0f; });
+                            },
+                            [&] { qd::range_for(b.shape(0), [&](qd::i32 i) { b[i] = 7.0f; }); },
+                            // Disjoint parts of one array are fine.
+                            [&] { qd::range_for(0, 2, [&](qd::i32 i) { total[i] = 1.0f; }); },
+                            [&] { qd::range_for(2, 4, [&](qd::i32 i) { total[i] = 2.0f; }); });
+                        qd::range_for(total.shape(0), [&](qd::i32 i) { total[i] = total[i] + a[i] + b[i]; });
+                      });
+  in_every_setup([&](const setup& s) {
+    qd_test::log_capture logs;
+    qd::ndarray<float, 1> a(4), b(4), total(4);
+    k(a, b, total);
+    std::vector<float> ha(4), hb(4, 7.0f), ht{1, 1, 2, 2};
+    for (int i = 0; i < 4; ++i) {
+      ha[static_cast<std::size_t>(i)] = static_cast<float>(i) * 2.0f + 1.0f;
+      ht[static_cast<std::size_t>(i)] += ha[static_cast<std::size_t>(i)] + 7.0f;
+    }
+    CHECK(a.to_host() == ha);
+    CHECK(b.to_host() == hb);
+    CHECK(total.to_host() == ht);
+    auto obs = k.per_offload_cache_observations();
+    CHECK(obs.frontend_constructs_total == -1);
+    if (s.mode == qd::per_offload_mode::on) {
+      CHECK(obs.fallback == qd::fallback_reason::concurrent);
+      // Every fallback detail names a source line: here the first branch's first statement.
+      INFO(obs.fallback_detail);
+      CHECK(obs.fallback_detail.starts_with("a qd::concurrent with 4 branches (the first at "));
+      CHECK(obs.fallback_detail.ends_with("graph_test.cpp:" + std::to_string(first_branch_line) +
+                                          ") runs them at once, so the kernel stays one unit"));
+      CHECK(logs.count(qd::log_level::debug,
+                       "[PER_OFFLOAD] kernel 'regions' stays whole-kernel: concurrent (a qd::concurrent with 4 branches") == 1);
+    }
+  }, {.log_level = qd::log_level::debug});
 }
 
 TEST_CASE("graph::parallel branches inside a do_while run each pass") {
@@ -407,10 +403,10 @@ TEST_CASE("concurrent branches that provably write the same elements are refused
   auto overlap = qd::kernel("overlap", [](qd::types::ndarray<float, 1> x) {
     qd::concurrent([&] { qd::range_for(0, 5, [&](qd::i32 i) { x[i] = 1.0f; }); }, [&] { x[4] = 2.0f; });
   });
-  CHECK_THROWS_WITH_AS(overlap(x), Contains("branches 1 and 2 of a qd::concurrent both write the same elements"),
-                       qd::user_error);
-  auto scalar = qd::kernel(
-      "scalar", [](qd::types::ndarray<float, 0> s) { qd::concurrent([&] { s() = 1.0f; }, [&] { s() = 2.0f; }); });
+  CHECK_THROWS_WITH_AS(overlap(x), Contains("branches 1 and 2 of a qd::concurrent both write the same elements"), qd::user_error);
+  auto scalar = qd::kernel("scalar", [](qd::types::ndarray<float, 0> s) {
+    qd::concurrent([&] { s() = 1.0f; }, [&] { s() = 2.0f; });
+  });
   CHECK_THROWS_WITH_AS(scalar(s), Contains("kernel 'scalar': branches 1 and 2"), qd::user_error);
   // Not provable (a condition, a data-dependent index): allowed, documented as a race.
   auto unproven = qd::kernel("unproven", [](qd::types::ndarray<float, 1> x) {
@@ -458,10 +454,11 @@ TEST_CASE("each do_while pass draws its own random numbers, alike in every varia
 
 TEST_CASE("a graph kernel's IR shows its marks") {
   qd_test::init_cpu();
-  auto k =
-      qd::kernel("shown", qd::graph::on, [](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 0> f) {
-        qd::graph::do_while(f, [&] { qd::graph::parallel([&] { x[0] = 1.0f; }, [&] { x[1] = 2.0f; }); });
-      });
+  auto k = qd::kernel("shown", qd::graph::on, [](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 0> f) {
+    qd::graph::do_while(f, [&] {
+      qd::graph::parallel([&] { x[0] = 1.0f; }, [&] { x[1] = 2.0f; });
+    });
+  });
   const std::string text = k.ir();
   CHECK_MESSAGE(text.find("graph_mark i32 loop_begin flag #1") != std::string::npos, text);
   CHECK(text.find("graph_mark i32 fork_begin qd::graph::parallel") != std::string::npos);
@@ -481,17 +478,16 @@ TEST_CASE("a counter decremented by a serial statement of the body; fork regions
                                 });
                               });
   // Region B reads what region A wrote: each fork joins before the next starts.
-  auto regions =
-      qd::kernel("back_to_back", qd::graph::on,
-                 [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y, qd::types::ndarray<float, 1> a,
-                    qd::types::ndarray<float, 1> b) {
-                   qd::graph::parallel([&] { qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = 1.0f; }); },
-                                       [&] { qd::range_for(y.shape(0), [&](qd::i32 i) { y[i] = 2.0f; }); });
-                   qd::graph::parallel([&] { qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] * 10.0f; }); },
-                                       [&] { qd::range_for(y.shape(0), [&](qd::i32 i) { y[i] = y[i] * 10.0f; }); });
-                   qd::graph::parallel([&] { a[0] = x[0] + 1.0f; }, [&] { b[0] = y[0] + 1.0f; });
-                   qd::graph::parallel([&] { a[1] = a[0] * 2.0f; });  // one branch: a plain chain
-                 });
+  auto regions = qd::kernel("back_to_back", qd::graph::on,
+                            [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y,
+                               qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> b) {
+                              qd::graph::parallel([&] { qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = 1.0f; }); },
+                                                  [&] { qd::range_for(y.shape(0), [&](qd::i32 i) { y[i] = 2.0f; }); });
+                              qd::graph::parallel([&] { qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] * 10.0f; }); },
+                                                  [&] { qd::range_for(y.shape(0), [&](qd::i32 i) { y[i] = y[i] * 10.0f; }); });
+                              qd::graph::parallel([&] { a[0] = x[0] + 1.0f; }, [&] { b[0] = y[0] + 1.0f; });
+                              qd::graph::parallel([&] { a[1] = a[0] * 2.0f; });  // one branch: a plain chain
+                            });
   in_every_setup([&](const setup&) {
     for (int count : {1, 5, 10}) {
       CAPTURE(count);
@@ -512,21 +508,20 @@ TEST_CASE("a counter decremented by a serial statement of the body; fork regions
 }
 
 TEST_CASE("many passes of a three-branch fork join every time") {
-  auto k =
-      qd::kernel("fork_passes", qd::graph::on,
-                 [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 0> passes,
-                    qd::types::ndarray<std::int32_t, 0> again) {
-                   qd::graph::do_while(again, [&] {
-                     qd::graph::parallel([&] { qd::range_for(1, [&](qd::i32) { x[0] = x[0] + 1; }); },
-                                         [&] { qd::range_for(1, [&](qd::i32) { x[1] = x[1] + 2; }); },
-                                         [&] { qd::range_for(1, [&](qd::i32) { x[2] = x[2] + x[0] - x[0] + 3; }); });
-                     qd::range_for(1, [&](qd::i32) {
-                       x[3] = x[0] + x[1] + x[2];  // after the join: every branch's write of this pass
-                       passes() = passes() + 1;
-                       again() = qd::select(passes() < 2000, 1, 0);
-                     });
-                   });
-                 });
+  auto k = qd::kernel("fork_passes", qd::graph::on,
+                      [](qd::types::ndarray<std::int32_t, 1> x, qd::types::ndarray<std::int32_t, 0> passes,
+                         qd::types::ndarray<std::int32_t, 0> again) {
+                        qd::graph::do_while(again, [&] {
+                          qd::graph::parallel([&] { qd::range_for(1, [&](qd::i32) { x[0] = x[0] + 1; }); },
+                                              [&] { qd::range_for(1, [&](qd::i32) { x[1] = x[1] + 2; }); },
+                                              [&] { qd::range_for(1, [&](qd::i32) { x[2] = x[2] + x[0] - x[0] + 3; }); });
+                          qd::range_for(1, [&](qd::i32) {
+                            x[3] = x[0] + x[1] + x[2];  // after the join: every branch's write of this pass
+                            passes() = passes() + 1;
+                            again() = qd::select(passes() < 2000, 1, 0);
+                          });
+                        });
+                      });
   qd_test::init_cpu();
   qd::ndarray<std::int32_t, 1> x(4);
   qd::ndarray<std::int32_t, 0> passes, again;

@@ -1,6 +1,8 @@
 // Meshes (SPEC §11.7, issue 14): the relations of a generated tetrahedral mesh on the
 // host and inside kernels against relations computed by brute force from vertex sets,
 // a Laplacian smoothing step against plain C++, the `mesh` fallback and the errors.
+// Cases below check source lines by number (__LINE__ + n), so their layout stays as written:
+// clang-format off
 #include <doctest/doctest.h>
 
 #include <quadrants/quadrants.hpp>
@@ -79,10 +81,9 @@ std::vector<std::vector<std::int32_t>> brute_relation(const brute_mesh& b, int f
       bool related = false;
       if (from == to) {
         const int d = b.dims[from];
-        related = i != j &&
-                  (d == 0 ? std::binary_search(b.elems[1].begin(), b.elems[1].end(),
-                                               std::vector<std::int32_t>{std::min(a[0], c[0]), std::max(a[0], c[0])})
-                          : shared(a, c) == static_cast<std::size_t>(d));
+        related = i != j && (d == 0 ? std::binary_search(b.elems[1].begin(), b.elems[1].end(),
+                                                         std::vector<std::int32_t>{std::min(a[0], c[0]), std::max(a[0], c[0])})
+                                    : shared(a, c) == static_cast<std::size_t>(d));
       } else if (b.dims[from] == b.dims[to]) {
         related = a == c;  // faces and cells of a triangular mesh
       } else {
@@ -186,25 +187,25 @@ TEST_CASE("kernels read relations with qd::for_each as brute force computes them
   const std::int32_t nv = qd_test::cube_vertices(n);
   const brute_mesh b = brute(nv, as_vectors(tets));
   // One kernel, four relations: v.verts(), v.cells(), c.cells(), e.verts().
-  auto dump =
-      qd::kernel("dump_relations", [](qd::types::mesh mesh, qd::types::ndarray<std::int32_t, 1> vv,
-                                      qd::types::ndarray<std::int32_t, 1> vc, qd::types::ndarray<std::int32_t, 1> cc,
-                                      qd::types::ndarray<std::int32_t, 1> ev) {
-        auto write = [](qd::mesh_element a, qd::mesh_relation rel, qd::types::ndarray<std::int32_t, 1> out) {
-          out[a.id() * width] = rel.size();
-          qd::var<std::int32_t> k = 1;
-          qd::for_each(rel, [&](qd::mesh_element w) {
-            out[a.id() * width + k] = w.id();
-            k += 1;
-          });
-        };
-        qd::mesh_for(mesh.verts(), [&](qd::mesh_element v) {
-          write(v, v.verts(), vv);
-          write(v, v.cells(), vc);
-        });
-        qd::mesh_for(mesh.cells(), [&](qd::mesh_element c) { write(c, c.cells(), cc); });
-        qd::mesh_for(mesh.edges(), [&](qd::mesh_element e) { write(e, e.verts(), ev); });
+  auto dump = qd::kernel("dump_relations", [](qd::types::mesh mesh, qd::types::ndarray<std::int32_t, 1> vv,
+                                              qd::types::ndarray<std::int32_t, 1> vc,
+                                              qd::types::ndarray<std::int32_t, 1> cc,
+                                              qd::types::ndarray<std::int32_t, 1> ev) {
+    auto write = [](qd::mesh_element a, qd::mesh_relation rel, qd::types::ndarray<std::int32_t, 1> out) {
+      out[a.id() * width] = rel.size();
+      qd::var<std::int32_t> k = 1;
+      qd::for_each(rel, [&](qd::mesh_element w) {
+        out[a.id() * width + k] = w.id();
+        k += 1;
       });
+    };
+    qd::mesh_for(mesh.verts(), [&](qd::mesh_element v) {
+      write(v, v.verts(), vv);
+      write(v, v.cells(), vc);
+    });
+    qd::mesh_for(mesh.cells(), [&](qd::mesh_element c) { write(c, c.cells(), cc); });
+    qd::mesh_for(mesh.edges(), [&](qd::mesh_element e) { write(e, e.verts(), ev); });
+  });
   in_every_setup([&](const setup&) {
     qd::mesh m = qd::mesh::tetrahedral(nv, tets);
     CHECK_FALSE(m.has_relation(mesh_kind::verts, mesh_kind::verts));
@@ -288,8 +289,9 @@ TEST_CASE("a mesh after vector and struct parameters is bound at its own IR para
   };
   // Four IR parameters (3 components, then a scalar) come before the mesh's.
   auto degree = qd::kernel("degree_after_vec", [](qd::vec3f offset, scale_view s, qd::types::mesh mesh) {
-    qd::mesh_for(mesh.verts(),
-                 [&](qd::mesh_element v) { s.out[v.id()] = offset.z() + s.a * qd::cast<float>(v.verts().size()); });
+    qd::mesh_for(mesh.verts(), [&](qd::mesh_element v) {
+      s.out[v.id()] = offset.z() + s.a * qd::cast<float>(v.verts().size());
+    });
   });
   const auto expected = brute_relation(b, 0, 0);
   in_every_setup([&](const setup&) {
@@ -355,36 +357,34 @@ TEST_CASE("a kernel with a qd::mesh_for stays whole with fallback reason mesh") 
     qd::mesh_for(mesh.cells(), [&](qd::mesh_element c) { out[c.id() + 1] = c.verts().size(); });
   });
   const int mesh_for_line = __LINE__ - 2;
-  in_every_setup(
-      [&](const setup&) {
-        qd_test::log_capture logs;
-        qd::mesh m = qd::mesh::tetrahedral(8, tets);
-        qd::ndarray<std::int32_t, 1> out(7);
-        count(m, out);
-        CHECK(out.to_host() == std::vector<std::int32_t>{0, 4, 4, 4, 4, 4, 4});
-        auto obs = count.per_offload_cache_observations();
-        CHECK(obs.fallback == qd::fallback_reason::mesh);
-        CHECK(obs.frontend_constructs_total == -1);
-        // Named by the user's line: the qd::mesh_for of count_cells.
-        const std::string where = std::string(__FILE__) + ":" + std::to_string(mesh_for_line);
-        CHECK(obs.fallback_detail == "a qd::mesh_for over the cells at " + where +
-                                         " reads through the mesh's relations, which the split does not follow, so the "
-                                         "kernel stays one unit");
-        CHECK(logs.count(qd::log_level::debug,
-                         "[PER_OFFLOAD] kernel 'count_cells' stays whole-kernel: mesh (a qd::mesh_for "
-                         "over the cells at " +
-                             where) == 1);
-        // kernel.explain() gives the same reason.
-        CHECK(count.explain().find("a qd::mesh_for over the cells at " + where) != std::string::npos);
-      },
-      {.log_level = qd::log_level::debug});
+  in_every_setup([&](const setup&) {
+    qd_test::log_capture logs;
+    qd::mesh m = qd::mesh::tetrahedral(8, tets);
+    qd::ndarray<std::int32_t, 1> out(7);
+    count(m, out);
+    CHECK(out.to_host() == std::vector<std::int32_t>{0, 4, 4, 4, 4, 4, 4});
+    auto obs = count.per_offload_cache_observations();
+    CHECK(obs.fallback == qd::fallback_reason::mesh);
+    CHECK(obs.frontend_constructs_total == -1);
+    // Named by the user's line: the qd::mesh_for of count_cells.
+    const std::string where = std::string(__FILE__) + ":" + std::to_string(mesh_for_line);
+    CHECK(obs.fallback_detail == "a qd::mesh_for over the cells at " + where +
+                                     " reads through the mesh's relations, which the split does not follow, so the "
+                                     "kernel stays one unit");
+    CHECK(logs.count(qd::log_level::debug, "[PER_OFFLOAD] kernel 'count_cells' stays whole-kernel: mesh (a qd::mesh_for "
+                                           "over the cells at " + where) == 1);
+    // kernel.explain() gives the same reason.
+    CHECK(count.explain().find("a qd::mesh_for over the cells at " + where) != std::string::npos);
+  }, {.log_level = qd::log_level::debug});
 }
 
 TEST_CASE("rel[k] out of range with bounds checks names the mesh relation and the user's line") {
   constexpr int rel_line = __LINE__ + 4;  // the rel[k] below
   auto k = qd::kernel("rel_index", {"mesh", "k", "out"},
                       [](qd::types::mesh mesh, qd::i32 kk, qd::types::ndarray<std::int32_t, 1> out) {
-                        qd::mesh_for(mesh.cells(), [&](qd::mesh_element c) { out[c.id()] = c.verts()[kk].id(); });
+                        qd::mesh_for(mesh.cells(), [&](qd::mesh_element c) {
+                          out[c.id()] = c.verts()[kk].id();
+                        });
                       });
   const auto tets = cube_tets(1);
   for (qd::arch a : {qd::arch::cpu, qd::arch::reference}) {
@@ -400,11 +400,9 @@ TEST_CASE("rel[k] out of range with bounds checks names the mesh relation and th
     // list); k = 100000 past all of it; k = -1 before it. Each is the same error.
     for (int bad : {4, 100000, -1}) {
       CAPTURE(bad);
-      CHECK_THROWS_WITH_AS(k(m, bad, out),
-                           Contains("kernel 'rel_index': an index into the mesh relation cells -> verts"),
+      CHECK_THROWS_WITH_AS(k(m, bad, out), Contains("kernel 'rel_index': an index into the mesh relation cells -> verts"),
                            qd::user_error);
-      CHECK_THROWS_WITH_AS(k(m, bad, out), Contains(("mesh_test.cpp:" + std::to_string(rel_line)).c_str()),
-                           qd::user_error);
+      CHECK_THROWS_WITH_AS(k(m, bad, out), Contains(("mesh_test.cpp:" + std::to_string(rel_line)).c_str()), qd::user_error);
       CHECK_THROWS_WITH_AS(k(m, bad, out), Contains("parameter 'mesh'"), qd::user_error);
       try {
         k(m, bad, out);
@@ -443,18 +441,17 @@ TEST_CASE("bad meshes and misplaced mesh loops are clear errors") {
   }
   SUBCASE("a qd::mesh_for inside another construct") {
     auto k = qd::kernel("nested_mesh_for", [](qd::types::mesh mesh, qd::types::ndarray<std::int32_t, 1> out) {
-      qd::mesh_for(mesh.verts(),
-                   [&](qd::mesh_element) { qd::mesh_for(mesh.cells(), [&](qd::mesh_element c) { out[c.id()] = 1; }); });
+      qd::mesh_for(mesh.verts(), [&](qd::mesh_element) {
+        qd::mesh_for(mesh.cells(), [&](qd::mesh_element c) { out[c.id()] = 1; });
+      });
     });
     qd::ndarray<std::int32_t, 1> out(6);
     qd::mesh m = qd::mesh::tetrahedral(8, cube_tets(1));
-    CHECK_THROWS_WITH_AS(k(m, out),
-                         Contains("kernel 'nested_mesh_for': qd::mesh_for is nested inside another statement"),
+    CHECK_THROWS_WITH_AS(k(m, out), Contains("kernel 'nested_mesh_for': qd::mesh_for is nested inside another statement"),
                          qd::user_error);
-    auto in_range =
-        qd::kernel("mesh_for_in_range_for", [](qd::types::mesh mesh, qd::types::ndarray<std::int32_t, 1> out) {
-          qd::range_for(2, [&](qd::i32) { qd::mesh_for(mesh.cells(), [&](qd::mesh_element c) { out[c.id()] = 1; }); });
-        });
+    auto in_range = qd::kernel("mesh_for_in_range_for", [](qd::types::mesh mesh, qd::types::ndarray<std::int32_t, 1> out) {
+      qd::range_for(2, [&](qd::i32) { qd::mesh_for(mesh.cells(), [&](qd::mesh_element c) { out[c.id()] = 1; }); });
+    });
     CHECK_THROWS_WITH_AS(in_range(m, out), Contains("must be at the top level of the kernel body"), qd::user_error);
   }
   SUBCASE("a relation on the host of an empty mesh") {

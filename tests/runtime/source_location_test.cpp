@@ -1,6 +1,8 @@
 // Source locations (SPEC §11.8, issue 14): every DSL statement records the user's file and
 // line; kernel.ir(), fallback details, bounds errors and trace errors name them, and cache
 // keys do not change when code moves.
+// Cases below check source lines by number (__LINE__ + n), so their layout stays as written:
+// clang-format off
 #include <doctest/doctest.h>
 
 #include <string>
@@ -40,12 +42,13 @@ TEST_CASE("kernel.ir() names the user's file and line of each statement") {
   const int first = __LINE__ + 2;
   auto k = qd::kernel("lines", {"a", "out"}, [](qd::types::ndarray<float, 1> a, qd::types::ndarray<float, 1> out) {
     qd::var<float> total = 0.0f;
-    qd::range_for(a.shape(0), [&](qd::i32 i) { total += a[i]; });
+    qd::range_for(a.shape(0), [&](qd::i32 i) {
+      total += a[i];
+    });
     qd::if_(total > 1.0f, [&] { out[0] = total; }).else_([&] { out[0] = 0.0f; });
   });
   const std::string ir = k.ir();
-  for (int line : {first, first + 1, first + 2, first + 4})
-    CHECK_MESSAGE(ir.find("@ " + at(line)) != std::string::npos, ir);
+  for (int line : {first, first + 1, first + 2, first + 4}) CHECK_MESSAGE(ir.find("@ " + at(line)) != std::string::npos, ir);
 }
 
 TEST_CASE("fallback details name the re-read, the loop that overwrites it, and the construct, by file and line") {
@@ -62,9 +65,9 @@ TEST_CASE("fallback details name the re-read, the loop that overwrites it, and t
   d.construct = 1;
   d.other_construct = 0;
   REQUIRE(d.read != qd::ir::none);
-  CHECK(qd::detail::fallback_detail(*k, d) == "a[0] read at " + at(line) + " is overwritten by the loop at " +
-                                                  at(line + 1) + " (construct 1) before construct 2 (the loop at " +
-                                                  at(line + 2) + ") re-reads it");
+  CHECK(qd::detail::fallback_detail(*k, d) ==
+        "a[0] read at " + at(line) + " is overwritten by the loop at " + at(line + 1) +
+            " (construct 1) before construct 2 (the loop at " + at(line + 2) + ") re-reads it");
   d.reason = qd::fallback_reason::side_effect;
   const qd::ir::id loop = find_node(k->ir, qd::ir::op::range_for, true);
   for (std::size_t st = 0; st < k->structure.statements.size(); ++st)
@@ -74,8 +77,7 @@ TEST_CASE("fallback details name the re-read, the loop that overwrites it, and t
   d.reason = qd::fallback_reason::carried_value;
   CHECK(qd::detail::fallback_detail(*k, d) == "construct 2 (the loop at " + at(line + 2) +
                                                   ") needs a top-level value produced or modified inside construct 1 "
-                                                  "(the loop at " +
-                                                  at(line + 1) + ")");
+                                                  "(the loop at " + at(line + 1) + ")");
 }
 
 TEST_CASE("a bounds error names the construct and the lines that access the array") {
@@ -84,7 +86,9 @@ TEST_CASE("a bounds error names the construct and the lines that access the arra
     qd::init({.arch = arch, .offline_cache_file_path = dir.str(), .check_out_of_bound = true});
     const int line = __LINE__ + 2;
     auto k = qd::kernel("off_by_one", {"x"}, [](qd::types::ndarray<float, 1> x) {
-      qd::range_for(x.shape(0), [&](qd::i32 i) { x[i + 1] = 1.0f; });
+      qd::range_for(x.shape(0), [&](qd::i32 i) {
+        x[i + 1] = 1.0f;
+      });
     });
     qd::ndarray<float, 1> x(4);
     const std::string expected = "index 4 is out of range for dimension 0 (extent 4) in construct 1 (the loop at " +
@@ -114,11 +118,17 @@ auto first_place() {
   });
 }
 
+
+
 auto moved_down() {
   return qd::kernel("moved", [](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> y) {
+
     qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = 2.0f; });
 
-    qd::range_for(y.shape(0), [&](qd::i32 i) { y[i] = x[i] + 1.0f; });
+
+    qd::range_for(y.shape(0), [&](qd::i32 i) {
+      y[i] = x[i] + 1.0f;
+    });
   });
 }
 

@@ -104,14 +104,15 @@ constexpr std::string_view name(op o) { return properties(o).name; }
 
 // Sub-ops of unary, binary and the atomics (appended as they arrived: the values are
 // part of serialized IR). unary_kind and binary_kind below say what each takes.
-#define QD_IR_UNARY_OPS(X)                                                                                             \
-  X(neg)                                                                                                               \
-  X(logical_not) X(bit_not) X(sqrt) X(exp) X(log) X(sin) X(cos) X(tanh) X(abs) X(floor) X(ceil) X(tan) X(asin) X(acos) \
-      X(rsqrt) X(log2) X(exp2) X(round) X(trunc) X(isnan) X(isinf) X(isfinite) X(popcnt) X(clz) X(ffs) X(bit_cast)
-#define QD_IR_BINARY_OPS(X)                                                                                     \
-  X(add)                                                                                                        \
-  X(sub) X(mul) X(div) X(mod) X(min) X(max) X(pow) X(bit_and) X(bit_or) X(bit_xor) X(shl) X(shr) X(logical_and) \
-      X(logical_or) X(eq) X(ne) X(lt) X(le) X(gt) X(ge) X(atan2) X(fmod) X(floordiv) X(floormod)
+// clang-format off
+#define QD_IR_UNARY_OPS(X)                                                                                   \
+  X(neg) X(logical_not) X(bit_not) X(sqrt) X(exp) X(log) X(sin) X(cos) X(tanh) X(abs) X(floor) X(ceil)      \
+  X(tan) X(asin) X(acos) X(rsqrt) X(log2) X(exp2) X(round) X(trunc) X(isnan) X(isinf) X(isfinite)          \
+  X(popcnt) X(clz) X(ffs) X(bit_cast)
+#define QD_IR_BINARY_OPS(X)                                                                                  \
+  X(add) X(sub) X(mul) X(div) X(mod) X(min) X(max) X(pow) X(bit_and) X(bit_or) X(bit_xor) X(shl) X(shr)      \
+  X(logical_and) X(logical_or) X(eq) X(ne) X(lt) X(le) X(gt) X(ge) X(atan2) X(fmod) X(floordiv) X(floormod)
+// clang-format on
 // cas: the node's operand c is the expected value (global_atomic, local_atomic and
 // temp_atomic alike); the node's value is the old one, as for every atomic.
 #define QD_IR_ATOMIC_OPS(X) X(add) X(sub) X(min) X(max) X(mul) X(bit_and) X(bit_or) X(bit_xor) X(exchange) X(cas)
