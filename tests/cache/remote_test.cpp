@@ -333,9 +333,12 @@ TEST_CASE("a dead server costs at most the timeout once, then nothing until the 
   CHECK(!tier.take(entry_kind::module, key_of(1)));
   CHECK(elapsed_ms(t0) <= o.timeout.count());
   CHECK(!tier.available());
+  // Skipped while backing off: no attempt is made (an attempt at a dead server is an
+  // error, counted; the time is a loose second check, 50 us a call, that holds under the
+  // sanitizers too).
   t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < 1000; ++i) tier.take(entry_kind::module, key_of(1));
-  CHECK(elapsed_ms(t0) < 5);  // skipped while backing off
+  CHECK(elapsed_ms(t0) < 50);
   CHECK(tier.stats().errors == 1);
   CHECK(logs.count(qd::log_level::warn) == 1);
   // Restarted: after the back-off the tier comes back on its own (the data is gone).
@@ -361,9 +364,11 @@ TEST_CASE("a slow server (DEBUG SLEEP) costs the timeout once, with one warning"
   double first = elapsed_ms(t0);
   CHECK(first >= 80);
   CHECK(first <= 100 + 20);
+  const std::uint64_t errors = tier.stats().errors;  // the second take is not tried
   t0 = std::chrono::steady_clock::now();
   CHECK(!tier.take(entry_kind::module, key_of(1)));
-  CHECK(elapsed_ms(t0) < 1);
+  CHECK(elapsed_ms(t0) < 10);
+  CHECK(tier.stats().errors == errors);
   CHECK(logs.count(qd::log_level::warn, "remote_cache_timeout_ms") == 1);
   qd_test::wait_exit(sleeper);
 }
