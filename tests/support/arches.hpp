@@ -11,31 +11,17 @@
 
 namespace qd_algorithm_test {
 
-struct on_cpu1 {
-  static constexpr qd::arch arch = qd::arch::cpu;
-  static constexpr int threads = 1;
-  static constexpr const char* name = "cpu";
+// A backend and the CPU thread count a test instance runs with.
+template <qd::arch A, int Threads = 1>
+struct on_arch {
+  static constexpr qd::arch arch = A;
+  static constexpr int threads = Threads;
 };
-struct on_cpu2 {
-  static constexpr qd::arch arch = qd::arch::cpu;
-  static constexpr int threads = 2;
-  static constexpr const char* name = "cpu";
-};
-struct on_reference {
-  static constexpr qd::arch arch = qd::arch::reference;
-  static constexpr int threads = 1;
-  static constexpr const char* name = "reference";
-};
-struct on_cuda {
-  static constexpr qd::arch arch = qd::arch::cuda;
-  static constexpr int threads = 1;
-  static constexpr const char* name = "cuda";
-};
-struct on_amdgpu {
-  static constexpr qd::arch arch = qd::arch::amdgpu;
-  static constexpr int threads = 1;
-  static constexpr const char* name = "amdgpu";
-};
+using on_cpu1 = on_arch<qd::arch::cpu, 1>;
+using on_cpu2 = on_arch<qd::arch::cpu, 2>;
+using on_reference = on_arch<qd::arch::reference>;
+using on_cuda = on_arch<qd::arch::cuda>;
+using on_amdgpu = on_arch<qd::arch::amdgpu>;
 
 // Starts a program; a GPU that is missing reports the test skipped (the CPU and the
 // reference backend are always there: their failure is an error).
@@ -49,7 +35,7 @@ bool start(qd::config c = {}) {
     return true;
   } catch (const qd::error& e) {
     if (A::arch == qd::arch::cpu || A::arch == qd::arch::reference) throw;
-    const std::string why = std::string("skipped on ") + A::name + ": " + e.what();
+    const std::string why = "skipped on " + std::string(qd::name(A::arch)) + ": " + e.what();
     MESSAGE(why);
     return false;
   }
