@@ -13,16 +13,7 @@ add_library(qd_test_compile_only STATIC ${CMAKE_CURRENT_SOURCE_DIR}/backend/comp
 target_link_libraries(qd_test_compile_only PUBLIC quadrants::quadrants doctest::doctest fmt::fmt)
 target_include_directories(qd_test_compile_only PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 # One test per compiler (the longest of the suite: ~75 and ~120 CPU s), so that they run in parallel.
-add_executable(backend_gpu_compile_only_test ${CMAKE_CURRENT_SOURCE_DIR}/backend/gpu_compile_only_test.cpp)
-target_link_libraries(backend_gpu_compile_only_test PRIVATE quadrants::quadrants qd_doctest_main fmt::fmt qd_test_compile_only)
-target_include_directories(backend_gpu_compile_only_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
-foreach(api cuda amdgpu)
-  add_test(NAME backend/gpu_compile_only_${api} COMMAND backend_gpu_compile_only_test "--test-case=*::on_${api}>")
-  qd_test_programs(backend/gpu_compile_only_${api} backend_gpu_compile_only_test)
-  set_tests_properties(backend/gpu_compile_only_${api} PROPERTIES
-    ENVIRONMENT "XDG_CACHE_HOME=${CMAKE_CURRENT_BINARY_DIR}/cache/backend_gpu_compile_only_${api};QD_LOG_LEVEL=warn"
-    FAIL_REGULAR_EXPRESSION "test cases: *0 [|]")  # a filter that matches nothing fails
-endforeach()
+qd_add_test(backend gpu_compile_only LIBS qd_test_compile_only PER_ARCH cuda amdgpu)
 qd_add_test(backend gpu_suite SOURCES backend/gpu_suite_values.cpp backend/gpu_suite_graphs.cpp
             backend/gpu_suite_math.cpp)
 # Vulkan (lavapipe in CI, a real driver on the CPU): the loader, shaderc and device with
