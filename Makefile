@@ -18,7 +18,7 @@ FUZZ_SECONDS ?= 600
 SANITIZER_FLAGS = -DQD_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" \
 	-DQD_BUILD_EXAMPLES=OFF -DQD_BUILD_BENCH=OFF
 ASAN_REGEX = ^(ir|analysis|codegen)/|^backend/(thread_pool|cpu_compiler|reference)$$|^cache/(key|entry|records|store|remote|remote_attacks)$$|^runtime/(statements|errors|threads|fork|per_offload|vec|autodiff|loop_control|return_value|struct_param|graph|debug_dump|text_file|mesh|source_location|explain|coverage)$$|^fuzz/(differential|regressions)$$
-TSAN_REGEX = ^backend/thread_pool$$|^cache/(store|store_processes|remote|remote_attacks)$$|^runtime/(threads|per_offload|graph)$$
+TSAN_REGEX = ^backend/thread_pool$$|^cache/(store|store_processes|remote|remote_attacks)$$|^runtime/(threads|per_offload|graph|scatter)$$
 LIBFUZZER_REGEX = ^fuzz/(cache_entry|remote_reply)_
 SANITIZER_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1

@@ -31,3 +31,15 @@ add_dependencies(benchmarks coverage_bench)
 add_executable(math_bench ${CMAKE_CURRENT_SOURCE_DIR}/math_bench.cpp)
 target_link_libraries(math_bench PRIVATE quadrants::quadrants fmt::fmt)
 add_dependencies(benchmarks math_bench)
+
+# bench/scatter_bench: a particle-in-grid f32 scatter against plain C++ on one thread and
+# std::atomic_ref on two (issue 30).
+add_executable(scatter_bench ${CMAKE_CURRENT_SOURCE_DIR}/scatter_bench.cpp)
+target_link_libraries(scatter_bench PRIVATE quadrants::quadrants fmt::fmt)
+add_dependencies(benchmarks scatter_bench)
+
+# bench/engine_bench: an engine's start, 100 kernels x 50 constructs, cold and warm, one
+# process per measurement (issue 30).
+add_executable(engine_bench ${CMAKE_CURRENT_SOURCE_DIR}/engine_bench.cpp)
+target_link_libraries(engine_bench PRIVATE quadrants::quadrants fmt::fmt)
+add_dependencies(benchmarks engine_bench)

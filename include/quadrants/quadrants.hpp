@@ -26,6 +26,7 @@
 #include "quadrants/lang/mesh_param.hpp"
 #include "quadrants/analysis/fallback.hpp"
 #include "quadrants/runtime/config.hpp"
+#include "quadrants/runtime/compile_all.hpp"
 #include "quadrants/runtime/diagnostics/coverage.hpp"
 #include "quadrants/runtime/gradcheck.hpp"
 #include "quadrants/runtime/gradient.hpp"

@@ -9,6 +9,8 @@ qd_add_test(runtime loop_control)  # qd::loop_config, qd::break_, qd::continue_ 
 qd_add_test(runtime return_value)  # kernels returning values (SPEC §11.3)
 qd_add_test(runtime struct_param)  # struct parameters (SPEC §11.2)
 qd_add_test(runtime hot_path)      # warm launches allocate nothing (global operator new counted)
+qd_add_test(runtime compile_all)   # qd::compile_all and the progress of a long cold start
+qd_add_test(runtime scatter)       # plain updates on one thread, the scatter gate (also under TSan)
 
 # Per-offload caching and the offline cache from the user's side; both run
 # kernel_worker in separate processes sharing a cache directory.

@@ -119,8 +119,11 @@ QD_FN qd_i64 qd_reduction_chunk_size(qd_i64 count, qd_i64 max_chunks, qd_i64 min
 }
 /* A loop whose body holds a loop: the CPU spreads its iterations more finely; here alike. */
 #define QD_PARALLEL_NESTED_TASK(entry, RANK, BLOCK) QD_PARALLEL_TASK_BLOCK(entry, RANK, BLOCK)
+/* Many threads update at once on a GPU: atomic updates stay atomic. */
+#define QD_PLAIN(frame) 0
+#define QD_PARALLEL_SCATTER_TASK(entry, RANK, BLOCK, NESTED) QD_PARALLEL_TASK_BLOCK(entry, RANK, BLOCK)
 /* CHUNK_MIN (heavy iterations on the CPU) does not change the GPU's chunks. */
-#define QD_PARALLEL_REDUCE_TASK(entry, RANK, BLOCK, DET, SCRATCH, CHUNK_MIN) QD_PARALLEL_REDUCE_TASK_##DET(entry, RANK, BLOCK, SCRATCH)
+#define QD_PARALLEL_REDUCE_TASK(entry, RANK, BLOCK, DET, SCRATCH, CHUNK_MIN, SCATTER) QD_PARALLEL_REDUCE_TASK_##DET(entry, RANK, BLOCK, SCRATCH)
 #define QD_PARALLEL_REDUCE_TASK_0(entry, RANK, BLOCK, SCRATCH) QD_PARALLEL_TASK_BLOCK(entry, RANK, BLOCK)
 #define QD_PARALLEL_REDUCE_TASK_1(entry, RANK, BLOCK, SCRATCH)                                             \
   extern "C" __global__ void __launch_bounds__(BLOCK) entry(const QD_GRID_CONSTANT qd_ctx qd_c) {        \
@@ -175,6 +178,10 @@ QD_FN qd_i64 qd_reduction_chunk_size(qd_i64 count, qd_i64 max_chunks, qd_i64 min
 #define QD_SERIAL_TASK(entry)                                                                              \
   extern "C" __global__ void __launch_bounds__(QD_BLOCK) entry(const QD_GRID_CONSTANT qd_ctx qd_c) {     \
     entry##_run(&qd_c);                                                                                    \
+  }
+#define QD_SERIAL_SCATTER_TASK(entry)                                                                      \
+  extern "C" __global__ void __launch_bounds__(QD_BLOCK) entry(const QD_GRID_CONSTANT qd_ctx qd_c) {     \
+    entry##_run(&qd_c, 0);                                                                                 \
   }
 )QD";
 

@@ -14,8 +14,12 @@
 
 namespace qd::inline v0::cache {
 
-QD_FUNC code_cache::code_cache(std::shared_ptr<backend::device> backend, bool bounds_checks, tier_list tiers)
-    : backend_(std::move(backend)), bounds_checks_(bounds_checks), tiers_(std::move(tiers)) {}
+QD_FUNC code_cache::code_cache(std::shared_ptr<backend::device> backend, bool bounds_checks, tier_list tiers,
+                               std::size_t builds)
+    : backend_(std::move(backend)),
+      bounds_checks_(bounds_checks),
+      tiers_(std::move(tiers)),
+      build_slots_(static_cast<std::ptrdiff_t>(std::max<std::size_t>(1, builds))) {}
 
 QD_FUNC const key_builder& code_cache::environment() {
   std::call_once(environment_once_,
@@ -45,6 +49,11 @@ QD_FUNC builder code_cache::program_builder(std::span<const task_code* const> ta
       lowered.push_back(t->task);
       entries.push_back(t->entry);
     }
+    build_slots_.acquire();
+    struct release_slot {
+      std::counting_semaphore<>& slots;
+      ~release_slot() { slots.release(); }
+    } slot{build_slots_};
     auto t0 = std::chrono::steady_clock::now();
     backend::built_program b = backend_->build({lowered, entries, text}, what);
     if (!b.binary.empty()) {

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <semaphore>
 #include <span>
 #include <string>
 #include <string_view>
@@ -45,8 +46,10 @@ struct task_module {
 class code_cache {
  public:
   // `backend` emits, builds and loads; `tiers` in lookup order (none: nothing is kept and
-  // every request is built, as for an interpreter).
-  QD_FUNC code_cache(std::shared_ptr<backend::device> backend, bool bounds_checks, tier_list tiers);
+  // every request is built, as for an interpreter). At most `builds` programs are built at
+  // once, whichever kernels and threads ask (qd::compile_all; first calls that overlap).
+  QD_FUNC code_cache(std::shared_ptr<backend::device> backend, bool bounds_checks, tier_list tiers,
+                     std::size_t builds = 1);
 
   // The environment every key starts from (cache::environment_key), made on first use.
   QD_FUNC const key_builder& environment();
@@ -79,6 +82,7 @@ class code_cache {
   std::once_flag environment_once_;
   std::unique_ptr<key_builder> environment_;
   std::atomic<std::uint64_t> compiles_{0};
+  std::counting_semaphore<> build_slots_;
 };
 
 }  // namespace qd::inline v0::cache

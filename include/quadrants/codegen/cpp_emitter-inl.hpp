@@ -257,7 +257,8 @@ class emitter {
         entry_(entry),
         options_(options),
         number_(ir::canonical_numbering(fn_)),
-        addressing_(addressing_only()) {}
+        addressing_(addressing_only()),
+        scatter_(has_scatter()) {}
 
   std::string run() {
     if (t_.parallel)
@@ -306,6 +307,18 @@ class emitter {
     return only;
   }
 
+  // Whether the task updates array elements atomically (not `owned`, demoted): the
+  // prelude's *_SCATTER_* wrappers then say, in `qd_plain`, whether it runs alone on one
+  // CPU thread, where its updates may be plain (backend/cpu/scatter_gate.hpp).
+  bool has_scatter() const {
+    bool found = false;
+    ir::walk(fn_, 0, [&](ir::id i, int) {
+      const ir::node& n = fn_.at(i);
+      found |= n.code == ir::op::global_atomic && (n.flags & ir::access::owned) == 0;
+    });
+    return found;
+  }
+
   std::string v(ir::id i) const { return fmt::format("v{}", number_[static_cast<std::size_t>(i)]); }
   // ", expected" of a compare-and-swap (operand c), else "".
   std::string expected(const ir::node& n) const { return n.c == ir::none ? std::string() : ", " + v(n.c); }
@@ -323,13 +336,13 @@ class emitter {
   }
 
   void emit_serial() {
-    line(fmt::format("QD_FN void {}_run(const qd_ctx* ctx) {{", entry_));
+    line(fmt::format("QD_FN void {}_run(const qd_ctx* ctx{}) {{", entry_, scatter_ ? ", const int qd_plain" : ""));
     ++indent_;
     if (uses_random(0)) line("qd_u64 qd_rng = qd_rng_init(ctx->rng_stream, 0);");
     emit_block(0);
     --indent_;
     line("}");
-    line(fmt::format("QD_SERIAL_TASK({})", entry_));
+    line(fmt::format("QD_SERIAL{}_TASK({})", scatter_ ? "_SCATTER" : "", entry_));
   }
 
   void emit_parallel() {
@@ -354,11 +367,13 @@ class emitter {
     line(fmt::format("struct {}_frame {{", entry_));
     ++indent_;
     line("qd_i64 qd_base; qd_i64 qd_dims[QD_MAX_NDIM]; qd_i64 qd_count;");
+    if (scatter_) line("int qd_plain;");
     for (ir::id f : frame) line(fmt::format("{} {};", c_type(fn_.at(f).type), member(f)));
     --indent_;
     line("};");
     line(fmt::format("QD_FN void {0}_prologue(const qd_ctx* ctx, {0}_frame* qd_f) {{", entry_));
     ++indent_;
+    if (scatter_) line("const int qd_plain = 0; (void)qd_plain; qd_f->qd_plain = 0;");  // the wrapper decides later
     for (std::size_t k = 0; k + 1 < top.size(); ++k) emit(top[k]);
     for (ir::id f : frame) line(fmt::format("qd_f->{0} = {0};", member(f)));
     if (rank == 1) {
@@ -383,6 +398,7 @@ class emitter {
       line(fmt::format("{}{} {} = qd_f.{};", is_var ? "" : "const ", c_type(fn_.at(f).type), member(f), member(f)));
     }
     line("(void)qd_red; (void)qd_i0; (void)qd_i1; (void)qd_i2; (void)qd_i3;");
+    if (scatter_) line("const int qd_plain = QD_PLAIN(qd_f); (void)qd_plain;");
     if (uses_random(ln.block0))
       line(
           "qd_u64 qd_rng = qd_rng_init(ctx->rng_stream, (qd_u64)(qd_i0 - qd_f.qd_base) * 0x100000001b3ull + (qd_u64)qd_i1 * 0x9e37ull + (qd_u64)qd_i2 * 0x85ebull + (qd_u64)qd_i3);");
@@ -400,9 +416,11 @@ class emitter {
       const bool det = options_.deterministic_reductions;
       if (det)
         check_deterministic_limits(ln.param > 0 ? ln.param : static_cast<std::int64_t>(limits::gpu_threads_per_block));
-      line(fmt::format("QD_PARALLEL_REDUCE_TASK({}, {}, {}, {}, {}, {})", entry_, rank, block, det ? 1 : 0,
+      line(fmt::format("QD_PARALLEL_REDUCE_TASK({}, {}, {}, {}, {}, {}, {})", entry_, rank, block, det ? 1 : 0,
                        options_.reduction_scratch_offset,
-                       nested ? "QD_NESTED_REDUCTION_CHUNK_MIN" : "QD_REDUCTION_CHUNK_MIN"));
+                       nested ? "QD_NESTED_REDUCTION_CHUNK_MIN" : "QD_REDUCTION_CHUNK_MIN", scatter_ ? 1 : 0));
+    } else if (scatter_) {
+      line(fmt::format("QD_PARALLEL_SCATTER_TASK({}, {}, {}, {})", entry_, rank, block, nested ? 1 : 0));
     } else if (nested) {
       line(fmt::format("QD_PARALLEL_NESTED_TASK({}, {}, {})", entry_, rank, block));
     } else if (ln.param > 0) {  // qd::loop_config{.block_dim}: the GPU kernel's launch bounds
@@ -626,11 +644,13 @@ class emitter {
           }
           break;
         }
-        auto call = fmt::format("{}(&{}, {}{})", atomic_helper(o), elem, v(n.a), expected(n));
-        if (guard.empty())
-          line(fmt::format("const {} {} = {};", type, v(i), call));
-        else
-          line(fmt::format("const {} {} = {} ? {} : {};", type, v(i), guard, call, zero_of(n.type)));
+        // Atomic unless the task runs alone on one thread (qd_plain, has_scatter).
+        const auto call = fmt::format("{}(&{}, {}{})", atomic_helper(o), elem, v(n.a), expected(n));
+        const auto plain = fmt::format("{{ {0} = {1}; {1} = {2}; }}", v(i), elem,
+                                       updated_value(o, n.type, v(i), v(n.a), n.c == ir::none ? "" : v(n.c)));
+        line(fmt::format("{} {}{};", type, v(i), guard.empty() ? "" : " = " + zero_of(n.type)));
+        const auto update = fmt::format("if (qd_plain) {} else {{ {} = {}; }}", plain, v(i), call);
+        line(guard.empty() ? update : fmt::format("if ({}) {{ {} }}", guard, update));
         break;
       }
       case ir::op::local_decl: line(fmt::format("{} {} = {};", type, var(i), v(n.a))); break;
@@ -779,6 +799,7 @@ class emitter {
   const emit_options& options_;
   std::vector<ir::id> number_;
   std::vector<bool> addressing_;  // signed arithmetic that only computes array indices
+  bool scatter_ = false;          // has_scatter()
   std::vector<chunk_reduction> reductions_;
   std::string out_;
   int indent_ = 0;

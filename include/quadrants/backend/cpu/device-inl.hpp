@@ -9,6 +9,8 @@
 #include "quadrants/backend/host_memory.hpp"
 #include "quadrants/backend/cpu/module.hpp"
 #include "quadrants/backend/cpu/prelude.hpp"
+#include "quadrants/backend/cpu/scatter_gate.hpp"
+#include "quadrants/backend/cpu/thread_pool.hpp"
 #include "quadrants/base/format.hpp"
 
 namespace qd::inline v0::backend::cpu {
@@ -32,6 +34,8 @@ class cpu_device final : public device {
     runtime_.parallel_for = &parallel_for;
     runtime_.parallel_chunks = &parallel_chunks;
     runtime_.parallel_for_nested = &parallel_for_nested;
+    runtime_.scatter_begin = &scatter_begin;
+    runtime_.scatter_end = &scatter_end;
     runtime_.pool = &pool_;
   }
 
@@ -87,6 +91,20 @@ class cpu_device final : public device {
     auto* rt = static_cast<const runtime_abi*>(ctx->runtime);
     rt->pool->parallel_for_nested(begin, end, reinterpret_cast<thread_pool::chunk_fn>(chunk), frame, ctx);
   }
+
+  // Whether the pool would run `count` iterations on the calling thread alone (the
+  // thresholds of thread_pool's parallel_for and parallel_for_nested).
+  static int scatter_begin(const ctx_abi* ctx, std::int64_t count, int kind) {
+    const thread_pool& pool = *static_cast<const runtime_abi*>(ctx->runtime)->pool;
+    const bool alone =
+        kind == 2 || (kind != 3 && (pool.size() == 1 || (kind == 0 && count <= thread_pool::inline_threshold) ||
+                                    (kind == 1 && count == 1)));
+    if (alone && scatter_gate::try_alone()) return 1;
+    scatter_gate::enter_shared();
+    return 0;
+  }
+
+  static void scatter_end(const ctx_abi*, int plain) { scatter_gate::leave(plain != 0); }
 
   device_options options_;
   thread_pool pool_;

@@ -32,6 +32,12 @@ struct runtime_abi {
   void (*parallel_chunks)(const ctx_abi* ctx, std::int64_t count, chunk_abi chunk, const void* job);
   void (*parallel_for_nested)(const ctx_abi* ctx, std::int64_t begin, std::int64_t end, chunk_abi chunk,
                               const void* frame);
+  // A task with atomic updates of array elements (backend/cpu/scatter_gate.hpp): 1 when it
+  // may update plainly (it runs on this thread alone and holds the gate alone), else 0
+  // (it holds the gate shared). `kind`: 0 parallel_for, 1 parallel_for_nested, 2 serial,
+  // 3 never alone (chunked reductions).
+  int (*scatter_begin)(const ctx_abi* ctx, std::int64_t count, int kind);
+  void (*scatter_end)(const ctx_abi* ctx, int plain);
   thread_pool* pool;  // the runtime's own: generated code never reads it
 };
 
@@ -52,6 +58,10 @@ struct qd_cpu_runtime {
   void (*parallel_chunks)(const qd_ctx* ctx, qd_i64 count, qd_chunk_fn chunk, const void* job);
   /* parallel_for for heavy iterations: small chunks, inline only for one iteration. */
   void (*parallel_for_nested)(const qd_ctx* ctx, qd_i64 begin, qd_i64 end, qd_chunk_fn chunk, const void* frame);
+  /* A task with atomic updates of array elements: 1 when it runs alone and may update
+     plainly, else 0; kind 0 parallel_for, 1 nested, 2 serial, 3 never alone. */
+  int (*scatter_begin)(const qd_ctx* ctx, qd_i64 count, int kind);
+  void (*scatter_end)(const qd_ctx* ctx, int plain);
 };
 extern "C" int printf(const char*, ...);
 #define qd_printf printf
@@ -127,18 +137,36 @@ QD_FN qd_i32 qd_bound(const qd_ctx* ctx, qd_i64 value, qd_i32 on_overflow) {
       qd_k += qd_n;                                                                                        \
     }                                                                                                      \
   }
-#define QD_PARALLEL_LOOP(entry, RANK, SPREAD)                                                              \
+#define QD_PARALLEL_CHUNK(entry, RANK)                                                                     \
   QD_PARALLEL_RANGE(entry, RANK)                                                                           \
   static void entry##_chunk(const void* qd_fp, const qd_ctx* ctx, qd_i64 qd_lo, qd_i64 qd_hi) {           \
     entry##_red qd_red;                                                                                    \
     entry##_red_init(&qd_red);                                                                             \
     entry##_range(ctx, *(const entry##_frame*)qd_fp, &qd_red, qd_lo, qd_hi);                               \
     entry##_red_flush(ctx, &qd_red);                                                                       \
-  }                                                                                                        \
+  }
+#define QD_PARALLEL_LOOP(entry, RANK, SPREAD)                                                              \
+  QD_PARALLEL_CHUNK(entry, RANK)                                                                           \
   QD_EXPORT void entry(const qd_ctx* ctx) {                                                                \
     entry##_frame qd_f;                                                                                    \
     entry##_prologue(ctx, &qd_f);                                                                          \
     if (qd_f.qd_count > 0) ((const qd_cpu_runtime*)ctx->runtime)->SPREAD(ctx, 0, qd_f.qd_count, &entry##_chunk, &qd_f); \
+  }
+/* A loop with atomic updates of array elements (QD_PLAIN): run on this thread alone, when
+   the runtime says it may, with plain updates; else spread, with atomics. */
+#define QD_PLAIN(frame) ((frame).qd_plain)
+#define QD_PARALLEL_SCATTER_TASK(entry, RANK, BLOCK, NESTED)                                               \
+  QD_PARALLEL_CHUNK(entry, RANK)                                                                           \
+  QD_EXPORT void entry(const qd_ctx* ctx) {                                                                \
+    entry##_frame qd_f;                                                                                    \
+    entry##_prologue(ctx, &qd_f);                                                                          \
+    if (qd_f.qd_count <= 0) return;                                                                        \
+    const qd_cpu_runtime* qd_rt = (const qd_cpu_runtime*)ctx->runtime;                                     \
+    qd_f.qd_plain = qd_rt->scatter_begin(ctx, qd_f.qd_count, NESTED);                                      \
+    if (qd_f.qd_plain) entry##_chunk(&qd_f, ctx, 0, qd_f.qd_count);                                        \
+    else if (NESTED) qd_rt->parallel_for_nested(ctx, 0, qd_f.qd_count, &entry##_chunk, &qd_f);             \
+    else qd_rt->parallel_for(ctx, 0, qd_f.qd_count, &entry##_chunk, &qd_f);                                \
+    qd_rt->scatter_end(ctx, qd_f.qd_plain);                                                                \
   }
 #define QD_PARALLEL_TASK(entry, RANK) QD_PARALLEL_LOOP(entry, RANK, parallel_for)
 /* A body with a loop of its own: even a few iterations go to several threads. */
@@ -151,7 +179,7 @@ QD_FN qd_i64 qd_reduction_chunk_size(qd_i64 count, qd_i64 max_chunks, qd_i64 min
   const qd_i64 even = (count + max_chunks - 1) / max_chunks;
   return even > min_chunk ? even : min_chunk;
 }
-#define QD_PARALLEL_REDUCE_TASK(entry, RANK, BLOCK, DET, SCRATCH, CHUNK_MIN)                               \
+#define QD_PARALLEL_REDUCE_TASK(entry, RANK, BLOCK, DET, SCRATCH, CHUNK_MIN, SCATTER)                               \
   QD_PARALLEL_RANGE(entry, RANK)                                                                           \
   struct entry##_job { entry##_frame f; entry##_red* parts; qd_i64 size; qd_i64 count; };                  \
   static void entry##_chunk(const void* qd_jp, const qd_ctx* ctx, qd_i64 qd_c0, qd_i64 qd_c1) {           \
@@ -174,12 +202,22 @@ QD_FN qd_i64 qd_reduction_chunk_size(qd_i64 count, qd_i64 max_chunks, qd_i64 min
     qd_j.count = qd_j.f.qd_count;                                                                          \
     qd_j.size = qd_reduction_chunk_size(qd_j.count, QD_CPU_REDUCTION_CHUNKS, CHUNK_MIN);                   \
     const qd_i64 qd_n = (qd_j.count + qd_j.size - 1) / qd_j.size;                                          \
-    ((const qd_cpu_runtime*)ctx->runtime)->parallel_chunks(ctx, qd_n, &entry##_chunk, &qd_j);              \
+    const qd_cpu_runtime* qd_rt = (const qd_cpu_runtime*)ctx->runtime;                                     \
+    if (SCATTER) qd_rt->scatter_begin(ctx, qd_j.count, 3);                                                 \
+    qd_rt->parallel_chunks(ctx, qd_n, &entry##_chunk, &qd_j);                                              \
+    if (SCATTER) qd_rt->scatter_end(ctx, 0);                                                               \
     for (qd_i64 qd_w = 1; qd_w < qd_n; qd_w *= 2)                                                          \
       for (qd_i64 qd_i = 0; qd_i + qd_w < qd_n; qd_i += 2 * qd_w) entry##_red_merge(&qd_parts[qd_i], &qd_parts[qd_i + qd_w]); \
     entry##_red_flush(ctx, &qd_parts[0]);                                                                  \
   }
 #define QD_SERIAL_TASK(entry) QD_EXPORT void entry(const qd_ctx* ctx) { entry##_run(ctx); }
+#define QD_SERIAL_SCATTER_TASK(entry)                                                                      \
+  QD_EXPORT void entry(const qd_ctx* ctx) {                                                                \
+    const qd_cpu_runtime* qd_rt = (const qd_cpu_runtime*)ctx->runtime;                                     \
+    const int qd_plain = qd_rt->scatter_begin(ctx, 1, 2);                                                  \
+    entry##_run(ctx, qd_plain);                                                                            \
+    qd_rt->scatter_end(ctx, qd_plain);                                                                     \
+  }
 )QD";
 
 // Atomics, after the shared helpers (codegen/prelude.hpp) whose qd_rmw_* define what they
@@ -267,7 +305,9 @@ inline std::string abi_checks() {
          member_at("qd_ctx", "runtime", offsetof(ctx_abi, runtime)) + size_is("qd_ctx", sizeof(ctx_abi)) +
          member_at("qd_cpu_runtime", "parallel_for", offsetof(runtime_abi, parallel_for)) +
          member_at("qd_cpu_runtime", "parallel_chunks", offsetof(runtime_abi, parallel_chunks)) +
-         member_at("qd_cpu_runtime", "parallel_for_nested", offsetof(runtime_abi, parallel_for_nested));
+         member_at("qd_cpu_runtime", "parallel_for_nested", offsetof(runtime_abi, parallel_for_nested)) +
+         member_at("qd_cpu_runtime", "scatter_begin", offsetof(runtime_abi, scatter_begin)) +
+         member_at("qd_cpu_runtime", "scatter_end", offsetof(runtime_abi, scatter_end));
 }
 
 // The whole prelude of a CPU translation unit.

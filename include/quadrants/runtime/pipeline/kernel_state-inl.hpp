@@ -12,6 +12,7 @@
 #include "quadrants/ir/verify.hpp"
 #include "quadrants/lang/trace.hpp"
 #include "quadrants/runtime/graph/graph.hpp"
+#include "quadrants/runtime/pipeline/kernel_registry.hpp"
 #include "quadrants/runtime/pipeline/kernel_state.hpp"
 #include "quadrants/runtime/pipeline/program.hpp"
 
@@ -24,6 +25,7 @@ QD_FUNC std::shared_ptr<kernel_state> make_kernel_state(std::string name, std::v
   k->param_names = std::move(param_names);
   k->params = std::move(params);
   k->trace = std::move(trace);
+  register_kernel(k);
   return k;
 }
 

@@ -122,7 +122,11 @@ QD_FUNC cache::tier_list make_tiers(const settings& s, const backend::descriptio
 
 QD_FUNC program::program(settings s, std::uint64_t id) : settings_(std::move(s)), id_(id) {
   device_ = make_device(settings_, backend_);
-  code_ = std::make_unique<cache::code_cache>(device_, settings_.check_out_of_bound, make_tiers(settings_, *backend_));
+  // As many builds at once as compile threads, where the backend's compiler may run on several.
+  const std::size_t builds =
+      device_->traits().concurrent_compile ? static_cast<std::size_t>(std::max(1, settings_.num_compile_threads)) : 1;
+  code_ = std::make_unique<cache::code_cache>(device_, settings_.check_out_of_bound, make_tiers(settings_, *backend_),
+                                              builds);
 }
 
 QD_FUNC program::~program() = default;

@@ -1,0 +1,103 @@
+// An engine's start (issue 30): K kernels of C constructs each (default 100 x 50), CPU
+// backend, per-construct caching (per_offload on). Each measurement is a process of its own, timed from
+// its main to every kernel ready: cold with first calls one after another, cold with
+// qd::compile_all, warm (all cached) both ways, and warm after one construct's edit.
+// Usage: engine_bench [kernels] [constructs]
+#include <fmt/format.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "bench_support.hpp"
+
+extern char** environ;
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+const clock_type::time_point process_start = clock_type::now();
+
+// One measurement, in this process: every kernel ready, then the time since main.
+int child(const std::string& mode, const std::string& dir, int kernels, int constructs) {
+  qd::init({.arch = qd::arch::cpu, .offline_cache_file_path = dir, .per_offload = qd::per_offload_mode::on});
+  std::vector<decltype(qd_bench::make_kernel("", 1, 0))> ks;
+  for (int k = 0; k < kernels; ++k)
+    ks.push_back(qd_bench::make_kernel(fmt::format("engine_{}", k), constructs, k + 1,
+                                       mode == "edited" && k == 0 ? 0 : -1, 999));
+  if (mode == "all") {
+    qd::compile_all();
+  } else {
+    for (auto& k : ks) k.compile();
+  }
+  const double s = std::chrono::duration<double>(clock_type::now() - process_start).count();
+  const auto stats = qd::offline_cache_statistics();
+  fmt::print("{:.4f} {} {}\n", s, stats.compiles, stats.hits);
+  return 0;
+}
+
+struct result {
+  double seconds = 0;
+  unsigned long compiles = 0, hits = 0;
+};
+
+result run(const std::string& mode, const std::string& dir, int kernels, int constructs) {
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const std::string out = dir + ".out";
+  std::vector<std::string> args = {self, "--child", mode, dir, std::to_string(kernels), std::to_string(constructs)};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  if (posix_spawn(&pid, self.c_str(), &actions, nullptr, argv.data(), environ) != 0) std::exit(2);
+  posix_spawn_file_actions_destroy(&actions);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  result r;
+  if (FILE* f = std::fopen(out.c_str(), "r")) {
+    if (std::fscanf(f, "%lf %lu %lu", &r.seconds, &r.compiles, &r.hits) != 3) r.seconds = -1;
+    std::fclose(f);
+  }
+  std::filesystem::remove(out);
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 6 && std::string(argv[1]) == "--child") return child(argv[2], argv[3], std::atoi(argv[4]), std::atoi(argv[5]));
+  const int kernels = argc > 1 ? std::atoi(argv[1]) : 100, constructs = argc > 2 ? std::atoi(argv[2]) : 50;
+  const auto root = std::filesystem::temp_directory_path() / fmt::format("qd-engine-bench-{}", getpid());
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root);
+  const std::string seq = (root / "seq").string(), all = (root / "all").string();
+  const double n = kernels * constructs;
+  fmt::print("engine start, CPU backend: {} kernels x {} constructs = {} constructs; each line one process\n", kernels,
+             constructs, kernels * constructs);
+  auto show = [&](const char* what, const result& r) {
+    fmt::print("{:<44} {:9.3f} s  {:8.1f} us/construct  ({} compiles, {} disk hits)\n", what, r.seconds,
+               r.seconds / n * 1e6, r.compiles, r.hits);
+  };
+  const result cold_seq = run("seq", seq, kernels, constructs);
+  show("cold, first calls one after another", cold_seq);
+  const result cold_all = run("all", all, kernels, constructs);
+  show("cold, qd::compile_all()", cold_all);
+  fmt::print("  compile_all / one after another: {:.2f}\n", cold_all.seconds / cold_seq.seconds);
+  const result warm_seq = run("seq", all, kernels, constructs);
+  show("warm, kernel.compile() one after another", warm_seq);
+  const result warm_all = run("all", all, kernels, constructs);
+  show("warm, qd::compile_all()", warm_all);
+  const result edited = run("edited", all, kernels, constructs);
+  show("warm, one construct edited", edited);
+  std::filesystem::remove_all(root);
+  return 0;
+}

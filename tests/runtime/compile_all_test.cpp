@@ -1,0 +1,113 @@
+// qd::compile_all: every live kernel made ready at once (launches then compile nothing),
+// errors after the others were tried, and the progress line of a long cold start.
+#include <doctest/doctest.h>
+
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "quadrants/runtime/compile_progress.hpp"
+#include "runtime/runtime_test_support.hpp"
+#include "support/fresh_dir.hpp"
+
+namespace {
+
+// Kernel `salt`: out[i] = x[i] * (salt + 1) + salt, in two constructs.
+auto make(int salt) {
+  return qd::kernel("k" + std::to_string(salt), {"x", "out"},
+                    [salt](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> out) {
+                      qd::range_for(x.shape(0), [&](qd::i32 i) { out[i] = x[i] * static_cast<float>(salt + 1); });
+                      qd::range_for(x.shape(0), [&](qd::i32 i) { out[i] += static_cast<float>(salt); });
+                    });
+}
+
+}  // namespace
+
+TEST_CASE("compile_all makes every live kernel ready: their launches compile nothing") {
+  qd_test::fresh_dir cache("compile-all");
+  qd_test::init_cpu({.offline_cache_file_path = cache.str(), .num_compile_threads = 2});
+  std::vector<decltype(make(0))> kernels;
+  for (int s = 0; s < 5; ++s) kernels.push_back(make(s));
+  qd::compile_all();
+  const auto compiled = qd::offline_cache_statistics().compiles;
+  CHECK(compiled > 0);
+  qd::ndarray<float, 1> x(64), out(64);
+  x.fill(2.0f);
+  for (int s = 0; s < 5; ++s) {
+    kernels[static_cast<std::size_t>(s)](x, out);
+    for (float v : out.to_host()) CHECK(v == 2.0f * static_cast<float>(s + 1) + static_cast<float>(s));
+  }
+  CHECK(qd::offline_cache_statistics().compiles == compiled);
+  qd::compile_all();  // all ready: nothing to do
+  CHECK(qd::offline_cache_statistics().compiles == compiled);
+
+  // A new program: compile_all finds them on disk, compiling nothing.
+  qd_test::init_cpu({.offline_cache_file_path = cache.str(), .num_compile_threads = 2});
+  qd::compile_all();
+  CHECK(qd::offline_cache_statistics().compiles == 0);
+  CHECK(qd::offline_cache_statistics().hits > 0);
+  qd::reset();
+}
+
+TEST_CASE("compile_all: a kernel that fails to trace is reported after the others were compiled") {
+  qd_test::init_cpu({.offline_cache = false});
+  auto good = make(7);
+  auto bad = qd::kernel("bad", {"x"}, [](qd::types::ndarray<float, 1> x) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = 1.0f; });
+    throw qd::user_error("kernel 'bad': refused on purpose");
+  });
+  CHECK_THROWS_WITH_AS(qd::compile_all(), doctest::Contains("refused on purpose"), qd::user_error);
+  const auto compiled = qd::offline_cache_statistics().compiles;
+  qd::ndarray<float, 1> x(8), out(8);
+  x.fill(1.0f);
+  good(x, out);
+  CHECK(out.to_host()[0] == 15.0f);
+  CHECK(qd::offline_cache_statistics().compiles == compiled);  // it was ready
+  qd::reset();
+}
+
+TEST_CASE("compile_all before qd::init is a user error") {
+  qd::reset();
+  CHECK_THROWS_WITH_AS(qd::compile_all(), doctest::Contains("compile_all"), qd::user_error);
+}
+
+TEST_CASE("the progress of a long cold start: constructs done of those to compile, then done") {
+  std::mutex m;
+  std::vector<std::string> lines;
+  qd::set_log_sink([&](qd::log_level, std::string_view text) {
+    std::lock_guard lock(m);
+    lines.emplace_back(text);
+  });
+  const auto level = qd::get_log_level();
+  qd::set_log_level(qd::log_level::info);
+  {
+    qd::detail::compile_progress progress(10, 2, std::chrono::milliseconds(0));
+    progress.kernel_done(4);
+    while (progress.shown() == 0) std::this_thread::yield();  // the reporter's first line
+    progress.kernel_done(6);
+    progress.finish();
+  }
+  qd::set_log_level(qd::log_level::warn);
+  {
+    qd::detail::compile_progress silenced(10, 2, std::chrono::milliseconds(0));
+    silenced.kernel_done(10);
+    silenced.finish();
+    CHECK(silenced.shown() == 0);
+  }
+  {
+    qd::set_log_level(qd::log_level::info);
+    qd::detail::compile_progress quick(10, 2);  // done within its quiet time: nothing shown
+    quick.kernel_done(10);
+    quick.finish();
+    CHECK(quick.shown() == 0);
+  }
+  qd::set_log_level(level);
+  qd::set_log_sink(nullptr);
+  std::lock_guard lock(m);
+  REQUIRE(lines.size() >= 2);
+  CHECK(lines.front().find("/10 constructs") != std::string::npos);
+  CHECK(lines.front().find("/2 kernels") != std::string::npos);
+  CHECK(lines.back().find("10/10 constructs (2/2 kernels)") != std::string::npos);
+  CHECK(lines.back().find("done") != std::string::npos);
+}
