@@ -74,7 +74,8 @@ result run(const std::string& mode, const std::string& dir, int kernels, int con
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 6 && std::string(argv[1]) == "--child") return child(argv[2], argv[3], std::atoi(argv[4]), std::atoi(argv[5]));
+  if (argc == 6 && std::string(argv[1]) == "--child")
+    return child(argv[2], argv[3], std::atoi(argv[4]), std::atoi(argv[5]));
   const int kernels = argc > 1 ? std::atoi(argv[1]) : 100, constructs = argc > 2 ? std::atoi(argv[2]) : 50;
   const auto root = std::filesystem::temp_directory_path() / fmt::format("qd-engine-bench-{}", getpid());
   std::filesystem::remove_all(root);

@@ -116,17 +116,17 @@ int main(int argc, char** argv) {
     grid.fill(0.0f);
     k(x, y, m, grid);  // compiles
     const bool exact = grid.to_host() == reference;
-    const double t_qd = median_ms(repeats, [&] { grid.fill(0.0f); }, [&] { k(x, y, m, grid); });
-    const double t_hand = median_ms(repeats, [&] { std::fill(hand.begin(), hand.end(), 0.0f); },
-                                    [&] { scatter_by_hand(in, hand, threads); });
+    const double t_qd = median_ms(
+        repeats, [&] { grid.fill(0.0f); }, [&] { k(x, y, m, grid); });
+    const double t_hand = median_ms(
+        repeats, [&] { std::fill(hand.begin(), hand.end(), 0.0f); }, [&] { scatter_by_hand(in, hand, threads); });
     const bool same = threads == 1 ? exact && hand == reference : close(grid.to_host(), reference, 1e-4f);
     ok &= same;
     fmt::print("{} thread{}: quadrants {:.2f} ms, C++ {} {:.2f} ms, ratio {:.2f}{}\n", threads, threads == 1 ? "" : "s",
-               t_qd, threads == 1 ? "plain" : "std::atomic_ref", t_hand, t_qd / t_hand,
-               same ? "" : "  RESULTS DIFFER");
+               t_qd, threads == 1 ? "plain" : "std::atomic_ref", t_hand, t_qd / t_hand, same ? "" : "  RESULTS DIFFER");
     if (threads == 1) {
-      const double t_atomic = median_ms(repeats, [&] { std::fill(hand.begin(), hand.end(), 0.0f); },
-                                        [&] { scatter_atomic_one_thread(in, hand); });
+      const double t_atomic = median_ms(
+          repeats, [&] { std::fill(hand.begin(), hand.end(), 0.0f); }, [&] { scatter_atomic_one_thread(in, hand); });
       fmt::print("1 thread: C++ std::atomic_ref (an atomic per update) {:.2f} ms, {:.2f}x plain C++\n", t_atomic,
                  t_atomic / t_hand);
     }

@@ -49,7 +49,8 @@ struct sequential_result {
 
 sequential_result sequential(const std::vector<std::int32_t>& key, const std::vector<std::int32_t>& value, int keys) {
   sequential_result r{std::vector<std::int32_t>(static_cast<std::size_t>(keys) * 9, 1),
-                      std::vector<std::int32_t>(key.size() * 9, 0), std::vector<float>(static_cast<std::size_t>(keys) * 2, 0.0f)};
+                      std::vector<std::int32_t>(key.size() * 9, 0),
+                      std::vector<float>(static_cast<std::size_t>(keys) * 2, 0.0f)};
   for (std::size_t i = 0; i < key.size(); ++i) {
     std::int32_t* e = &r.ints[static_cast<std::size_t>(key[i]) * 9];
     std::int32_t* o = &r.olds[i * 9];

@@ -80,7 +80,7 @@ QD_FUNC task_module code_cache::resolve_kernel(const key& k, const kernel_record
   std::vector<std::string> codes;
   for (const task_code& t : tasks) {
     all.push_back(&t);
-    codes.push_back(t.code);
+    codes.push_back(t.code());
   }
   const std::string text = backend_->program(codes);
   // The record missed, and its module shares its key: straight to the build lock.
@@ -127,7 +127,7 @@ QD_FUNC std::vector<task_module> code_cache::resolve_offloads(std::span<const ke
   std::vector<key> module_keys(groups);
   for (std::size_t g = 0; g < groups; ++g) {
     std::vector<std::string> codes;
-    for (const task_code* t : batches[g]) codes.push_back(t->code);
+    for (const task_code* t : batches[g]) codes.push_back(t->code());
     texts[g] = backend_->program(codes);
     module_keys[g] = module_key(environment(), texts[g]);
     if (on_program) on_program(g, texts[g]);

@@ -22,12 +22,13 @@
 
 namespace qd::inline v0::cache {
 
-// One task as the lower step hands it over: its lowered IR, its entry point, the
-// backend's code for it (emit), and the metadata a stored record must repeat.
+// One task as the lower step hands it over: its lowered IR, its entry point, how to get
+// the backend's code for it (called on a miss only: a warm start generates no code), and
+// the metadata a stored record must repeat.
 struct task_code {
   const codegen::lowered_task* task = nullptr;
   std::string entry;
-  std::string code;
+  std::function<std::string()> code;
   task_record record;
 };
 

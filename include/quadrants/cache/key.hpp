@@ -14,7 +14,7 @@ namespace qd::inline v0::cache {
 
 // Bump when the entry layout or the meaning of a key field changes: old entries then
 // stop matching (their keys differ) and are evicted as least recently used.
-inline constexpr std::uint32_t format_version = 1;
+inline constexpr std::uint32_t format_version = 2;
 
 struct key {
   std::uint64_t lo = 0, hi = 0;

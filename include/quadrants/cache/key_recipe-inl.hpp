@@ -3,6 +3,9 @@
 
 #include "quadrants/backend/device.hpp"
 #include "quadrants/cache/key_recipe.hpp"
+#include "quadrants/codegen/cpp_emitter.hpp"
+#include "quadrants/codegen/generator_id.hpp"
+#include "quadrants/codegen/lower.hpp"
 #include "quadrants/ir/serialize.hpp"
 
 namespace qd::inline v0::cache {
@@ -20,14 +23,31 @@ QD_FUNC key_builder environment_key(const backend::device& d, bool bounds_checks
   return b;
 }
 
-QD_FUNC key kernel_key(const key_builder& environment, const ir::function& traced, std::string_view code) {
-  key_builder b = environment;
-  return b.add("kernel").add(ir::canonical_bytes(traced)).add(code).finish();
+QD_FUNC void add_code_identity(key_builder& b, const codegen::lowered_task& t, const codegen::emit_options& options) {
+  b.add(codegen::generator_id).add(ir::canonical_bytes(t.fn)).add(t.parallel ? "parallel" : "serial");
+  b.add(static_cast<std::uint64_t>(t.param_map.size()));
+  for (std::int32_t p : t.param_map) b.add(static_cast<std::uint64_t>(static_cast<std::uint32_t>(p)));
+  // Not options.kernel: it only names the kernel in the generator's errors.
+  b.add(options.bounds_checks ? "bounds" : "unchecked")
+      .add(options.deterministic_reductions ? "deterministic" : "any order")
+      .add(static_cast<std::uint64_t>(options.reduction_scratch_offset));
 }
 
-QD_FUNC key offload_key(const key_builder& environment, const ir::function& lowered, std::string_view code) {
+QD_FUNC key kernel_key(const key_builder& environment, const ir::function& traced,
+                       std::span<const codegen::lowered_task* const> tasks,
+                       std::span<const codegen::emit_options> options) {
   key_builder b = environment;
-  return b.add("offload").add(ir::canonical_bytes(lowered)).add(code).finish();
+  b.add("kernel").add(ir::canonical_bytes(traced)).add(static_cast<std::uint64_t>(tasks.size()));
+  for (std::size_t t = 0; t < tasks.size(); ++t) add_code_identity(b, *tasks[t], options[t]);
+  return b.finish();
+}
+
+QD_FUNC key offload_key(const key_builder& environment, const codegen::lowered_task& task,
+                        const codegen::emit_options& options) {
+  key_builder b = environment;
+  b.add("offload");
+  add_code_identity(b, task, options);
+  return b.finish();
 }
 
 QD_FUNC std::string offload_entry(const key& offload) { return "qd_o" + offload.hex(); }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -12,6 +13,10 @@
 namespace qd::inline v0::ir {
 struct function;
 }
+namespace qd::inline v0::codegen {
+struct lowered_task;
+struct emit_options;
+}  // namespace qd::inline v0::codegen
 namespace qd::inline v0::backend {
 class device;
 }
@@ -23,13 +28,23 @@ namespace qd::inline v0::cache {
 // generated code's own definitions). Every other key starts from it.
 QD_FUNC key_builder environment_key(const backend::device& d, bool bounds_checks);
 
-// A whole kernel (its kernel record and its module): the traced IR and the code of its
-// tasks, concatenated in order. A change in the code generator is another key.
-QD_FUNC key kernel_key(const key_builder& environment, const ir::function& traced, std::string_view code);
+// What the code of a lowered task is a function of, to be hashed in place of the code
+// itself (so a warm start generates none): its lowered IR, its kind and parameter map,
+// the emit options that shape it, and the code generator's fingerprint
+// (codegen/generator_id.hpp: a change in the generator is another key, never stale code).
+// The backend, its target, options and prelude are in the environment.
+QD_FUNC void add_code_identity(key_builder& b, const codegen::lowered_task& t, const codegen::emit_options& options);
 
-// One offload (its offload record): its lowered IR and its code, written with
+// A whole kernel (its kernel record and its module): the traced IR and its tasks' code
+// identities, in order.
+QD_FUNC key kernel_key(const key_builder& environment, const ir::function& traced,
+                       std::span<const codegen::lowered_task* const> tasks,
+                       std::span<const codegen::emit_options> options);
+
+// One offload (its offload record): its code identity, written with
 // offload_entry_placeholder as the entry point's name.
-QD_FUNC key offload_key(const key_builder& environment, const ir::function& lowered, std::string_view code);
+QD_FUNC key offload_key(const key_builder& environment, const codegen::lowered_task& task,
+                        const codegen::emit_options& options);
 inline constexpr std::string_view offload_entry_placeholder = "QD_OFFLOAD_ENTRY";
 
 // The entry point of an offload, derived from its key ("qd_o" and 32 hex digits), so that

@@ -26,6 +26,7 @@ constexpr void put_signed(std::string& out, std::int64_t v) {
 // same code, different otherwise.
 constexpr std::string canonical_bytes(const function& fn) {
   std::string out = "QDIR1";
+  out.reserve(16 + fn.params.size() * 4 + fn.nodes.size() * 16);  // about a node's bytes: no regrowth
   detail::put_varint(out, fn.params.size());
   for (const param_desc& p : fn.params) {
     out.push_back(static_cast<char>(p.is_array));

@@ -11,8 +11,7 @@
 
 namespace qd::inline v0::detail {
 
-QD_FUNC compile_progress::compile_progress(std::size_t constructs, std::size_t kernels,
-                                           std::chrono::milliseconds quiet)
+QD_FUNC compile_progress::compile_progress(std::size_t constructs, std::size_t kernels, std::chrono::milliseconds quiet)
     : total_constructs_(constructs),
       total_kernels_(kernels),
       quiet_(quiet),

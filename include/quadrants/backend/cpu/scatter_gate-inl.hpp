@@ -32,8 +32,7 @@ QD_FUNC void scatter_gate::enter_shared() noexcept {
   auto& state = detail::scatter_state();
   std::int64_t s = state.load(std::memory_order_relaxed);
   for (unsigned spins = 0;; ++spins) {
-    if (s >= 0 && state.compare_exchange_weak(s, s + 1, std::memory_order_acquire, std::memory_order_relaxed))
-      return;
+    if (s >= 0 && state.compare_exchange_weak(s, s + 1, std::memory_order_acquire, std::memory_order_relaxed)) return;
     if (s < 0) {
       if (spins >= 64) std::this_thread::yield();
       s = state.load(std::memory_order_relaxed);

@@ -86,10 +86,11 @@ QD_FUNC bool has_chunk_reductions(const codegen::lowered_task& t) {
 // ---- Lower: each task of a plan as standalone IR, then as the backend's code.
 
 struct lowered_variant {
-  std::vector<codegen::lowered_task> ir;  // one per task of the plan
-  std::vector<cache::task_code> code;     // the same tasks as the backend's code (pointing into `ir`)
-  std::vector<cache::key> keys;           // the split's offload keys, one per task
-  std::size_t reduction_scratch = 0;      // bytes after the temporaries for deterministic GPU reductions
+  std::vector<codegen::lowered_task> ir;       // one per task of the plan
+  std::vector<cache::task_code> code;          // the same tasks as the backend's code (pointing into `ir`)
+  std::vector<cache::key> keys;                // the split's offload keys, one per task
+  std::vector<codegen::emit_options> options;  // how each task's code is generated
+  std::size_t reduction_scratch = 0;           // bytes after the temporaries for deterministic GPU reductions
 };
 
 // A task's launch metadata, as the cache records it and checks it on a hit.
@@ -124,9 +125,12 @@ QD_FUNC lowered_variant lower_whole(const kernel_state& k, program& p, const ana
       options.reduction_scratch_offset = v.reduction_scratch;
       v.reduction_scratch += codegen::gpu_reduction_scratch_bytes;
     }
-    c.code = p.device().emit(v.ir[t], c.entry, options);
+    c.code = [&device = p.device(), task = c.task, entry = c.entry, options] {
+      return device.emit(*task, entry, options);
+    };
     c.record = task_record_of(v.ir[t], c.entry, v.ir[t].param_map);
     v.code.push_back(std::move(c));
+    v.options.push_back(options);
   }
   return v;
 }
@@ -137,24 +141,28 @@ QD_FUNC lowered_variant lower_whole(const kernel_state& k, program& p, const ana
 QD_FUNC lowered_variant lower_split(const kernel_state& k, program& p, const analysis::task_plan& plan) {
   lowered_variant v;
   v.ir = lower_all(k, plan);
-  const std::string_view placeholder = cache::offload_entry_placeholder;
   for (std::size_t t = 0; t < v.ir.size(); ++t) {
     cache::task_code c;
     c.task = &v.ir[t];
     // A split kernel's tasks run one after another: every one uses the scratch region at 0.
     const bool det = deterministic_gpu_reductions(p) && has_chunk_reductions(v.ir[t]);
     if (det) v.reduction_scratch = codegen::gpu_reduction_scratch_bytes;
-    c.code = p.device().emit(
-        v.ir[t], placeholder,
-        {.bounds_checks = p.config().check_out_of_bound, .kernel = k.name, .deterministic_reductions = det});
-    v.keys.push_back(cache::offload_key(p.code().environment(), v.ir[t].fn, c.code));
+    const codegen::emit_options options{
+        .bounds_checks = p.config().check_out_of_bound, .kernel = k.name, .deterministic_reductions = det};
+    v.keys.push_back(cache::offload_key(p.code().environment(), v.ir[t], options));
     c.entry = cache::offload_entry(v.keys.back());
-    for (std::size_t at = c.code.find(placeholder); at != std::string::npos; at = c.code.find(placeholder, at))
-      c.code.replace(at, placeholder.size(), c.entry);
+    c.code = [&device = p.device(), task = c.task, entry = c.entry, options] {
+      const std::string_view placeholder = cache::offload_entry_placeholder;
+      std::string code = device.emit(*task, placeholder, options);
+      for (std::size_t at = code.find(placeholder); at != std::string::npos; at = code.find(placeholder, at))
+        code.replace(at, placeholder.size(), entry);
+      return code;
+    };
     std::vector<std::int32_t> identity(v.ir[t].fn.params.size());
     for (std::size_t i = 0; i < identity.size(); ++i) identity[i] = static_cast<std::int32_t>(i);
     c.record = task_record_of(v.ir[t], c.entry, std::move(identity));
     v.code.push_back(std::move(c));
+    v.options.push_back(options);
   }
   return v;
 }
@@ -167,7 +175,7 @@ QD_FUNC void dump_tasks(const program& p, const kernel_state& k, std::string_vie
     dump_debug_file(p.config(), k.name, fmt::format("{}/task_{}.ir.txt", variant, t), ir::to_text(v.ir[t].fn));
     if (!ext.empty())
       dump_debug_file(p.config(), k.name, fmt::format("{}/task_{}.{}", variant, t, ext),
-                      p.device().program(std::vector<std::string>{v.code[t].code}));
+                      p.device().program(std::vector<std::string>{v.code[t].code()}));
   }
 }
 
@@ -188,17 +196,13 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
                     "temporaries. Split the kernel into several kernels",
                     k.name, plan.temps_needed, limits::temp_slot_count));
   v.device = p.device_ptr();
-  // Lower. The key covers the IR and the code generated from it, so a change in the code
-  // generator is a different key, never stale native code.
+  // Lower. The key covers the IR and what its code is made from (the lowered tasks and the
+  // generator's fingerprint: cache::add_code_identity), so no code is generated on a hit.
   lowered_variant lowered = lower_whole(k, p, plan);
-  std::string body;
-  std::vector<std::string> codes;
-  for (const cache::task_code& c : lowered.code) {
-    body += c.code;
-    codes.push_back(c.code);
-  }
+  std::vector<const codegen::lowered_task*> tasks;
+  for (const cache::task_code& c : lowered.code) tasks.push_back(c.task);
   const int constructs = static_cast<int>(k.structure.constructs.size());
-  cache::kernel_record record{cache::kernel_key(p.code().environment(), k.ir, body),
+  cache::kernel_record record{cache::kernel_key(p.code().environment(), k.ir, tasks, lowered.options),
                               static_cast<std::uint32_t>(constructs),
                               !plan.temps.empty(),
                               {}};
@@ -207,6 +211,8 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
   if (dump) {
     dump_tasks(p, k, "whole", lowered);
     // Dumped even when the code comes from a cache: its key covers this text.
+    std::vector<std::string> codes;
+    for (const cache::task_code& c : lowered.code) codes.push_back(c.code());
     dump_program(p, k, "whole/program", p.device().program(codes));
   }
   // Resolve.
