@@ -7,7 +7,9 @@
 #include <thread>
 #include <vector>
 
+#include "quadrants/cache/code_cache.hpp"
 #include "quadrants/runtime/compile_progress.hpp"
+#include "quadrants/runtime/pipeline/program.hpp"
 #include "runtime/runtime_test_support.hpp"
 #include "support/fresh_dir.hpp"
 
@@ -32,6 +34,7 @@ TEST_CASE("compile_all makes every live kernel ready: their launches compile not
   qd::compile_all();
   const auto compiled = qd::offline_cache_statistics().compiles;
   CHECK(compiled > 0);
+  CHECK(qd::detail::current_program("test").code().generated() == 10);  // 5 kernels x 2 constructs
   qd::ndarray<float, 1> x(64), out(64);
   x.fill(2.0f);
   for (int s = 0; s < 5; ++s) {
@@ -42,11 +45,13 @@ TEST_CASE("compile_all makes every live kernel ready: their launches compile not
   qd::compile_all();  // all ready: nothing to do
   CHECK(qd::offline_cache_statistics().compiles == compiled);
 
-  // A new program: compile_all finds them on disk, compiling nothing.
+  // A new program: compile_all finds them on disk, compiling nothing and generating no
+  // code (keys hash the code's identity: cache::add_code_identity).
   qd_test::init_cpu({.offline_cache_file_path = cache.str(), .num_compile_threads = 2});
   qd::compile_all();
   CHECK(qd::offline_cache_statistics().compiles == 0);
   CHECK(qd::offline_cache_statistics().hits > 0);
+  CHECK(qd::detail::current_program("test").code().generated() == 0);
   qd::reset();
 }
 

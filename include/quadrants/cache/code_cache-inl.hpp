@@ -81,6 +81,7 @@ QD_FUNC task_module code_cache::resolve_kernel(const key& k, const kernel_record
   for (const task_code& t : tasks) {
     all.push_back(&t);
     codes.push_back(t.code());
+    generated_.fetch_add(1, std::memory_order_relaxed);
   }
   const std::string text = backend_->program(codes);
   // The record missed, and its module shares its key: straight to the build lock.
@@ -128,6 +129,7 @@ QD_FUNC std::vector<task_module> code_cache::resolve_offloads(std::span<const ke
   for (std::size_t g = 0; g < groups; ++g) {
     std::vector<std::string> codes;
     for (const task_code* t : batches[g]) codes.push_back(t->code());
+    generated_.fetch_add(1, std::memory_order_relaxed);
     texts[g] = backend_->program(codes);
     module_keys[g] = module_key(environment(), texts[g]);
     if (on_program) on_program(g, texts[g]);

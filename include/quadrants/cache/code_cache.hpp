@@ -57,6 +57,8 @@ class code_cache {
   tier_list& tiers() { return tiers_; }
   // Builds that produced a binary (compiler runs), for qd::cache_statistics.
   std::uint64_t compiles() const { return compiles_.load(std::memory_order_relaxed); }
+  // Tasks whose code was generated (a miss's; a warm start generates none).
+  std::uint64_t generated() const { return generated_.load(std::memory_order_relaxed); }
 
   // A whole kernel under `k` (cache::kernel_key): one module holding `tasks`, whose stored
   // record must equal `expected` (a stale or foreign record is a miss).
@@ -83,6 +85,7 @@ class code_cache {
   std::once_flag environment_once_;
   std::unique_ptr<key_builder> environment_;
   std::atomic<std::uint64_t> compiles_{0};
+  std::atomic<std::uint64_t> generated_{0};
   std::counting_semaphore<> build_slots_;
 };
 
