@@ -428,7 +428,11 @@ QD_EMU_EXPORT CUresult cuLaunchKernel(CUfunction h, unsigned gx, unsigned gy, un
 }
 
 // A kernel node of an instantiated graph given a new launch (later launches of the graph run it).
+// QD_EMULATED_CUDA_REFUSE_NODE_UPDATES set: CUDA_ERROR_NOT_SUPPORTED (for the backends'
+// fallback: the graph is recorded again).
 QD_EMU_EXPORT CUresult cuGraphExecKernelNodeSetParams(void* exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* p) {
+  if (const char* refuse = std::getenv("QD_EMULATED_CUDA_REFUSE_NODE_UPDATES"); refuse && *refuse)
+    return code(status::not_supported);
   if (!p) return code(status::invalid_value);
   return checked_launch(
       p->func, p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY, p->blockDimZ, p->sharedMemBytes,
