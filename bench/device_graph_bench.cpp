@@ -2,7 +2,10 @@
 // one recorded graph against the same eight constructs launched one by one; and a
 // do_while of eight tiny constructs run as a CUDA conditional WHILE node (12.3+ drivers)
 // against the host loop reading the flag after each pass. Runs on the CUDA backend, or
-// the AMD one with --amdgpu (no conditional node there). On the emulated GPUs the
+// the AMD one with --amdgpu (no conditional node there). And ping-pong buffers (issue
+// 30): 100 launches of a graph kernel alternating its two arrays, the device graphs they
+// build, and the cost of a launch that swaps the arrays (the recorded nodes given new
+// arguments in place) against one with the same arrays. On the emulated GPUs the
 // figures are host-thread costs, not GPU figures, and are printed labelled as such.
 //   device_graph_bench [rounds [launches [passes]]] [--amdgpu]
 #include <quadrants/backend/amdgpu/hip.hpp>
@@ -89,6 +92,57 @@ void replay_against_launches(int rounds, int launches) {
       median(g), median(p), median(g) / median(p), o.device_graph_builds, o.device_graph_replays);
 }
 
+// Plain C++ of graph8_ping_pong's launch.
+void ping_pong_on_host(const std::vector<float>& src, std::vector<float>& dst) {
+  for (std::size_t i = 0; i < dst.size(); ++i) dst[i] = src[i] * 0.5f + 1.0f;
+  for (int c = 0; c < 8; ++c)
+    for (float& v : dst) v = v * 0.5f + static_cast<float>(c);
+}
+
+// 100 launches alternating (a, b) and (b, a), the first of which compiles and records;
+// then, in us per launch, `launches` alternating against `launches` with the same arrays.
+void ping_pong(int rounds, int launches) {
+  auto k = qd::kernel("graph8_ping_pong", qd::graph::on, [](f1 src, f1 dst) {
+    qd::range_for(dst.shape(0), [&](qd::i32 i) { dst[i] = src[i] * 0.5f + 1.0f; });
+    eight_tiny(dst);
+  });
+  std::vector<float> ha(32), hb(32, 0.0f);
+  for (std::size_t i = 0; i < ha.size(); ++i) ha[i] = static_cast<float>(i);
+  qd::ndarray<float, 1> a(32), b(32);
+  a.from_host(ha);
+  b.from_host(hb);
+  for (int launch = 0; launch < 100; ++launch) {
+    if (launch % 2 == 0) {
+      ping_pong_on_host(ha, hb);
+      k(a, b);
+    } else {
+      ping_pong_on_host(hb, ha);
+      k(b, a);
+    }
+  }
+  const bool same = a.to_host() == ha && b.to_host() == hb;
+  const auto o = k.per_offload_cache_observations();
+  std::vector<double> swapped, kept;
+  for (int r = 0; r < rounds; ++r) {
+    swapped.push_back(seconds([&] {
+                        for (int i = 0; i < launches; ++i) i % 2 ? k(b, a) : k(a, b);
+                        (void)a.to_host();
+                      }) *
+                      1e6 / launches);
+    kept.push_back(seconds([&] {
+                     for (int i = 0; i < launches; ++i) k(a, b);
+                     (void)a.to_host();
+                   }) *
+                   1e6 / launches);
+  }
+  fmt::print(
+      "  ping-pong graph kernel (9 tiny constructs): 100 alternating launches built {} device graph(s), updated "
+      "{} in place, results {} plain C++'s; arrays swapped {:.2f} us/launch, same arrays {:.2f} us/launch (ratio "
+      "{:.2f})\n",
+      o.device_graph_builds, o.device_graph_updates, same ? "equal to" : "DIFFERENT FROM", median(swapped),
+      median(kept), median(swapped) / median(kept));
+}
+
 // us per do_while pass of eight tiny constructs and the flag's construct.
 double per_pass(int rounds, int passes, const char* name) {
   auto k = qd::kernel(name, qd::graph::on, [](f1 x, flag_t count, flag_t again, qd::i32 limit) {
@@ -139,6 +193,7 @@ int main(int argc, char** argv) {
   fmt::print("Quadrants device graph benchmark on {}, medians of {} rounds{}\n", label, rounds,
              emulated ? "\n  EMULATED GPU: host-thread costs of the emulation, not GPU figures" : "");
   replay_against_launches(rounds, launches);
+  ping_pong(rounds, launches);
   const double device_loop = per_pass(rounds, passes, "loop8_device");
   qd::reset();
   // graph_max_iterations makes the host loop count the passes: the same kernel, host loop.

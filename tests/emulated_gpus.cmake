@@ -77,6 +77,11 @@ qd_add_emulated_test(cuda graph_loop_refused backend_gpu_suite_test
 set_tests_properties(emulated_cuda/graph_loop_refused PROPERTIES  # the exit status is then not read: FAIL is
                      PASS_REGULAR_EXPRESSION "could not be recorded as a device loop")
 
+# A driver that refuses to give a kernel node new parameters in place: each ping-pong
+# launch records its graph again; the results stay plain C++'s.
+qd_add_emulated_test(cuda graph_update_refused backend_gpu_suite_test ARGS "--test-case=*ping-pong*<on_cuda>*"
+                     ENV "QD_EMULATED_CUDA_REFUSE_NODE_UPDATES=1")
+
 # The demo on each GPU, as a user runs it (QD_ARCH honoured; a fallback to the CPU fails).
 if(TARGET heat_diffusion)
   foreach(api cuda amdgpu)

@@ -72,6 +72,9 @@ inline void* as_pointer(void* p) { return p; }
   X(cuStreamEndCapture, hipStreamEndCapture, (void* s, void** graph), gpu().end_capture(s, graph))                     \
   X(cuStreamIsCapturing, hipStreamIsCapturing, (void* s, int* capture_status), /* 1: active, 0: none */                \
     gpu().capture_status(s, capture_status))                                                                           \
+  X(cuStreamGetCaptureInfo_v2, hipStreamGetCaptureInfo_v2,                                                             \
+    (void* s, int* capture_status, unsigned long long* id, void** graph, void* const** deps, std::size_t* count),      \
+    gpu().capture_info(s, capture_status, id, graph, deps, count))                                                     \
   X(cuGraphCreate, hipGraphCreate, (void** out, unsigned flags),                                                       \
     flags != 0 ? status::invalid_value : gpu().create_graph(out))                                                      \
   X(cuGraphInstantiateWithFlags, hipGraphInstantiateWithFlags, (void** out, void* g, unsigned long long flags),        \

@@ -55,10 +55,10 @@ bool emulated_gpu::lookup_stream(void* handle, std::shared_ptr<stream>& out) con
   return true;
 }
 
-gpu_status emulated_gpu::submit(void* stream_handle, std::function<void()> work) {
+gpu_status emulated_gpu::submit(void* stream_handle, std::function<void()> work, bool kernel) {
   std::shared_ptr<stream_record> rec;
   if (stream_handle != nullptr && !(rec = stream_handles_.find(stream_handle))) return gpu_status::invalid_handle;
-  if (rec && rec->capture.append(work)) return gpu_status::ok;
+  if (rec && rec->capture.append(work, kernel)) return gpu_status::ok;
   streams_.submit(rec ? rec->queue : nullptr, std::move(work));
   return gpu_status::ok;
 }
@@ -144,6 +144,34 @@ gpu_status emulated_gpu::launch(const function_record& f, qd_emu_dim grid, qd_em
                                 const void* buffer, std::size_t buffer_size, void* stream_handle) {
   std::shared_ptr<stream> s;
   if (!lookup_stream(stream_handle, s)) return gpu_status::invalid_handle;
+  std::function<void()> work;
+  if (const gpu_status st = launch_work(f, grid, block, kernel_params, buffer, buffer_size, work); st != gpu_status::ok)
+    return st;
+  submit(stream_handle, std::move(work), true);
+  return s ? gpu_status::ok : sticky_.load();  // the default stream ran it already
+}
+
+gpu_status emulated_gpu::set_kernel_node(void* exec_handle, void* node, const function_record& f, qd_emu_dim grid,
+                                         qd_emu_dim block, void** kernel_params, const void* buffer,
+                                         std::size_t buffer_size) {
+  auto e = graph_execs_.find(exec_handle);
+  if (!e) return gpu_status::invalid_handle;
+  std::function<void()> work;
+  if (const gpu_status st = launch_work(f, grid, block, kernel_params, buffer, buffer_size, work); st != gpu_status::ok)
+    return st;
+  std::lock_guard lock(mutex_);
+  for (const auto& [handle, index] : e->kernels) {
+    if (handle != node) continue;
+    auto changed = std::make_shared<graph_work>(*e->work);  // launches already queued keep theirs
+    (*changed)[index] = std::move(work);
+    e->work = std::move(changed);
+    return gpu_status::ok;
+  }
+  return gpu_status::invalid_value;  // not a top-level kernel node of this graph
+}
+
+gpu_status emulated_gpu::launch_work(const function_record& f, qd_emu_dim grid, qd_emu_dim block, void** kernel_params,
+                                     const void* buffer, std::size_t buffer_size, std::function<void()>& out) {
   const qd_emu_entry& entry = *f.kernel->entry;
   if (entry.param_count > 0 && kernel_params == nullptr && buffer == nullptr) return gpu_status::invalid_value;
   auto l = std::make_shared<kernel_launch>();
@@ -152,7 +180,7 @@ gpu_status emulated_gpu::launch(const function_record& f, qd_emu_dim grid, qd_em
   l->grid = grid;
   l->block = block;
   if (!capture_parameters(entry, kernel_params, buffer, buffer_size, *l)) return gpu_status::parameter_buffer_too_small;
-  submit(stream_handle, [this, l] {
+  out = [this, l] {
     const launch_outcome o = run_kernel(*l);
     if (o.trap_code == 0) return;
     const gpu_status failed = o.trap_code == 2   ? gpu_status::kernel_assert
@@ -160,8 +188,8 @@ gpu_status emulated_gpu::launch(const function_record& f, qd_emu_dim grid, qd_em
                                                  : gpu_status::kernel_trap;
     gpu_status expected = gpu_status::ok;
     sticky_.compare_exchange_strong(expected, failed);
-  });
-  return s ? gpu_status::ok : sticky_.load();  // the default stream ran it already
+  };
+  return gpu_status::ok;
 }
 
 gpu_status emulated_gpu::create_stream(bool blocking, void** out) {
@@ -330,7 +358,7 @@ gpu_status emulated_gpu::add_while_node(void* graph_handle, unsigned long long c
     if (reinterpret_cast<std::uintptr_t>(&c->value) == condition) found = c.get();
   if (!found) return gpu_status::invalid_value;  // a condition of another graph, or none
   auto body = std::make_shared<graph_record>();
-  g->nodes.push_back({nullptr, body, found});
+  g->nodes.push_back({nullptr, nullptr, body, found});
   *body_out = graphs_.add<void*>(std::move(body));
   return gpu_status::ok;
 }
@@ -354,6 +382,21 @@ gpu_status emulated_gpu::capture_status(void* stream_handle, int* out) {
   return gpu_status::ok;
 }
 
+gpu_status emulated_gpu::capture_info(void* stream_handle, int* status, unsigned long long* id, void** graph,
+                                      void* const** dependencies, std::size_t* count) {
+  if (status == nullptr) return gpu_status::invalid_value;
+  auto rec = stream_handle ? stream_handles_.find(stream_handle) : nullptr;
+  if (stream_handle && !rec) return gpu_status::invalid_handle;
+  const std::shared_ptr<graph_record> g = rec ? rec->capture.graph() : nullptr;
+  *status = g ? 1 : 0;
+  if (id) *id = reinterpret_cast<std::uintptr_t>(g.get());
+  if (graph) *graph = nullptr;
+  void* const* last = rec ? rec->capture.last_node() : nullptr;
+  if (dependencies) *dependencies = last;
+  if (count) *count = last ? 1 : 0;
+  return gpu_status::ok;
+}
+
 gpu_status emulated_gpu::instantiate_graph(void* graph_handle, void** exec_out) {
   if (exec_out == nullptr) return gpu_status::invalid_value;
   auto g = graphs_.find(graph_handle);
@@ -361,7 +404,7 @@ gpu_status emulated_gpu::instantiate_graph(void* graph_handle, void** exec_out) 
   auto e = std::make_shared<graph_exec_record>();
   {
     std::lock_guard lock(mutex_);
-    e->work = std::make_shared<const graph_work>(instantiate(g));
+    e->work = std::make_shared<const graph_work>(instantiate(g, &e->kernels));
   }
   *exec_out = graph_execs_.add<void*>(std::move(e));
   graphs_instantiated_.fetch_add(1);
@@ -372,7 +415,11 @@ gpu_status emulated_gpu::launch_graph(void* exec_handle, void* stream_handle) {
   auto e = graph_execs_.find(exec_handle);
   if (!e) return gpu_status::invalid_handle;
   graph_launches_.fetch_add(1);
-  std::shared_ptr<const graph_work> work = e->work;
+  std::shared_ptr<const graph_work> work;
+  {
+    std::lock_guard lock(mutex_);  // set_kernel_node replaces it
+    work = e->work;
+  }
   const gpu_status s = submit(stream_handle, [work] {
     for (const std::function<void()>& w : *work) w();
   });

@@ -77,6 +77,10 @@ class emulated_gpu {
   // A launch whose dimensions the API layer checked; parameters from kernel_params or a packed buffer.
   gpu_status launch(const function_record& f, qd_emu_dim grid, qd_emu_dim block, void** kernel_params,
                     const void* buffer, std::size_t buffer_size, void* stream_handle);
+  // The same launch as a kernel node's new parameters in an instantiated graph
+  // (cuGraphExecKernelNodeSetParams): later launches of the graph run it, those queued run the old.
+  gpu_status set_kernel_node(void* exec_handle, void* node, const function_record& f, qd_emu_dim grid, qd_emu_dim block,
+                             void** kernel_params, const void* buffer, std::size_t buffer_size);
 
   gpu_status create_stream(bool blocking, void** out);
   gpu_status destroy_stream(void* handle);
@@ -105,6 +109,10 @@ class emulated_gpu {
   gpu_status end_capture(void* stream_handle, void** graph_out);
   // 1 when the stream is capturing, else 0 (both APIs' capture status values).
   gpu_status capture_status(void* stream_handle, int* out);
+  // cuStreamGetCaptureInfo_v2: the status, and while capturing the capture's id, its graph
+  // (null for the emulation's), and the node the stream added last when that was a kernel.
+  gpu_status capture_info(void* stream_handle, int* status, unsigned long long* id, void** graph,
+                          void* const** dependencies, std::size_t* count);
   gpu_status instantiate_graph(void* graph_handle, void** exec_out);
   gpu_status launch_graph(void* exec_handle, void* stream_handle);
   gpu_status destroy_graph(void* graph_handle);
@@ -116,8 +124,12 @@ class emulated_gpu {
  private:
   bool lookup_stream(void* handle, std::shared_ptr<stream>& out) const;
   // Queues `work` on the stream a handle names (null: the null stream, which runs it on
-  // the caller), or appends it to the graph that stream is capturing.
-  gpu_status submit(void* stream_handle, std::function<void()> work);
+  // the caller), or appends it to the graph that stream is capturing (a kernel launch: a
+  // node with a handle).
+  gpu_status submit(void* stream_handle, std::function<void()> work, bool kernel = false);
+  // A launch's work, its parameters copied.
+  gpu_status launch_work(const function_record& f, qd_emu_dim grid, qd_emu_dim block, void** kernel_params,
+                         const void* buffer, std::size_t buffer_size, std::function<void()>& out);
   // Whether the stream a handle names is capturing (began or joined a capture).
   bool is_capturing(void* stream_handle) const;
 

@@ -3,13 +3,15 @@
 // run; an instantiated graph runs that work again, in order, on the stream it is
 // launched on. A WHILE node runs its body graph while its condition is non-zero; the
 // condition's handle is the address of its value, which device code sets
-// (cudaGraphSetConditional in device_builtins.h).
+// (cudaGraphSetConditional in device_builtins.h). A captured kernel launch is a node with
+// a handle of its own, whose launch an instantiated graph can be given anew.
 #pragma once
 
 #include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 namespace qd::emulation {
@@ -26,6 +28,7 @@ struct graph_condition {
 struct graph_record {
   struct node {
     std::function<void()> work;          // a captured operation
+    void* kernel = nullptr;              // a kernel launch's node handle (else null)
     std::shared_ptr<graph_record> body;  // or a WHILE node: its body, run while *condition != 0
     graph_condition* condition = nullptr;
   };
@@ -35,11 +38,14 @@ struct graph_record {
 
 // An executable graph (CUgraphExec, hipGraphExec_t).
 struct graph_exec_record {
-  std::shared_ptr<const graph_work> work;
+  std::shared_ptr<const graph_work> work;              // replaced whole when a kernel node is given new parameters
+  std::vector<std::pair<void*, std::size_t>> kernels;  // top-level kernel nodes: handle, index in `work`
 };
 
-// What instantiation fixes: the work of `g` and its WHILE nodes' bodies, as they are now.
-graph_work instantiate(const std::shared_ptr<const graph_record>& g);
+// What instantiation fixes: the work of `g` and its WHILE nodes' bodies, as they are now;
+// with `kernels`, where the top-level kernel nodes' work lies.
+graph_work instantiate(const std::shared_ptr<const graph_record>& g,
+                       std::vector<std::pair<void*, std::size_t>>* kernels = nullptr);
 
 // What a stream is capturing into, if anything: as the stream that began the capture,
 // or as one that joined it by waiting on an event recorded in it (cross-stream capture;
@@ -55,13 +61,18 @@ class stream_capture {
   void leave();                                // a joined stream only
   std::shared_ptr<graph_record> graph();       // null: not capturing
   bool capturing();
-  // Appends `work` when capturing (true), else leaves it to the caller (false).
-  bool append(std::function<void()>& work);
+  // Appends `work` (a kernel launch: a node with a handle) when capturing (true), else
+  // leaves it to the caller (false).
+  bool append(std::function<void()>& work, bool kernel);
+  // The handle of the kernel node this stream appended last, if that was its last work
+  // (cuStreamGetCaptureInfo's dependency set, as far as Quadrants asks for it).
+  void* const* last_node();
 
  private:
   std::mutex mutex_;
   std::shared_ptr<graph_record> graph_;
   void* handle_ = nullptr;
+  void* last_node_ = nullptr;
   bool joined_ = false;
 };
 

@@ -18,7 +18,8 @@ enum class handle_kind : std::uint8_t {
   stream = 0x54,
   event = 0x55,
   graph = 0x56,
-  graph_exec = 0x57
+  graph_exec = 0x57,
+  graph_node = 0x58  // a kernel node of a captured graph (no table: never dereferenced)
 };
 
 template <class T>

@@ -47,6 +47,14 @@ struct CUgraphNodeParams {
 };
 static_assert(sizeof(CUgraphNodeParams) == 256);
 
+// CUDA_KERNEL_NODE_PARAMS (v1), for cuGraphExecKernelNodeSetParams.
+struct CUDA_KERNEL_NODE_PARAMS {
+  CUfunction func;
+  unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+  void** kernelParams;
+  void** extra;
+};
+
 namespace {
 
 namespace emu = qd::emulation;
@@ -369,9 +377,13 @@ QD_EMU_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, 
   });
 }
 
-QD_EMU_EXPORT CUresult cuLaunchKernel(CUfunction h, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                                      unsigned bz, unsigned shared_bytes, CUstream stream, void** params,
-                                      void** extra) {
+namespace {
+
+// Checks a launch as cuLaunchKernel does, then hands it to `use` (a launch, or a kernel
+// node's new parameters) with its parameters: kernelParams, or one packed buffer.
+template <class Use>
+CUresult checked_launch(CUfunction h, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                        unsigned shared_bytes, void** params, void** extra, Use use) {
   if (CUresult r = need_context(); r != cuda_success) return r;
   auto f = gpu().function(h);
   if (!f) return code(status::invalid_handle);
@@ -401,7 +413,32 @@ QD_EMU_EXPORT CUresult cuLaunchKernel(CUfunction h, unsigned gx, unsigned gy, un
     }
     if (!have_pointer || !have_size) return code(status::invalid_value);
   }
-  return code(gpu().launch(*f, {gx, gy, gz}, {bx, by, bz}, params, buffer, buffer_size, stream));
+  return code(use(*f, {gx, gy, gz}, {bx, by, bz}, params, buffer, buffer_size));
+}
+
+}  // namespace
+
+QD_EMU_EXPORT CUresult cuLaunchKernel(CUfunction h, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                      unsigned bz, unsigned shared_bytes, CUstream stream, void** params,
+                                      void** extra) {
+  return checked_launch(
+      h, gx, gy, gz, bx, by, bz, shared_bytes, params, extra,
+      [&](const emu::function_record& f, qd_emu_dim grid, qd_emu_dim block, void** p, const void* buffer,
+          std::size_t size) { return gpu().launch(f, grid, block, p, buffer, size, stream); });
+}
+
+// A kernel node of an instantiated graph given a new launch (later launches of the graph run it).
+// QD_EMULATED_CUDA_REFUSE_NODE_UPDATES set: CUDA_ERROR_NOT_SUPPORTED (for the backends'
+// fallback: the graph is recorded again).
+QD_EMU_EXPORT CUresult cuGraphExecKernelNodeSetParams(void* exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* p) {
+  if (const char* refuse = std::getenv("QD_EMULATED_CUDA_REFUSE_NODE_UPDATES"); refuse && *refuse)
+    return code(status::not_supported);
+  if (!p) return code(status::invalid_value);
+  return checked_launch(
+      p->func, p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY, p->blockDimZ, p->sharedMemBytes,
+      p->kernelParams, p->extra,
+      [&](const emu::function_record& f, qd_emu_dim grid, qd_emu_dim block, void** params, const void* buffer,
+          std::size_t size) { return gpu().set_kernel_node(exec, node, f, grid, block, params, buffer, size); });
 }
 
 // --- older names of shared calls ------------------------------------------------------------------

@@ -25,6 +25,18 @@ using hipHostFn_t = void (*)(void*);
 using hipGraph_t = struct hip_graph_st*;
 using hipGraphExec_t = struct hip_graph_exec_st*;
 using hipGraphNode_t = struct hip_graph_node_st*;
+// hip_runtime_api.h's hipKernelNodeParams, for hipGraphExecKernelNodeSetParams.
+struct hip_dim3 {
+  unsigned x, y, z;
+};
+struct hipKernelNodeParams {
+  hip_dim3 blockDim;
+  void** extra;
+  void* func;
+  hip_dim3 gridDim;
+  void** kernelParams;
+  unsigned sharedMemBytes;
+};
 
 namespace {
 
@@ -276,9 +288,13 @@ QD_EMU_EXPORT hipError_t hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(int*
   });
 }
 
-QD_EMU_EXPORT hipError_t hipModuleLaunchKernel(hipFunction_t h, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                                               unsigned by, unsigned bz, unsigned shared_bytes, hipStream_t stream,
-                                               void** params, void** extra) {
+namespace {
+
+// Checks a launch as hipModuleLaunchKernel does, then hands it to `use` (a launch, or a
+// kernel node's new parameters) with its parameters: kernelParams, or one packed buffer.
+template <class Use>
+hipError_t checked_launch(hipFunction_t h, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                          unsigned shared_bytes, void** params, void** extra, Use use) {
   if (const emu::gpu_status sticky = gpu().sticky(); sticky != emu::gpu_status::ok) return done(code(sticky));
   auto f = gpu().function(h);
   if (!f) return done(code(status::invalid_handle));
@@ -298,7 +314,30 @@ QD_EMU_EXPORT hipError_t hipModuleLaunchKernel(hipFunction_t h, unsigned gx, uns
     buffer = extra[1];
     buffer_size = *static_cast<const std::size_t*>(extra[3]);
   }
-  return done(code(gpu().launch(*f, {gx, gy, gz}, {bx, by, bz}, params, buffer, buffer_size, stream)));
+  return done(code(use(*f, {gx, gy, gz}, {bx, by, bz}, params, buffer, buffer_size)));
+}
+
+}  // namespace
+
+QD_EMU_EXPORT hipError_t hipModuleLaunchKernel(hipFunction_t h, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                               unsigned by, unsigned bz, unsigned shared_bytes, hipStream_t stream,
+                                               void** params, void** extra) {
+  return checked_launch(
+      h, gx, gy, gz, bx, by, bz, shared_bytes, params, extra,
+      [&](const emu::function_record& f, qd_emu_dim grid, qd_emu_dim block, void** p, const void* buffer,
+          std::size_t size) { return gpu().launch(f, grid, block, p, buffer, size, stream); });
+}
+
+// A kernel node of an instantiated graph given a new launch (later launches of the graph
+// run it); `func` is the module function the node launched.
+QD_EMU_EXPORT hipError_t hipGraphExecKernelNodeSetParams(hipGraphExec_t exec, hipGraphNode_t node,
+                                                         const hipKernelNodeParams* p) {
+  if (!p) return done(code(status::invalid_value));
+  return checked_launch(
+      static_cast<hipFunction_t>(p->func), p->gridDim.x, p->gridDim.y, p->gridDim.z, p->blockDim.x, p->blockDim.y,
+      p->blockDim.z, p->sharedMemBytes, p->kernelParams, p->extra,
+      [&](const emu::function_record& f, qd_emu_dim grid, qd_emu_dim block, void** params, const void* buffer,
+          std::size_t size) { return gpu().set_kernel_node(exec, node, f, grid, block, params, buffer, size); });
 }
 
 // --- shorter forms of shared calls, and graphs ---------------------------------------------------------

@@ -338,6 +338,71 @@ TEST_CASE_TEMPLATE("emulated GPU: parameters of several types arrive through ker
 
 // --- CUDA ------------------------------------------------------------------------------------
 
+// What the backends' device graph updates use (ping-pong buffers): a captured launch is
+// the node its stream's capture last added, and an instantiated graph's kernel node takes
+// a new launch in place (checked as a launch is); the graph it came from is unchanged.
+TEST_CASE_TEMPLATE("emulated GPU: a captured launch's node is named, and takes new parameters in an instantiated graph",
+                   V, on_cuda, on_amdgpu) {
+  fixture<V> f;
+  if (!f) return;
+  const auto& api = f.api();
+  qb::gpu_stream s = nullptr;
+  QD_GPU_CALL(api, stream_create, &s, qb::gpu_stream_non_blocking);
+  int* a = f.template allocate<int>(1);
+  int* b = f.template allocate<int>(1);
+  const int zero = 0;
+  f.device->copy_from_host(a, &zero, sizeof(int));
+  f.device->copy_from_host(b, &zero, sizeof(int));
+  const qb::gpu_function add_one = f.function("add_one");
+  void* on_a[] = {&a};
+  void* on_b[] = {&b};
+  int status = -1;
+  unsigned long long id = 0;
+  qb::gpu_graph captured = nullptr;
+  const qb::gpu_graph_node* last = nullptr;
+  std::size_t count = 7;
+  QD_GPU_CALL(api, capture_info, s, &status, &id, &captured, &last, &count);
+  CHECK(status == 0);
+  CHECK(count == 0);
+  QD_GPU_CALL(api, begin_capture, s, qb::gpu_capture_thread_local);
+  qb::gpu_graph_node nodes[2] = {};
+  for (qb::gpu_graph_node& node : nodes) {
+    QD_GPU_CALL(api, launch, add_one, 1, 1, 1, 1, 1, 1, 0, s, on_a, nullptr);
+    QD_GPU_CALL(api, capture_info, s, &status, &id, &captured, &last, &count);
+    CHECK(status == 1);
+    REQUIRE(count == 1);
+    node = last[0];
+  }
+  CHECK(nodes[0] != nodes[1]);
+  qb::gpu_graph graph = nullptr;
+  QD_GPU_CALL(api, end_capture, s, &graph);
+  qb::gpu_graph_exec exec = nullptr;
+  QD_GPU_CALL(api, graph_instantiate, &exec, graph, 0);
+  QD_GPU_CALL(api, graph_launch, exec, nullptr);  // a += 2
+  using values = qb::gpu_api<V::vendor>;
+  const auto to_b = values::kernel_node_of(add_one, 1, 1, on_b, nullptr);
+  QD_GPU_CALL(api, exec_kernel_node_set_params, exec, nodes[1], &to_b);
+  QD_GPU_CALL(api, graph_launch, exec, nullptr);                      // a += 1, b += 1
+  CHECK(api.exec_kernel_node_set_params(exec, nullptr, &to_b) == 1);  // not a node of this graph
+  const auto too_wide = values::kernel_node_of(add_one, 1, 4096, on_b, nullptr);
+  CHECK(api.exec_kernel_node_set_params(exec, nodes[0], &too_wide) == 1);  // refused: the node is unchanged
+  QD_GPU_CALL(api, graph_launch, exec, nullptr);                           // a += 1, b += 1
+  qb::gpu_graph_exec fresh = nullptr;  // the captured graph still launches on a only
+  QD_GPU_CALL(api, graph_instantiate, &fresh, graph, 0);
+  QD_GPU_CALL(api, graph_launch, fresh, nullptr);  // a += 2
+  int ha = 0, hb = 0;
+  f.device->copy_to_host(&ha, a, sizeof(int));
+  f.device->copy_to_host(&hb, b, sizeof(int));
+  CHECK(ha == 6);
+  CHECK(hb == 2);
+  QD_GPU_CALL(api, graph_exec_destroy, fresh);
+  QD_GPU_CALL(api, graph_exec_destroy, exec);
+  QD_GPU_CALL(api, graph_destroy, graph);
+  QD_GPU_CALL(api, stream_destroy, s);
+  f.device->release(a);
+  f.device->release(b);
+}
+
 TEST_CASE("emulated cuda: the device is an H200 (sm_90, 132 SMs) whose name says it is emulated") {
   cuda_fixture f;
   if (!f) return;

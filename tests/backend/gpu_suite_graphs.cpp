@@ -2,6 +2,8 @@
 // kernels and device graphs, meshes.
 #include "backend/gpu_suite.hpp"
 
+#include <cstdlib>
+
 // Vectors and matrices (SPEC §11.1) and atomic demotion (§11.4): backend/suite_kernels_vec.hpp.
 QD_SUITE_CASE("suite: vector arithmetic and functions agree with plain C++", A, QD_SUITE_ARCHES) {
   if (!start<A>()) return;
@@ -102,8 +104,9 @@ int graph_replay_on_host(std::vector<float>& x, std::vector<float>& y, float s) 
 
 // Device graphs (issue 13, docs/graphs.md): on a GPU each run of a graph kernel's tasks
 // between do_while marks is recorded once and replayed while the arguments are the
-// same; a different array or scalar records again. On CUDA 12.3+ a do_while is one
-// recording (a conditional WHILE node), else the host loop replays its body each pass.
+// same; a different array or scalar is given to a plain run's launches in place, and
+// records a device loop again. On CUDA 12.3+ a do_while is one recording (a conditional
+// WHILE node), else the host loop replays its body each pass.
 // The CPU launches plainly. The results are plain C++'s on every arch.
 QD_SUITE_CASE("suite: graph kernels record device graphs once and replay them while the arguments stay the same", A,
               QD_SUITE_ARCHES) {
@@ -125,8 +128,9 @@ QD_SUITE_CASE("suite: graph kernels record device graphs once and replay them wh
     x.from_host(hx);
     y.from_host(hy);
     const auto before = k.per_offload_cache_observations();
-    std::uint64_t builds = before.device_graph_builds, replays = before.device_graph_replays;
-    auto launch = [&](qd::ndarray<float, 1>& xs, std::vector<float>& hxs, float s, int new_builds) {
+    std::uint64_t builds = before.device_graph_builds, replays = before.device_graph_replays,
+                  updates = before.device_graph_updates;
+    auto launch = [&](qd::ndarray<float, 1>& xs, std::vector<float>& hxs, float s, int new_builds, int new_updates) {
       const int passes = graph_replay_on_host(hxs, hy, s);
       k(xs, y, flag, s);
       CHECK(xs.to_host() == hxs);
@@ -137,19 +141,24 @@ QD_SUITE_CASE("suite: graph kernels record device graphs once and replay them wh
         // Two runs: the top level once; the loop once on the device, or its body once per pass.
         const int runs = device_loops ? 2 : 1 + passes;
         replays += static_cast<std::uint64_t>(runs - new_builds);
+        updates += static_cast<std::uint64_t>(new_updates);
       }
       const auto o = k.per_offload_cache_observations();
       CHECK(o.device_graph_builds == builds);
       CHECK(o.device_graph_replays == replays);
+      CHECK(o.device_graph_updates == updates);
     };
-    launch(x, hx, 1.0f, 2);  // first launch: both runs recorded
-    launch(x, hx, 1.0f, 0);  // the same arguments: replayed
-    launch(x, hx, 1.0f, 0);
+    launch(x, hx, 1.0f, 2, 0);  // first launch: both runs recorded
+    launch(x, hx, 1.0f, 0, 0);  // the same arguments: replayed
+    launch(x, hx, 1.0f, 0, 0);
     std::vector<float> ho{9.0f, 1.0f, 1.0f, 1.0f};
     other.from_host(ho);
-    launch(other, ho, 1.0f, 2);  // another array: recorded again
-    launch(other, ho, 1.0f, 0);
-    launch(other, ho, 3.0f, 2);  // another scalar: recorded again
+    // Another array, then another scalar: the top-level run's launches get them in place;
+    // a device loop is recorded again, a host loop's body run updated in place on its first pass.
+    const int loop_builds = device_loops ? 1 : 0, updated = device_loops ? 1 : 2;
+    launch(other, ho, 1.0f, loop_builds, updated);
+    launch(other, ho, 1.0f, 0, 0);
+    launch(other, ho, 3.0f, loop_builds, updated);
     qd::reset();
   }
 
@@ -201,6 +210,82 @@ QD_SUITE_CASE("suite: a graph kernel of plain constructs is one device graph, re
   const auto o = k.per_offload_cache_observations();
   CHECK(o.device_graph_builds == (on_gpu<A>() ? 1u : 0u));
   CHECK(o.device_graph_replays == (on_gpu<A>() ? 2u : 0u));
+  qd::reset();
+}
+
+// Ping-pong buffers (issue 30): a time-stepping graph kernel launched 100 times with its
+// two arrays swapped each time, its scalar changed every ten launches, and a fork whose
+// branches run on streams of their own. On a GPU it is recorded once: each later launch
+// gives the recorded kernel nodes the new addresses and scalar in place and replays.
+// A shape change records again. The results are plain C++'s on every arch, and also
+// where the driver refuses node updates (emulated_cuda/graph_update_refused: each launch
+// with other arrays then records again).
+QD_SUITE_CASE("suite: a graph kernel over ping-pong buffers is recorded once and replayed with its arrays swapped", A,
+              QD_SUITE_ARCHES) {
+  auto k = qd::kernel("graph_ping_pong", {"src", "dst", "side", "s"}, qd::graph::on,
+                      [](qd::types::ndarray<float, 1> src, qd::types::ndarray<float, 1> dst,
+                         qd::types::ndarray<float, 1> side, qd::f32 s) {
+                        qd::graph::parallel(
+                            [&] { qd::range_for(dst.shape(0), [&](qd::i32 i) { dst[i] = src[i] * 0.5f + s; }); },
+                            [&] { qd::range_for(side.shape(0), [&](qd::i32 i) { side[i] = side[i] + 1.0f; }); });
+                        qd::range_for(dst.shape(0), [&](qd::i32 i) { dst[i] = dst[i] + qd::cast<float>(i); });
+                      });
+  // Plain C++ of one launch (x * 0.5 is exact, so a fused multiply-add rounds alike).
+  auto step = [](const std::vector<float>& src, std::vector<float>& dst, std::vector<float>& side, float s) {
+    for (std::size_t i = 0; i < dst.size(); ++i) dst[i] = src[i] * 0.5f + s;
+    for (float& v : side) v += 1.0f;
+    for (std::size_t i = 0; i < dst.size(); ++i) dst[i] += static_cast<float>(i);
+  };
+  qd_test::scratch_directory cache(std::string("suite-graph-ping-pong-") + A::name);
+  if (!start<A>({.offline_cache_file_path = cache.str()})) return;
+  const bool graphs = on_gpu<A>();
+  const bool refused = A::arch == qd::arch::cuda && std::getenv("QD_EMULATED_CUDA_REFUSE_NODE_UPDATES") != nullptr;
+  const std::uint64_t builds = !graphs ? 0 : refused ? 100 : 1, updates = graphs && !refused ? 99 : 0;
+  const std::size_t n = 6;
+  std::vector<float> ha(n), hb(n, 0.0f), hside(3, 0.0f);
+  for (std::size_t i = 0; i < n; ++i) ha[i] = static_cast<float>(3 * i + 1);
+  qd::ndarray<float, 1> a(n), b(n), side(3);
+  a.from_host(ha);
+  b.from_host(hb);
+  side.from_host(hside);
+  for (int launch = 0; launch < 100; ++launch) {
+    const float s = 1.0f + static_cast<float>(launch / 10);
+    if (launch % 2 == 0) {
+      step(ha, hb, hside, s);
+      k(a, b, side, s);
+    } else {
+      step(hb, ha, hside, s);
+      k(b, a, side, s);
+    }
+  }
+  CHECK(a.to_host() == ha);
+  CHECK(b.to_host() == hb);
+  CHECK(side.to_host() == hside);
+  auto o = k.per_offload_cache_observations();
+  CHECK(o.device_graph_builds == builds);
+  CHECK(o.device_graph_replays == updates);
+  CHECK(o.device_graph_updates == updates);
+  CHECK(o.device_stream_forks == builds);  // each recording forks once; replays fork inside the graph
+
+  // Other shapes: recorded again (and again when the first shapes come back).
+  std::vector<float> hc(n + 2), hd(n + 2, 0.0f);
+  for (std::size_t i = 0; i < n + 2; ++i) hc[i] = static_cast<float>(i) - 2.0f;
+  qd::ndarray<float, 1> c(n + 2), d(n + 2);
+  c.from_host(hc);
+  d.from_host(hd);
+  step(hc, hd, hside, 2.0f);
+  k(c, d, side, 2.0f);
+  step(hd, hc, hside, 2.0f);
+  k(d, c, side, 2.0f);
+  step(ha, hb, hside, 3.0f);
+  k(a, b, side, 3.0f);
+  CHECK(c.to_host() == hc);
+  CHECK(d.to_host() == hd);
+  CHECK(b.to_host() == hb);
+  CHECK(side.to_host() == hside);
+  o = k.per_offload_cache_observations();
+  CHECK(o.device_graph_builds == (graphs ? builds + 2 + (refused ? 1 : 0) : 0u));
+  CHECK(o.device_graph_updates == (graphs && !refused ? updates + 1 : 0u));
   qd::reset();
 }
 

@@ -139,6 +139,20 @@ class device {
     (void)r;
     throw internal_error("replay called on a backend without device graphs");
   }
+  // New arguments for a recording in place, without recording it again: after
+  // begin_update (false: this recording cannot be updated), launches whose context names
+  // it (or a branch queue forked from it) give its recorded launches their new parameters,
+  // one by one in the order they were recorded, instead of recording or running;
+  // end_update says whether every recorded launch got its own entry point's parameters
+  // (false: the recording is partly updated and must be recorded again).
+  virtual bool begin_update(launch_queue& r) {
+    (void)r;
+    return false;
+  }
+  virtual bool end_update(launch_queue& r) {
+    (void)r;
+    return false;
+  }
 
   // Fork branches on queues of their own (traits().branch_queues): after fork, launches
   // on each branch queue start after the work queued on `origin` (null: the default

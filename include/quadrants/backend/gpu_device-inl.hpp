@@ -122,6 +122,9 @@ class gpu_queue : public launch_queue {
 };
 inline gpu_stream stream_of(const launch_queue* q) { return q ? static_cast<const gpu_queue*>(q)->stream() : nullptr; }
 
+template <gpu_vendor Vendor>
+class gpu_recording;
+
 // A queue with a stream of its own, non-blocking: other threads' work on the legacy
 // stream neither joins what it records nor serializes what it runs.
 template <gpu_vendor Vendor>
@@ -129,6 +132,10 @@ class gpu_own_stream : public gpu_queue {
  public:
   gpu_own_stream(const gpu_own_stream&) = delete;
   gpu_own_stream& operator=(const gpu_own_stream&) = delete;
+  // The device graph this queue's launches belong to (a recording itself, or a branch
+  // forked from one); null: they run.
+  gpu_recording<Vendor>* records_into() const { return records_into_; }
+  void set_records_into(gpu_recording<Vendor>* r) { records_into_ = r; }
 
  protected:
   explicit gpu_own_stream(std::shared_ptr<const gpu_session<Vendor>> gpu) : gpu_(std::move(gpu)) {
@@ -141,12 +148,15 @@ class gpu_own_stream : public gpu_queue {
   const gpu_driver_api<Vendor>& api() const { return gpu_->api(); }
 
   std::shared_ptr<const gpu_session<Vendor>> gpu_;
+  gpu_recording<Vendor>* records_into_ = nullptr;
 };
 
 // A device graph: launches captured on the queue's stream, instantiated, and launched on
 // the legacy stream, where it is ordered like any launch. A loop recording (conditional
 // nodes: CUDA 12.3+) captures into the body of a WHILE node instead, and ends the body
 // with a launch of `set_while`, which sets the node's condition from the flag.
+// A plain recording notes the kernel node each launch added (the node its stream's
+// capture last added), so that an update can give those nodes new arguments in place.
 template <gpu_vendor Vendor>
 class gpu_recording final : public gpu_own_stream<Vendor> {
   using base = gpu_own_stream<Vendor>;
@@ -155,6 +165,8 @@ class gpu_recording final : public gpu_own_stream<Vendor> {
 
  public:
   explicit gpu_recording(std::shared_ptr<const gpu_session<Vendor>> gpu) : base(std::move(gpu)) {
+    this->records_into_ = this;
+    updatable_ = api().has_node_updates();
     begin(api().begin_capture(stream_, gpu_capture_thread_local), "begin_capture", "stream_, gpu_capture_thread_local");
   }
   gpu_recording(std::shared_ptr<const gpu_session<Vendor>> gpu, const void* flag, const function_info& set_while)
@@ -185,6 +197,44 @@ class gpu_recording final : public gpu_own_stream<Vendor> {
   void launch() const {
     if (!exec_) throw internal_error("a device graph replayed before it was instantiated");
     QD_GPU_CALL(api(), graph_launch, exec_, nullptr);
+  }
+
+  // After a launch of `f` captured on `stream` (this recording's or a branch's): its node.
+  void note_launch(gpu_function f, gpu_stream stream) {
+    if (!updatable_) return;
+    int status = 0;
+    unsigned long long id = 0;
+    gpu_graph graph = nullptr;
+    const gpu_graph_node* last = nullptr;
+    std::size_t count = 0;
+    if (api().capture_info(stream, &status, &id, &graph, &last, &count) != gpu_success || count != 1 || !last) {
+      updatable_ = false;  // not known: such a recording is recorded again instead
+      nodes_.clear();
+      return;
+    }
+    nodes_.push_back({last[0], f});
+  }
+  bool updating() const { return updating_; }
+  bool begin_update() {
+    if (!updatable_ || !exec_ || updating_) return false;
+    updating_ = true;
+    update_failed_ = false;
+    next_ = 0;
+    return true;
+  }
+  // The next recorded launch's new parameters; a launch of another entry point, one too
+  // many or one the driver refuses fails the update.
+  void update(gpu_function f, const typename gpu_api<Vendor>::kernel_node& params) {
+    if (update_failed_ || next_ >= nodes_.size() || nodes_[next_].function != f ||
+        api().exec_kernel_node_set_params(exec_, nodes_[next_].node, &params) != gpu_success) {
+      update_failed_ = true;
+      return;
+    }
+    ++next_;
+  }
+  bool end_update() {
+    updating_ = false;
+    return !update_failed_ && next_ == nodes_.size();
   }
 
  private:
@@ -229,6 +279,14 @@ class gpu_recording final : public gpu_own_stream<Vendor> {
     graph_ = nullptr;
   }
 
+  struct kernel_node {
+    gpu_graph_node node;
+    gpu_function function;
+  };
+  std::vector<kernel_node> nodes_;  // in launch order
+  bool updatable_ = false;          // a plain recording whose every launch's node is known
+  bool updating_ = false, update_failed_ = false;
+  std::size_t next_ = 0;  // during an update: the node the next launch updates
   const void* flag_ = nullptr;
   const function_info* set_while_ = nullptr;  // a loop recording: the kernel that sets its condition
   gpu_graph graph_ = nullptr;
@@ -344,8 +402,15 @@ class gpu_device final : public device {
     void** kernel_params = values::packed_parameters ? nullptr : per_parameter;
     void** extra = values::packed_parameters ? packed : nullptr;
     const gpu_launch_shape shape = gpu_launch_shape_of(parallel, f->grid, c.block_dim);
+    gpu_recording<Vendor>* graph =
+        c.queue ? static_cast<const gpu_own_stream<Vendor>*>(c.queue)->records_into() : nullptr;
+    if (graph && graph->updating()) {
+      graph->update(f->function, values::kernel_node_of(f->function, shape.grid, shape.block, kernel_params, extra));
+      return;
+    }
     QD_GPU_CALL(api, launch, f->function, shape.grid, 1, 1, shape.block, 1, 1, 0, stream_of(c.queue), kernel_params,
                 extra);
+    if (graph) graph->note_launch(f->function, stream_of(c.queue));
     if ((c.check_errors || c.wide_bounds) && !c.queue) {
       // Bounds checks are on: the launch must report its first out-of-range access.
       std::int64_t record[5] = {0, 0, 0, 0, 0};
@@ -376,17 +441,35 @@ class gpu_device final : public device {
     current("replaying a device graph");
     static_cast<const gpu_recording<Vendor>&>(r).launch();
   }
+  bool begin_update(launch_queue& r) override {
+    current("updating a device graph");
+    return static_cast<gpu_recording<Vendor>&>(r).begin_update();
+  }
+  bool end_update(launch_queue& r) override { return static_cast<gpu_recording<Vendor>&>(r).end_update(); }
   std::unique_ptr<launch_queue> make_branch_queue() override {
     current("a fork's branch");
     return std::make_unique<gpu_branch<Vendor>>(gpu_);
   }
+  // A branch forked from a recording records into it, or updates it: then no events.
   void fork(launch_queue* origin, std::span<launch_queue* const> branches) override {
     current("a fork's branch");
-    for (launch_queue* b : branches) static_cast<const gpu_branch<Vendor>*>(b)->fork(stream_of(origin));
+    gpu_recording<Vendor>* graph =
+        origin ? static_cast<const gpu_own_stream<Vendor>*>(origin)->records_into() : nullptr;
+    for (launch_queue* b : branches) {
+      auto* branch = static_cast<gpu_branch<Vendor>*>(b);
+      branch->set_records_into(graph);
+      if (!graph || !graph->updating()) branch->fork(stream_of(origin));
+    }
   }
   void join(launch_queue* origin, std::span<launch_queue* const> branches) override {
     current("a fork's branch");
-    for (launch_queue* b : branches) static_cast<const gpu_branch<Vendor>*>(b)->join(stream_of(origin));
+    gpu_recording<Vendor>* graph =
+        origin ? static_cast<const gpu_own_stream<Vendor>*>(origin)->records_into() : nullptr;
+    for (launch_queue* b : branches) {
+      auto* branch = static_cast<gpu_branch<Vendor>*>(b);
+      if (!graph || !graph->updating()) branch->join(stream_of(origin));
+      branch->set_records_into(nullptr);
+    }
   }
 
  private:

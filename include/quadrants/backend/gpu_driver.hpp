@@ -56,6 +56,28 @@ inline constexpr int gpu_conditional_while = 1;                // CU_GRAPH_COND_
 inline constexpr unsigned gpu_conditional_assign_default = 1;  // CU_GRAPH_COND_ASSIGN_DEFAULT
 inline constexpr int gpu_conditional_nodes_version = 12030;    // cuDriverGetVersion of 12.3, the first with them
 
+// A kernel node's launch, to give it new arguments in an instantiated graph: cuda.h's
+// CUDA_KERNEL_NODE_PARAMS (v1, what cuGraphExecKernelNodeSetParams takes) and
+// hip_runtime_api.h's hipKernelNodeParams (dim3 is three unsigned).
+struct gpu_cuda_kernel_node {
+  gpu_function func;
+  unsigned grid[3], block[3], shared_bytes;
+  void** kernel_params;
+  void** extra;
+};
+struct gpu_hip_kernel_node {
+  unsigned block[3];
+  void** extra;
+  void* func;
+  unsigned grid[3];
+  void** kernel_params;
+  unsigned shared_bytes;
+};
+static_assert(sizeof(gpu_cuda_kernel_node) == 56 && offsetof(gpu_cuda_kernel_node, kernel_params) == 40 &&
+              sizeof(gpu_hip_kernel_node) == 64 && offsetof(gpu_hip_kernel_node, extra) == 16 &&
+              offsetof(gpu_hip_kernel_node, grid) == 32 && offsetof(gpu_hip_kernel_node, kernel_params) == 48 &&
+              offsetof(gpu_hip_kernel_node, shared_bytes) == 56);
+
 // What an opened GPU is (gpu_steps::open).
 struct gpu_facts {
   int ordinal = 0;
@@ -90,6 +112,14 @@ struct gpu_api {
   // hipRTC compiles one program at a time: HIP 5's (comgr underneath) crashes when two
   // threads compile at once.
   static constexpr bool concurrent_compile = cuda;
+  // A one-dimensional launch of `f`, as a kernel node's parameters.
+  using kernel_node = std::conditional_t<cuda, gpu_cuda_kernel_node, gpu_hip_kernel_node>;
+  static kernel_node kernel_node_of(gpu_function f, unsigned grid, unsigned block, void** params, void** extra) {
+    if constexpr (cuda)
+      return {f, {grid, 1, 1}, {block, 1, 1}, 0, params, extra};
+    else
+      return {{block, 1, 1}, extra, f, {grid, 1, 1}, params, 0};
+  }
 
   static device_ptr to_device(const void* p) {
     if constexpr (cuda)
@@ -166,9 +196,10 @@ struct gpu_steps {
   X(event_destroy, "cuEventDestroy_v2", "hipEventDestroy", gpu_result(gpu_event))                                      \
   X(event_record, "cuEventRecord", "hipEventRecord", gpu_result(gpu_event, gpu_stream))
 
-// Entry points only some versions have (null when absent): graphs (CUDA 11.4+), and
-// CUDA's conditional nodes (12.3+; cuGraphAddNode_v2, with edge data, is 12.4's and
-// preferred where present).
+// Entry points only some versions have (null when absent): graphs (CUDA 11.4+), the
+// node a capture last added and new arguments for a kernel node in place, and CUDA's
+// conditional nodes (12.3+; cuGraphAddNode_v2, with edge data, is 12.4's and preferred
+// where present).
 #define QD_GPU_DRIVER_OPTIONAL_ENTRY_POINTS(X)                                                                       \
   X(begin_capture, "cuStreamBeginCapture_v2", "hipStreamBeginCapture", gpu_result(gpu_stream, int))                  \
   X(end_capture, "cuStreamEndCapture", "hipStreamEndCapture", gpu_result(gpu_stream, gpu_graph*))                    \
@@ -177,6 +208,10 @@ struct gpu_steps {
   X(graph_launch, "cuGraphLaunch", "hipGraphLaunch", gpu_result(gpu_graph_exec, gpu_stream))                         \
   X(graph_exec_destroy, "cuGraphExecDestroy", "hipGraphExecDestroy", gpu_result(gpu_graph_exec))                     \
   X(graph_destroy, "cuGraphDestroy", "hipGraphDestroy", gpu_result(gpu_graph))                                       \
+  X(capture_info, "cuStreamGetCaptureInfo_v2", "hipStreamGetCaptureInfo_v2",                                         \
+    gpu_result(gpu_stream, int*, unsigned long long*, gpu_graph*, const gpu_graph_node**, std::size_t*))             \
+  X(exec_kernel_node_set_params, "cuGraphExecKernelNodeSetParams", "hipGraphExecKernelNodeSetParams",                \
+    gpu_result(gpu_graph_exec, gpu_graph_node, const void*))                                                         \
   X(graph_create, "cuGraphCreate", nullptr, gpu_result(gpu_graph*, unsigned))                                        \
   X(condition_create, "cuGraphConditionalHandleCreate", nullptr,                                                     \
     gpu_result(gpu_condition*, gpu_graph, gpu_context, unsigned, unsigned))                                          \
@@ -202,6 +237,8 @@ struct gpu_driver_api {
   bool has_graphs() const {
     return begin_capture && end_capture && graph_instantiate && graph_launch && graph_exec_destroy && graph_destroy;
   }
+  // Whether a recorded graph's kernel nodes can be found and given new arguments in place.
+  bool has_node_updates() const { return has_graphs() && capture_info && exec_kernel_node_set_params; }
   // Whether it has conditional WHILE nodes (CUDA 12.3+): their entry points, and a
   // driver that says it is 12.3 or later.
   bool has_conditional_nodes() const {

@@ -1,7 +1,7 @@
 // Device graphs of a graph kernel (docs/graphs.md): each run of tasks between do_while
-// marks is recorded once by the backend (a CUDA or HIP graph) and replayed while the
-// launch's arguments are the ones it was recorded with; and the streams fork branches
-// run on. Internal.
+// marks is recorded once by the backend (a CUDA or HIP graph) and replayed, its launches
+// given new array addresses and scalars in place when only those changed; and the
+// streams fork branches run on. Internal.
 #pragma once
 
 #include <atomic>
@@ -16,7 +16,8 @@
 namespace qd::inline v0::detail {
 
 // What a recorded launch depends on, per kernel parameter: the recording holds these
-// values (array descriptors, scalars), so a different one means recording again.
+// values (array descriptors, scalars), so a different one means updating it in place
+// (addresses and scalars) or recording again (shapes).
 struct argument_print {
   void* data = nullptr;
   void* grad = nullptr;
@@ -32,7 +33,7 @@ struct recorded_run {
   bool recordable = false;      // it has tasks and none draws random numbers (their streams change per launch)
   std::int32_t loop_flag = -1;  // a device loop: the kernel parameter of its flag; -1: a plain run
   std::unique_ptr<backend::launch_queue> recording;
-  std::vector<argument_print> arguments;  // what `recording` was recorded with
+  std::vector<argument_print> arguments;  // what `recording` was recorded or last updated with
 };
 
 struct device_graphs {

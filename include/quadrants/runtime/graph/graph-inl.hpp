@@ -88,9 +88,10 @@ QD_FUNC fork_job make_fork_job(const kernel_state& k, program& p, const compiled
 }
 
 // Runs a fork's branches on queues of their own, forked from and joined to `origin`
-// (null: the default queue; or a recording); false if the backend has none.
+// (null: the default queue; or a recording, recorded or `updating`); false if the
+// backend has none.
 QD_FUNC bool run_on_branch_queues(const fork_job& job, device_graphs* g, backend::launch_queue* origin,
-                                  task_buffers& buffers) {
+                                  task_buffers& buffers, bool updating = false) {
   const variant& v = *job.v;
   const std::size_t n = job.branches.size();
   if (n < 2 || !g || !v.device->traits().branch_queues) return false;
@@ -107,7 +108,7 @@ QD_FUNC bool run_on_branch_queues(const fork_job& job, device_graphs* g, backend
     throw;
   }
   v.device->join(origin, queues);
-  job.k->device_stream_forks.fetch_add(1, std::memory_order_relaxed);
+  if (!updating) job.k->device_stream_forks.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
@@ -219,8 +220,60 @@ class graphs_turn {
   bool record_ = false;
 };
 
+// Sends the launches of the steps [start, end) to `queue`, a recording being recorded
+// or `updating`: fork branches on branch queues forked from it where the backend has
+// them (parallel paths of the graph), else in order. An update walks the same steps in
+// the same order, so each launch meets the node it recorded.
+QD_FUNC void queue_steps(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
+                         const launch_arg* args, std::uint64_t launch_no, std::uint64_t pass, std::size_t start,
+                         std::size_t end, device_graphs& g, task_buffers& buffers, backend::launch_queue& queue,
+                         bool updating) {
+  for (std::size_t i = start; i < end; ++i) {
+    const analysis::schedule_step& st = v.schedule[i];
+    if (st.is_task) {
+      launch_task(k, p, c, v, v.tasks[static_cast<std::size_t>(st.task)], args, launch_no, pass, buffers, &queue);
+    } else if (st.mark == ir::graph_mark::fork_begin) {
+      const fork_job job = make_fork_job(k, p, c, v, args, launch_no, pass, i);
+      if (run_on_branch_queues(job, &g, &queue, buffers, updating)) i = static_cast<std::size_t>(st.jump);
+    }
+  }
+}
+
+// Whether `args` differ from what `run` was recorded with only in array addresses and
+// scalar values: the same shapes, and a gradient buffer where there was one.
+QD_FUNC bool same_layout(const recorded_run& run, const launch_arg* args, std::size_t n) {
+  if (run.arguments.size() != n) return false;
+  for (std::size_t i = 0; i < n; ++i) {
+    const argument_print& r = run.arguments[i];
+    if ((r.grad == nullptr) != (args[i].grad == nullptr) ||
+        !std::equal(std::begin(r.shape), std::end(r.shape), std::begin(args[i].shape)))
+      return false;
+  }
+  return true;
+}
+
+// Gives a plain run's recorded launches the arguments `args` in place (the backend's
+// node updates); false when the backend cannot (then the run is recorded again).
+QD_FUNC bool update_recorded(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
+                             const launch_arg* args, std::uint64_t launch_no, std::uint64_t pass, std::size_t start,
+                             device_graphs& g, task_buffers& buffers) {
+  recorded_run& run = g.runs[start];
+  backend::launch_queue& recording = *run.recording;
+  if (!v.device->begin_update(recording)) return false;
+  try {
+    queue_steps(k, p, c, v, args, launch_no, pass, start, run.end, g, buffers, recording, true);
+  } catch (...) {
+    v.device->end_update(recording);
+    run.recording.reset();  // partly updated
+    throw;
+  }
+  return v.device->end_update(recording);
+}
+
 // Runs the run of steps starting at `start`: replays its recording when the arguments
-// are those it was recorded with (no allocation, no hashing), else records it again.
+// are those it was recorded with (no allocation, no hashing); when only array addresses
+// or scalar values changed, gives a plain run's recorded launches the new ones in place
+// and replays (ping-pong buffers); else records it again.
 // False when a device loop could not be recorded (the driver or its compiler refused:
 // nothing ran); the caller then plans host loops and runs this one on the host.
 QD_FUNC bool run_recorded(const kernel_state& k, program& p, const compiled_kernel& c, const variant& v,
@@ -240,30 +293,32 @@ QD_FUNC bool run_recorded(const kernel_state& k, program& p, const compiled_kern
     k.device_graph_replays.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
-  run.recording.reset();
-  run.arguments.resize(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    argument_print& r = run.arguments[i];
-    r.data = args[i].data;
-    r.grad = args[i].grad;
-    std::copy(std::begin(args[i].shape), std::end(args[i].shape), std::begin(r.shape));
-    r.scalar_bits = args[i].scalar_bits;
+  auto remember = [&] {
+    run.arguments.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      argument_print& r = run.arguments[i];
+      r.data = args[i].data;
+      r.grad = args[i].grad;
+      std::copy(std::begin(args[i].shape), std::end(args[i].shape), std::begin(r.shape));
+      r.scalar_bits = args[i].scalar_bits;
+    }
+  };
+  // A device loop's recording also holds its flag's address outside any kernel node: recorded again.
+  if (run.recording && run.loop_flag < 0 && same_layout(run, args, n) &&
+      update_recorded(k, p, c, v, args, launch_no, pass, start, g, buffers)) {
+    remember();
+    v.device->replay(*run.recording);
+    k.device_graph_replays.fetch_add(1, std::memory_order_relaxed);
+    k.device_graph_updates.fetch_add(1, std::memory_order_relaxed);
+    return true;
   }
+  run.recording.reset();
+  remember();
   std::unique_ptr<backend::launch_queue> recording;
   try {
     recording = run.loop_flag >= 0 ? v.device->begin_loop_recording(args[static_cast<std::size_t>(run.loop_flag)].data)
                                    : v.device->begin_recording();
-    for (std::size_t i = start; i < run.end; ++i) {
-      const analysis::schedule_step& st = v.schedule[i];
-      if (st.is_task) {
-        launch_task(k, p, c, v, v.tasks[static_cast<std::size_t>(st.task)], args, launch_no, pass, buffers,
-                    recording.get());
-      } else if (st.mark == ir::graph_mark::fork_begin) {
-        // Parallel paths of the graph where the backend has branch queues; else in order.
-        const fork_job job = make_fork_job(k, p, c, v, args, launch_no, pass, i);
-        if (run_on_branch_queues(job, &g, recording.get(), buffers)) i = static_cast<std::size_t>(st.jump);
-      }
-    }
+    queue_steps(k, p, c, v, args, launch_no, pass, start, run.end, g, buffers, *recording, false);
     v.device->end_recording(*recording);
   } catch (const error& e) {
     if (run.loop_flag < 0 || (!dynamic_cast<const driver_error*>(&e) && !dynamic_cast<const compile_error*>(&e))) throw;

@@ -30,9 +30,12 @@ struct per_offload_observations {
   int tasks_cache_hit = -1;   // loaded from disk or reused in memory
   int tasks_recompiled = -1;  // produced by the compiler now
   // Device graphs of a graph kernel on a GPU (docs/graphs.md), counted over its launches:
-  // runs of tasks recorded (first launch, or arguments changed) and replayed as recorded.
+  // runs of tasks recorded (first launch, shapes changed, or a change the backend cannot
+  // make in place) and replayed without recording; of those replays, the ones whose
+  // recorded launches first got new array addresses or scalar values in place.
   std::uint64_t device_graph_builds = 0;
   std::uint64_t device_graph_replays = 0;
+  std::uint64_t device_graph_updates = 0;
   // Forks (qd::concurrent, qd::graph::parallel) whose branches ran on GPU streams of their own.
   std::uint64_t device_stream_forks = 0;
 };

@@ -176,6 +176,7 @@ QD_FUNC per_offload_observations observations(const kernel_state& k) {
   o.runtime_fallbacks = k.runtime_fallbacks.load(std::memory_order_relaxed);
   o.device_graph_builds = k.device_graph_builds.load(std::memory_order_relaxed);
   o.device_graph_replays = k.device_graph_replays.load(std::memory_order_relaxed);
+  o.device_graph_updates = k.device_graph_updates.load(std::memory_order_relaxed);
   o.device_stream_forks = k.device_stream_forks.load(std::memory_order_relaxed);
   return o;
 }

@@ -95,6 +95,7 @@ class kernel_state : public std::enable_shared_from_this<kernel_state> {
   std::atomic<std::uint64_t> runtime_fallbacks{0};
   mutable std::atomic<std::uint64_t> device_graph_builds{0};   // runs recorded (runtime/graph/graph.hpp)
   mutable std::atomic<std::uint64_t> device_graph_replays{0};  // runs replayed without recording
+  mutable std::atomic<std::uint64_t> device_graph_updates{0};  // of those, with new arguments given in place
   mutable std::atomic<std::uint64_t> device_stream_forks{0};   // forks whose branches ran on streams of their own
   std::atomic<bool> fallback_warned{false};
   bool unchecked_split = false;  // test-only: see force_unchecked_split
