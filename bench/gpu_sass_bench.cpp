@@ -320,7 +320,7 @@ int main(int argc, char** argv) {
   bool ok = cuda_part(root);
   ok = hip_part(root) && ok;
   std::error_code ec;
-  fs::remove_all(root, ec);
+  if (std::getenv("QD_SASS_KEEP") == nullptr) fs::remove_all(root, ec);
   if (check && !ok) {
     fmt::print("FAILED: a kernel is above {}x its hand-written instructions\n", target);
     return 1;

@@ -44,6 +44,9 @@ QD_FN qd_f32 qd_abs(qd_f32 x) { return fabsf(x); }
 QD_FN qd_f64 qd_abs(qd_f64 x) { return fabs(x); }
 QD_FN qd_f32 qd_fma(qd_f32 a, qd_f32 b, qd_f32 c) { return fmaf(a, b, c); }
 QD_FN qd_f64 qd_fma(qd_f64 a, qd_f64 b, qd_f64 c) { return fma(a, b, c); }
+/* An array extent's low half (extents are below 2^31; GPUs are little-endian), loaded as 32
+   bits: the compilers then see a 32x32->64-bit multiply in the offsets. */
+QD_FN qd_i32 qd_extent32(const qd_i64* e) { qd_i32 v; memcpy(&v, e, 4); return v; }
 QD_FN qd_i32 qd_popc32(qd_u32 x) { return __popc(x); }
 QD_FN qd_i32 qd_popc64(qd_u64 x) { return __popcll(x); }
 QD_FN qd_i32 qd_clz32(qd_u32 x) { return __clz((int)x); }
@@ -63,33 +66,86 @@ QD_FN qd_i32 qd_bound(const qd_ctx* ctx, qd_i64 value, qd_i32 on_overflow) {
   if (atomicCAS((unsigned long long*)ctx->error, 0ull, 2ull) == 0ull) ctx->error[3] = value;
   return on_overflow;
 }
-/* One iteration of a parallel task: linear index qd_k of its row-major space. */
+/* One iteration of a parallel task at 64-bit linear index qd_k of its row-major space
+   (the deterministic reductions' chunks; a plain loop goes by segments, below). */
 #define QD_GPU_ITERATION(entry, RANK, qd_k)                                                                \
   if (RANK == 1) {                                                                                         \
     entry##_body(ctx, qd_f, &qd_red, (qd_i32)(qd_f.qd_base + qd_k), 0, 0, 0);                              \
   } else {                                                                                                 \
     qd_i32 qd_ix[QD_MAX_NDIM] = {0, 0, 0, 0};                                                              \
-    if (qd_f.qd_count <= 0xffffffffll) { /* 32-bit division where the space allows it */                  \
-      qd_u32 qd_r = (qd_u32)qd_k;                                                                          \
-      for (int qd_d = RANK - 1; qd_d > 0; --qd_d) {                                                        \
-        const qd_u32 qd_n = (qd_u32)qd_f.qd_dims[qd_d];                                                    \
-        qd_ix[qd_d] = (qd_i32)(qd_r % qd_n);                                                               \
-        qd_r /= qd_n;                                                                                      \
-      }                                                                                                    \
-      qd_ix[0] = (qd_i32)qd_r;                                                                             \
-    } else {                                                                                               \
-      qd_i64 qd_r = qd_k;                                                                                  \
-      for (int qd_d = RANK - 1; qd_d > 0; --qd_d) {                                                        \
-        qd_ix[qd_d] = (qd_i32)(qd_r % qd_f.qd_dims[qd_d]);                                                 \
-        qd_r /= qd_f.qd_dims[qd_d];                                                                        \
-      }                                                                                                    \
-      qd_ix[0] = (qd_i32)qd_r;                                                                             \
+    qd_i64 qd_r = qd_k;                                                                                    \
+    for (int qd_d = RANK - 1; qd_d > 0; --qd_d) {                                                          \
+      qd_ix[qd_d] = (qd_i32)(qd_r % qd_f.qd_dims[qd_d]);                                                   \
+      qd_r /= qd_f.qd_dims[qd_d];                                                                          \
     }                                                                                                      \
+    qd_ix[0] = (qd_i32)qd_r;                                                                               \
     entry##_body(ctx, qd_f, &qd_red, qd_ix[0], qd_ix[1], qd_ix[2], qd_ix[3]);                              \
   }
-/* One launch per task: every thread evaluates the prologue, then a grid-stride
-   loop over [0, qd_count); a thread reduces into its own accumulators and
-   flushes them once, if it ran any iteration. Indices are row-major. */
+/* A parallel task's space in segments of at most 2^31 iterations, so that a thread counts
+   and decomposes its iterations in 32 bits. A segment is a box: the dimensions after the
+   split dimension s whole (together <= 2^31 iterations), `rows` indices of s, one index of
+   each dimension before s. Index d of offset k in a segment is off[d] plus digit d of k
+   (off is 0 after s, so the last dimension needs no addition). Every loop is indexed by
+   constants once unrolled: no local memory. Rank 1 (at most 2^32 - 1 iterations: i32
+   bounds) and nearly every launch of a higher rank are one segment. */
+template <int RANK> struct qd_segments {
+  qd_i64 dims[RANK];
+  qd_i64 count;
+  qd_u32 inner, rows, extent, at;  /* iterations per index of s; indices of s per segment */
+  int s;
+  qd_i32 off[RANK];
+  QD_FN qd_segments(const qd_i64* d, qd_i64 n) : count(n), inner(1), rows(0), extent(0), at(0), s(0) {
+    for (int k = 0; k < RANK; ++k) dims[k] = d[k], off[k] = 0;
+    if (RANK == 1) return;
+    s = RANK - 2;  /* extents are below 2^31: the last dimension fits */
+    qd_i64 q = dims[RANK - 1];
+    for (int k = RANK - 2; k > 0; --k)
+      if (s == k && q * dims[k] <= 0x80000000ll) q *= dims[k], s = k - 1;
+    inner = (qd_u32)q;
+    rows = 1u << (qd_clz32(inner - 1u) - 1);  /* a power of two, rows * inner <= 2^31: no division */
+    for (int k = 0; k < RANK - 1; ++k)
+      if (k == s) extent = (qd_u32)dims[k];
+  }
+  QD_FN qd_u32 size() const {
+    if (RANK == 1) return (qd_u32)count;  /* i32 bounds: at most 2^32 - 1 */
+    const qd_u32 left = extent - at;
+    return (left < rows ? left : rows) * inner;
+  }
+  /* Enters the next segment; false after the last. */
+  QD_FN bool next() {
+    if (RANK == 1) return false;
+    at += rows;  /* < 2^32: both terms are below 2^31 */
+    bool carry = at >= extent;
+    if (carry) at = 0;
+    for (int k = 0; k < RANK - 1; ++k)
+      if (k == s) off[k] = (qd_i32)at;
+    for (int k = RANK - 2; k >= 0; --k)
+      if (carry && k < s) {
+        carry = ++off[k] >= dims[k];
+        if (carry) off[k] = 0;
+      }
+    return !carry;
+  }
+};
+/* Offset qd_k of the current segment as the body's indices. */
+#define QD_GPU_ITERATION32(entry, RANK, qd_k)                                                              \
+  if (RANK == 1) {                                                                                         \
+    entry##_body(ctx, qd_f, &qd_red, (qd_i32)((qd_u32)qd_f.qd_base + qd_k), 0, 0, 0);                      \
+  } else {                                                                                                 \
+    qd_i32 qd_ix[QD_MAX_NDIM] = {0, 0, 0, 0};                                                              \
+    qd_u32 qd_r = qd_k;                                                                                    \
+    for (int qd_d = RANK - 1; qd_d > 0; --qd_d) {                                                          \
+      const qd_u32 qd_n = (qd_u32)qd_f.qd_dims[qd_d];                                                      \
+      qd_ix[qd_d] = (qd_i32)(qd_r % qd_n) + (qd_d < RANK - 1 ? qd_seg.off[qd_d] : 0);                    \
+      qd_r /= qd_n;                                                                                        \
+    }                                                                                                      \
+    qd_ix[0] = (qd_i32)qd_r + qd_seg.off[0];                                                               \
+    entry##_body(ctx, qd_f, &qd_red, qd_ix[0], qd_ix[1], qd_ix[2], qd_ix[3]);                              \
+  }
+/* One launch per task: every thread evaluates the prologue, then grid-strides over each
+   segment of [0, qd_count) (qd_k + stride is never formed past the segment: no wrap); a
+   thread reduces into its own accumulators and flushes them once, if it ran any
+   iteration. Indices are row-major. */
 #define QD_PARALLEL_TASK(entry, RANK) QD_PARALLEL_TASK_BLOCK(entry, RANK, QD_BLOCK)
 /* BLOCK: the threads per block it is launched with (qd::loop_config{.block_dim}). */
 #define QD_PARALLEL_TASK_BLOCK(entry, RANK, BLOCK)                                                         \
@@ -97,13 +153,22 @@ QD_FN qd_i32 qd_bound(const qd_ctx* ctx, qd_i64 value, qd_i32 on_overflow) {
     const qd_ctx* ctx = &qd_c;                                                                             \
     entry##_frame qd_f;                                                                                    \
     entry##_prologue(ctx, &qd_f);                                                                          \
-    qd_i64 qd_k = (qd_i64)blockIdx.x * blockDim.x + threadIdx.x;                                           \
-    if (qd_k >= qd_f.qd_count) return;                                                                     \
-    const qd_i64 qd_stride = (qd_i64)blockDim.x * gridDim.x;                                               \
+    const qd_u32 qd_t = blockIdx.x * blockDim.x + threadIdx.x;                                             \
+    if (RANK == 1 ? qd_t >= (qd_u32)qd_f.qd_count : (qd_i64)qd_t >= qd_f.qd_count) return;                \
+    const qd_u32 qd_stride = blockDim.x * gridDim.x;                                                       \
     entry##_red qd_red;                                                                                    \
     entry##_red_init(&qd_red);                                                                             \
-    /* Not unrolled: NVVM's 4x unrolling doubles ptxas's time per construct. */                           \
-    _Pragma("unroll 1") for (; qd_k < qd_f.qd_count; qd_k += qd_stride) { QD_GPU_ITERATION(entry, RANK, qd_k) } \
+    qd_segments<RANK> qd_seg(qd_f.qd_dims, qd_f.qd_count);                                                 \
+    do {                                                                                                   \
+      const qd_u32 qd_n = qd_seg.size();                                                                   \
+      if (qd_t >= qd_n) continue;                                                                          \
+      const qd_u32 qd_last = qd_n > qd_stride ? qd_n - qd_stride : 0u;                                     \
+      /* Not unrolled: NVVM's 4x unrolling doubles ptxas's time per construct. */                         \
+      _Pragma("unroll 1") for (qd_u32 qd_k = qd_t;; qd_k += qd_stride) {                                   \
+        QD_GPU_ITERATION32(entry, RANK, qd_k)                                                              \
+        if (qd_k >= qd_last) break;                                                                        \
+      }                                                                                                    \
+    } while (qd_seg.next());                                                                               \
     entry##_red_flush(ctx, &qd_red);                                                                       \
   }
 /* A loop with reductions into top-level variables. DET 0: as any loop (each thread
