@@ -81,71 +81,36 @@ QD_FN qd_i32 qd_bound(const qd_ctx* ctx, qd_i64 value, qd_i32 on_overflow) {
     qd_ix[0] = (qd_i32)qd_r;                                                                               \
     entry##_body(ctx, qd_f, &qd_red, qd_ix[0], qd_ix[1], qd_ix[2], qd_ix[3]);                              \
   }
-/* A parallel task's space in segments of at most 2^31 iterations, so that a thread counts
-   and decomposes its iterations in 32 bits. A segment is a box: the dimensions after the
-   split dimension s whole (together <= 2^31 iterations), `rows` indices of s, one index of
-   each dimension before s. Index d of offset k in a segment is off[d] plus digit d of k
-   (off is 0 after s, so the last dimension needs no addition). Every loop is indexed by
-   constants once unrolled: no local memory. Rank 1 (at most 2^32 - 1 iterations: i32
-   bounds) and nearly every launch of a higher rank are one segment. */
-template <int RANK> struct qd_segments {
-  qd_i64 dims[RANK];
-  qd_i64 count;
-  qd_u32 inner, rows, extent, at;  /* iterations per index of s; indices of s per segment */
-  int s;
-  qd_i32 off[RANK];
-  QD_FN qd_segments(const qd_i64* d, qd_i64 n) : count(n), inner(1), rows(0), extent(0), at(0), s(0) {
-    for (int k = 0; k < RANK; ++k) dims[k] = d[k], off[k] = 0;
-    if (RANK == 1) return;
-    s = RANK - 2;  /* extents are below 2^31: the last dimension fits */
-    qd_i64 q = dims[RANK - 1];
-    for (int k = RANK - 2; k > 0; --k)
-      if (s == k && q * dims[k] <= 0x80000000ll) q *= dims[k], s = k - 1;
-    inner = (qd_u32)q;
-    rows = 1u << (qd_clz32(inner - 1u) - 1);  /* a power of two, rows * inner <= 2^31: no division */
-    for (int k = 0; k < RANK - 1; ++k)
-      if (k == s) extent = (qd_u32)dims[k];
+/* A thread's walk over a parallel task's row-major space of rank >= 2: its first index from
+   its thread number, then the grid's stride added digit by digit with a carry. All 32-bit,
+   no division in the loop, no bound on the space's size (indices are below 2^31, the
+   stride below 2^31: the host launches at most 2^31 threads). */
+template <int RANK> struct qd_cursor {
+  qd_u32 n[QD_MAX_NDIM], ix[QD_MAX_NDIM], step[QD_MAX_NDIM];
+  QD_FN qd_cursor(const qd_i64* dims, qd_u32 first, qd_u32 stride) {
+    for (int d = 0; d < QD_MAX_NDIM; ++d) n[d] = d < RANK ? (qd_u32)dims[d] : 1u, ix[d] = step[d] = 0;
+    for (int d = RANK - 1; d > 0; --d) {
+      ix[d] = first % n[d], first /= n[d];
+      step[d] = stride % n[d], stride /= n[d];
+    }
+    ix[0] = first, step[0] = stride;
   }
-  QD_FN qd_u32 size() const {
-    if (RANK == 1) return (qd_u32)count;  /* i32 bounds: at most 2^32 - 1 */
-    const qd_u32 left = extent - at;
-    return (left < rows ? left : rows) * inner;
-  }
-  /* Enters the next segment; false after the last. */
+  /* The thread's next index; false past the space. */
   QD_FN bool next() {
-    if (RANK == 1) return false;
-    at += rows;  /* < 2^32: both terms are below 2^31 */
-    bool carry = at >= extent;
-    if (carry) at = 0;
-    for (int k = 0; k < RANK - 1; ++k)
-      if (k == s) off[k] = (qd_i32)at;
-    for (int k = RANK - 2; k >= 0; --k)
-      if (carry && k < s) {
-        carry = ++off[k] >= dims[k];
-        if (carry) off[k] = 0;
-      }
-    return !carry;
+    qd_u32 carry = 0;
+    for (int d = RANK - 1; d > 0; --d) {
+      ix[d] += step[d] + carry;  /* < 2 n[d] */
+      carry = ix[d] >= n[d];
+      if (carry) ix[d] -= n[d];
+    }
+    ix[0] += step[0] + carry;
+    return ix[0] < n[0];
   }
 };
-/* Offset qd_k of the current segment as the body's indices. */
-#define QD_GPU_ITERATION32(entry, RANK, qd_k)                                                              \
-  if (RANK == 1) {                                                                                         \
-    entry##_body(ctx, qd_f, &qd_red, (qd_i32)((qd_u32)qd_f.qd_base + qd_k), 0, 0, 0);                      \
-  } else {                                                                                                 \
-    qd_i32 qd_ix[QD_MAX_NDIM] = {0, 0, 0, 0};                                                              \
-    qd_u32 qd_r = qd_k;                                                                                    \
-    for (int qd_d = RANK - 1; qd_d > 0; --qd_d) {                                                          \
-      const qd_u32 qd_n = (qd_u32)qd_f.qd_dims[qd_d];                                                      \
-      qd_ix[qd_d] = (qd_i32)(qd_r % qd_n) + (qd_d < RANK - 1 ? qd_seg.off[qd_d] : 0);                    \
-      qd_r /= qd_n;                                                                                        \
-    }                                                                                                      \
-    qd_ix[0] = (qd_i32)qd_r + qd_seg.off[0];                                                               \
-    entry##_body(ctx, qd_f, &qd_red, qd_ix[0], qd_ix[1], qd_ix[2], qd_ix[3]);                              \
-  }
-/* One launch per task: every thread evaluates the prologue, then grid-strides over each
-   segment of [0, qd_count) (qd_k + stride is never formed past the segment: no wrap); a
-   thread reduces into its own accumulators and flushes them once, if it ran any
-   iteration. Indices are row-major. */
+/* One launch per task: every thread evaluates the prologue, then grid-strides over
+   [0, qd_count) in 32-bit arithmetic (rank 1: qd_k + stride is never formed past the
+   count, at most 2^32 - 1 with i32 bounds); a thread reduces into its own accumulators
+   and flushes them once, if it ran any iteration. Indices are row-major. */
 #define QD_PARALLEL_TASK(entry, RANK) QD_PARALLEL_TASK_BLOCK(entry, RANK, QD_BLOCK)
 /* BLOCK: the threads per block it is launched with (qd::loop_config{.block_dim}). */
 #define QD_PARALLEL_TASK_BLOCK(entry, RANK, BLOCK)                                                         \
@@ -158,17 +123,21 @@ template <int RANK> struct qd_segments {
     const qd_u32 qd_stride = blockDim.x * gridDim.x;                                                       \
     entry##_red qd_red;                                                                                    \
     entry##_red_init(&qd_red);                                                                             \
-    qd_segments<RANK> qd_seg(qd_f.qd_dims, qd_f.qd_count);                                                 \
-    do {                                                                                                   \
-      const qd_u32 qd_n = qd_seg.size();                                                                   \
-      if (qd_t >= qd_n) continue;                                                                          \
+    if (RANK == 1) {                                                                                       \
+      const qd_u32 qd_n = (qd_u32)qd_f.qd_count;                                                           \
       const qd_u32 qd_last = qd_n > qd_stride ? qd_n - qd_stride : 0u;                                     \
       /* Not unrolled: NVVM's 4x unrolling doubles ptxas's time per construct. */                         \
       _Pragma("unroll 1") for (qd_u32 qd_k = qd_t;; qd_k += qd_stride) {                                   \
-        QD_GPU_ITERATION32(entry, RANK, qd_k)                                                              \
+        entry##_body(ctx, qd_f, &qd_red, (qd_i32)((qd_u32)qd_f.qd_base + qd_k), 0, 0, 0);                  \
         if (qd_k >= qd_last) break;                                                                        \
       }                                                                                                    \
-    } while (qd_seg.next());                                                                               \
+    } else {                                                                                               \
+      qd_cursor<RANK> qd_at(qd_f.qd_dims, qd_t, qd_stride);                                                \
+      _Pragma("unroll 1") do {                                                                             \
+        entry##_body(ctx, qd_f, &qd_red, (qd_i32)qd_at.ix[0], (qd_i32)qd_at.ix[1], (qd_i32)qd_at.ix[2],    \
+                     (qd_i32)qd_at.ix[3]);                                                                 \
+      } while (qd_at.next());                                                                              \
+    }                                                                                                      \
     entry##_red_flush(ctx, &qd_red);                                                                       \
   }
 /* A loop with reductions into top-level variables. DET 0: as any loop (each thread
