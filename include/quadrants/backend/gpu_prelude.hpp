@@ -66,19 +66,29 @@ QD_FN qd_i32 qd_bound(const qd_ctx* ctx, qd_i64 value, qd_i32 on_overflow) {
   if (atomicCAS((unsigned long long*)ctx->error, 0ull, 2ull) == 0ull) ctx->error[3] = value;
   return on_overflow;
 }
-/* One iteration of a parallel task at 64-bit linear index qd_k of its row-major space
-   (the deterministic reductions' chunks; a plain loop goes by segments, below). */
+/* One iteration at linear index qd_k of a task's row-major space (the deterministic
+   reductions' chunks; a plain loop walks with qd_cursor, below). */
 #define QD_GPU_ITERATION(entry, RANK, qd_k)                                                                \
   if (RANK == 1) {                                                                                         \
     entry##_body(ctx, qd_f, &qd_red, (qd_i32)(qd_f.qd_base + qd_k), 0, 0, 0);                              \
   } else {                                                                                                 \
     qd_i32 qd_ix[QD_MAX_NDIM] = {0, 0, 0, 0};                                                              \
-    qd_i64 qd_r = qd_k;                                                                                    \
-    for (int qd_d = RANK - 1; qd_d > 0; --qd_d) {                                                          \
-      qd_ix[qd_d] = (qd_i32)(qd_r % qd_f.qd_dims[qd_d]);                                                   \
-      qd_r /= qd_f.qd_dims[qd_d];                                                                          \
+    if (qd_f.qd_count <= 0xffffffffll) { /* 32-bit division where the space allows it */                  \
+      qd_u32 qd_r = (qd_u32)qd_k;                                                                          \
+      for (int qd_d = RANK - 1; qd_d > 0; --qd_d) {                                                        \
+        const qd_u32 qd_n = (qd_u32)qd_f.qd_dims[qd_d];                                                    \
+        qd_ix[qd_d] = (qd_i32)(qd_r % qd_n);                                                               \
+        qd_r /= qd_n;                                                                                      \
+      }                                                                                                    \
+      qd_ix[0] = (qd_i32)qd_r;                                                                             \
+    } else {                                                                                               \
+      qd_i64 qd_r = qd_k;                                                                                  \
+      for (int qd_d = RANK - 1; qd_d > 0; --qd_d) {                                                        \
+        qd_ix[qd_d] = (qd_i32)(qd_r % qd_f.qd_dims[qd_d]);                                                 \
+        qd_r /= qd_f.qd_dims[qd_d];                                                                        \
+      }                                                                                                    \
+      qd_ix[0] = (qd_i32)qd_r;                                                                             \
     }                                                                                                      \
-    qd_ix[0] = (qd_i32)qd_r;                                                                               \
     entry##_body(ctx, qd_f, &qd_red, qd_ix[0], qd_ix[1], qd_ix[2], qd_ix[3]);                              \
   }
 /* A thread's walk over a parallel task's row-major space of rank >= 2: its first index from
