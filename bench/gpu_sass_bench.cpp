@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <initializer_list>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -149,49 +150,46 @@ struct count {
   int all = 0, real = 0;
 };
 
-// nvdisasm -c: one `.section .text.<kernel>` per kernel (its device functions inside),
-// one `/*offset*/ OPCODE ... ;` line per instruction.
-std::map<std::string, count> sass_counts(const fs::path& nvdisasm, const fs::path& cubin) {
+// Instructions per kernel in a disassembly: a line matching `kernel` opens a kernel (its
+// name the first group), one matching `instruction` is one of its instructions, padding if
+// it holds one of `padding`.
+std::map<std::string, count> counts_in(const std::string& disassembly, const std::regex& kernel,
+                                       const std::regex& instruction, std::initializer_list<const char*> padding) {
   std::map<std::string, count> counts;
-  tool_output out = run_tool(fmt::format("{} -c {}", quoted(nvdisasm), quoted(cubin)));
-  if (out.status != 0) return counts;
-  static const std::regex section(R"(^\s*\.section\s+\.text\.([A-Za-z0-9_$]+))");
-  static const std::regex instruction(R"(^\s*/\*[0-9a-f]+\*/\s+[A-Z@!])");
-  std::istringstream lines(out.text);
+  std::istringstream lines(disassembly);
   std::string line, current;
   std::smatch m;
   while (std::getline(lines, line)) {
-    if (std::regex_search(line, m, section)) {
+    if (std::regex_search(line, m, kernel)) {
       current = m[1];
     } else if (!current.empty() && std::regex_search(line, instruction)) {
       ++counts[current].all;
-      if (line.find(" NOP") == std::string::npos) ++counts[current].real;
+      bool pad = false;
+      for (const char* p : padding) pad = pad || line.find(p) != std::string::npos;
+      counts[current].real += pad ? 0 : 1;
     }
   }
   return counts;
 }
 
-// llvm-objdump -d of a gfx90a code object: `<kernel>:` then one instruction a line,
-// s_code_end padding (s_code_end / s_nop at the end) not counted as real.
+// nvdisasm -c: one `.section .text.<kernel>` per kernel (its device functions inside),
+// one `/*offset*/ OPCODE ... ;` line per instruction.
+std::map<std::string, count> sass_counts(const fs::path& nvdisasm, const fs::path& cubin) {
+  tool_output out = run_tool(fmt::format("{} -c {}", quoted(nvdisasm), quoted(cubin)));
+  if (out.status != 0) return {};
+  static const std::regex section(R"(^\s*\.section\s+\.text\.([A-Za-z0-9_$]+))");
+  static const std::regex instruction(R"(^\s*/\*[0-9a-f]+\*/\s+[A-Z@!])");
+  return counts_in(out.text, section, instruction, {" NOP"});
+}
+
+// llvm-objdump -d of a gfx90a code object: `<kernel>:` then one instruction a line
+// (s_nop and s_code_end are padding).
 std::map<std::string, count> gcn_counts(const fs::path& objdump, const fs::path& object) {
-  std::map<std::string, count> counts;
   tool_output out = run_tool(fmt::format("{} -d --mcpu=gfx90a {}", quoted(objdump), quoted(object)));
-  if (out.status != 0) return counts;
+  if (out.status != 0) return {};
   static const std::regex symbol(R"(^[0-9a-f]+ <([A-Za-z0-9_$.]+)>:)");
   static const std::regex instruction(R"(^\s+[a-z_][a-z0-9_]*( |$).*//)");
-  std::istringstream lines(out.text);
-  std::string line, current;
-  std::smatch m;
-  while (std::getline(lines, line)) {
-    if (std::regex_search(line, m, symbol)) {
-      current = m[1];
-    } else if (!current.empty() && std::regex_search(line, instruction)) {
-      ++counts[current].all;
-      if (line.find("s_nop") == std::string::npos && line.find("s_code_end") == std::string::npos)
-        ++counts[current].real;
-    }
-  }
-  return counts;
+  return counts_in(out.text, symbol, instruction, {"s_nop", "s_code_end"});
 }
 
 // The dumped whole-kernel program of `kernel` (print_ir) under `dump`.
@@ -250,8 +248,7 @@ bool report(const char* isa, const std::map<std::string, count>& hand, CountsOf&
     const double ratio = static_cast<double>(g.real) / h->second.real;
     ok = ok && ratio <= target;
     fmt::print("  {:<30} {:>6} ({:>3} all) {:>6} ({:>3} all) {:>8.2f}x (target <= {}, all {:.2f}x)\n", r.name, g.real,
-               g.all, h->second.real, h->second.all, ratio, target,
-               static_cast<double>(g.all) / h->second.all);
+               g.all, h->second.real, h->second.all, ratio, target, static_cast<double>(g.all) / h->second.all);
   }
   return ok;
 }
@@ -315,8 +312,9 @@ int main(int argc, char** argv) {
   qd::set_log_level(qd::log_level::warn);
   const fs::path root = fs::temp_directory_path() / fmt::format("qd-gpu-sass-{}", ::getpid());
   fs::create_directories(root);
-  fmt::print("Static GPU code of generated kernels against hand-written grid-stride CUDA (instructions, "
-             "NOP padding excluded; 'all' counts it)\n");
+  fmt::print(
+      "Static GPU code of generated kernels against hand-written grid-stride CUDA (instructions, "
+      "NOP padding excluded; 'all' counts it)\n");
   bool ok = cuda_part(root);
   ok = hip_part(root) && ok;
   std::error_code ec;
