@@ -88,6 +88,7 @@ bench: configure
 	$(BUILD_DIR)/bench/cache_bench
 	$(BUILD_DIR)/bench/gpu_compile_bench
 	$(BUILD_DIR)/bench/gpu_run_bench
+	$(BUILD_DIR)/bench/gpu_sass_bench
 	BUILD_DIR=$(BUILD_DIR) scripts/with-emulated-gpu $(BUILD_DIR)/bench/emulated_gpu_bench
 
 clean:

@@ -243,8 +243,11 @@ QD_SUITE_CASE("suite: qd::var is per iteration inside a loop and a top-level val
 QD_SUITE_CASE("suite: ndrange visits every index of a 2-D, 3-D and 4-D space exactly once", A, QD_SUITE_ARCHES) {
   if (!start<A>()) return;
   auto k = kernels::ndranges();
-  qd::ndarray<std::int32_t, 2> a2({70, 90});
-  qd::ndarray<std::int32_t, 3> a3({3, 4, 5});
+  // More points than a launch's threads (132 SMs x 2048 on the emulated CUDA GPU): each
+  // thread steps through the space, carrying from the last dimension into the others.
+  const int r2 = 601, c2 = 997, d0 = 67, d1 = 65, d2 = 63;
+  qd::ndarray<std::int32_t, 2> a2({r2, c2});
+  qd::ndarray<std::int32_t, 3> a3({d0, d1, d2});
   qd::ndarray<std::int32_t, 4> a4({2, 3, 4, 5});
   k(a2, a3, a4);
   auto h2 = a2.to_host();
@@ -252,12 +255,12 @@ QD_SUITE_CASE("suite: ndrange visits every index of a 2-D, 3-D and 4-D space exa
   auto h4 = a4.to_host();
   int mismatches = 0;
   std::size_t p = 0;
-  for (int i = 0; i < 70; ++i)
-    for (int j = 0; j < 90; ++j) mismatches += h2[p++] != i * 100 + j + 1;
+  for (int i = 0; i < r2; ++i)
+    for (int j = 0; j < c2; ++j) mismatches += h2[p++] != i * 1000 + j + 1;
   p = 0;
-  for (int i = 0; i < 3; ++i)
-    for (int j = 0; j < 4; ++j)
-      for (int l = 0; l < 5; ++l) mismatches += h3[p++] != i * 10000 + j * 100 + l + 1;
+  for (int i = 0; i < d0; ++i)
+    for (int j = 0; j < d1; ++j)
+      for (int l = 0; l < d2; ++l) mismatches += h3[p++] != i * 10000 + j * 100 + l + 1;
   p = 0;
   for (int i = 0; i < 2; ++i)
     for (int j = 0; j < 3; ++j)

@@ -188,7 +188,7 @@ inline auto ndranges() {
                        qd::types::ndarray<std::int32_t, 4> a4) {
                       // += is atomic: an index visited twice would show as a doubled value.
                       qd::range_for(qd::ndrange(a2.shape(0), a2.shape(1)),
-                                    [&](qd::i32 i, qd::i32 j) { a2(i, j) += i * 100 + j + 1; });
+                                    [&](qd::i32 i, qd::i32 j) { a2(i, j) += i * 1000 + j + 1; });
                       qd::range_for(
                           qd::ndrange(a3.shape(0), a3.shape(1), a3.shape(2)),
                           [&](qd::i32 i, qd::i32 j, qd::i32 l) { a3(i, j, l) += i * 10000 + j * 100 + l + 1; });

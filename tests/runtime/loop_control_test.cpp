@@ -143,6 +143,12 @@ TEST_CASE("block_dim sets a GPU launch's block; the grid keeps the occupancy gri
   static_assert(gpu_launch_shape_of(true, 1, 1024).block == 1024 && gpu_launch_shape_of(true, 1, 1024).grid == 1);
   static_assert(gpu_launch_shape_of(false, 40, 64).block == 1 && gpu_launch_shape_of(false, 40, 64).grid == 1);
   CHECK(gpu_launch_shape_of(true, 3, 100).grid * 100 >= 3 * def);
+  // At most 2^31 threads: the generated loops step in 32 bits (backend/gpu_prelude.hpp).
+  for (unsigned block : {0u, 1u, 100u, 1024u}) {
+    const auto s = gpu_launch_shape_of(true, 0xffffffffu, block);
+    CHECK(static_cast<unsigned long long>(s.grid) * s.block <= (1ull << 31));
+    CHECK(static_cast<unsigned long long>(s.grid) * s.block > (1ull << 31) - s.block);
+  }
 }
 
 TEST_CASE("misused loop control is a qd::user_error at trace time naming the kernel") {

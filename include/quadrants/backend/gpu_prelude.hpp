@@ -44,6 +44,9 @@ QD_FN qd_f32 qd_abs(qd_f32 x) { return fabsf(x); }
 QD_FN qd_f64 qd_abs(qd_f64 x) { return fabs(x); }
 QD_FN qd_f32 qd_fma(qd_f32 a, qd_f32 b, qd_f32 c) { return fmaf(a, b, c); }
 QD_FN qd_f64 qd_fma(qd_f64 a, qd_f64 b, qd_f64 c) { return fma(a, b, c); }
+/* An array extent's low half (extents are below 2^31; GPUs are little-endian), loaded as 32
+   bits: the compilers then see a 32x32->64-bit multiply in the offsets. */
+QD_FN qd_i32 qd_extent32(const qd_i64* e) { qd_i32 v; memcpy(&v, e, 4); return v; }
 QD_FN qd_i32 qd_popc32(qd_u32 x) { return __popc(x); }
 QD_FN qd_i32 qd_popc64(qd_u64 x) { return __popcll(x); }
 QD_FN qd_i32 qd_clz32(qd_u32 x) { return __clz((int)x); }
@@ -63,7 +66,8 @@ QD_FN qd_i32 qd_bound(const qd_ctx* ctx, qd_i64 value, qd_i32 on_overflow) {
   if (atomicCAS((unsigned long long*)ctx->error, 0ull, 2ull) == 0ull) ctx->error[3] = value;
   return on_overflow;
 }
-/* One iteration of a parallel task: linear index qd_k of its row-major space. */
+/* One iteration at linear index qd_k of a task's row-major space (the deterministic
+   reductions' chunks; a plain loop walks with qd_cursor, below). */
 #define QD_GPU_ITERATION(entry, RANK, qd_k)                                                                \
   if (RANK == 1) {                                                                                         \
     entry##_body(ctx, qd_f, &qd_red, (qd_i32)(qd_f.qd_base + qd_k), 0, 0, 0);                              \
@@ -87,9 +91,36 @@ QD_FN qd_i32 qd_bound(const qd_ctx* ctx, qd_i64 value, qd_i32 on_overflow) {
     }                                                                                                      \
     entry##_body(ctx, qd_f, &qd_red, qd_ix[0], qd_ix[1], qd_ix[2], qd_ix[3]);                              \
   }
-/* One launch per task: every thread evaluates the prologue, then a grid-stride
-   loop over [0, qd_count); a thread reduces into its own accumulators and
-   flushes them once, if it ran any iteration. Indices are row-major. */
+/* A thread's walk over a parallel task's row-major space of rank >= 2: its first index from
+   its thread number, then the grid's stride added digit by digit with a carry. All 32-bit,
+   no division in the loop, no bound on the space's size (indices are below 2^31, the
+   stride below 2^31: the host launches at most 2^31 threads). */
+template <int RANK> struct qd_cursor {
+  qd_u32 n[QD_MAX_NDIM], ix[QD_MAX_NDIM], step[QD_MAX_NDIM];
+  QD_FN qd_cursor(const qd_i64* dims, qd_u32 first, qd_u32 stride) {
+    for (int d = 0; d < QD_MAX_NDIM; ++d) n[d] = d < RANK ? (qd_u32)dims[d] : 1u, ix[d] = step[d] = 0;
+    for (int d = RANK - 1; d > 0; --d) {
+      ix[d] = first % n[d], first /= n[d];
+      step[d] = stride % n[d], stride /= n[d];
+    }
+    ix[0] = first, step[0] = stride;
+  }
+  /* The thread's next index; false past the space. */
+  QD_FN bool next() {
+    qd_u32 carry = 0;
+    for (int d = RANK - 1; d > 0; --d) {
+      ix[d] += step[d] + carry;  /* < 2 n[d] */
+      carry = ix[d] >= n[d];
+      if (carry) ix[d] -= n[d];
+    }
+    ix[0] += step[0] + carry;
+    return ix[0] < n[0];
+  }
+};
+/* One launch per task: every thread evaluates the prologue, then grid-strides over
+   [0, qd_count) in 32-bit arithmetic (rank 1: qd_k + stride is never formed past the
+   count, at most 2^32 - 1 with i32 bounds); a thread reduces into its own accumulators
+   and flushes them once, if it ran any iteration. Indices are row-major. */
 #define QD_PARALLEL_TASK(entry, RANK) QD_PARALLEL_TASK_BLOCK(entry, RANK, QD_BLOCK)
 /* BLOCK: the threads per block it is launched with (qd::loop_config{.block_dim}). */
 #define QD_PARALLEL_TASK_BLOCK(entry, RANK, BLOCK)                                                         \
@@ -97,13 +128,26 @@ QD_FN qd_i32 qd_bound(const qd_ctx* ctx, qd_i64 value, qd_i32 on_overflow) {
     const qd_ctx* ctx = &qd_c;                                                                             \
     entry##_frame qd_f;                                                                                    \
     entry##_prologue(ctx, &qd_f);                                                                          \
-    qd_i64 qd_k = (qd_i64)blockIdx.x * blockDim.x + threadIdx.x;                                           \
-    if (qd_k >= qd_f.qd_count) return;                                                                     \
-    const qd_i64 qd_stride = (qd_i64)blockDim.x * gridDim.x;                                               \
+    const qd_u32 qd_t = blockIdx.x * blockDim.x + threadIdx.x;                                             \
+    if (RANK == 1 ? qd_t >= (qd_u32)qd_f.qd_count : (qd_i64)qd_t >= qd_f.qd_count) return;                \
+    const qd_u32 qd_stride = blockDim.x * gridDim.x;                                                       \
     entry##_red qd_red;                                                                                    \
     entry##_red_init(&qd_red);                                                                             \
-    /* Not unrolled: NVVM's 4x unrolling doubles ptxas's time per construct. */                           \
-    _Pragma("unroll 1") for (; qd_k < qd_f.qd_count; qd_k += qd_stride) { QD_GPU_ITERATION(entry, RANK, qd_k) } \
+    if (RANK == 1) {                                                                                       \
+      const qd_u32 qd_n = (qd_u32)qd_f.qd_count;                                                           \
+      const qd_u32 qd_last = qd_n > qd_stride ? qd_n - qd_stride : 0u;                                     \
+      /* Not unrolled: NVVM's 4x unrolling doubles ptxas's time per construct. */                         \
+      _Pragma("unroll 1") for (qd_u32 qd_k = qd_t;; qd_k += qd_stride) {                                   \
+        entry##_body(ctx, qd_f, &qd_red, (qd_i32)((qd_u32)qd_f.qd_base + qd_k), 0, 0, 0);                  \
+        if (qd_k >= qd_last) break;                                                                        \
+      }                                                                                                    \
+    } else {                                                                                               \
+      qd_cursor<RANK> qd_at(qd_f.qd_dims, qd_t, qd_stride);                                                \
+      _Pragma("unroll 1") do {                                                                             \
+        entry##_body(ctx, qd_f, &qd_red, (qd_i32)qd_at.ix[0], (qd_i32)qd_at.ix[1], (qd_i32)qd_at.ix[2],    \
+                     (qd_i32)qd_at.ix[3]);                                                                 \
+      } while (qd_at.next());                                                                              \
+    }                                                                                                      \
     entry##_red_flush(ctx, &qd_red);                                                                       \
   }
 /* A loop with reductions into top-level variables. DET 0: as any loop (each thread

@@ -2,6 +2,7 @@
 // qd_ctx, passed by value (CUDA and HIP alike), filled from a launch_context.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "quadrants/backend/device.hpp"
@@ -33,7 +34,9 @@ constexpr gpu_launch_shape gpu_launch_shape_of(bool parallel, unsigned grid, uns
   if (!parallel) return {};
   const unsigned block = block_dim ? block_dim : limits::gpu_threads_per_block;
   const unsigned long long threads = static_cast<unsigned long long>(grid) * limits::gpu_threads_per_block;
-  const unsigned long long scaled = (threads + block - 1) / block;
+  // At most 2^31 threads: the generated loops count in 32 bits (backend/gpu_prelude.hpp).
+  const unsigned long long most = (1ull << 31) / block;
+  const unsigned long long scaled = std::min((threads + block - 1) / block, most);
   return {static_cast<unsigned>(scaled > 0 ? scaled : 1), block};
 }
 

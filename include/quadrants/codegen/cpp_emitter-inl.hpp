@@ -382,10 +382,17 @@ class emitter {
       line("qd_f->qd_base = 0;");
       for (std::int32_t d = 0; d < rank; ++d) line(fmt::format("qd_f->qd_dims[{}] = {};", d, v(fn_.list(ln, d))));
     }
-    line("qd_f->qd_count = 1;");
-    line(fmt::format(
-        "for (int qd_d = 0; qd_d < {}; ++qd_d) qd_f->qd_count *= qd_f->qd_dims[qd_d] > 0 ? qd_f->qd_dims[qd_d] : 0;",
-        rank));
+    // The iteration count, >= 0, from the 32-bit bounds (cheaper than 64-bit arithmetic on the GPUs).
+    if (rank == 1) {
+      line(fmt::format("qd_f->qd_count = {} > {} ? qd_f->qd_dims[0] : 0;", v(ln.b), v(ln.a)));
+    } else {
+      std::string count;
+      for (std::int32_t d = 0; d < rank; ++d) {
+        const std::string e = v(fn_.list(ln, d));
+        count += fmt::format("{}(qd_i64)({} > 0 ? {} : 0)", d ? " * " : "", e, e);
+      }
+      line(fmt::format("qd_f->qd_count = {};", count));
+    }
     --indent_;
     line("}");
     line(
@@ -559,7 +566,7 @@ class emitter {
         }
         line(fmt::format("{0} = qd_check_index(ctx, {1}, {2}, {3}, {4}) && {0};", guard, n.param, d, idx, extent));
       }
-      linear = d == 0 ? idx : fmt::format("({}) * {} + {}", linear, extent, idx);
+      linear = d == 0 ? idx : fmt::format("({}) * (qd_i64)qd_extent32(&{}) + {}", linear, extent, idx);
     }
     if (linear.empty()) linear = "0";
     return {fmt::format("{}[{}]", base, linear), guard};
