@@ -6,6 +6,6 @@
 
 namespace qd::inline v0::codegen {
 
-inline constexpr std::string_view generator_id = "0f5b0c77d650c21bce0fab8e3783b270";
+inline constexpr std::string_view generator_id = "2018cc07f6bfdd6ea5da8b630d54fb34";
 
 }  // namespace qd::inline v0::codegen
