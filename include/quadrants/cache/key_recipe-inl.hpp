@@ -25,9 +25,9 @@ QD_FUNC key_builder environment_key(const backend::device& d, bool bounds_checks
 
 QD_FUNC void add_code_identity(key_builder& b, const codegen::lowered_task& t, const codegen::emit_options& options) {
   b.add(codegen::generator_id).add(ir::canonical_bytes(t.fn)).add(t.parallel ? "parallel" : "serial");
-  b.add(static_cast<std::uint64_t>(t.param_map.size()));
-  for (std::int32_t p : t.param_map) b.add(static_cast<std::uint64_t>(static_cast<std::uint32_t>(p)));
-  // Not options.kernel: it only names the kernel in the generator's errors.
+  // Not t.param_map (the code numbers the task's own parameters; the launch maps them, so
+  // an offload keeps its key when other constructs' parameters shift), nor
+  // options.kernel (it only names the kernel in the generator's errors).
   b.add(options.bounds_checks ? "bounds" : "unchecked")
       .add(options.deterministic_reductions ? "deterministic" : "any order")
       .add(static_cast<std::uint64_t>(options.reduction_scratch_offset));

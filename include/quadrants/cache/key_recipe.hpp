@@ -29,8 +29,8 @@ namespace qd::inline v0::cache {
 QD_FUNC key_builder environment_key(const backend::device& d, bool bounds_checks);
 
 // What the code of a lowered task is a function of, to be hashed in place of the code
-// itself (so a warm start generates none): its lowered IR, its kind and parameter map,
-// the emit options that shape it, and the code generator's fingerprint
+// itself (so a warm start generates none): its lowered IR, serial or parallel, the emit
+// options that shape it, and the code generator's fingerprint
 // (codegen/generator_id.hpp: a change in the generator is another key, never stale code).
 // The backend, its target, options and prelude are in the environment.
 QD_FUNC void add_code_identity(key_builder& b, const codegen::lowered_task& t, const codegen::emit_options& options);
