@@ -291,8 +291,8 @@ void precompiled_prelude(const std::string& self, int rounds) {
 // Candidate NVRTC options on top of the backend's (precompiled prelude, 16 tasks): time
 // against without, and whether the CUBIN is the same.
 void option_candidates(int rounds) {
-  for (const char* option : {"-dopt=on", "-default-device", "--extra-device-vectorization", "--Ofast-compile=min",
-                             "--Ofast-compile=max"}) {
+  for (const char* option :
+       {"-dopt=on", "-default-device", "--extra-device-vectorization", "--Ofast-compile=min", "--Ofast-compile=max"}) {
     std::vector<double> base_ms, with_ms;
     bool same = true;
     for (int r = 0; r < rounds; ++r) {

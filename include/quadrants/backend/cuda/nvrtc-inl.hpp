@@ -41,9 +41,8 @@ QD_FUNC std::optional<std::vector<std::byte>> compile_with_precompiled_prelude(c
   tried = api.pch_create_status && !pch_failed.load(std::memory_order_relaxed) && !prelude.empty() &&
           prelude.back() == '\n' && source.starts_with(prelude);
   if (!tried) return std::nullopt;
-  static const std::string head =
-      fmt::format("#include \"{}\"\n#line {} \"{}\"\n", prelude_header,
-                  std::count(prelude.begin(), prelude.end(), '\n') + 1, program_name);
+  static const std::string head = fmt::format("#include \"{}\"\n#line {} \"{}\"\n", prelude_header,
+                                              std::count(prelude.begin(), prelude.end(), '\n') + 1, program_name);
   // 20283: "PCH creation disabled because #line directive encountered", about a second
   // stop point after the header, which is not wanted.
   for (const char* f : {"-pch", "--pch-messages=false", "--pch-verbose=false", "-diag-suppress=20283"})
