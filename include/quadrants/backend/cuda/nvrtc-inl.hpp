@@ -53,6 +53,9 @@ QD_FUNC std::optional<std::vector<std::byte>> compile_with_precompiled_prelude(c
   if (out.result != gpu_success) return std::nullopt;
   pch_programs.fetch_add(1, std::memory_order_relaxed);
   if (out.pch_status == gpu_success) pch_created.fetch_add(1, std::memory_order_relaxed);
+  // Creation failed (NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED, _PCH_CREATE): every later
+  // compile would try again and pay for it, so the prelude stays inline.
+  if (out.pch_status == 14 || out.pch_status == 15) pch_failed.store(true, std::memory_order_relaxed);
   return std::move(out.code);
 }
 
