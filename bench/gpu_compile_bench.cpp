@@ -342,6 +342,9 @@ int main(int argc, char** argv) {
     for (int n : {16, 64}) incremental(nvrtc, base, n, rounds);
     incremental_reductions(nvrtc, base, rounds);
     cold_compile(nvrtc, base, 16, rounds);
+    const auto pch = qd::backend::cuda::nvrtc_prelude_pch_statistics();
+    fmt::print("  NVRTC programs of this process with the precompiled prelude: {} ({} created it), fallbacks {}\n",
+               pch.programs, pch.created, pch.fallbacks);
   }
   if (available(qd::backend::amdgpu::hiprtc_library(), "hipRTC")) {
     incremental(hiprtc, base, 16, rounds);
