@@ -340,6 +340,10 @@ int main(int argc, char** argv) {
     for (int tasks : {1, 16}) minimal_option(tasks, rounds);
     option_candidates(rounds);
     for (int n : {16, 64}) incremental(nvrtc, base, n, rounds);
+    ::setenv("QD_NVRTC_PCH", "0", 1);  // the same with the prelude inline
+    fmt::print("  the same with QD_NVRTC_PCH=0 (prelude inline):\n");
+    for (int n : {16, 64}) incremental(nvrtc, base, n, rounds);
+    ::unsetenv("QD_NVRTC_PCH");
     incremental_reductions(nvrtc, base, rounds);
     cold_compile(nvrtc, base, 16, rounds);
     const auto pch = qd::backend::cuda::nvrtc_prelude_pch_statistics();

@@ -38,8 +38,10 @@ QD_FUNC std::optional<std::vector<std::byte>> compile_with_precompiled_prelude(c
                                                                                std::vector<std::string> flags,
                                                                                bool& tried) {
   static const std::string prelude = translation_unit_prelude();
-  tried = api.pch_create_status && !pch_failed.load(std::memory_order_relaxed) && !prelude.empty() &&
-          prelude.back() == '\n' && source.starts_with(prelude);
+  const char* off = std::getenv("QD_NVRTC_PCH");  // "0": inline (comparisons, diagnosis)
+  tried = api.pch_create_status && !pch_failed.load(std::memory_order_relaxed) &&
+          !(off && off == std::string_view("0")) && !prelude.empty() && prelude.back() == '\n' &&
+          source.starts_with(prelude);
   if (!tried) return std::nullopt;
   static const std::string head = fmt::format("#include \"{}\"\n#line {} \"{}\"\n", prelude_header,
                                               std::count(prelude.begin(), prelude.end(), '\n') + 1, program_name);
