@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -133,6 +134,7 @@ TEST_CASE("an arch this NVRTC cannot target is a qd::user_error listing the ones
 
 TEST_CASE("NVRTC 12.8+ compiles the prelude as a precompiled header, to the CUBIN the inline prelude gives") {
   if (!on_cuda::compiler_installed()) return;
+  qd_test::scoped_env on("QD_NVRTC_PCH", "1");
   const nvrtc_pch_statistics before = nvrtc_prelude_pch_statistics();
   if (!before.supported) {
     MESSAGE("skipped: NVRTC " << nvrtc_version() << " has no precompiled headers (12.8+)");
@@ -157,6 +159,11 @@ TEST_CASE("NVRTC 12.8+ compiles the prelude as a precompiled header, to the CUBI
                                      nvrtc_options{.sm = 90}, "kernel 'bad'"),
                        doctest::Contains("qd_nothing = 1;"), qd::compile_error);
   CHECK(nvrtc_prelude_pch_statistics().supported);
+  // QD_NVRTC_PCH=0: inline, the same code.
+  qd_test::scoped_env off("QD_NVRTC_PCH", "0");
+  const std::int64_t programs = nvrtc_prelude_pch_statistics().programs;
+  CHECK(compile_cubin(source, nvrtc_options{.sm = 90}, "kernel 'pch'") == plain);
+  CHECK(nvrtc_prelude_pch_statistics().programs == programs);
 }
 
 // --- hipRTC ------------------------------------------------------------------------------------
