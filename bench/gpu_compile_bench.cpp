@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -189,8 +190,9 @@ void cold_compile(const target& t, const fs::path& base, int constructs, int rou
       median(split_one) / median(whole));
 }
 
-// NVRTC's --minimal, measured on the CUDA prelude and `tasks` generated-style tasks of ~30 float operations.
-void minimal_option(int tasks, int rounds) {
+// The CUDA prelude and `tasks` generated-style tasks of ~30 float operations; `salt`
+// makes each program new to NVRTC.
+std::string prelude_and_tasks(int tasks, int salt) {
   std::string source = qd::backend::cuda::translation_unit_prelude();
   for (int t = 0; t < tasks; ++t) {
     source += fmt::format(R"(
@@ -209,17 +211,100 @@ QD_FN void t{0}_body(const qd_ctx* ctx, const t{0}_frame, t{0}_red*, qd_i32 i, q
 }}
 QD_PARALLEL_TASK(t{0}, 1)
 )",
-                          t, t + 1);
+                          t, t + 1 + salt * 1000);
   }
+  return source;
+}
+
+std::vector<std::byte> nvrtc_compile(const std::string& source, qd::backend::cuda::nvrtc_options options) {
+  return qd::backend::cuda::compile_cubin(source, options, "bench");
+}
+
+// NVRTC's --minimal (the prelude inline).
+void minimal_option(int tasks, int rounds) {
+  const std::string source = prelude_and_tasks(tasks, 0);
   std::vector<double> with, without;
-  qd::backend::cuda::nvrtc_options options;
   for (int r = 0; r < rounds; ++r)
-    for (bool minimal : {true, false}) {
-      options.minimal = minimal;
-      (minimal ? with : without).push_back(ms([&] { qd::backend::cuda::compile_cubin(source, options, "bench"); }));
-    }
+    for (bool minimal : {true, false})
+      (minimal ? with : without).push_back(ms([&] {
+        nvrtc_compile(source, {.sm = 90, .minimal = minimal, .precompiled_prelude = false});
+      }));
   fmt::print("  NVRTC --minimal, prelude + {:2} task(s): {:6.1f} ms with, {:6.1f} ms without ({:.2f}x)\n", tasks,
              median(with), median(without), median(with) / median(without));
+}
+
+// The first compile of a fresh process with the precompiled prelude (it creates the
+// header) against the same program with the prelude inline, after one warm-up compile:
+// "<first> <inline>" on stdout.
+int pch_first_child(int salt) {
+  nvrtc_compile(prelude_and_tasks(1, salt + 1), {.precompiled_prelude = false});
+  const std::string source = prelude_and_tasks(1, salt);
+  const double first = ms([&] { nvrtc_compile(source, {}); });
+  const double plain = ms([&] { nvrtc_compile(source, {.precompiled_prelude = false}); });
+  fmt::print("{} {}\n", first, plain);
+  return qd::backend::cuda::nvrtc_prelude_pch_statistics().created == 1 ? 0 : 1;
+}
+
+// The prelude precompiled once per process against inline, per program of 1, 16 and 64
+// tasks (every program new to NVRTC), interleaved, with the code compared; then the
+// fixed cost of creating the header, in fresh processes.
+void precompiled_prelude(const std::string& self, int rounds) {
+  namespace cu = qd::backend::cuda;
+  if (!cu::nvrtc_prelude_pch_statistics().supported) {
+    fmt::print("  NVRTC precompiled prelude: skipped, NVRTC {} has no precompiled headers (12.8+)\n",
+               cu::nvrtc_version());
+    return;
+  }
+  int salt = 100;
+  nvrtc_compile(prelude_and_tasks(1, salt++), {});  // creates it
+  for (int tasks : {1, 16, 64}) {
+    std::vector<double> inline_ms, pch_ms;
+    bool same = true;
+    for (int r = 0; r < rounds; ++r) {
+      const std::string source = prelude_and_tasks(tasks, salt++);
+      std::vector<std::byte> a, b;
+      inline_ms.push_back(ms([&] { a = nvrtc_compile(source, {.precompiled_prelude = false}); }));
+      pch_ms.push_back(ms([&] { b = nvrtc_compile(source, {}); }));
+      same = same && a == b;
+    }
+    fmt::print(
+        "  NVRTC prelude + {:2} task(s): inline {:7.1f} ms, precompiled {:7.1f} ms ({:.2f}x); per task {:5.1f} "
+        "against {:5.1f} ms; saved {:5.1f} ms per program; same CUBIN: {}\n",
+        tasks, median(inline_ms), median(pch_ms), median(pch_ms) / median(inline_ms), median(inline_ms) / tasks,
+        median(pch_ms) / tasks, median(inline_ms) - median(pch_ms), same ? "yes" : "NO");
+  }
+  std::vector<double> first, plain;
+  for (int r = 0; r < rounds; ++r) {
+    const std::string command = fmt::format("'{}' --pch-first {}", self, 500 + r);
+    std::FILE* child = ::popen(command.c_str(), "r");
+    double f = 0, p = 0;
+    if (child && std::fscanf(child, "%lf %lf", &f, &p) == 2) first.push_back(f), plain.push_back(p);
+    if (child) ::pclose(child);
+  }
+  if (!first.empty())
+    fmt::print(
+        "  NVRTC precompiled prelude, first compile of a process (creates it), 1 task: {:.1f} ms against {:.1f} ms "
+        "inline (fixed cost {:+.1f} ms, once per process)\n",
+        median(first), median(plain), median(first) - median(plain));
+}
+
+// Candidate NVRTC options on top of the backend's (precompiled prelude, 16 tasks): time
+// against without, and whether the CUBIN is the same.
+void option_candidates(int rounds) {
+  for (const char* option :
+       {"-dopt=on", "-default-device", "--extra-device-vectorization", "--Ofast-compile=min", "--Ofast-compile=max"}) {
+    std::vector<double> base_ms, with_ms;
+    bool same = true;
+    for (int r = 0; r < rounds; ++r) {
+      const std::string source = prelude_and_tasks(16, 700 + r);
+      std::vector<std::byte> a, b;
+      base_ms.push_back(ms([&] { a = nvrtc_compile(source, {}); }));
+      with_ms.push_back(ms([&] { b = nvrtc_compile(source, {.extra = {option}}); }));
+      same = same && a == b;
+    }
+    fmt::print("  NVRTC {:30} 16 tasks: {:6.1f} ms against {:6.1f} ms without ({:.2f}x); same CUBIN: {}\n", option,
+               median(with_ms), median(base_ms), median(with_ms) / median(base_ms), same ? "yes" : "no");
+  }
 }
 
 bool available(const qd::backend::library_search& s, const char* what) {
@@ -237,6 +322,7 @@ bool available(const qd::backend::library_search& s, const char* what) {
 int main(int argc, char** argv) {
   qd::set_log_level(qd::log_level::warn);
   if (argc > 3 && std::string(argv[1]) == "--warm-child") return warm_child(argv[2], std::string(argv[3]) == "gpu");
+  if (argc > 2 && std::string(argv[1]) == "--pch-first") return pch_first_child(std::atoi(argv[2]));
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 5;
   fs::path base = fs::temp_directory_path() / fmt::format("qd-gpu-compile-{}", ::getpid());
   fmt::print("Quadrants GPU compile benchmark, compile-only mode (sm_90, gfx90a), medians of {} rounds\n", rounds);
@@ -244,16 +330,25 @@ int main(int argc, char** argv) {
   const target hiprtc{"hipRTC", qd::arch::amdgpu};
   if (available(qd::backend::cuda::nvrtc_library(), "NVRTC")) {
     const std::string self = fs::read_symlink("/proc/self/exe").string();
+    fmt::print("  NVRTC {}\n", qd::backend::cuda::nvrtc_version());
+    precompiled_prelude(self, rounds);
     warm_process(base / "warm", self, false);
     if (cuda_gpu_present())
       warm_process(base / "warm-gpu", self, true);
     else
       fmt::print("  warm process on the GPU: skipped, no CUDA GPU here\n");
-    fmt::print("  NVRTC {}\n", qd::backend::cuda::nvrtc_version());
     for (int tasks : {1, 16}) minimal_option(tasks, rounds);
+    option_candidates(rounds);
     for (int n : {16, 64}) incremental(nvrtc, base, n, rounds);
+    ::setenv("QD_NVRTC_PCH", "0", 1);  // the same with the prelude inline
+    fmt::print("  the same with QD_NVRTC_PCH=0 (prelude inline):\n");
+    for (int n : {16, 64}) incremental(nvrtc, base, n, rounds);
+    ::unsetenv("QD_NVRTC_PCH");
     incremental_reductions(nvrtc, base, rounds);
     cold_compile(nvrtc, base, 16, rounds);
+    const auto pch = qd::backend::cuda::nvrtc_prelude_pch_statistics();
+    fmt::print("  NVRTC programs of this process with the precompiled prelude: {} ({} created it), fallbacks {}\n",
+               pch.programs, pch.created, pch.fallbacks);
   }
   if (available(qd::backend::amdgpu::hiprtc_library(), "hipRTC")) {
     incremental(hiprtc, base, 16, rounds);

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -129,6 +130,40 @@ TEST_CASE("an arch this NVRTC cannot target is a qd::user_error listing the ones
   }
   CHECK_THROWS_WITH_AS(compile_cubin(source, nvrtc_options{.sm = 12}, "k"),
                        doctest::Contains(fmt::format("it knows: {}", supported.front()).c_str()), qd::user_error);
+}
+
+TEST_CASE("NVRTC 12.8+ compiles the prelude as a precompiled header, to the CUBIN the inline prelude gives") {
+  if (!on_cuda::compiler_installed()) return;
+  qd_test::scoped_env on("QD_NVRTC_PCH", "1");
+  const nvrtc_pch_statistics before = nvrtc_prelude_pch_statistics();
+  if (!before.supported) {
+    MESSAGE("skipped: NVRTC " << nvrtc_version() << " has no precompiled headers (12.8+)");
+    return;
+  }
+  // A program no other case compiles; an assert carries its line, which must not move.
+  const std::string source = translation_unit_prelude() + tasks +
+                             "QD_FN void a_run(const qd_ctx* ctx) { assert(ctx->arrays[0].shape[0] > 3); }\n"
+                             "QD_SERIAL_TASK(a)\n";
+  const auto precompiled = compile_cubin(source, nvrtc_options{.sm = 90}, "kernel 'pch'");
+  const nvrtc_pch_statistics after = nvrtc_prelude_pch_statistics();
+  CHECK(after.programs == before.programs + 1);
+  CHECK(after.created >= 1);  // by this compile or an earlier one of this process
+  CHECK(after.fallbacks == 0);
+  CHECK(after.supported);
+  const auto plain = compile_cubin(source, nvrtc_options{.sm = 90, .precompiled_prelude = false}, "kernel 'pch'");
+  CHECK(nvrtc_prelude_pch_statistics().programs == after.programs);
+  CHECK(is_elf(precompiled));
+  CHECK(precompiled == plain);
+  // Its failure is reported as the inline prelude's, naming the generated line.
+  CHECK_THROWS_WITH_AS(compile_cubin(translation_unit_prelude() + "QD_FN void f() { qd_nothing = 1; }\n",
+                                     nvrtc_options{.sm = 90}, "kernel 'bad'"),
+                       doctest::Contains("qd_nothing = 1;"), qd::compile_error);
+  CHECK(nvrtc_prelude_pch_statistics().supported);
+  // QD_NVRTC_PCH=0: inline, the same code.
+  qd_test::scoped_env off("QD_NVRTC_PCH", "0");
+  const std::int64_t programs = nvrtc_prelude_pch_statistics().programs;
+  CHECK(compile_cubin(source, nvrtc_options{.sm = 90}, "kernel 'pch'") == plain);
+  CHECK(nvrtc_prelude_pch_statistics().programs == programs);
 }
 
 // --- hipRTC ------------------------------------------------------------------------------------

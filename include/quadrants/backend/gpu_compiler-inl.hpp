@@ -13,12 +13,16 @@ QD_FUNC std::string gpu_compiler_api::describe(gpu_result r) const {
 }
 
 QD_FUNC gpu_program_outcome compile_gpu_program(const gpu_compiler_api& api, std::string_view source,
-                                                const char* program_name, const std::vector<std::string>& flags) {
+                                                const char* program_name, const std::vector<std::string>& flags,
+                                                std::span<const gpu_program_header> headers) {
   std::vector<const char*> argv;
   for (const auto& f : flags) argv.push_back(f.c_str());
+  std::vector<const char*> header_texts, header_names;
+  for (const gpu_program_header& h : headers) header_texts.push_back(h.text), header_names.push_back(h.name);
   const std::string text(source);
   gpu_program program = nullptr;
-  QD_GPU_CALL(api, create_program, &program, text.c_str(), program_name, 0, nullptr, nullptr);
+  QD_GPU_CALL(api, create_program, &program, text.c_str(), program_name, static_cast<int>(headers.size()),
+              header_texts.data(), header_names.data());
   struct destroy {
     const gpu_compiler_api& api;
     gpu_program& p;
@@ -26,6 +30,7 @@ QD_FUNC gpu_program_outcome compile_gpu_program(const gpu_compiler_api& api, std
   } cleanup{api, program};
   gpu_program_outcome out;
   out.result = api.compile_program(program, static_cast<int>(argv.size()), argv.data());
+  if (!headers.empty() && api.pch_create_status) out.pch_status = api.pch_create_status(program);
   std::size_t log_size = 0;
   if (api.log_size(program, &log_size) == gpu_success && log_size > 1) {
     out.log.resize(log_size);

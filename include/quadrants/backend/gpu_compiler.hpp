@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,28 +33,41 @@ inline constexpr gpu_result gpu_compiler_invalid_option = 5;  // NVRTC_ERROR_INV
   X(supported_arch_count, "nvrtcGetNumSupportedArchs", nullptr, gpu_result(int*))                                     \
   X(supported_archs, "nvrtcGetSupportedArchs", nullptr, gpu_result(int*))
 
+// Rows a compiler may lack: NVRTC's precompiled headers (12.8+).
+#define QD_GPU_COMPILER_OPTIONAL_ENTRY_POINTS(X) \
+  X(pch_create_status, "nvrtcGetPCHCreateStatus", nullptr, gpu_result(gpu_program))
+
 // One vendor's compiler entry points, resolved on the first compile by the vendor's
 // file (backend/cuda/nvrtc-inl.hpp, backend/amdgpu/hiprtc-inl.hpp). The rows' types
 // are the same for both, so one type serves, told its vendor.
 struct gpu_compiler_api {
   gpu_vendor vendor = gpu_vendor::cuda;
   const char* calls = "NVRTC call";  // "hipRTC call"
-  QD_GPU_ENTRY_TABLE(gpu_compiler_api, QD_GPU_COMPILER_ENTRY_POINTS, QD_GPU_NO_ROWS)
+  QD_GPU_ENTRY_TABLE(gpu_compiler_api, QD_GPU_COMPILER_ENTRY_POINTS, QD_GPU_COMPILER_OPTIONAL_ENTRY_POINTS)
   QD_FUNC std::string describe(gpu_result r) const;
 };
 
 // What one program came to: the compiler's result, its log (trailing NULs and newlines
-// removed) and, when it compiled, the code.
+// removed) and, when it compiled, the code; with headers, the precompiled header's
+// creation status where the compiler reports one (NVRTC 12.8+).
 struct gpu_program_outcome {
   gpu_result result = gpu_success;
   std::string log;
   std::vector<std::byte> code;
+  std::optional<gpu_result> pch_status;
 };
 
-// Creates a program from `source` named `program_name`, compiles it with `flags`, reads
-// its log and code, and destroys it. Only a failing create or code read throws.
+// A header the program may #include by `name`; both NUL-terminated.
+struct gpu_program_header {
+  const char* name;
+  const char* text;
+};
+
+// Creates a program from `source` named `program_name` (with `headers`), compiles it with
+// `flags`, reads its log and code, and destroys it. Only a failing create or code read throws.
 QD_FUNC gpu_program_outcome compile_gpu_program(const gpu_compiler_api& api, std::string_view source,
-                                                const char* program_name, const std::vector<std::string>& flags);
+                                                const char* program_name, const std::vector<std::string>& flags,
+                                                std::span<const gpu_program_header> headers = {});
 
 // The flags as the cache key and messages show them: each followed by a space.
 QD_FUNC std::string joined_flags(const std::vector<std::string>& flags);

@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <optional>
 
 #include "quadrants/backend/cuda/nvrtc.hpp"
+#include "quadrants/backend/cuda/prelude.hpp"
 #include "quadrants/backend/gpu_compiler.hpp"
 #include "quadrants/base/error.hpp"
 #include "quadrants/base/format.hpp"
@@ -19,6 +21,45 @@ QD_FUNC const gpu_compiler_api& nvrtc() {
 
 // NVRTC builds without --minimal reject it; learnt once per process.
 inline std::atomic<bool> minimal_rejected{false};
+
+// The precompiled prelude: off once it failed where the inline prelude compiled.
+inline std::atomic<bool> pch_failed{false};
+inline std::atomic<std::int64_t> pch_programs{0}, pch_created{0}, pch_fallbacks{0};
+constexpr const char* program_name = "qd_generated.cu";
+constexpr const char* prelude_header = "qd_cuda_prelude.cuh";
+
+// `source` compiled with its leading prelude as a header NVRTC precompiles on the first
+// compile and reuses after (automatic PCH, in NVRTC's own per-process directory). The
+// rest keeps its line numbers (#line), so the code is the one the inline prelude gives
+// (asserts carry lines). Empty where not applicable (`tried` false) or not compiled: the
+// caller compiles inline, which also gives a rejected program its usual message.
+QD_FUNC std::optional<std::vector<std::byte>> compile_with_precompiled_prelude(const gpu_compiler_api& api,
+                                                                               std::string_view source,
+                                                                               std::vector<std::string> flags,
+                                                                               bool& tried) {
+  static const std::string prelude = translation_unit_prelude();
+  const char* off = std::getenv("QD_NVRTC_PCH");  // "0": inline (comparisons, diagnosis)
+  tried = api.pch_create_status && !pch_failed.load(std::memory_order_relaxed) &&
+          !(off && off == std::string_view("0")) && !prelude.empty() && prelude.back() == '\n' &&
+          source.starts_with(prelude);
+  if (!tried) return std::nullopt;
+  static const std::string head = fmt::format("#include \"{}\"\n#line {} \"{}\"\n", prelude_header,
+                                              std::count(prelude.begin(), prelude.end(), '\n') + 1, program_name);
+  // 20283: "PCH creation disabled because #line directive encountered", about a second
+  // stop point after the header, which is not wanted.
+  for (const char* f : {"-pch", "--pch-messages=false", "--pch-verbose=false", "-diag-suppress=20283"})
+    flags.emplace_back(f);
+  const gpu_program_header header{prelude_header, prelude.c_str()};
+  gpu_program_outcome out = compile_gpu_program(api, head + std::string(source.substr(prelude.size())), program_name,
+                                                flags, std::span(&header, 1));
+  if (out.result != gpu_success) return std::nullopt;
+  pch_programs.fetch_add(1, std::memory_order_relaxed);
+  if (out.pch_status == gpu_success) pch_created.fetch_add(1, std::memory_order_relaxed);
+  // Creation failed (NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED, _PCH_CREATE): every later
+  // compile would try again and pay for it, so the prelude stays inline.
+  if (out.pch_status == 14 || out.pch_status == 15) pch_failed.store(true, std::memory_order_relaxed);
+  return std::move(out.code);
+}
 
 }  // namespace detail
 
@@ -47,6 +88,7 @@ QD_FUNC std::vector<std::string> nvrtc_flags(const nvrtc_options& o) {
   // Without fast_math, no contraction into FMAs: the same results as the CPU backend.
   flags.push_back(o.fast_math ? "--use_fast_math" : "--fmad=false");
   if (o.opt_level < 2) flags.push_back(fmt::format("--ptxas-options=-O{}", std::max(o.opt_level, 0)));
+  flags.insert(flags.end(), o.extra.begin(), o.extra.end());
   return flags;
 }
 
@@ -65,8 +107,11 @@ QD_FUNC std::vector<std::byte> compile_cubin(std::string_view source, const nvrt
   }
   nvrtc_options effective = options;
   if (detail::minimal_rejected.load(std::memory_order_relaxed)) effective.minimal = false;
-  constexpr const char* program_name = "qd_generated.cu";
+  using detail::program_name;
   auto flags = nvrtc_flags(effective);
+  bool tried = false;
+  if (options.precompiled_prelude)
+    if (auto code = detail::compile_with_precompiled_prelude(api, source, flags, tried)) return std::move(*code);
   gpu_program_outcome out = compile_gpu_program(api, source, program_name, flags);
   if (out.result == gpu_compiler_invalid_option && effective.minimal) {
     effective.minimal = false;  // an NVRTC older than --minimal, or another bad option: try without
@@ -76,7 +121,19 @@ QD_FUNC std::vector<std::byte> compile_cubin(std::string_view source, const nvrt
   }
   if (out.result != gpu_success)
     throw rejected_program("NVRTC", "CUDA", what, api.error_string(out.result), flags, source, out.log, {program_name});
+  if (tried) {  // inline compiled where the precompiled header did not: keep to inline
+    detail::pch_failed.store(true, std::memory_order_relaxed);
+    detail::pch_fallbacks.fetch_add(1, std::memory_order_relaxed);
+  }
   return std::move(out.code);
+}
+
+QD_FUNC nvrtc_pch_statistics nvrtc_prelude_pch_statistics() {
+  const gpu_compiler_api& api = detail::nvrtc();
+  return {.programs = detail::pch_programs.load(),
+          .created = detail::pch_created.load(),
+          .fallbacks = detail::pch_fallbacks.load(),
+          .supported = api.pch_create_status != nullptr && !detail::pch_failed.load()};
 }
 
 QD_FUNC std::string nvrtc_version() { return gpu_compiler_version(detail::nvrtc()); }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,19 @@ struct nvrtc_options {
   int opt_level = 2;  // 0..3; below 2 lowers ptxas's optimization level
   bool fast_math = false;
   bool minimal = true;  // --minimal: NVRTC's fixed cost drops; dropped if this NVRTC rejects it
+  // A source that opens with the CUDA prelude gets it as a header NVRTC precompiles once
+  // per process (NVRTC 12.8+, automatic PCH): the same code, less fixed cost per program.
+  // Without PCH support, or after it failed, the prelude stays inline.
+  bool precompiled_prelude = true;
+  std::vector<std::string> extra;  // further options, after the others (benchmarks)
+};
+
+// How the process's compiles used the precompiled prelude (docs/backends.md).
+struct nvrtc_pch_statistics {
+  std::int64_t programs = 0;   // compiled with the prelude as a precompiled header
+  std::int64_t created = 0;    // of them, the compiles that created the precompiled header
+  std::int64_t fallbacks = 0;  // failed that way but compiled with the prelude inline
+  bool supported = false;      // this NVRTC has precompiled headers and they have not failed
 };
 
 // Where NVRTC is looked for: QD_NVRTC_PATH, then $CUDA_HOME / $CUDA_PATH and the
@@ -34,6 +48,9 @@ QD_FUNC std::vector<std::string> nvrtc_flags(const nvrtc_options& options);
 // A missing NVRTC is a qd::driver_error naming QD_NVRTC_PATH.
 QD_FUNC std::vector<std::byte> compile_cubin(std::string_view source, const nvrtc_options& options,
                                              std::string_view what);
+
+// This process's figures; opens NVRTC.
+QD_FUNC nvrtc_pch_statistics nvrtc_prelude_pch_statistics();
 
 // NVRTC's version ("13.0") and the sm_XX it can target; these open NVRTC.
 QD_FUNC std::string nvrtc_version();
