@@ -6,6 +6,6 @@
 
 namespace qd::inline v0::codegen {
 
-inline constexpr std::string_view generator_id = "2018cc07f6bfdd6ea5da8b630d54fb34";
+inline constexpr std::string_view generator_id = "a8d1dd4a93053654a9b47e32080316c7";
 
 }  // namespace qd::inline v0::codegen
