@@ -6,6 +6,6 @@
 
 namespace qd::inline v0::codegen {
 
-inline constexpr std::string_view generator_id = "a8d1dd4a93053654a9b47e32080316c7";
+inline constexpr std::string_view generator_id = "fdfd50f43655130c90cd2fc898d3dc4f";
 
 }  // namespace qd::inline v0::codegen

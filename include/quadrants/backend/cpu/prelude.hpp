@@ -158,7 +158,22 @@ QD_FN qd_i32 qd_bound(const qd_ctx* ctx, qd_i64 value, qd_i32 on_overflow) {
    the runtime says it may, with plain updates; else spread, with atomics. */
 #define QD_PLAIN(frame) ((frame).qd_plain)
 #define QD_PARALLEL_SCATTER_TASK(entry, RANK, BLOCK, NESTED)                                               \
-  QD_PARALLEL_CHUNK(entry, RANK)                                                                           \
+  QD_PARALLEL_RANGE(entry, RANK)                                                                           \
+  /* Two copies of the loop, qd_plain a constant in each: the plain one keeps the arrays' */             \
+  /* addresses in registers (no atomic in the loop), and neither branches per update. */                  \
+  static void entry##_chunk(const void* qd_fp, const qd_ctx* ctx, qd_i64 qd_lo, qd_i64 qd_hi) {           \
+    entry##_red qd_red;                                                                                    \
+    entry##_red_init(&qd_red);                                                                             \
+    entry##_frame qd_f = *(const entry##_frame*)qd_fp;                                                     \
+    if (qd_f.qd_plain) {                                                                                   \
+      qd_f.qd_plain = 1;                                                                                   \
+      entry##_range(ctx, qd_f, &qd_red, qd_lo, qd_hi);                                                     \
+    } else {                                                                                               \
+      qd_f.qd_plain = 0;                                                                                   \
+      entry##_range(ctx, qd_f, &qd_red, qd_lo, qd_hi);                                                     \
+    }                                                                                                      \
+    entry##_red_flush(ctx, &qd_red);                                                                       \
+  }                                                                                                        \
   QD_EXPORT void entry(const qd_ctx* ctx) {                                                                \
     entry##_frame qd_f;                                                                                    \
     entry##_prologue(ctx, &qd_f);                                                                          \
