@@ -26,6 +26,14 @@ inline double seconds(const std::function<void()>& f) {
 // Wall-clock time of f(), in milliseconds.
 inline double ms(const std::function<void()>& f) { return seconds(f) * 1e3; }
 
+// The GPU the compile-only benchmarks compile for: sm_90 for CUDA, gfx90a for AMD.
+inline void target_benchmark_gpu(qd::config& c) {
+  if (c.arch == qd::arch::cuda)
+    c.cuda_arch = 90;
+  else
+    c.amdgpu_arch = "gfx90a";
+}
+
 inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];

@@ -43,10 +43,7 @@ struct target {
                  .per_offload = mode,
                  .compile_only = true,
                  .enable_fallback = false};
-    if (arch == qd::arch::cuda)
-      c.cuda_arch = 90;
-    else
-      c.amdgpu_arch = "gfx90a";
+    qd_bench::target_benchmark_gpu(c);
     return c;
   }
 };

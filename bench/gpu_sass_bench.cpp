@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_support.hpp"
 #include "quadrants/backend/amdgpu/hiprtc.hpp"
 #include "quadrants/backend/cuda/nvrtc.hpp"
 
@@ -211,10 +212,7 @@ void compile_generated(qd::arch arch, const fs::path& root) {
                .print_ir = true,
                .compile_only = true,
                .enable_fallback = false};
-  if (arch == qd::arch::cuda)
-    c.cuda_arch = 90;
-  else
-    c.amdgpu_arch = "gfx90a";
+  qd_bench::target_benchmark_gpu(c);
   qd::init(c);
   saxpy.compile();
   stencil.compile();

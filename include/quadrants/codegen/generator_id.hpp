@@ -6,6 +6,6 @@
 
 namespace qd::inline v0::codegen {
 
-inline constexpr std::string_view generator_id = "fdfd50f43655130c90cd2fc898d3dc4f";
+inline constexpr std::string_view generator_id = "d77349df05ccd8daa866df6f3865ca50";
 
 }  // namespace qd::inline v0::codegen

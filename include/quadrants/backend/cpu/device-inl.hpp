@@ -92,13 +92,11 @@ class cpu_device final : public device {
     rt->pool->parallel_for_nested(begin, end, reinterpret_cast<thread_pool::chunk_fn>(chunk), frame, ctx);
   }
 
-  // Whether the pool would run `count` iterations on the calling thread alone (the
-  // thresholds of thread_pool's parallel_for and parallel_for_nested).
+  // Plain updates when the loop runs on this thread alone (kind 2: serial code; 3: chunked
+  // reductions, never) and the gate can be held alone; else the gate held shared.
   static int scatter_begin(const ctx_abi* ctx, std::int64_t count, int kind) {
     const thread_pool& pool = *static_cast<const runtime_abi*>(ctx->runtime)->pool;
-    const bool alone =
-        kind == 2 || (kind != 3 && (pool.size() == 1 || (kind == 0 && count <= thread_pool::inline_threshold) ||
-                                    (kind == 1 && count == 1)));
+    const bool alone = kind == 2 || (kind != 3 && pool.runs_on_caller(count, kind == 1));
     if (alone && scatter_gate::try_alone()) return 1;
     scatter_gate::enter_shared();
     return 0;

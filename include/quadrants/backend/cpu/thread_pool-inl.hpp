@@ -128,7 +128,7 @@ QD_FUNC void thread_pool::parallel_for(std::int64_t begin, std::int64_t end, chu
   if (n <= 0) return;
   const std::int64_t parts = static_cast<std::int64_t>(size()) * 4;
   const std::int64_t chunk = std::max<std::int64_t>((n + parts - 1) / parts, 256);
-  if (n <= inline_threshold || !dispatch(begin, end, chunk, fn, frame, ctx)) fn(frame, ctx, begin, end);
+  if (runs_on_caller(n, false) || !dispatch(begin, end, chunk, fn, frame, ctx)) fn(frame, ctx, begin, end);
 }
 
 QD_FUNC void thread_pool::parallel_for_nested(std::int64_t begin, std::int64_t end, chunk_fn fn, const void* frame,
@@ -136,7 +136,8 @@ QD_FUNC void thread_pool::parallel_for_nested(std::int64_t begin, std::int64_t e
   std::int64_t n = end - begin;
   if (n <= 0) return;
   const std::int64_t parts = static_cast<std::int64_t>(size()) * 16;
-  if (n == 1 || !dispatch(begin, end, (n + parts - 1) / parts, fn, frame, ctx)) fn(frame, ctx, begin, end);
+  if (runs_on_caller(n, true) || !dispatch(begin, end, (n + parts - 1) / parts, fn, frame, ctx))
+    fn(frame, ctx, begin, end);
 }
 
 QD_FUNC void thread_pool::parallel_chunks(std::int64_t count, chunk_fn fn, const void* frame, const void* ctx) {

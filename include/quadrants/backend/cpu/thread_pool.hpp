@@ -37,6 +37,11 @@ class thread_pool {
 
   // Ranges this small run on the caller: waking workers costs more than it saves.
   static constexpr std::int64_t inline_threshold = 2048;
+  // Whether parallel_for (nested: parallel_for_nested) runs `n` iterations on the caller
+  // alone whatever other launches do: a one-thread pool, or too few iterations to spread.
+  bool runs_on_caller(std::int64_t n, bool nested) const {
+    return workers_.empty() || (nested ? n == 1 : n <= inline_threshold);
+  }
 
  private:
   QD_FUNC void worker_loop();
