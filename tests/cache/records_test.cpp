@@ -86,3 +86,28 @@ TEST_CASE("explanation records round-trip, and truncated or foreign bytes are re
       qd::cache::encode(qd::cache::offload_record{{5, 6}, {"qd_o1", true, false, {}}})));
   CHECK_FALSE(qd::cache::decode_explain_record(qd::cache::encode(qd::cache::explain_record{"", "text", "dot", {}})));
 }
+
+TEST_CASE("variant records round-trip, and truncated, foreign or out-of-range bytes are rejected") {
+  qd::cache::variant_record v{{{{1, 2}, {3, 4}, {"qd_o1", true, false, {0, 1}}, true, 256, {3, 0}},
+                               {{5, 6}, {3, 4}, {"qd_o2", false, true, {0}}, false, 0, {1}}},
+                              4096};
+  const bytes encoded = qd::cache::encode(v);
+  auto back = qd::cache::decode_variant_record(encoded);
+  REQUIRE(back);
+  CHECK(*back == v);
+  for (std::size_t n = 0; n < encoded.size(); ++n)
+    CHECK_FALSE(qd::cache::decode_variant_record(std::span<const std::byte>(encoded.data(), n)));
+  bytes longer = encoded;
+  longer.push_back(std::byte{0});
+  CHECK_FALSE(qd::cache::decode_variant_record(longer));
+  // Another kind's bytes; a variant of no task; a random flag other than 0 or 1.
+  CHECK_FALSE(qd::cache::decode_variant_record(
+      qd::cache::encode(qd::cache::offload_record{{5, 6}, {"qd_o1", true, false, {}}})));
+  CHECK_FALSE(qd::cache::decode_variant_record(qd::cache::encode(qd::cache::variant_record{{}, 0})));
+  const bytes one =
+      qd::cache::encode(qd::cache::variant_record{{{{1, 2}, {3, 4}, {"e", true, false, {}}, false, 7, {}}}, 0});
+  CHECK(one == of({'V', 0, 1, 1, 2, 3, 4, 1, 'e', 1, 0, 0, 7, 0}));
+  bytes flag = one;
+  flag[11] = std::byte{2};
+  CHECK_FALSE(qd::cache::decode_variant_record(flag));
+}

@@ -156,6 +156,8 @@ void write_seeds(const std::string& dir) {
   save(1, structured);
   save(2, qd::cache::encode(kr));
   save(3, qd::cache::encode(orec));
+  qd::cache::variant_record vrec{{{{3, 4}, {5, 6}, orec.task, true, 128, {2, 0}}}, 4096};
+  save(4, qd::cache::encode(vrec));
 }
 
 }  // namespace
@@ -168,11 +170,12 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   std::span<const std::byte> in(reinterpret_cast<const std::byte*>(data) + 1, size - 1);
-  switch (data[0] % 4) {
+  switch (data[0] % 5) {
     case 0: check_entry(in); break;
     case 1: check_round_trip(in); break;
     case 2: check_record(in, [](std::span<const std::byte> b) { return qd::cache::decode_kernel_record(b); }); break;
     case 3: check_record(in, [](std::span<const std::byte> b) { return qd::cache::decode_offload_record(b); }); break;
+    case 4: check_record(in, [](std::span<const std::byte> b) { return qd::cache::decode_variant_record(b); }); break;
   }
   return 0;
 }

@@ -72,3 +72,36 @@ TEST_CASE("fnv1a is a stable content hash") {
   static_assert(ir::fnv1a("") == 0xcbf29ce484222325ull);
   CHECK(ir::fnv1a("a") == 0xaf63dc4c8601ec8cull);
 }
+
+// exact_bytes (cache::variant_key): the arrays as traced, so renumbering changes them, and
+// whatever changes the canonical bytes changes them too; source positions do not.
+TEST_CASE("exact bytes follow every field and the numbering, not source positions") {
+  const ir::function base = test::stale_snapshot_ir();
+  const std::string bytes = ir::exact_bytes(base);
+  CHECK(ir::exact_bytes(test::stale_snapshot_ir()) == bytes);
+  CHECK(ir::exact_bytes(test::stale_snapshot_ir(ir::access::clamp)) != bytes);
+  ir::function fn = base;
+  fn.params[1].needs_grad = true;
+  CHECK(ir::exact_bytes(fn) != bytes);
+  fn = base;
+  fn.is_gradient = true;
+  CHECK(ir::exact_bytes(fn) != bytes);
+  fn = base;
+  fn.nodes.back().imm += 1;
+  CHECK(ir::exact_bytes(fn) != bytes);
+  fn = base;
+  fn.locs.push_back({});  // where the user wrote it is not what it computes
+  CHECK(ir::exact_bytes(fn) == bytes);
+  // Unreachable nodes first: the same canonical bytes, other exact bytes.
+  auto padded = [](int padding) {
+    ir::function f;
+    ir::builder b(f);
+    b.add_param({true, dtype::f32, 1, false});
+    for (int k = 0; k < padding; ++k) b.constant_int(dtype::i64, 99);
+    f.blocks[0].clear();
+    b.global_store(0, 0, std::array<ir::id, 1>{b.constant_int(dtype::i32, 0)}, b.constant_float(dtype::f32, 2.0));
+    return f;
+  };
+  CHECK(ir::canonical_bytes(padded(0)) == ir::canonical_bytes(padded(2)));
+  CHECK(ir::exact_bytes(padded(0)) != ir::exact_bytes(padded(2)));
+}

@@ -2,6 +2,8 @@
 // errors after the others were tried, and the progress line of a long cold start.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -24,7 +26,87 @@ auto make(int salt) {
                     });
 }
 
+// Kernel `salt` of `n` constructs: construct c adds 1000 * salt + c + 1 to out (no two
+// constructs alike, so no module is shared and the reads below are exact counts).
+auto make_wide(int salt, int n) {
+  return qd::kernel("wide" + std::to_string(salt), {"out"}, [salt, n](qd::types::ndarray<float, 1> out) {
+    for (int c = 0; c < n; ++c)
+      qd::range_for(out.shape(0), [&](qd::i32 i) { out[i] += static_cast<float>(1000 * salt + c + 1); });
+  });
+}
+
+std::size_t files_in(const std::filesystem::path& dir) {
+  std::size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) n += e.path().extension() == ".qdc";
+  return n;
+}
+
 }  // namespace
+
+// Issue 30: a warm start's file operations are bounded per kernel, not per construct: one
+// variant record per kernel (cache::variant_record) names its offloads' modules, and each
+// module is read once.
+TEST_CASE("a warm start reads one record per kernel and each module once, whatever the constructs") {
+  const int kernels = 4;
+  for (int constructs : {3, 24}) {
+    CAPTURE(constructs);
+    qd_test::fresh_dir cache("warm-reads");
+    const qd::config c{
+        .offline_cache_file_path = cache.str(), .per_offload = qd::per_offload_mode::on, .num_compile_threads = 2};
+    auto run_all = [&] {
+      std::vector<decltype(make_wide(0, 1))> ks;
+      for (int s = 0; s < kernels; ++s) ks.push_back(make_wide(s, constructs));
+      qd::compile_all();
+      qd::ndarray<float, 1> out(16);
+      for (int s = 0; s < kernels; ++s) {
+        out.fill(0.0f);
+        ks[static_cast<std::size_t>(s)](out);
+        const float want = static_cast<float>(1000 * s * constructs + constructs * (constructs + 1) / 2);
+        for (float v : out.to_host()) CHECK(v == want);
+      }
+    };
+    qd_test::init_cpu(c);
+    run_all();
+    REQUIRE(qd::offline_cache_statistics().compiles > 0);
+    const std::size_t modules = files_in(cache.path() / "module");
+    CHECK(files_in(cache.path() / "variant") == static_cast<std::size_t>(kernels));
+    CHECK(modules <= static_cast<std::size_t>(kernels * 2));  // at most one program per compile thread
+
+    qd_test::init_cpu(c);  // a new program: its memory is empty, the disk is warm
+    run_all();
+    const auto warm = qd::offline_cache_statistics();
+    CHECK(warm.compiles == 0);
+    CHECK(warm.misses == 0);
+    CHECK(warm.hits == kernels + modules);  // counted reads: not one per construct
+    CHECK(qd::detail::current_program("test").code().generated() == 0);
+
+    // A record naming a module the disk lost (evicted): a miss for that kernel only, which
+    // resolves its offloads one by one, rebuilds that module, and writes its record again.
+    std::filesystem::remove(std::filesystem::directory_iterator(cache.path() / "module")->path());
+    qd_test::init_cpu(c);
+    run_all();
+    CHECK(qd::offline_cache_statistics().compiles >= 1);
+    qd_test::init_cpu(c);
+    run_all();
+    CHECK(qd::offline_cache_statistics().compiles == 0);
+    CHECK(qd::offline_cache_statistics().hits == kernels + files_in(cache.path() / "module"));
+
+    // A record whose bytes are damaged: refused (a miss), never trusted.
+    for (const auto& e : std::filesystem::directory_iterator(cache.path() / "variant")) {
+      std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
+      char last = 0;
+      f.seekg(-1, std::ios::end);
+      f.get(last);
+      f.seekp(-1, std::ios::end);
+      f.put(static_cast<char>(last ^ 0x5a));
+    }
+    qd_test::init_cpu(c);
+    run_all();
+    CHECK(qd::offline_cache_statistics().compiles == 0);  // the offloads' own records still hold
+    CHECK(qd::offline_cache_statistics().rejected == static_cast<std::uint64_t>(kernels));
+  }
+  qd::reset();
+}
 
 TEST_CASE("compile_all makes every live kernel ready: their launches compile nothing") {
   qd_test::fresh_dir cache("compile-all");

@@ -100,11 +100,17 @@ QD_FUNC std::vector<task_module> code_cache::resolve_offloads(std::span<const ke
   const opener load = loader(what);
   std::vector<std::size_t> misses;
   for (std::size_t i = 0; i < keys.size(); ++i) {
+    std::optional<key> module;
     resolved r = tiers_.get(entry_kind::offload, keys[i], [&](std::span<const std::byte> payload) {
       std::optional<offload_record> stored = decode_offload_record(payload);
       if (!stored || stored->task != tasks[i].record) return std::shared_ptr<backend::loaded_module>();
+      module = stored->module;
       return tiers_.get(entry_kind::module, stored->module, load).module;
     });
+    if (r && module) {
+      std::lock_guard lock(module_of_mutex_);
+      module_of_[keys[i]] = *module;
+    }
     if (r)
       out[i] = {r.module, r.loaded ? code_origin::loaded : code_origin::reused};
     else
@@ -155,12 +161,66 @@ QD_FUNC std::vector<task_module> code_cache::resolve_offloads(std::span<const ke
     for (std::size_t i : members[g]) {
       out[i] = {modules[g].module, modules[g].built ? code_origin::built : code_origin::loaded};
       tiers_.put(entry_kind::offload, keys[i], encode(offload_record{module_keys[g], tasks[i].record}), out[i].module);
+      std::lock_guard lock(module_of_mutex_);
+      module_of_[keys[i]] = module_keys[g];
     }
   for (std::size_t i : misses)
     if (!out[i].module)  // a duplicate of one built above
       for (std::size_t u : unique)
         if (keys[u] == keys[i]) out[i] = {out[u].module, code_origin::reused};
+  std::lock_guard lock(module_of_mutex_);
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    if (auto it = module_of_.find(keys[i]); it != module_of_.end()) out[i].module_key = it->second;
   return out;
+}
+
+QD_FUNC std::optional<variant_hit> code_cache::find_variant(const key& k, std::size_t tasks, std::string_view what) {
+  const opener load = loader(what);
+  variant_hit hit;
+  const std::optional<std::size_t> found =
+      tiers_.get_record(entry_kind::variant, k, [&](std::span<const std::byte> payload) {
+        std::optional<variant_record> r = decode_variant_record(payload);
+        if (!r || r->tasks.size() != tasks) return false;
+        // The modules it names, in one round trip where a tier prefetches (remote).
+        std::vector<key> modules;
+        for (const variant_task& vt : r->tasks)
+          if (std::find(modules.begin(), modules.end(), vt.module) == modules.end()) modules.push_back(vt.module);
+        tiers_.prefetch(entry_kind::module, modules);
+        hit.modules.assign(tasks, {});
+        for (std::size_t t = 0; t < tasks; ++t) {
+          const variant_task& vt = r->tasks[t];
+          // The entry point derives from the offload key; a record saying otherwise is not ours.
+          if (vt.task.entry != offload_entry(vt.offload)) return false;
+          resolved m = tiers_.get(entry_kind::module, vt.module, load);
+          if (!m) return false;
+          try {
+            (void)m.module->entry(vt.task.entry);  // throws when absent (compile_only modules have none to look up)
+          } catch (const error&) {
+            return false;
+          }
+          // As an offload's own lookup would count it: reused when this program resolved that
+          // offload already, else loaded (its record was read now).
+          std::lock_guard lock(module_of_mutex_);
+          const bool known = !module_of_.emplace(vt.offload, vt.module).second;
+          hit.modules[t] = {std::move(m.module), known ? code_origin::reused : code_origin::loaded, vt.module};
+        }
+        hit.record = std::move(*r);
+        return true;
+      });
+  if (!found) return std::nullopt;
+  // Found below the top (a tier listed after the disk, with a cold disk): the offload
+  // records it stands for go up with it, so an edit resolved offload by offload later
+  // finds them there too.
+  bool payload_tier_above = false;
+  for (std::size_t i = 0; i < *found; ++i) payload_tier_above |= !tiers_[i].keeps_modules();
+  if (payload_tier_above)
+    for (const variant_task& vt : hit.record.tasks)
+      tiers_.put_above(*found, entry_kind::offload, vt.offload, encode(offload_record{vt.module, vt.task}));
+  return hit;
+}
+
+QD_FUNC void code_cache::store_variant(const key& k, const variant_record& r) {
+  tiers_.put_record(entry_kind::variant, k, encode(r));
 }
 
 }  // namespace qd::inline v0::cache

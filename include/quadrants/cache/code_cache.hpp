@@ -8,10 +8,12 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <semaphore>
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "quadrants/backend/device.hpp"
@@ -42,6 +44,13 @@ enum class code_origin : std::uint8_t {
 struct task_module {
   std::shared_ptr<backend::loaded_module> module;
   code_origin origin = code_origin::reused;
+  std::optional<key> module_key;  // the module's own key, where known (resolve_offloads: for a variant record)
+};
+
+// A split variant found whole (code_cache::find_variant): its record and each task's module.
+struct variant_hit {
+  variant_record record;
+  std::vector<task_module> modules;  // one per task, in the record's order
 };
 
 class code_cache {
@@ -74,6 +83,16 @@ class code_cache {
                                                     std::size_t programs, std::string_view what,
                                                     const program_hook& on_program = {});
 
+  // A split variant's record under `k` (cache::variant_key) for a plan of `tasks` tasks, with
+  // every module it names found in the tiers and holding its task's entry point: a warm
+  // start's one read per kernel, with no lowering, keys per offload or code. Nothing is
+  // built: a missing record, or one naming a module no tier has (evicted) or that does not
+  // load, is a miss (discarded), and the caller resolves the offloads one by one. Variant
+  // records live in the tiers that do not prefetch (memory, disk): tier_list::get_record.
+  QD_FUNC std::optional<variant_hit> find_variant(const key& k, std::size_t tasks, std::string_view what);
+  // Stores a split variant's record once its offloads resolved.
+  QD_FUNC void store_variant(const key& k, const variant_record& r);
+
  private:
   QD_FUNC opener loader(std::string_view what);
   QD_FUNC builder program_builder(std::span<const task_code* const> tasks, const std::string& text,
@@ -84,6 +103,10 @@ class code_cache {
   tier_list tiers_;
   std::once_flag environment_once_;
   std::unique_ptr<key_builder> environment_;
+  // The module key of each offload this process resolved (its memory tier maps an offload
+  // straight to the loaded module), so a variant record can name them all.
+  std::mutex module_of_mutex_;
+  std::unordered_map<key, key, key_hash> module_of_;
   std::atomic<std::uint64_t> compiles_{0};
   std::atomic<std::uint64_t> generated_{0};
   std::counting_semaphore<> build_slots_;

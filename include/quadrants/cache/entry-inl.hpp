@@ -20,6 +20,7 @@ QD_FUNC std::string_view name(entry_kind kind) noexcept {
     case entry_kind::kernel: return "kernel";
     case entry_kind::offload: return "offload";
     case entry_kind::explain: return "explain";
+    case entry_kind::variant: return "variant";
   }
   return "?";
 }

@@ -19,17 +19,18 @@ namespace qd::inline v0::cache {
 // module: the compiled binary of one compiler program; kernel: a whole-kernel record;
 // offload: a per-construct record that references a module; explain: what a compiled
 // kernel is made of (its name, kernel.explain() and kernel.dot(), the keys of its
-// records), for `qd-cache explain`. The store treats all payloads as opaque bytes.
-enum class entry_kind : std::uint8_t { module = 1, kernel = 2, offload = 3, explain = 4 };
+// records), for `qd-cache explain`; variant: a split kernel's offloads and modules in one
+// record (a warm start's one read per kernel). The store treats all payloads as opaque bytes.
+enum class entry_kind : std::uint8_t { module = 1, kernel = 2, offload = 3, explain = 4, variant = 5 };
 
 inline constexpr entry_kind all_entry_kinds[] = {entry_kind::module, entry_kind::kernel, entry_kind::offload,
-                                                 entry_kind::explain};
+                                                 entry_kind::explain, entry_kind::variant};
 
 // Tables indexed by the kind byte (store, remote) have one slot per kind plus slot 0.
-static_assert(std::size(all_entry_kinds) == 4 && static_cast<int>(entry_kind::explain) == 4,
+static_assert(std::size(all_entry_kinds) == 5 && static_cast<int>(entry_kind::variant) == 5,
               "a new entry kind: update the tables indexed by kind byte (cache/store-inl.hpp kind_trusted)");
 
-// "module", "kernel", "offload", "explain": also the entry's directory under the cache root.
+// "module", "kernel", "offload", "explain", "variant": also the entry's directory under the cache root.
 QD_FUNC std::string_view name(entry_kind kind) noexcept;
 QD_FUNC std::optional<entry_kind> entry_kind_from_name(std::string_view text) noexcept;
 
@@ -53,6 +54,7 @@ constexpr std::uint64_t max_payload_size_of(entry_kind kind) noexcept {
     case entry_kind::kernel: return std::uint64_t{16} << 20;
     case entry_kind::offload: return std::uint64_t{1} << 20;
     case entry_kind::explain: return std::uint64_t{8} << 20;
+    case entry_kind::variant: return std::uint64_t{16} << 20;
   }
   return 0;
 }

@@ -50,6 +50,15 @@ QD_FUNC key offload_key(const key_builder& environment, const codegen::lowered_t
   return b.finish();
 }
 
+QD_FUNC key variant_key(const key_builder& environment, const ir::function& traced,
+                        std::span<const std::uint64_t> plan_shape, bool deterministic_reductions) {
+  key_builder b = environment;
+  b.add("variant").add(codegen::generator_id).add(ir::exact_bytes(traced));
+  b.add(deterministic_reductions ? "deterministic" : "any order").add(static_cast<std::uint64_t>(plan_shape.size()));
+  for (std::uint64_t v : plan_shape) b.add(v);
+  return b.finish();
+}
+
 QD_FUNC std::string offload_entry(const key& offload) { return "qd_o" + offload.hex(); }
 
 QD_FUNC std::optional<key> offload_of_entry(std::string_view entry) {

@@ -52,6 +52,13 @@ inline constexpr std::string_view offload_entry_placeholder = "QD_OFFLOAD_ENTRY"
 QD_FUNC std::string offload_entry(const key& offload);
 QD_FUNC std::optional<key> offload_of_entry(std::string_view entry);
 
+// A split variant (its variant record): the traced IR exactly (ir::exact_bytes), the plan's shape (what
+// analysis::plan_split made of it, summarised by the caller) and whether GPU reductions are
+// deterministic; with the generator's fingerprint, which covers the analysis that plans and
+// the lowering, this decides every task's lowered IR, so equal keys mean equal offload keys.
+QD_FUNC key variant_key(const key_builder& environment, const ir::function& traced,
+                        std::span<const std::uint64_t> plan_shape, bool deterministic_reductions);
+
 // A compiled program of offloads (a module): its text.
 QD_FUNC key module_key(const key_builder& environment, std::string_view program);
 

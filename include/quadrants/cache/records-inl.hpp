@@ -137,6 +137,22 @@ QD_FUNC std::vector<std::byte> encode(const explain_record& r) {
   return w.take();
 }
 
+QD_FUNC std::vector<std::byte> encode(const variant_record& r) {
+  detail::record_writer w('V');
+  w.u64(r.reduction_scratch);
+  w.u64(r.tasks.size());
+  for (const variant_task& t : r.tasks) {
+    w.k(t.offload);
+    w.k(t.module);
+    w.task(t.task);
+    w.u64(t.draws_random ? 1 : 0);
+    w.u64(t.block_dim);
+    w.u64(t.param_map.size());
+    for (std::int32_t p : t.param_map) w.u64(static_cast<std::uint32_t>(p));
+  }
+  return w.take();
+}
+
 QD_FUNC std::optional<kernel_record> decode_kernel_record(std::span<const std::byte> bytes) {
   detail::record_reader in(bytes, 'K');
   kernel_record r;
@@ -173,6 +189,32 @@ QD_FUNC std::optional<explain_record> decode_explain_record(std::span<const std:
   r.variant = in.text();
   r.explained = in.k();
   r.written = in.u64();
+  if (!in.ok() || !in.at_end()) return std::nullopt;
+  return r;
+}
+
+QD_FUNC std::optional<variant_record> decode_variant_record(std::span<const std::byte> bytes) {
+  detail::record_reader in(bytes, 'V');
+  variant_record r;
+  r.reduction_scratch = in.u64();
+  std::uint64_t n = in.u64();
+  if (!in.ok() || r.reduction_scratch > (std::uint64_t{1} << 30) || n == 0 || n > bytes.size()) return std::nullopt;
+  for (std::uint64_t i = 0; i < n && in.ok(); ++i) {
+    variant_task t;
+    t.offload = in.k();
+    t.module = in.k();
+    t.task = in.task();
+    std::uint64_t random = in.u64(), block = in.u64(), params = in.u64();
+    if (!in.ok() || random > 1 || block > UINT32_MAX || params > 4096) return std::nullopt;
+    t.draws_random = random == 1;
+    t.block_dim = static_cast<std::uint32_t>(block);
+    for (std::uint64_t p = 0; p < params && in.ok(); ++p) {
+      std::uint64_t v = in.u64();
+      if (v > 0x7fffffff) return std::nullopt;
+      t.param_map.push_back(static_cast<std::int32_t>(v));
+    }
+    r.tasks.push_back(std::move(t));
+  }
   if (!in.ok() || !in.at_end()) return std::nullopt;
   return r;
 }

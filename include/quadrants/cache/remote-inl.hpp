@@ -426,7 +426,8 @@ QD_FUNC hmac_tag value_tag(const remote_state& s, entry_kind kind, const key& k,
 QD_FUNC std::string record_link(entry_kind kind, std::span<const std::byte> payload) {
   switch (kind) {
     case entry_kind::module:
-    case entry_kind::explain: return std::string(no_link);
+    case entry_kind::explain:
+    case entry_kind::variant: return std::string(no_link);  // a variant names several modules
     case entry_kind::kernel:
       if (auto r = decode_kernel_record(payload)) return r->module.hex();
       return std::string(no_link);

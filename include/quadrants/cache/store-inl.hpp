@@ -40,8 +40,8 @@ struct store_state {
   store_options options;
   std::string root;
   std::atomic<bool> readable{false}, writable{false};
-  bool kind_trusted[std::size(all_entry_kinds) + 1] = {true, true, true, true, true};  // by kind byte (1..);
-                                                                                       // fixed after construction
+  bool kind_trusted[std::size(all_entry_kinds) + 1] = {true, true, true, true, true, true};  // by kind byte (1..);
+                                                                                             // fixed after construction
   std::atomic<bool> warned_degraded{false}, warned_trust{false};
 
   std::atomic<std::uint64_t> hits{0}, misses{0}, stores{0}, evictions{0}, rejected{0};

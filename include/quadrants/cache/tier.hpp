@@ -64,7 +64,8 @@ class tier {
     (void)kind, (void)k, (void)payload;
   }
 
-  // True for a tier that keeps loaded modules (this process's memory).
+  // True for a tier that keeps loaded modules (this process's memory). Such a tier keeps
+  // the bytes of a record put without a module (a variant record) too.
   virtual bool keeps_modules() const { return false; }
 
   // Whether the tier holds `k`, known cheaply (a map lookup, an access()): the list tells a

@@ -49,6 +49,33 @@ QD_FUNC resolved tier_list::get(entry_kind kind, const key& k, const opener& ope
   return {};
 }
 
+QD_FUNC std::optional<std::size_t> tier_list::get_record(entry_kind kind, const key& k, const record_user& use) {
+  for (std::size_t i = 0; i < tiers_.size(); ++i) {
+    tier& t = *tiers_[i];
+    if (!t.available() || t.prefetches()) continue;
+    std::optional<tier_item> item = t.get(kind, k);
+    if (!item || item->payload.empty()) continue;
+    if (!use(item->payload)) {
+      t.discard(kind, k, item->payload);
+      continue;
+    }
+    put_above(i, kind, k, item->payload);
+    return i;
+  }
+  return std::nullopt;
+}
+
+QD_FUNC void tier_list::put_record(entry_kind kind, const key& k, std::span<const std::byte> payload) {
+  for (const auto& t : tiers_)
+    if (!t->prefetches()) t->put(kind, k, payload, nullptr);
+}
+
+QD_FUNC void tier_list::put_above(std::size_t index, entry_kind kind, const key& k,
+                                  std::span<const std::byte> payload) {
+  for (std::size_t above = 0; above < index && above < tiers_.size(); ++above)
+    tiers_[above]->put(kind, k, payload, nullptr);
+}
+
 QD_FUNC void tier_list::put(entry_kind kind, const key& k, std::span<const std::byte> payload,
                             const std::shared_ptr<backend::loaded_module>& module) {
   for (const auto& t : tiers_)

@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -49,6 +50,18 @@ class tier_list {
   // opened; a payload that does not open is discarded from its tier and the next tier is
   // asked. A hit is written to the tiers above the one that had it.
   QD_FUNC resolved get(entry_kind kind, const key& k, const opener& open);
+  // A record that stands for several modules (a variant record, put with put_record): the
+  // first payload `use` accepts, from the top, asking no prefetching tier (a remote one
+  // answers all of a kernel's records and modules in one round trip already, which such a
+  // record would make two); a payload it refuses is discarded from its tier. A hit is
+  // written to the tiers above the one that had it. The index of that tier, or nullopt: a miss.
+  using record_user = std::function<bool(std::span<const std::byte> payload)>;
+  QD_FUNC std::optional<std::size_t> get_record(entry_kind kind, const key& k, const record_user& use);
+  // Writes such a record to every tier that does not prefetch.
+  QD_FUNC void put_record(entry_kind kind, const key& k, std::span<const std::byte> payload);
+  // Writes to the tiers above tier `index` (what a hit there stands for: a variant record's
+  // offload records).
+  QD_FUNC void put_above(std::size_t index, entry_kind kind, const key& k, std::span<const std::byte> payload);
   // Writes to every tier (an empty payload: only to the tiers that keep modules).
   QD_FUNC void put(entry_kind kind, const key& k, std::span<const std::byte> payload,
                    const std::shared_ptr<backend::loaded_module>& module);

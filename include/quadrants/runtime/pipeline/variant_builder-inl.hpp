@@ -43,17 +43,27 @@ QD_FUNC std::uint64_t rng_salt(const analysis::task& t) {
                           : 0x100000000ull + static_cast<std::uint64_t>(t.run >= 0 ? t.run : 0);
 }
 
-// A task ready to launch from `module`; takes the task's parameter map.
-QD_FUNC compiled_task launchable_task(const backend::loaded_module& module, const std::string& entry,
-                                      codegen::lowered_task& t, const analysis::task& planned) {
+// What a launch needs of a lowered task besides its code, as a split variant's record keeps
+// it (so that a warm start does not lower).
+QD_FUNC cache::variant_task launch_facts(const codegen::lowered_task& t) {
+  cache::variant_task f;
+  f.draws_random = has_op(t.fn, ir::op::random);
+  if (t.parallel) f.block_dim = static_cast<std::uint32_t>(std::max(0, t.fn.at(t.fn.block(0).back()).param));
+  f.param_map = t.param_map;
+  return f;
+}
+
+// A task ready to launch from `module`: `facts` from launch_facts (its parameter map is taken).
+QD_FUNC compiled_task launchable_task(const backend::loaded_module& module, const std::string& entry, bool parallel,
+                                      cache::variant_task& facts, const analysis::task& planned) {
   compiled_task c;
   c.entry = module.entry(entry);
-  c.parallel = t.parallel;
+  c.parallel = parallel;
   c.rng_salt = rng_salt(planned);
   c.construct = planned.construct;
-  c.draws_random = has_op(t.fn, ir::op::random);
-  if (t.parallel) c.block_dim = static_cast<unsigned>(std::max(0, t.fn.at(t.fn.block(0).back()).param));
-  c.param_map = std::move(t.param_map);
+  c.draws_random = facts.draws_random;
+  if (parallel) c.block_dim = facts.block_dim;
+  c.param_map = std::move(facts.param_map);
   return c;
 }
 
@@ -225,8 +235,10 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
     if (m.origin == cache::code_origin::loaded) counts.loaded = constructs;
     if (dump) log_nothing_dumped(k.name);  // from memory or a cache tier: nothing was compiled
   }
-  for (std::size_t t = 0; t < lowered.ir.size(); ++t)
-    v.tasks.push_back(launchable_task(*m.module, lowered.code[t].entry, lowered.ir[t], plan.tasks[t]));
+  for (std::size_t t = 0; t < lowered.ir.size(); ++t) {
+    cache::variant_task facts = launch_facts(lowered.ir[t]);
+    v.tasks.push_back(launchable_task(*m.module, lowered.code[t].entry, lowered.ir[t].parallel, facts, plan.tasks[t]));
+  }
   v.modules.push_back(std::move(m.module));
   counts.records.push_back(record.module);
   counts.tasks = static_cast<int>(lowered.ir.size());
@@ -241,12 +253,57 @@ QD_FUNC void dump_split_preview(const kernel_state& k, program& p, const analysi
                   "It was not compiled: a diagnostic mode keeps the kernel whole (fallback 'diagnostic').\n");
 }
 
+// The plan as numbers, for the variant key: every task's kind, construct, serial run and
+// statements, and the temporaries.
+QD_FUNC std::vector<std::uint64_t> plan_shape(const analysis::task_plan& plan) {
+  std::vector<std::uint64_t> shape;
+  auto put = [&](std::int64_t v) { shape.push_back(static_cast<std::uint64_t>(v)); };
+  for (const analysis::task& t : plan.tasks) {
+    put(t.parallel ? 1 : 0);
+    put(t.construct);
+    put(t.run);
+    put(static_cast<std::int64_t>(t.statements.size()));
+    for (std::int32_t s : t.statements) put(s);
+  }
+  put(static_cast<std::int64_t>(plan.temps.size()));
+  for (const analysis::temp_assignment& a : plan.temps) {
+    put(a.node);
+    put(a.slot);
+  }
+  return shape;
+}
+
+// A warm split variant from its one record (cache::code_cache::find_variant): no lowering,
+// no key per offload, one read for the record and one per module not yet loaded.
+QD_FUNC bool split_from_record(const kernel_state& k, program& p, const analysis::task_plan& plan,
+                               const cache::key& record_key, std::string_view what, variant& v, build_counts& counts) {
+  std::optional<cache::variant_hit> hit = p.code().find_variant(record_key, plan.tasks.size(), what);
+  if (!hit) return false;
+  for (std::size_t t = 0; t < plan.tasks.size(); ++t) {
+    cache::variant_task& facts = hit->record.tasks[t];
+    v.tasks.push_back(
+        launchable_task(*hit->modules[t].module, facts.task.entry, facts.task.parallel, facts, plan.tasks[t]));
+    if (hit->modules[t].origin == cache::code_origin::loaded) ++counts.loaded;
+    v.modules.push_back(std::move(hit->modules[t].module));
+    counts.records.push_back(facts.offload);
+  }
+  counts.tasks = static_cast<int>(plan.tasks.size());
+  v.schedule = schedule_of(k, plan);
+  allocate_temporaries(p, plan, v, static_cast<std::size_t>(hit->record.reduction_scratch));
+  return true;
+}
+
 QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan& plan, variant& v,
                          build_counts& counts) {
   v.device = p.device_ptr();
+  const bool dump = p.config().print_ir;
+  const std::string what = fmt::format("kernel '{}'", k.name);
+  // The whole variant from one record, when a process resolved it before.
+  const cache::key record_key =
+      cache::variant_key(p.code().environment(), k.ir, plan_shape(plan), deterministic_gpu_reductions(p));
+  if (!dump && split_from_record(k, p, plan, record_key, what, v, counts)) return;
   // Lower.
   lowered_variant lowered = lower_split(k, p, plan);
-  const bool dump = p.config().print_ir;
   if (dump) dump_tasks(p, k, "split", lowered);
   // Resolve: the misses as compiler programs, as many as may run at once.
   const std::size_t programs = p.device().traits().concurrent_compile
@@ -258,14 +315,29 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
       dump_program(p, k, fmt::format("split/program_{}", g), text);
     };
   std::vector<cache::task_module> modules =
-      p.code().resolve_offloads(lowered.keys, lowered.code, programs, fmt::format("kernel '{}'", k.name), on_program);
+      p.code().resolve_offloads(lowered.keys, lowered.code, programs, what, on_program);
+  cache::variant_record record{.tasks = {}, .reduction_scratch = lowered.reduction_scratch};
+  bool recordable = !dump;
   for (std::size_t t = 0; t < lowered.ir.size(); ++t) {
     if (modules[t].origin == cache::code_origin::built) ++counts.compiled;
     if (modules[t].origin == cache::code_origin::loaded) ++counts.loaded;
-    v.tasks.push_back(launchable_task(*modules[t].module, lowered.code[t].entry, lowered.ir[t], plan.tasks[t]));
+    cache::variant_task facts = launch_facts(lowered.ir[t]);
+    if (modules[t].module_key) {
+      cache::variant_task r = facts;
+      r.offload = lowered.keys[t];
+      r.module = *modules[t].module_key;
+      r.task = lowered.code[t].record;
+      record.tasks.push_back(std::move(r));
+    } else {
+      recordable = false;
+    }
+    v.tasks.push_back(
+        launchable_task(*modules[t].module, lowered.code[t].entry, lowered.ir[t].parallel, facts, plan.tasks[t]));
     v.modules.push_back(std::move(modules[t].module));
     counts.records.push_back(lowered.keys[t]);
   }
+  // After the offloads and their modules: a process that finds the record finds them too.
+  if (recordable && !record.tasks.empty()) p.code().store_variant(record_key, record);
   counts.tasks = static_cast<int>(lowered.ir.size());
   counts.tasks_compiled = counts.compiled;
   v.schedule = schedule_of(k, plan);
