@@ -550,8 +550,12 @@ class emitter {
     const ir::node& n = fn_.at(i);
     std::string arr = fmt::format("ctx->arrays[{}]", n.param);
     std::string base = fmt::format("(({}*){}.{})", c_type(n.type), arr, (n.flags & ir::access::grad) ? "grad" : "data");
+    // A volatile read (qd::volatile_load, loads only); an f16 (a struct, which has no copy
+    // from volatile) through its bits.
+    const bool volatile_f16 = (n.flags & ir::access::is_volatile) && n.type == dtype::f16;
     if (n.flags & ir::access::is_volatile)
-      base = fmt::format("((volatile {}*){}.{})", c_type(n.type), arr, (n.flags & ir::access::grad) ? "grad" : "data");
+      base = fmt::format("((volatile {}*){}.{})", volatile_f16 ? "qd_u16" : c_type(n.type), arr,
+                         (n.flags & ir::access::grad) ? "grad" : "data");
     std::string guard;
     std::string linear;
     for (std::int32_t d = 0; d < n.list_size; ++d) {
@@ -569,6 +573,7 @@ class emitter {
       linear = d == 0 ? idx : fmt::format("({}) * (qd_i64)qd_extent32(&{}) + {}", linear, extent, idx);
     }
     if (linear.empty()) linear = "0";
+    if (volatile_f16) return {fmt::format("qd_f16_from_bits({}[{}])", base, linear), guard};
     return {fmt::format("{}[{}]", base, linear), guard};
   }
 

@@ -6,6 +6,6 @@
 
 namespace qd::inline v0::codegen {
 
-inline constexpr std::string_view generator_id = "dd38ab2962812ef9ff15b201d6732e77";
+inline constexpr std::string_view generator_id = "1f9418c92e8ee4014831ae0a7ad634e8";
 
 }  // namespace qd::inline v0::codegen
