@@ -1,7 +1,7 @@
 // The differential fuzzer's fixed-seed batch (docs/testing.md): 2,000 generated kernels
-// run whole, split, unchecked-split and as written on the reference backend, and 70 more
-// (20 of them rich in SPEC §11's language) also whole and split on the CPU; every
-// comparison is bitwise.
+// run whole, split, unchecked-split and as written on the reference backend, and 90 more
+// (20 of them rich in SPEC §11's language, 20 in §13's) also whole and split on the CPU;
+// every comparison is bitwise.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -128,7 +128,7 @@ TEST_CASE(
   MESSAGE("CPU batch of the second wave's language (seeds 2000001..2000020):\n" << f.text());
   CHECK(f.cpu_kernels == 20);
   CHECK(f.mismatches() == 0);
-  for (int b = 0; b < qd_fuzz::feature::count; ++b) {
+  for (int b = 0; b < qd_fuzz::feature::second_wave_count; ++b) {
     CAPTURE(qd_fuzz::feature::name(b));
     CHECK(f.with_feature[static_cast<std::size_t>(b)] > 0);
   }
@@ -136,6 +136,35 @@ TEST_CASE(
   // in compile-only mode where those compilers are installed.
   std::vector<qd_fuzz::fuzz_case> sample;
   for (std::uint64_t seed = 2000001; seed <= 2000004; ++seed) sample.push_back(qd_fuzz::generate(seed, g));
+  for (const auto& [target, r] : qd_fuzz::compile_for_gpus(sample, true)) {
+    if (r.skipped) {
+      MESSAGE("skipped on " << target << ": the compiler library is not installed");
+      continue;
+    }
+    MESSAGE(r.compiled << " compiled for " << target << " in compile-only mode");
+    for (const auto& failure : r.failures) FAIL_CHECK(target << ": " << failure);
+  }
+}
+
+TEST_CASE(
+    "20 generated kernels rich in the third wave's math, atomics, narrow types and short-circuit: the CPU gives the "
+    "reference's results") {
+  qd_fuzz::generator_options g;
+  g.math_chance = 1.0;
+  g.atomics_chance = 1.0;
+  g.narrow_types_chance = 0.8;
+  g.short_circuit_chance = 1.0;
+  const qd_fuzz::figures f = run_batch(3000001, 20, true, g);
+  MESSAGE("CPU batch of the third wave's language (seeds 3000001..3000020):\n" << f.text());
+  CHECK(f.cpu_kernels == 20);
+  CHECK(f.mismatches() == 0);
+  for (int b = qd_fuzz::feature::second_wave_count; b < qd_fuzz::feature::count; ++b) {
+    CAPTURE(qd_fuzz::feature::name(b));
+    CHECK(f.with_feature[static_cast<std::size_t>(b)] > 0);
+  }
+  // The first 4 also compile, whole and split, for sm_90 (NVRTC) and gfx90a (hipRTC).
+  std::vector<qd_fuzz::fuzz_case> sample;
+  for (std::uint64_t seed = 3000001; seed <= 3000004; ++seed) sample.push_back(qd_fuzz::generate(seed, g));
   for (const auto& [target, r] : qd_fuzz::compile_for_gpus(sample, true)) {
     if (r.skipped) {
       MESSAGE("skipped on " << target << ": the compiler library is not installed");

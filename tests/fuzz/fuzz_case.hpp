@@ -68,11 +68,18 @@ inline constexpr std::uint32_t continue_ = 64;     // qd::continue_()
 inline constexpr std::uint32_t loop_config = 128;  // qd::loop_config on a top-level loop
 inline constexpr std::uint32_t serialized = 256;   // ... with .serialize = true
 inline constexpr std::uint32_t vector_vars = 512;  // qd::var<qd::vec3f>, reductions into it per component
-inline constexpr int count = 10;
+// The third wave (SPEC §13.1-§13.4):
+inline constexpr std::uint32_t math = 1024;           // tan, asin, ..., atan2, fmod, floordiv, isnan, popcnt, ...
+inline constexpr std::uint32_t atomics = 2048;        // atomic mul, and/or/xor, exchange, cas
+inline constexpr std::uint32_t narrow_types = 4096;   // arrays of f16, i8, i16, u16, u64
+inline constexpr std::uint32_t short_circuit = 8192;  // && / || whose right operand reads memory
+inline constexpr int count = 14;
+inline constexpr int second_wave_count = 10;  // bits [0, 10): SPEC §11; [10, 14): the third wave
 inline const char* name(int bit) {
   static const char* names[count] = {
-      "vectors", "matrices",  "vector/matrix arrays", "struct arguments", "return values",
-      "break_",  "continue_", "loop_config",          "serialized loops", "vector variables"};
+      "vectors",         "matrices",           "vector/matrix arrays", "struct arguments",     "return values",
+      "break_",          "continue_",          "loop_config",          "serialized loops",     "vector variables",
+      "third-wave math", "third-wave atomics", "narrow types",         "short-circuit && / ||"};
   return bit >= 0 && bit < count ? names[bit] : "?";
 }
 }  // namespace feature

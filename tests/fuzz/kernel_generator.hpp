@@ -57,6 +57,12 @@ struct generator_options {
   double return_chance = 0.15;       // a returned scalar, vector, matrix or tuple
   double jump_chance = 0.35;         // qd::break_ / qd::continue_ in loop bodies
   double loop_config_chance = 0.12;  // per top-level loop
+  // The third wave's language (SPEC §13.1-§13.4), per kernel. Their choices draw from a
+  // second stream, so a kernel that uses none is the one the seed made before them.
+  double math_chance = 0.25;           // the third wave's math, bit and division functions
+  double atomics_chance = 0.25;        // atomic mul, bitwise, exchange, cas
+  double narrow_types_chance = 0.2;    // arrays of f16, i8, i16, u16, u64
+  double short_circuit_chance = 0.25;  // && / || with a right operand that reads memory
 };
 
 namespace detail {
@@ -124,7 +130,7 @@ inline std::uint64_t interesting_bits(rng& r, dtype t) {
 class kernel_generator {
  public:
   kernel_generator(std::uint64_t seed, const generator_options& options)
-      : r_(seed), o_(options), t_("fuzz_" + std::to_string(seed), {}), b_(t_.b) {
+      : r_(seed), r3_(seed ^ 0x3a3a3a3a3a3a3a3aull), o_(options), t_("fuzz_" + std::to_string(seed), {}), b_(t_.b) {
     c_.name = "fuzz_" + std::to_string(seed);
     c_.note = "generated from seed " + std::to_string(seed);
   }
@@ -135,6 +141,10 @@ class kernel_generator {
     qd::detail::trace_scope scope(t_);
     vectors_ = r_.chance(o_.vector_chance);
     jumps_ = r_.chance(o_.jump_chance);
+    math3_ = r3_.chance(o_.math_chance);
+    atomics3_ = r3_.chance(o_.atomics_chance);
+    narrow_ = r3_.chance(o_.narrow_types_chance);
+    short_circuit_ = r3_.chance(o_.short_circuit_chance);
     if (r_.chance(o_.struct_chance))
       make_struct_parameters();
     else
@@ -223,6 +233,11 @@ class kernel_generator {
               s.shape[1] = r_.range(2, 3), s.shape[2] = r_.range(2, 3);
           } else {
             s.type = r_.pick(element_types);
+            if (narrow_ && r3_.chance(0.5)) {
+              static const std::vector<dtype> narrow = {dtype::f16, dtype::i8, dtype::i16, dtype::u16, dtype::u64};
+              s.type = r3_.pick(narrow);
+              c_.features |= feature::narrow_types;
+            }
             int k = r_.below(20);
             s.ndim = k < 2 ? 0 : k < 11 ? 1 : k < 17 ? 2 : k < 19 ? 3 : 4;
             std::int64_t total = 1;
@@ -498,6 +513,15 @@ class kernel_generator {
 
   ir::id gen(dtype t, int depth) {
     if (t == dtype::u8) return r_.chance(0.5) ? load(t) : convert(gen(dtype::i32, depth), t);
+    // The narrow types: loads, and conversions of wider values (their arithmetic is the
+    // wider type's, converted back, as the DSL does).
+    if (t == dtype::f16 || t == dtype::i8 || t == dtype::i16 || t == dtype::u16 || t == dtype::u64)
+      return r3_.chance(0.5) ? load(t)
+                             : convert(gen(t == dtype::f16   ? dtype::f32
+                                           : t == dtype::u64 ? dtype::i64
+                                                             : dtype::i32,
+                                           depth),
+                                       t);
     if (depth <= 0 || r_.chance(0.3)) return leaf(t);
     if (t == dtype::boolean) return gen_bool(depth);
     if (vectors_ && r_.chance(0.05)) return vector_expression(t, 0);
@@ -512,7 +536,16 @@ class kernel_generator {
                                                            ir::binary_op::div, ir::binary_op::min, ir::binary_op::max,
                                                            ir::binary_op::add, ir::binary_op::pow};
       ir::binary_op o = is_float ? r_.pick(float_ops) : r_.pick(int_ops);
+      if (math3_ && r3_.chance(0.3)) {
+        static const std::vector<ir::binary_op> float3 = {ir::binary_op::atan2, ir::binary_op::fmod,
+                                                          ir::binary_op::floordiv, ir::binary_op::floormod};
+        static const std::vector<ir::binary_op> int3 = {ir::binary_op::floordiv, ir::binary_op::floormod};
+        o = is_float ? r3_.pick(float3) : r3_.pick(int3);
+        c_.features |= feature::math;
+      }
       ir::id a = gen(t, depth - 1), b = gen(t, depth - 1);
+      // atan2 only on run-time values, as pow (another libm folds constants).
+      if (o == ir::binary_op::atan2 && !(opaque(a) && opaque(b))) o = ir::binary_op::fmod;
       // pow only on run-time values: the compiler folds constant calls with another libm.
       if (o == ir::binary_op::pow && !(opaque(a) && opaque(b))) o = ir::binary_op::mul;
       ir::id v = b_.binary(o, t, a, b);
@@ -527,12 +560,30 @@ class kernel_generator {
             ir::unary_op::neg, ir::unary_op::abs, ir::unary_op::sqrt, ir::unary_op::floor, ir::unary_op::ceil,
             ir::unary_op::exp, ir::unary_op::log, ir::unary_op::sin,  ir::unary_op::cos,   ir::unary_op::tanh};
         o = r_.pick(ops);
+        if (math3_ && r3_.chance(0.4)) {
+          static const std::vector<ir::unary_op> ops3 = {ir::unary_op::tan,   ir::unary_op::asin, ir::unary_op::acos,
+                                                         ir::unary_op::rsqrt, ir::unary_op::log2, ir::unary_op::exp2,
+                                                         ir::unary_op::round, ir::unary_op::trunc};
+          o = r3_.pick(ops3);
+          c_.features |= feature::math;
+        }
         const bool libm = o == ir::unary_op::exp || o == ir::unary_op::log || o == ir::unary_op::sin ||
-                          o == ir::unary_op::cos || o == ir::unary_op::tanh;
+                          o == ir::unary_op::cos || o == ir::unary_op::tanh || o == ir::unary_op::tan ||
+                          o == ir::unary_op::asin || o == ir::unary_op::acos || o == ir::unary_op::log2 ||
+                          o == ir::unary_op::exp2;
         if (libm && !opaque(a)) o = ir::unary_op::sqrt;
       } else {
         static const std::vector<ir::unary_op> ops = {ir::unary_op::neg, ir::unary_op::abs, ir::unary_op::bit_not};
         o = r_.pick(ops);
+        if (math3_ && t == dtype::i32 && r3_.chance(0.3)) {  // bit counts of any integer, as an i32
+          static const std::vector<ir::unary_op> counts = {ir::unary_op::popcnt, ir::unary_op::clz, ir::unary_op::ffs};
+          static const std::vector<dtype> from = {dtype::i32, dtype::u32, dtype::i64};
+          const ir::id x = convert(a, r3_.pick(from));
+          ir::id v = b_.unary(r3_.pick(counts), dtype::i32, x);
+          mark(v, opaque(x));
+          c_.features |= feature::math;
+          return v;
+        }
       }
       ir::id v = b_.unary(o, t, a);
       mark(v, opaque(a));
@@ -565,6 +616,12 @@ class kernel_generator {
   }
 
   ir::id gen_bool(int depth) {
+    if (math3_ && r3_.chance(0.08)) {  // isnan, isinf, isfinite
+      static const std::vector<ir::unary_op> ops = {ir::unary_op::isnan, ir::unary_op::isinf, ir::unary_op::isfinite};
+      c_.features |= feature::math;
+      return b_.unary(r3_.pick(ops), dtype::boolean, gen(r3_.chance(0.5) ? dtype::f32 : dtype::f64, depth - 1));
+    }
+    if (short_circuit_ && !in_bounds_ && depth > 0 && r3_.chance(0.15)) return short_circuit(depth);
     int k = r_.below(10);
     if (k < 5 || depth <= 0) {
       static const std::vector<dtype> types = {dtype::i32, dtype::i32, dtype::f32, dtype::i64, dtype::f64, dtype::u32};
@@ -580,6 +637,27 @@ class kernel_generator {
     }
     if (k < 8) return b_.unary(ir::unary_op::logical_not, dtype::boolean, gen_bool(depth - 1));
     return leaf(dtype::boolean);
+  }
+
+  // `a && b` / `a || b` as the DSL traces them (lang/expr.hpp): the right operand's
+  // statements in a branch taken only when needed. Its right operand reads an array here,
+  // so the branch stays (pure arithmetic is evaluated unconditionally).
+  ir::id short_circuit(int depth) {
+    const bool is_or = r3_.chance(0.5);
+    const ir::id left = gen_bool(depth - 1);
+    const qd::detail::short_circuit s = qd::detail::begin_short_circuit(is_or, left);
+    ++nesting_;
+    open_scope();
+    static const std::vector<dtype> types = {dtype::i32, dtype::f32, dtype::i64, dtype::f64};
+    const dtype t = r3_.pick(types);
+    static const std::vector<ir::binary_op> ops = {ir::binary_op::eq, ir::binary_op::ne, ir::binary_op::lt,
+                                                   ir::binary_op::le, ir::binary_op::gt, ir::binary_op::ge};
+    ir::id right = b_.binary(r3_.pick(ops), dtype::boolean, load(t), gen(t, depth - 1));
+    if (r3_.chance(0.3)) right = b_.binary(ir::binary_op::logical_and, dtype::boolean, right, gen_bool(depth - 1));
+    close_scope();
+    --nesting_;
+    c_.features |= feature::short_circuit;
+    return qd::detail::end_short_circuit(s, right);
   }
 
   // Random draws only where a backend seeds them: not in a parallel loop's bounds.
@@ -649,7 +727,28 @@ class kernel_generator {
     static const std::vector<ir::atomic_op> ops = {ir::atomic_op::add, ir::atomic_op::add, ir::atomic_op::sub,
                                                    ir::atomic_op::min, ir::atomic_op::max};
     ir::id v = gen(a.spec->type, 1);
-    const ir::atomic_op o = r_.pick(ops);
+    ir::atomic_op o = r_.pick(ops);
+    ir::id expected = ir::none;
+    const dtype at = a.spec->type;
+    const bool wide = at == dtype::i32 || at == dtype::u32 || at == dtype::i64 || at == dtype::f32 || at == dtype::f64;
+    if (atomics3_ && wide && r3_.chance(0.5)) {
+      // Bitwise ones commute (any iteration order gives the same bits); mul, exchange and
+      // cas depend on the order of updates to one element, so only outside parallel loops
+      // (and mul only on integers: a float product's rounding depends on the order too).
+      std::vector<ir::atomic_op> ops3;
+      if (qd::is_integral(at))
+        for (auto x : {ir::atomic_op::bit_and, ir::atomic_op::bit_or, ir::atomic_op::bit_xor}) ops3.push_back(x);
+      if (!parallel_) {
+        if (qd::is_integral(at)) ops3.push_back(ir::atomic_op::mul);
+        ops3.push_back(ir::atomic_op::exchange);
+        ops3.push_back(ir::atomic_op::cas);
+      }
+      if (!ops3.empty()) {
+        o = r3_.pick(ops3);
+        if (o == ir::atomic_op::cas) expected = r3_.chance(0.5) ? load(at) : gen(at, 1);
+        c_.features |= feature::atomics;
+      }
+    }
     // Half the += / -= are what the tracer makes of `x[i] += v` (old value unused):
     // demoted where each iteration owns the element (analysis/atomic_demotion.hpp),
     // which assumes, as documented, that no other parameter shares the buffer.
@@ -658,7 +757,7 @@ class kernel_generator {
     const bool compound =
         (o == ir::atomic_op::add || o == ir::atomic_op::sub) && !shared && !serialized_ && r_.chance(0.5);
     if (compound) x.flags |= qd::ir::access::compound;
-    ir::id old = b_.global_atomic(o, x.param, x.flags, x.indices, v);
+    ir::id old = b_.global_atomic(o, x.param, x.flags, x.indices, v, expected);
     mark(old, true);
     if (!compound && r_.chance(0.4)) values_.back().push_back({old, a.spec->type});
   }
@@ -1350,6 +1449,7 @@ class kernel_generator {
   }
 
   rng r_;
+  rng r3_;  // the third wave's choices (generator_options::math_chance ...)
   generator_options o_;
   fuzz_case c_;
   qd::detail::tracer t_;
@@ -1365,10 +1465,14 @@ class kernel_generator {
   bool prints_ = false;
   bool randoms_ = false;
   int nesting_ = 0;
-  std::int64_t work_ = 1;    // trips of the enclosing loops
-  bool vectors_ = false;     // this kernel uses vector and matrix expressions
-  bool jumps_ = false;       // ... break_ and continue_
-  bool serialized_ = false;  // inside a top-level loop with .serialize = true
+  std::int64_t work_ = 1;       // trips of the enclosing loops
+  bool vectors_ = false;        // this kernel uses vector and matrix expressions
+  bool math3_ = false;          // ... the third wave's math
+  bool atomics3_ = false;       // ... its atomics
+  bool narrow_ = false;         // ... arrays of its narrow types
+  bool short_circuit_ = false;  // ... short-circuit && / ||
+  bool jumps_ = false;          // ... break_ and continue_
+  bool serialized_ = false;     // inside a top-level loop with .serialize = true
   struct open_loop {
     bool breakable;  // not a parallel loop (a top-level range_for without .serialize)
   };
