@@ -39,6 +39,21 @@ qd_fuzz::figures run_batch(std::uint64_t first_seed, int count, bool cpu, const 
   return f;
 }
 
+// The first 4 kernels of a batch also compile, whole and split, for sm_90 (NVRTC) and
+// gfx90a (hipRTC) in compile-only mode where those compilers are installed.
+void compile_sample_for_gpus(std::uint64_t first_seed, const qd_fuzz::generator_options& g) {
+  std::vector<qd_fuzz::fuzz_case> sample;
+  for (std::uint64_t seed = first_seed; seed < first_seed + 4; ++seed) sample.push_back(qd_fuzz::generate(seed, g));
+  for (const auto& [target, r] : qd_fuzz::compile_for_gpus(sample, true)) {
+    if (r.skipped) {
+      MESSAGE("skipped on " << target << ": the compiler library is not installed");
+      continue;
+    }
+    MESSAGE(r.compiled << " compiled for " << target << " in compile-only mode");
+    for (const auto& failure : r.failures) FAIL_CHECK(target << ": " << failure);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("the generator is deterministic, and a case survives its file form") {
@@ -132,18 +147,7 @@ TEST_CASE(
     CAPTURE(qd_fuzz::feature::name(b));
     CHECK(f.with_feature[static_cast<std::size_t>(b)] > 0);
   }
-  // The first 4 also compile, whole and split, for sm_90 (NVRTC) and gfx90a (hipRTC)
-  // in compile-only mode where those compilers are installed.
-  std::vector<qd_fuzz::fuzz_case> sample;
-  for (std::uint64_t seed = 2000001; seed <= 2000004; ++seed) sample.push_back(qd_fuzz::generate(seed, g));
-  for (const auto& [target, r] : qd_fuzz::compile_for_gpus(sample, true)) {
-    if (r.skipped) {
-      MESSAGE("skipped on " << target << ": the compiler library is not installed");
-      continue;
-    }
-    MESSAGE(r.compiled << " compiled for " << target << " in compile-only mode");
-    for (const auto& failure : r.failures) FAIL_CHECK(target << ": " << failure);
-  }
+  compile_sample_for_gpus(2000001, g);
 }
 
 TEST_CASE(
@@ -162,15 +166,5 @@ TEST_CASE(
     CAPTURE(qd_fuzz::feature::name(b));
     CHECK(f.with_feature[static_cast<std::size_t>(b)] > 0);
   }
-  // The first 4 also compile, whole and split, for sm_90 (NVRTC) and gfx90a (hipRTC).
-  std::vector<qd_fuzz::fuzz_case> sample;
-  for (std::uint64_t seed = 3000001; seed <= 3000004; ++seed) sample.push_back(qd_fuzz::generate(seed, g));
-  for (const auto& [target, r] : qd_fuzz::compile_for_gpus(sample, true)) {
-    if (r.skipped) {
-      MESSAGE("skipped on " << target << ": the compiler library is not installed");
-      continue;
-    }
-    MESSAGE(r.compiled << " compiled for " << target << " in compile-only mode");
-    for (const auto& failure : r.failures) FAIL_CHECK(target << ": " << failure);
-  }
+  compile_sample_for_gpus(3000001, g);
 }
