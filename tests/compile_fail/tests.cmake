@@ -1,7 +1,8 @@
 # Misuse that C++ can catch must not compile; each case also compiles when fixed.
 # The cases share one precompiled header of what they include (built with the build, with
 # the flags check.cmake compiles with): -fsyntax-only of a case then takes ~1 s instead of
-# ~4.5 s, twice per case. A header the compiler refuses is a warning and the text is read.
+# ~4.5 s, once per misuse; the correct versions compile together, in one translation unit
+# (compile_fail/correct_versions). A header the compiler refuses is a warning and the text is read.
 get_target_property(qd_boost_includes Boost::headers INTERFACE_INCLUDE_DIRECTORIES)
 set(qd_compile_fail_includes ${PROJECT_SOURCE_DIR}/include ${qd_boost_includes})
 set(qd_compile_fail_pch ${CMAKE_CURRENT_BINARY_DIR}/compile_fail/cases.hpp)
@@ -21,6 +22,10 @@ add_custom_command(
 add_custom_target(qd_compile_fail_pch ALL DEPENDS ${qd_compile_fail_pch}.gch)
 
 file(GLOB qd_compile_fail_cases ${CMAKE_CURRENT_LIST_DIR}/*.cpp)
+add_test(NAME compile_fail/correct_versions
+         COMMAND ${CMAKE_COMMAND} -DCXX=${CMAKE_CXX_COMPILER} "-DCORRECT=${qd_compile_fail_cases}"
+                 -DTU=${CMAKE_CURRENT_BINARY_DIR}/compile_fail/correct_versions.cpp -DPCH=${qd_compile_fail_pch}
+                 "-DINCLUDES=${qd_compile_fail_includes}" -P ${CMAKE_CURRENT_LIST_DIR}/check.cmake)
 foreach(case ${qd_compile_fail_cases})
   get_filename_component(name ${case} NAME_WE)
   add_test(NAME compile_fail/${name}
