@@ -31,7 +31,13 @@ message(STATUS "Quadrants' shaderc (libqd_shaderc.so): built")
 add_library(qd_shaderc SHARED ${PROJECT_SOURCE_DIR}/src/shaderc_shim.cpp)
 target_include_directories(qd_shaderc PRIVATE ${QD_SHADERC_INCLUDE_DIR})
 # --start-group: the archives depend on each other; --exclude-libs: only the lookup is exported.
-target_link_libraries(qd_shaderc PRIVATE -Wl,--no-undefined -Wl,--exclude-libs,ALL -Wl,--start-group
+# --no-undefined, except in a clang sanitizer tree: clang leaves the sanitizer runtime out of
+# shared libraries (the program that loads them brings it), so its symbols are undefined there.
+set(qd_shaderc_no_undefined -Wl,--no-undefined)
+if(QD_SANITIZE AND CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+  set(qd_shaderc_no_undefined "")
+endif()
+target_link_libraries(qd_shaderc PRIVATE ${qd_shaderc_no_undefined} -Wl,--exclude-libs,ALL -Wl,--start-group
                                          ${qd_shaderc_archives} -Wl,--end-group Threads::Threads)
 set_target_properties(qd_shaderc PROPERTIES CXX_VISIBILITY_PRESET hidden)
 # Where the library looks for it: the build tree, then the installed library directory.

@@ -16,6 +16,12 @@ enum class gpu_vendor { cuda, amd };
 using gpu_result = int;
 inline constexpr gpu_result gpu_success = 0;
 
+// A row's symbol, or `fallback` where the vendor has none (a function, not `s ? s : f`
+// in the macro: clang warns of a string literal tested as a bool).
+constexpr const char* symbol_or(const char* symbol, const char* fallback) {
+  return symbol != nullptr ? symbol : fallback;
+}
+
 // The qd::driver_error of a failed call: "<calls> <symbol>(<arguments>) failed: <result
 // text> [file:line]", e.g. "CUDA driver call cuMemAlloc_v2(&p, bytes) failed: ...".
 [[noreturn]] QD_FUNC void throw_failed_gpu_call(std::string_view calls, const char* symbol, const char* arguments,
@@ -33,7 +39,7 @@ inline constexpr gpu_result gpu_success = 0;
 #define QD_GPU_TABLE_OPTIONAL(member, cuda, hip, type) \
   visit(table.member, QD_GPU_COLUMN(table.vendor, cuda, hip), false);
 #define QD_GPU_TABLE_SYMBOL(member, cuda, hip, type) \
-  if (name == #member) return QD_GPU_COLUMN(vendor, cuda, hip) ? QD_GPU_COLUMN(vendor, cuda, hip) : #member;
+  if (name == #member) return ::qd::backend::symbol_or(QD_GPU_COLUMN(vendor, cuda, hip), #member);
 #define QD_GPU_NO_ROWS(X)
 
 // The body of a table struct with a member `vendor` (a gpu_vendor) over the rows

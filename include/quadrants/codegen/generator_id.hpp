@@ -6,6 +6,6 @@
 
 namespace qd::inline v0::codegen {
 
-inline constexpr std::string_view generator_id = "1f9418c92e8ee4014831ae0a7ad634e8";
+inline constexpr std::string_view generator_id = "747db44d0bcd17b3dca6a56c2fddb5b0";
 
 }  // namespace qd::inline v0::codegen
