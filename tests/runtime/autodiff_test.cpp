@@ -927,6 +927,91 @@ TEST_CASE("a tape accepts launches writing rows no earlier launch read (one row 
   });
 }
 
+TEST_CASE(
+    "a tape of 2,001 launches: one row per step is accepted and exact; a late write into an early read is refused") {
+  qd_test::init_cpu();
+  using g2 = qd::types::ndarray<double, 2, qd::needs_grad>;
+  using g0 = qd::types::ndarray<double, 0, qd::needs_grad>;
+  const int steps = 2000;
+  auto advance = qd::kernel("advance", {"rows", "t"}, [](g2 rows, qd::i32 t) {
+    qd::range_for(rows.shape(1), [&](qd::i32 j) { rows(t + 1, j) = 0.5 * rows(t, j) * rows(t, j) + 0.1; });
+  });
+  // Reads every row, so each row's gradient is the sum over the later rows of the chain.
+  auto total = qd::kernel("total", [](g2 rows, g0 loss) {
+    qd::range_for(rows.shape(0),
+                  [&](qd::i32 i) { qd::range_for(rows.shape(1), [&](qd::i32 j) { loss() += rows(i, j); }); });
+  });
+  auto write_row = qd::kernel("write_row", {"rows", "r"}, [](g2 rows, qd::i32 r) {
+    qd::range_for(rows.shape(1), [&](qd::i32 j) { rows(r, j) = 1.0; });
+  });
+  auto add_row = qd::kernel("add_row", {"rows", "r"}, [](g2 rows, qd::i32 r) {
+    qd::range_for(rows.shape(1), [&](qd::i32 j) { rows(r, j) += 1.0; });
+  });
+  const vec start{0.3, 0.6};
+  auto fresh_rows = [&] {
+    qd::ndarray<double, 2> rows({steps + 1, 2}, qd::needs_grad);
+    vec host(static_cast<std::size_t>(2 * (steps + 1)), 0.0);
+    host[0] = start[0];
+    host[1] = start[1];
+    rows.from_host(host);
+    rows.grad().fill(0.0);
+    return rows;
+  };
+  {
+    auto rows = fresh_rows();
+    qd::ndarray<double, 0> loss(qd::needs_grad);
+    loss.fill(0.0);
+    qd::ad::tape tape(loss);
+    for (int t = 0; t < steps; ++t) advance(rows, t);
+    total(rows, loss);
+    tape.backward();
+    const vec grad = rows.grad().to_host();
+    for (std::size_t j = 0; j < 2; ++j) {
+      // d loss / d rows(0, j) = sum over t of the product of d r(s+1) / d r(s) = r(s) for s < t.
+      double r = start[j], chain = 1, expected = 1;
+      for (int t = 0; t < steps; ++t) {
+        chain *= r;
+        expected += chain;
+        r = 0.5 * r * r + 0.1;
+      }
+      CHECK(grad[j] == doctest::Approx(expected).epsilon(1e-12));
+    }
+  }
+  // The conflicting read is 1,999 launches back (and 1,000 for the accumulation): the check
+  // names the earliest launch whose read the write changes, as for a short tape.
+  auto refused = [&](auto& late, int row, int earlier_steps) {
+    auto rows = fresh_rows();
+    qd::ndarray<double, 0> loss(qd::needs_grad);
+    qd::ad::tape tape(loss);
+    for (int t = 0; t < earlier_steps; ++t) advance(rows, t);
+    late(rows, row);
+    total(rows, loss);
+    std::string error;
+    try {
+      tape.backward();
+    } catch (const qd::user_error& e) {
+      error = e.what();
+    }
+    if (!error.empty())  // refused before any adjoint ran
+      CHECK(rows.grad().to_host() == vec(static_cast<std::size_t>(2 * (steps + 1)), 0.0));
+    return error;
+  };
+  const std::string overwrite = refused(write_row, 0, steps - 1);
+  CHECK_MESSAGE(
+      overwrite.find("launch 2000 (kernel 'write_row') overwrites elements of parameter 'rows'") != std::string::npos,
+      overwrite);
+  CHECK_MESSAGE(overwrite.find("that launch 1 (kernel 'advance') read as parameter 'rows'") != std::string::npos,
+                overwrite);
+  const std::string accumulate = refused(add_row, 1000, steps - 1);
+  CHECK_MESSAGE(accumulate.find("launch 2000 (kernel 'add_row') accumulates into elements of parameter 'rows'") !=
+                    std::string::npos,
+                accumulate);
+  CHECK_MESSAGE(accumulate.find("that launch 1001 (kernel 'advance') read as parameter 'rows'") != std::string::npos,
+                accumulate);
+  // Writing the row after the last one read is no conflict.
+  CHECK(refused(write_row, steps, steps - 1).empty());
+}
+
 TEST_CASE("vectors and matrices (SPEC §11.1, unrolled to scalars) differentiate through their operations") {
   auto k =
       qd::kernel("vec_energy", {"x", "y"},
