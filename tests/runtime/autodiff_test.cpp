@@ -3,12 +3,14 @@
 // precision, on the CPU and on the reference interpreter; the unsupported cases'
 // errors; the autodiff fallback and the cache.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <filesystem>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <random>
 #include <thread>
 #include <string>
 #include <vector>
@@ -1010,6 +1012,135 @@ TEST_CASE(
                 accumulate);
   // Writing the row after the last one read is no conflict.
   CHECK(refused(write_row, steps, steps - 1).empty());
+}
+
+TEST_CASE(
+    "random tapes over views of shared buffers: refused exactly where the overwrite rule says, naming that pair") {
+  // The rule, restated from what each kernel does to one row: a later launch's write
+  // conflicts with an earlier launch's read of the same row of the same view, or of any
+  // row of another view of the same start where an extent is unknown (external arrays);
+  // an overwrite with any read, an accumulation with a read whose value the adjoint needs.
+  // Launches pick views and rows at random; the first pair in launch order is named.
+  qd_test::init_arch(qd::arch::reference);
+  using g2 = qd::types::ndarray<double, 2, qd::needs_grad>;
+  auto step = qd::kernel("step", {"a", "b", "r", "w"}, [](g2 a, g2 b, qd::i32 r, qd::i32 w) {
+    qd::range_for(a.shape(1), [&](qd::i32 j) { b(w, j) = a(r, j) * a(r, j); });
+  });
+  auto lin = qd::kernel("lin", {"a", "b", "r", "w"}, [](g2 a, g2 b, qd::i32 r, qd::i32 w) {
+    qd::range_for(a.shape(1), [&](qd::i32 j) { qd::atomic_add(b(w, j), 2.0 * a(r, j)); });
+  });
+  auto bump = qd::kernel("bump", {"a", "r"},
+                         [](g2 a, qd::i32 r) { qd::range_for(a.shape(1), [&](qd::i32 j) { a(r, j) += 1.0; }); });
+  auto reset = qd::kernel("reset", {"a", "r"},
+                          [](g2 a, qd::i32 r) { qd::range_for(a.shape(1), [&](qd::i32 j) { a(r, j) = 0.5; }); });
+  qd::ndarray<double, 2> A({6, 2}, qd::needs_grad), B({6, 2}, qd::needs_grad);
+  vec host(12, 0.25), host_grad(12, 0.0);
+  using ext = qd::external_array<double, 2>;
+  struct view {
+    const void* data;
+    int rows;
+    bool known;
+  };
+  // A, B; the host buffer as 6 rows (twice), as its first 3 rows, and from its second row on.
+  const view views[] = {{&A, 6, true},           {&B, 6, true},           {host.data(), 6, false},
+                        {host.data(), 6, false}, {host.data(), 3, false}, {host.data() + 2, 5, false}};
+  auto launch_on = [&](int v, auto&& f) {
+    switch (v) {
+      case 0: return f(A);
+      case 1: return f(B);
+      case 4: return f(ext(host.data(), {3, 2}, host_grad.data()));
+      case 5: return f(ext(host.data() + 2, {5, 2}, host_grad.data() + 2));
+      default: return f(ext(host.data(), {6, 2}, host_grad.data()));
+    }
+  };
+  enum class kind { read, overwrite, accumulate };
+  struct access {
+    int view, row;
+    kind k;
+    bool needed;
+    const char* param;
+  };
+  struct recorded {
+    const char* kernel;
+    std::vector<access> accesses;  // in the kernel's order
+  };
+  auto conflict = [&](const access& r, const access& w) {
+    const view &rv = views[r.view], &wv = views[w.view];
+    if (rv.data == wv.data && rv.rows == wv.rows) return r.row == w.row;
+    if (!rv.known || !wv.known) return rv.data == wv.data;
+    return false;  // two qd::ndarrays never share memory
+  };
+  std::mt19937 rng(27);
+  auto pick = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); };
+  int refused = 0, accepted = 0;
+  for (int round = 0; round < 300; ++round) {
+    qd::ndarray<double, 0> loss(qd::needs_grad);
+    std::vector<recorded> tape_record;
+    std::string error;
+    {
+      qd::ad::tape tape(loss);
+      const int n = 2 + pick(9);
+      for (int l = 0; l < n; ++l) {
+        const int k = pick(4), va = pick(6), vb = pick(6);
+        const int r = pick(views[va].rows), w = pick(views[k < 2 ? vb : va].rows);
+        if (k == 0 || k == 1) {
+          if (views[va].data == views[vb].data) continue;  // one buffer for a and b: refused at launch
+          launch_on(va, [&](auto&& a) {
+            launch_on(vb, [&](auto&& b) {
+              if (k == 0)
+                step(a, b, r, w);
+              else
+                lin(a, b, r, w);
+            });
+          });
+          tape_record.push_back(
+              {k == 0 ? "step" : "lin",
+               {{va, r, kind::read, k == 0, "a"}, {vb, w, k == 0 ? kind::overwrite : kind::accumulate, false, "b"}}});
+        } else if (k == 2) {
+          launch_on(va, [&](auto&& a) { bump(a, r); });
+          tape_record.push_back({"bump", {{va, r, kind::accumulate, false, "a"}}});  // += is one update, no read
+        } else {
+          launch_on(va, [&](auto&& a) { reset(a, w); });
+          tape_record.push_back({"reset", {{va, w, kind::overwrite, false, "a"}}});
+        }
+      }
+      try {
+        tape.backward();
+      } catch (const qd::user_error& e) {
+        error = e.what();
+      }
+    }
+    std::string expected;
+    for (std::size_t later = 1; later < tape_record.size() && expected.empty(); ++later)
+      for (const access& w : tape_record[later].accesses) {
+        if (w.k == kind::read || !expected.empty()) continue;
+        for (std::size_t earlier = 0; earlier < later && expected.empty(); ++earlier)
+          for (const access& r : tape_record[earlier].accesses)
+            if (r.k == kind::read && (w.k == kind::overwrite || r.needed) && conflict(r, w)) {
+              expected = fmt::format("launch {} (kernel '{}') {} elements of parameter '{}'", later + 1,
+                                     tape_record[later].kernel,
+                                     w.k == kind::overwrite ? "overwrites" : "accumulates into", w.param);
+              expected += fmt::format("|that launch {} (kernel '{}') read as parameter '{}'", earlier + 1,
+                                      tape_record[earlier].kernel, r.param);
+              break;
+            }
+      }
+    CAPTURE(round);
+    CAPTURE(error);
+    CAPTURE(expected);
+    if (expected.empty()) {
+      CHECK(error.find("qd::ad::tape: launch") == std::string::npos);
+      ++accepted;
+    } else {
+      const std::size_t bar = expected.find('|');
+      CHECK(error.find(expected.substr(0, bar)) != std::string::npos);
+      CHECK(error.find(expected.substr(bar + 1)) != std::string::npos);
+      ++refused;
+    }
+  }
+  MESSAGE("random tapes: refused " << refused << ", accepted " << accepted);
+  CHECK(refused > 50);  // both outcomes are exercised
+  CHECK(accepted > 50);
 }
 
 TEST_CASE("vectors and matrices (SPEC §11.1, unrolled to scalars) differentiate through their operations") {
