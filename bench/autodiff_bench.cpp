@@ -137,10 +137,10 @@ double stencil_accuracy() {
   return worst;
 }
 
-// tape.backward() over `steps` launches writing one row per time step (and a loss
-// launch), against the same adjoints launched by hand in reverse order: medians of
+// tape.backward() over `steps` launches writing one row of `width` per time step (and a
+// loss launch), against the same adjoints launched by hand in reverse order: medians of
 // `repeats` backward passes, each of a freshly recorded tape.
-void measure_tape(int steps, int repeats) {
+void measure_tape(int steps, int width, int repeats) {
   using g2 = qd::types::ndarray<float, 2, qd::needs_grad>;
   using g0 = qd::types::ndarray<float, 0, qd::needs_grad>;
   auto advance = qd::kernel("tape_advance", {"rows", "t"}, [](g2 rows, qd::i32 t) {
@@ -149,7 +149,7 @@ void measure_tape(int steps, int repeats) {
   auto last_row = qd::kernel("tape_last_row", [](g2 rows, g0 loss) {
     qd::range_for(rows.shape(1), [&](qd::i32 j) { loss() += rows(rows.shape(0) - 1, j); });
   });
-  qd::ndarray<float, 2> rows({steps + 1, 16}, qd::needs_grad);
+  qd::ndarray<float, 2> rows({steps + 1, width}, qd::needs_grad);
   qd::ndarray<float, 0> loss(qd::needs_grad);
   rows.fill(0.25f);
   rows.grad().fill(0.0f);
@@ -172,13 +172,14 @@ void measure_tape(int steps, int repeats) {
     hand_ms.push_back(h);
   }
   const double t = qd_bench::median(tape_ms), h = qd_bench::median(hand_ms);
-  std::printf("tape.backward()  %5d launches: %8.3f ms (%6.2f us/launch)  by hand %8.3f ms  ratio %5.2fx\n", steps + 1,
-              t, 1e3 * t / (steps + 1), h, t / h);
+  std::printf("tape.backward() %5d launches, rows of %4d: %8.3f ms (%6.2f us/launch)  by hand %8.3f ms  ratio %5.2fx\n",
+              steps + 1, width, t, 1e3 * t / (steps + 1), h, t / h);
 }
 
 void measure_tapes(int repeats) {
   std::printf("tape.backward() against the same adjoints launched by hand (median of %d tapes):\n", repeats);
-  for (int steps : {125, 500, 2000}) measure_tape(steps, repeats);
+  for (int width : {16, 4096})  // a launch the calling thread runs alone; one the worker threads share
+    for (int steps : {125, 500, 2000}) measure_tape(steps, width, repeats);
 }
 
 }  // namespace

@@ -127,10 +127,9 @@ class footprint_builder {
 
 }  // namespace detail
 
-QD_FUNC std::vector<access_box> footprint(const ir::function& fn, const launch_values& values,
-                                          const std::vector<bool>& needed) {
+QD_FUNC void footprint(const ir::function& fn, const launch_values& values, const std::vector<bool>& needed,
+                       std::vector<access_box>& out) {
   detail::footprint_builder b(fn, values);
-  std::vector<access_box> out;
   ir::walk(fn, 0, [&](ir::id i, int) {
     const ir::node& n = fn.at(i);
     if (n.flags & ir::access::grad) return;
@@ -145,7 +144,6 @@ QD_FUNC std::vector<access_box> footprint(const ir::function& fn, const launch_v
       out.push_back(b.box(i, adds ? access_kind::accumulate : access_kind::overwrite));
     }
   });
-  return out;
 }
 
 QD_FUNC bool intersect(const access_box& a, const access_box& b, int ndim) {

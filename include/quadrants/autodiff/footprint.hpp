@@ -33,11 +33,11 @@ struct access_box {
   std::array<std::int64_t, 4> lo{}, hi{};
 };
 
-// Every read, store and atomic of parameters' data (not of .grad()); `needed`: the
-// kernel's needed_values. An index the launch's values do not determine (it depends on
-// data) covers its whole dimension.
-QD_FUNC std::vector<access_box> footprint(const ir::function& fn, const launch_values& values,
-                                          const std::vector<bool>& needed);
+// Appends to `out` every read, store and atomic of parameters' data (not of .grad());
+// `needed`: the kernel's needed_values. An index the launch's values do not determine (it
+// depends on data) covers its whole dimension.
+QD_FUNC void footprint(const ir::function& fn, const launch_values& values, const std::vector<bool>& needed,
+                       std::vector<access_box>& out);
 
 // Whether two boxes of the same buffer share an element.
 QD_FUNC bool intersect(const access_box& a, const access_box& b, int ndim);

@@ -181,20 +181,35 @@ QD_FUNC void end_tape(const std::shared_ptr<tape_state>& t) noexcept {
   if (t->owner == std::this_thread::get_id()) settle_tapes();
 }
 
-// What a recorded launch reads, overwrites and accumulates into, element by element
-// where its indices follow from its arguments; `needed`: its kernel's needed_values.
-QD_FUNC std::vector<autodiff::access_box> launch_footprint(const tape_launch& l, const std::vector<bool>& needed) {
+// The recorded launches' footprints (autodiff/footprint.hpp), one list: launch l's boxes
+// are boxes[first[l]] .. boxes[first[l + 1] - 1], in its footprint's order.
+struct tape_footprints {
+  std::vector<autodiff::access_box> boxes;
+  std::vector<std::size_t> first;
+};
+
+QD_FUNC tape_footprints tape_footprints_of(const tape_state& t) {
+  tape_footprints f;
+  f.first.reserve(t.launches.size() + 1);
+  std::unordered_map<const kernel_state*, std::vector<bool>> needed;  // per kernel, computed once
   autodiff::launch_values values;
-  values.scalars.reserve(l.args.size());
-  values.shapes.reserve(l.args.size());
-  for (const launch_arg& a : l.args) {
-    values.scalars.push_back(a.scalar_bits);
-    values.shapes.push_back({a.shape[0], a.shape[1], a.shape[2], a.shape[3]});
+  for (const tape_launch& l : t.launches) {
+    auto [known, fresh] = needed.try_emplace(l.kernel.get());
+    if (fresh) known->second = autodiff::needed_values(l.kernel->ir, autodiff::active_values(l.kernel->ir));
+    values.scalars.clear();
+    values.shapes.clear();
+    for (const launch_arg& a : l.args) {
+      values.scalars.push_back(a.scalar_bits);
+      values.shapes.push_back({a.shape[0], a.shape[1], a.shape[2], a.shape[3]});
+    }
+    f.first.push_back(f.boxes.size());
+    autodiff::footprint(l.kernel->ir, values, known->second, f.boxes);
   }
-  return autodiff::footprint(l.kernel->ir, values, needed);
+  f.first.push_back(f.boxes.size());
+  return f;
 }
 
-// A read box of a recorded launch, by position: launch, then box within its footprint.
+// A read box of a recorded launch: its launch and its place in tape_footprints::boxes.
 // The overwrite check names, for each conflicting write, the first read in this order.
 struct tape_read {
   std::size_t launch = 0, box = 0;
@@ -208,11 +223,10 @@ struct tape_read {
 class tape_read_index {
  public:
   tape_read_index() = default;
-  tape_read_index(std::vector<tape_read> reads, const std::vector<std::vector<autodiff::access_box>>& boxes, int dim)
-      : dim_(dim) {
+  tape_read_index(std::vector<tape_read> reads, const std::vector<autodiff::access_box>& boxes, int dim) : dim_(dim) {
     if (reads.empty()) return;
     first_ = reads.front();  // the reads come in launch order
-    auto box = [&](const tape_read& r) -> const autodiff::access_box& { return boxes[r.launch][r.box]; };
+    auto box = [&](const tape_read& r) -> const autodiff::access_box& { return boxes[r.box]; };
     const auto d = static_cast<std::size_t>(dim);
     std::stable_sort(reads.begin(), reads.end(),
                      [&](const tape_read& a, const tape_read& b) { return box(a).lo[d] < box(b).lo[d]; });
@@ -309,13 +323,13 @@ QD_FUNC tape_view view_of(const launch_arg& a) {
 // the views whose reads its writes conflict with.
 class tape_reads {
  public:
-  tape_reads(const tape_state& t, const std::vector<std::vector<autodiff::access_box>>& boxes) {
+  tape_reads(const tape_state& t, const tape_footprints& f) {
     std::map<tape_view, std::size_t> ids;
     std::vector<std::vector<tape_read>> all, needed;
     std::vector<int> ndims;
-    for (std::size_t l = 0; l < boxes.size(); ++l)
-      for (std::size_t b = 0; b < boxes[l].size(); ++b) {
-        const autodiff::access_box& box = boxes[l][b];
+    for (std::size_t l = 0; l < t.launches.size(); ++l)
+      for (std::size_t b = f.first[l]; b < f.first[l + 1]; ++b) {
+        const autodiff::access_box& box = f.boxes[b];
         if (box.kind != autodiff::access_kind::read) continue;
         const auto p = static_cast<std::size_t>(box.param);
         auto [it, fresh] = ids.try_emplace(view_of(t.launches[l].args[p]), all.size());
@@ -328,9 +342,9 @@ class tape_reads {
         if (box.needed) needed[it->second].push_back({l, b});
       }
     for (const auto& [view, id] : ids) {
-      const int dim = narrowest_dimension(all[id], boxes, ndims[id]);
-      views_.push_back({view, tape_read_index(std::move(all[id]), boxes, dim),
-                        tape_read_index(std::move(needed[id]), boxes, dim), 0});
+      const int dim = narrowest_dimension(all[id], f.boxes, ndims[id]);
+      views_.push_back({view, tape_read_index(std::move(all[id]), f.boxes, dim),
+                        tape_read_index(std::move(needed[id]), f.boxes, dim), 0});
     }
     std::uintptr_t reach = 0;  // views_ is sorted by start: the furthest end so far
     for (view_reads& v : views_) v.reach = reach = std::max(reach, v.view.spans() ? v.view.end() : 0);
@@ -343,10 +357,14 @@ class tape_reads {
                                           std::size_t before) {
     const tape_view w = view_of(arg);
     const bool overwrite = write.kind == autodiff::access_kind::overwrite;
-    auto [known, fresh] = partners_.try_emplace(w);
-    if (fresh) known->second = conflicting_views(w);
+    if (last_partners_ == nullptr || !(w == last_view_)) {  // a launch's writes mostly go to one view
+      auto [known, fresh] = partners_.try_emplace(w);
+      if (fresh) known->second = conflicting_views(w);
+      last_view_ = w;
+      last_partners_ = &known->second;
+    }
     std::optional<tape_read> best;
-    for (const std::size_t id : known->second) {
+    for (const std::size_t id : *last_partners_) {
       const view_reads& v = views_[id];
       const tape_read_index& reads = overwrite ? v.all : v.needed;
       if (v.view.same_elements(w)) {
@@ -366,16 +384,18 @@ class tape_reads {
   };
   std::vector<view_reads> views_;  // sorted by view (start first)
   std::map<tape_view, std::vector<std::size_t>> partners_;
+  tape_view last_view_;
+  const std::vector<std::size_t>* last_partners_ = nullptr;
 
   // The dimension whose read intervals are narrowest in sum: the one a query can skip by.
-  static int narrowest_dimension(const std::vector<tape_read>& reads,
-                                 const std::vector<std::vector<autodiff::access_box>>& boxes, int ndim) {
+  static int narrowest_dimension(const std::vector<tape_read>& reads, const std::vector<autodiff::access_box>& boxes,
+                                 int ndim) {
     int best = 0;
     double best_width = 0;
     for (int d = 0; d < ndim; ++d) {
       double width = 0;
       for (const tape_read& r : reads) {
-        const autodiff::access_box& b = boxes[r.launch][r.box];
+        const autodiff::access_box& b = boxes[r.box];
         width += static_cast<double>(b.hi[static_cast<std::size_t>(d)] - b.lo[static_cast<std::size_t>(d)]);
       }
       if (d == 0 || width < best_width) best = d, best_width = width;
@@ -414,20 +434,11 @@ class tape_reads {
 // checked only against the reads of the views it can share elements with, through an
 // index: the check grows with the tape's length about like n log n, not n².
 QD_FUNC void check_overwrites(const tape_state& t) {
-  std::vector<std::vector<autodiff::access_box>> boxes;
-  boxes.reserve(t.launches.size());
-  std::unordered_map<const kernel_state*, std::vector<bool>> needed;  // per kernel, computed once
-  for (const tape_launch& l : t.launches) {
-    auto [known, fresh] = needed.try_emplace(l.kernel.get());
-    if (fresh) {
-      const ir::function& fn = l.kernel->ir;
-      known->second = autodiff::needed_values(fn, autodiff::active_values(fn));
-    }
-    boxes.push_back(launch_footprint(l, known->second));
-  }
-  tape_reads reads(t, boxes);
+  const tape_footprints f = tape_footprints_of(t);
+  tape_reads reads(t, f);
   for (std::size_t later = 1; later < t.launches.size(); ++later)
-    for (const autodiff::access_box& write : boxes[later]) {
+    for (std::size_t b = f.first[later]; b < f.first[later + 1]; ++b) {
+      const autodiff::access_box& write = f.boxes[b];
       if (write.kind == autodiff::access_kind::read) continue;
       const auto& lk = *t.launches[later].kernel;
       const auto wp = static_cast<std::size_t>(write.param);
@@ -443,7 +454,7 @@ QD_FUNC void check_overwrites(const tape_state& t) {
           "launch's results into elements (or an array) no earlier launch reads, for example one row per "
           "time step{}",
           later + 1, lk.name, overwrite ? "overwrites" : "accumulates into", param_label(lk, wp), earlier + 1, ek.name,
-          param_label(ek, static_cast<std::size_t>(boxes[earlier][read->box].param)), earlier + 1,
+          param_label(ek, static_cast<std::size_t>(f.boxes[read->box].param)), earlier + 1,
           overwrite ? "" : " (an in-place update x[i] += ... after a launch that read x nonlinearly)"));
     }
 }
