@@ -2,7 +2,7 @@
 // against its forward kernel's for a stencil, an N-body force loop and a reduction,
 // the gradient's accuracy against central finite differences in f64 and f32, and
 // (issue 27) tape.backward() against the same adjoints launched by hand.
-// Usage: autodiff_bench [repeats] [tape]   ("tape": only the tape section)
+// Usage: autodiff_bench [repeats] [tape [width]]   ("tape": only the tape section, at one row width if given)
 #include <quadrants/quadrants.hpp>
 
 #include <cmath>
@@ -176,10 +176,11 @@ void measure_tape(int steps, int width, int repeats) {
               steps + 1, width, t, 1e3 * t / (steps + 1), h, t / h);
 }
 
-void measure_tapes(int repeats) {
+void measure_tapes(int repeats, int only_width = 0) {
   std::printf("tape.backward() against the same adjoints launched by hand (median of %d tapes):\n", repeats);
   for (int width : {16, 4096})  // a launch the calling thread runs alone; one the worker threads share
-    for (int steps : {125, 500, 2000}) measure_tape(steps, width, repeats);
+    if (only_width == 0 || width == only_width)
+      for (int steps : {125, 500, 2000}) measure_tape(steps, width, repeats);
 }
 
 }  // namespace
@@ -188,7 +189,7 @@ int main(int argc, char** argv) {
   const int repeats = argc > 1 ? std::atoi(argv[1]) : 7;
   if (argc > 2 && std::string(argv[2]) == "tape") {
     qd::init({.arch = qd::arch::cpu});
-    measure_tapes(repeats);
+    measure_tapes(repeats, argc > 3 ? std::atoi(argv[3]) : 0);
     qd::reset();
     return 0;
   }

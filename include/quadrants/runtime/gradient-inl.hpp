@@ -191,11 +191,15 @@ struct tape_footprints {
 QD_FUNC tape_footprints tape_footprints_of(const tape_state& t) {
   tape_footprints f;
   f.first.reserve(t.launches.size() + 1);
-  std::unordered_map<const kernel_state*, std::vector<bool>> needed;  // per kernel, computed once
+  // Per kernel, found once: its accesses (and which reads its adjoint needs).
+  std::unordered_map<const kernel_state*, std::vector<autodiff::footprint_access>> accesses;
   autodiff::launch_values values;
   for (const tape_launch& l : t.launches) {
-    auto [known, fresh] = needed.try_emplace(l.kernel.get());
-    if (fresh) known->second = autodiff::needed_values(l.kernel->ir, autodiff::active_values(l.kernel->ir));
+    auto [known, fresh] = accesses.try_emplace(l.kernel.get());
+    if (fresh) {
+      const ir::function& fn = l.kernel->ir;
+      known->second = autodiff::footprint_accesses(fn, autodiff::needed_values(fn, autodiff::active_values(fn)));
+    }
     values.scalars.clear();
     values.shapes.clear();
     for (const launch_arg& a : l.args) {
@@ -203,7 +207,7 @@ QD_FUNC tape_footprints tape_footprints_of(const tape_state& t) {
       values.shapes.push_back({a.shape[0], a.shape[1], a.shape[2], a.shape[3]});
     }
     f.first.push_back(f.boxes.size());
-    autodiff::footprint(l.kernel->ir, values, known->second, f.boxes);
+    autodiff::footprint(l.kernel->ir, known->second, values, f.boxes);
   }
   f.first.push_back(f.boxes.size());
   return f;
