@@ -1,5 +1,6 @@
 // Reverse-mode autodiff on the CPU (issue 12): the adjoint's run time and compile time
-// against its forward kernel's for a stencil, an N-body force loop and a reduction,
+// against its forward kernel's for a stencil, an N-body force loop, a reduction and a
+// kernel whose gradient adds into a shared 0-d element,
 // the gradient's accuracy against central finite differences in f64 and f32, and
 // (issue 27) tape.backward() against the same adjoints launched by hand.
 // Usage: autodiff_bench [repeats] [tape [width]]   ("tape": only the tape section, at one row width if given)
@@ -50,6 +51,13 @@ auto nbody_kernel() {
 auto reduction_kernel() {
   return qd::kernel("reduction", [](g1<float> x, qd::types::ndarray<float, 0, qd::needs_grad> loss) {
     qd::range_for(x.shape(0), [&](qd::i32 i) { loss() += qd::exp(x[i] * 0.01f) * x[i]; });
+  });
+}
+
+// Every iteration's gradient adds into one shared 0-d element (k).
+auto shared_scalar_kernel() {
+  return qd::kernel("shared_scalar", [](g1<float> x, qd::types::ndarray<float, 0, qd::needs_grad> k, g1<float> y) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = qd::sin(x[i]) * k(); });
   });
 }
 
@@ -259,6 +267,22 @@ int main(int argc, char** argv) {
     report("reduction (sum)", "n = 2^22", t);
   }
   measure_tapes(repeats);
+  {
+    const std::int64_t n = 1 << 22;
+    timing c;
+    measure_compile([] { return shared_scalar_kernel(); }, c);
+    qd::ndarray<float, 1> x(n, qd::needs_grad), y(n, qd::needs_grad);
+    qd::ndarray<float, 0> k(qd::needs_grad);
+    x.fill(0.5f);
+    k.fill(1.5f);
+    auto t = measure([] { return shared_scalar_kernel(); }, [&](auto& kern) { kern(x, k, y); },
+                     [&](auto& kern) {
+                       y.grad().fill(1.0f);
+                       kern.grad(x, k, y);
+                     },
+                     repeats, c);
+    report("shared scalar (y=sin(x)k)", "n = 2^22", t);
+  }
   std::printf(
       "gradient accuracy (stencil, n = 64, every coordinate against central differences): "
       "max relative error f64 %.2e, f32 %.2e\n",

@@ -929,6 +929,40 @@ TEST_CASE("a tape accepts launches writing rows no earlier launch read (one row 
   });
 }
 
+TEST_CASE("a 0-d parameter read in parallel loops: its gradient is each loop's sum, added once to what it held") {
+  // The adjoint sums a shared 0-d gradient per chunk of iterations (like a forward
+  // reduction) and adds the sum after the loop; 10,000 iterations span several chunks.
+  using g0 = qd::types::ndarray<double, 0, qd::needs_grad>;
+  auto scale = qd::kernel("shared_scale", {"x", "k", "y", "z"}, [](d1 x, g0 k, d1 y, d1 z) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = qd::sin(x[i]) * k() + k() * k(); });
+    qd::range_for(x.shape(0), [&](qd::i32 i) { z[i] = x[i] * k(); });
+  });
+  on_each_arch([&] {
+    const std::size_t n = 10000;
+    const vec x0 = inputs(n), wy = inputs(n, 0.5), wz = inputs(n, -0.25);
+    const double k0 = 1.3, held = 0.75;
+    auto x = array_of(x0), y = array_of(vec(n, 0.0)), z = array_of(vec(n, 0.0));
+    qd::ndarray<double, 0> k(qd::needs_grad);
+    k.fill(k0);
+    k.grad().fill(held);
+    scale(x, k, y, z);
+    y.grad().from_host(wy);
+    z.grad().from_host(wz);
+    scale.grad(x, k, y, z);
+    double dk = held;
+    vec dx(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      dk += wy[i] * (std::sin(x0[i]) + 2 * k0) + wz[i] * x0[i];
+      dx[i] = wy[i] * std::cos(x0[i]) * k0 + wz[i] * k0;
+    }
+    CHECK(k.grad().to_host()[0] == doctest::Approx(dk).epsilon(1e-12));
+    check_close(x.grad().to_host(), dx);
+    const std::string ir = scale.grad.ir();  // summed in the loops, added to k.grad() after each
+    CHECK_MESSAGE(ir.find("global_atomic f64 add k.grad[]") == std::string::npos, ir);
+    CHECK_MESSAGE(ir.find("global_store f64 k.grad[]") != std::string::npos, ir);
+  });
+}
+
 TEST_CASE(
     "a tape of 2,001 launches: one row per step is accepted and exact; a late write into an early read is refused") {
   qd_test::init_cpu();
