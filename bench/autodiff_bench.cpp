@@ -1,7 +1,9 @@
 // Reverse-mode autodiff on the CPU (issue 12): the adjoint's run time and compile time
-// against its forward kernel's for a stencil, an N-body force loop and a reduction,
-// and the gradient's accuracy against central finite differences in f64 and f32.
-// Usage: autodiff_bench [repeats]
+// against its forward kernel's for a stencil, an N-body force loop, a reduction and a
+// kernel whose gradient adds into a shared 0-d element,
+// the gradient's accuracy against central finite differences in f64 and f32, and
+// (issue 27) tape.backward() against the same adjoints launched by hand.
+// Usage: autodiff_bench [repeats] [tape [width]]   ("tape": only the tape section, at one row width if given)
 #include <quadrants/quadrants.hpp>
 
 #include <cmath>
@@ -49,6 +51,13 @@ auto nbody_kernel() {
 auto reduction_kernel() {
   return qd::kernel("reduction", [](g1<float> x, qd::types::ndarray<float, 0, qd::needs_grad> loss) {
     qd::range_for(x.shape(0), [&](qd::i32 i) { loss() += qd::exp(x[i] * 0.01f) * x[i]; });
+  });
+}
+
+// Every iteration's gradient adds into one shared 0-d element (k).
+auto shared_scalar_kernel() {
+  return qd::kernel("shared_scalar", [](g1<float> x, qd::types::ndarray<float, 0, qd::needs_grad> k, g1<float> y) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = qd::sin(x[i]) * k(); });
   });
 }
 
@@ -136,10 +145,62 @@ double stencil_accuracy() {
   return worst;
 }
 
+// tape.backward() over `steps` launches writing one row of `width` per time step (and a
+// loss launch), against the same adjoints launched by hand in reverse order: medians of
+// `repeats` backward passes, each of a freshly recorded tape.
+void measure_tape(int steps, int width, int repeats) {
+  using g2 = qd::types::ndarray<float, 2, qd::needs_grad>;
+  using g0 = qd::types::ndarray<float, 0, qd::needs_grad>;
+  auto advance = qd::kernel("tape_advance", {"rows", "t"}, [](g2 rows, qd::i32 t) {
+    qd::range_for(rows.shape(1), [&](qd::i32 j) { rows(t + 1, j) = qd::sin(rows(t, j)) + rows(t, j); });
+  });
+  auto last_row = qd::kernel("tape_last_row", [](g2 rows, g0 loss) {
+    qd::range_for(rows.shape(1), [&](qd::i32 j) { loss() += rows(rows.shape(0) - 1, j); });
+  });
+  qd::ndarray<float, 2> rows({steps + 1, width}, qd::needs_grad);
+  qd::ndarray<float, 0> loss(qd::needs_grad);
+  rows.fill(0.25f);
+  rows.grad().fill(0.0f);
+  std::vector<double> tape_ms, hand_ms;
+  for (int r = 0; r < repeats + 1; ++r) {  // the first round compiles the adjoints
+    double t = 0;
+    {
+      qd::ad::tape tape(loss);
+      for (int s = 0; s < steps; ++s) advance(rows, s);
+      last_row(rows, loss);
+      t = qd_bench::ms([&] { tape.backward(); });
+    }
+    const double h = qd_bench::ms([&] {
+      loss.grad().fill(1.0f);
+      last_row.grad(rows, loss);
+      for (int s = steps; s-- > 0;) advance.grad(rows, s);
+    });
+    if (r == 0) continue;
+    tape_ms.push_back(t);
+    hand_ms.push_back(h);
+  }
+  const double t = qd_bench::median(tape_ms), h = qd_bench::median(hand_ms);
+  std::printf("tape.backward() %5d launches, rows of %4d: %8.3f ms (%6.2f us/launch)  by hand %8.3f ms  ratio %5.2fx\n",
+              steps + 1, width, t, 1e3 * t / (steps + 1), h, t / h);
+}
+
+void measure_tapes(int repeats, int only_width = 0) {
+  std::printf("tape.backward() against the same adjoints launched by hand (median of %d tapes):\n", repeats);
+  for (int width : {16, 4096})  // a launch the calling thread runs alone; one the worker threads share
+    if (only_width == 0 || width == only_width)
+      for (int steps : {125, 500, 2000}) measure_tape(steps, width, repeats);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const int repeats = argc > 1 ? std::atoi(argv[1]) : 7;
+  if (argc > 2 && std::string(argv[2]) == "tape") {
+    qd::init({.arch = qd::arch::cpu});
+    measure_tapes(repeats, argc > 3 ? std::atoi(argv[3]) : 0);
+    qd::reset();
+    return 0;
+  }
   std::printf(
       "adjoint against forward on the CPU (median of %d runs; compile: median of 5 cold compiles, no offline cache)\n",
       repeats);
@@ -204,6 +265,23 @@ int main(int argc, char** argv) {
     auto t = measure([] { return reduction_kernel(); }, [&](auto& k) { k(x, loss); }, [&](auto& k) { k.grad(x, loss); },
                      repeats, c);
     report("reduction (sum)", "n = 2^22", t);
+  }
+  measure_tapes(repeats);
+  {
+    const std::int64_t n = 1 << 22;
+    timing c;
+    measure_compile([] { return shared_scalar_kernel(); }, c);
+    qd::ndarray<float, 1> x(n, qd::needs_grad), y(n, qd::needs_grad);
+    qd::ndarray<float, 0> k(qd::needs_grad);
+    x.fill(0.5f);
+    k.fill(1.5f);
+    auto t = measure([] { return shared_scalar_kernel(); }, [&](auto& kern) { kern(x, k, y); },
+                     [&](auto& kern) {
+                       y.grad().fill(1.0f);
+                       kern.grad(x, k, y);
+                     },
+                     repeats, c);
+    report("shared scalar (y=sin(x)k)", "n = 2^22", t);
   }
   std::printf(
       "gradient accuracy (stencil, n = 64, every coordinate against central differences): "

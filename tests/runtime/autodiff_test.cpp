@@ -3,12 +3,14 @@
 // precision, on the CPU and on the reference interpreter; the unsupported cases'
 // errors; the autodiff fallback and the cache.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <filesystem>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <random>
 #include <thread>
 #include <string>
 #include <vector>
@@ -925,6 +927,254 @@ TEST_CASE("a tape accepts launches writing rows no earlier launch read (one row 
           doctest::Approx((run(0.3 + h, false).first - run(0.3 - h, false).first) / (2 * h)).epsilon(1e-6));
     (void)value;
   });
+}
+
+TEST_CASE("a 0-d parameter read in parallel loops: its gradient is each loop's sum, added once to what it held") {
+  // The adjoint sums a shared 0-d gradient per chunk of iterations (like a forward
+  // reduction) and adds the sum after the loop; 10,000 iterations span several chunks.
+  using g0 = qd::types::ndarray<double, 0, qd::needs_grad>;
+  auto scale = qd::kernel("shared_scale", {"x", "k", "y", "z"}, [](d1 x, g0 k, d1 y, d1 z) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = qd::sin(x[i]) * k() + k() * k(); });
+    qd::range_for(x.shape(0), [&](qd::i32 i) { z[i] = x[i] * k(); });
+  });
+  on_each_arch([&] {
+    const std::size_t n = 10000;
+    const vec x0 = inputs(n), wy = inputs(n, 0.5), wz = inputs(n, -0.25);
+    const double k0 = 1.3, held = 0.75;
+    auto x = array_of(x0), y = array_of(vec(n, 0.0)), z = array_of(vec(n, 0.0));
+    qd::ndarray<double, 0> k(qd::needs_grad);
+    k.fill(k0);
+    k.grad().fill(held);
+    scale(x, k, y, z);
+    y.grad().from_host(wy);
+    z.grad().from_host(wz);
+    scale.grad(x, k, y, z);
+    double dk = held;
+    vec dx(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      dk += wy[i] * (std::sin(x0[i]) + 2 * k0) + wz[i] * x0[i];
+      dx[i] = wy[i] * std::cos(x0[i]) * k0 + wz[i] * k0;
+    }
+    CHECK(k.grad().to_host()[0] == doctest::Approx(dk).epsilon(1e-12));
+    check_close(x.grad().to_host(), dx);
+    const std::string ir = scale.grad.ir();  // summed in the loops, added to k.grad() after each
+    CHECK_MESSAGE(ir.find("global_atomic f64 add k.grad[]") == std::string::npos, ir);
+    CHECK_MESSAGE(ir.find("global_store f64 k.grad[]") != std::string::npos, ir);
+  });
+}
+
+TEST_CASE(
+    "a tape of 2,001 launches: one row per step is accepted and exact; a late write into an early read is refused") {
+  qd_test::init_cpu();
+  using g2 = qd::types::ndarray<double, 2, qd::needs_grad>;
+  using g0 = qd::types::ndarray<double, 0, qd::needs_grad>;
+  const int steps = 2000;
+  auto advance = qd::kernel("advance", {"rows", "t"}, [](g2 rows, qd::i32 t) {
+    qd::range_for(rows.shape(1), [&](qd::i32 j) { rows(t + 1, j) = 0.5 * rows(t, j) * rows(t, j) + 0.1; });
+  });
+  // Reads every row, so each row's gradient is the sum over the later rows of the chain.
+  auto total = qd::kernel("total", [](g2 rows, g0 loss) {
+    qd::range_for(rows.shape(0),
+                  [&](qd::i32 i) { qd::range_for(rows.shape(1), [&](qd::i32 j) { loss() += rows(i, j); }); });
+  });
+  auto write_row = qd::kernel("write_row", {"rows", "r"}, [](g2 rows, qd::i32 r) {
+    qd::range_for(rows.shape(1), [&](qd::i32 j) { rows(r, j) = 1.0; });
+  });
+  auto add_row = qd::kernel("add_row", {"rows", "r"}, [](g2 rows, qd::i32 r) {
+    qd::range_for(rows.shape(1), [&](qd::i32 j) { rows(r, j) += 1.0; });
+  });
+  const vec start{0.3, 0.6};
+  auto fresh_rows = [&] {
+    qd::ndarray<double, 2> rows({steps + 1, 2}, qd::needs_grad);
+    vec host(static_cast<std::size_t>(2 * (steps + 1)), 0.0);
+    host[0] = start[0];
+    host[1] = start[1];
+    rows.from_host(host);
+    rows.grad().fill(0.0);
+    return rows;
+  };
+  {
+    auto rows = fresh_rows();
+    qd::ndarray<double, 0> loss(qd::needs_grad);
+    loss.fill(0.0);
+    qd::ad::tape tape(loss);
+    for (int t = 0; t < steps; ++t) advance(rows, t);
+    total(rows, loss);
+    tape.backward();
+    const vec grad = rows.grad().to_host();
+    for (std::size_t j = 0; j < 2; ++j) {
+      // d loss / d rows(0, j) = sum over t of the product of d r(s+1) / d r(s) = r(s) for s < t.
+      double r = start[j], chain = 1, expected = 1;
+      for (int t = 0; t < steps; ++t) {
+        chain *= r;
+        expected += chain;
+        r = 0.5 * r * r + 0.1;
+      }
+      CHECK(grad[j] == doctest::Approx(expected).epsilon(1e-12));
+    }
+  }
+  // The conflicting read is 1,999 launches back (and 1,000 for the accumulation): the check
+  // names the earliest launch whose read the write changes, as for a short tape.
+  auto refused = [&](auto& late, int row, int earlier_steps) {
+    auto rows = fresh_rows();
+    qd::ndarray<double, 0> loss(qd::needs_grad);
+    qd::ad::tape tape(loss);
+    for (int t = 0; t < earlier_steps; ++t) advance(rows, t);
+    late(rows, row);
+    total(rows, loss);
+    std::string error;
+    try {
+      tape.backward();
+    } catch (const qd::user_error& e) {
+      error = e.what();
+    }
+    if (!error.empty())  // refused before any adjoint ran
+      CHECK(rows.grad().to_host() == vec(static_cast<std::size_t>(2 * (steps + 1)), 0.0));
+    return error;
+  };
+  const std::string overwrite = refused(write_row, 0, steps - 1);
+  CHECK_MESSAGE(
+      overwrite.find("launch 2000 (kernel 'write_row') overwrites elements of parameter 'rows'") != std::string::npos,
+      overwrite);
+  CHECK_MESSAGE(overwrite.find("that launch 1 (kernel 'advance') read as parameter 'rows'") != std::string::npos,
+                overwrite);
+  const std::string accumulate = refused(add_row, 1000, steps - 1);
+  CHECK_MESSAGE(accumulate.find("launch 2000 (kernel 'add_row') accumulates into elements of parameter 'rows'") !=
+                    std::string::npos,
+                accumulate);
+  CHECK_MESSAGE(accumulate.find("that launch 1001 (kernel 'advance') read as parameter 'rows'") != std::string::npos,
+                accumulate);
+  // Writing the row after the last one read is no conflict.
+  CHECK(refused(write_row, steps, steps - 1).empty());
+}
+
+TEST_CASE(
+    "random tapes over views of shared buffers: refused exactly where the overwrite rule says, naming that pair") {
+  // The rule, restated from what each kernel does to one row: a later launch's write
+  // conflicts with an earlier launch's read of the same row of the same view, or of any
+  // row of another view of the same start where an extent is unknown (external arrays);
+  // an overwrite with any read, an accumulation with a read whose value the adjoint needs.
+  // Launches pick views and rows at random; the first pair in launch order is named.
+  qd_test::init_arch(qd::arch::reference);
+  using g2 = qd::types::ndarray<double, 2, qd::needs_grad>;
+  auto step = qd::kernel("step", {"a", "b", "r", "w"}, [](g2 a, g2 b, qd::i32 r, qd::i32 w) {
+    qd::range_for(a.shape(1), [&](qd::i32 j) { b(w, j) = a(r, j) * a(r, j); });
+  });
+  auto lin = qd::kernel("lin", {"a", "b", "r", "w"}, [](g2 a, g2 b, qd::i32 r, qd::i32 w) {
+    qd::range_for(a.shape(1), [&](qd::i32 j) { qd::atomic_add(b(w, j), 2.0 * a(r, j)); });
+  });
+  auto bump = qd::kernel("bump", {"a", "r"},
+                         [](g2 a, qd::i32 r) { qd::range_for(a.shape(1), [&](qd::i32 j) { a(r, j) += 1.0; }); });
+  auto reset = qd::kernel("reset", {"a", "r"},
+                          [](g2 a, qd::i32 r) { qd::range_for(a.shape(1), [&](qd::i32 j) { a(r, j) = 0.5; }); });
+  qd::ndarray<double, 2> A({6, 2}, qd::needs_grad), B({6, 2}, qd::needs_grad);
+  vec host(12, 0.25), host_grad(12, 0.0);
+  using ext = qd::external_array<double, 2>;
+  struct view {
+    const void* data;
+    int rows;
+    bool known;
+  };
+  // A, B; the host buffer as 6 rows (twice), as its first 3 rows, and from its second row on.
+  const view views[] = {{&A, 6, true},           {&B, 6, true},           {host.data(), 6, false},
+                        {host.data(), 6, false}, {host.data(), 3, false}, {host.data() + 2, 5, false}};
+  auto launch_on = [&](int v, auto&& f) {
+    switch (v) {
+      case 0: return f(A);
+      case 1: return f(B);
+      case 4: return f(ext(host.data(), {3, 2}, host_grad.data()));
+      case 5: return f(ext(host.data() + 2, {5, 2}, host_grad.data() + 2));
+      default: return f(ext(host.data(), {6, 2}, host_grad.data()));
+    }
+  };
+  enum class kind { read, overwrite, accumulate };
+  struct access {
+    int view, row;
+    kind k;
+    bool needed;
+    const char* param;
+  };
+  struct recorded {
+    const char* kernel;
+    std::vector<access> accesses;  // in the kernel's order
+  };
+  auto conflict = [&](const access& r, const access& w) {
+    const view &rv = views[r.view], &wv = views[w.view];
+    if (rv.data == wv.data && rv.rows == wv.rows) return r.row == w.row;
+    if (!rv.known || !wv.known) return rv.data == wv.data;
+    return false;  // two qd::ndarrays never share memory
+  };
+  std::mt19937 rng(27);
+  auto pick = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); };
+  int refused = 0, accepted = 0;
+  for (int round = 0; round < 300; ++round) {
+    qd::ndarray<double, 0> loss(qd::needs_grad);
+    std::vector<recorded> tape_record;
+    std::string error;
+    {
+      qd::ad::tape tape(loss);
+      const int n = 2 + pick(9);
+      for (int l = 0; l < n; ++l) {
+        const int k = pick(4), va = pick(6), vb = pick(6);
+        const int r = pick(views[va].rows), w = pick(views[k < 2 ? vb : va].rows);
+        if (k == 0 || k == 1) {
+          if (views[va].data == views[vb].data) continue;  // one buffer for a and b: refused at launch
+          launch_on(va, [&](auto&& a) {
+            launch_on(vb, [&](auto&& b) {
+              if (k == 0)
+                step(a, b, r, w);
+              else
+                lin(a, b, r, w);
+            });
+          });
+          tape_record.push_back(
+              {k == 0 ? "step" : "lin",
+               {{va, r, kind::read, k == 0, "a"}, {vb, w, k == 0 ? kind::overwrite : kind::accumulate, false, "b"}}});
+        } else if (k == 2) {
+          launch_on(va, [&](auto&& a) { bump(a, r); });
+          tape_record.push_back({"bump", {{va, r, kind::accumulate, false, "a"}}});  // += is one update, no read
+        } else {
+          launch_on(va, [&](auto&& a) { reset(a, w); });
+          tape_record.push_back({"reset", {{va, w, kind::overwrite, false, "a"}}});
+        }
+      }
+      try {
+        tape.backward();
+      } catch (const qd::user_error& e) {
+        error = e.what();
+      }
+    }
+    std::string expected;
+    for (std::size_t later = 1; later < tape_record.size() && expected.empty(); ++later)
+      for (const access& w : tape_record[later].accesses) {
+        if (w.k == kind::read || !expected.empty()) continue;
+        for (std::size_t earlier = 0; earlier < later && expected.empty(); ++earlier)
+          for (const access& r : tape_record[earlier].accesses)
+            if (r.k == kind::read && (w.k == kind::overwrite || r.needed) && conflict(r, w)) {
+              expected = fmt::format("launch {} (kernel '{}') {} elements of parameter '{}'", later + 1,
+                                     tape_record[later].kernel,
+                                     w.k == kind::overwrite ? "overwrites" : "accumulates into", w.param);
+              expected += fmt::format("|that launch {} (kernel '{}') read as parameter '{}'", earlier + 1,
+                                      tape_record[earlier].kernel, r.param);
+              break;
+            }
+      }
+    CAPTURE(round);
+    CAPTURE(error);
+    CAPTURE(expected);
+    if (expected.empty()) {
+      CHECK(error.find("qd::ad::tape: launch") == std::string::npos);
+      ++accepted;
+    } else {
+      const std::size_t bar = expected.find('|');
+      CHECK(error.find(expected.substr(0, bar)) != std::string::npos);
+      CHECK(error.find(expected.substr(bar + 1)) != std::string::npos);
+      ++refused;
+    }
+  }
+  MESSAGE("random tapes: refused " << refused << ", accepted " << accepted);
+  CHECK(refused > 50);  // both outcomes are exercised
+  CHECK(accepted > 50);
 }
 
 TEST_CASE("vectors and matrices (SPEC §11.1, unrolled to scalars) differentiate through their operations") {

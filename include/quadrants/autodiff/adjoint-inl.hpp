@@ -114,6 +114,12 @@ class adjoint_builder {
   std::vector<std::vector<ir::id>> users_;
   std::vector<ir::id> position_;  // canonical (program-order) number
   int parallel_ = 0;              // > 0 inside an emitted parallel loop of the adjoint
+  struct shared_grad {
+    std::int32_t param;
+    dtype type;
+    ir::id sum;  // the top-level local the loop's iterations add into
+  };
+  std::vector<shared_grad> shared_grads_;  // of the parallel loop being emitted
 
   static std::size_t idx(ir::id i) { return static_cast<std::size_t>(i); }
   const ir::node& at(ir::id i) const { return f_.at(i); }
@@ -678,11 +684,13 @@ class adjoint_builder {
       // No variable carries a value the adjoint needs from one iteration to the next. A
       // serial loop still runs backwards: an iteration may read what an earlier one
       // stored (x[j + 1] = f(x[j])), so its adjoint must come first.
+      if (parallel) open_shared_grads(s);
       open_loop(s, !parallel);
       parallel_ += parallel ? 1 : 0;
       adjoint_block(n.block0);
       parallel_ -= parallel ? 1 : 0;
       b_.pop_block();
+      if (parallel) close_shared_grads();
       return;
     }
     if (n.imm != 1)
@@ -710,6 +718,43 @@ class adjoint_builder {
     b_.pop_block();
   }
 
+  // A 0-d f32/f64 parameter with a gradient that parallel loop `loop` reads (and never writes):
+  // every iteration would add into its one gradient element with an atomic (a
+  // compare-exchange loop for floats on the CPU). They add into a top-level local instead,
+  // which the backends reduce per chunk and combine once, like a forward qd::var
+  // reduction; the sum goes into the gradient after the loop.
+  void open_shared_grads(ir::id loop) {
+    shared_grads_.clear();
+    std::vector<std::int32_t> written;
+    ir::walk(f_, at(loop).block0, [&](ir::id i, int) {
+      const ir::node& n = at(i);
+      if ((n.code == ir::op::global_store || n.code == ir::op::global_atomic) && n.param >= 0)
+        written.push_back(n.param);
+    });
+    ir::walk(f_, at(loop).block0, [&](ir::id i, int) {
+      const ir::node& n = at(i);
+      if (n.code != ir::op::global_load || n.list_size != 0 || (n.flags & ir::access::grad) || !active_[idx(i)] ||
+          (n.type != dtype::f32 && n.type != dtype::f64) ||
+          std::find(written.begin(), written.end(), n.param) != written.end() || shared_grad_of(n.param) != ir::none)
+        return;
+      shared_grads_.push_back({n.param, n.type, b_.local_decl(n.type, zero(n.type))});
+    });
+  }
+  ir::id shared_grad_of(std::int32_t param) const {
+    for (const shared_grad& g : shared_grads_)
+      if (g.param == param) return g.sum;
+    return ir::none;
+  }
+  void close_shared_grads() {
+    const std::vector<ir::id> scalar;  // a 0-d element: no index
+    for (const shared_grad& g : shared_grads_) {
+      const ir::id old = b_.global_load(g.param, static_cast<std::uint8_t>(ir::access::grad), scalar);
+      b_.global_store(g.param, static_cast<std::uint8_t>(ir::access::grad), scalar,
+                      bin(ir::binary_op::add, g.type, old, b_.local_load(g.sum)));
+    }
+    shared_grads_.clear();
+  }
+
   void reverse_memory(ir::id s) {
     const ir::node& n = at(s);
     const bool grad_param = n.param >= 0 && f_.params[static_cast<std::size_t>(n.param)].needs_grad;
@@ -718,7 +763,9 @@ class adjoint_builder {
       if (!active_[idx(s)]) return;
       const ir::id g = b_.local_load(acc_[idx(s)]);
       auto indices = mapped_list(n);
-      if (parallel_ > 0) {
+      if (const ir::id sum = parallel_ > 0 ? shared_grad_of(n.param) : ir::none; sum != ir::none) {
+        b_.local_atomic(ir::atomic_op::add, sum, g);
+      } else if (parallel_ > 0) {
         // A compound update, as `x.grad()[i] += g` traces: analysis/atomic_demotion.hpp makes
         // it a plain update where each iteration owns its element.
         b_.global_atomic(ir::atomic_op::add, n.param, static_cast<std::uint8_t>(grad_flags | ir::access::compound),

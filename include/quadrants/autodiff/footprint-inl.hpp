@@ -127,25 +127,34 @@ class footprint_builder {
 
 }  // namespace detail
 
-QD_FUNC std::vector<access_box> footprint(const ir::function& fn, const launch_values& values,
-                                          const std::vector<bool>& needed) {
-  detail::footprint_builder b(fn, values);
-  std::vector<access_box> out;
+QD_FUNC std::vector<footprint_access> footprint_accesses(const ir::function& fn, const std::vector<bool>& needed) {
+  const launch_values none;
+  detail::footprint_builder b(fn, none);  // accumulates() reads no launch values
+  std::vector<footprint_access> out;
   ir::walk(fn, 0, [&](ir::id i, int) {
     const ir::node& n = fn.at(i);
     if (n.flags & ir::access::grad) return;
     if (n.code == ir::op::global_load) {
-      out.push_back(b.box(i, access_kind::read));
-      out.back().needed = static_cast<std::size_t>(i) < needed.size() && needed[static_cast<std::size_t>(i)];
+      out.push_back(
+          {i, access_kind::read, static_cast<std::size_t>(i) < needed.size() && needed[static_cast<std::size_t>(i)]});
     } else if (n.code == ir::op::global_store) {
-      out.push_back(b.box(i, b.accumulates(n) ? access_kind::accumulate : access_kind::overwrite));
+      out.push_back({i, b.accumulates(n) ? access_kind::accumulate : access_kind::overwrite, false});
     } else if (n.code == ir::op::global_atomic) {
       const auto o = static_cast<ir::atomic_op>(n.sub);
       const bool adds = o == ir::atomic_op::add || o == ir::atomic_op::sub;
-      out.push_back(b.box(i, adds ? access_kind::accumulate : access_kind::overwrite));
+      out.push_back({i, adds ? access_kind::accumulate : access_kind::overwrite, false});
     }
   });
   return out;
+}
+
+QD_FUNC void footprint(const ir::function& fn, const std::vector<footprint_access>& accesses,
+                       const launch_values& values, std::vector<access_box>& out) {
+  detail::footprint_builder b(fn, values);
+  for (const footprint_access& a : accesses) {
+    out.push_back(b.box(a.node, a.kind));
+    out.back().needed = a.needed;
+  }
 }
 
 QD_FUNC bool intersect(const access_box& a, const access_box& b, int ndim) {

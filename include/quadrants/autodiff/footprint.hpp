@@ -33,11 +33,19 @@ struct access_box {
   std::array<std::int64_t, 4> lo{}, hi{};
 };
 
-// Every read, store and atomic of parameters' data (not of .grad()); `needed`: the
-// kernel's needed_values. An index the launch's values do not determine (it depends on
-// data) covers its whole dimension.
-QD_FUNC std::vector<access_box> footprint(const ir::function& fn, const launch_values& values,
-                                          const std::vector<bool>& needed);
+// A kernel's reads, stores and atomics of parameters' data (not of .grad()), in program
+// order, found once per kernel; `needed`: the kernel's needed_values.
+struct footprint_access {
+  ir::id node = ir::none;
+  access_kind kind = access_kind::read;
+  bool needed = false;
+};
+QD_FUNC std::vector<footprint_access> footprint_accesses(const ir::function& fn, const std::vector<bool>& needed);
+
+// Appends to `out` the box of each of `accesses` (of `fn`) in one launch. An index the
+// launch's values do not determine (it depends on data) covers its whole dimension.
+QD_FUNC void footprint(const ir::function& fn, const std::vector<footprint_access>& accesses,
+                       const launch_values& values, std::vector<access_box>& out);
 
 // Whether two boxes of the same buffer share an element.
 QD_FUNC bool intersect(const access_box& a, const access_box& b, int ndim);

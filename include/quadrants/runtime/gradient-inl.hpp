@@ -2,9 +2,16 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <compare>
+#include <cstdint>
+#include <limits>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
+#include <unordered_map>
 
 #include "quadrants/autodiff/activity.hpp"
 #include "quadrants/autodiff/adjoint.hpp"
@@ -174,63 +181,285 @@ QD_FUNC void end_tape(const std::shared_ptr<tape_state>& t) noexcept {
   if (t->owner == std::this_thread::get_id()) settle_tapes();
 }
 
-// What a recorded launch reads, overwrites and accumulates into, element by element
-// where its indices follow from its arguments; `needed`: its kernel's needed_values.
-QD_FUNC std::vector<autodiff::access_box> launch_footprint(const tape_launch& l, const std::vector<bool>& needed) {
+// The recorded launches' footprints (autodiff/footprint.hpp), one list: launch l's boxes
+// are boxes[first[l]] .. boxes[first[l + 1] - 1], in its footprint's order.
+struct tape_footprints {
+  std::vector<autodiff::access_box> boxes;
+  std::vector<std::size_t> first;
+};
+
+QD_FUNC tape_footprints tape_footprints_of(const tape_state& t) {
+  tape_footprints f;
+  f.first.reserve(t.launches.size() + 1);
+  // Per kernel, found once: its accesses (and which reads its adjoint needs).
+  std::unordered_map<const kernel_state*, std::vector<autodiff::footprint_access>> accesses;
   autodiff::launch_values values;
-  for (const launch_arg& a : l.args) {
-    values.scalars.push_back(a.scalar_bits);
-    values.shapes.push_back({a.shape[0], a.shape[1], a.shape[2], a.shape[3]});
+  for (const tape_launch& l : t.launches) {
+    auto [known, fresh] = accesses.try_emplace(l.kernel.get());
+    if (fresh) {
+      const ir::function& fn = l.kernel->ir;
+      known->second = autodiff::footprint_accesses(fn, autodiff::needed_values(fn, autodiff::active_values(fn)));
+    }
+    values.scalars.clear();
+    values.shapes.clear();
+    for (const launch_arg& a : l.args) {
+      values.scalars.push_back(a.scalar_bits);
+      values.shapes.push_back({a.shape[0], a.shape[1], a.shape[2], a.shape[3]});
+    }
+    f.first.push_back(f.boxes.size());
+    autodiff::footprint(l.kernel->ir, known->second, values, f.boxes);
   }
-  return autodiff::footprint(l.kernel->ir, values, needed);
+  f.first.push_back(f.boxes.size());
+  return f;
 }
 
-// A recorded launch whose adjoint would read data a later launch changed: overwrote, or
-// accumulated into where the earlier adjoint needs the value it read.
-QD_FUNC void check_overwrites(const tape_state& t) {
-  std::vector<std::vector<autodiff::access_box>> boxes;
-  std::vector<std::pair<const kernel_state*, std::vector<bool>>> needed;  // per kernel, computed once
-  for (const tape_launch& l : t.launches) {
-    auto known = std::find_if(needed.begin(), needed.end(), [&](const auto& e) { return e.first == l.kernel.get(); });
-    if (known == needed.end()) {
-      const ir::function& fn = l.kernel->ir;
-      needed.emplace_back(l.kernel.get(), autodiff::needed_values(fn, autodiff::active_values(fn)));
-      known = needed.end() - 1;
-    }
-    boxes.push_back(launch_footprint(l, known->second));
+// A read box of a recorded launch: its launch and its place in tape_footprints::boxes.
+// The overwrite check names, for each conflicting write, the first read in this order.
+struct tape_read {
+  std::size_t launch = 0, box = 0;
+  auto operator<=>(const tape_read&) const = default;
+};
+
+// The reads of one view of a buffer, for the overwrite check: sorted by their first index
+// in one dimension `dim` (chosen where the reads are narrowest: the time step's row), with
+// a tree holding the largest last index and the earliest read under each node, so a query
+// visits only the reads that overlap the write in that dimension and come earlier.
+class tape_read_index {
+ public:
+  tape_read_index() = default;
+  tape_read_index(std::vector<tape_read> reads, const std::vector<autodiff::access_box>& boxes, int dim) : dim_(dim) {
+    if (reads.empty()) return;
+    first_ = reads.front();  // the reads come in launch order
+    auto box = [&](const tape_read& r) -> const autodiff::access_box& { return boxes[r.box]; };
+    const auto d = static_cast<std::size_t>(dim);
+    std::stable_sort(reads.begin(), reads.end(),
+                     [&](const tape_read& a, const tape_read& b) { return box(a).lo[d] < box(b).lo[d]; });
+    for (const tape_read& r : reads) entries_.push_back({r, &box(r)});
+    tree_.resize(4 * entries_.size());
+    build(1, 0, entries_.size());
   }
-  auto conflict = [&](std::size_t earlier, const autodiff::access_box& read, std::size_t later,
-                      const autodiff::access_box& write) {
-    const launch_arg& r = t.launches[earlier].args[static_cast<std::size_t>(read.param)];
-    const launch_arg& w = t.launches[later].args[static_cast<std::size_t>(write.param)];
-    const int ndim = t.launches[later].kernel->params[static_cast<std::size_t>(write.param)].ndim;
-    if (r.data == w.data && r.bytes == w.bytes && std::equal(r.shape, r.shape + 4, w.shape))
-      return autodiff::intersect(read, write, ndim);
-    if (!r.extent_known || !w.extent_known) return r.data == w.data;
-    auto r0 = reinterpret_cast<std::uintptr_t>(r.data), w0 = reinterpret_cast<std::uintptr_t>(w.data);
-    return r.bytes > 0 && w.bytes > 0 && r0 < w0 + w.bytes && w0 < r0 + r.bytes;  // another view: any overlap
+
+  // Lowers `best` to the first read before launch `before` that shares an element with
+  // `write` (of an array of `ndim` dimensions).
+  void first_conflict(const autodiff::access_box& write, int ndim, std::size_t before,
+                      std::optional<tape_read>& best) const {
+    if (entries_.empty() || first_.launch >= before) return;
+    std::int64_t lo = std::numeric_limits<std::int64_t>::min();
+    std::size_t end = entries_.size();
+    if (dim_ < ndim) {  // only reads starting at or before the write's last index, ending at or after its first
+      const auto d = static_cast<std::size_t>(dim_);
+      lo = write.lo[d];
+      end =
+          static_cast<std::size_t>(std::upper_bound(entries_.begin(), entries_.end(), write.hi[d],
+                                                    [&](std::int64_t v, const entry& e) { return v < e.box->lo[d]; }) -
+                                   entries_.begin());
+    }
+    visit(1, 0, entries_.size(), end, lo, write, ndim, before, best);
+  }
+
+  // The earliest read, if it is before launch `before`.
+  std::optional<tape_read> first_before(std::size_t before) const {
+    if (entries_.empty() || first_.launch >= before) return std::nullopt;
+    return first_;
+  }
+
+ private:
+  struct entry {
+    tape_read read;
+    const autodiff::access_box* box;
   };
-  for (std::size_t later = 1; later < t.launches.size(); ++later)
-    for (const autodiff::access_box& write : boxes[later]) {
-      if (write.kind == autodiff::access_kind::read) continue;
-      const bool overwrite = write.kind == autodiff::access_kind::overwrite;
-      for (std::size_t earlier = 0; earlier < later; ++earlier)
-        for (const autodiff::access_box& read : boxes[earlier]) {
-          if (read.kind != autodiff::access_kind::read || !(overwrite || read.needed) ||
-              !conflict(earlier, read, later, write))
-            continue;
-          const auto& lk = *t.launches[later].kernel;
-          const auto& ek = *t.launches[earlier].kernel;
-          throw user_error(fmt::format(
-              "qd::ad::tape: launch {} (kernel '{}') {} elements of {} that launch {} (kernel '{}') read as "
-              "{}; the adjoint of launch {} needs the values it read, and would see the new ones. Write each "
-              "launch's results into elements (or an array) no earlier launch reads, for example one row per "
-              "time step{}",
-              later + 1, lk.name, overwrite ? "overwrites" : "accumulates into",
-              param_label(lk, static_cast<std::size_t>(write.param)), earlier + 1, ek.name,
-              param_label(ek, static_cast<std::size_t>(read.param)), earlier + 1,
-              overwrite ? "" : " (an in-place update x[i] += ... after a launch that read x nonlinearly)"));
+  struct node {
+    std::int64_t max_hi = 0;
+    tape_read first;
+  };
+  std::vector<entry> entries_;
+  std::vector<node> tree_;
+  tape_read first_;
+  int dim_ = 0;
+
+  void build(std::size_t at, std::size_t l, std::size_t r) {
+    if (r - l == 1) {
+      tree_[at] = {entries_[l].box->hi[static_cast<std::size_t>(dim_)], entries_[l].read};
+      return;
+    }
+    const std::size_t m = l + (r - l) / 2;
+    build(2 * at, l, m);
+    build(2 * at + 1, m, r);
+    tree_[at] = {std::max(tree_[2 * at].max_hi, tree_[2 * at + 1].max_hi),
+                 std::min(tree_[2 * at].first, tree_[2 * at + 1].first)};
+  }
+
+  void visit(std::size_t at, std::size_t l, std::size_t r, std::size_t end, std::int64_t lo,
+             const autodiff::access_box& write, int ndim, std::size_t before, std::optional<tape_read>& best) const {
+    const node& n = tree_[at];
+    if (l >= end || n.max_hi < lo || n.first.launch >= before || (best && !(n.first < *best))) return;
+    if (r - l == 1) {
+      if (autodiff::intersect(*entries_[l].box, write, ndim)) best = entries_[l].read;
+      return;
+    }
+    const std::size_t m = l + (r - l) / 2;
+    visit(2 * at, l, m, end, lo, write, ndim, before, best);
+    visit(2 * at + 1, m, r, end, lo, write, ndim, before, best);
+  }
+};
+
+// One view of a buffer as recorded launches were given it: reads of views that differ
+// conflict with writes as a whole (any shared byte), of the same view element by element.
+struct tape_view {
+  std::uintptr_t data = 0;
+  std::uint64_t bytes = 0;
+  std::array<std::int64_t, 4> shape{};
+  bool extent_known = true;
+  auto operator<=>(const tape_view&) const = default;
+  bool same_elements(const tape_view& o) const { return data == o.data && bytes == o.bytes && shape == o.shape; }
+  bool spans() const { return extent_known && bytes > 0; }  // has an extent to overlap by
+  std::uintptr_t end() const { return data + bytes; }
+};
+
+QD_FUNC tape_view view_of(const launch_arg& a) {
+  return {reinterpret_cast<std::uintptr_t>(a.data),
+          a.bytes,
+          {a.shape[0], a.shape[1], a.shape[2], a.shape[3]},
+          a.extent_known};
+}
+
+// The reads of the recorded launches, grouped by view and indexed, and, per view written,
+// the views whose reads its writes conflict with.
+class tape_reads {
+ public:
+  tape_reads(const tape_state& t, const tape_footprints& f) {
+    std::map<tape_view, std::size_t> ids;
+    std::vector<std::vector<tape_read>> all, needed;
+    std::vector<int> ndims;
+    for (std::size_t l = 0; l < t.launches.size(); ++l)
+      for (std::size_t b = f.first[l]; b < f.first[l + 1]; ++b) {
+        const autodiff::access_box& box = f.boxes[b];
+        if (box.kind != autodiff::access_kind::read) continue;
+        const auto p = static_cast<std::size_t>(box.param);
+        auto [it, fresh] = ids.try_emplace(view_of(t.launches[l].args[p]), all.size());
+        if (fresh) {
+          all.emplace_back();
+          needed.emplace_back();
+          ndims.push_back(t.launches[l].kernel->params[p].ndim);
         }
+        all[it->second].push_back({l, b});
+        if (box.needed) needed[it->second].push_back({l, b});
+      }
+    for (const auto& [view, id] : ids) {
+      const int dim = narrowest_dimension(all[id], f.boxes, ndims[id]);
+      views_.push_back({view, tape_read_index(std::move(all[id]), f.boxes, dim),
+                        tape_read_index(std::move(needed[id]), f.boxes, dim), 0});
+    }
+    std::uintptr_t reach = 0;  // views_ is sorted by start: the furthest end so far
+    for (view_reads& v : views_) v.reach = reach = std::max(reach, v.view.spans() ? v.view.end() : 0);
+  }
+
+  // The first read, in launch then footprint order, before launch `before` that `write` (a
+  // box of an `ndim`-dimensional parameter given `arg`) conflicts with: any read for an
+  // overwrite, a read whose value the adjoint needs for an accumulation.
+  std::optional<tape_read> first_conflict(const launch_arg& arg, const autodiff::access_box& write, int ndim,
+                                          std::size_t before) {
+    const tape_view w = view_of(arg);
+    const bool overwrite = write.kind == autodiff::access_kind::overwrite;
+    if (last_partners_ == nullptr || !(w == last_view_)) {  // a launch's writes mostly go to one view
+      auto [known, fresh] = partners_.try_emplace(w);
+      if (fresh) known->second = conflicting_views(w);
+      last_view_ = w;
+      last_partners_ = &known->second;
+    }
+    std::optional<tape_read> best;
+    for (const std::size_t id : *last_partners_) {
+      const view_reads& v = views_[id];
+      const tape_read_index& reads = overwrite ? v.all : v.needed;
+      if (v.view.same_elements(w)) {
+        reads.first_conflict(write, ndim, before, best);
+      } else if (auto r = reads.first_before(before); r && (!best || *r < *best)) {
+        best = r;
+      }
+    }
+    return best;
+  }
+
+ private:
+  struct view_reads {
+    tape_view view;
+    tape_read_index all, needed;
+    std::uintptr_t reach;  // the furthest end of a spanning view up to this one
+  };
+  std::vector<view_reads> views_;  // sorted by view (start first)
+  std::map<tape_view, std::vector<std::size_t>> partners_;
+  tape_view last_view_;
+  const std::vector<std::size_t>* last_partners_ = nullptr;
+
+  // The dimension whose read intervals are narrowest in sum: the one a query can skip by.
+  static int narrowest_dimension(const std::vector<tape_read>& reads, const std::vector<autodiff::access_box>& boxes,
+                                 int ndim) {
+    int best = 0;
+    double best_width = 0;
+    for (int d = 0; d < ndim; ++d) {
+      double width = 0;
+      for (const tape_read& r : reads) {
+        const autodiff::access_box& b = boxes[r.box];
+        width += static_cast<double>(b.hi[static_cast<std::size_t>(d)] - b.lo[static_cast<std::size_t>(d)]);
+      }
+      if (d == 0 || width < best_width) best = d, best_width = width;
+    }
+    return best;
+  }
+
+  // The read views whose reads a write through `w` may conflict with: the same view (box by
+  // box), another view of the same start where either extent is unknown, or any view
+  // sharing a byte with it where both are known.
+  std::vector<std::size_t> conflicting_views(const tape_view& w) const {
+    std::vector<std::size_t> out;
+    auto starts_before = [](const view_reads& v, std::uintptr_t p) { return v.view.data < p; };
+    const auto first = std::lower_bound(views_.begin(), views_.end(), w.data, starts_before);
+    auto index = [&](auto it) { return static_cast<std::size_t>(it - views_.begin()); };
+    if (w.spans()) {
+      // Views starting before w that reach into it: walk back while something earlier could.
+      for (auto it = first; it != views_.begin() && std::prev(it)->reach > w.data;) {
+        --it;
+        if (it->view.spans() && it->view.end() > w.data) out.push_back(index(it));
+      }
+      std::reverse(out.begin(), out.end());
+    }
+    for (auto it = first; it != views_.end() && (it->view.data == w.data || (w.spans() && it->view.data < w.end()));
+         ++it) {
+      const tape_view& r = it->view;
+      if (r.same_elements(w) || (r.data == w.data && (!r.extent_known || !w.extent_known)) || (r.spans() && w.spans()))
+        out.push_back(index(it));
+    }
+    return out;
+  }
+};
+
+// A recorded launch whose adjoint would read data a later launch changed: overwrote, or
+// accumulated into where the earlier adjoint needs the value it read. Each write is
+// checked only against the reads of the views it can share elements with, through an
+// index: the check grows with the tape's length about like n log n, not n².
+QD_FUNC void check_overwrites(const tape_state& t) {
+  const tape_footprints f = tape_footprints_of(t);
+  tape_reads reads(t, f);
+  for (std::size_t later = 1; later < t.launches.size(); ++later)
+    for (std::size_t b = f.first[later]; b < f.first[later + 1]; ++b) {
+      const autodiff::access_box& write = f.boxes[b];
+      if (write.kind == autodiff::access_kind::read) continue;
+      const auto& lk = *t.launches[later].kernel;
+      const auto wp = static_cast<std::size_t>(write.param);
+      const std::optional<tape_read> read =
+          reads.first_conflict(t.launches[later].args[wp], write, lk.params[wp].ndim, later);
+      if (!read) continue;
+      const bool overwrite = write.kind == autodiff::access_kind::overwrite;
+      const std::size_t earlier = read->launch;
+      const auto& ek = *t.launches[earlier].kernel;
+      throw user_error(fmt::format(
+          "qd::ad::tape: launch {} (kernel '{}') {} elements of {} that launch {} (kernel '{}') read as "
+          "{}; the adjoint of launch {} needs the values it read, and would see the new ones. Write each "
+          "launch's results into elements (or an array) no earlier launch reads, for example one row per "
+          "time step{}",
+          later + 1, lk.name, overwrite ? "overwrites" : "accumulates into", param_label(lk, wp), earlier + 1, ek.name,
+          param_label(ek, static_cast<std::size_t>(f.boxes[read->box].param)), earlier + 1,
+          overwrite ? "" : " (an in-place update x[i] += ... after a launch that read x nonlinearly)"));
     }
 }
 
