@@ -15,9 +15,17 @@ LIBFUZZER_SECONDS ?= 30
 FUZZ_SECONDS ?= 600
 # Each sanitizer tree builds the target qd_selected_tests: the programs of exactly the tests
 # its regex selects (tests/CMakeLists.txt, QD_SELECTED_TESTS), so the two cannot drift apart.
-SANITIZER_FLAGS = -DQD_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" \
-	-DQD_BUILD_EXAMPLES=OFF -DQD_BUILD_BENCH=OFF
-ASAN_REGEX = ^(ir|analysis|codegen)/|^backend/(thread_pool|cpu_compiler|reference)$$|^cache/(key|entry|records|store|remote|remote_attacks)$$|^runtime/(statements|errors|threads|fork|per_offload|vec|autodiff|loop_control|return_value|struct_param|graph|debug_dump|text_file|mesh|source_location|explain|coverage)$$|^fuzz/(differential|regressions)$$
+# The sanitizer trees build with clang: about 30 % less compile time than GCC for the same
+# instrumented code (docs/testing.md, "The time make test takes").
+SANITIZER_FLAGS = -DCMAKE_CXX_COMPILER=clang++ -DQD_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	"-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" -DQD_BUILD_EXAMPLES=OFF -DQD_BUILD_BENCH=OFF
+# ASAN_ONLY_REGEX: the ASan tests that run nowhere else in make test (SANITIZER_ONLY below);
+# ir/* and analysis/* also run in the main tree, where GCC checks their compile-time
+# assertions (tests/support/constexpr_check.hpp: clang 14 cannot evaluate them). codegen/golden
+# runs in the main tree only: its golden IR is GCC's (the order of traced operands follows the
+# compiler's order of evaluating a call's arguments, which C++ leaves unspecified).
+ASAN_REGEX = ^(ir|analysis)/|$(ASAN_ONLY_REGEX)
+ASAN_ONLY_REGEX = ^backend/(thread_pool|cpu_compiler|reference)$$|^cache/(key|entry|records|store|remote|remote_attacks)$$|^runtime/(statements|errors|threads|fork|per_offload|vec|autodiff|loop_control|return_value|struct_param|graph|debug_dump|text_file|mesh|source_location|explain|coverage)$$|^fuzz/(differential|regressions)$$
 TSAN_REGEX = ^backend/thread_pool$$|^cache/(store|store_processes|remote|remote_attacks)$$|^runtime/(threads|per_offload|graph|scatter)$$
 LIBFUZZER_REGEX = ^fuzz/(cache_entry|remote_reply)_
 SANITIZER_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -31,10 +39,10 @@ all: build
 deps:
 	@scripts/install-deps
 
-# The ASan-selected tests run in the ASan tree only (make asan, part of make test): the main
-# tree disables them and does not build their programs. `make SANITIZER_ONLY= build ctest`
+# The ASan-selected tests but ir/* and analysis/* run in the ASan tree only (make asan, part
+# of make test): the main tree disables them and does not build their programs. `make SANITIZER_ONLY= build ctest`
 # builds and runs them here too.
-SANITIZER_ONLY ?= $(ASAN_REGEX)
+SANITIZER_ONLY ?= $(ASAN_ONLY_REGEX)
 
 configure: deps
 	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DQD_WERROR=ON '-DQD_SANITIZER_ONLY_TESTS=$(SANITIZER_ONLY)' \
@@ -73,7 +81,7 @@ libfuzzer: libfuzzer-build
 	ctest --test-dir $(LIBFUZZER_DIR) --output-on-failure -j $(JOBS) -R '$(LIBFUZZER_REGEX)'
 
 libfuzzer-build: deps
-	@cmake -S . -B $(LIBFUZZER_DIR) -DCMAKE_CXX_COMPILER=clang++ $(SANITIZER_FLAGS) -DQD_LIBFUZZER=ON \
+	@cmake -S . -B $(LIBFUZZER_DIR) $(SANITIZER_FLAGS) -DQD_LIBFUZZER=ON \
 		-DQD_LIBFUZZER_SECONDS=$(LIBFUZZER_SECONDS) '-DQD_SELECTED_TESTS=$(LIBFUZZER_REGEX)' >/dev/null
 	cmake --build $(LIBFUZZER_DIR) -j $(JOBS) --target qd_selected_tests
 

@@ -19,6 +19,7 @@
 #include "backend/suite_kernels_vec.hpp"
 #include "fuzz/kernel_generator.hpp"
 #include "runtime/runtime_test_support.hpp"
+#include "support/constexpr_check.hpp"
 
 using namespace qd;
 
@@ -43,32 +44,37 @@ constexpr int demoted_in(Index&& index, std::uint8_t flags = ir::access::compoun
 constexpr ir::id c(ir::builder& b, std::int64_t v) { return b.constant_int(dtype::i32, v); }
 using ir::binary_op;
 
-static_assert(demoted_in([](ir::builder&, ir::id i) { return i; }) == 1, "the loop index owns its element");
-static_assert(demoted_in([](ir::builder& b, ir::id i) {
-                return b.binary(binary_op::add, dtype::i32, b.binary(binary_op::mul, dtype::i32, i, c(b, 3)), c(b, 1));
-              }) == 1,
-              "3 * i + 1 is injective");
-static_assert(demoted_in([](ir::builder& b, ir::id i) {
-                return b.binary(binary_op::sub, dtype::i32,
-                                b.binary(binary_op::sub, dtype::i32, b.shape(0, 0), c(b, 1)), i);
-              }) == 1,
-              "n - 1 - i is injective");
-static_assert(demoted_in([](ir::builder& b, ir::id i) { return b.cast(dtype::i64, i); }) == 1, "a widened index");
-static_assert(demoted_in([](ir::builder& b, ir::id) { return c(b, 0); }) == 0, "every iteration updates x[0]");
-static_assert(demoted_in([](ir::builder& b, ir::id i) { return b.binary(binary_op::div, dtype::i32, i, c(b, 2)); }) ==
-                  0,
-              "i / 2 is not injective");
-static_assert(demoted_in([](ir::builder& b, ir::id i) { return b.binary(binary_op::mul, dtype::i32, i, c(b, 0)); }) ==
-                  0,
-              "0 * i is constant");
-static_assert(demoted_in([](ir::builder& b, ir::id i) { return b.binary(binary_op::mul, dtype::i32, i, b.arg(1)); }) ==
-                  0,
-              "i * s, s a run-time scalar that may be 0");
-static_assert(demoted_in([](ir::builder& b, ir::id i) { return b.binary(binary_op::sub, dtype::i32, i, i); }) == 0,
-              "i - i is constant");
-static_assert(demoted_in([](ir::builder&, ir::id i) { return i; }, ir::access::compound | ir::access::clamp) == 0,
-              "a clamped index may meet another iteration's at the edge");
-static_assert(demoted_in([](ir::builder&, ir::id i) { return i; }, 0) == 0, "an explicit qd::atomic_add stays atomic");
+QD_CONSTEXPR_CHECK(demoted_in([](ir::builder&, ir::id i) { return i; }) == 1, "the loop index owns its element");
+QD_CONSTEXPR_CHECK(demoted_in([](ir::builder& b, ir::id i) {
+                     return b.binary(binary_op::add, dtype::i32, b.binary(binary_op::mul, dtype::i32, i, c(b, 3)),
+                                     c(b, 1));
+                   }) == 1,
+                   "3 * i + 1 is injective");
+QD_CONSTEXPR_CHECK(demoted_in([](ir::builder& b, ir::id i) {
+                     return b.binary(binary_op::sub, dtype::i32,
+                                     b.binary(binary_op::sub, dtype::i32, b.shape(0, 0), c(b, 1)), i);
+                   }) == 1,
+                   "n - 1 - i is injective");
+QD_CONSTEXPR_CHECK(demoted_in([](ir::builder& b, ir::id i) { return b.cast(dtype::i64, i); }) == 1, "a widened index");
+QD_CONSTEXPR_CHECK(demoted_in([](ir::builder& b, ir::id) { return c(b, 0); }) == 0, "every iteration updates x[0]");
+QD_CONSTEXPR_CHECK(demoted_in([](ir::builder& b, ir::id i) {
+                     return b.binary(binary_op::div, dtype::i32, i, c(b, 2));
+                   }) == 0,
+                   "i / 2 is not injective");
+QD_CONSTEXPR_CHECK(demoted_in([](ir::builder& b, ir::id i) {
+                     return b.binary(binary_op::mul, dtype::i32, i, c(b, 0));
+                   }) == 0,
+                   "0 * i is constant");
+QD_CONSTEXPR_CHECK(demoted_in([](ir::builder& b, ir::id i) {
+                     return b.binary(binary_op::mul, dtype::i32, i, b.arg(1));
+                   }) == 0,
+                   "i * s, s a run-time scalar that may be 0");
+QD_CONSTEXPR_CHECK(demoted_in([](ir::builder& b, ir::id i) { return b.binary(binary_op::sub, dtype::i32, i, i); }) == 0,
+                   "i - i is constant");
+QD_CONSTEXPR_CHECK(demoted_in([](ir::builder&, ir::id i) { return i; }, ir::access::compound | ir::access::clamp) == 0,
+                   "a clamped index may meet another iteration's at the edge");
+QD_CONSTEXPR_CHECK(demoted_in([](ir::builder&, ir::id i) { return i; }, 0) == 0,
+                   "an explicit qd::atomic_add stays atomic");
 
 int owned_count(const std::string& ir_text) {
   int n = 0;

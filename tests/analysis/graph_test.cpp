@@ -58,10 +58,10 @@ constexpr analysis::split_decision split_of(const ir::function& fn) {
 
 // Without a loop, out[i] = x[0] recomputes x[0] before x is written; in a loop the next
 // pass would see x written by the previous one, so the value is taken once and handed on.
-static_assert(split_of(snapshot_in_loop(false)).reason == fallback_reason::none &&
-              split_of(snapshot_in_loop(false)).plan.temps.empty());
-static_assert(split_of(snapshot_in_loop(true)).reason == fallback_reason::none &&
-              split_of(snapshot_in_loop(true)).plan.temps.size() == 1);
+QD_CONSTEXPR_CHECK(split_of(snapshot_in_loop(false)).reason == fallback_reason::none &&
+                   split_of(snapshot_in_loop(false)).plan.temps.empty());
+QD_CONSTEXPR_CHECK(split_of(snapshot_in_loop(true)).reason == fallback_reason::none &&
+                   split_of(snapshot_in_loop(true)).plan.temps.size() == 1);
 
 // c = 0; [do_while(flag) {] c = c + 1; out[i] = c [}]: a variable a pass updates lives in
 // the buffer (a later pass reads the earlier one's value).
@@ -76,8 +76,8 @@ constexpr ir::function counter(bool loop) {
   if (loop) ir::emit_graph_mark(b, ir::graph_mark::loop_end);
   return fn;
 }
-static_assert(split_of(counter(false)).plan.temps.empty());
-static_assert(split_of(counter(true)).plan.temps.size() == 1);
+QD_CONSTEXPR_CHECK(split_of(counter(false)).plan.temps.empty());
+QD_CONSTEXPR_CHECK(split_of(counter(true)).plan.temps.size() == 1);
 
 // Marks end serial runs: out[0] = 1; do_while { out[1] = 2 } is two serial constructs.
 constexpr ir::function two_serial_runs() {
@@ -91,8 +91,8 @@ constexpr ir::function two_serial_runs() {
   ir::emit_graph_mark(b, ir::graph_mark::loop_end);
   return fn;
 }
-static_assert(analysis::analyze_structure(two_serial_runs()).constructs.size() == 2);
-static_assert(
+QD_CONSTEXPR_CHECK(analysis::analyze_structure(two_serial_runs()).constructs.size() == 2);
+QD_CONSTEXPR_CHECK(
     analysis::plan_whole_kernel(two_serial_runs(), analysis::analyze_structure(two_serial_runs())).tasks.size() == 2);
 
 // The schedule: loop_begin, the two loops' tasks, loop_end jumping back to loop_begin.
@@ -106,8 +106,8 @@ constexpr bool schedule_loops_back() {
          steps[1].jump == 4 && steps[2].is_task && steps[3].is_task && !steps[4].is_task &&
          steps[4].mark == ir::graph_mark::loop_end && steps[4].jump == 1 && steps[4].flag == flag;
 }
-static_assert(schedule_loops_back());
-static_assert(
+QD_CONSTEXPR_CHECK(schedule_loops_back());
+QD_CONSTEXPR_CHECK(
     analysis::build_schedule(snapshot_in_loop(false), analysis::analyze_structure(snapshot_in_loop(false)), {}).empty(),
     "a kernel without marks has no schedule: its tasks run in order");
 
@@ -137,12 +137,12 @@ constexpr bool conflicts(const ir::function& fn) {
   const auto s = analysis::analyze_structure(fn);
   return analysis::find_fork_conflict(fn, s, analysis::graph_regions(fn, s)).has_value();
 }
-static_assert(conflicts(fork_of(0, 4, 0, 4, 0)));
-static_assert(conflicts(fork_of(0, 4, 2, 6, 0)), "overlapping constant ranges");
-static_assert(conflicts(fork_of(0, 4, 0, 4, 3)), "[0, 4) and [3, 7) share 3");
-static_assert(!conflicts(fork_of(0, 4, 4, 8, 0)), "disjoint parts of one array");
-static_assert(!conflicts(fork_of(0, 4, 0, 4, 4)));
-static_assert(split_of(fork_of(0, 4, 4, 8, 0)).reason == fallback_reason::concurrent);
+QD_CONSTEXPR_CHECK(conflicts(fork_of(0, 4, 0, 4, 0)));
+QD_CONSTEXPR_CHECK(conflicts(fork_of(0, 4, 2, 6, 0)), "overlapping constant ranges");
+QD_CONSTEXPR_CHECK(conflicts(fork_of(0, 4, 0, 4, 3)), "[0, 4) and [3, 7) share 3");
+QD_CONSTEXPR_CHECK(!conflicts(fork_of(0, 4, 4, 8, 0)), "disjoint parts of one array");
+QD_CONSTEXPR_CHECK(!conflicts(fork_of(0, 4, 0, 4, 4)));
+QD_CONSTEXPR_CHECK(split_of(fork_of(0, 4, 4, 8, 0)).reason == fallback_reason::concurrent);
 
 }  // namespace
 

@@ -36,7 +36,7 @@ constexpr bool running_total_splits() {
          t[0].run == 1 && t[1].construct == 0 && t[2].construct == 1 && d.plan.temps.size() == 1 &&
          fn.at(d.plan.temps[0].node).code == ir::op::local_decl && d.pairs.empty();
 }
-static_assert(running_total_splits());
+QD_CONSTEXPR_CHECK(running_total_splits());
 
 // The seed's stale_snapshot splits: a serial task takes the snapshot before loop 1
 // overwrites a, and loop 2 reads it from the buffer.
@@ -48,15 +48,15 @@ constexpr bool stale_snapshot_splits(std::uint8_t flags) {
          t[2].construct == 1 && d.plan.temps.size() == 1 && fn.at(d.plan.temps[0].node).code == ir::op::global_load &&
          std::find(t[2].statements.begin(), t[2].statements.end(), 1) == t[2].statements.end();  // not recomputed
 }
-static_assert(stale_snapshot_splits(0));
-static_assert(stale_snapshot_splits(ir::access::clamp), "a clamped re-read counts as possibly written: persisted");
+QD_CONSTEXPR_CHECK(stale_snapshot_splits(0));
+QD_CONSTEXPR_CHECK(stale_snapshot_splits(ir::access::clamp), "a clamped re-read counts as possibly written: persisted");
 
 constexpr ir::function gradient_kernel() {
   ir::function fn = test::stale_snapshot_ir();
   fn.is_gradient = true;
   return fn;
 }
-static_assert(reason_of(gradient_kernel()) == fallback_reason::autodiff);
+QD_CONSTEXPR_CHECK(reason_of(gradient_kernel()) == fallback_reason::autodiff);
 
 // The seed's grad_snapshot: a.grad[0] read, b.grad written, the snapshot used.
 constexpr ir::function grad_snapshot_ir(bool read_grad, bool write_grad, std::int32_t written = 1) {
@@ -82,11 +82,11 @@ constexpr bool grad_pairs(bool read_grad, bool write_grad, std::int32_t written,
   return recomputes(grad_snapshot_ir(read_grad, write_grad, written)) && d.pairs.size() == 2 && d.pairs[0] == first &&
          d.pairs[1] == analysis::disjoint_pair{0, 2, read_grad, false} && d.plan.tasks.size() == 2;
 }
-static_assert(grad_pairs(true, true, 1, {0, 1, true, true}));
-static_assert(grad_pairs(true, false, 1, {0, 1, true, false}));
-static_assert(grad_pairs(false, true, 1, {0, 1, false, true}));
-static_assert(grad_pairs(false, true, 0, {0, 0, false, true}), "a against its own gradient buffer");
-static_assert(grad_pairs(true, false, 0, {0, 0, false, true}), "a.grad against a: ordered data first");
+QD_CONSTEXPR_CHECK(grad_pairs(true, true, 1, {0, 1, true, true}));
+QD_CONSTEXPR_CHECK(grad_pairs(true, false, 1, {0, 1, true, false}));
+QD_CONSTEXPR_CHECK(grad_pairs(false, true, 1, {0, 1, false, true}));
+QD_CONSTEXPR_CHECK(grad_pairs(false, true, 0, {0, 0, false, true}), "a against its own gradient buffer");
+QD_CONSTEXPR_CHECK(grad_pairs(true, false, 0, {0, 0, false, true}), "a.grad against a: ordered data first");
 
 // Two plain parameters: the split is taken and the pair is checked at launch.
 constexpr bool plain_pair_is_checked() {
@@ -95,7 +95,7 @@ constexpr bool plain_pair_is_checked() {
   return d.reason == fallback_reason::none && d.pairs.size() == 2 && d.pairs[0].a == 0 && d.pairs[0].b == 1 &&
          d.pairs[1].a == 0 && d.pairs[1].b == 2 && d.plan.tasks.size() == 2 && d.plan.temps.empty();
 }
-static_assert(plain_pair_is_checked());
+QD_CONSTEXPR_CHECK(plain_pair_is_checked());
 
 // A read of a value nothing overwrites is recomputed freely: the task of the
 // second loop holds the slice (index constant, load) before its loop.
@@ -107,7 +107,7 @@ constexpr bool slice_is_recomputed() {
   const auto& second = d.plan.tasks[1].statements;
   return second.size() >= 3 && second.front() == 0 && second[1] == 1;  // constant 0 and the load of a[0]
 }
-static_assert(slice_is_recomputed());
+QD_CONSTEXPR_CHECK(slice_is_recomputed());
 
 // A random draw or a volatile read is taken once, by a serial task, and handed on.
 constexpr ir::function draw_then_use(bool volatile_read) {
@@ -135,8 +135,8 @@ constexpr bool drawn_once(bool volatile_read) {
   return persists(fn) && d.plan.tasks.size() == 2 && d.plan.tasks[0].construct == -1 && d.plan.tasks[0].run == draw &&
          d.plan.tasks[1].statements.front() != draw;
 }
-static_assert(drawn_once(false));
-static_assert(drawn_once(true));
+QD_CONSTEXPR_CHECK(drawn_once(false));
+QD_CONSTEXPR_CHECK(drawn_once(true));
 
 // The unchecked plan (for the fuzzer's precision figures): every value without an effect
 // of its own recomputed -- the same tasks as the decision's plan when nothing is
@@ -153,7 +153,7 @@ constexpr bool unchecked_plan_is_the_split() {
       return false;
   return true;
 }
-static_assert(unchecked_plan_is_the_split());
+QD_CONSTEXPR_CHECK(unchecked_plan_is_the_split());
 
 constexpr bool unchecked_plan_recomputes_the_snapshot() {
   const ir::function fn = test::stale_snapshot_ir();
@@ -165,13 +165,13 @@ constexpr bool unchecked_plan_recomputes_the_snapshot() {
          std::find(second.begin(), second.end(), snapshot) != second.end() &&
          s.constructs[1].statements.back() == second.back();
 }
-static_assert(unchecked_plan_recomputes_the_snapshot());
+QD_CONSTEXPR_CHECK(unchecked_plan_recomputes_the_snapshot());
 constexpr bool unchecked_plan_persists_a_reduction() {
   const ir::function fn = test::running_total_ir();
   const auto u = analysis::plan_split_unchecked(fn, analysis::analyze_structure(fn));
   return u.tasks.size() == 3 && u.temps.size() == 1 && u.slot_of(1) >= 0;
 }
-static_assert(unchecked_plan_persists_a_reduction());
+QD_CONSTEXPR_CHECK(unchecked_plan_persists_a_reduction());
 
 // first = a[0]; a loop writes out; then a construct overwrites a[0] with first + 1. A
 // serial construct recomputes first before its own statements run, so its own write is
@@ -201,10 +201,10 @@ constexpr ir::function snapshot_then_write(bool serial) {
   }
   return fn;
 }
-static_assert(recomputes(snapshot_then_write(true)));
-static_assert(split_of(snapshot_then_write(true)).pairs.size() == 1, "a and out: the loop between writes out");
-static_assert(persists(snapshot_then_write(false)));
-static_assert(split_of(snapshot_then_write(false)).pairs.empty(), "a persisted snapshot needs no check");
+QD_CONSTEXPR_CHECK(recomputes(snapshot_then_write(true)));
+QD_CONSTEXPR_CHECK(split_of(snapshot_then_write(true)).pairs.size() == 1, "a and out: the loop between writes out");
+QD_CONSTEXPR_CHECK(persists(snapshot_then_write(false)));
+QD_CONSTEXPR_CHECK(split_of(snapshot_then_write(false)).pairs.empty(), "a persisted snapshot needs no check");
 
 // first = a[k]; a loop over [begin, end) writes a[i + offset]; a second loop uses
 // first. Whether the re-read element can be one the loop writes is decided from the
@@ -231,19 +231,19 @@ constexpr ir::function snapshot_vs_loop(std::int64_t k, std::int64_t begin, std:
   test::fill_loop(fn, b, 1, first);
   return fn;
 }
-static_assert(recomputes(snapshot_vs_loop(0, 1, -1, 0)), "a[0] against a[i], i in [1, n)");
-static_assert(recomputes(snapshot_vs_loop(0, 0, -1, 1)), "a[0] against a[i + 1], i in [0, n)");
-static_assert(recomputes(snapshot_vs_loop(0, 0, -1, 1, 0, dtype::i64)), "the same through i64 indices");
-static_assert(recomputes(snapshot_vs_loop(5, 0, 5, 0)), "a[5] against a[i], i in [0, 5)");
-static_assert(recomputes(snapshot_vs_loop(3, 0, 5, -3)), "a[3] against a[i - 3], i in [0, 5)");
-static_assert(persists(snapshot_vs_loop(0, 0, -1, 0)), "the seed's stale_snapshot");
-static_assert(persists(snapshot_vs_loop(0, 1, -1, -1)), "a[0] against a[i - 1], i in [1, n)");
-static_assert(persists(snapshot_vs_loop(4, 0, 5, 0)), "a[4] against a[i], i in [0, 5)");
-static_assert(persists(snapshot_vs_loop(7, 1, -1, 0)), "a[7] against a[i], i in [1, n): n unknown");
-static_assert(persists(snapshot_vs_loop(0, 1, -1, 0, ir::access::clamp)), "a clamped re-read");
-static_assert(persists(snapshot_vs_loop(0, 2, 5, -1, ir::access::clamp)));
-static_assert(recomputes(snapshot_vs_loop(0, 3, 3, 0)), "a loop over [3, 3) writes nothing");
-static_assert(recomputes(snapshot_vs_loop(0, 5, 2, 0, ir::access::clamp)), "nor one over [5, 2)");
+QD_CONSTEXPR_CHECK(recomputes(snapshot_vs_loop(0, 1, -1, 0)), "a[0] against a[i], i in [1, n)");
+QD_CONSTEXPR_CHECK(recomputes(snapshot_vs_loop(0, 0, -1, 1)), "a[0] against a[i + 1], i in [0, n)");
+QD_CONSTEXPR_CHECK(recomputes(snapshot_vs_loop(0, 0, -1, 1, 0, dtype::i64)), "the same through i64 indices");
+QD_CONSTEXPR_CHECK(recomputes(snapshot_vs_loop(5, 0, 5, 0)), "a[5] against a[i], i in [0, 5)");
+QD_CONSTEXPR_CHECK(recomputes(snapshot_vs_loop(3, 0, 5, -3)), "a[3] against a[i - 3], i in [0, 5)");
+QD_CONSTEXPR_CHECK(persists(snapshot_vs_loop(0, 0, -1, 0)), "the seed's stale_snapshot");
+QD_CONSTEXPR_CHECK(persists(snapshot_vs_loop(0, 1, -1, -1)), "a[0] against a[i - 1], i in [1, n)");
+QD_CONSTEXPR_CHECK(persists(snapshot_vs_loop(4, 0, 5, 0)), "a[4] against a[i], i in [0, 5)");
+QD_CONSTEXPR_CHECK(persists(snapshot_vs_loop(7, 1, -1, 0)), "a[7] against a[i], i in [1, n): n unknown");
+QD_CONSTEXPR_CHECK(persists(snapshot_vs_loop(0, 1, -1, 0, ir::access::clamp)), "a clamped re-read");
+QD_CONSTEXPR_CHECK(persists(snapshot_vs_loop(0, 2, 5, -1, ir::access::clamp)));
+QD_CONSTEXPR_CHECK(recomputes(snapshot_vs_loop(0, 3, 3, 0)), "a loop over [3, 3) writes nothing");
+QD_CONSTEXPR_CHECK(recomputes(snapshot_vs_loop(0, 5, 2, 0, ir::access::clamp)), "nor one over [5, 2)");
 
 // Symbolic bounds: first = a[n + k] with n a run-time value (the extent of a, or a
 // scalar argument); a loop over [0, n + end) writes a[i + offset]. The element the
@@ -276,20 +276,21 @@ constexpr ir::function symbolic_snapshot(std::int64_t k, std::int64_t end, std::
   test::fill_loop(fn, b, 1, first);
   return fn;
 }
-static_assert(recomputes(symbolic_snapshot(-1, -1, 0, false)), "a[n - 1] against a[i], i in [0, n - 1)");
-static_assert(recomputes(symbolic_snapshot(-1, -1, 0, true)), "the same with n an argument");
-static_assert(recomputes(symbolic_snapshot(-1, -2, 1, true)), "a[n - 1] against a[i + 1], i in [0, n - 2)");
-static_assert(recomputes(symbolic_snapshot(0, -1, 1, false)), "a[n] against a[i + 1], i in [0, n - 1)");
-static_assert(recomputes(symbolic_snapshot(-1, -3, 0, false)), "a[n - 1] against a[i], i in [0, n - 3): ordered");
-static_assert(persists(symbolic_snapshot(-1, -3, 0, true)), "... but an argument n - 3 may wrap");
-static_assert(persists(symbolic_snapshot(-1, 0, 0, false)), "a[n - 1] against a[i], i in [0, n)");
-static_assert(persists(symbolic_snapshot(-1, -1, 1, false)), "a[n - 1] against a[i + 1], i in [0, n - 1)");
-static_assert(persists(symbolic_snapshot(-2, -1, 0, false)), "a[n - 2] against a[i], i in [0, n - 1)");
-static_assert(recomputes(symbolic_snapshot(-3, -1, 0, false, -2, true)), "a[n - 3] against a[i], i in [n - 2, n - 1)");
-static_assert(recomputes(symbolic_snapshot(-3, 0, 0, true, -2, true)), "a[n - 3] against a[i], i in [n - 2, n)");
-static_assert(recomputes(symbolic_snapshot(-5, 0, 0, false, -2, true)),
-              "a[n - 5] against a[i], i in [n - 2, n): ordered");
-static_assert(persists(symbolic_snapshot(-2, 0, 0, false, -2, true)), "a[n - 2] against a[i], i in [n - 2, n)");
+QD_CONSTEXPR_CHECK(recomputes(symbolic_snapshot(-1, -1, 0, false)), "a[n - 1] against a[i], i in [0, n - 1)");
+QD_CONSTEXPR_CHECK(recomputes(symbolic_snapshot(-1, -1, 0, true)), "the same with n an argument");
+QD_CONSTEXPR_CHECK(recomputes(symbolic_snapshot(-1, -2, 1, true)), "a[n - 1] against a[i + 1], i in [0, n - 2)");
+QD_CONSTEXPR_CHECK(recomputes(symbolic_snapshot(0, -1, 1, false)), "a[n] against a[i + 1], i in [0, n - 1)");
+QD_CONSTEXPR_CHECK(recomputes(symbolic_snapshot(-1, -3, 0, false)), "a[n - 1] against a[i], i in [0, n - 3): ordered");
+QD_CONSTEXPR_CHECK(persists(symbolic_snapshot(-1, -3, 0, true)), "... but an argument n - 3 may wrap");
+QD_CONSTEXPR_CHECK(persists(symbolic_snapshot(-1, 0, 0, false)), "a[n - 1] against a[i], i in [0, n)");
+QD_CONSTEXPR_CHECK(persists(symbolic_snapshot(-1, -1, 1, false)), "a[n - 1] against a[i + 1], i in [0, n - 1)");
+QD_CONSTEXPR_CHECK(persists(symbolic_snapshot(-2, -1, 0, false)), "a[n - 2] against a[i], i in [0, n - 1)");
+QD_CONSTEXPR_CHECK(recomputes(symbolic_snapshot(-3, -1, 0, false, -2, true)),
+                   "a[n - 3] against a[i], i in [n - 2, n - 1)");
+QD_CONSTEXPR_CHECK(recomputes(symbolic_snapshot(-3, 0, 0, true, -2, true)), "a[n - 3] against a[i], i in [n - 2, n)");
+QD_CONSTEXPR_CHECK(recomputes(symbolic_snapshot(-5, 0, 0, false, -2, true)),
+                   "a[n - 5] against a[i], i in [n - 2, n): ordered");
+QD_CONSTEXPR_CHECK(persists(symbolic_snapshot(-2, 0, 0, false, -2, true)), "a[n - 2] against a[i], i in [n - 2, n)");
 
 // Index ranges through wrap-around: an i32 sum that may underflow wraps to a large
 // positive index (possibly in range), so nothing is known of it; one that may only
@@ -310,16 +311,16 @@ constexpr analysis::detail::index_range range_of_sum(std::int64_t x, std::int64_
   return analysis::detail::range_of_index(fn, sum);
 }
 constexpr std::int64_t i32_min = -2147483647 - 1, i32_max = 2147483647;
-static_assert(!range_of_sum(i32_min, i32_min, false, dtype::i32).has_lo);
-static_assert(!range_of_sum(i32_min, i32_min, false, dtype::i32).has_hi, "-2^32 wraps to 0");
-static_assert(range_of_sum(i32_min, i32_min, false, dtype::i64).lo == 2 * i32_min, "no wrap in i64");
-static_assert(range_of_sum(i32_max, 1, false, dtype::i32).lo == i32_max + 1 &&
-              !range_of_sum(i32_max, 1, false, dtype::i32).has_hi);
-static_assert(range_of_sum(1, 5, true, dtype::i32).has_lo && range_of_sum(1, 5, true, dtype::i32).lo == 6 &&
-                  !range_of_sum(1, 5, true, dtype::i32).has_hi,
-              "i + 5 for i in [1, n)");
-static_assert(!range_of_sum(-5, i32_min, true, dtype::i32).has_lo, "i - 2^31 for i in [-5, n) may underflow");
-static_assert(range_of_sum(-5, i32_min, true, dtype::i64).lo == -5 + i32_min);
+QD_CONSTEXPR_CHECK(!range_of_sum(i32_min, i32_min, false, dtype::i32).has_lo);
+QD_CONSTEXPR_CHECK(!range_of_sum(i32_min, i32_min, false, dtype::i32).has_hi, "-2^32 wraps to 0");
+QD_CONSTEXPR_CHECK(range_of_sum(i32_min, i32_min, false, dtype::i64).lo == 2 * i32_min, "no wrap in i64");
+QD_CONSTEXPR_CHECK(range_of_sum(i32_max, 1, false, dtype::i32).lo == i32_max + 1 &&
+                   !range_of_sum(i32_max, 1, false, dtype::i32).has_hi);
+QD_CONSTEXPR_CHECK(range_of_sum(1, 5, true, dtype::i32).has_lo&& range_of_sum(1, 5, true, dtype::i32).lo == 6 &&
+                       !range_of_sum(1, 5, true, dtype::i32).has_hi,
+                   "i + 5 for i in [1, n)");
+QD_CONSTEXPR_CHECK(!range_of_sum(-5, i32_min, true, dtype::i32).has_lo, "i - 2^31 for i in [-5, n) may underflow");
+QD_CONSTEXPR_CHECK(range_of_sum(-5, i32_min, true, dtype::i64).lo == -5 + i32_min);
 
 // Affine forms modulo 2^32: (n - 1) + 3 is n + 2; casts keep the form; a product does not.
 constexpr bool affine_forms() {
@@ -337,7 +338,7 @@ constexpr bool affine_forms() {
   return fx.sym == n && fx.off == 2 && fy.sym == y && fy.off == 0 && fz.sym == z &&
          analysis::detail::same_value(fn, b.arg(0), n) && !analysis::detail::same_value(fn, y, z);
 }
-static_assert(affine_forms());
+QD_CONSTEXPR_CHECK(affine_forms());
 
 // 2-D: m(2, 1) re-read, an ndrange loop writes m(i, 0): column 0 is never column 1.
 constexpr ir::function snapshot_vs_column(std::int64_t column) {
@@ -357,10 +358,10 @@ constexpr ir::function snapshot_vs_column(std::int64_t column) {
   test::fill_loop(fn, b, 1, first);
   return fn;
 }
-static_assert(recomputes(snapshot_vs_column(0)));
-static_assert(recomputes(snapshot_vs_column(3)));
-static_assert(persists(snapshot_vs_column(1)));
-static_assert(persists(snapshot_vs_column(-1)), "m(i, j) may be m(2, 1)");
+QD_CONSTEXPR_CHECK(recomputes(snapshot_vs_column(0)));
+QD_CONSTEXPR_CHECK(recomputes(snapshot_vs_column(3)));
+QD_CONSTEXPR_CHECK(persists(snapshot_vs_column(1)));
+QD_CONSTEXPR_CHECK(persists(snapshot_vs_column(-1)), "m(i, j) may be m(2, 1)");
 
 // v = 1 at the top level; loop 1 updates v (a reduction); w = v + 1 reads v before
 // loop 1 and loop 2 uses w: the load of v that w saw is persisted too, by the serial
@@ -382,7 +383,7 @@ constexpr bool read_before_reduction_is_persisted() {
   return d.reason == fallback_reason::none && d.plan.tasks.size() == 3 && d.plan.tasks[0].construct == -1 &&
          d.plan.slot_of(v) >= 0 && d.plan.slot_of(fn.at(w).a) >= 0 && d.plan.temps.size() == 2;
 }
-static_assert(read_before_reduction_is_persisted());
+QD_CONSTEXPR_CHECK(read_before_reduction_is_persisted());
 
 // A kernel's result (language issue): one more slot, published by its home task.
 constexpr bool result_gets_a_slot() {
@@ -393,7 +394,7 @@ constexpr bool result_gets_a_slot() {
   const auto whole = analysis::plan_whole_kernel(fn, s, {total});
   return fn.at(total).code == ir::op::local_decl && split.plan.slot_of(total) >= 0 && whole.slot_of(total) >= 0;
 }
-static_assert(result_gets_a_slot());
+QD_CONSTEXPR_CHECK(result_gets_a_slot());
 
 }  // namespace
 

@@ -21,14 +21,14 @@ constexpr bool running_total_plan() {
          p.temps.size() == 1 && fn.at(p.temps[0].node).code == ir::op::local_decl && p.tasks[0].construct == -1 &&
          p.tasks[1].construct == 0 && p.tasks[2].construct == 1;
 }
-static_assert(running_total_plan());
+QD_CONSTEXPR_CHECK(running_total_plan());
 
 constexpr bool stale_snapshot_plan() {
   auto fn = test::stale_snapshot_ir();
   auto p = plan_of(fn);
   return p.tasks.size() == 3 && p.temps.size() == 1 && fn.at(p.temps[0].node).code == ir::op::global_load;
 }
-static_assert(stale_snapshot_plan(), "the snapshot is taken by a serial task and kept in a slot");
+QD_CONSTEXPR_CHECK(stale_snapshot_plan(), "the snapshot is taken by a serial task and kept in a slot");
 
 // A slot depends on the value's content, not on what else the kernel holds.
 constexpr std::int64_t snapshot_slot(bool extra_statement_first) {
@@ -55,8 +55,8 @@ constexpr std::int64_t snapshot_slot(bool extra_statement_first) {
   auto p = plan_of(fn);
   return p.slot_of(first);
 }
-static_assert(snapshot_slot(false) >= 0);
-static_assert(snapshot_slot(false) == snapshot_slot(true), "an edit elsewhere does not move the slot");
+QD_CONSTEXPR_CHECK(snapshot_slot(false) >= 0);
+QD_CONSTEXPR_CHECK(snapshot_slot(false) == snapshot_slot(true), "an edit elsewhere does not move the slot");
 
 // Two variables declared alike (same type, same initial value), a and b, reduced from
 // x and y; layouts add an unrelated variable u first, or between them, or swap the
@@ -105,9 +105,10 @@ constexpr bool slots_follow_content(bool split) {
   return base.a >= 0 && base.b >= 0 && base.a != base.b && reduction_slots(layout::u_a_b, split) == base &&
          reduction_slots(layout::a_u_b, split) == base && reduction_slots(layout::b_a, split) == base;
 }
-static_assert(slots_follow_content(false), "whole kernel: global temporaries");
-static_assert(slots_follow_content(true), "split: the persisted buffer");
-static_assert(reduction_slots(layout::a_b, false) == reduction_slots(layout::a_b, true), "one assignment for both");
+QD_CONSTEXPR_CHECK(slots_follow_content(false), "whole kernel: global temporaries");
+QD_CONSTEXPR_CHECK(slots_follow_content(true), "split: the persisted buffer");
+QD_CONSTEXPR_CHECK(reduction_slots(layout::a_b, false) == reduction_slots(layout::a_b, true),
+                   "one assignment for both");
 
 }  // namespace
 

@@ -181,17 +181,17 @@ inline std::vector<h3> sample_vectors(int n, float shift) {
 // Plain C++ 3x3 helpers.
 inline h33 matmul(const h33& a, const h33& b) {
   h33 r{};
-  for (int i = 0; i < 3; ++i)
-    for (int j = 0; j < 3; ++j) {
+  for (std::size_t i = 0; i < 3; ++i)
+    for (std::size_t j = 0; j < 3; ++j) {
       float s = 0;
-      for (int k = 0; k < 3; ++k) s += a[i][k] * b[k][j];
+      for (std::size_t k = 0; k < 3; ++k) s += a[i][k] * b[k][j];
       r[i][j] = s;
     }
   return r;
 }
 inline h3 matvec(const h33& a, h3 v) {
   h3 r{};
-  for (int i = 0; i < 3; ++i) r[i] = a[i][0] * v[0] + a[i][1] * v[1] + a[i][2] * v[2];
+  for (std::size_t i = 0; i < 3; ++i) r[i] = a[i][0] * v[0] + a[i][1] * v[1] + a[i][2] * v[2];
   return r;
 }
 // The determinant by Gaussian elimination with partial pivoting, in double.

@@ -114,7 +114,7 @@ TEST_CASE("every corruption is rejected with a reason") {
 
   SUBCASE("zero-length file") { CHECK(rejection({}) == "empty file"); }
   SUBCASE("truncated header") {
-    for (std::size_t n : {1, 8, 30, 63}) {
+    for (std::size_t n : {std::size_t{1}, std::size_t{8}, std::size_t{30}, std::size_t{63}}) {
       file.resize(n);
       CHECK(rejection(file).find("truncated header") != std::string::npos);
     }

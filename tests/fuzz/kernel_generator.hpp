@@ -78,7 +78,7 @@ inline std::uint64_t interesting_bits(rng& r, dtype t) {
     return b;
   };
   switch (t) {
-    case dtype::boolean: return r.below(2);
+    case dtype::boolean: return static_cast<std::uint64_t>(r.below(2));
     case dtype::u8: return r.chance(0.7) ? static_cast<std::uint64_t>(r.below(12)) : r.next() & 0xff;
     // The third wave's types (not generated yet): small values, some at the edges.
     case dtype::i8:
@@ -737,7 +737,8 @@ class kernel_generator {
       // (and mul only on integers: a float product's rounding depends on the order too).
       std::vector<ir::atomic_op> ops3;
       if (qd::is_integral(at))
-        for (auto x : {ir::atomic_op::bit_and, ir::atomic_op::bit_or, ir::atomic_op::bit_xor}) ops3.push_back(x);
+        for (auto bitwise : {ir::atomic_op::bit_and, ir::atomic_op::bit_or, ir::atomic_op::bit_xor})
+          ops3.push_back(bitwise);
       if (!parallel_) {
         if (qd::is_integral(at)) ops3.push_back(ir::atomic_op::mul);
         ops3.push_back(ir::atomic_op::exchange);

@@ -4,6 +4,7 @@
 #include <array>
 
 #include "quadrants/ir/builder.hpp"
+#include "support/constexpr_check.hpp"
 
 namespace qd::test {
 

@@ -8,6 +8,7 @@
 #include "quadrants/ir/copy.hpp"
 #include "quadrants/ir/serialize.hpp"
 #include "quadrants/ir/visit.hpp"
+#include "support/constexpr_check.hpp"
 
 using namespace qd;
 using ir::op;
@@ -87,7 +88,7 @@ constexpr bool on_every_op(Check check) {
 // --- the layouts: complete, and consistent with the op table --------------------------
 
 // The fixture holds every op, and each node sets only the fields its op uses.
-static_assert(on_every_op([](const every_op& e) {
+QD_CONSTEXPR_CHECK(on_every_op([](const every_op& e) {
   std::array<bool, ir::op_count> seen{};
   for (const ir::node& n : e.fn.nodes) {
     if (!ir::stray_field(n).empty()) return false;
@@ -139,19 +140,19 @@ constexpr bool layouts_agree_with_op_table() {
   }
   return true;
 }
-static_assert(layouts_agree_with_op_table());
+QD_CONSTEXPR_CHECK(layouts_agree_with_op_table());
 
 // A field an op leaves unused is caught, with its name.
-static_assert(ir::stray_field(ir::node{.code = op::random, .a = 3}) == "a");
-static_assert(ir::stray_field(ir::node{.code = op::constant, .param = 0}) == "param");
-static_assert(ir::stray_field(ir::node{.code = op::local_load, .a = 1, .imm = 2}) == "imm");
-static_assert(ir::stray_field(ir::node{.code = op::cast, .flags = ir::access::clamp, .a = 1}) == "flags");
-static_assert(ir::stray_field(ir::node{.code = op::if_, .a = 1, .block0 = 1}) == "block1");
-static_assert(ir::stray_field(ir::node{.code = op::if_, .a = 1, .block0 = 1, .block1 = 2}).empty());
+QD_CONSTEXPR_CHECK(ir::stray_field(ir::node{.code = op::random, .a = 3}) == "a");
+QD_CONSTEXPR_CHECK(ir::stray_field(ir::node{.code = op::constant, .param = 0}) == "param");
+QD_CONSTEXPR_CHECK(ir::stray_field(ir::node{.code = op::local_load, .a = 1, .imm = 2}) == "imm");
+QD_CONSTEXPR_CHECK(ir::stray_field(ir::node{.code = op::cast, .flags = ir::access::clamp, .a = 1}) == "flags");
+QD_CONSTEXPR_CHECK(ir::stray_field(ir::node{.code = op::if_, .a = 1, .block0 = 1}) == "block1");
+QD_CONSTEXPR_CHECK(ir::stray_field(ir::node{.code = op::if_, .a = 1, .block0 = 1, .block1 = 2}).empty());
 
 // --- the views name each op's operands ---------------------------------------------
 
-static_assert(on_every_op([](const every_op& e) {
+QD_CONSTEXPR_CHECK(on_every_op([](const every_op& e) {
   const ir::function& fn = e.fn;
   const ir::view<op::range_for> loop(fn, e.loop);
   const ir::view<op::global_load> load(fn, e.load);
@@ -166,7 +167,7 @@ static_assert(on_every_op([](const every_op& e) {
          atomic.op() == ir::atomic_op::max && atomic.value() == e.fma && atomic.compound() && !atomic.owned();
 }));
 
-static_assert(on_every_op([](const every_op& e) {
+QD_CONSTEXPR_CHECK(on_every_op([](const every_op& e) {
   const ir::function& fn = e.fn;
   const ir::view<op::fma> fma(fn, e.fma);
   const ir::view<op::select> select(fn, e.select);
@@ -182,7 +183,7 @@ static_assert(on_every_op([](const every_op& e) {
          fma.type() == dtype::f32 && fma.self() == e.fma && fma.code() == op::fma;
 }));
 
-static_assert(on_every_op([](const every_op& e) {
+QD_CONSTEXPR_CHECK(on_every_op([](const every_op& e) {
   const ir::function& fn = e.fn;
   const ir::view<op::local_atomic> update(fn, e.local_atomic);
   const ir::view<op::temp_atomic> temp(fn, e.temp_atomic);
@@ -216,18 +217,18 @@ template <bool Right>
 concept store_view_constant = requires {
   typename std::bool_constant<store_view<Right>()>;
 };
-static_assert(store_view_constant<true> && !store_view_constant<false>);
+QD_CONSTEXPR_CHECK(store_view_constant<true> && !store_view_constant<false>);
 
 // --- match: the handler for the node's op, else R{} -----------------------------------
 
-static_assert(on_every_op([](const every_op& e) {
+QD_CONSTEXPR_CHECK(on_every_op([](const every_op& e) {
   auto rank = [&](ir::id i) { return ir::match<int>(e.fn, i, [](ir::view<op::range_for> l) { return l.rank(); }); };
   return rank(e.loop) == 2 && rank(e.store) == 0 && rank(e.loop2) == 0;
 }));
 
 // The handler for an op wins over one for any node (node_view); a handler template over
 // access_view<O> takes the three array accesses.
-static_assert(on_every_op([](const every_op& e) {
+QD_CONSTEXPR_CHECK(on_every_op([](const every_op& e) {
   auto kind = [&](ir::id i) {
     return ir::match<int>(
         e.fn, i, [](ir::view<op::global_store>) { return 1; }, []<op O>(ir::access_view<O>) { return 2; },
@@ -238,7 +239,7 @@ static_assert(on_every_op([](const every_op& e) {
 
 // --- visit: program order, into every block unless a handler skips it ------------------
 
-static_assert(on_every_op([](const every_op& e) {
+QD_CONSTEXPR_CHECK(on_every_op([](const every_op& e) {
   std::vector<ir::id> walked, visited;
   ir::walk(e.fn, 0, [&](ir::id i, int) { walked.push_back(i); });
   ir::visit(e.fn, 0, [&](ir::node_view n) { visited.push_back(n.self()); });
@@ -246,7 +247,7 @@ static_assert(on_every_op([](const every_op& e) {
 }));
 
 // A pass naming three ops sees them in nested blocks, and only them.
-static_assert(on_every_op([](const every_op& e) {
+QD_CONSTEXPR_CHECK(on_every_op([](const every_op& e) {
   std::vector<ir::id> seen;
   ir::visit(
       e.fn, 0, [&](ir::view<op::random> r) { seen.push_back(r.self()); },
@@ -255,7 +256,7 @@ static_assert(on_every_op([](const every_op& e) {
   return seen == std::vector<ir::id>{e.loop, e.random, e.loop2};
 }));
 
-static_assert(on_every_op([](const every_op& e) {
+QD_CONSTEXPR_CHECK(on_every_op([](const every_op& e) {
   int count = 0;
   ir::visit(
       e.fn, 0, [&](ir::view<op::range_for>) { return ir::next::skip_blocks; }, [&](ir::node_view) { ++count; });
@@ -280,12 +281,12 @@ constexpr ir::function copy_of(const ir::function& from, std::int32_t shift) {
   return to;
 }
 
-static_assert(on_every_op([](const every_op& e) {
+QD_CONSTEXPR_CHECK(on_every_op([](const every_op& e) {
   return ir::canonical_bytes(copy_of(e.fn, 0)) == ir::canonical_bytes(e.fn);
 }));
 
 // Parameter indices move with the parameters; a loop's block_dim, in the same field, does not.
-static_assert(on_every_op([](const every_op& e) {
+QD_CONSTEXPR_CHECK(on_every_op([](const every_op& e) {
   const ir::function c = copy_of(e.fn, 1);
   const ir::id arg = c.block(0)[2], loop = c.block(0)[4];
   return c.at(c.block(0)[0]).param == 3 && c.at(arg).code == op::arg && c.at(arg).param == 1 &&

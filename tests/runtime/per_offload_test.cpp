@@ -101,7 +101,9 @@ TEST_CASE("the seed's kernels split through the persisted buffer, bitwise equal 
   for (float v : iota(n, 1.0f)) sum += v;
   qd::per_offload_observations o;
 
-  auto [whole, split] = whole_and_split(
+  // Not a structured binding: the lambdas below capture them (clang before 16 cannot).
+  std::vector<std::vector<float>> whole, split;
+  std::tie(whole, split) = whole_and_split(
       cache, running_total,
       [&] {
         qd::ndarray<float, 1> x(n), out(n);

@@ -106,7 +106,7 @@ TEST_CASE("a directory others may write is refused unless sticky; one owned by a
   const fs::path open_dir = dir.path() / "open", file = open_dir / "out.txt";
   fs::create_directory(open_dir);
   std::string why;
-  for (mode_t mode : {0777, 0775, 0757}) {
+  for (mode_t mode : {mode_t{0777}, mode_t{0775}, mode_t{0757}}) {
     ::chmod(open_dir.c_str(), mode);
     CHECK_FALSE(write_text_atomically(file.string(), "x", &why));
     CHECK(why.find("writable by group or others") != std::string::npos);
