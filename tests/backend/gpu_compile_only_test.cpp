@@ -1,5 +1,5 @@
 // Compile-only mode with NVRTC and hipRTC (SPEC §7, issue 5): every suite kernel
-// compiled for sm_90 and gfx90a without a GPU, in both variants, cached, and loaded
+// compiled for sm_90 (split and whole) and gfx90a (split) without a GPU, cached, and loaded
 // back; a target is required, and nothing can be allocated or run.
 #include <doctest/doctest.h>
 
@@ -17,9 +17,14 @@ TEST_CASE_TEMPLATE("every suite kernel compiles in compile-only mode, split and 
     qd_test::scratch_directory cache(std::string(V::arch_name) + "-split");
     qd_test::check_compile_only_round_trip(V::target(), {qd::per_offload_mode::on, true}, cache.str());
   }
-  SUBCASE("per_offload off (whole kernels), bounds checks off") {
-    qd_test::scratch_directory cache(std::string(V::arch_name) + "-whole");
-    qd_test::check_compile_only_round_trip(V::target(), {qd::per_offload_mode::off, false}, cache.str());
+  // Whole kernels with NVRTC only: a whole module is the same tasks' code put together the
+  // same way for both vendors, and hipRTC costs ~0.4 s a program (make test's longest test).
+  // The emulated AMD GPU still compiles and runs whole kernels (emulated_amdgpu/gpu_suite).
+  if constexpr (V::cuda) {
+    SUBCASE("per_offload off (whole kernels), bounds checks off") {
+      qd_test::scratch_directory cache(std::string(V::arch_name) + "-whole");
+      qd_test::check_compile_only_round_trip(V::target(), {qd::per_offload_mode::off, false}, cache.str());
+    }
   }
 }
 
