@@ -48,7 +48,9 @@ constexpr hipError_t hip_success = 0;
 
 constexpr const char* device_name = "Quadrants emulated AMD Instinct MI210 (gfx90a)";
 constexpr const char* gcn_arch_name = "gfx90a:sramecc+:xnack-";
-constexpr int compute_units = 104;
+// An MI210's CUs, 8 of them (not 104): the backends launch a full grid, every thread of
+// which the host runs (emulation/cuda/driver.cpp says more).
+constexpr int compute_units = 8;
 constexpr int max_threads_per_block = 1024;
 constexpr std::size_t total_memory = std::size_t{64} << 30;
 constexpr int shared_memory_per_block = 64 << 10;

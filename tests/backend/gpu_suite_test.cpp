@@ -243,7 +243,7 @@ QD_SUITE_CASE("suite: qd::var is per iteration inside a loop and a top-level val
 QD_SUITE_CASE("suite: ndrange visits every index of a 2-D, 3-D and 4-D space exactly once", A, QD_SUITE_ARCHES) {
   if (!start<A>()) return;
   auto k = kernels::ndranges();
-  // More points than a launch's threads (132 SMs x 2048 on the emulated CUDA GPU): each
+  // More points than a launch's threads (8 SMs x 2048 on the emulated CUDA GPU, 132 x 2048 on an H200): each
   // thread steps through the space, carrying from the last dimension into the others.
   const int r2 = 601, c2 = 997, d0 = 67, d1 = 65, d2 = 63;
   qd::ndarray<std::int32_t, 2> a2({r2, c2});
