@@ -28,6 +28,8 @@ struct on_reference {
 
 template <class T, int N>
 using matrix = Eigen::Matrix<double, N, N>;
+// Eigen's references (JacobiSVD, SelfAdjointEigenSolver, PartialPivLU) run on dynamic-size
+// copies: one instantiation each instead of one per size (a third of this file's compile).
 
 // The matrix of array `a` at element i, as a traced qd::mat.
 template <class T, int N, class A>
@@ -271,8 +273,8 @@ void check_svd(const std::vector<matrix<double, N>>& inputs, const std::vector<T
     for (int i = 0; i < N; ++i) S[i] = static_cast<double>(out[k * stride + nn + static_cast<std::size_t>(i)]);
     const double norm = std::max(A.norm(), 1e-300);
     const matrix<double, N> I = matrix<double, N>::Identity();
-    Eigen::JacobiSVD<matrix<double, N>> ref(A);
-    const auto want = ref.singularValues();
+    Eigen::JacobiSVD<Eigen::MatrixXd> ref(A);
+    const Eigen::VectorXd want = ref.singularValues();
     const bool reconstructs = (U * S.asDiagonal() * V.transpose() - A).norm() <= tol * norm &&
                               (R * P - A).norm() <= 4 * tol * norm && (P - P.transpose()).norm() == 0;
     const bool rotations = (U.transpose() * U - I).norm() <= 8 * tol && (V.transpose() * V - I).norm() <= 8 * tol &&
@@ -314,9 +316,9 @@ void check_sym_eig(const std::vector<matrix<double, N>>& inputs, const std::vect
     Eigen::Matrix<double, N, 1> W;
     for (int i = 0; i < N; ++i) W[i] = static_cast<double>(out[k * stride + static_cast<std::size_t>(i)]);
     const double norm = std::max(A.norm(), 1e-300);
-    Eigen::SelfAdjointEigenSolver<matrix<double, N>> ref(A);
-    const auto want = ref.eigenvalues();  // ascending
-    Eigen::Matrix<double, N, 1> clamped = want.cwiseMax(0.0);
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> ref(A);
+    const Eigen::VectorXd want = ref.eigenvalues();  // ascending
+    const Eigen::VectorXd clamped = want.cwiseMax(0.0);
     const matrix<double, N> spd_want = ref.eigenvectors() * clamped.asDiagonal() * ref.eigenvectors().transpose();
     bool ok = (Q * W.asDiagonal() * Q.transpose() - A).norm() <= tol * norm &&
               (Q.transpose() * Q - matrix<double, N>::Identity()).norm() <= 8 * tol &&
@@ -344,7 +346,7 @@ void check_solve(const std::vector<matrix<double, N>>& inputs, const std::vector
   std::size_t solved = 0;
   for (std::size_t k = 0; k < inputs.size(); ++k) {
     const matrix<double, N> A = rounded<T, N>(inputs[k]);
-    Eigen::JacobiSVD<matrix<double, N>> sv(A);
+    Eigen::JacobiSVD<Eigen::MatrixXd> sv(A);
     const double cond = sv.singularValues()[0] / sv.singularValues()[N - 1];
     if (!(cond < 1e6)) continue;  // ill-conditioned: the solution itself is not accurate to compare
     Eigen::Matrix<double, N, 1> B, X;
@@ -352,7 +354,7 @@ void check_solve(const std::vector<matrix<double, N>>& inputs, const std::vector
       B[i] = static_cast<double>(static_cast<T>(rhs[k * N + static_cast<std::size_t>(i)]));
       X[i] = static_cast<double>(out[k * stride + offset + static_cast<std::size_t>(i)]);
     }
-    const Eigen::Matrix<double, N, 1> want = A.partialPivLu().solve(B);
+    const Eigen::Matrix<double, N, 1> want = Eigen::MatrixXd(A).partialPivLu().solve(Eigen::VectorXd(B));
     ++solved;
     // Backward stable: a small residual; forward error within the condition number.
     bool ok = (A * X - B).norm() <= 16 * tolerance<T>() * (A.norm() * X.norm() + B.norm()) &&
@@ -406,7 +408,7 @@ TEST_CASE("qd::sym_eig reads the upper triangle only; qd::solve of a singular sy
   matrix<double, 3> upper = m.triangularView<Eigen::Upper>();
   matrix<double, 3> sym = upper + upper.transpose();
   sym.diagonal() /= 2;
-  Eigen::SelfAdjointEigenSolver<matrix<double, 3>> ref(sym);
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> ref(sym);
   for (int i = 0; i < 3; ++i)
     CHECK(std::abs(out[4][static_cast<std::size_t>(i)] - ref.eigenvalues()[i]) < 1e-13 * sym.norm());
   for (std::size_t i = 0; i < 2; ++i) CHECK(!std::isfinite(out[0][general_columns<2> - 2 + i]));
@@ -600,7 +602,7 @@ TEST_CASE("the singular values' adjoint is u_k v_k^T exactly, at a diagonal inpu
     k.grad(ag, s);
     const auto grad = ag.grad().to_host();
     for (std::size_t m = 0; m < ms.size(); ++m) {
-      Eigen::JacobiSVD<matrix<double, 3>> ref(ms[m], Eigen::ComputeFullU | Eigen::ComputeFullV);
+      Eigen::JacobiSVD<Eigen::MatrixXd> ref(ms[m], Eigen::ComputeFullU | Eigen::ComputeFullV);
       const matrix<double, 3> want = ref.matrixU().col(which) * ref.matrixV().col(which).transpose();
       CAPTURE(m);
       CAPTURE(which);
