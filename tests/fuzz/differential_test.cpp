@@ -4,6 +4,7 @@
 // every comparison is bitwise.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,15 @@
 #include "fuzz/shrink.hpp"
 
 namespace {
+
+// In a sanitizer tree (QD_FUZZ_SAMPLE=n, tests/fuzz/tests.cmake) the batches shrink to a
+// sample: n reference kernels and 5 on the CPU. What the sanitizers add is the library
+// instrumented under generated kernels; the CPU batches' cost is the host compiler, which is
+// not instrumented, and the full batches with their coverage checks run in the main tree.
+int sample_size() {
+  const char* s = std::getenv("QD_FUZZ_SAMPLE");
+  return s != nullptr && *s != '\0' ? std::atoi(s) : 0;
+}
 
 // A finding fails the test with the shrunk case in the file form of tests/fuzz/regressions.
 void report(const qd_fuzz::fuzz_case& c, const qd_fuzz::case_report& r, int opt_level) {
@@ -58,6 +68,10 @@ void compile_sample_for_gpus(std::uint64_t first_seed, const qd_fuzz::generator_
 // [first_bit, end_bit) used, and the first 4 compiled for the GPUs.
 void check_rich_batch(const char* what, std::uint64_t first_seed, const qd_fuzz::generator_options& g, int first_bit,
                       int end_bit) {
+  if (sample_size() > 0) {
+    MESSAGE("not in a sanitizer tree's sample: the CPU batch of " << std::string(what) << " (the main tree runs it)");
+    return;
+  }
   const qd_fuzz::figures f = run_batch(first_seed, 20, true, g);
   MESSAGE("CPU batch of " << std::string(what) << " (seeds " << first_seed << ".." << first_seed + 19 << "):\n"
                           << f.text());
@@ -113,6 +127,13 @@ TEST_CASE("the struct kinds: the generator declares the parameters qd::kernel re
 }
 
 TEST_CASE("2,000 generated kernels: the split gives the whole kernel's results on the reference backend") {
+  if (const int n = sample_size(); n > 0) {
+    const qd_fuzz::figures f = run_batch(1, n, false);
+    MESSAGE("reference sample (seeds 1.." << n << "):\n" << f.text());
+    CHECK(f.kernels == n);
+    CHECK(f.mismatches() == 0);
+    return;
+  }
   const qd_fuzz::figures f = run_batch(1, 2000, false);
   MESSAGE("reference batch (seeds 1..2000):\n" << f.text());
   CHECK(f.kernels == 2000);
@@ -138,6 +159,13 @@ TEST_CASE("2,000 generated kernels: the split gives the whole kernel's results o
 }
 
 TEST_CASE("50 generated kernels: whole and split on the CPU give the reference backend's results") {
+  if (sample_size() > 0) {
+    const qd_fuzz::figures f = run_batch(1000001, 5, true);
+    MESSAGE("CPU sample (seeds 1000001..1000005):\n" << f.text());
+    CHECK(f.cpu_kernels == 5);
+    CHECK(f.mismatches() == 0);
+    return;
+  }
   const qd_fuzz::figures f = run_batch(1000001, 50, true);
   MESSAGE("CPU batch (seeds 1000001..1000050):\n" << f.text());
   CHECK(f.cpu_kernels == 50);

@@ -6,6 +6,10 @@ target_link_libraries(qd_fuzz_support PUBLIC quadrants::quadrants fmt::fmt)
 target_include_directories(qd_fuzz_support PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 qd_add_test(fuzz differential LIBS qd_fuzz_support)
 set_tests_properties(fuzz/differential PROPERTIES TIMEOUT 900)
+if(QD_SANITIZE)
+  # A sample here (differential_test.cpp, sample_size); make test runs the full batches in the main tree.
+  set_property(TEST fuzz/differential APPEND PROPERTY ENVIRONMENT "QD_FUZZ_SAMPLE=400")
+endif()
 qd_add_test(fuzz regressions LIBS qd_fuzz_support)
 target_compile_definitions(fuzz_regressions_test PRIVATE QD_FUZZ_REGRESSIONS="${CMAKE_CURRENT_LIST_DIR}/regressions")
 
