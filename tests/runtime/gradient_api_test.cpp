@@ -1,9 +1,12 @@
-// qd::ad::gradcheck and the tape's clear_gradients option (SPEC §13.9): gradcheck
-// against hand-derived gradients, its report at a kink, its options, and arrays left as
-// they were; clear_gradients against the default accumulation.
+// qd::ad::gradcheck, the tape's clear_gradients option and forward mode (SPEC §13.9):
+// gradcheck against hand-derived gradients, its report at a kink, its options, and arrays
+// left as they were; clear_gradients against the default accumulation; kernel.fwd against
+// central differences and against the adjoint (v.(J u) == u.(J^T v)), and its refusals.
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -87,4 +90,213 @@ TEST_CASE("tape option clear_gradients zeroes every recorded gradient at backwar
     CHECK(x.grad().to_host() == want);
     CHECK(loss.grad().to_host()[0] == 1.0);
   }
+}
+
+namespace {
+
+// One f64 array of a forward-mode case, whatever its rank, as flat host vectors.
+struct slot {
+  std::function<vec()> get, dual, grad;
+  std::function<void(const vec&)> set, set_dual, set_grad;
+};
+template <int N>
+slot slot_of(qd::ndarray<double, N>& a) {
+  return {[&a] { return a.to_host(); },
+          [&a] { return a.dual().to_host(); },
+          [&a] { return a.grad().to_host(); },
+          [&a](const vec& v) { a.from_host(v); },
+          [&a](const vec& v) { a.dual().from_host(v); },
+          [&a](const vec& v) { a.grad().from_host(v); }};
+}
+
+// Checks kernel.fwd (`fwd`) on the arrays' current values against central differences of
+// the forward launch (`run`), for a random tangent u of every array; the arrays' values
+// after fwd against those after run; with `grad`, v.(J u) against u.(J^T v) from the
+// adjoint for a random seed v. Leaves the arrays as they were.
+void check_forward_mode(const std::vector<slot>& arrays, const std::function<void()>& run,
+                        const std::function<void()>& fwd, const std::function<void()>& grad) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  const double eps = 1e-5;
+  std::vector<vec> start, u, v;
+  for (const slot& a : arrays) {
+    start.push_back(a.get());
+    vec r(start.back().size()), s(start.back().size());
+    for (double& e : r) e = unit(rng);
+    for (double& e : s) e = unit(rng);
+    u.push_back(r);
+    v.push_back(s);
+  }
+  auto set_all = [&](double step) {
+    for (std::size_t k = 0; k < arrays.size(); ++k) {
+      vec x = start[k];
+      for (std::size_t e = 0; e < x.size(); ++e) x[e] += step * u[k][e];
+      arrays[k].set(x);
+    }
+  };
+  auto get_all = [&](auto member) {
+    std::vector<vec> out;
+    for (const slot& a : arrays) out.push_back(member(a));
+    return out;
+  };
+  set_all(eps);
+  run();
+  const std::vector<vec> plus = get_all([](const slot& a) { return a.get(); });
+  set_all(-eps);
+  run();
+  const std::vector<vec> minus = get_all([](const slot& a) { return a.get(); });
+  set_all(0);
+  run();
+  const std::vector<vec> value = get_all([](const slot& a) { return a.get(); });
+  set_all(0);
+  for (std::size_t k = 0; k < arrays.size(); ++k) arrays[k].set_dual(u[k]);
+  fwd();
+  const std::vector<vec> jvp = get_all([](const slot& a) { return a.dual(); });
+  const std::vector<vec> fwd_value = get_all([](const slot& a) { return a.get(); });
+  double lhs = 0;
+  for (std::size_t k = 0; k < arrays.size(); ++k)
+    for (std::size_t e = 0; e < jvp[k].size(); ++e) {
+      CAPTURE(k);
+      CAPTURE(e);
+      const double fd = (plus[k][e] - minus[k][e]) / (2 * eps);
+      CHECK(std::abs(jvp[k][e] - fd) <= 1e-7 * (1 + std::abs(fd)));
+      CHECK(std::abs(fwd_value[k][e] - value[k][e]) <= 1e-12 * (1 + std::abs(value[k][e])));
+      lhs += v[k][e] * jvp[k][e];
+    }
+  if (grad) {
+    set_all(0);
+    run();
+    for (std::size_t k = 0; k < arrays.size(); ++k) arrays[k].set_grad(v[k]);
+    grad();
+    double rhs = 0;
+    for (std::size_t k = 0; k < arrays.size(); ++k) {
+      const vec g = arrays[k].grad();
+      for (std::size_t e = 0; e < g.size(); ++e) rhs += u[k][e] * g[e];
+    }
+    CHECK(std::abs(lhs - rhs) <= 1e-10 * (1 + std::abs(lhs)));
+  }
+  for (std::size_t k = 0; k < arrays.size(); ++k) {
+    arrays[k].set(start[k]);
+    arrays[k].set_grad(vec(start[k].size(), 0.0));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("forward mode: elementwise math, a stencil, a reduction into a 0-d, against differences and the adjoint") {
+  for (qd::arch a : qd_test::cpu_and_reference) {
+    qd_test::init_arch(a, {.per_offload = qd::per_offload_mode::on});
+    CAPTURE(std::string(qd::name(a)));
+    auto math = qd::kernel("fwd_math", {"x", "z", "y"}, [](d1 x, d1 z, d1 y) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) {
+        const auto p = x[i], q = z[i];
+        y[i] = qd::sin(p) * qd::exp(q) + qd::sqrt(p * p + 1.0) / (1.0 + q * q) + qd::pow(p * p + 0.5, q) +
+               qd::tanh(p - q) + qd::log(1.0 + p * p) + qd::max(p, q) * qd::abs(q) + qd::atan2(p, q + 2.0) +
+               qd::cos(q) / p + qd::min(p * q, 0.25) - qd::floor(p * 3.0);
+      });
+    });
+    auto stencil = qd::kernel("fwd_stencil", {"x", "y"}, [](d1 x, d1 y) {
+      qd::range_for(1, x.shape(0) - 1, [&](qd::i32 i) { y[i] = x[i] * (x[i - 1] - 2.0 * x[i] + x[i + 1]); });
+      qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] += 0.5 * x[i] * x[i]; });
+    });
+    auto reduce = qd::kernel("fwd_reduce", {"x", "w", "e"}, [](d1 x, d1 w, d0 e) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) { e() += x[i] * x[i] * w[i]; });
+      qd::var<double> total = 0.0;
+      qd::range_for(x.shape(0), [&](qd::i32 i) { total += qd::sin(x[i]); });
+      e() += total * total;
+    });
+    auto x = array_of({0.3, -0.7, 1.2, 0.45, 0.9}), z = array_of({0.2, 0.6, -0.4, 1.1, -0.8});
+    auto y = array_of(vec(5, 0.0));
+    qd::ndarray<double, 0> e(qd::needs_grad);
+    e.from_host({0.25});
+    check_forward_mode(
+        {slot_of(x), slot_of(z), slot_of(y)}, [&] { math(x, z, y); }, [&] { math.fwd(x, z, y); },
+        [&] { math.grad(x, z, y); });
+    check_forward_mode(
+        {slot_of(x), slot_of(y)}, [&] { stencil(x, y); }, [&] { stencil.fwd(x, y); }, [&] { stencil.grad(x, y); });
+    check_forward_mode(
+        {slot_of(x), slot_of(z), slot_of(e)}, [&] { reduce(x, z, e); }, [&] { reduce.fwd(x, z, e); },
+        [&] { reduce.grad(x, z, e); });
+    if (a == qd::arch::cpu) {  // the tangent splits into constructs like any kernel (the reference runs whole)
+      CHECK(stencil.fwd.per_offload_cache_observations().frontend_constructs_total == 2);
+      CHECK(stencil.fwd.per_offload_cache_observations().fallback == qd::fallback_reason::none);
+    }
+  }
+}
+
+TEST_CASE("forward mode: a serial loop carrying a variable, branches, and an in-place update the adjoint refuses") {
+  qd_test::init_arch(qd::arch::reference);
+  auto horner = qd::kernel("fwd_horner", {"x", "c", "y"}, [](d1 x, d1 c, d1 y) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) {
+      qd::var<double> p = 1.0;
+      qd::range_for(0, c.shape(0), [&](qd::i32 j) { p = p * x[i] + c[j] * qd::cos(p); });
+      y[i] = p;
+    });
+  });
+  auto branches = qd::kernel("fwd_branches", {"x", "y"}, [](d1 x, d1 y) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) {
+      qd::var<double> v = x[i];
+      qd::if_(x[i] > 0.0, [&] { v = v * v * 3.0; }).else_([&] { v = qd::sin(v) + 1.0; });
+      y[i] = v * x[i];
+    });
+  });
+  auto drag = qd::kernel("fwd_drag", {"v"},
+                         [](d1 v) { qd::range_for(v.shape(0), [&](qd::i32 i) { v[i] += -0.7 * v[i] * v[i] * 0.1; }); });
+  auto x = array_of({0.3, -0.7, 1.2, 0.45}), c = array_of({0.5, -0.25, 0.75}), y = array_of(vec(4, 0.0));
+  check_forward_mode(
+      {slot_of(x), slot_of(c), slot_of(y)}, [&] { horner(x, c, y); }, [&] { horner.fwd(x, c, y); },
+      [&] { horner.grad(x, c, y); });
+  check_forward_mode(
+      {slot_of(x), slot_of(y)}, [&] { branches(x, y); }, [&] { branches.fwd(x, y); }, [&] { branches.grad(x, y); });
+  // v[i] += -c v[i]^2 dt in place: the adjoint refuses it; the tangent runs with the forward, so it is exact.
+  CHECK_THROWS_AS(drag.grad(x), qd::user_error);
+  check_forward_mode(
+      {slot_of(x)}, [&] { drag(x); }, [&] { drag.fwd(x); }, {});
+}
+
+TEST_CASE("forward mode: refused kernels name the statement and its line; tapes do not record kernel.fwd") {
+  qd_test::init_arch(qd::arch::reference);
+  // clang-format off
+  const int max_line = __LINE__ + 2;
+  auto extremum = qd::kernel("fwd_max", {"x", "m"}, [](d1 x, d0 m) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) { qd::atomic_max(m(), x[i]); });
+  });
+  const int race_line = __LINE__ + 2;
+  auto racing = qd::kernel("fwd_race", {"b"}, [](d1 b) {
+    qd::range_for(b.shape(0), [&](qd::i32 i) { b[i] += b[2] * 0.5; });
+  });
+  // clang-format on
+  auto x = array_of({0.3, -0.7, 1.2}), b = array_of({1.0, 2.0, 3.0});
+  qd::ndarray<double, 0> m(qd::needs_grad);
+  auto message = [](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (const qd::user_error& error) {
+      return error.what();
+    }
+    return "(no qd::user_error)";
+  };
+  const std::string max_error = message([&] { extremum.fwd(x, m); });
+  CHECK_MESSAGE(max_error.find("kernel 'fwd_max': no tangent kernel (kernel.fwd): qd::atomic_max on a float") !=
+                    std::string::npos,
+                max_error);
+  CHECK_MESSAGE(max_error.find("gradient_api_test.cpp:" + std::to_string(max_line)) != std::string::npos, max_error);
+  const std::string race_error = message([&] { racing.fwd(b); });
+  CHECK_MESSAGE(race_error.find("may read the elements of 'b'") != std::string::npos, race_error);
+  CHECK_MESSAGE(race_error.find("gradient_api_test.cpp:" + std::to_string(race_line)) != std::string::npos, race_error);
+  CHECK(b.to_host() == vec{1.0, 2.0, 3.0});  // refused before anything ran
+
+  auto square = qd::kernel("fwd_square", {"x", "loss"},
+                           [](d1 x, d0 loss) { qd::range_for(x.shape(0), [&](qd::i32 i) { loss() += x[i] * x[i]; }); });
+  qd::ndarray<double, 0> loss(qd::needs_grad);
+  {
+    qd::ad::tape tape(loss);
+    x.dual().from_host({1.0, 0.0, 0.0});
+    square.fwd(x, loss);  // not recorded: backward runs nothing
+    tape.backward();
+  }
+  CHECK(loss.dual().to_host()[0] == doctest::Approx(0.6));
+  CHECK(x.grad().to_host() == vec(3, 0.0));
+  qd::ndarray<double, 1> plain(3);
+  CHECK_THROWS_WITH_AS(square.fwd(plain, loss), Contains("qd::needs_grad"), qd::user_error);
 }

@@ -441,24 +441,7 @@ class adjoint_builder {
            !analysis::detail::provably_disjoint(f_, load, update) && !iterations_own(top, at(update).param);
   }
 
-  // A loop whose constant bounds give it at most one iteration (qd::range_for(1, ...)).
-  bool single_iteration(ir::id loop) const {
-    const ir::node& n = at(loop);
-    auto constant = [&](ir::id i, std::int64_t& v) {
-      if (i == ir::none) return (v = 0), true;
-      const ir::node& c = at(i);
-      if (c.code != ir::op::constant || !is_integral(c.type)) return false;
-      v = c.imm;
-      return true;
-    };
-    std::int64_t begin = 0, end = 0, total = 1;
-    if (n.imm == 1) return constant(n.a, begin) && constant(n.b, end) && end - begin <= 1;
-    for (std::int32_t d = 0; d < n.list_size; ++d) {
-      if (!constant(f_.list(n, d), end)) return false;
-      total *= end;
-    }
-    return total <= 1;
-  }
+  bool single_iteration(ir::id loop) const { return analysis::detail::single_iteration(f_, loop); }
 
   // Whether each iteration of parallel loop `loop` touches its own elements of parameter p's data.
   bool iterations_own(ir::id loop, std::int32_t p) const {

@@ -18,6 +18,7 @@
 #include "quadrants/autodiff/activity-inl.hpp"
 #include "quadrants/autodiff/adjoint-inl.hpp"
 #include "quadrants/autodiff/footprint-inl.hpp"
+#include "quadrants/autodiff/tangent-inl.hpp"
 #include "quadrants/lang/graph-inl.hpp"
 #include "quadrants/codegen/lower-inl.hpp"
 #include "quadrants/codegen/cpp_emitter-inl.hpp"

@@ -105,6 +105,7 @@ launch_arg pack_argument(const A& a) {
       out.program_id = a.storage().program_id();
       out.bytes = a.storage().bytes();
       if (a.has_grad()) out.grad = a.grad().storage().data();
+      if (a.has_dual()) out.dual = a.dual().storage().data();
       copy_launch_shape(out.shape, a);
     }
   } else if constexpr (std::is_same_v<typename P::value_type, half>) {
@@ -520,6 +521,45 @@ class adjoint_kernel {
   std::shared_ptr<detail::kernel_states<F>> forward_;
 };
 
+// kernel.fwd: forward mode. Runs the kernel and, alongside, its tangent: the needs_grad
+// arrays' .dual() hold the input tangents, and what the kernel writes into them (stores,
+// accumulations) is the Jacobian-vector product. Tapes do not record it.
+template <class F>
+class tangent_kernel {
+ public:
+  explicit tangent_kernel(std::shared_ptr<detail::kernel_states<F>> forward) : forward_(std::move(forward)) {}
+
+  template <class... Args>
+  void operator()(const Args&... args) const {
+    detail::kernel_state& fwd = forward_->for_call(args...);
+    (make_dual(args), ...);
+    auto packed = detail::pack_arguments<F>(args...);
+    if constexpr (detail::has_mesh_parameter<F>()) detail::bind_meshes<F>(fwd, packed.data(), args...);
+    using R = detail::kernel_result_t<F>;
+    if constexpr (detail::return_element_count<R> == 0) {
+      detail::launch_tangent(fwd, packed.data(), packed.size());
+    } else {  // the result parameters: written, not returned
+      detail::return_arrays<R> out;
+      out.pack(packed.data() + detail::flat_parameter_count<F>());
+      detail::launch_tangent(fwd, packed.data(), packed.size());
+    }
+  }
+  void compile() const { detail::compile(detail::tangent_of(forward_->latest())); }
+  per_offload_observations per_offload_cache_observations() const {
+    return detail::observations(detail::tangent_of(forward_->latest()));
+  }
+  // The tangent kernel's IR as text (derived on first use).
+  std::string ir() const { return detail::kernel_ir_text(detail::tangent_of(forward_->latest())); }
+
+ private:
+  template <class A>
+  static void make_dual(const A& a) {
+    if constexpr (detail::is_qd_ndarray<A>::value)
+      if (a.has_grad()) a.dual();  // created (zeroed) on first use
+  }
+  std::shared_ptr<detail::kernel_states<F>> forward_;
+};
+
 template <class F>
 class kernel {
   using states = detail::kernel_states<F>;
@@ -591,6 +631,8 @@ class kernel {
  public:
   // The adjoint kernel: kernel.grad(args...).
   adjoint_kernel<F> grad{states_};
+  // The tangent kernel (forward mode): kernel.fwd(args...).
+  tangent_kernel<F> fwd{states_};
 };
 
 template <class F>

@@ -104,6 +104,8 @@ requires detail::composite_element<E>::value class ndarray<E, N> {
   bool has_grad() const { return false; }
   // Arrays of vectors and matrices have no gradient buffer yet: a qd::user_error.
   const ndarray& grad() const { detail::throw_missing_grad(); }
+  bool has_dual() const { return false; }
+  const ndarray& dual() const { detail::throw_missing_grad(); }
 
   const detail::buffer& storage() const { return data_.storage(); }
 
