@@ -192,7 +192,7 @@ TEST_CASE("forward mode: elementwise math, a stencil, a reduction into a 0-d, ag
         const auto p = x[i], q = z[i];
         y[i] = qd::sin(p) * qd::exp(q) + qd::sqrt(p * p + 1.0) / (1.0 + q * q) + qd::pow(p * p + 0.5, q) +
                qd::tanh(p - q) + qd::log(1.0 + p * p) + qd::max(p, q) * qd::abs(q) + qd::atan2(p, q + 2.0) +
-               qd::cos(q) / p + qd::min(p * q, 0.25) - qd::floor(p * 3.0);
+               qd::cos(q) / p + qd::min(p * q, 0.25) - qd::floor(p * 3.0) + 1.0 / (p * q + 2.0);
       });
     });
     auto stencil = qd::kernel("fwd_stencil", {"x", "y"}, [](d1 x, d1 y) {
@@ -224,7 +224,7 @@ TEST_CASE("forward mode: elementwise math, a stencil, a reduction into a 0-d, ag
   }
 }
 
-TEST_CASE("forward mode: a serial loop carrying a variable, branches, and an in-place update the adjoint refuses") {
+TEST_CASE("forward mode: a serial loop carrying a variable, branches, a while loop, and an in-place update") {
   qd_test::init_arch(qd::arch::reference);
   auto horner = qd::kernel("fwd_horner", {"x", "c", "y"}, [](d1 x, d1 c, d1 y) {
     qd::range_for(x.shape(0), [&](qd::i32 i) {
@@ -248,6 +248,22 @@ TEST_CASE("forward mode: a serial loop carrying a variable, branches, and an in-
       [&] { horner.grad(x, c, y); });
   check_forward_mode(
       {slot_of(x), slot_of(y)}, [&] { branches(x, y); }, [&] { branches.fwd(x, y); }, [&] { branches.grad(x, y); });
+  // A while loop and a continue: the adjoint refuses both; the tangent follows the forward's own control flow.
+  auto halving = qd::kernel("fwd_while", {"x", "y"}, [](d1 x, d1 y) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) {
+      qd::var<double> v = x[i] * x[i] + 3.0;
+      qd::while_([&] { return v > 1.0; }, [&] { v = v * 0.5 + 0.1 * x[i]; });
+      qd::var<double> s = 0.0;
+      qd::range_for(0, 4, [&](qd::i32 j) {
+        qd::if_(qd::cast<double>(j) > v * 4.0, [&] { qd::continue_(); });
+        s += qd::sin(v * qd::cast<double>(j + 1));
+      });
+      y[i] = v + s;
+    });
+  });
+  CHECK_THROWS_AS(halving.grad(x, y), qd::user_error);
+  check_forward_mode(
+      {slot_of(x), slot_of(y)}, [&] { halving(x, y); }, [&] { halving.fwd(x, y); }, {});
   // v[i] += -c v[i]^2 dt in place: the adjoint refuses it; the tangent runs with the forward, so it is exact.
   CHECK_THROWS_AS(drag.grad(x), qd::user_error);
   check_forward_mode(

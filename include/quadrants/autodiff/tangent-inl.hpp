@@ -11,6 +11,8 @@
 // is one too.
 #pragma once
 
+#include <bit>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -218,6 +220,12 @@ class tangent_builder {
     return d != ir::none ? d : zero(t);
   }
   ir::id m(ir::id i) const { return map_[idx(i)]; }
+  bool is_one(ir::id i) const {
+    const ir::node& c = at(i);
+    if (c.code != ir::op::constant) return false;
+    if (c.type == dtype::f32) return c.imm == std::bit_cast<std::uint32_t>(1.0f);
+    return c.type == dtype::f64 && c.imm == std::bit_cast<std::int64_t>(1.0);
+  }
   ir::id zero(dtype t) { return b_.constant_float(t, 0.0); }
   ir::id num(dtype t, double v) { return b_.constant_float(t, v); }
   ir::id bin(ir::binary_op o, dtype t, ir::id x, ir::id y) { return b_.binary(o, t, x, y); }
@@ -285,7 +293,10 @@ class tangent_builder {
     if (op == o::add) return add(t, da, db);
     if (op == o::sub) return add(t, da, neg(t, db));
     if (op == o::mul) return add(t, mul(t, da, y), mul(t, x, db));
-    if (op == o::div) return div(t, add(t, da, neg(t, mul(t, r, db))), y);  // (da - r db) / y
+    if (op == o::div) {
+      if (da == ir::none && is_one(n.a)) return neg(t, mul(t, mul(t, r, r), db));  // 1 / y: -r^2 db, no division
+      return div(t, add(t, da, neg(t, mul(t, r, db))), y);                         // (da - r db) / y
+    }
     if (op == o::min || op == o::max) {  // the result is a when a < b (min) or a > b (max), else b: as the preludes
       if (da == ir::none && db == ir::none) return ir::none;
       const ir::id takes_a = bin(op == o::min ? o::lt : o::gt, dtype::boolean, x, y);
