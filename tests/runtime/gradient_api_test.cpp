@@ -316,3 +316,82 @@ TEST_CASE("forward mode: refused kernels name the statement and its line; tapes 
   qd::ndarray<double, 1> plain(3);
   CHECK_THROWS_WITH_AS(square.fwd(plain, loss), Contains("qd::needs_grad"), qd::user_error);
 }
+
+TEST_CASE("custom_grad: k.grad and a tape mixing it with ordinary kernels run the given backward kernel") {
+  for (qd::arch a : qd_test::cpu_and_reference) {
+    qd_test::init_arch(a);
+    CAPTURE(std::string(qd::name(a)));
+    auto scale = qd::kernel("scale", {"x", "s"}, [](d1 x, d1 s) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) { s[i] = 3.0 * x[i] + 0.25; });
+    });
+    // A rounding step whose gradient is taken as 1 (a straight-through estimator): the derived
+    // adjoint would give 0.
+    auto round_fwd = qd::kernel("round_fwd", {"s", "r"}, [](d1 s, d1 r) {
+      qd::range_for(s.shape(0), [&](qd::i32 i) { r[i] = qd::floor(s[i] * 4.0) * 0.25; });
+    });
+    auto round_bwd = qd::kernel("round_bwd", {"s", "r"}, [](d1 s, d1 r) {
+      qd::range_for(s.shape(0), [&](qd::i32 i) {
+        s.grad()[i] += r.grad()[i];
+        r.grad()[i] = 0.0;
+      });
+    });
+    auto energy = qd::kernel("energy", {"r", "w", "loss"}, [](d1 r, d1 w, d0 loss) {
+      qd::range_for(r.shape(0), [&](qd::i32 i) { loss() += w[i] * r[i] * r[i]; });
+    });
+    auto round = qd::ad::custom_grad(round_fwd, round_bwd);
+    const vec x0{0.1, -0.45, 0.8, 1.3}, w0{1.0, -2.0, 0.5, 3.0};
+    auto x = array_of(x0), s = array_of(vec(4, 0.0)), r = array_of(vec(4, 0.0)), w = array_of(w0);
+    qd::ndarray<double, 0> loss(qd::needs_grad);
+    {
+      qd::ad::tape tape(loss, {.clear_gradients = true});
+      scale(x, s);
+      round(s, r);
+      energy(r, w, loss);
+      tape.backward();
+    }
+    vec want(4), rounded(4);
+    for (std::size_t i = 0; i < 4; ++i) {
+      rounded[i] = std::floor((3.0 * x0[i] + 0.25) * 4.0) * 0.25;
+      want[i] = 3.0 * 2.0 * w0[i] * rounded[i];  // d(w r^2)/dr, through the straight-through step, times ds/dx
+    }
+    CHECK(r.to_host() == rounded);
+    CHECK(x.grad().to_host() == want);
+    // By hand: k.grad(args) runs the backward kernel.
+    s.grad().fill(0.0);
+    r.grad().from_host({1.0, 2.0, 3.0, 4.0});
+    round.grad(s, r);
+    CHECK(s.grad().to_host() == vec{1.0, 2.0, 3.0, 4.0});
+    CHECK(r.grad().to_host() == vec(4, 0.0));
+    // The forward kernel itself keeps its derived adjoint (the floor: zero gradient).
+    s.grad().fill(0.0);
+    r.grad().fill(1.0);
+    round_fwd.grad(s, r);
+    CHECK(s.grad().to_host() == vec(4, 0.0));
+    // The backward kernel may read whatever the forward read: a later accumulation into s is refused.
+    auto bump = qd::kernel("bump", {"s"}, [](d1 s) { qd::range_for(s.shape(0), [&](qd::i32 i) { s[i] += 1.0; }); });
+    qd::ad::tape tape(loss);
+    round(s, r);
+    bump(s);
+    energy(r, w, loss);
+    CHECK_THROWS_WITH_AS(tape.backward(), Contains("round_fwd"), qd::user_error);
+  }
+}
+
+TEST_CASE("custom_grad: a backward kernel whose parameters differ is refused, naming both kernels") {
+  qd_test::init_arch(qd::arch::reference);
+  auto f = qd::kernel("f", {"x", "y"}, [](d1 x, d1 y) { qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = x[i]; }); });
+  auto b_type = qd::kernel("b_type", {"x", "y"}, [](d1 x, qd::types::ndarray<float, 1, qd::needs_grad> y) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) { x.grad()[i] += qd::cast<double>(y.grad()[i]); });
+  });
+  auto b_count = qd::kernel("b_count", {"x"}, [](d1 x) { qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = 0.0; }); });
+  auto b_grad = qd::kernel("b_grad", {"x", "y"}, [](d1 x, qd::types::ndarray<double, 1> y) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) { x.grad()[i] += y[i]; });
+  });
+  CHECK_THROWS_WITH_AS(qd::ad::custom_grad(f, b_type),
+                       Contains("the backward kernel 'b_type' does not take the forward kernel 'f''s parameters: "
+                                "parameter 1"),
+                       qd::user_error);
+  CHECK_THROWS_WITH_AS(qd::ad::custom_grad(f, b_count), Contains("parameter 1 is parameter 'y'"), qd::user_error);
+  CHECK_THROWS_WITH_AS(qd::ad::custom_grad(f, b_count), Contains("and missing in 'b_count'"), qd::user_error);
+  CHECK_THROWS_WITH_AS(qd::ad::custom_grad(f, b_grad), Contains("parameter 1"), qd::user_error);
+}

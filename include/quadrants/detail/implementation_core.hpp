@@ -84,6 +84,7 @@
 #include "quadrants/runtime/pipeline/launch-inl.hpp"
 #include "quadrants/runtime/graph/branch_workers-inl.hpp"
 #include "quadrants/runtime/gradient-inl.hpp"
+#include "quadrants/runtime/custom_grad-inl.hpp"
 #include "quadrants/runtime/graph/graph-inl.hpp"
 #include "quadrants/runtime/mesh-inl.hpp"
 #include "quadrants/runtime/statistics-inl.hpp"

@@ -83,7 +83,7 @@ QD_FUNC kernel_state& tangent_of(kernel_state& forward) {
       t.fn = autodiff::make_tangent(fwd->ir, {fwd->name, fwd->param_names});
       t.assertions = fwd->assertions;  // the tangent keeps the forward's qd::assert_ checks
     });
-    forward.tangent->is_tangent = true;
+    forward.tangent->not_recorded = true;
     forward.tangent->graph = forward.graph;
   });
   return *forward.tangent;
@@ -183,7 +183,7 @@ QD_FUNC void record_on_tape(kernel_state& k, const launch_arg* args, std::size_t
     settle_tapes();
     if (active_tape == nullptr) return;
   }
-  if (k.ir.is_gradient || k.is_tangent) return;  // adjoints and tangents are not part of the forward pass
+  if (k.ir.is_gradient || k.not_recorded) return;  // adjoints and tangents are not part of the forward pass
   active_tape->launches.push_back({k.shared_from_this(), std::vector<launch_arg>(args, args + count)});
 }
 
@@ -230,7 +230,10 @@ QD_FUNC tape_footprints tape_footprints_of(const tape_state& t) {
     auto [known, fresh] = accesses.try_emplace(l.kernel.get());
     if (fresh) {
       const ir::function& fn = l.kernel->ir;
-      known->second = autodiff::footprint_accesses(fn, autodiff::needed_values(fn, autodiff::active_values(fn)));
+      // A custom backward (qd::ad::custom_grad) may read anything the forward read: every read counts as needed.
+      known->second = autodiff::footprint_accesses(fn, l.kernel->custom_adjoint
+                                                           ? std::vector<bool>(fn.nodes.size(), true)
+                                                           : autodiff::needed_values(fn, autodiff::active_values(fn)));
     }
     values.scalars.clear();
     values.shapes.clear();
