@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <string>
@@ -394,4 +395,77 @@ TEST_CASE("custom_grad: a backward kernel whose parameters differ is refused, na
   CHECK_THROWS_WITH_AS(qd::ad::custom_grad(f, b_count), Contains("parameter 1 is parameter 'y'"), qd::user_error);
   CHECK_THROWS_WITH_AS(qd::ad::custom_grad(f, b_count), Contains("and missing in 'b_count'"), qd::user_error);
   CHECK_THROWS_WITH_AS(qd::ad::custom_grad(f, b_grad), Contains("parameter 1"), qd::user_error);
+}
+
+namespace {
+
+// A slot for an array of vectors or matrices of doubles: its components, flat.
+template <class E, int N>
+slot composite_slot_of(qd::ndarray<E, N>& a) {
+  using host = typename qd::ndarray<E, N>::host_value_type;
+  constexpr std::size_t k = sizeof(host) / sizeof(double);
+  auto flat = [](const std::vector<host>& v) {
+    vec out(v.size() * k);
+    std::memcpy(out.data(), v.data(), out.size() * sizeof(double));
+    return out;
+  };
+  auto elements = [](const vec& v) {
+    std::vector<host> out(v.size() / k);
+    std::memcpy(out.data(), v.data(), v.size() * sizeof(double));
+    return out;
+  };
+  return {[&a, flat] { return flat(a.to_host()); },
+          [&a, flat] { return flat(a.dual().to_host()); },
+          [&a, flat] { return flat(a.grad().to_host()); },
+          [&a, elements](const vec& v) { a.from_host(elements(v)); },
+          [&a, elements](const vec& v) { a.dual().from_host(elements(v)); },
+          [&a, elements](const vec& v) { a.grad().from_host(elements(v)); }};
+}
+
+}  // namespace
+
+TEST_CASE("needs_grad on arrays of qd::vec and qd::mat: .grad() and .dual() of the same element type") {
+  using v2 = qd::types::ndarray<qd::vec2d, 1, qd::needs_grad>;
+  using m2 = qd::types::ndarray<qd::mat2d, 1, qd::needs_grad>;
+  for (qd::arch a : qd_test::cpu_and_reference) {
+    qd_test::init_arch(a);
+    CAPTURE(std::string(qd::name(a)));
+    auto apply = qd::kernel("apply", {"m", "v", "y"}, [](m2 m, v2 v, v2 y) {
+      qd::range_for(v.shape(0), [&](qd::i32 i) { y[i] = m[i] * v[i]; });
+    });
+    const std::vector<std::array<std::array<double, 2>, 2>> m0{{{{1.0, 2.0}, {-0.5, 3.0}}},
+                                                               {{{0.25, -1.0}, {4.0, 0.5}}}};
+    const std::vector<std::array<double, 2>> v0{{0.5, -1.5}, {2.0, 0.75}}, seed{{1.0, -2.0}, {0.5, 3.0}};
+    qd::ndarray<qd::mat2d, 1> m(2, qd::needs_grad);
+    qd::ndarray<qd::vec2d, 1> v(2, qd::needs_grad), y(2, qd::needs_grad);
+    m.from_host(m0);
+    v.from_host(v0);
+    apply(m, v, y);
+    y.grad().from_host(seed);
+    apply.grad(m, v, y);
+    // y = m v: v.grad = m^T seed, m.grad = seed v^T (computed here on the host).
+    const auto gv = v.grad().to_host();
+    const auto gm = m.grad().to_host();
+    for (std::size_t e = 0; e < 2; ++e)
+      for (std::size_t r = 0; r < 2; ++r) {
+        CHECK(gv[e][r] == m0[e][0][r] * seed[e][0] + m0[e][1][r] * seed[e][1]);
+        for (std::size_t c = 0; c < 2; ++c) CHECK(gm[e][r][c] == seed[e][r] * v0[e][c]);
+      }
+    m.grad().fill({{{0, 0}, {0, 0}}});
+    v.grad().fill({0, 0});
+    // A nonlinear kernel on vectors: forward mode against central differences, and against the adjoint.
+    auto spin = qd::kernel("spin", {"m", "v", "y"}, [](m2 m, v2 v, v2 y) {
+      qd::range_for(v.shape(0), [&](qd::i32 i) {
+        qd::mat2d mm = m[i];
+        qd::vec2d w = mm * v[i];
+        y[i] += qd::vec2d(qd::sin(w[0]) * w[1], w[0] * w[0]) + v[i] * mm(0, 1);
+      });
+    });
+    check_forward_mode(
+        {composite_slot_of(m), composite_slot_of(v), composite_slot_of(y)}, [&] { spin(m, v, y); },
+        [&] { spin.fwd(m, v, y); }, [&] { spin.grad(m, v, y); });
+  }
+  qd::ndarray<qd::vec3f, 1> plain(2);
+  CHECK_FALSE(plain.has_grad());
+  CHECK_THROWS_AS(plain.grad(), qd::user_error);
 }
