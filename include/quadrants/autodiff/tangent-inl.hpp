@@ -19,6 +19,7 @@
 #include "quadrants/analysis/atomic_demotion.hpp"
 #include "quadrants/analysis/split.hpp"
 #include "quadrants/autodiff/activity.hpp"
+#include "quadrants/autodiff/derivative.hpp"
 #include "quadrants/autodiff/tangent.hpp"
 #include "quadrants/base/error.hpp"
 #include "quadrants/base/format.hpp"
@@ -227,7 +228,6 @@ class tangent_builder {
     return c.type == dtype::f64 && c.imm == std::bit_cast<std::int64_t>(1.0);
   }
   ir::id zero(dtype t) { return b_.constant_float(t, 0.0); }
-  ir::id num(dtype t, double v) { return b_.constant_float(t, v); }
   ir::id bin(ir::binary_op o, dtype t, ir::id x, ir::id y) { return b_.binary(o, t, x, y); }
   // Sums and products where none stands for a zero tangent.
   ir::id add(dtype t, ir::id x, ir::id y) {
@@ -257,31 +257,9 @@ class tangent_builder {
   }
 
   ir::id unary(ir::id s) {
-    using u = ir::unary_op;
     const ir::node& n = at(s);
-    const dtype t = n.type;
-    const ir::id d = tan_of(n.a), x = m(n.a), y = m(s);
-    if (d == ir::none) return ir::none;
-    const auto o = static_cast<u>(n.sub);
-    if (o == u::neg) return neg(t, d);
-    if (o == u::sqrt) return div(t, mul(t, d, num(t, 0.5)), y);
-    if (o == u::exp) return mul(t, d, y);
-    if (o == u::log) return div(t, d, x);
-    if (o == u::sin) return mul(t, d, b_.unary(u::cos, t, x));
-    if (o == u::cos) return neg(t, mul(t, d, b_.unary(u::sin, t, x)));
-    if (o == u::tanh) return mul(t, d, bin(ir::binary_op::sub, t, num(t, 1.0), mul(t, y, y)));
-    if (o == u::tan) return mul(t, d, bin(ir::binary_op::add, t, num(t, 1.0), mul(t, y, y)));
-    if (o == u::abs)
-      return b_.select(t, bin(ir::binary_op::gt, dtype::boolean, x, zero(t)), d,
-                       b_.select(t, bin(ir::binary_op::lt, dtype::boolean, x, zero(t)), neg(t, d), zero(t)));
-    if (o == u::asin || o == u::acos) {  // +-1 / sqrt(1 - x^2)
-      const ir::id root = b_.unary(u::sqrt, t, bin(ir::binary_op::sub, t, num(t, 1.0), mul(t, x, x)));
-      return div(t, o == u::asin ? d : neg(t, d), root);
-    }
-    if (o == u::rsqrt) return mul(t, d, mul(t, num(t, -0.5), mul(t, y, mul(t, y, y))));
-    if (o == u::log2) return div(t, d, mul(t, x, num(t, 0.69314718055994530942)));
-    if (o == u::exp2) return mul(t, d, mul(t, y, num(t, 0.69314718055994530942)));
-    return ir::none;  // floor, ceil, round, trunc: steps (validate refused the rest)
+    const ir::id d = tan_of(n.a);
+    return d == ir::none ? ir::none : unary_derivative(b_, static_cast<ir::unary_op>(n.sub), n.type, m(n.a), m(s), d);
   }
 
   ir::id binary(ir::id s) {
@@ -290,32 +268,19 @@ class tangent_builder {
     const dtype t = n.type;
     const ir::id da = tan_of(n.a), db = tan_of(n.b), x = m(n.a), y = m(n.b), r = m(s);
     const auto op = static_cast<o>(n.sub);
-    if (op == o::add) return add(t, da, db);
-    if (op == o::sub) return add(t, da, neg(t, db));
-    if (op == o::mul) return add(t, mul(t, da, y), mul(t, x, db));
+    // Division and atan2 take one division for both sides, where summing the two partials would take two.
     if (op == o::div) {
       if (da == ir::none && is_one(n.a)) return neg(t, mul(t, mul(t, r, r), db));  // 1 / y: -r^2 db, no division
       return div(t, add(t, da, neg(t, mul(t, r, db))), y);                         // (da - r db) / y
-    }
-    if (op == o::min || op == o::max) {  // the result is a when a < b (min) or a > b (max), else b: as the preludes
-      if (da == ir::none && db == ir::none) return ir::none;
-      const ir::id takes_a = bin(op == o::min ? o::lt : o::gt, dtype::boolean, x, y);
-      return b_.select(t, takes_a, da == ir::none ? zero(t) : da, db == ir::none ? zero(t) : db);
     }
     if (op == o::atan2) {  // atan2(a, b): (b da - a db) / (a^2 + b^2)
       const ir::id r2 = bin(o::add, t, mul(t, x, x), mul(t, y, y));
       return div(t, add(t, mul(t, da, y), neg(t, mul(t, x, db))), r2);
     }
-    if (op == o::fmod || op == o::floormod)  // a - q b with q an integer: q = (a - r) / b
-      return add(t, da, neg(t, mul(t, db, bin(o::div, t, bin(o::sub, t, x, r), y))));
-    if (op == o::pow) {
-      const ir::id in_a = mul(t, mul(t, da, y), bin(o::pow, t, x, bin(o::sub, t, y, num(t, 1.0))));
-      const ir::id in_b = db == ir::none ? ir::none
-                                         : b_.select(t, bin(o::gt, dtype::boolean, x, zero(t)),
-                                                     mul(t, mul(t, db, r), b_.unary(ir::unary_op::log, t, x)), zero(t));
-      return add(t, in_a, in_b);
-    }
-    return ir::none;  // floordiv: a step; comparisons: booleans
+    auto part = [&](int side, ir::id d) {
+      return d == ir::none ? ir::none : binary_derivative(b_, op, t, x, y, r, side, d);
+    };
+    return add(t, part(0, da), part(1, db));
   }
 };
 

@@ -17,6 +17,7 @@
 #include "quadrants/lang/kernel_return-inl.hpp"
 #include "quadrants/autodiff/activity-inl.hpp"
 #include "quadrants/autodiff/adjoint-inl.hpp"
+#include "quadrants/autodiff/derivative-inl.hpp"
 #include "quadrants/autodiff/footprint-inl.hpp"
 #include "quadrants/autodiff/tangent-inl.hpp"
 #include "quadrants/lang/graph-inl.hpp"
