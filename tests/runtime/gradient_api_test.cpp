@@ -302,6 +302,13 @@ TEST_CASE("forward mode: refused kernels name the statement and its line; tapes 
   CHECK_MESSAGE(race_error.find("may read the elements of 'b'") != std::string::npos, race_error);
   CHECK_MESSAGE(race_error.find("gradient_api_test.cpp:" + std::to_string(race_line)) != std::string::npos, race_error);
   CHECK(b.to_host() == vec{1.0, 2.0, 3.0});  // refused before anything ran
+  auto last = qd::kernel("fwd_last", {"x", "m"}, [](d1 x, d0 m) {
+    qd::var<double> t = 0.0;
+    qd::range_for(x.shape(0), [&](qd::i32 i) { t = x[i] * x[i]; });
+    m() = t;
+  });
+  CHECK_THROWS_WITH_AS(last.fwd(x, m), Contains("a plain assignment to a top-level qd::var inside a parallel"),
+                       qd::user_error);
 
   auto square = qd::kernel("fwd_square", {"x", "loss"},
                            [](d1 x, d0 loss) { qd::range_for(x.shape(0), [&](qd::i32 i) { loss() += x[i] * x[i]; }); });

@@ -58,7 +58,7 @@ class tangent_builder {
     for (ir::id s : f_.block(0))
       if (at(s).code == ir::op::range_for && (at(s).flags & ir::loop::serialize) == 0 &&
           !analysis::detail::single_iteration(f_, s))
-        check_races(s);
+        check_races(s);  // a parallel loop
     for (ir::id s : f_.block(0)) statement(s);
     return std::move(out_);
   }
@@ -106,6 +106,18 @@ class tangent_builder {
     if (global_access(n.code) && (n.flags & ir::access::grad))
       reject(i, fmt::format("the kernel accesses {}.grad()", array_text(n)),
              "kernel.fwd passes the tangents in that buffer; read .grad() in a kernel that is not differentiated");
+    // A top-level variable with a tangent, shared by a parallel loop's iterations: a plain
+    // assignment, or a read next to a reduction into it, races, and the value and its
+    // tangent could come from different iterations.
+    if ((n.code == ir::op::local_store || n.code == ir::op::local_load) && act(n.a) && f_.is_top_level(n.a) &&
+        in_parallel_loop(i)) {
+      if (n.code == ir::op::local_store)
+        reject(i, "a plain assignment to a top-level qd::var inside a parallel qd::range_for (a race)",
+               "use += (a reduction) or a qd::var declared inside the loop body");
+      if (writes_in(f_.top_level_statement(i), n.a))
+        reject(i, "a parallel qd::range_for reads a top-level qd::var it also reduces into (a race)",
+               "read the reduced value after the loop, in a later statement");
+    }
     if (global_access(n.code) && dual_param(n.param) && (n.flags & ir::access::is_volatile))
       reject(i, fmt::format("qd::volatile_load of {}", array_text(n)), "use a plain read in a differentiated kernel");
     const bool float_atomic = (n.code == ir::op::global_atomic && dual_param(n.param)) ||
@@ -132,6 +144,20 @@ class tangent_builder {
     if (ir::has_value(n.code) && !handled(n.code))
       reject(i, fmt::format("the IR op '{}' has no tangent", ir::name(n.code)),
              "move it to a kernel that is not differentiated");
+  }
+  bool in_parallel_loop(ir::id i) const {
+    const ir::id top = f_.top_level_statement(i);
+    return top != i && at(top).code == ir::op::range_for && (at(top).flags & ir::loop::serialize) == 0 &&
+           !analysis::detail::single_iteration(f_, top);
+  }
+  // Whether statement s writes variable v (a store or an atomic) somewhere inside it.
+  bool writes_in(ir::id s, ir::id v) const {
+    bool found = false;
+    ir::walk(f_, at(s).block0, [&](ir::id j, int) {
+      const ir::node& w = at(j);
+      found = found || ((w.code == ir::op::local_store || w.code == ir::op::local_atomic) && w.a == v);
+    });
+    return found;
   }
   static bool handled(ir::op o) {
     for (ir::op k : {ir::op::unary, ir::op::binary, ir::op::select, ir::op::fma, ir::op::cast, ir::op::global_load,
