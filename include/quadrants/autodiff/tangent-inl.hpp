@@ -303,6 +303,7 @@ class tangent_builder {
       const ir::id r2 = bin(o::add, t, mul(t, x, x), mul(t, y, y));
       return div(t, add(t, mul(t, da, y), neg(t, mul(t, x, db))), r2);
     }
+    if (op == o::mul && n.a == n.b && da != ir::none) return mul(t, bin(o::add, t, x, x), da);  // x^2: 2 x dx
     auto part = [&](int side, ir::id d) {
       return d == ir::none ? ir::none : binary_derivative(b_, op, t, x, y, r, side, d);
     };
