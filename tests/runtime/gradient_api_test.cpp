@@ -385,6 +385,30 @@ TEST_CASE("custom_grad: k.grad and a tape mixing it with ordinary kernels run th
   }
 }
 
+TEST_CASE("custom_grad with gradcheck: a correct hand-written backward passes, a straight-through one does not") {
+  qd_test::init_arch(qd::arch::reference);
+  auto cube = qd::kernel("cube", {"x", "y"},
+                         [](d1 x, d1 y) { qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = x[i] * x[i] * x[i]; }); });
+  auto exact = qd::kernel("cube_bwd", {"x", "y"}, [](d1 x, d1 y) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) {
+      x.grad()[i] += 3.0 * x[i] * x[i] * y.grad()[i];
+      y.grad()[i] = 0.0;
+    });
+  });
+  auto straight = qd::kernel("cube_bwd_straight", {"x", "y"}, [](d1 x, d1 y) {
+    qd::range_for(x.shape(0), [&](qd::i32 i) {
+      x.grad()[i] += y.grad()[i];
+      y.grad()[i] = 0.0;
+    });
+  });
+  auto x = array_of({0.5, -1.2, 2.0}), y = array_of(vec(3, 0.0));
+  auto good = qd::ad::custom_grad(cube, exact);
+  const qd::ad::gradcheck_result r = qd::ad::gradcheck(good, x, y);
+  CHECK_MESSAGE(r.ok, r.worst);
+  auto bad = qd::ad::custom_grad(cube, straight);
+  CHECK_FALSE(qd::ad::gradcheck(bad, x, y).ok);
+}
+
 TEST_CASE("custom_grad: a backward kernel whose parameters differ is refused, naming both kernels") {
   qd_test::init_arch(qd::arch::reference);
   auto f = qd::kernel("f", {"x", "y"}, [](d1 x, d1 y) { qd::range_for(x.shape(0), [&](qd::i32 i) { y[i] = x[i]; }); });
