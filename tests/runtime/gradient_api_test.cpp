@@ -482,6 +482,15 @@ TEST_CASE("needs_grad on arrays of qd::vec and qd::mat: .grad() and .dual() of t
         CHECK(gv[e][r] == m0[e][0][r] * seed[e][0] + m0[e][1][r] * seed[e][1]);
         for (std::size_t c = 0; c < 2; ++c) CHECK(gm[e][r][c] == seed[e][r] * v0[e][c]);
       }
+    // In a kernel, v.grad()[i] is a vector of the gradient buffer.
+    auto twice = qd::kernel("twice_grad", {"v", "out"}, [](v2 v, qd::types::ndarray<qd::vec2d, 1> out) {
+      qd::range_for(v.shape(0), [&](qd::i32 i) { out[i] = v.grad()[i] * 2.0; });
+    });
+    qd::ndarray<qd::vec2d, 1> out(2);
+    twice(v, out);
+    const auto doubled = out.to_host();
+    for (std::size_t e = 0; e < 2; ++e)
+      for (std::size_t r = 0; r < 2; ++r) CHECK(doubled[e][r] == 2.0 * gv[e][r]);
     m.grad().fill({{{0, 0}, {0, 0}}});
     v.grad().fill({0, 0});
     // A nonlinear kernel on vectors: forward mode against central differences, and against the adjoint.
