@@ -271,6 +271,31 @@ TEST_CASE("forward mode: a serial loop carrying a variable, branches, a while lo
       {slot_of(x)}, [&] { drag(x); }, [&] { drag.fwd(x); }, {});
 }
 
+namespace {
+struct fwd_pair {
+  d1 x, y;
+};
+struct fwd_pair_host {
+  const qd::ndarray<double, 1>& x;
+  const qd::ndarray<double, 1>& y;
+};
+}  // namespace
+
+TEST_CASE("forward mode through a struct argument: its arrays' tangents once .dual() made them") {
+  qd_test::init_arch(qd::arch::reference);
+  auto square = qd::kernel("fwd_struct", {"p"}, [](fwd_pair p) {
+    qd::range_for(p.x.shape(0), [&](qd::i32 i) { p.y[i] = p.x[i] * p.x[i]; });
+  });
+  auto x = array_of({0.5, -1.5, 2.0}), y = array_of(vec(3, 0.0));
+  x.dual().from_host({1.0, 2.0, -1.0});
+  CHECK_THROWS_WITH_AS(square.fwd(fwd_pair_host{x, y}), Contains("call its .dual() once before kernel.fwd"),
+                       qd::user_error);
+  y.dual();
+  square.fwd(fwd_pair_host{x, y});
+  CHECK(y.to_host() == vec{0.25, 2.25, 4.0});
+  CHECK(y.dual().to_host() == vec{1.0, -6.0, -4.0});
+}
+
 TEST_CASE("forward mode: refused kernels name the statement and its line; tapes do not record kernel.fwd") {
   qd_test::init_arch(qd::arch::reference);
   // clang-format off

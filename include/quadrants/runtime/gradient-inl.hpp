@@ -96,7 +96,8 @@ QD_FUNC void launch_tangent(kernel_state& forward, launch_arg* args, std::size_t
     if (d.is_array && d.needs_grad && args[i].dual == nullptr)
       throw user_error(
           fmt::format("kernel '{}': kernel.fwd needs the tangent buffer of {}; pass a qd::ndarray "
-                      "constructed with qd::needs_grad (its .dual() holds the tangent)",
+                      "constructed with qd::needs_grad (its .dual() holds the tangent; for an array inside a "
+                      "struct argument, call its .dual() once before kernel.fwd)",
                       forward.name, param_label(forward, i)));
     args[i].grad = args[i].dual;
   }
