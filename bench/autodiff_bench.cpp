@@ -2,8 +2,9 @@
 // against its forward kernel's for a stencil, an N-body force loop, a reduction and a
 // kernel whose gradient adds into a shared 0-d element,
 // the gradient's accuracy against central finite differences in f64 and f32, and
-// (issue 27) tape.backward() against the same adjoints launched by hand.
-// Usage: autodiff_bench [repeats] [tape [width]]   ("tape": only the tape section, at one row width if given)
+// (issue 27) tape.backward() against the same adjoints launched by hand, and forward mode
+// (kernel.fwd) against the forward kernel.
+// Usage: autodiff_bench [repeats] [tape [width] | fwd]   ("tape", "fwd": only that section)
 #include <quadrants/quadrants.hpp>
 
 #include <cmath>
@@ -191,6 +192,50 @@ void measure_tapes(int repeats, int only_width = 0) {
       for (int steps : {125, 500, 2000}) measure_tape(steps, width, repeats);
 }
 
+// kernel.fwd (the kernel and its tangent in one launch) against the kernel alone, f32,
+// medians of `repeats` launches of each once both are compiled.
+void measure_forward_mode(int repeats) {
+  qd::init({.arch = qd::arch::cpu});
+  std::printf("kernel.fwd against the forward kernel on the CPU (median of %d runs)\n", repeats);
+  auto row = [&](const char* name, const char* size, auto make, auto forward, auto tangent) {
+    const timing t = measure(make, forward, tangent, repeats, {});
+    std::printf("%-26s %-10s forward %9.3f ms  kernel.fwd %9.3f ms  ratio %5.2fx\n", name, size, t.forward_ms,
+                t.adjoint_ms, t.adjoint_ms / t.forward_ms);
+  };
+  const std::int64_t n = 1 << 22;
+  qd::ndarray<float, 1> x(n, qd::needs_grad), y(n, qd::needs_grad);
+  x.fill(0.5f);
+  x.dual().fill(1.0f);
+  row(
+      "stencil (3-point)", "n = 2^22", [] { return stencil_kernel<float>("stencil"); }, [&](auto& k) { k(x, y); },
+      [&](auto& k) { k.fwd(x, y); });
+  {
+    const std::int64_t m = 2048;
+    qd::ndarray<float, 1> px(m, qd::needs_grad), py(m, qd::needs_grad), fx(m, qd::needs_grad), fy(m, qd::needs_grad);
+    std::vector<float> hx, hy;
+    for (std::int64_t i = 0; i < m; ++i) {
+      hx.push_back(static_cast<float>(std::sin(0.1 * static_cast<double>(i))));
+      hy.push_back(static_cast<float>(std::cos(0.37 * static_cast<double>(i))));
+    }
+    px.from_host(hx);
+    py.from_host(hy);
+    px.dual().fill(1.0f);
+    py.dual().fill(0.5f);
+    row(
+        "N-body force loop", "n = 2048", [] { return nbody_kernel(); }, [&](auto& k) { k(px, py, fx, fy); },
+        [&](auto& k) { k.fwd(px, py, fx, fy); });
+  }
+  qd::ndarray<float, 0> loss(qd::needs_grad), k0(qd::needs_grad);
+  row(
+      "reduction (sum)", "n = 2^22", [] { return reduction_kernel(); }, [&](auto& k) { k(x, loss); },
+      [&](auto& k) { k.fwd(x, loss); });
+  k0.fill(1.5f);
+  k0.dual().fill(1.0f);
+  row(
+      "shared scalar (y=sin(x)k)", "n = 2^22", [] { return shared_scalar_kernel(); }, [&](auto& k) { k(x, k0, y); },
+      [&](auto& k) { k.fwd(x, k0, y); });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -198,6 +243,11 @@ int main(int argc, char** argv) {
   if (argc > 2 && std::string(argv[2]) == "tape") {
     qd::init({.arch = qd::arch::cpu});
     measure_tapes(repeats, argc > 3 ? std::atoi(argv[3]) : 0);
+    qd::reset();
+    return 0;
+  }
+  if (argc > 2 && std::string(argv[2]) == "fwd") {
+    measure_forward_mode(repeats);
     qd::reset();
     return 0;
   }
@@ -287,5 +337,6 @@ int main(int argc, char** argv) {
       "gradient accuracy (stencil, n = 64, every coordinate against central differences): "
       "max relative error f64 %.2e, f32 %.2e\n",
       stencil_accuracy<double>(), stencil_accuracy<float>());
+  measure_forward_mode(repeats);
   qd::reset();
 }

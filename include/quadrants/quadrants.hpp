@@ -27,6 +27,7 @@
 #include "quadrants/analysis/fallback.hpp"
 #include "quadrants/runtime/config.hpp"
 #include "quadrants/runtime/compile_all.hpp"
+#include "quadrants/runtime/custom_grad.hpp"
 #include "quadrants/runtime/diagnostics/coverage.hpp"
 #include "quadrants/runtime/gradcheck.hpp"
 #include "quadrants/runtime/gradient.hpp"

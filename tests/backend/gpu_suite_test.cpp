@@ -632,6 +632,42 @@ QD_SUITE_CASE("suite: kernel.grad computes the adjoint of a reduction, a carried
   CHECK(y.grad().to_host() == std::vector<float>(xs.size(), 0.0f));  // the plain stores' adjoints zero them
 }
 
+QD_SUITE_CASE("suite: kernel.fwd computes the tangent of a reduction, a carried loop variable and a branch", A,
+              QD_SUITE_ARCHES, on_reference) {
+  if (!start<A>()) return;
+  auto k = kernels::adjoint_chain();
+  const std::vector<float> xs{0.2f, 0.7f, -0.4f, 0.9f, 0.45f, 0.6f}, us{1.0f, -0.5f, 0.25f, 2.0f, -1.0f, 0.75f};
+  const auto n = static_cast<std::int64_t>(xs.size());
+  qd::ndarray<float, 1> x(n, qd::needs_grad), y(n, qd::needs_grad);
+  qd::ndarray<float, 0> loss(qd::needs_grad);
+  x.from_host(xs);
+  x.dual().from_host(us);
+  loss.fill(0.0f);
+  k.fwd(x, y, loss);
+  // In double on the host: p = ((x + 0.5) x + 0.5) x + 0.5, y = p^2 or sin p, loss = sum(x) sum(y);
+  // the tangents along u: y' = dy u, loss' = sum(u) sum(y) + sum(x) sum(dy u).
+  double total = 0, ysum = 0, usum = 0, dysum = 0, lsum = 0;
+  std::vector<double> ydual;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    double v = xs[i], p = 1, dp = 0;
+    for (int r = 0; r < 3; ++r) {
+      dp = dp * v + p;
+      p = p * v + 0.5;
+    }
+    const double yv = v > 0.5 ? p * p : std::sin(p), dy = v > 0.5 ? 2 * p * dp : std::cos(p) * dp;
+    ydual.push_back(dy * us[i]);
+    total += v, ysum += yv, usum += us[i], dysum += dy * us[i];
+  }
+  lsum = usum * ysum + total * dysum;
+  const auto got = y.dual().to_host();
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    CAPTURE(i);
+    CHECK(std::abs(got[i] - ydual[i]) <= 1e-4 * std::max(1.0, std::abs(ydual[i])));
+  }
+  CHECK(std::abs(loss.dual().to_host()[0] - lsum) <= 1e-4 * std::max(1.0, std::abs(lsum)));
+  CHECK(std::abs(loss.to_host()[0] - total * ysum) <= 1e-4 * std::max(1.0, std::abs(total * ysum)));
+}
+
 QD_SUITE_CASE("suite: volatile_load re-reads memory where a plain element read is a snapshot", A, QD_SUITE_ARCHES) {
   if (!start<A>()) return;
   auto k = kernels::volatile_reads();

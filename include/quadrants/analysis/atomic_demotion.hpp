@@ -121,6 +121,26 @@ class demotion_context {
   std::vector<bool> invariant_;
 };
 
+// Whether loop's constant bounds give it at most one iteration (qd::range_for(1, ...)):
+// its "iterations" cannot race.
+constexpr bool single_iteration(const ir::function& fn, ir::id loop) {
+  const ir::node& n = fn.at(loop);
+  auto constant = [&](ir::id i, std::int64_t& v) {
+    if (i == ir::none) return (v = 0), true;
+    const ir::node& c = fn.at(i);
+    if (c.code != ir::op::constant || !is_integral(c.type)) return false;
+    v = c.imm;
+    return true;
+  };
+  std::int64_t begin = 0, end = 0, total = 1;
+  if (n.imm == 1) return constant(n.a, begin) && constant(n.b, end) && end - begin <= 1;
+  for (std::int32_t d = 0; d < n.list_size; ++d) {
+    if (!constant(fn.list(n, d), end)) return false;
+    total *= end;
+  }
+  return total <= 1;
+}
+
 // Whether every access of `group` keeps the iterations of `loop` on disjoint elements.
 constexpr bool iterations_own_elements(const ir::function& fn, ir::id loop, const std::vector<ir::id>& group) {
   const demotion_context ctx(fn, loop);

@@ -20,6 +20,7 @@
 #include "quadrants/analysis/atomic_demotion.hpp"
 #include "quadrants/autodiff/activity.hpp"
 #include "quadrants/autodiff/adjoint.hpp"
+#include "quadrants/autodiff/derivative.hpp"
 #include "quadrants/base/error.hpp"
 #include "quadrants/base/format.hpp"
 #include "quadrants/ir/builder.hpp"
@@ -441,24 +442,7 @@ class adjoint_builder {
            !analysis::detail::provably_disjoint(f_, load, update) && !iterations_own(top, at(update).param);
   }
 
-  // A loop whose constant bounds give it at most one iteration (qd::range_for(1, ...)).
-  bool single_iteration(ir::id loop) const {
-    const ir::node& n = at(loop);
-    auto constant = [&](ir::id i, std::int64_t& v) {
-      if (i == ir::none) return (v = 0), true;
-      const ir::node& c = at(i);
-      if (c.code != ir::op::constant || !is_integral(c.type)) return false;
-      v = c.imm;
-      return true;
-    };
-    std::int64_t begin = 0, end = 0, total = 1;
-    if (n.imm == 1) return constant(n.a, begin) && constant(n.b, end) && end - begin <= 1;
-    for (std::int32_t d = 0; d < n.list_size; ++d) {
-      if (!constant(f_.list(n, d), end)) return false;
-      total *= end;
-    }
-    return total <= 1;
-  }
+  bool single_iteration(ir::id loop) const { return analysis::detail::single_iteration(f_, loop); }
 
   // Whether each iteration of parallel loop `loop` touches its own elements of parameter p's data.
   bool iterations_own(ir::id loop, std::int32_t p) const {
@@ -514,7 +498,6 @@ class adjoint_builder {
   // --- emission helpers --------------------------------------------------------
   ir::id m(ir::id i) const { return map_[idx(i)]; }
   ir::id zero(dtype t) { return b_.constant_float(t, 0.0); }
-  ir::id num(dtype t, double v) { return b_.constant_float(t, v); }
   ir::id bin(ir::binary_op o, dtype t, ir::id x, ir::id y) { return b_.binary(o, t, x, y); }
   ir::id mul(dtype t, ir::id x, ir::id y) { return bin(ir::binary_op::mul, t, x, y); }
   ir::id neg(dtype t, ir::id x) { return b_.unary(ir::unary_op::neg, t, x); }
@@ -820,78 +803,18 @@ class adjoint_builder {
   }
 
   void reverse_unary(ir::id s, ir::id g) {
-    using u = ir::unary_op;
     const ir::node& n = at(s);
-    const dtype t = n.type;
-    const ir::id x = m(n.a), y = m(s);
-    const auto o = static_cast<u>(n.sub);
-    ir::id d = ir::none;
-    if (o == u::neg)
-      d = neg(t, g);
-    else if (o == u::sqrt)
-      d = bin(ir::binary_op::div, t, mul(t, g, num(t, 0.5)), y);
-    else if (o == u::exp)
-      d = mul(t, g, y);
-    else if (o == u::log)
-      d = bin(ir::binary_op::div, t, g, x);
-    else if (o == u::sin)
-      d = mul(t, g, b_.unary(u::cos, t, x));
-    else if (o == u::cos)
-      d = neg(t, mul(t, g, b_.unary(u::sin, t, x)));
-    else if (o == u::tanh)
-      d = mul(t, g, bin(ir::binary_op::sub, t, num(t, 1.0), mul(t, y, y)));
-    else if (o == u::abs)
-      d = b_.select(t, bin(ir::binary_op::gt, dtype::boolean, x, zero(t)), g,
-                    b_.select(t, bin(ir::binary_op::lt, dtype::boolean, x, zero(t)), neg(t, g), zero(t)));
-    else if (o == u::tan)
-      d = mul(t, g, bin(ir::binary_op::add, t, num(t, 1.0), mul(t, y, y)));
-    else if (o == u::asin || o == u::acos) {  // +-1 / sqrt(1 - x^2)
-      ir::id root = b_.unary(u::sqrt, t, bin(ir::binary_op::sub, t, num(t, 1.0), mul(t, x, x)));
-      d = bin(ir::binary_op::div, t, o == u::asin ? g : neg(t, g), root);
-    } else if (o == u::rsqrt)
-      d = mul(t, g, mul(t, num(t, -0.5), mul(t, y, mul(t, y, y))));
-    else if (o == u::log2)
-      d = bin(ir::binary_op::div, t, g, mul(t, x, num(t, 0.69314718055994530942)));
-    else if (o == u::exp2)
-      d = mul(t, g, mul(t, y, num(t, 0.69314718055994530942)));
+    const ir::id d = unary_derivative(b_, static_cast<ir::unary_op>(n.sub), n.type, m(n.a), m(s), g);
     if (d != ir::none) accumulate(n.a, d);  // floor, ceil, round and trunc: zero almost everywhere
   }
 
   void reverse_binary(ir::id s, ir::id g) {
-    using o = ir::binary_op;
     const ir::node& n = at(s);
-    const dtype t = n.type;
-    const ir::id x = m(n.a), y = m(n.b), r = m(s);
-    const auto op = static_cast<o>(n.sub);
-    if (op == o::add) {
-      accumulate(n.a, g);
-      accumulate(n.b, g);
-    } else if (op == o::sub) {
-      accumulate(n.a, g);
-      accumulate(n.b, neg(t, g));
-    } else if (op == o::mul) {
-      accumulate(n.a, mul(t, g, y));
-      accumulate(n.b, mul(t, g, x));
-    } else if (op == o::div) {
-      accumulate(n.a, bin(o::div, t, g, y));
-      accumulate(n.b, neg(t, bin(o::div, t, mul(t, g, r), y)));
-    } else if (op == o::min || op == o::max) {
-      // The result is a when a < b (min) or a > b (max), else b: as the preludes compute it.
-      ir::id takes_a = bin(op == o::min ? o::lt : o::gt, dtype::boolean, x, y);
-      accumulate(n.a, b_.select(t, takes_a, g, zero(t)));
-      accumulate(n.b, b_.select(t, takes_a, zero(t), g));
-    } else if (op == o::atan2) {  // atan2(y, x): (x, -y) / (x^2 + y^2)
-      ir::id r2 = bin(o::add, t, mul(t, x, x), mul(t, y, y));
-      accumulate(n.a, bin(o::div, t, mul(t, g, y), r2));
-      accumulate(n.b, neg(t, bin(o::div, t, mul(t, g, x), r2)));
-    } else if (op == o::fmod || op == o::floormod) {  // a - q b with q an integer: q = (a - r) / b
-      accumulate(n.a, g);
-      accumulate(n.b, neg(t, mul(t, g, bin(o::div, t, bin(o::sub, t, x, r), y))));
-    } else if (op == o::pow) {
-      accumulate(n.a, mul(t, mul(t, g, y), bin(o::pow, t, x, bin(o::sub, t, y, num(t, 1.0)))));
-      if (active_[idx(n.b)])
-        accumulate(n.b, b_.select(t, bin(o::gt, dtype::boolean, x, zero(t)),
-                                  mul(t, mul(t, g, r), b_.unary(ir::unary_op::log, t, x)), zero(t)));
+    for (int side : {0, 1}) {
+      const ir::id operand = side == 0 ? n.a : n.b;
+      if (!active_[idx(operand)]) continue;
+      const ir::id d = binary_derivative(b_, static_cast<ir::binary_op>(n.sub), n.type, m(n.a), m(n.b), m(s), side, g);
+      if (d != ir::none) accumulate(operand, d);
     }
   }
 };

@@ -6,6 +6,6 @@
 
 namespace qd::inline v0::codegen {
 
-inline constexpr std::string_view generator_id = "747db44d0bcd17b3dca6a56c2fddb5b0";
+inline constexpr std::string_view generator_id = "8498d6d05d0307e2ed61df428ba8a6bd";
 
 }  // namespace qd::inline v0::codegen

@@ -246,16 +246,26 @@ requires detail::composite_element<E>::value class ndarray<E, N, Options...> {
   static_assert(N >= 0 && N + traits::component_dims <= 4,
                 "an array of vectors has at most 3 dimensions and an array of matrices at most 2 (their components "
                 "take the remaining ones of the 4)");
-  static_assert(sizeof...(Options) == 0, "qd::needs_grad is not supported yet for arrays of vectors or matrices");
+  static_assert((std::is_same_v<std::remove_cv_t<decltype(Options)>, needs_grad_t> && ...),
+                "the only qd::types::ndarray option is qd::needs_grad");
+  static_assert(sizeof...(Options) <= 1, "qd::needs_grad given twice");
+  static_assert(sizeof...(Options) == 0 || dtype_of<typename traits::scalar> == dtype::f32 ||
+                    dtype_of<typename traits::scalar> == dtype::f64,
+                "qd::needs_grad on an array of vectors or matrices takes f32 or f64 components");
 
  public:
   using value_type = E;
   using scalar_type = typename traits::scalar;
   static constexpr int ndim = N;
   static constexpr int storage_ndim = N + traits::component_dims;
-  static constexpr bool has_grad = false;
+  static constexpr bool has_grad = sizeof...(Options) == 1;
 
   ndarray(detail::param_tag, std::int32_t param, std::uint8_t flags = 0) : param_(param), flags_(flags) {}
+
+  // The gradient buffer: an array of the same shape and element type.
+  ndarray<E, N> grad() const requires has_grad {
+    return ndarray<E, N>(detail::param_tag{}, param_, static_cast<std::uint8_t>(flags_ | ir::access::grad));
+  }
 
   // p[i], p(i, j): the element's reference; the first index records the user's line.
   typename traits::reference operator[](detail::located_index i) const requires(N == 1) {
@@ -303,7 +313,7 @@ requires composite_element<E>::value struct param_traits<types::ndarray<E, N, Op
   using P = types::ndarray<E, N, Options...>;
   static constexpr bool valid = true;
   static constexpr bool is_array = true;
-  static constexpr ir::param_desc desc{true, dtype_of<typename P::scalar_type>, P::storage_ndim, false};
+  static constexpr ir::param_desc desc{true, dtype_of<typename P::scalar_type>, P::storage_ndim, P::has_grad};
   static P make(std::int32_t index) { return {param_tag{}, index}; }
 };
 }  // namespace detail

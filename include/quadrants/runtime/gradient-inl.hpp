@@ -16,6 +16,7 @@
 #include "quadrants/autodiff/activity.hpp"
 #include "quadrants/autodiff/adjoint.hpp"
 #include "quadrants/autodiff/footprint.hpp"
+#include "quadrants/autodiff/tangent.hpp"
 #include "quadrants/base/error.hpp"
 #include "quadrants/base/format.hpp"
 #include "quadrants/lang/trace.hpp"
@@ -69,6 +70,38 @@ QD_FUNC kernel_state& adjoint_of(kernel_state& forward) {
     });
   });
   return *forward.adjoint;
+}
+
+QD_FUNC kernel_state& tangent_of(kernel_state& forward) {
+  std::call_once(forward.tangent_once, [&forward] {
+    kernel_state* fwd = &forward;  // the forward state owns its tangent
+    forward.tangent = make_kernel_state(forward.name + ".fwd", forward.param_names, forward.params, [fwd](tracer& t) {
+      {
+        std::lock_guard lock(fwd->mutex);
+        ensure_traced(*fwd);
+      }
+      t.fn = autodiff::make_tangent(fwd->ir, {fwd->name, fwd->param_names});
+      t.assertions = fwd->assertions;  // the tangent keeps the forward's qd::assert_ checks
+    });
+    forward.tangent->not_recorded = true;
+    forward.tangent->graph = forward.graph;
+  });
+  return *forward.tangent;
+}
+
+QD_FUNC void launch_tangent(kernel_state& forward, launch_arg* args, std::size_t count) {
+  kernel_state& k = tangent_of(forward);
+  for (std::size_t i = 0; i < count && i < k.params.size(); ++i) {
+    const ir::param_desc& d = k.params[i];
+    if (d.is_array && d.needs_grad && args[i].dual == nullptr)
+      throw user_error(
+          fmt::format("kernel '{}': kernel.fwd needs the tangent buffer of {}; pass a qd::ndarray "
+                      "constructed with qd::needs_grad (its .dual() holds the tangent; for an array inside a "
+                      "struct argument, call its .dual() once before kernel.fwd)",
+                      forward.name, param_label(forward, i)));
+    args[i].grad = args[i].dual;
+  }
+  launch(k, args, count);
 }
 
 // Whether a's and b's buffers (their gradients' with `grad`) provably overlap: the same
@@ -151,7 +184,7 @@ QD_FUNC void record_on_tape(kernel_state& k, const launch_arg* args, std::size_t
     settle_tapes();
     if (active_tape == nullptr) return;
   }
-  if (k.ir.is_gradient) return;  // adjoints launched by hand are not part of the forward pass
+  if (k.ir.is_gradient || k.not_recorded) return;  // adjoints and tangents are not part of the forward pass
   active_tape->launches.push_back({k.shared_from_this(), std::vector<launch_arg>(args, args + count)});
 }
 
@@ -198,7 +231,10 @@ QD_FUNC tape_footprints tape_footprints_of(const tape_state& t) {
     auto [known, fresh] = accesses.try_emplace(l.kernel.get());
     if (fresh) {
       const ir::function& fn = l.kernel->ir;
-      known->second = autodiff::footprint_accesses(fn, autodiff::needed_values(fn, autodiff::active_values(fn)));
+      // A custom backward (qd::ad::custom_grad) may read anything the forward read: every read counts as needed.
+      known->second = autodiff::footprint_accesses(fn, l.kernel->custom_adjoint
+                                                           ? std::vector<bool>(fn.nodes.size(), true)
+                                                           : autodiff::needed_values(fn, autodiff::active_values(fn)));
     }
     values.scalars.clear();
     values.shapes.clear();

@@ -23,6 +23,11 @@ struct launch_arg;
 // The adjoint kernel of `forward`, created on first use; it is traced (derived from
 // the forward IR) when first launched or compiled.
 QD_FUNC kernel_state& adjoint_of(kernel_state& forward);
+// The tangent kernel of `forward` (forward mode), created on first use like adjoint_of.
+QD_FUNC kernel_state& tangent_of(kernel_state& forward);
+// Launches forward's tangent: each array's .dual() goes in its gradient slot (a needs_grad
+// parameter without one is a qd::user_error naming it).
+QD_FUNC void launch_tangent(kernel_state& forward, launch_arg* args, std::size_t count);
 
 struct tape_state;
 // The tape recording launches on this thread, if any (the launch path reads it).

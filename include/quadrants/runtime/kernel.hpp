@@ -105,6 +105,7 @@ launch_arg pack_argument(const A& a) {
       out.program_id = a.storage().program_id();
       out.bytes = a.storage().bytes();
       if (a.has_grad()) out.grad = a.grad().storage().data();
+      if (a.has_dual()) out.dual = a.dual().storage().data();
       copy_launch_shape(out.shape, a);
     }
   } else if constexpr (std::is_same_v<typename P::value_type, half>) {
@@ -487,38 +488,84 @@ class kernel_states {
 
 }  // namespace detail
 
-// kernel.grad: the adjoint of a kernel, called with the forward
-// kernel's arguments. It accumulates into the .grad() buffers of the needs_grad
-// parameters, seeded from the outputs' .grad() buffers; it always runs whole.
-template <class F>
-class adjoint_kernel {
+// What kernel.grad and kernel.fwd share: a kernel derived from the forward one on first
+// use (by Of), called with the forward kernel's arguments.
+template <class F, detail::kernel_state& (*Of)(detail::kernel_state&)>
+class derived_kernel {
  public:
-  explicit adjoint_kernel(std::shared_ptr<detail::kernel_states<F>> forward) : forward_(std::move(forward)) {}
+  explicit derived_kernel(std::shared_ptr<detail::kernel_states<F>> forward) : forward_(std::move(forward)) {}
 
-  template <class... Args>
-  void operator()(const Args&... args) const {
+  void compile() const { detail::compile(Of(forward_->latest())); }
+  per_offload_observations per_offload_cache_observations() const {
+    return detail::observations(Of(forward_->latest()));
+  }
+  // The derived kernel's IR as text (derived on first use).
+  std::string ir() const { return detail::kernel_ir_text(Of(forward_->latest())); }
+
+ protected:
+  // Packs the arguments as the forward kernel takes them; launch(forward state, args, count).
+  template <class Launch, class... Args>
+  void run(Launch launch, const Args&... args) const {
     detail::kernel_state& fwd = forward_->for_call(args...);
     auto packed = detail::pack_arguments<F>(args...);
     if constexpr (detail::has_mesh_parameter<F>()) detail::bind_meshes<F>(fwd, packed.data(), args...);
     using R = detail::kernel_result_t<F>;
     if constexpr (detail::return_element_count<R> == 0) {
-      detail::launch(detail::adjoint_of(fwd), packed.data(), packed.size());
+      launch(fwd, packed.data(), packed.size());
     } else {  // the forward kernel's result parameters: written, never returned
       detail::return_arrays<R> out;
       out.pack(packed.data() + detail::flat_parameter_count<F>());
-      detail::launch(detail::adjoint_of(fwd), packed.data(), packed.size());
+      launch(fwd, packed.data(), packed.size());
     }
   }
-  void compile() const { detail::compile(detail::adjoint_of(forward_->latest())); }
-  per_offload_observations per_offload_cache_observations() const {
-    return detail::observations(detail::adjoint_of(forward_->latest()));
-  }
-  // The adjoint's IR as text (derived on first use).
-  std::string ir() const { return detail::kernel_ir_text(detail::adjoint_of(forward_->latest())); }
 
  private:
   std::shared_ptr<detail::kernel_states<F>> forward_;
 };
+
+// kernel.grad: the adjoint of a kernel, called with the forward
+// kernel's arguments. It accumulates into the .grad() buffers of the needs_grad
+// parameters, seeded from the outputs' .grad() buffers; it always runs whole.
+template <class F>
+class adjoint_kernel : public derived_kernel<F, detail::adjoint_of> {
+ public:
+  using derived_kernel<F, detail::adjoint_of>::derived_kernel;
+
+  template <class... Args>
+  void operator()(const Args&... args) const {
+    this->run([](detail::kernel_state& fwd, const detail::launch_arg* a,
+                 std::size_t n) { detail::launch(detail::adjoint_of(fwd), a, n); },
+              args...);
+  }
+};
+
+// kernel.fwd: forward mode. Runs the kernel and, alongside, its tangent: the needs_grad
+// arrays' .dual() hold the input tangents, and what the kernel writes into them (stores,
+// accumulations) is the Jacobian-vector product. Tapes do not record it.
+template <class F>
+class tangent_kernel : public derived_kernel<F, detail::tangent_of> {
+ public:
+  using derived_kernel<F, detail::tangent_of>::derived_kernel;
+
+  template <class... Args>
+  void operator()(const Args&... args) const {
+    (make_dual(args), ...);
+    this->run(
+        [](detail::kernel_state& fwd, detail::launch_arg* a, std::size_t n) { detail::launch_tangent(fwd, a, n); },
+        args...);
+  }
+
+ private:
+  template <class A>
+  static void make_dual(const A& a) {
+    if constexpr (detail::is_qd_ndarray<A>::value)
+      if (a.has_grad()) a.dual();  // created (zeroed) on first use
+  }
+};
+
+namespace detail {
+struct kernel_access;  // runtime/custom_grad.hpp
+}
 
 template <class F>
 class kernel {
@@ -587,10 +634,13 @@ class kernel {
 
  private:
   std::shared_ptr<states> states_;
+  friend struct detail::kernel_access;
 
  public:
   // The adjoint kernel: kernel.grad(args...).
   adjoint_kernel<F> grad{states_};
+  // The tangent kernel (forward mode): kernel.fwd(args...).
+  tangent_kernel<F> fwd{states_};
 };
 
 template <class F>

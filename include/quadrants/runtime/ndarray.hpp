@@ -123,6 +123,15 @@ class ndarray {
   // The gradient buffer; a qd::user_error unless constructed with qd::needs_grad.
   ndarray& grad() { return grad_ ? *grad_ : missing_grad(); }
   const ndarray& grad() const { return grad_ ? *grad_ : missing_grad(); }
+  // The tangent buffer of forward mode (kernel.fwd): same shape and type, zeroed when first
+  // used (it is created then: not concurrently with another first use of it); a
+  // qd::user_error unless constructed with qd::needs_grad.
+  ndarray& dual() const {
+    if (!grad_) missing_grad();
+    if (!dual_) dual_ = std::make_unique<ndarray>(shape_);
+    return *dual_;
+  }
+  bool has_dual() const { return dual_ != nullptr; }
 
   const detail::buffer& storage() const { return buffer_; }
 
@@ -131,6 +140,7 @@ class ndarray {
   std::array<std::int64_t, N> shape_{};
   detail::buffer buffer_;
   std::unique_ptr<ndarray> grad_;
+  mutable std::unique_ptr<ndarray> dual_;
 };
 
 namespace detail {

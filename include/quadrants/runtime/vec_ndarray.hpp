@@ -8,7 +8,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "quadrants/lang/vec_ndarray_param.hpp"
@@ -73,6 +75,14 @@ requires detail::composite_element<E>::value class ndarray<E, N> {
   ndarray() requires(N == 0) : ndarray(std::array<std::int64_t, 0>{}) {}
   explicit ndarray(std::int64_t n) requires(N == 1) : ndarray(std::array<std::int64_t, 1>{n}) {}
   explicit ndarray(const std::array<std::int64_t, N>& shape) : shape_(shape), data_(memory::storage_shape(shape)) {}
+  // With a gradient buffer (and, for forward mode, a tangent buffer) of the same shape and element type.
+  explicit ndarray(needs_grad_t) requires(N == 0) : ndarray(std::array<std::int64_t, 0>{}, needs_grad) {}
+  ndarray(std::int64_t n, needs_grad_t) requires(N == 1) : ndarray(std::array<std::int64_t, 1>{n}, needs_grad) {}
+  ndarray(const std::array<std::int64_t, N>& shape, needs_grad_t) : ndarray(shape) {
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                  "qd::needs_grad on an array of vectors or matrices takes float or double components");
+    grad_ = std::make_unique<ndarray>(shape);
+  }
 
   std::int64_t shape(int d) const { return detail::extent(shape_, d, "qd::ndarray::shape"); }
   const std::array<std::int64_t, N>& shape() const { return shape_; }
@@ -101,15 +111,32 @@ requires detail::composite_element<E>::value class ndarray<E, N> {
     from_host(all);
   }
 
-  bool has_grad() const { return false; }
-  // Arrays of vectors and matrices have no gradient buffer yet: a qd::user_error.
-  const ndarray& grad() const { detail::throw_missing_grad(); }
+  bool has_grad() const { return grad_ != nullptr; }
+  // The gradient buffer; a qd::user_error unless constructed with qd::needs_grad.
+  ndarray& grad() {
+    if (!grad_) detail::throw_missing_grad();
+    return *grad_;
+  }
+  const ndarray& grad() const {
+    if (!grad_) detail::throw_missing_grad();
+    return *grad_;
+  }
+  // The tangent buffer of forward mode (kernel.fwd), as for arrays of scalars: created
+  // (zeroed) on first use, which must not race with another first use of it.
+  ndarray& dual() const {
+    if (!grad_) detail::throw_missing_grad();
+    if (!dual_) dual_ = std::make_unique<ndarray>(shape_);
+    return *dual_;
+  }
+  bool has_dual() const { return dual_ != nullptr; }
 
   const detail::buffer& storage() const { return data_.storage(); }
 
  private:
   std::array<std::int64_t, N> shape_{};
   ndarray<T, storage_rank> data_;
+  std::unique_ptr<ndarray> grad_;
+  mutable std::unique_ptr<ndarray> dual_;
 };
 
 // A buffer of vectors or matrices the caller owns (see external_array in ndarray.hpp):

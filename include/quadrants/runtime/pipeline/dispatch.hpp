@@ -49,6 +49,7 @@ class kernel_state;
 struct launch_arg {
   void* data = nullptr;
   void* grad = nullptr;
+  void* dual = nullptr;  // a qd::ndarray's .dual(), where it has one; kernel.fwd passes it as `grad`
   std::int64_t shape[4] = {0, 0, 0, 0};
   std::uint64_t scalar_bits = 0;  // a scalar's value, little-endian in the low bytes
   std::uint64_t program_id = 0;   // the program that owns the array

@@ -109,7 +109,12 @@ class kernel_state : public std::enable_shared_from_this<kernel_state> {
   // An adjoint's pairs checked at each of its launches; set when it is traced, empty for
   // every other kernel (runtime/gradient.hpp).
   std::vector<alias_pair> alias_pairs;
-  bool graph = false;  // qd::kernel(name, qd::graph::on, ...) (runtime/graph/graph.hpp)
+  // kernel.fwd: the tangent kernel, made on first use from this kernel's IR (runtime/gradient.hpp).
+  std::once_flag tangent_once;
+  std::shared_ptr<kernel_state> tangent;
+  bool not_recorded = false;    // a tangent kernel or a custom backward: tapes do not record it
+  bool custom_adjoint = false;  // its adjoint is a given kernel (qd::ad::custom_grad)
+  bool graph = false;           // qd::kernel(name, qd::graph::on, ...) (runtime/graph/graph.hpp)
   // The mesh relations the IR reads, per parameter (runtime/mesh.hpp), found on first use.
   std::once_flag mesh_once;
   std::vector<std::uint32_t> mesh_relations;
