@@ -11,7 +11,7 @@ CMAKE_FLAGS ?=
 SANITIZE_DIR ?= build-sanitize
 TSAN_DIR ?= build-tsan
 LIBFUZZER_DIR ?= build-libfuzzer
-LIBFUZZER_SECONDS ?= 30
+LIBFUZZER_SECONDS ?= 20
 FUZZ_SECONDS ?= 600
 # Each sanitizer tree builds the target qd_selected_tests: the programs of exactly the tests
 # its regex selects (tests/CMakeLists.txt, QD_SELECTED_TESTS), so the two cannot drift apart.
