@@ -1,8 +1,8 @@
 # Misuse that C++ can catch must not compile; each case also compiles when fixed.
 # The cases share one precompiled header of what they include (built with the build, with
-# the flags check.cmake compiles with): -fsyntax-only of a case then takes ~1 s instead of
-# ~4.5 s, once per misuse; the correct versions compile together, in one translation unit
-# (compile_fail/correct_versions). A header the compiler refuses is a warning and the text is read.
+# the flags the checks compile with): -fsyntax-only of a case then takes ~1 s instead of
+# ~4.5 s; the misuses compile together, in one translation unit (compile_fail/misuses), and
+# so do the correct versions (compile_fail/correct_versions). A header the compiler refuses is a warning and the text is read.
 get_target_property(qd_boost_includes Boost::headers INTERFACE_INCLUDE_DIRECTORIES)
 set(qd_compile_fail_includes ${PROJECT_SOURCE_DIR}/include ${qd_boost_includes})
 set(qd_compile_fail_pch ${CMAKE_CURRENT_BINARY_DIR}/compile_fail/cases.hpp)
@@ -26,10 +26,11 @@ add_test(NAME compile_fail/correct_versions
          COMMAND ${CMAKE_COMMAND} -DCXX=${CMAKE_CXX_COMPILER} "-DCORRECT=${qd_compile_fail_cases}"
                  -DTU=${CMAKE_CURRENT_BINARY_DIR}/compile_fail/correct_versions.cpp -DPCH=${qd_compile_fail_pch}
                  "-DINCLUDES=${qd_compile_fail_includes}" -P ${CMAKE_CURRENT_LIST_DIR}/check.cmake)
-foreach(case ${qd_compile_fail_cases})
-  get_filename_component(name ${case} NAME_WE)
-  add_test(NAME compile_fail/${name}
-           COMMAND ${CMAKE_COMMAND} -DCXX=${CMAKE_CXX_COMPILER} -DSRC=${case} -DPCH=${qd_compile_fail_pch}
-                   "-DINCLUDES=${qd_compile_fail_includes}"
-                   -P ${CMAKE_CURRENT_LIST_DIR}/check.cmake)
-endforeach()
+# Every case's misuses in one compile (tests/support/compile_fail_misuses.cpp): each must fail
+# with its `// expect:` diagnostic; one the batch cannot credit to its case is compiled alone.
+add_executable(compile_fail_misuses ${CMAKE_CURRENT_SOURCE_DIR}/support/compile_fail_misuses.cpp)
+add_test(NAME compile_fail/misuses
+         COMMAND compile_fail_misuses ${CMAKE_CURRENT_BINARY_DIR}/compile_fail ${CMAKE_CXX_COMPILER} -std=c++20
+                 -fsyntax-only -DQD_SEPARATE_COMPILATION -include ${qd_compile_fail_pch} -Winvalid-pch
+                 ${qd_compile_fail_include_flags} -- ${qd_compile_fail_cases})
+qd_test_programs(compile_fail/misuses compile_fail_misuses)
