@@ -23,10 +23,10 @@ namespace {
 
 struct misuse {
   std::string file;
-  int k = 1;                                      // QD_MISUSE
-  std::string expect;                             // the case's k-th `// expect:` regex
-  std::vector<std::pair<int, int>> block;         // [first, last] lines of `#if QD_MISUSE == k` blocks
-  std::string seen;                               // the diagnostics credited to it
+  int k = 1;                               // QD_MISUSE
+  std::string expect;                      // the case's k-th `// expect:` regex
+  std::vector<std::pair<int, int>> block;  // [first, last] lines of `#if QD_MISUSE == k` blocks
+  std::string seen;                        // the diagnostics credited to it
 };
 
 std::string quoted(const std::string& s) {
@@ -176,8 +176,8 @@ int main(int argc, char** argv) {
       std::cerr << u.file << ": misuse " << u.k << " compiled; it must be a compile error\n";
       ++failures;
     } else if (!std::regex_search(log, expect)) {
-      std::cerr << u.file << ": misuse " << u.k << " failed to compile, but without a diagnostic matching '"
-                << u.expect << "':\n"
+      std::cerr << u.file << ": misuse " << u.k << " failed to compile, but without a diagnostic matching '" << u.expect
+                << "':\n"
                 << log << "\n";
       ++failures;
     }

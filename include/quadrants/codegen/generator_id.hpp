@@ -6,6 +6,6 @@
 
 namespace qd::inline v0::codegen {
 
-inline constexpr std::string_view generator_id = "8498d6d05d0307e2ed61df428ba8a6bd";
+inline constexpr std::string_view generator_id = "e625e873bf4b270201b16840f6f31286";
 
 }  // namespace qd::inline v0::codegen
