@@ -131,6 +131,19 @@ TEST_CASE_TEMPLATE("for_each_neighbor finds every position within the radius onc
     qs.insert(qs.end(), qf.begin(), qf.end());
     check_queries(clustered, qs, 0.002f, 0.002f);
   }
+  SUBCASE("a flat sheet and a thin rod (each axis wraps at its own size), queried inside and beyond them") {
+    auto sheet = uniform(n, 0.0f, 10.0f, 7);
+    for (auto& p : sheet) p[2] = 3.0f;  // one cell thick
+    auto rod = uniform(n / 8, 0.0f, 0.25f, 8);
+    for (auto& p : rod) p[0] = p[0] * 160.0f - 20.0f;  // x in [-20, 20), y and z within one cell
+    sheet.insert(sheet.end(), rod.begin(), rod.end());
+    auto qs = uniform(small ? 60 : 500, -0.5f, 10.5f, 9);
+    for (std::size_t i = 0; i < qs.size(); ++i) qs[i][2] = i % 3 == 0 ? 3.2f : (i % 3 == 1 ? 0.1f : 2.6f);
+    auto qr = uniform(40, -21.0f, 21.0f, 10);
+    for (auto& p : qr) p[1] = p[2] = 0.1f;
+    qs.insert(qs.end(), qr.begin(), qr.end());
+    check_queries(sheet, qs, 0.5f, 0.5f);
+  }
 }
 
 TEST_CASE("for_each_neighbor: degenerate inputs give documented results") {

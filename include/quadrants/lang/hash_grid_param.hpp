@@ -14,15 +14,15 @@ namespace qd::inline v0 {
 namespace types {
 
 // The grid as qd::hash_grid::build leaves it: the positions ordered by cell, and per cell
-// of a dim^3 grid whose coordinates wrap around (cell (x, y, z) is (x mod dim, ...)) the
-// slots [cell_begin, cell_end) of its positions.
+// of a dim_x * dim_y * dim_z grid whose coordinates wrap around (cell (x, y, z) is
+// (x mod dim_x, ...)) the slots [cell_begin, cell_end) of its positions.
 struct hash_grid {
   ndarray<float, 2> points;             // (n, 3): the positions by cell
   ndarray<std::int32_t, 1> index;       // slot -> the index of its position in build()'s array
   ndarray<std::int32_t, 1> cell_begin;  // per wrapped cell
   ndarray<std::int32_t, 1> cell_end;
   f32 inv_cell_size;
-  i32 dim;  // wrapped cells per axis, a power of two
+  i32 dim_x, dim_y, dim_z;  // wrapped cells per axis, powers of two
 };
 
 }  // namespace types
@@ -59,17 +59,16 @@ void for_each_neighbor(const types::hash_grid& g, const P& p, const R& radius, F
   const vec3f q(detail::vec_value(p));
   const f32 r = radius;
   const f32 r2 = r * r;
-  const i32 mask = g.dim - 1;
-  const auto xs = detail::neighbor_cells(q.x(), r, g.inv_cell_size, g.dim);
-  const auto ys = detail::neighbor_cells(q.y(), r, g.inv_cell_size, g.dim);
-  const auto zs = detail::neighbor_cells(q.z(), r, g.inv_cell_size, g.dim);
+  const auto xs = detail::neighbor_cells(q.x(), r, g.inv_cell_size, g.dim_x);
+  const auto ys = detail::neighbor_cells(q.y(), r, g.inv_cell_size, g.dim_y);
+  const auto zs = detail::neighbor_cells(q.z(), r, g.inv_cell_size, g.dim_z);
   const i32 x0 = xs.first, nx = xs.second, y0 = ys.first, ny = ys.second, z0 = zs.first, nz = zs.second;
   qd::range_for(nz, [&](i32 dz) {
-    const i32 cz = (z0 + dz) & mask;
+    const i32 cz = (z0 + dz) & (g.dim_z - 1);
     qd::range_for(ny, [&](i32 dy) {
-      const i32 cy = (y0 + dy) & mask;
+      const i32 row = g.dim_x * (((y0 + dy) & (g.dim_y - 1)) + g.dim_y * cz);
       qd::range_for(nx, [&](i32 dx) {
-        const i32 cell = ((x0 + dx) & mask) + g.dim * (cy + g.dim * cz);
+        const i32 cell = ((x0 + dx) & (g.dim_x - 1)) + row;
         qd::range_for(g.cell_begin[cell], g.cell_end[cell], [&](i32 k) {
           const f32 ex = g.points(k, 0) - q.x();
           const f32 ey = g.points(k, 1) - q.y();
