@@ -118,6 +118,51 @@ TEST_CASE("reductions give the same bits on 1 and 2 CPU threads and on the refer
   }
 }
 
+// A sum as docs/dsl.md describes it, computed here in f64 (the accumulator of an f32 and
+// an f64 sum): chunks of max(ceil(n / 128), 2048) iterations; in each, four lanes
+// (iteration j of the chunk into lane j % 4 while j < its length rounded down to 4, the
+// rest into lane 0) combined as (l0 + l1) + (l2 + l3); the chunks' sums in a pairwise tree
+// (pairs at distance 1, 2, 4, ...).
+double documented_sum(const std::vector<double>& terms) {
+  const auto n = static_cast<std::int64_t>(terms.size());
+  const std::int64_t chunk = std::max<std::int64_t>((n + 127) / 128, 2048);
+  std::vector<double> partials;
+  for (std::int64_t lo = 0; lo < n; lo += chunk) {
+    const std::int64_t length = std::min(chunk, n - lo), laned = length / 4 * 4;
+    double lane[4] = {0, 0, 0, 0};
+    for (std::int64_t j = 0; j < length; ++j) lane[j < laned ? j % 4 : 0] += terms[static_cast<std::size_t>(lo + j)];
+    partials.push_back((lane[0] + lane[1]) + (lane[2] + lane[3]));
+  }
+  for (std::size_t w = 1; w < partials.size(); w *= 2)
+    for (std::size_t i = 0; i + w < partials.size(); i += 2 * w) partials[i] += partials[i + w];
+  return partials[0];
+}
+
+TEST_CASE("a sum has the bits of the documented order: chunks, four lanes, a pairwise tree") {
+  for (std::size_t n : {3u, 1000u, 2049u, 8195u, 300001u, 1000003u}) {
+    CAPTURE(n);
+    // Signs and exponents over 2^-40 .. 2^40: f64 sums round, so the order shows in the bits.
+    std::vector<float> x = values(n, n + 11);
+    std::mt19937_64 g(n);
+    for (float& v : x) v = std::ldexp(g() % 2 ? v : -v, static_cast<int>(g() % 81) - 40);
+    std::vector<double> terms, halves;
+    for (float v : x) terms.push_back(v), halves.push_back(static_cast<double>(v * 0.5f));
+    const float want = 0.0f + static_cast<float>(documented_sum(terms));  // the f32 variable
+    const double want_wide = 0.0 + documented_sum(halves);                // sum64 += x[i] * 0.5
+    auto check = [&](const results& got) {
+      CHECK(std::memcmp(&got.sum, &want, sizeof(float)) == 0);
+      CHECK(std::memcmp(&got.wide, &want_wide, sizeof(double)) == 0);
+    };
+    for (int threads : {1, 2}) {
+      CAPTURE(threads);
+      qd_test::init_cpu({.cpu_max_num_threads = threads});
+      check(run_reductions(x));
+    }
+    qd::init({.arch = qd::arch::reference});
+    check(run_reductions(x));
+  }
+}
+
 using qd_algorithm_test::on_amdgpu;
 using qd_algorithm_test::on_cuda;
 using qd_algorithm_test::start;

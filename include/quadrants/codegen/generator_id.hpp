@@ -6,6 +6,6 @@
 
 namespace qd::inline v0::codegen {
 
-inline constexpr std::string_view generator_id = "e625e873bf4b270201b16840f6f31286";
+inline constexpr std::string_view generator_id = "88f14ac05f5391debfdbbfdf8b91c119";
 
 }  // namespace qd::inline v0::codegen

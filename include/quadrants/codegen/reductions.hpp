@@ -45,6 +45,13 @@ inline constexpr std::int64_t reduction_chunk_min = 2048;
 // A loop whose body holds a loop of its own: its iterations are heavy, so a chunk may be one.
 inline constexpr std::int64_t nested_reduction_chunk_min = 1;
 inline constexpr std::int64_t cpu_reduction_chunks = 128;
+// A chunk of a rank-1 loop on the CPU and the reference accumulates in this many lanes:
+// iteration lo + j into lane j % 4 while j < the chunk's length rounded down to a multiple
+// of 4, the rest into lane 0; then (l0 + l1) + (l2 + l3). Four independent chains of
+// additions run at up to four times the speed of one (an f32 sum in f64 is bound by the
+// latency of each addition otherwise). Loops over an ndrange use one lane.
+inline constexpr std::int64_t reduction_lanes = 4;
+static_assert(reduction_lanes == 4, "the CPU prelude's QD_REDUCE_LANES unrolls four lanes");
 inline constexpr std::int64_t gpu_reduction_chunks = 512;
 // A GPU task with deterministic reductions keeps each chunk's partial of each reduction in
 // a scratch region after the global temporaries: at most this many reductions per loop.

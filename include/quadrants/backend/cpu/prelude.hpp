@@ -191,15 +191,43 @@ QD_FN qd_i32 qd_bound(const qd_ctx* ctx, qd_i64 value, qd_i32 on_overflow) {
 /* A body with a loop of its own: even a few iterations go to several threads. */
 #define QD_PARALLEL_NESTED_TASK(entry, RANK, BLOCK) QD_PARALLEL_LOOP(entry, RANK, parallel_for_nested)
 /* A loop with reductions into top-level variables: fixed chunks of the iteration space
-   (their size a function of the count alone), each accumulated in order by whichever
-   thread takes it, then combined in a fixed pairwise tree on the launching thread. The
+   (their size a function of the count alone), each accumulated in order (in lanes, above)
+   by whichever thread takes it, then combined in a fixed pairwise tree on the launching thread. The
    same bits for any number of threads, and the reference backend's. */
 QD_FN qd_i64 qd_reduction_chunk_size(qd_i64 count, qd_i64 max_chunks, qd_i64 min_chunk) {
   const qd_i64 even = (count + max_chunks - 1) / max_chunks;
   return even > min_chunk ? even : min_chunk;
 }
+/* A rank-1 chunk accumulates in four lanes: iteration lo + j into lane j % 4 while four
+   remain, the rest into lane 0, combined as (l0 + l1) + (l2 + l3): four independent chains
+   of additions instead of one (codegen/reductions.hpp, reduction_lanes). */
+#define QD_REDUCE_LANES(entry, RANK)                                                                       \
+  QD_FN void entry##_lanes(const qd_ctx* ctx, const entry##_frame qd_f, entry##_red* qd_red, qd_i64 qd_lo,  \
+                           qd_i64 qd_hi) {                                                                 \
+    if (RANK != 1) {                                                                                       \
+      entry##_range(ctx, qd_f, qd_red, qd_lo, qd_hi);                                                      \
+      return;                                                                                              \
+    }                                                                                                      \
+    entry##_red qd_l1, qd_l2, qd_l3;                                                                       \
+    entry##_red_init(&qd_l1);                                                                              \
+    entry##_red_init(&qd_l2);                                                                              \
+    entry##_red_init(&qd_l3);                                                                              \
+    qd_i32 qd_v = (qd_i32)(qd_f.qd_base + qd_lo);                                                          \
+    const qd_i32 qd_end = (qd_i32)(qd_f.qd_base + qd_hi);                                                  \
+    for (; qd_end - qd_v >= 4; qd_v += 4) {                                                                \
+      entry##_body(ctx, qd_f, qd_red, qd_v, 0, 0, 0);                                                      \
+      entry##_body(ctx, qd_f, &qd_l1, qd_v + 1, 0, 0, 0);                                                  \
+      entry##_body(ctx, qd_f, &qd_l2, qd_v + 2, 0, 0, 0);                                                  \
+      entry##_body(ctx, qd_f, &qd_l3, qd_v + 3, 0, 0, 0);                                                  \
+    }                                                                                                      \
+    for (; qd_v < qd_end; ++qd_v) entry##_body(ctx, qd_f, qd_red, qd_v, 0, 0, 0);                          \
+    entry##_red_merge(qd_red, &qd_l1);                                                                     \
+    entry##_red_merge(&qd_l2, &qd_l3);                                                                     \
+    entry##_red_merge(qd_red, &qd_l2);                                                                     \
+  }
 #define QD_PARALLEL_REDUCE_TASK(entry, RANK, BLOCK, DET, SCRATCH, CHUNK_MIN, SCATTER)                               \
   QD_PARALLEL_RANGE(entry, RANK)                                                                           \
+  QD_REDUCE_LANES(entry, RANK)                                                                             \
   struct entry##_job { entry##_frame f; entry##_red* parts; qd_i64 size; qd_i64 count; };                  \
   static void entry##_chunk(const void* qd_jp, const qd_ctx* ctx, qd_i64 qd_c0, qd_i64 qd_c1) {           \
     const entry##_job* qd_j = (const entry##_job*)qd_jp;                                                   \
@@ -208,7 +236,7 @@ QD_FN qd_i64 qd_reduction_chunk_size(qd_i64 count, qd_i64 max_chunks, qd_i64 min
       entry##_red_init(&qd_red);                                                                           \
       const qd_i64 qd_lo = qd_c * qd_j->size;                                                              \
       const qd_i64 qd_hi = qd_j->count - qd_lo < qd_j->size ? qd_j->count : qd_lo + qd_j->size;            \
-      entry##_range(ctx, qd_j->f, &qd_red, qd_lo, qd_hi);                                                  \
+      entry##_lanes(ctx, qd_j->f, &qd_red, qd_lo, qd_hi);                                                  \
       qd_j->parts[qd_c] = qd_red;                                                                          \
     }                                                                                                      \
   }                                                                                                        \

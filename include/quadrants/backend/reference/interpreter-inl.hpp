@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <bit>
 #include <cmath>
@@ -334,15 +335,44 @@ class machine {
     std::vector<std::vector<cell>> partials;
     const auto& body = fn_.block(ln.block0);
     owners_.clear();
+    // A rank-1 chunk's lanes (codegen/reductions.hpp): iteration chunk_start + j goes to
+    // lane j % 4 while j < the chunk's length rounded down to 4, the rest to lane 0.
+    const bool lanes = rank == 1 && !reductions_.empty();
+    std::array<std::vector<cell>, codegen::reduction_lanes> lane;
+    std::int64_t chunk_start = 0, laned_end = 0;
+    auto identities = [&] {
+      std::vector<cell> out;
+      for (const auto& r : reductions_)
+        out.push_back(with_type(codegen::accumulator_type(r),
+                                [&](auto tag) { return put(reduction_identity<typename decltype(tag)::type>(r.op)); }));
+      return out;
+    };
+    // (l0 + l1) + (l2 + l3), into accumulators_.
+    auto combine_lanes = [&] {
+      for (std::size_t r = 0; r < reductions_.size(); ++r) {
+        const cell a = merge(reductions_[r], accumulators_[r], lane[1][r]);
+        const cell b = merge(reductions_[r], lane[2][r], lane[3][r]);
+        accumulators_[r] = merge(reductions_[r], a, b);
+      }
+    };
     for (std::int64_t k = 0; k < count; ++k) {
       if (k % chunk == 0 && !reductions_.empty()) {
-        if (k > 0) partials.push_back(accumulators_);
-        accumulators_.clear();
-        for (const auto& r : reductions_)
-          accumulators_.push_back(with_type(codegen::accumulator_type(r), [&](auto tag) {
-            return put(reduction_identity<typename decltype(tag)::type>(r.op));
-          }));
+        if (k > 0) {
+          if (lanes) combine_lanes();
+          partials.push_back(accumulators_);
+        }
+        accumulators_ = identities();
+        if (lanes) {
+          for (auto& l : lane) l = identities();
+          chunk_start = k;
+          const std::int64_t length = std::min(chunk, count - k);
+          laned_end = k + length / codegen::reduction_lanes * codegen::reduction_lanes;
+        }
       }
+      // Lanes 1-3 take their turn in accumulators_ (lane 0 lives there).
+      const std::size_t l =
+          lanes && k < laned_end ? static_cast<std::size_t>((k - chunk_start) % codegen::reduction_lanes) : 0;
+      if (l != 0) std::swap(accumulators_, lane[l]);
       iteration_ = k;
       if (k > 0) run_prologue();  // each GPU thread evaluates the prologue itself
       std::int32_t ix[4] = {0, 0, 0, 0};
@@ -369,8 +399,10 @@ class machine {
       exec_block(ln.block0, static_cast<std::size_t>(rank));
       in_body_ = false;
       jump_ = ir::none;  // a continue_ of the parallel loop ends just this iteration
+      if (l != 0) std::swap(accumulators_, lane[l]);
     }
     if (reductions_.empty()) return;
+    if (lanes) combine_lanes();
     partials.push_back(accumulators_);
     const auto n = partials.size();
     for (std::size_t w = 1; w < n; w *= 2)
