@@ -6,6 +6,6 @@
 
 namespace qd::inline v0::codegen {
 
-inline constexpr std::string_view generator_id = "e625e873bf4b270201b16840f6f31286";
+inline constexpr std::string_view generator_id = "3a6964f23d53c8c5005173ca33cf6d93";
 
 }  // namespace qd::inline v0::codegen
