@@ -6,6 +6,6 @@
 
 namespace qd::inline v0::codegen {
 
-inline constexpr std::string_view generator_id = "3a6964f23d53c8c5005173ca33cf6d93";
+inline constexpr std::string_view generator_id = "fce1a5b82da3d385e8fcce33cbd5b679";
 
 }  // namespace qd::inline v0::codegen

@@ -574,9 +574,10 @@ class glsl_emitter {
       if (native)
         return fmt::format("{}(qd_{}_{}({}).v)", is_signed_int ? "int" : "uint",
                            is_signed_int ? name(t) : (size == 1 ? "u8" : "u16"), suffix, address);
-      need(size == 1 ? "u8_word" : "u16_word");
-      const std::string word =
-          fmt::format("qd_load_{}{}({})", size == 1 ? "u8" : "u16", is_volatile ? "_volatile" : "", address);
+      // Inline, not a function: glslang's propagation of `precise` takes minutes on a task
+      // whose precise values come from many calls of one function.
+      const std::string word = fmt::format("((qd_u32_{0}(({1}) & ~3ul).v >> (uint(({1}) & {2}ul) * 8u)) & {3})", suffix,
+                                           address, size == 1 ? 3 : 2, size == 1 ? "0xffu" : "0xffffu");
       return is_signed_int ? glsl_narrow(t, fmt::format("int({})", word)) : word;
     }
     const std::string_view ref = glsl_ref(t);

@@ -217,7 +217,8 @@ QD_FUNC glsl_helper float_bits_helper(std::string_view op, std::string_view t) {
                        fmt::arg("MANT", d ? "0x000ffffffffffffful" : "0x7fffffu"),
                        fmt::arg("TOP", d ? "0x0010000000000000ul" : "0x800000u"),
                        fmt::arg("INF", d ? "0x7ff0000000000000ul" : "0x7f800000u"),
-                       fmt::arg("NAN", d ? "0x7ff8000000000000ul" : "0x7fc00000u"));
+                       fmt::arg("NAN", d ? "0xfff8000000000000ul" : "0xffc00000u"),
+                       fmt::arg("QUIET", d ? "0x0008000000000000ul" : "0x00400000u"));
   };
   if (op == "trunc")
     return text(R"({F} qd_trunc_{T}({F} x) {{
@@ -240,7 +241,9 @@ QD_FUNC glsl_helper float_bits_helper(std::string_view op, std::string_view t) {
     return text(R"({F} qd_fmod_{T}({F} x, {F} y) {{
   {U} ux = {TO}(x), uy = {TO}(y) & {ABS}, sx = ux & {SIGN};
   ux &= {ABS};
-  if (uy == 0{S} || ux >= {INF} || uy > {INF}) return {FROM}({NAN});
+  if (ux > {INF}) return {FROM}({TO}(x) | {QUIET});  /* NaNs as x86 makes them: an operand's, quieted, */
+  if (uy > {INF}) return {FROM}({TO}(y) | {QUIET});
+  if (uy == 0{S} || ux == {INF}) return {FROM}({NAN});  /* else the default NaN (negative) */
   if (ux < uy) return x;
   if (ux == uy) return {FROM}(sx);
   int ex = int(ux >> {M}), ey = int(uy >> {M});
@@ -406,12 +409,11 @@ int qd_ffs64(uint64_t x) {
 }
 )";
   if (name == "u8_word" || name == "u16_word") {
-    // 8- and 16-bit elements through their aligned 32-bit word (devices without 8- or
-    // 16-bit storage): stores clear and set their bits with atomics, so that neighbours stay intact.
+    // Stores of 8- and 16-bit elements through their aligned 32-bit word (devices without 8-
+    // or 16-bit storage): their bits cleared and set with atomics, so that neighbours stay
+    // intact. (Loads are inline: glsl_emitter::load.)
     const bool bytes = name == "u8_word";
     return fmt::format(R"(
-uint qd_load_{0}(uint64_t p) {{ return (qd_u32_ref(p & ~3ul).v >> (uint(p & {1}ul) * 8u)) & {2}; }}
-uint qd_load_{0}_volatile(uint64_t p) {{ return (qd_u32_vref(p & ~3ul).v >> (uint(p & {1}ul) * 8u)) & {2}; }}
 void qd_store_{0}(uint64_t p, uint v) {{
   uint shift = uint(p & {1}ul) * 8u;
   atomicAnd(qd_u32_ref(p & ~3ul).v, ~({2} << shift));
