@@ -529,6 +529,25 @@ TEST_CASE(
       keep(out, o), keep(out, o8), keep(out, o16), keep(out, ou16), keep(out, o64), keep(out, oh);
     }
   });
+  same_as_cpu([](outputs& out) {  // qd::random of each type: the CPU's streams
+    auto k = qd::kernel("narrow_draws", {"a", "b", "c", "d", "e"},
+                        [](qd::types::ndarray<std::int8_t, 1> a, qd::types::ndarray<std::int16_t, 1> b,
+                           qd::types::ndarray<std::uint16_t, 1> c, qd::types::ndarray<std::uint64_t, 1> d,
+                           qd::types::ndarray<qd::half, 1> e) {
+                          qd::range_for(a.shape(0), [&](qd::i32 i) {
+                            a[i] = qd::random<std::int8_t>(), b[i] = qd::random<std::int16_t>();
+                            c[i] = qd::random<std::uint16_t>(), d[i] = qd::random<std::uint64_t>();
+                            e[i] = qd::random<qd::half>();
+                          });
+                        });
+    qd::ndarray<std::int8_t, 1> a(200);
+    qd::ndarray<std::int16_t, 1> b(200);
+    qd::ndarray<std::uint16_t, 1> c(200);
+    qd::ndarray<std::uint64_t, 1> d(200);
+    qd::ndarray<qd::half, 1> e(200);
+    k(a, b, c, d, e);
+    keep(out, a), keep(out, b), keep(out, c), keep(out, d), keep(out, e);
+  });
   // qd::print of each type: the CPU's text.
   auto printed = [](qd::arch a) {
     REQUIRE(start(a));
