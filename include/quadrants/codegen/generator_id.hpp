@@ -6,6 +6,6 @@
 
 namespace qd::inline v0::codegen {
 
-inline constexpr std::string_view generator_id = "fce1a5b82da3d385e8fcce33cbd5b679";
+inline constexpr std::string_view generator_id = "6979a05332a932c342e76a48b4a4eae3";
 
 }  // namespace qd::inline v0::codegen

@@ -504,12 +504,14 @@ class glsl_emitter {
     line("void qd_red_flush(qd_reductions qd_r) {");
     for (std::size_t k = 0; k < reductions_.size(); ++k) {
       const chunk_reduction& r = reductions_[k];
-      line(fmt::format("  {}({}, qd_r.r{});", atomic_call(r.op, r.type), temp_address(r.slot), k));
+      line(fmt::format("  {{ {} qd_old; {}({}, qd_r.r{}, qd_old); }}", glsl_type(r.type), atomic_call(r.op, r.type),
+                       temp_address(r.slot), k));
     }
     line("}");
   }
 
-  // The helper for an atomic on memory of type t (u8 temporaries are whole words).
+  // The helper for an atomic on memory of type t (u8 temporaries are whole words): it
+  // hands the old value back through its last, `out` parameter (see glsl_helpers).
   std::string atomic_call(ir::atomic_op o, dtype t) {
     const std::string name =
         fmt::format("atomic_{}_{}", atomic_name(o), qd::name(t == dtype::boolean ? dtype::u32 : t));
@@ -936,7 +938,7 @@ class glsl_emitter {
           line(fmt::format("{} = {};", v(i), load(n.type, address, false)));
           line(store(n.type, address, update(o, n.type, v(i), v(n.a), expected(n))));
         } else {
-          line(fmt::format("{} = {}({}, {}{});", v(i), atomic_call(o, n.type), address, v(n.a), expected_arg(n)));
+          line(fmt::format("{}({}, {}{}, {});", atomic_call(o, n.type), address, v(n.a), expected_arg(n), v(i)));
         }
         if (!guard.empty()) line("}");
         break;
@@ -962,9 +964,9 @@ class glsl_emitter {
           line(fmt::format("{} = {};", acc, update(o, r->type, acc, v(n.a), "")));
           break;
         }
-        declare(n, i,
-                fmt::format("{}({}, {}{})", atomic_call(static_cast<ir::atomic_op>(n.sub), n.type), temp_address(n.imm),
-                            v(n.a), expected_arg(n)));
+        declare(n, i, std::string(glsl_zero(n.type)));
+        line(fmt::format("{}({}, {}{}, {});", atomic_call(static_cast<ir::atomic_op>(n.sub), n.type),
+                         temp_address(n.imm), v(n.a), expected_arg(n), v(i)));
         break;
       case ir::op::range_for: {
         const auto rank = static_cast<std::int32_t>(n.imm);

@@ -70,8 +70,10 @@ QD_FUNC dtype dtype_named(std::string_view s) {
   throw internal_error(fmt::format("GLSL helpers: no type '{}'", s));
 }
 
-// atomic_<op>_<type>(address, value[, expected]) -> the old value. <op>: add sub min max mul
-// and or xor xchg cas. Native atomics for 32- and 64-bit integers (64-bit ones need
+// atomic_<op>_<type>(address, value[, expected], out old). <op>: add sub min max mul and or
+// xor xchg cas. The old value comes back through an `out` parameter, not as the return
+// value: glslang's propagation of `precise` into a function whose return value is an
+// atomic's (a `precise` value assigned from such a call) ran out of memory (over 20 GB). Native atomics for 32- and 64-bit integers (64-bit ones need
 // shaderBufferInt64Atomics, checked by the emitter), float add where the device has it,
 // float exchange and cas on the bits; the rest a compare-and-swap loop on the element's
 // word, or for 8- and 16-bit types on the aligned 32-bit word holding it (allocations are
@@ -83,7 +85,7 @@ QD_FUNC glsl_helper atomic_helper(const std::string& name, const glsl_target& ta
   const dtype type = dtype_named(t);
   const std::string_view vt = glsl_type(type);
   const bool cas = op == "cas";
-  const std::string header = fmt::format("{0} qd_atomic_{1}_{2}(uint64_t p, {0} v{3})", vt, op, t,
+  const std::string header = fmt::format("void qd_atomic_{1}_{2}(uint64_t p, {0} v{3}, out {0} result)", vt, op, t,
                                          cas ? fmt::format(", {} e", vt) : std::string());
   const int size = size_of(type);
   const bool integer = is_integral(type), wide = size == 8;
@@ -109,18 +111,18 @@ QD_FUNC glsl_helper atomic_helper(const std::string& name, const glsl_target& ta
                                                : "atomicExchange";
       call = fmt::format("{}({}(p).v, v)", f, iref);
     }
-    return fmt::format("{} {{ return {}; }}\n", header, call);
+    return fmt::format("{} {{ result = {}; }}\n", header, call);
   }
   if ((type == dtype::f32 && target.f32_atomic_add) || (type == dtype::f64 && target.f64_atomic_add))
     if (op == "add" || op == "sub")
-      return fmt::format("{} {{ return atomicAdd({}(p).v, {}v); }}\n", header, wide ? "qd_f64_ref" : "qd_f32_ref",
+      return fmt::format("{} {{ result = atomicAdd({}(p).v, {}v); }}\n", header, wide ? "qd_f64_ref" : "qd_f32_ref",
                          op == "sub" ? "-" : "");
   const std::string_view to_bits = wide ? "doubleBitsToUint64" : "floatBitsToUint";
   const std::string_view from_bits = wide ? "uint64BitsToDouble" : "uintBitsToFloat";
   if ((type == dtype::f32 || type == dtype::f64) && (op == "xchg" || cas)) {
     const std::string call = cas ? fmt::format("atomicCompSwap({}(p).v, {}(e), {}(v))", ref, to_bits, to_bits)
                                  : fmt::format("atomicExchange({}(p).v, {}(v))", ref, to_bits);
-    return fmt::format("{} {{ return {}({}); }}\n", header, from_bits, call);
+    return fmt::format("{} {{ result = {}({}); }}\n", header, from_bits, call);
   }
   // A compare-and-swap loop: `old` is the value replaced.
   const ir::atomic_op o = op == "add"    ? ir::atomic_op::add
@@ -147,7 +149,7 @@ QD_FUNC glsl_helper atomic_helper(const std::string& name, const glsl_target& ta
   {2} seen = r.v, prev;
   {3} old;
   do {{ prev = seen; old = {4}; {5}{3} next = {6}; seen = atomicCompSwap(r.v, prev, {7}); }} while (seen != prev);
-  return old;
+  result = old;
 }}
 )",
                         header, ref, word, vt, decode, qualifier, next, encode),
@@ -168,7 +170,7 @@ QD_FUNC glsl_helper atomic_helper(const std::string& name, const glsl_target& ta
     {1} next = {3};
     seen = atomicCompSwap(r.v, prev, (prev & ~({4} << shift)) | ((uint(next) & {4}) << shift));
   }} while (seen != prev);
-  return old;
+  result = old;
 }}
 )",
                       header, vt, decode, next, mask),
