@@ -48,6 +48,10 @@ struct on_amdgpu {
   static constexpr qd::arch arch = qd::arch::amdgpu;
   static constexpr const char* name = "amdgpu";
 };
+struct on_vulkan {  // lavapipe in CI; a separate ctest entry (backend/gpu_suite_vulkan)
+  static constexpr qd::arch arch = qd::arch::vulkan;
+  static constexpr const char* name = "vulkan";
+};
 struct on_reference {  // the IR interpreter, for the tests that check what it reports too
   static constexpr qd::arch arch = qd::arch::reference;
   static constexpr const char* name = "reference";
@@ -58,8 +62,8 @@ bool on_gpu() {
   return A::arch == qd::arch::cuda || A::arch == qd::arch::amdgpu;
 }
 
-// Starts a program on the arch, with no fallback; on a machine without that GPU the
-// test reports itself skipped, saying why, and returns false.
+// Starts a program on the arch, with no fallback; on a machine without that GPU (or
+// Vulkan device) the test reports itself skipped, saying why, and returns false.
 template <class A>
 bool start(qd::config c = {}) {
   c.arch = A::arch;
@@ -68,7 +72,7 @@ bool start(qd::config c = {}) {
     qd::init(c);
     return true;
   } catch (const qd::error& e) {
-    if (!on_gpu<A>()) throw;
+    if (!on_gpu<A>() && A::arch != qd::arch::vulkan) throw;
     const std::string why = std::string("skipped on ") + A::name + ": " + e.what();
     MESSAGE(why);
     return false;
@@ -285,7 +289,7 @@ TYPE_TO_STRING(on_cpu);
 TYPE_TO_STRING(on_cuda);
 TYPE_TO_STRING(on_amdgpu);
 TYPE_TO_STRING(on_reference);
-#define QD_SUITE_ARCHES on_cpu, on_cuda, on_amdgpu
+#define QD_SUITE_ARCHES on_cpu, on_cuda, on_amdgpu, on_vulkan
 
 // QD_SUITE_CASE(title, A, arches...): a TEST_CASE_TEMPLATE whose body is compiled once
 // for all arches. Each instance ("title<on_cuda>") sets suite_arch and calls the body

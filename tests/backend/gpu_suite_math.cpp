@@ -9,25 +9,25 @@
 
 // The third wave's language (SPEC §13.4-§13.6): backend/suite_kernels_lang.hpp.
 QD_SUITE_CASE("suite: && and || skip their right operand's loads and atomics; C++ values keep their C++ type", A,
-              on_cpu, on_reference, on_cuda, on_amdgpu) {
+              on_cpu, on_reference, on_cuda, on_amdgpu, on_vulkan) {
   if (!start<A>({.check_out_of_bound = true})) return;
   lang_checks::check_short_circuit();
   lang_checks::check_literal_select();
 }
 QD_SUITE_CASE("suite: qd::assert_ under debug reports its message from the device", A, on_cpu, on_reference, on_cuda,
-              on_amdgpu) {
+              on_amdgpu, on_vulkan) {
   if (!start<A>({.debug = true})) return;
   lang_checks::check_assertion();
 }
 QD_SUITE_CASE("suite: template arguments, arrays of structs in both layouts and vector indices", A, on_cpu,
-              on_reference, on_cuda, on_amdgpu) {
+              on_reference, on_cuda, on_amdgpu, on_vulkan) {
   if (!start<A>()) return;
   lang_checks::check_template_args();
   lang_checks::check_struct_arrays();
 }
 // Math, bits, integer division, atomics and narrow types (backend/suite_kernels_math.hpp),
 // on the reference backend too: every backend against plain C++.
-#define QD_SUITE_ARCHES_AND_REFERENCE on_cpu, on_reference, on_cuda, on_amdgpu
+#define QD_SUITE_ARCHES_AND_REFERENCE on_cpu, on_reference, on_cuda, on_amdgpu, on_vulkan
 QD_SUITE_CASE("suite: the third wave's math functions agree with <cmath> and Python's // and %", A,
               QD_SUITE_ARCHES_AND_REFERENCE) {
   if (!start<A>()) return;

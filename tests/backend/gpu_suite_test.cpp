@@ -95,7 +95,7 @@ I saturated(F x) {
 QD_SUITE_CASE(
     "suite: float-to-integer casts of NaN, infinities and out-of-range values saturate, NaN gives 0, at "
     "every opt level",
-    A, on_cpu, on_reference, on_cuda, on_amdgpu) {
+    A, on_cpu, on_reference, on_cuda, on_amdgpu, on_vulkan) {
   const double inf = lim<double>::infinity(), nan = lim<double>::quiet_NaN();
   const std::vector<double> specials = {nan,
                                         -nan,
@@ -378,7 +378,7 @@ QD_SUITE_CASE("suite: loops, branches and while_ nested in a parallel construct,
 QD_SUITE_CASE(
     "suite: break_ and continue_ in every kind of loop, a serialized top-level loop and block_dim, "
     "whole and split, as plain C++ runs them",
-    A, on_cpu, on_reference, on_cuda, on_amdgpu) {
+    A, on_cpu, on_reference, on_cuda, on_amdgpu, on_vulkan) {
   for (auto mode : {qd::per_offload_mode::off, qd::per_offload_mode::on}) {
     CAPTURE(mode);
     if (!start<A>({.per_offload = mode})) return;
@@ -408,7 +408,7 @@ QD_SUITE_CASE(
 }
 
 QD_SUITE_CASE("suite: a kernel returns a tuple of a reduction, a maximum, a count and a vector, whole and split", A,
-              on_cpu, on_reference, on_cuda, on_amdgpu) {
+              on_cpu, on_reference, on_cuda, on_amdgpu, on_vulkan) {
   for (auto mode : {qd::per_offload_mode::off, qd::per_offload_mode::on}) {
     CAPTURE(mode);
     if (!start<A>({.per_offload = mode})) return;
@@ -418,7 +418,7 @@ QD_SUITE_CASE("suite: a kernel returns a tuple of a reduction, a maximum, a coun
 }
 
 QD_SUITE_CASE("suite: a nested struct parameter matched member by member with a host struct", A, on_cpu, on_reference,
-              on_cuda, on_amdgpu) {
+              on_cuda, on_amdgpu, on_vulkan) {
   if (!start<A>()) return;
   auto k = kernels::struct_step();
   const std::int64_t n = 300;
@@ -439,7 +439,7 @@ QD_SUITE_CASE("suite: a nested struct parameter matched member by member with a 
 }
 
 QD_SUITE_CASE("suite: a loop bound beyond qd::i32 fails the launch and runs no iteration, instead of wrapping", A,
-              on_cpu, on_reference, on_cuda, on_amdgpu) {
+              on_cpu, on_reference, on_cuda, on_amdgpu, on_vulkan) {
   for (auto mode : {qd::per_offload_mode::off, qd::per_offload_mode::on}) {
     CAPTURE(mode);
     if (!start<A>({.per_offload = mode})) return;

@@ -14,8 +14,9 @@ target_link_libraries(qd_test_compile_only PUBLIC quadrants::quadrants doctest::
 target_include_directories(qd_test_compile_only PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 # One test per compiler (the longest of the suite: ~75 and ~120 CPU s), so that they run in parallel.
 qd_add_test(backend gpu_compile_only LIBS qd_test_compile_only PER_ARCH cuda amdgpu)
+# The suite's Vulkan instances (lavapipe) are a test of their own, backend/gpu_suite_vulkan.
 qd_add_test(backend gpu_suite SOURCES backend/gpu_suite_values.cpp backend/gpu_suite_graphs.cpp
-            backend/gpu_suite_math.cpp)
+            backend/gpu_suite_math.cpp APART vulkan)
 # Vulkan (lavapipe in CI, a real driver on the CPU): the loader, shaderc and device with
 # hand-written shaders; the GLSL emitter's tasks validated by spirv-val and run against
 # the reference interpreter. Each reports itself skipped where no Vulkan device is found.

@@ -42,11 +42,11 @@ std::string element_text(qd::dtype t, const std::byte* p) {
     case qd::dtype::i64: return std::to_string(get(std::int64_t{0}));
     case qd::dtype::u8:
     case qd::dtype::boolean: return std::to_string(static_cast<int>(get(std::uint8_t{0})));
-    case qd::dtype::i8:  // not generated for Vulkan yet
-    case qd::dtype::i16:
-    case qd::dtype::u16:
-    case qd::dtype::u64:
-    case qd::dtype::f16: break;
+    case qd::dtype::i8: return std::to_string(static_cast<int>(get(std::int8_t{0})));
+    case qd::dtype::i16: return std::to_string(get(std::int16_t{0}));
+    case qd::dtype::u16: return std::to_string(get(std::uint16_t{0}));
+    case qd::dtype::u64: return std::to_string(get(std::uint64_t{0}));
+    case qd::dtype::f16: return "f16 bits " + std::to_string(get(std::uint16_t{0}));
   }
   return "?";
 }
@@ -109,6 +109,27 @@ void check_integer_operators(qd::backend::device& vk) {
   CHECK(mismatches == 0);
 }
 
+// Float operands at the edges: zeros, infinities, NaN, the extremes, values near 1.
+template <class T>
+std::vector<T> float_edges() {
+  return {T(0),
+          T(-0.0),
+          T(1),
+          T(-1),
+          T(0.1),
+          T(-2.5),
+          T(3.75),
+          T(1e30),
+          T(-7e-20),
+          lim<T>::infinity(),
+          -lim<T>::infinity(),
+          lim<T>::quiet_NaN(),
+          lim<T>::max(),
+          lim<T>::min(),
+          T(1) + lim<T>::epsilon(),
+          T(12345.678)};
+}
+
 template <class T>
 void check_float_operators(qd::backend::device& vk) {
   auto fn = qd_test::trace_kernel_ir(
@@ -127,22 +148,7 @@ void check_float_operators(qd::backend::device& vk) {
           put(qd::fma(a, b, a)), put(qd::sqrt(qd::abs(a))), put(qd::select(a < b, a, b * 0.1));
         });
       });
-  const std::vector<T> values = {T(0),
-                                 T(-0.0),
-                                 T(1),
-                                 T(-1),
-                                 T(0.1),
-                                 T(-2.5),
-                                 T(3.75),
-                                 T(1e30),
-                                 T(-7e-20),
-                                 lim<T>::infinity(),
-                                 -lim<T>::infinity(),
-                                 lim<T>::quiet_NaN(),
-                                 lim<T>::max(),
-                                 lim<T>::min(),
-                                 T(1) + lim<T>::epsilon(),
-                                 T(12345.678)};
+  const std::vector<T> values = float_edges<T>();
   std::vector<T> xs, ys;
   for (T a : values)
     for (T b : values) xs.push_back(a), ys.push_back(b);
@@ -244,6 +250,7 @@ TEST_CASE("emitted GLSL: integer operators of every type match the reference and
   check_integer_operators<std::uint32_t>(*vk);
   check_integer_operators<std::int64_t>(*vk);
   check_integer_operators<std::uint8_t>(*vk);
+  check_integer_operators<std::uint64_t>(*vk);
 }
 
 TEST_CASE("emitted GLSL: f32 and f64 operators, comparisons and exact functions match bit for bit") {
@@ -478,8 +485,147 @@ TEST_CASE(
     check(std::uint32_t{}, target);
     check(std::int64_t{}, target);
     check(std::uint8_t{}, target);
+    check(std::int8_t{}, target);
+    check(std::int16_t{}, target);
+    check(std::uint16_t{}, target);
+    check(std::uint64_t{}, target);
     check(float{}, target);
     check(double{}, target);
+  }
+}
+
+// The device's target and one without 8- and 16-bit storage or float atomics (elements and
+// atomics through 32-bit words, compare-and-swap loops).
+std::vector<std::optional<qd::codegen::glsl_target>> targets_with_fallbacks(qd::backend::vulkan::vulkan_device& vk) {
+  auto t = vk.glsl_target();
+  t.int8_storage = t.int16_storage = t.f32_atomic_add = t.f64_atomic_add = false;
+  return {std::nullopt, t};
+}
+
+TEST_CASE(
+    "emitted GLSL: the third wave's float functions match the reference bit for bit where exact, within bounds "
+    "elsewhere") {
+  auto vk = qd_test::open_vulkan();
+  if (!vk) return;
+  auto check = [&]<class T>(T) {
+    CAPTURE(qd::name(qd::dtype_of<T>));
+    auto fn = qd_test::trace_kernel_ir([](qd::types::ndarray<T, 1> x, qd::types::ndarray<T, 1> y,
+                                          qd::types::ndarray<T, 2> exact, qd::types::ndarray<T, 2> close,
+                                          qd::types::ndarray<std::int32_t, 2> flags) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) {
+        qd::expr<T> a = x[i];
+        qd::expr<T> b = y[i];
+        int c = 0, d = 0;
+        auto put = [&](const qd::expr<T>& v) { exact(i, c++) = v; };
+        auto near = [&](const qd::expr<T>& v) { close(i, d++) = v; };
+        put(qd::round(a)), put(qd::trunc(a)), put(qd::fmod(a, b)), put(qd::floordiv(a, b)), put(qd::floormod(a, b));
+        put(qd::rsqrt(qd::abs(a))), put(a * T(0)), put(a * T(-0.0)), put(a + T(0)), put(T(0) - a), put(qd::sign(a));
+        near(qd::tan(a)), near(qd::asin(b / (qd::abs(b) + T(1)))), near(qd::acos(a / (qd::abs(a) + T(1))));
+        near(qd::atan2(a, b)), near(qd::log2(qd::abs(a))), near(qd::exp2(b));
+        flags(i, 0) = qd::cast<std::int32_t>(qd::isnan(a));
+        flags(i, 1) = qd::cast<std::int32_t>(qd::isinf(a));
+        flags(i, 2) = qd::cast<std::int32_t>(qd::isfinite(a));
+      });
+    });
+    std::vector<T> values = float_edges<T>();
+    for (T v : {T(0.5), lim<T>::denorm_min(), T(-0.49999997), T(2.5e-3), T(100.25), T(-1e6)}) values.push_back(v);
+    std::vector<T> xs, ys;
+    for (T a : values)
+      for (T b : values) xs.push_back(a), ys.push_back(b);
+    const auto n = static_cast<std::int64_t>(xs.size());
+    auto r = run_both(*vk, fn,
+                      {kernel_arg::array(xs), kernel_arg::array(ys),
+                       kernel_arg::array(std::vector<T>(static_cast<std::size_t>(n * 11)), {n, 11}),
+                       kernel_arg::array(std::vector<T>(static_cast<std::size_t>(n * 6)), {n, 6}),
+                       kernel_arg::array(std::vector<std::int32_t>(static_cast<std::size_t>(n * 3)), {n, 3})},
+                      {}, {3});
+    const auto got = r.vulkan[3].template values<T>(), want = r.reference[3].template values<T>();
+    for (std::size_t k = 0; k < got.size(); ++k) {
+      const T a = xs[k / 6];
+      // f64 tan past 2.1e8: its reduction is no longer exact (as sin and cos; docs/backends.md).
+      if (k % 6 == 0 && std::is_same_v<T, double> && std::isfinite(a) && std::abs(a) > T(2.1e8)) continue;
+      if (ulps(got[k], want[k]) > 2) {
+        CAPTURE(k % 6);
+        CAPTURE(a);
+        CAPTURE(ys[k / 6]);
+        CHECK(got[k] == want[k]);
+      }
+    }
+  };
+  check(float{});
+  check(double{});
+}
+
+TEST_CASE(
+    "emitted GLSL: i8, i16, u16, u64 and f16 elements, casts, bit functions and every atomic match the reference, "
+    "with and without 8- and 16-bit storage") {
+  auto vk = qd_test::open_vulkan();
+  if (!vk) return;
+  auto check = [&]<class T>(T, const std::optional<qd::codegen::glsl_target>& target) {
+    CAPTURE(qd::name(qd::dtype_of<T>));
+    auto fn = qd_test::trace_kernel_ir([](qd::types::ndarray<T, 1> x, qd::types::ndarray<T, 1> v,
+                                          qd::types::ndarray<T, 1> olds, qd::types::ndarray<T, 1> shared,
+                                          qd::types::ndarray<float, 2> wide, qd::types::ndarray<std::int32_t, 2> bits) {
+      int k = 0;
+      auto rec = [&](const qd::expr<T>& e) { olds[k++] = e; };
+      rec(qd::atomic_mul(x[0], v[0]));
+      if constexpr (std::is_integral_v<T>) {
+        rec(qd::atomic_and(x[1], v[1]));
+        rec(qd::atomic_or(x[2], v[2]));
+        rec(qd::atomic_xor(x[3], v[3]));
+      }
+      rec(qd::atomic_exchange(x[4], v[4]));
+      rec(qd::atomic_cas(x[5], x[5], v[5]));  // swaps
+      rec(qd::atomic_cas(x[6], v[6], v[7]));  // x[6] does not hold v[6]: stays
+      rec(qd::atomic_min(x[7], v[8]));
+      qd::var<T> w = x[8];  // a variable: the same semantics, no atomics
+      rec(qd::atomic_mul(w, v[9]));
+      rec(qd::atomic_cas(w, w, v[10]));
+      rec(qd::atomic_max(w, v[11]));
+      x[8] = w;
+      qd::range_for(x.shape(0), [&](qd::i32 i) {
+        if constexpr (std::is_integral_v<T>) {  // contended: order-independent results
+          qd::atomic_xor(shared[0], x[i]);
+          qd::atomic_or(shared[1], qd::cast<T>(qd::cast<T>(1) << qd::cast<T>(i % (8 * static_cast<int>(sizeof(T))))));
+          qd::atomic_and(shared[2], qd::cast<T>(~(qd::cast<T>(1) << qd::cast<T>(i % 5))));
+          qd::atomic_add(shared[3], x[i]);
+          bits(i, 0) = qd::popcnt(x[i]), bits(i, 1) = qd::clz(x[i]), bits(i, 2) = qd::ffs(x[i]);
+          bits(i, 3) = qd::cast<std::int32_t>(qd::cast<T>(qd::floordiv(x[i], v[i % 12])));
+          bits(i, 4) = qd::cast<std::int32_t>(qd::cast<T>(qd::floormod(x[i], v[i % 12])));
+        } else {
+          qd::atomic_add(shared[0], qd::cast<T>(0.5f));  // f16: exact sums
+          qd::atomic_max(shared[1], x[i]);
+          qd::atomic_min(shared[2], x[i]);
+        }
+        wide(i, 0) = qd::cast<float>(x[i]);
+        wide(i, 1) = qd::cast<float>(qd::cast<T>(qd::cast<float>(x[i]) * 3.0f));
+        wide(i, 2) = qd::cast<float>(qd::cast<T>(qd::cast<double>(v[i % 12]) * 1e-3));
+      });
+    });
+    std::vector<T> x, v;
+    for (int i = 0; i < 61; ++i) x.push_back(static_cast<T>(static_cast<float>((i * 37) % 101 - 50) * 0.75f));
+    for (int i = 0; i < 12; ++i) v.push_back(static_cast<T>(static_cast<float>(i % 5) + 2.0f));
+    if constexpr (std::is_integral_v<T>) x[9] = lim<T>::min(), x[10] = lim<T>::max(), v[3] = lim<T>::max();
+    std::vector<T> shared = {T(0), T(0), static_cast<T>(-1.0f), T(0)};
+    if constexpr (!std::is_integral_v<T>) shared = {T(0), lim<T>::lowest(), lim<T>::max(), T(0)};
+    run_options o;
+    o.target = target;
+    run_both(*vk, fn,
+             {kernel_arg::array(x), kernel_arg::array(v), kernel_arg::array(std::vector<T>(12)),
+              kernel_arg::array(shared), kernel_arg::array(std::vector<float>(61 * 3), {61, 3}),
+              kernel_arg::array(std::vector<std::int32_t>(61 * 5), {61, 5})},
+             o);
+  };
+  for (const auto& target : targets_with_fallbacks(*vk)) {
+    CAPTURE(target.has_value());
+    check(std::int8_t{}, target);
+    check(std::int16_t{}, target);
+    check(std::uint16_t{}, target);
+    check(std::uint64_t{}, target);
+    check(std::int32_t{}, target);
+    check(float{}, target);
+    check(double{}, target);
+    check(qd::half{}, target);
   }
 }
 

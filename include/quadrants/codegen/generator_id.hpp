@@ -6,6 +6,6 @@
 
 namespace qd::inline v0::codegen {
 
-inline constexpr std::string_view generator_id = "88f14ac05f5391debfdbbfdf8b91c119";
+inline constexpr std::string_view generator_id = "0ab783d18c770d66445c1f6d8196719f";
 
 }  // namespace qd::inline v0::codegen

@@ -20,36 +20,37 @@ QD_FUNC std::string_view glsl_type(dtype t) {
   switch (t) {
     case dtype::boolean: return "bool";
     case dtype::u8:
+    case dtype::u16:
+    case dtype::f16:  // its bits, as the C++ backends' qd_f16
     case dtype::u32: return "uint";
-    case dtype::i32: return "int";
-    case dtype::i64: return "int64_t";
-    case dtype::f32: return "float";
-    case dtype::f64: return "double";
     case dtype::i8:
     case dtype::i16:
-    case dtype::u16:
-    case dtype::u64:
-    case dtype::f16: break;
+    case dtype::i32: return "int";
+    case dtype::i64: return "int64_t";
+    case dtype::u64: return "uint64_t";
+    case dtype::f32: return "float";
+    case dtype::f64: return "double";
   }
   return "void";
 }
 
 namespace detail {
 
-// The buffer reference type of an element in memory (the prelude declares them).
+// The buffer reference type of a 32- or 64-bit element in memory (the prelude declares
+// them); narrower elements are loaded and stored by glsl_emitter::load and store.
 QD_FUNC std::string_view glsl_ref(dtype t) {
   switch (t) {
-    case dtype::boolean:
     case dtype::u32: return "qd_u32_ref";
-    case dtype::u8: return "qd_u8_ref";
     case dtype::i32: return "qd_i32_ref";
     case dtype::i64: return "qd_i64_ref";
+    case dtype::u64: return "qd_u64_ref";
     case dtype::f32: return "qd_f32_ref";
     case dtype::f64: return "qd_f64_ref";
+    case dtype::boolean:
+    case dtype::u8:
     case dtype::i8:
     case dtype::i16:
     case dtype::u16:
-    case dtype::u64:
     case dtype::f16: break;
   }
   return "?";
@@ -59,16 +60,16 @@ QD_FUNC std::string_view glsl_zero(dtype t) {
   switch (t) {
     case dtype::boolean: return "false";
     case dtype::u8:
+    case dtype::u16:
+    case dtype::f16:
     case dtype::u32: return "0u";
-    case dtype::i32: return "0";
-    case dtype::i64: return "0l";
-    case dtype::f32: return "0.0";
-    case dtype::f64: return "0.0lf";
     case dtype::i8:
     case dtype::i16:
-    case dtype::u16:
-    case dtype::u64:
-    case dtype::f16: break;
+    case dtype::i32: return "0";
+    case dtype::i64: return "0l";
+    case dtype::u64: return "0ul";
+    case dtype::f32: return "0.0";
+    case dtype::f64: return "0.0lf";
   }
   return "0";
 }
@@ -89,45 +90,45 @@ QD_FUNC std::string glsl_literal(dtype t, std::int64_t imm) {
         return fmt::format("{}.0lf", static_cast<long long>(v));
       return fmt::format("uint64BitsToDouble(0x{:016x}ul)", static_cast<std::uint64_t>(imm));
     }
+    case dtype::f16: return fmt::format("0x{:04x}u", static_cast<std::uint16_t>(imm));
     case dtype::boolean: return imm ? "true" : "false";
     case dtype::u8: return fmt::format("{}u", static_cast<std::uint8_t>(imm));
+    case dtype::u16: return fmt::format("{}u", static_cast<std::uint16_t>(imm));
     case dtype::u32: return fmt::format("{}u", static_cast<std::uint32_t>(imm));
+    case dtype::u64: return fmt::format("{}ul", static_cast<std::uint64_t>(imm));
+    case dtype::i8: return fmt::format("({})", static_cast<int>(static_cast<std::int8_t>(imm)));
+    case dtype::i16: return fmt::format("({})", static_cast<int>(static_cast<std::int16_t>(imm)));
     case dtype::i32:
       if (static_cast<std::int32_t>(imm) == INT32_MIN) return "(-2147483647 - 1)";
       return fmt::format("{}", static_cast<std::int32_t>(imm));
     case dtype::i64:
       if (imm == INT64_MIN) return "(-9223372036854775807l - 1l)";
       return fmt::format("{}l", imm);
-    case dtype::i8:
-    case dtype::i16:
-    case dtype::u16:
-    case dtype::u64:
-    case dtype::f16: break;
   }
   return "0";
 }
 
-// Lowest and highest values, the identities of min and max reductions.
+// Lowest and highest values, the identities of min and max reductions of integers.
 QD_FUNC std::string glsl_extreme(dtype t, bool highest) {
   switch (t) {
-    case dtype::f32: return highest ? "uintBitsToFloat(0x7f800000u)" : "uintBitsToFloat(0xff800000u)";
-    case dtype::f64:
-      return highest ? "uint64BitsToDouble(0x7ff0000000000000ul)" : "uint64BitsToDouble(0xfff0000000000000ul)";
     case dtype::i32: return highest ? "2147483647" : "(-2147483647 - 1)";
     case dtype::i64: return highest ? "9223372036854775807l" : "(-9223372036854775807l - 1l)";
     case dtype::u32: return highest ? "4294967295u" : "0u";
+    case dtype::u64: return highest ? "18446744073709551615ul" : "0ul";
     case dtype::u8: return highest ? "255u" : "0u";
+    case dtype::u16: return highest ? "65535u" : "0u";
+    case dtype::i8: return highest ? "127" : "(-128)";
+    case dtype::i16: return highest ? "32767" : "(-32768)";
     case dtype::boolean: return highest ? "true" : "false";
-    case dtype::i8:
-    case dtype::i16:
-    case dtype::u16:
-    case dtype::u64:
-    case dtype::f16: break;
+    // Floats: a NaN, minNum's identity (any value replaces it), as the C++ backends.
+    case dtype::f32: return "uintBitsToFloat(0x7fc00000u)";
+    case dtype::f64: return "uint64BitsToDouble(0x7ff8000000000000ul)";
+    case dtype::f16: return "0x7e00u";
   }
   return "0";
 }
 
-// A helper's name for type `t`: qd_div_i32; u8 values share u32's where the result is the same.
+// A helper's name for type `t`: qd_div_i32.
 QD_FUNC std::string typed(std::string_view base, dtype t) { return fmt::format("qd_{}_{}", base, name(t)); }
 
 QD_FUNC std::string_view atomic_name(ir::atomic_op o) {
@@ -136,14 +137,60 @@ QD_FUNC std::string_view atomic_name(ir::atomic_op o) {
     case ir::atomic_op::sub: return "sub";
     case ir::atomic_op::min: return "min";
     case ir::atomic_op::max: return "max";
-    case ir::atomic_op::mul:
-    case ir::atomic_op::bit_and:
-    case ir::atomic_op::bit_or:
-    case ir::atomic_op::bit_xor:
-    case ir::atomic_op::exchange:
-    case ir::atomic_op::cas: break;
+    case ir::atomic_op::mul: return "mul";
+    case ir::atomic_op::bit_and: return "and";
+    case ir::atomic_op::bit_or: return "or";
+    case ir::atomic_op::bit_xor: return "xor";
+    case ir::atomic_op::exchange: return "xchg";
+    case ir::atomic_op::cas: return "cas";
   }
   return "?";
+}
+
+// The 32- or 64-bit helper type integer division of type t runs in (narrow values are
+// 32-bit ints and uints in GLSL).
+QD_FUNC dtype division_type(dtype t) {
+  if (t == dtype::i8 || t == dtype::i16) return dtype::i32;
+  if (t == dtype::u8 || t == dtype::u16) return dtype::u32;
+  return t;
+}
+
+// The raw bits of value `x` of type t, as a uint (types of up to 32 bits) or a uint64_t.
+QD_FUNC std::string glsl_bits(dtype t, const std::string& x) {
+  switch (t) {
+    case dtype::f32: return fmt::format("floatBitsToUint({})", x);
+    case dtype::f64: return fmt::format("doubleBitsToUint64({})", x);
+    case dtype::i8: return fmt::format("(uint({}) & 0xffu)", x);
+    case dtype::i16: return fmt::format("(uint({}) & 0xffffu)", x);
+    case dtype::i32: return fmt::format("uint({})", x);
+    case dtype::i64: return fmt::format("uint64_t({})", x);
+    case dtype::boolean:
+    case dtype::u8:
+    case dtype::u16:
+    case dtype::f16:
+    case dtype::u32:
+    case dtype::u64: break;
+  }
+  return x;
+}
+
+// A value of type t from its raw bits (glsl_bits' inverse).
+QD_FUNC std::string glsl_from_bits(dtype t, const std::string& bits) {
+  switch (t) {
+    case dtype::f32: return fmt::format("uintBitsToFloat({})", bits);
+    case dtype::f64: return fmt::format("uint64BitsToDouble({})", bits);
+    case dtype::i8:
+    case dtype::i16: return glsl_narrow(t, fmt::format("int({})", bits));
+    case dtype::i32: return fmt::format("int({})", bits);
+    case dtype::i64: return fmt::format("int64_t({})", bits);
+    case dtype::u8:
+    case dtype::u16:
+    case dtype::f16: return glsl_narrow(t == dtype::f16 ? dtype::u16 : t, bits);
+    case dtype::boolean:
+    case dtype::u32:
+    case dtype::u64: break;
+  }
+  return bits;
 }
 
 class glsl_emitter {
@@ -183,55 +230,18 @@ class glsl_emitter {
     const std::string at = ir::to_text(fn_.location(where));
     throw user_error(fmt::format("{}: {} need the Vulkan device feature {}, which this device lacks{}{}", what_, thing,
                                  feature, at.empty() ? "" : " (at " + at + ")",
-                                 feature == "shaderFloat64" ? "; use f32" : ""));
+                                 thing == "f64 values" ? "; use f32" : ""));
   }
 
-  // What this version of the GLSL emitter does not generate: a qd::user_error naming it
-  // and the remedy, before any code is written (docs/backends.md lists them).
-  [[noreturn]] void not_yet(std::string_view thing, ir::id where) const {
-    const std::string at = where == ir::none ? std::string() : ir::to_text(fn_.location(where));
-    throw user_error(
-        fmt::format("{}: {} {} not supported by the Vulkan backend yet{}; run this kernel with arch = cpu "
-                    "or a CUDA/AMD GPU",
-                    what_, thing, thing.ends_with('s') ? "are" : "is", at.empty() ? "" : " (at " + at + ")"));
-  }
-  static bool vulkan_type(dtype t) {
-    switch (t) {
-      case dtype::boolean:
-      case dtype::u8:
-      case dtype::i32:
-      case dtype::u32:
-      case dtype::i64:
-      case dtype::f32:
-      case dtype::f64: return true;
-      case dtype::i8:
-      case dtype::i16:
-      case dtype::u16:
-      case dtype::u64:
-      case dtype::f16: return false;
-    }
-    return false;
-  }
-  void check_supported() const {
-    for (const ir::param_desc& p : fn_.params)
-      if (!vulkan_type(p.type)) not_yet(fmt::format("{} values", name(p.type)), ir::none);
-    ir::walk(fn_, 0, [&](ir::id i, int) {
-      const ir::node& n = fn_.at(i);
-      if (ir::has_value(n.code) && !vulkan_type(n.type)) not_yet(fmt::format("{} values", name(n.type)), i);
-      if (n.code == ir::op::unary && n.sub > static_cast<std::uint8_t>(ir::unary_op::ceil))
-        not_yet(fmt::format("qd::{}", ir::name(static_cast<ir::unary_op>(n.sub))), i);
-      if (n.code == ir::op::binary && n.sub > static_cast<std::uint8_t>(ir::binary_op::ge))
-        not_yet(fmt::format("qd::{}", ir::name(static_cast<ir::binary_op>(n.sub))), i);
-      const bool atomic =
-          n.code == ir::op::global_atomic || n.code == ir::op::temp_atomic || n.code == ir::op::local_atomic;
-      if (atomic && n.sub > static_cast<std::uint8_t>(ir::atomic_op::max))
-        not_yet(fmt::format("atomic_{} updates", ir::name(static_cast<ir::atomic_op>(n.sub))), i);
-      if (n.code == ir::op::print && (n.flags & ir::print_flags::assertion)) not_yet("qd::assert_ checks", i);
-    });
+  // f32 functions computed in f64 (glsl_math.hpp): a device without f64 lacks them.
+  static bool computed_in_f64(const ir::node& n) {
+    using u = ir::unary_op;
+    const auto o = static_cast<u>(n.sub);
+    if (n.code == ir::op::unary) return o == u::tan || o == u::asin || o == u::acos || o == u::log2 || o == u::exp2;
+    return n.code == ir::op::binary && static_cast<ir::binary_op>(n.sub) == ir::binary_op::atan2;
   }
 
   void check_features() const {
-    check_supported();
     for (const ir::param_desc& p : fn_.params)
       if (p.type == dtype::f64 && !target_.f64) missing("f64 values", "shaderFloat64", ir::none);
     ir::walk(fn_, 0, [&](ir::id i, int) {
@@ -239,12 +249,18 @@ class glsl_emitter {
       bool f64 = n.type == dtype::f64;
       ir::for_each_operand(fn_, n, [&](ir::id o) { f64 |= fn_.at(o).type == dtype::f64; });
       if (f64 && !target_.f64) missing("f64 values", "shaderFloat64", i);
+      if (computed_in_f64(n) && !target_.f64)
+        missing(fmt::format("qd::{} of f32 values (computed in f64)",
+                            n.code == ir::op::unary ? ir::name(static_cast<ir::unary_op>(n.sub))
+                                                    : ir::name(static_cast<ir::binary_op>(n.sub))),
+                "shaderFloat64", i);
       const bool atomic = n.code == ir::op::global_atomic || n.code == ir::op::temp_atomic;
       if (atomic && (n.flags & ir::access::owned) == 0 && !target_.i64_atomics) {
-        if (n.type == dtype::i64) missing("i64 atomics", "shaderBufferInt64Atomics", i);
+        if (n.type == dtype::i64 || n.type == dtype::u64)
+          missing(fmt::format("{} atomics", name(n.type)), "shaderBufferInt64Atomics", i);
         if (n.type == dtype::f64 &&
-            !(target_.f64_atomic_add && static_cast<ir::atomic_op>(n.sub) != ir::atomic_op::min &&
-              static_cast<ir::atomic_op>(n.sub) != ir::atomic_op::max))
+            !(target_.f64_atomic_add && (static_cast<ir::atomic_op>(n.sub) == ir::atomic_op::add ||
+                                         static_cast<ir::atomic_op>(n.sub) == ir::atomic_op::sub)))
           missing("f64 atomics", "shaderBufferInt64Atomics (they are 64-bit compare-and-swap loops)", i);
       }
     });
@@ -263,6 +279,9 @@ class glsl_emitter {
   // ---- naming and output ----------------------------------------------------------------
 
   std::string v(ir::id i) const { return fmt::format("v{}", number_[static_cast<std::size_t>(i)]); }
+  // A compare-and-swap's expected value (operand c): the value, or ", value" as an argument; else "".
+  std::string expected(const ir::node& n) const { return n.c == ir::none ? std::string() : v(n.c); }
+  std::string expected_arg(const ir::node& n) const { return n.c == ir::none ? std::string() : ", " + v(n.c); }
   std::string var(ir::id decl) const { return fmt::format("l{}", number_[static_cast<std::size_t>(decl)]); }
   std::string member(ir::id f) const { return fn_.at(f).code == ir::op::local_decl ? var(f) : v(f); }
   void line(std::string_view text) {
@@ -272,14 +291,15 @@ class glsl_emitter {
   }
   // A value's declaration: floats are `precise`, so no driver fuses or reorders what C++ does not.
   void declare(const ir::node& n, ir::id i, const std::string& value) {
-    line(fmt::format("{}{} {} = {};", is_float(n.type) ? "precise " : "", glsl_type(n.type), v(i), value));
+    const bool precise = n.type == dtype::f32 || n.type == dtype::f64;  // f16 values are bits
+    line(fmt::format("{}{} {} = {};", precise ? "precise " : "", glsl_type(n.type), v(i), value));
   }
-  // A value widened to i64 (i32 through qd_sext: see glsl_prelude).
+  // A value widened to i64 (i32, i16 and i8 through qd_sext: see glsl_prelude).
   std::string wide(ir::id i) const {
     const dtype t = fn_.at(i).type;
-    return t == dtype::i64   ? v(i)
-           : t == dtype::i32 ? fmt::format("qd_sext({})", v(i))
-                             : fmt::format("int64_t({})", v(i));
+    return t == dtype::i64                                        ? v(i)
+           : t == dtype::i32 || t == dtype::i16 || t == dtype::i8 ? fmt::format("qd_sext({})", v(i))
+                                                                  : fmt::format("int64_t({})", v(i));
   }
   // An unclamped index as an i64 expression plus a constant: its i32 + and - with constants
   // redone in i64. It differs from the i32 value only where that overflowed (an
@@ -484,12 +504,14 @@ class glsl_emitter {
     line("void qd_red_flush(qd_reductions qd_r) {");
     for (std::size_t k = 0; k < reductions_.size(); ++k) {
       const chunk_reduction& r = reductions_[k];
-      line(fmt::format("  {}({}, qd_r.r{});", atomic_call(r.op, r.type), temp_address(r.slot), k));
+      line(fmt::format("  {{ {} qd_old; {}({}, qd_r.r{}, qd_old); }}", glsl_type(r.type), atomic_call(r.op, r.type),
+                       temp_address(r.slot), k));
     }
     line("}");
   }
 
-  // The helper for an atomic on memory of type t (u8 temporaries are whole words).
+  // The helper for an atomic on memory of type t (u8 temporaries are whole words): it
+  // hands the old value back through its last, `out` parameter (see glsl_helpers).
   std::string atomic_call(ir::atomic_op o, dtype t) {
     const std::string name =
         fmt::format("atomic_{}_{}", atomic_name(o), qd::name(t == dtype::boolean ? dtype::u32 : t));
@@ -542,117 +564,178 @@ class glsl_emitter {
             guard};
   }
 
+  // 8- and 16-bit elements: through 8- and 16-bit storage where the device has it, else
+  // through their aligned 32-bit word (u8_word, u16_word).
   std::string load(dtype t, const std::string& address, bool is_volatile) {
-    if (t == dtype::u8) {
-      if (!target_.int8_storage) {
-        need("u8_word");
-        return fmt::format("qd_load_u8{}({})", is_volatile ? "_volatile" : "", address);
-      }
-      return fmt::format("uint(qd_u8_{}({}).v)", is_volatile ? "vref" : "ref", address);
+    if (t == dtype::boolean) return fmt::format("({} != 0u)", load(dtype::u8, address, is_volatile));
+    const std::string_view suffix = is_volatile ? "vref" : "ref";
+    const int size = size_of(t);
+    if (size == 1 || size == 2) {
+      const bool native = size == 1 ? target_.int8_storage : target_.int16_storage;
+      const bool is_signed_int = t == dtype::i8 || t == dtype::i16;
+      if (native)
+        return fmt::format("{}(qd_{}_{}({}).v)", is_signed_int ? "int" : "uint",
+                           is_signed_int ? name(t) : (size == 1 ? "u8" : "u16"), suffix, address);
+      // Inline, not a function: glslang's propagation of `precise` takes minutes on a task
+      // whose precise values come from many calls of one function.
+      const std::string word = fmt::format("((qd_u32_{0}(({1}) & ~3ul).v >> (uint(({1}) & {2}ul) * 8u)) & {3})", suffix,
+                                           address, size == 1 ? 3 : 2, size == 1 ? "0xffu" : "0xffffu");
+      return is_signed_int ? glsl_narrow(t, fmt::format("int({})", word)) : word;
     }
     const std::string_view ref = glsl_ref(t);
-    return fmt::format("{}{}({}).v", ref.substr(0, ref.size() - 3), is_volatile ? "vref" : "ref", address);
+    return fmt::format("{}{}({}).v", ref.substr(0, ref.size() - 3), suffix, address);
   }
   std::string store(dtype t, const std::string& address, const std::string& value) {
-    if (t == dtype::u8) {
-      if (!target_.int8_storage) {
-        need("u8_word");
-        return fmt::format("qd_store_u8({}, {});", address, value);
+    if (t == dtype::boolean) return store(dtype::u8, address, fmt::format("uint({})", value));
+    const int size = size_of(t);
+    if (size == 1 || size == 2) {
+      const bool native = size == 1 ? target_.int8_storage : target_.int16_storage;
+      const bool is_signed_int = t == dtype::i8 || t == dtype::i16;
+      if (native) {
+        const std::string_view type = is_signed_int ? name(t) : (size == 1 ? "u8" : "u16");
+        return fmt::format("qd_{}_ref({}).v = {}int{}_t({});", type, address, is_signed_int ? "" : "u", size * 8,
+                           value);
       }
-      return fmt::format("qd_u8_ref({}).v = uint8_t({});", address, value);
+      need(size == 1 ? "u8_word" : "u16_word");
+      return fmt::format("qd_store_{}({}, {});", size == 1 ? "u8" : "u16", address,
+                         is_signed_int ? fmt::format("uint({})", value) : value);
     }
     return fmt::format("{}({}).v = {};", glsl_ref(t), address, value);
   }
 
-  // a op b for + - * in type t: wrap-around is GLSL's own; u8 values are masked.
+  // a op b for + - * in type t: wrap-around is GLSL's own; narrow values are brought back
+  // into their type's range.
   static std::string arithmetic(dtype t, std::string_view op, const std::string& a, const std::string& b) {
-    if (t == dtype::u8) return fmt::format("(({} {} {}) & 0xffu)", a, op, b);
-    return fmt::format("({} {} {})", a, op, b);
+    return glsl_narrow(t, fmt::format("({} {} {})", a, op, b));
   }
 
-  std::string unary(ir::unary_op o, dtype t, const std::string& a) {
-    auto math = [&](std::string_view f) {
-      const std::string fname = fmt::format("{}_{}", f, name(t));
-      need(f == "sin" || f == "cos" ? fmt::format("sincos_{}", name(t)) : fname);
-      return fmt::format("qd_{}({})", fname, a);
-    };
+  // A math function's helper for type t; sin and cos share one, as asin, acos and atan2 do.
+  std::string math(std::string_view f, dtype t, const std::string& args) {
+    std::string helper = fmt::format("{}_{}", f, name(t));
+    if (f == "sin" || f == "cos") helper = fmt::format("sincos_{}", name(t));
+    if (f == "asin" || f == "acos" || f == "atan2") helper = fmt::format("atan_{}", name(t));
+    need(helper);
+    return fmt::format("qd_{}_{}({})", f, name(t), args);
+  }
+
+  // `o` of `a`, of type `from`, giving type `to`.
+  std::string unary(ir::unary_op o, dtype from, dtype to, const std::string& a) {
+    const dtype t = from;
+    const bool wide = t == dtype::f64;
     switch (o) {
       case ir::unary_op::neg:
-        if (t == dtype::u8) return fmt::format("((0u - {}) & 0xffu)", a);
         if (t == dtype::u32) return fmt::format("(0u - {})", a);
-        return fmt::format("(-{})", a);
+        if (t == dtype::u64) return fmt::format("(0ul - {})", a);
+        if (t == dtype::u8 || t == dtype::u16) return glsl_narrow(t, fmt::format("(0u - {})", a));
+        return glsl_narrow(t, fmt::format("(-{})", a));
       case ir::unary_op::logical_not: return fmt::format("(!{})", a);
-      case ir::unary_op::bit_not: return t == dtype::u8 ? fmt::format("(~{} & 0xffu)", a) : fmt::format("(~{})", a);
+      case ir::unary_op::bit_not:
+        return t == dtype::u8 || t == dtype::u16 ? glsl_narrow(t, fmt::format("(~{})", a)) : fmt::format("(~{})", a);
       case ir::unary_op::sqrt: return fmt::format("sqrt({})", a);
-      case ir::unary_op::exp: return math("exp");
-      case ir::unary_op::log: return math("log");
-      case ir::unary_op::sin: return math("sin");
-      case ir::unary_op::cos: return math("cos");
-      case ir::unary_op::tanh: return math("tanh");
+      case ir::unary_op::rsqrt: return fmt::format("({} / sqrt({}))", wide ? "1.0lf" : "1.0", a);
+      case ir::unary_op::exp: return math("exp", t, a);
+      case ir::unary_op::log: return math("log", t, a);
+      case ir::unary_op::sin: return math("sin", t, a);
+      case ir::unary_op::cos: return math("cos", t, a);
+      case ir::unary_op::tanh: return math("tanh", t, a);
+      case ir::unary_op::tan: return math("tan", t, a);
+      case ir::unary_op::asin: return math("asin", t, a);
+      case ir::unary_op::acos: return math("acos", t, a);
+      case ir::unary_op::log2: return math("log2", t, a);
+      case ir::unary_op::exp2: return math("exp2", t, a);
+      case ir::unary_op::round: return math("round", t, a);
       case ir::unary_op::abs:
         if (is_float(t)) return fmt::format("abs({})", a);
-        if (t == dtype::i32 || t == dtype::i64) return fmt::format("({0} < {1} ? -{0} : {0})", a, glsl_zero(t));
+        if (is_signed(t)) return glsl_narrow(t, fmt::format("({0} < {1} ? -{0} : {0})", a, glsl_zero(t)));
         return a;
       case ir::unary_op::floor: return fmt::format("floor({})", a);
       case ir::unary_op::ceil: return fmt::format("ceil({})", a);
-      case ir::unary_op::tan:
-      case ir::unary_op::asin:
-      case ir::unary_op::acos:
-      case ir::unary_op::rsqrt:
-      case ir::unary_op::log2:
-      case ir::unary_op::exp2:
-      case ir::unary_op::round:
-      case ir::unary_op::trunc:
+      case ir::unary_op::trunc: return math("trunc", t, a);
+      // On the bits, as the C++ backends: right whatever the driver does with NaNs.
       case ir::unary_op::isnan:
       case ir::unary_op::isinf:
-      case ir::unary_op::isfinite:
+      case ir::unary_op::isfinite: {
+        const std::string_view cmp = o == ir::unary_op::isnan ? ">" : o == ir::unary_op::isinf ? "==" : "<";
+        return wide ? fmt::format("((doubleBitsToUint64({}) & 0x7ffffffffffffffful) {} 0x7ff0000000000000ul)", a, cmp)
+                    : fmt::format("((floatBitsToUint({}) & 0x7fffffffu) {} 0x7f800000u)", a, cmp);
+      }
       case ir::unary_op::popcnt:
       case ir::unary_op::clz:
-      case ir::unary_op::ffs:
-      case ir::unary_op::bit_cast: throw internal_error("GLSL emitter: an unsupported unary op passed check_supported");
+      case ir::unary_op::ffs: {  // of the integer's own width
+        need("bits");
+        if (size_of(t) == 8) {
+          const std::string_view f = o == ir::unary_op::popcnt ? "popc" : o == ir::unary_op::clz ? "clz" : "ffs";
+          return fmt::format("qd_{}64(uint64_t({}))", f, a);
+        }
+        const std::string low = glsl_bits(t, a);
+        if (o == ir::unary_op::popcnt) return fmt::format("bitCount({})", low);
+        if (o == ir::unary_op::ffs) return fmt::format("qd_ffs32({})", low);
+        return size_of(t) == 4 ? fmt::format("qd_clz32({})", low)
+                               : fmt::format("(qd_clz32({}) - {})", low, 32 - 8 * size_of(t));
+      }
+      case ir::unary_op::bit_cast: return glsl_from_bits(to, glsl_bits(t, a));
     }
     return a;
   }
 
   std::string binary(ir::binary_op o, dtype t, const std::string& a, const std::string& b) {
-    const dtype helper_type = t == dtype::u8 ? dtype::u32 : t;  // u8 values are uints below 256
+    const dtype wide = division_type(t);  // narrow integers divide as 32-bit ones
     switch (o) {
       case ir::binary_op::add: return arithmetic(t, "+", a, b);
       case ir::binary_op::sub: return arithmetic(t, "-", a, b);
       case ir::binary_op::mul: return arithmetic(t, "*", a, b);
       case ir::binary_op::div:
         if (is_float(t)) return fmt::format("({} / {})", a, b);
-        need(fmt::format("div_{}", name(helper_type)));
-        return fmt::format("{}({}, {})", typed("div", helper_type), a, b);
+        need(fmt::format("div_{}", name(wide)));
+        return glsl_narrow(t, fmt::format("{}({}, {})", typed("div", wide), a, b));
       case ir::binary_op::mod:
-        need(fmt::format("mod_{}", name(helper_type)));
-        return fmt::format("{}({}, {})", typed("mod", helper_type), a, b);
+        need(fmt::format("mod_{}", name(wide)));
+        return glsl_narrow(t, fmt::format("{}({}, {})", typed("mod", wide), a, b));
+      case ir::binary_op::floordiv:
+      case ir::binary_op::floormod: {
+        const bool div = o == ir::binary_op::floordiv;
+        if (!is_float(t) && !is_signed(t)) {  // unsigned: // and % are / and %
+          need(fmt::format("{}_{}", div ? "div" : "mod", name(wide)));
+          return fmt::format("{}({}, {})", typed(div ? "div" : "mod", wide), a, b);
+        }
+        need(fmt::format("floor_ops_{}", name(wide)));
+        return glsl_narrow(t, fmt::format("{}({}, {})", typed(div ? "floordiv" : "floormod", wide), a, b));
+      }
       case ir::binary_op::min: return fmt::format("({0} < {1} ? {0} : {1})", a, b);
       case ir::binary_op::max: return fmt::format("({0} > {1} ? {0} : {1})", a, b);
       case ir::binary_op::pow:
-        need(t == dtype::f64 ? "pow_f64" : "pow_f32");
+        need(fmt::format("pow_{}", name(t)));
         return fmt::format("qd_pow_{}({}, {})", name(t), a, b);
+      case ir::binary_op::atan2: return math("atan2", t, fmt::format("{}, {}", a, b));
+      case ir::binary_op::fmod:
+        need(fmt::format("fmod_{}", name(t)));
+        return fmt::format("qd_fmod_{}({}, {})", name(t), a, b);
       case ir::binary_op::bit_and: return fmt::format("({} & {})", a, b);
       case ir::binary_op::bit_or: return fmt::format("({} | {})", a, b);
       case ir::binary_op::bit_xor: return fmt::format("({} ^ {})", a, b);
       case ir::binary_op::shl:
-      case ir::binary_op::shr: {
-        const std::string_view op = o == ir::binary_op::shl ? "<<" : ">>";
+      case ir::binary_op::shr: {  // the count masked to the type's width, as the C++ backends
+        const bool left = o == ir::binary_op::shl;
+        const std::string_view op = left ? "<<" : ">>";
         switch (t) {
-          case dtype::i32: return fmt::format("({} {} ({} & 31))", a, op, b);
-          case dtype::u32: return fmt::format("({} {} ({} & 31u))", a, op, b);
-          case dtype::i64: return fmt::format("({} {} int({} & 63l))", a, op, b);
-          case dtype::u8:
-            return o == ir::binary_op::shl ? fmt::format("(({} << ({} & 7u)) & 0xffu)", a, b)
-                                           : fmt::format("({} >> ({} & 7u))", a, b);
-          case dtype::boolean:
-          case dtype::f32:
-          case dtype::f64:
           case dtype::i8:
           case dtype::i16:
+          case dtype::i32: {
+            const std::string shifted = fmt::format("({} {} ({} & {}))", a, op, b, size_of(t) * 8 - 1);
+            return left ? glsl_narrow(t, shifted) : shifted;
+          }
+          case dtype::u8:
           case dtype::u16:
-          case dtype::u64:
-          case dtype::f16: break;
+          case dtype::u32: {
+            const std::string shifted = fmt::format("({} {} ({} & {}u))", a, op, b, size_of(t) * 8 - 1);
+            return left ? glsl_narrow(t, shifted) : shifted;
+          }
+          case dtype::i64: return fmt::format("({} {} int({} & 63l))", a, op, b);
+          case dtype::u64: return fmt::format("({} {} int({} & 63ul))", a, op, b);
+          case dtype::boolean:
+          case dtype::f16:
+          case dtype::f32:
+          case dtype::f64: break;
         }
         throw internal_error("GLSL emitter: a shift of a non-integer");
       }
@@ -664,28 +747,99 @@ class glsl_emitter {
       case ir::binary_op::le: return fmt::format("({} <= {})", a, b);
       case ir::binary_op::gt: return fmt::format("({} > {})", a, b);
       case ir::binary_op::ge: return fmt::format("({} >= {})", a, b);
-      case ir::binary_op::atan2:
-      case ir::binary_op::fmod:
-      case ir::binary_op::floordiv:
-      case ir::binary_op::floormod:
-        throw internal_error("GLSL emitter: an unsupported binary op passed check_supported");
     }
     return a;
   }
 
+  // x + 0, 0 + x, x - -0, 0 - x and x * ±0 of floats, on the bits. lavapipe (Mesa 22.3)
+  // folds x + 0 to x and x * 0 to 0 even in `precise` code under SignedZeroInfNanPreserve,
+  // which C++ does not (-0 + 0 is +0; NaN * 0 and inf * 0 are NaN; -2 * 0 is -0). Empty:
+  // no operand is a constant zero.
+  std::string with_float_zero(const ir::node& n) const {
+    const dtype t = n.type;
+    const auto o = static_cast<ir::binary_op>(n.sub);
+    if ((t != dtype::f32 && t != dtype::f64) ||
+        (o != ir::binary_op::add && o != ir::binary_op::sub && o != ir::binary_op::mul))
+      return {};
+    const bool wide = t == dtype::f64;
+    const std::uint64_t sign = wide ? 0x8000000000000000ull : 0x80000000ull;
+    auto zero = [&](ir::id k) -> int {  // 1: +0, -1: -0, 0: not a constant zero
+      const ir::node& c = fn_.at(k);
+      if (c.code != ir::op::constant) return 0;
+      const std::uint64_t bits = static_cast<std::uint64_t>(c.imm) & (wide ? ~0ull : 0xffffffffull);
+      return bits == 0 ? 1 : bits == sign ? -1 : 0;
+    };
+    const int za = zero(n.a), zb = zero(n.b);
+    if (za == 0 && zb == 0) return {};
+    const std::string_view to = wide ? "doubleBitsToUint64" : "floatBitsToUint",
+                           from = wide ? "uint64BitsToDouble" : "uintBitsToFloat", s = wide ? "ul" : "u";
+    const std::string sign_text = fmt::format("0x{:x}{}", sign, s);
+    auto plus_zero = [&](const std::string& x) {  // x + 0: x, but +0 for -0
+      return fmt::format("{0}({1}({2}) == {3} ? 0{4} : {1}({2}))", from, to, x, sign_text, s);
+    };
+    if (o == ir::binary_op::add) {
+      if (zb == 1) return plus_zero(v(n.a));
+      if (za == 1) return plus_zero(v(n.b));
+      return {};  // x + -0 is x
+    }
+    if (o == ir::binary_op::sub) {
+      if (zb == -1) return plus_zero(v(n.a));
+      if (za == 1 && zb == 0)  // 0 - x: -x, but +0 for +0 (and a NaN stays x)
+        return fmt::format("(isnan({2}) ? {2} : {0}({1}({2}) == 0{4} ? 0{4} : {1}({2}) ^ {3}))", from, to, v(n.b),
+                           sign_text, s);
+      return {};
+    }
+    const ir::id x = zb != 0 ? n.a : n.b;
+    const int z = zb != 0 ? zb : za;
+    // NaN * 0 is that NaN and inf * 0 the default NaN, as on x86; else a zero of the signs' product.
+    return fmt::format("(isnan({0}) ? {0} : isinf({0}) ? {1}({2}) : {1}(({3}({0}) & {4}){5}))", v(x), from,
+                       wide ? "0xfff8000000000000ul" : "0xffc00000u", to, sign_text,
+                       z < 0 ? fmt::format(" ^ {}", sign_text) : std::string());
+  }
+
+  // A conversion as the C++ backends' (codegen/cpp_emitter's converted): f16 through f32,
+  // floats to integers saturating, integers wrapping to the narrower type.
   std::string cast(dtype from, dtype to, const std::string& a) {
     if (from == to) return a;
+    if (from == dtype::f16) {
+      need("f16");
+      const std::string f = fmt::format("qd_f16_to_f32({})", a);
+      return to == dtype::f32 ? f : cast(dtype::f32, to, f);
+    }
     if (to == dtype::boolean) return fmt::format("({} != {})", a, glsl_zero(from));
+    if (to == dtype::f16) {
+      need("f16");
+      if (from == dtype::f64) {
+        need("f16_from_f64");
+        return fmt::format("qd_f64_to_f16({})", a);
+      }
+      return fmt::format("qd_f32_to_f16({})", from == dtype::f32 ? a : cast(from, dtype::f32, a));
+    }
     if (is_float(from) && !is_float(to)) {
       const std::string helper = fmt::format("to_{}_{}", name(to), name(from));
       need(helper);
       return fmt::format("qd_{}({})", helper, a);
     }
-    if (to == dtype::i64 && from == dtype::i32) return fmt::format("qd_sext({})", a);
-    if (to == dtype::u8) {
-      if (from == dtype::boolean) return fmt::format("uint({})", a);
-      if (from == dtype::u32) return fmt::format("({} & 0xffu)", a);
-      return fmt::format("(uint({}) & 0xffu)", a);
+    if (from == dtype::boolean && !is_float(to)) {
+      if (to == dtype::i64) return fmt::format("({} ? 1l : 0l)", a);
+      if (to == dtype::u64) return fmt::format("({} ? 1ul : 0ul)", a);
+      return fmt::format("{}({})", glsl_type(to), a);
+    }
+    // Integers held in 32-bit ints (i8, i16, i32) widen to 64 bits through qd_sext (see glsl_prelude).
+    const bool held_in_int = from == dtype::i8 || from == dtype::i16 || from == dtype::i32;
+    switch (to) {
+      case dtype::i8:
+      case dtype::i16: return glsl_narrow(to, fmt::format("int({})", a));
+      case dtype::u8:
+      case dtype::u16: return glsl_narrow(to, fmt::format("uint({})", a));
+      case dtype::i64: return held_in_int ? fmt::format("qd_sext({})", a) : fmt::format("int64_t({})", a);
+      case dtype::u64: return held_in_int ? fmt::format("uint64_t(qd_sext({}))", a) : fmt::format("uint64_t({})", a);
+      case dtype::boolean:
+      case dtype::i32:
+      case dtype::u32:
+      case dtype::f16:
+      case dtype::f32:
+      case dtype::f64: break;
     }
     return fmt::format("{}({})", glsl_type(to), a);
   }
@@ -696,18 +850,37 @@ class glsl_emitter {
     switch (t) {
       case dtype::f32: return fmt::format("uintBitsToFloat(uint({}))", bits);
       case dtype::f64: return fmt::format("uint64BitsToDouble({})", bits);
-      case dtype::i32: return fmt::format("int(uint({}))", bits);
-      case dtype::u32: return fmt::format("uint({})", bits);
       case dtype::i64: return fmt::format("int64_t({})", bits);
-      case dtype::u8: return fmt::format("(uint({}) & 0xffu)", bits);
+      case dtype::u64: return bits;
       case dtype::boolean: return fmt::format("((uint({}) & 0xffu) != 0u)", bits);
       case dtype::i8:
       case dtype::i16:
+      case dtype::i32:
+      case dtype::u8:
       case dtype::u16:
-      case dtype::u64:
-      case dtype::f16: break;
+      case dtype::u32:
+      case dtype::f16: return glsl_from_bits(t, fmt::format("uint({})", bits));
     }
     return bits;
+  }
+
+  // A temporary's slot holds types of 32 bits and less as a 32-bit word: their bits, zero-extended.
+  std::string temp_load(dtype t, const std::string& address) const {
+    if (t == dtype::boolean) return fmt::format("(qd_u32_ref({}).v != 0u)", address);
+    if (size_of(t) < 4) return glsl_from_bits(t, fmt::format("qd_u32_ref({}).v", address));
+    return fmt::format("{}({}).v", glsl_ref(t), address);
+  }
+  std::string temp_store(dtype t, const std::string& address, const std::string& value) const {
+    if (t == dtype::boolean) return fmt::format("qd_u32_ref({}).v = uint({});", address, value);
+    if (size_of(t) < 4) return fmt::format("qd_u32_ref({}).v = {};", address, glsl_bits(t, value));
+    return fmt::format("{}({}).v = {};", glsl_ref(t), address, value);
+  }
+
+  // The value an atomic leaves (glsl_update), with the helpers it calls.
+  std::string update(ir::atomic_op o, dtype t, const std::string& old, const std::string& v,
+                     const std::string& expected) {
+    if (t == dtype::f16) need("f16");
+    return glsl_update(o, t, old, v, expected);
   }
 
   void emit(ir::id i) {
@@ -718,10 +891,15 @@ class glsl_emitter {
       case ir::op::arg: declare(n, i, scalar(n.type, n.param)); break;
       case ir::op::shape: line(fmt::format("int {} = int({}.shape[{}]);", v(i), array(n.param), n.imm)); break;
       case ir::op::loop_index: break;  // declared by its loop
-      case ir::op::unary: declare(n, i, unary(static_cast<ir::unary_op>(n.sub), n.type, v(n.a))); break;
-      case ir::op::binary:
-        declare(n, i, binary(static_cast<ir::binary_op>(n.sub), fn_.at(n.a).type, v(n.a), v(n.b)));
+      case ir::op::unary:
+        declare(n, i, unary(static_cast<ir::unary_op>(n.sub), fn_.at(n.a).type, n.type, v(n.a)));
         break;
+      case ir::op::binary: {
+        const std::string zero = with_float_zero(n);
+        declare(n, i,
+                zero.empty() ? binary(static_cast<ir::binary_op>(n.sub), fn_.at(n.a).type, v(n.a), v(n.b)) : zero);
+        break;
+      }
       case ir::op::select: declare(n, i, fmt::format("({} ? {} : {})", v(n.a), v(n.b), v(n.c))); break;
       case ir::op::fma: {  // one rounding: GLSL's fma() where the device fuses it, else emulated
         const std::string f = target_.fused_fma ? "fma" : fmt::format("qd_fma_{}", name(n.type));
@@ -758,9 +936,9 @@ class glsl_emitter {
         if (!guard.empty()) line(fmt::format("if ({}) {{", guard));
         if (n.flags & ir::access::owned) {  // demoted: this iteration owns the element
           line(fmt::format("{} = {};", v(i), load(n.type, address, false)));
-          line(store(n.type, address, arithmetic(n.type, o == ir::atomic_op::add ? "+" : "-", v(i), v(n.a))));
+          line(store(n.type, address, update(o, n.type, v(i), v(n.a), expected(n))));
         } else {
-          line(fmt::format("{} = {}({}, {});", v(i), atomic_call(o, n.type), address, v(n.a)));
+          line(fmt::format("{}({}, {}{}, {});", atomic_call(o, n.type), address, v(n.a), expected_arg(n), v(i)));
         }
         if (!guard.empty()) line("}");
         break;
@@ -768,68 +946,27 @@ class glsl_emitter {
       case ir::op::local_decl: line(fmt::format("{} {} = {};", type, var(i), v(n.a))); break;
       case ir::op::local_load: declare(n, i, var(n.a)); break;
       case ir::op::local_store: line(fmt::format("{} = {};", var(n.a), v(n.b))); break;
-      case ir::op::local_atomic: {
+      case ir::op::local_atomic:
         // A task-local variable is private to its invocation: a plain read-modify-write with
-        // the atomics' semantics (min keeps the old value unless v < old).
+        // the atomics' semantics.
         declare(n, i, var(n.a));
-        std::string updated;
-        switch (static_cast<ir::atomic_op>(n.sub)) {
-          case ir::atomic_op::add: updated = arithmetic(n.type, "+", v(i), v(n.b)); break;
-          case ir::atomic_op::sub: updated = arithmetic(n.type, "-", v(i), v(n.b)); break;
-          case ir::atomic_op::min: updated = fmt::format("({0} < {1} ? {0} : {1})", v(n.b), v(i)); break;
-          case ir::atomic_op::max: updated = fmt::format("({0} > {1} ? {0} : {1})", v(n.b), v(i)); break;
-          case ir::atomic_op::mul:
-          case ir::atomic_op::bit_and:
-          case ir::atomic_op::bit_or:
-          case ir::atomic_op::bit_xor:
-          case ir::atomic_op::exchange:
-          case ir::atomic_op::cas: throw internal_error("GLSL emitter: an unsupported atomic passed check_supported");
-        }
-        line(fmt::format("{} = {};", var(n.a), updated));
+        line(fmt::format("{} = {};", var(n.a),
+                         update(static_cast<ir::atomic_op>(n.sub), n.type, v(i), v(n.b), expected(n))));
         break;
-      }
-      // Temporaries are 8-byte slots; bool and u8 values are kept as 32-bit words.
-      case ir::op::temp_load: {
-        const std::string address = temp_address(n.imm);
-        if (n.type == dtype::boolean)
-          declare(n, i, fmt::format("(qd_u32_ref({}).v != 0u)", address));
-        else if (n.type == dtype::u8)
-          declare(n, i, fmt::format("(qd_u32_ref({}).v & 0xffu)", address));
-        else
-          declare(n, i, fmt::format("{}({}).v", glsl_ref(n.type), address));
-        break;
-      }
-      case ir::op::temp_store: {
-        const std::string address = temp_address(n.imm);
-        if (n.type == dtype::boolean)
-          line(fmt::format("qd_u32_ref({}).v = uint({});", address, v(n.a)));
-        else if (n.type == dtype::u8)
-          line(fmt::format("qd_u32_ref({}).v = {};", address, v(n.a)));
-        else
-          line(fmt::format("{}({}).v = {};", glsl_ref(n.type), address, v(n.a)));
-        break;
-      }
+      // Temporaries are 8-byte slots; types of 32 bits and less are kept as 32-bit words.
+      case ir::op::temp_load: declare(n, i, temp_load(n.type, temp_address(n.imm))); break;
+      case ir::op::temp_store: line(temp_store(n.type, temp_address(n.imm), v(n.a))); break;
       case ir::op::temp_atomic:
         if (const chunk_reduction* r = reduction_of(n)) {
           const std::string acc = fmt::format("qd_red.r{}", r - reductions_.data());
-          switch (r->op) {
-            case ir::atomic_op::add:
-            case ir::atomic_op::sub: line(fmt::format("{} = {};", acc, arithmetic(r->type, "+", acc, v(n.a)))); break;
-            // v first, as an atomic compares: a NaN never enters the accumulator.
-            case ir::atomic_op::min: line(fmt::format("{0} = ({1} < {0} ? {1} : {0});", acc, v(n.a))); break;
-            case ir::atomic_op::max: line(fmt::format("{0} = ({1} > {0} ? {1} : {0});", acc, v(n.a))); break;
-            case ir::atomic_op::mul:
-            case ir::atomic_op::bit_and:
-            case ir::atomic_op::bit_or:
-            case ir::atomic_op::bit_xor:
-            case ir::atomic_op::exchange:
-            case ir::atomic_op::cas: throw internal_error("GLSL emitter: an unsupported atomic passed check_supported");
-          }
+          // A sub's accumulator adds (the flush subtracts the sum).
+          const ir::atomic_op o = r->op == ir::atomic_op::sub ? ir::atomic_op::add : r->op;
+          line(fmt::format("{} = {};", acc, update(o, r->type, acc, v(n.a), "")));
           break;
         }
-        declare(n, i,
-                fmt::format("{}({}, {})", atomic_call(static_cast<ir::atomic_op>(n.sub), n.type), temp_address(n.imm),
-                            v(n.a)));
+        declare(n, i, std::string(glsl_zero(n.type)));
+        line(fmt::format("{}({}, {}{}, {});", atomic_call(static_cast<ir::atomic_op>(n.sub), n.type),
+                         temp_address(n.imm), v(n.a), expected_arg(n), v(i)));
         break;
       case ir::op::range_for: {
         const auto rank = static_cast<std::int32_t>(n.imm);
@@ -894,8 +1031,15 @@ class glsl_emitter {
     }
   }
 
-  // One record in the print buffer; the host formats it from the task's markers.
+  // One record in the print buffer; the host formats it from the task's markers. A failed
+  // qd::assert_ writes the error record instead (flag 1, parameter -1, its number), as the
+  // C++ backends do: the runtime reports the assertion's message.
   void emit_print(const ir::node& n) {
+    if (n.flags & ir::print_flags::assertion) {
+      need("report");
+      line(fmt::format("qd_report(1u, -1l, -1l, {}l, 0l);", n.imm));
+      return;
+    }
     need("print");
     std::vector<glsl_print_piece> pieces;
     std::vector<std::string> words;
@@ -910,17 +1054,20 @@ class glsl_emitter {
       const std::string x = v(item);
       switch (t) {
         case dtype::f32: words.push_back(fmt::format("uint64_t(floatBitsToUint({}))", x)); break;
+        case dtype::f16:  // printed as its f32 value, as the C++ backends
+          need("f16");
+          words.push_back(fmt::format("uint64_t(floatBitsToUint(qd_f16_to_f32({})))", x));
+          break;
         case dtype::f64: words.push_back(fmt::format("doubleBitsToUint64({})", x)); break;
+        case dtype::i8:
+        case dtype::i16:
         case dtype::i32: words.push_back(fmt::format("uint64_t(qd_sext({}))", x)); break;
         case dtype::boolean: words.push_back(fmt::format("({} ? 1ul : 0ul)", x)); break;
         case dtype::u8:
-        case dtype::u32:
-        case dtype::i64: words.push_back(fmt::format("uint64_t({})", x)); break;
-        case dtype::i8:
-        case dtype::i16:
         case dtype::u16:
-        case dtype::u64:
-        case dtype::f16: break;
+        case dtype::u32:
+        case dtype::i64:
+        case dtype::u64: words.push_back(fmt::format("uint64_t({})", x)); break;
       }
     }
     const std::size_t site = prints_.size();

@@ -1,8 +1,10 @@
-// GLSL math for generated Vulkan shaders: exp, log, sin, cos, tanh, pow and fma in f32
-// and f64, written here because GLSL has no f64 versions, Vulkan's precision rules for
-// its f32 built-ins are loose (sin and cos are defined only on [-pi, pi]) and its fma()
-// need not be fused. Accuracy and argument ranges are in docs/backends.md; tests compare
-// them with <cmath>.
+// GLSL math for generated Vulkan shaders: exp, log, sin, cos, tanh, pow, fma, tan, asin,
+// acos, atan2, log2 and exp2 in f32 and f64, and f16 to f32 (the operations on the bits --
+// trunc, round, fmod, Python's // and %, rounding to f16 -- are generated per type in
+// glsl_helpers-inl.hpp), written here because GLSL has no f64 versions, Vulkan's precision rules
+// for its f32 built-ins are loose (sin and cos are defined only on [-pi, pi], atan within
+// 4096 ulp) and its fma() need not be fused. Accuracy and argument ranges are in
+// docs/backends.md; tests compare them with <cmath>.
 #pragma once
 
 #include <string_view>
@@ -437,6 +439,152 @@ double qd_pow_f64(double x, double y) {
   double r = qd_powpos_f64(a, y);
   return negative && y_odd ? -r : r;
 }
+)"},
+    {"f16", "f16_from_f32", glsl_snippet::when::always, R"(
+/* binary16 kept as its bits in a uint, as codegen/prelude.hpp's qd_f16: to f32 exactly (from f32
+   and f64 by the generated f16_from_f32 and f16_from_f64). */
+float qd_f16_to_f32(uint h) {
+  uint sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 31u) return uintBitsToFloat(sign | 0x7f800000u | (m << 13));
+  if (e == 0u) { precise float v = float(m) * uintBitsToFloat(0x33800000u); return sign != 0u ? -v : v; }
+  return uintBitsToFloat(sign | ((e + 112u) << 23) | (m << 13));
+}
+)"},
+    {"tan_f64", "sincos_f64", glsl_snippet::when::always, R"(
+/* tan from the sine and cosine polynomials of the reduced argument: s / c, or -c / s for odd q. */
+double qd_tan_kernel_f64(double r, int q) {
+  double s = qd_sin_poly_f64(r), c = qd_cos_poly_f64(r);
+  precise double t = (q & 1) == 0 ? s / c : -c / s;
+  return t;
+}
+double qd_tan_f64(double x) {
+  if (isnan(x) || x == 0.0lf) return x;
+  if (isinf(x)) return uint64BitsToDouble(0x7ff8000000000000ul);
+  int q;
+  double r = qd_reduce_f64(x, q);
+  return qd_tan_kernel_f64(r, q);
+}
+)"},
+    {"tan_f32", "tan_f64 reduce_f32", glsl_snippet::when::with_f64, R"(
+/* In f64: its five-part reduction is exact below 2.1e8; past it, f32's exact reduction. */
+float qd_tan_f32(float x) {
+  if (abs(x) < 1e8) return float(qd_tan_f64(double(x)));
+  if (isnan(x) || isinf(x)) return uintBitsToFloat(0x7fc00000u);
+  int q;
+  float r = qd_reduce_f32(x, q);
+  return float(qd_tan_kernel_f64(double(r), q));
+}
+)"},
+    {"atan_f64", "", glsl_snippet::when::always, R"(
+/* atan(u) for |u| <= tan(pi/8) by its Taylor series to u^47; atan(t) for t in [0, 1] as hi + lo:
+   above tan(pi/8), pi/4 + atan((t - 1) / (t + 1)). atan2 by octant, asin and acos through it. */
+const double qd_atan_taylor_f64[23] = double[23](-0.3333333333333333lf, 0.2lf, -0.14285714285714285lf,
+    0.1111111111111111lf, -0.09090909090909091lf, 0.07692307692307693lf, -0.06666666666666667lf,
+    0.058823529411764705lf, -0.05263157894736842lf, 0.047619047619047616lf, -0.043478260869565216lf, 0.04lf,
+    -0.037037037037037035lf, 0.034482758620689655lf, -0.03225806451612903lf, 0.030303030303030304lf,
+    -0.02857142857142857lf, 0.02702702702702703lf, -0.02564102564102564lf, 0.024390243902439025lf,
+    -0.023255813953488372lf, 0.022222222222222223lf, -0.02127659574468085lf);
+double qd_atan_poly_f64(double u) {
+  precise double z = u * u;
+  precise double p = qd_atan_taylor_f64[22];
+  for (int i = 21; i >= 0; --i) p = qd_atan_taylor_f64[i] + z * p;
+  precise double a = u + u * z * p;
+  return a;
+}
+double qd_atan01_f64(double t, out double lo) {
+  if (t > 0.41421356237309503lf) {
+    precise double u = (t - 1.0lf) / (t + 1.0lf);
+    precise double a = qd_atan_poly_f64(u);
+    precise double hi = uint64BitsToDouble(0x3fe921fb54442d18ul) + a;
+    precise double l = ((uint64BitsToDouble(0x3fe921fb54442d18ul) - hi) + a) + uint64BitsToDouble(0x3c81a62633145c07ul);
+    lo = l;
+    return hi;
+  }
+  lo = 0.0lf;
+  return qd_atan_poly_f64(t);
+}
+double qd_atan2_f64(double y, double x) {
+  if (isnan(x) || isnan(y)) return uint64BitsToDouble(0x7ff8000000000000ul);
+  bool ny = doubleBitsToUint64(y) >= 0x8000000000000000ul, nx = doubleBitsToUint64(x) >= 0x8000000000000000ul;
+  double ay = abs(y), ax = abs(x);
+  double pi_hi = uint64BitsToDouble(0x400921fb54442d18ul), pi_lo = uint64BitsToDouble(0x3ca1a62633145c07ul);
+  double pio2_hi = uint64BitsToDouble(0x3ff921fb54442d18ul), pio2_lo = uint64BitsToDouble(0x3c91a62633145c07ul);
+  precise double r;
+  if (ay == 0.0lf) r = nx ? pi_hi : 0.0lf;
+  else if (isinf(ay) && isinf(ax)) r = nx ? uint64BitsToDouble(0x4002d97c7f3321d2ul) : uint64BitsToDouble(0x3fe921fb54442d18ul);
+  else if (ax == 0.0lf || isinf(ay)) r = pio2_hi;
+  else if (isinf(ax)) r = nx ? pi_hi : 0.0lf;
+  else {
+    double lo;
+    if (ay <= ax) {
+      precise double hi = qd_atan01_f64(ay / ax, lo);
+      r = nx ? (pi_hi - hi) + (pi_lo - lo) : hi + lo;
+    } else {
+      precise double hi = qd_atan01_f64(ax / ay, lo);
+      r = nx ? (pio2_hi + hi) + (pio2_lo + lo) : (pio2_hi - hi) + (pio2_lo - lo);
+    }
+  }
+  return ny ? -r : r;
+}
+double qd_asin_f64(double x) {
+  if (isnan(x) || abs(x) > 1.0lf) return uint64BitsToDouble(0x7ff8000000000000ul);
+  if (x == 0.0lf) return x;
+  precise double c = sqrt((1.0lf - x) * (1.0lf + x));
+  return qd_atan2_f64(x, c);
+}
+double qd_acos_f64(double x) {
+  if (isnan(x) || abs(x) > 1.0lf) return uint64BitsToDouble(0x7ff8000000000000ul);
+  precise double r = 2.0lf * qd_atan2_f64(sqrt(1.0lf - x), sqrt(1.0lf + x));
+  return r;
+}
+)"},
+    {"atan_f32", "atan_f64", glsl_snippet::when::with_f64, R"(
+float qd_atan2_f32(float y, float x) { return float(qd_atan2_f64(double(y), double(x))); }
+float qd_asin_f32(float x) { return float(qd_asin_f64(double(x))); }
+float qd_acos_f32(float x) { return float(qd_acos_f64(double(x))); }
+)"},
+    {"log2_f64", "log_dd_f64 two_prod_f64", glsl_snippet::when::always, R"(
+/* log2(x) = e + log(m) / ln 2 with log(m) in double-double (m in [sqrt(1/2), sqrt(2)]):
+   exact for powers of two. */
+double qd_log2_f64(double x) {
+  if (isnan(x) || x < 0.0lf) return uint64BitsToDouble(0x7ff8000000000000ul);
+  if (x == 0.0lf) return uint64BitsToDouble(0xfff0000000000000ul);
+  if (isinf(x)) return x;
+  int e = 0;
+  if (x < uint64BitsToDouble(0x0010000000000000ul)) { x *= 18014398509481984.0lf; e = -54; }
+  uint64_t b = doubleBitsToUint64(x);
+  e += int(b >> 52) - 1023;
+  precise double m = uint64BitsToDouble((b & 0x000ffffffffffffful) | 0x3ff0000000000000ul);
+  if (m > uint64BitsToDouble(0x3ff6a09e667f3bcdul)) { m *= 0.5lf; e += 1; }
+  double lo, plo;
+  precise double hi = qd_log_dd_f64(m, lo);
+  precise double p = qd_two_prod_f64(hi, uint64BitsToDouble(0x3ff71547652b82feul), plo);
+  precise double tail = plo + (hi * uint64BitsToDouble(0x3c7777d0ffda0d24ul) + lo * uint64BitsToDouble(0x3ff71547652b82feul));
+  precise double fe = double(e);
+  precise double s = fe + p;
+  precise double bb = s - fe;
+  precise double err = (fe - (s - bb)) + (p - bb);
+  precise double r = s + (err + tail);
+  return r;
+}
+)"},
+    {"exp2_f64", "expc_f64 two_prod_f64", glsl_snippet::when::always, R"(
+/* 2^x = e^(x ln 2) with x ln 2 in double-double: exact for integers. */
+double qd_exp2_f64(double x) {
+  if (isnan(x)) return x;
+  if (x >= 1024.0lf) return uint64BitsToDouble(0x7ff0000000000000ul);
+  if (x < -1080.0lf) return 0.0lf;
+  double plo;
+  precise double p = qd_two_prod_f64(x, uint64BitsToDouble(0x3fe62e42fefa39eful), plo);
+  precise double c = plo + x * uint64BitsToDouble(0x3c7abc9e3b39803ful);
+  return qd_expc_f64(p, c);
+}
+)"},
+    {"log2_f32", "log2_f64", glsl_snippet::when::with_f64, R"(
+float qd_log2_f32(float x) { return float(qd_log2_f64(double(x))); }
+)"},
+    {"exp2_f32", "exp2_f64", glsl_snippet::when::with_f64, R"(
+float qd_exp2_f32(float x) { return float(qd_exp2_f64(double(x))); }
 )"},
 };
 

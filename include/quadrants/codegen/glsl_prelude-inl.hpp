@@ -15,8 +15,14 @@ QD_FUNC std::string glsl_prelude(const glsl_target& t) {
       "#extension GL_EXT_buffer_reference : require\n"
       "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n";
   if (t.int8_storage) s += "#extension GL_EXT_shader_8bit_storage : require\n";
+  if (t.int16_storage) s += "#extension GL_EXT_shader_16bit_storage : require\n";
   if (t.i64_atomics) s += "#extension GL_EXT_shader_atomic_int64 : require\n";
   if (t.f32_atomic_add || t.f64_atomic_add) s += "#extension GL_EXT_shader_atomic_float : require\n";
+  // SPIR-V's SignedZeroInfNanPreserve execution mode (4461; capability 4466, core in SPIR-V 1.4)
+  // for 32- and 64-bit floats, where the device allows it: C++'s NaNs and signed zeros.
+  if (t.preserve_nan32 || t.preserve_nan64) s += "#extension GL_EXT_spirv_intrinsics : require\n";
+  if (t.preserve_nan32) s += "spirv_execution_mode(capabilities = [4466], 4461, 32);\n";
+  if (t.preserve_nan64) s += "spirv_execution_mode(capabilities = [4466], 4461, 64);\n";
   s += fmt::format(
       "layout(push_constant) uniform qd_push_block {{\n"
       "  uint64_t params; uint64_t temps; uint64_t error; uint64_t print; uint64_t rng_stream;\n"
@@ -44,7 +50,8 @@ QD_FUNC std::string glsl_prelude(const glsl_target& t) {
   ref("u64", "uint64_t", 8);
   ref("f32", "float", 4);
   if (t.f64) ref("f64", "double", 8);
-  if (t.int8_storage) ref("u8", "uint8_t", 1);
+  if (t.int8_storage) ref("u8", "uint8_t", 1), ref("i8", "int8_t", 1);
+  if (t.int16_storage) ref("u16", "uint16_t", 2), ref("i16", "int16_t", 2);
   return s;
 }
 

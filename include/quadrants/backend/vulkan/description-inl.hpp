@@ -12,7 +12,8 @@ QD_FUNC std::unique_ptr<backend::device> make_from_request(const device_request&
   if (o.compile_only) {
     // What lavapipe and most desktop drivers report, so that entries compiled here match
     // them; the device present, if any, overrides it.
-    o.target.f64 = o.target.int8_storage = o.target.i64_atomics = o.target.f32_atomic_add = true;
+    o.target.f64 = o.target.int8_storage = o.target.int16_storage = o.target.i64_atomics = o.target.f32_atomic_add =
+        true;
     o.target_from_device = true;
   }
   return make_device(o);

@@ -142,8 +142,11 @@ inline candidate inspect(const instance_api& api, VkPhysicalDevice pd) {
     c.why_not = "it lacks bufferDeviceAddress";
     return c;
   }
+  VkPhysicalDeviceVulkan12Properties p12{};
+  p12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES;
   VkPhysicalDeviceVulkan11Properties p11{};
   p11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES;
+  p11.pNext = &p12;
   VkPhysicalDeviceProperties2 p2{};
   p2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
   p2.pNext = &p11;
@@ -153,12 +156,15 @@ inline candidate inspect(const instance_api& api, VkPhysicalDevice pd) {
   codegen::glsl_target& t = c.target;
   t.f64 = f.base.features.shaderFloat64;
   t.int8_storage = f.v12.storageBuffer8BitAccess;
+  t.int16_storage = f.v11.storageBuffer16BitAccess;
   t.i64_atomics = f.v12.shaderBufferInt64Atomics;
   t.f32_atomic_add = c.atomic_float_extension && f.atomic_float.shaderBufferFloat32AtomicAdd;
   t.f64_atomic_add = c.atomic_float_extension && f.atomic_float.shaderBufferFloat64AtomicAdd && t.f64;
   // Not a feature Vulkan reports: GPU drivers implement fma() with the hardware's fused
   // multiply-add; lavapipe splits it into a multiply and an add (the spec allows both).
   t.fused_fma = c.properties.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU;
+  t.preserve_nan32 = p12.shaderSignedZeroInfNanPreserveFloat32;
+  t.preserve_nan64 = p12.shaderSignedZeroInfNanPreserveFloat64 && t.f64;
   t.f16 = f.v12.shaderFloat16 && f.v11.storageBuffer16BitAccess;
   t.int8_arithmetic = f.v12.shaderInt8;
   const VkPhysicalDeviceLimits& l = c.properties.limits;
@@ -360,7 +366,7 @@ class context {
     feature_chain f(t.f32_atomic_add || t.f64_atomic_add);
     f.base.features.shaderInt64 = VK_TRUE;
     f.base.features.shaderFloat64 = t.f64;
-    f.v11.storageBuffer16BitAccess = t.f16;
+    f.v11.storageBuffer16BitAccess = t.int16_storage;
     f.v12.bufferDeviceAddress = VK_TRUE;
     f.v12.storageBuffer8BitAccess = t.int8_storage;
     f.v12.shaderInt8 = t.int8_arithmetic;
@@ -626,21 +632,21 @@ class vulkan_module final : public loaded_module {
 inline void append_value(std::string& out, dtype t, std::uint64_t bits) {
   char text[64];
   switch (t) {
+    case dtype::f16:  // the shader writes an f16 as its f32 value
     case dtype::f32:
       std::snprintf(text, sizeof(text), "%g",
                     static_cast<double>(std::bit_cast<float>(static_cast<std::uint32_t>(bits))));
       break;
     case dtype::f64: std::snprintf(text, sizeof(text), "%g", std::bit_cast<double>(bits)); break;
     case dtype::i64: std::snprintf(text, sizeof(text), "%lld", static_cast<long long>(bits)); break;
+    case dtype::u64: std::snprintf(text, sizeof(text), "%llu", static_cast<unsigned long long>(bits)); break;
     case dtype::u32: std::snprintf(text, sizeof(text), "%u", static_cast<unsigned>(bits)); break;
     case dtype::boolean:
     case dtype::u8:
-    case dtype::i32: std::snprintf(text, sizeof(text), "%d", static_cast<int>(static_cast<std::int32_t>(bits))); break;
-    case dtype::i8:  // the emitter refuses these types on Vulkan
+    case dtype::i8:
     case dtype::i16:
     case dtype::u16:
-    case dtype::u64:
-    case dtype::f16: throw internal_error("qd::print on Vulkan: a value of a type the emitter refuses");
+    case dtype::i32: std::snprintf(text, sizeof(text), "%d", static_cast<int>(static_cast<std::int32_t>(bits))); break;
   }
   out += text;
 }
