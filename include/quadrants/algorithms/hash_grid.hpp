@@ -23,8 +23,7 @@ namespace detail {
 struct hash_grid_arguments {
   const ndarray<float, 2>& points;
   const ndarray<std::int32_t, 1>& index;
-  const ndarray<std::int32_t, 1>& cell_begin;
-  const ndarray<std::int32_t, 1>& cell_end;
+  const ndarray<std::int32_t, 1>& cell_start;
   float inv_cell_size;
   std::int32_t dim_x, dim_y, dim_z;
 };
@@ -92,17 +91,18 @@ inline const auto& hash_grid_keys_kernel() {
 // Each cell's slots [begin, end) from the sorted keys, and the positions in slot order.
 inline const auto& hash_grid_cells_kernel() {
   static const auto k =
-      qd::kernel("qd::hash_grid::build_cells", {"positions", "keys", "index", "points", "cell_begin", "cell_end"},
+      qd::kernel("qd::hash_grid::build_cells", {"positions", "keys", "index", "points", "cell_start"},
                  [](types::ndarray<vec3f, 1> positions, types::ndarray<std::int32_t, 1> keys,
                     types::ndarray<std::int32_t, 1> index, types::ndarray<float, 2> points,
-                    types::ndarray<std::int32_t, 1> cell_begin, types::ndarray<std::int32_t, 1> cell_end) {
+                    types::ndarray<std::int32_t, 1> cell_start) {
                    const i32 n = keys.shape(0);
+                   const i32 cells = cell_start.shape(0) - 1;
                    qd::range_for(n, [&](i32 s) {
                      const i32 key = keys[s];
-                     const expr<bool> first = s == 0;
-                     const expr<bool> last = s == n - 1;
-                     qd::if_(first || keys[qd::max(s - 1, 0)] != key, [&] { cell_begin[key] = s; });
-                     qd::if_(last || keys[qd::min(s + 1, n - 1)] != key, [&] { cell_end[key] = s + 1; });
+                     // The cells after the previous slot's, up to this one's, start here.
+                     const i32 previous = qd::select(s == 0, -1, keys[qd::max(s - 1, 0)]);
+                     qd::range_for(previous + 1, key + 1, [&](i32 c) { cell_start[c] = s; });
+                     qd::if_(s == n - 1, [&] { qd::range_for(key + 1, cells + 1, [&](i32 c) { cell_start[c] = n; }); });
                      const vec3f p = positions[index[s]];
                      for (int c = 0; c < 3; ++c) points(s, c) = p[c];
                    });
@@ -141,8 +141,7 @@ class hash_grid {
     }
     const std::int64_t cells = static_cast<std::int64_t>(dims_[0]) * dims_[1] * dims_[2];
     points_.emplace(std::array<std::int64_t, 2>{n, 3});
-    cell_begin_.emplace(cells);  // zero-filled: an empty cell is [0, 0)
-    cell_end_.emplace(cells);
+    cell_start_.emplace(cells + 1);                // zero-filled: with no position, every cell is [0, 0)
     index_.emplace(std::max<std::int64_t>(n, 1));  // one placeholder slot when there is nothing to bin
     if (n > 0) {
       ndarray<std::int32_t, 1> keys(n);
@@ -151,7 +150,7 @@ class hash_grid {
       int bits = 0;
       while ((std::int64_t{1} << bits) < cells) ++bits;
       algorithms::detail::radix_sort<std::int32_t, std::int32_t, true>(keys, *index_, bits);
-      detail::hash_grid_cells_kernel()(positions, keys, *index_, *points_, *cell_begin_, *cell_end_);
+      detail::hash_grid_cells_kernel()(positions, keys, *index_, *points_, *cell_start_);
     }
   }
 
@@ -163,7 +162,7 @@ class hash_grid {
   detail::hash_grid_arguments kernel_argument() const {
     if (!points_)
       throw user_error("a kernel was given a qd::hash_grid that was never built; call grid.build(positions) first");
-    return {*points_, *index_, *cell_begin_, *cell_end_, 1.0f / cell_size_, dims_[0], dims_[1], dims_[2]};
+    return {*points_, *index_, *cell_start_, 1.0f / cell_size_, dims_[0], dims_[1], dims_[2]};
   }
 
  private:
@@ -171,7 +170,7 @@ class hash_grid {
   std::array<std::int32_t, 3> dims_{1, 1, 1};
   std::optional<ndarray<float, 2>> points_;
   std::optional<ndarray<std::int32_t, 1>> index_;
-  std::optional<ndarray<std::int32_t, 1>> cell_begin_, cell_end_;
+  std::optional<ndarray<std::int32_t, 1>> cell_start_;
 };
 
 }  // namespace qd::inline v0

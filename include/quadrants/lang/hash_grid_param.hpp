@@ -15,12 +15,11 @@ namespace types {
 
 // The grid as qd::hash_grid::build leaves it: the positions ordered by cell, and per cell
 // of a dim_x * dim_y * dim_z grid whose coordinates wrap around (cell (x, y, z) is
-// (x mod dim_x, ...)) the slots [cell_begin, cell_end) of its positions.
+// (x mod dim_x, ...)) the slots [cell_start[c], cell_start[c + 1]) of its positions.
 struct hash_grid {
   ndarray<float, 2> points;             // (n, 3): the positions by cell
   ndarray<std::int32_t, 1> index;       // slot -> the index of its position in build()'s array
-  ndarray<std::int32_t, 1> cell_begin;  // per wrapped cell
-  ndarray<std::int32_t, 1> cell_end;
+  ndarray<std::int32_t, 1> cell_start;  // per wrapped cell, and one past the last: the total
   f32 inv_cell_size;
   i32 dim_x, dim_y, dim_z;  // wrapped cells per axis, powers of two
 };
@@ -69,7 +68,7 @@ void for_each_neighbor(const types::hash_grid& g, const P& p, const R& radius, F
       const i32 row = g.dim_x * (((y0 + dy) & (g.dim_y - 1)) + g.dim_y * cz);
       qd::range_for(nx, [&](i32 dx) {
         const i32 cell = ((x0 + dx) & (g.dim_x - 1)) + row;
-        qd::range_for(g.cell_begin[cell], g.cell_end[cell], [&](i32 k) {
+        qd::range_for(g.cell_start[cell], g.cell_start[cell + 1], [&](i32 k) {
           const f32 ex = g.points(k, 0) - q.x();
           const f32 ey = g.points(k, 1) - q.y();
           const f32 ez = g.points(k, 2) - q.z();
