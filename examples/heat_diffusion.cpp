@@ -34,9 +34,9 @@ const char* compiler_name(qd::arch arch) {
     case qd::arch::cuda: return "NVRTC";
     case qd::arch::amdgpu: return "hipRTC";
     case qd::arch::reference: return "no compiler: the reference interpreter";
+    case qd::arch::vulkan: return "shaderc";
     case qd::arch::cpu:
-    case qd::arch::metal:
-    case qd::arch::vulkan: return "host C++ compiler";
+    case qd::arch::metal: return "host C++ compiler";
   }
   return "?";
 }

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 namespace {
@@ -80,7 +81,7 @@ int main() {
     if (last_loss < 1e-14) break;
     k -= rate * gradient;
   }
-  std::printf("fitted stiffness %.6f (true %.6f) after %d iterations, loss %.3e\n", k, true_stiffness, iteration,
-              last_loss);
+  std::printf("fitted stiffness %.6f (true %.6f) after %d iterations on %s, loss %.3e\n", k, true_stiffness, iteration,
+              std::string(qd::name(qd::current_settings().arch)).c_str(), last_loss);
   return std::abs(k - true_stiffness) < 1e-4 ? 0 : 1;
 }

@@ -143,6 +143,10 @@ TEST_CASE("task markers round-trip, and a corrupted SPIR-V bundle is refused, ne
   CHECK(decoded->at(0).task == t);
   CHECK(decoded->at(0).spirv == shaders[0].spirv);
   for (std::size_t cut = 0; cut < bytes.size(); ++cut) CHECK_FALSE(vk::decode_bundle({bytes.data(), cut}).has_value());
+  // A kernel with no task (all of it dead code) is an empty bundle, not a malformed one.
+  const auto none = vk::decode_bundle(vk::encode_bundle({}));
+  REQUIRE(none.has_value());
+  CHECK(none->empty());
   for (std::size_t at = 0; at < bytes.size(); ++at) {
     std::vector<std::byte> flipped = bytes;
     flipped[at] ^= std::byte{0x40};

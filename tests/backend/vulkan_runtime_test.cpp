@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -388,6 +389,61 @@ TEST_CASE("vulkan: the split is the default, return values arrive, and a bounds 
   }
   oob(small, 8);  // the device stays usable
   CHECK(small.to_host() == std::vector<float>(8, 1.0f));
+  qd::reset();
+}
+
+// Found by the fuzzer's Vulkan batch: a kernel whose every statement is dead has no task,
+// which compile() refused ("the generated GLSL marks no task").
+TEST_CASE("vulkan: a kernel with nothing left to run (dead code only) runs, whole and split, and writes nothing") {
+  if (!have_vulkan()) return;
+  for (qd::per_offload_mode mode : {qd::per_offload_mode::off, qd::per_offload_mode::on}) {
+    CAPTURE(qd::name(mode));
+    REQUIRE(start(qd::arch::vulkan, {.per_offload = mode}));
+    auto idle = qd::kernel("idle", {"x"}, [](qd::types::ndarray<float, 1> x) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) {
+        qd::f32 unused = x(i) * 2.0f;
+        (void)unused;
+      });
+    });
+    qd::ndarray<float, 1> x(4);
+    x.from_host({1.0f, -2.0f, 3.5f, 0.25f});
+    idle(x);
+    CHECK(x.to_host() == std::vector<float>{1.0f, -2.0f, 3.5f, 0.25f});
+    qd::reset();
+  }
+}
+
+// Found by the fuzzer's Vulkan batch: lavapipe folded 0 / x to +0 (0 / -2.5 is -0), also
+// where the 0 is an expression it folded.
+TEST_CASE("vulkan: ±0 / x of f32 and f64 keeps IEEE's sign and NaNs, as plain C++") {
+  if (!have_vulkan()) return;
+  REQUIRE(start(qd::arch::vulkan));
+  auto check = [](auto zero) {
+    using T = decltype(zero);
+    CAPTURE(sizeof(T));
+    auto k = qd::kernel("zero_over", {"x", "plus", "minus"},
+                        [](qd::types::ndarray<T, 1> x, qd::types::ndarray<T, 1> plus, qd::types::ndarray<T, 1> minus) {
+                          qd::range_for(x.shape(0), [&](qd::i32 i) {
+                            plus(i) = T(0) / x(i);
+                            minus(i) = (T(-0.0) + T(-0.0)) / x(i);  // a zero the driver folds
+                          });
+                        });
+    const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+    const std::vector<T> in = {T(-2.5), T(2.5), inf, -inf, T(0), T(-0.0), nan, std::numeric_limits<T>::denorm_min()};
+    qd::ndarray<T, 1> x(static_cast<std::int64_t>(in.size())), plus(x.shape(0)), minus(x.shape(0));
+    x.from_host(in);
+    k(x, plus, minus);
+    const std::vector<T> p = plus.to_host(), m = minus.to_host();
+    for (std::size_t e = 0; e < in.size(); ++e) {
+      CAPTURE(in[e]);
+      const volatile T z = T(0);  // divided at run time by the host
+      const T want_p = z / in[e], want_m = -z / in[e];
+      CHECK(((std::isnan(want_p) && std::isnan(p[e])) || std::memcmp(&want_p, &p[e], sizeof(T)) == 0));
+      CHECK(((std::isnan(want_m) && std::isnan(m[e])) || std::memcmp(&want_m, &m[e], sizeof(T)) == 0));
+    }
+  };
+  check(0.0f);
+  check(0.0);
   qd::reset();
 }
 

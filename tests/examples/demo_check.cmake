@@ -2,10 +2,19 @@
 # second that it loaded from the offline cache (nothing compiled), and QD_ARCH
 # set to an arch this machine lacks is honoured (a fallback warning names it)
 # rather than overridden by the example.
+# With -DARCH=<arch> (examples/heat_diffusion_vulkan): every run sets QD_ARCH=<arch> with
+# QD_ENABLE_FALLBACK=0 (an absent device is an error, not the CPU), each must say
+# "arch = <arch>" and, cold, name <arch>'s compiler (-DCOMPILER); the fallback run is left
+# out, and a run on the CPU must draw the same plate and print the same peak and checksum
+# (the total heat is a float reduction, whose order differs).
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 function(run_demo out_var)
-  execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=QD_ARCH XDG_CACHE_HOME=${WORK_DIR}/cache ${ARGN} ${DEMO}
+  set(arch_env --unset=QD_ARCH)
+  if(ARCH)
+    set(arch_env QD_ARCH=${ARCH} QD_ENABLE_FALLBACK=0)
+  endif()
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env ${arch_env} XDG_CACHE_HOME=${WORK_DIR}/cache ${ARGN} ${DEMO}
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "the demo failed (${rc}):\n${out}\n${err}")
@@ -31,6 +40,21 @@ expect("total heat after steps 100/200/300/400" "${cold}" "cold run")
 run_demo(warm)
 expect("nothing compiled: loaded from the offline cache" "${warm}" "warm run")
 expect_not("compiled in" "${warm}" "warm run")
+if(ARCH)
+  expect("arch = ${ARCH}" "${cold}" "cold run")
+  expect("(${COMPILER}," "${cold}" "cold run")
+  expect("arch = ${ARCH}" "${warm}" "warm run")
+  run_demo(cpu QD_ARCH=cpu)
+  expect("arch = cpu" "${cpu}" "QD_ARCH=cpu")
+  string(REGEX MATCHALL "\n  [|][^\n]*|peak temperature: [^\n]*" on_arch "${cold}")
+  string(REGEX MATCHALL "\n  [|][^\n]*|peak temperature: [^\n]*" on_cpu "${cpu}")
+  list(LENGTH on_cpu lines)
+  if(lines LESS 10 OR NOT on_arch STREQUAL on_cpu)
+    message(FATAL_ERROR "the plate or the peak on ${ARCH} differs from the CPU's:\n${cold}\n---\n${cpu}")
+  endif()
+  message(STATUS "demo on ${ARCH}: ok")
+  return()
+endif()
 run_demo(metal QD_ARCH=metal)
 expect("qd::init(arch = metal)" "${metal}" "QD_ARCH=metal")
 expect("arch = cpu" "${metal}" "QD_ARCH=metal")

@@ -1,9 +1,15 @@
 // The differential fuzzer's GPU batch (docs/testing.md): generated kernels (200, or
 // QD_FUZZ_GPU_KERNELS from seed QD_FUZZ_GPU_SEED) run whole and split on a GPU and compared bitwise with the reference backend's whole
-// kernel. In CI that GPU is emulated, its blocks run in order on one host thread
-// (tests/emulated_gpus.cmake), so the kernels whose results depend on the order of
-// float additions are left out (gpu_comparable). QD_FUZZ_GPU=cuda or amdgpu picks the
-// GPU; without it each one present is tried. A GPU that is absent is reported skipped.
+// kernel. In CI the CUDA and AMD GPUs are emulated, their blocks run in order on one host
+// thread (tests/emulated_gpus.cmake), and Vulkan is lavapipe (fuzz/vulkan_batch); the
+// kernels whose results depend on the order of float additions are left out
+// (gpu_comparable), and on Vulkan so are the libm functions (generator_options::libm):
+// its own are within their documented ulps of libm's, and an ulp can turn a comparison.
+// QD_FUZZ_GPU=cuda, amdgpu or vulkan picks the GPU; without it CUDA and AMD are tried
+// where present. Vulkan only when chosen, and not in make test: lavapipe runs
+// invocations at once, so kernels whose iterations race on an element (which the
+// reference and the emulated GPUs run in order) differ (docs/testing.md). A GPU that
+// is absent is reported skipped.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -32,7 +38,7 @@ void report(const qd_fuzz::fuzz_case& c, const qd_fuzz::case_report& r) {
   qd_fuzz::fuzz_case small = qd_fuzz::shrink(
       c, [&](const qd_fuzz::fuzz_case& x) { return qd_fuzz::still_shows(x, r.what); }, 300);
   small.note = c.note + "; finding: " + qd_fuzz::name(r.what) + "\n" + r.detail;
-  FAIL_CHECK(c.name << ": " << qd_fuzz::name(r.what) << ": " << r.detail
+  FAIL_CHECK(c.name << ": " << std::string(qd_fuzz::name(r.what)) << ": " << r.detail
                     << "\nshrunk (save it as tests/fuzz/regressions/<what>.qdfuzz):\n"
                     << qd_fuzz::to_file_text(small));
 }
@@ -43,26 +49,30 @@ TEST_CASE("generated kernels on a GPU: whole and split give the reference backen
   struct gpu {
     qd::arch arch;
     const char* name;
+    bool libm;        // the generator's libm functions: bit for bit only where they are libm's
+    bool by_default;  // tried without QD_FUZZ_GPU
   };
   std::vector<gpu> gpus;
   const char* chosen = std::getenv("QD_FUZZ_GPU");
-  for (gpu g : {gpu{qd::arch::cuda, "cuda"}, gpu{qd::arch::amdgpu, "amdgpu"}})
-    if (!chosen || !*chosen || std::string(chosen) == g.name) gpus.push_back(g);
-  REQUIRE_MESSAGE(!gpus.empty(), "QD_FUZZ_GPU must be cuda or amdgpu");
+  for (gpu g : {gpu{qd::arch::cuda, "cuda", true, true}, gpu{qd::arch::amdgpu, "amdgpu", true, true},
+                gpu{qd::arch::vulkan, "vulkan", false, false}})
+    if ((!chosen || !*chosen) ? g.by_default : std::string(chosen) == g.name) gpus.push_back(g);
+  REQUIRE_MESSAGE(!gpus.empty(), "QD_FUZZ_GPU must be cuda, amdgpu or vulkan");
   // For a quicker or a longer look; make test runs 50 per GPU, from different seeds.
   const char* count = std::getenv("QD_FUZZ_GPU_KERNELS");
   const long kernels = count && *count ? std::atol(count) : 200;
   const char* first_seed = std::getenv("QD_FUZZ_GPU_SEED");
   const std::uint64_t first = first_seed && *first_seed ? std::strtoull(first_seed, nullptr, 10) : 3000001;
   for (const gpu& g : gpus) {
-    CAPTURE(g.name);
+    const std::string gpu_name = g.name;  // doctest shows a const char* as its address
+    CAPTURE(gpu_name);
     if (!available(g.arch, g.name)) continue;
     qd_fuzz::gpu_under_test() = g.arch;
     qd_fuzz::figures f;
     long left_out = 0;
     std::uint64_t seed = first;
     for (; f.kernels < kernels; ++seed) {
-      const qd_fuzz::fuzz_case c = qd_fuzz::generate(seed);
+      const qd_fuzz::fuzz_case c = qd_fuzz::generate(seed, {.libm = g.libm});
       if (!qd_fuzz::gpu_comparable(c)) {
         ++left_out;
         continue;

@@ -63,6 +63,11 @@ struct generator_options {
   double atomics_chance = 0.25;        // atomic mul, bitwise, exchange, cas
   double narrow_types_chance = 0.2;    // arrays of f16, i8, i16, u16, u64
   double short_circuit_chance = 0.25;  // && / || with a right operand that reads memory
+  // The float functions that call libm on the CPU and the reference (exp, log, sin, cos,
+  // tanh, tan, asin, acos, log2, exp2, pow, atan2). Off, each is replaced as for a constant
+  // argument (sqrt, *, fmod), with the same draws, so the kernel is otherwise the seed's:
+  // the Vulkan batch, whose own functions are within 1-2 ulp of libm's (docs/backends.md).
+  bool libm = true;
 };
 
 namespace detail {
@@ -545,9 +550,9 @@ class kernel_generator {
       }
       ir::id a = gen(t, depth - 1), b = gen(t, depth - 1);
       // atan2 only on run-time values, as pow (another libm folds constants).
-      if (o == ir::binary_op::atan2 && !(opaque(a) && opaque(b))) o = ir::binary_op::fmod;
+      if (o == ir::binary_op::atan2 && !(opaque(a) && opaque(b) && o_.libm)) o = ir::binary_op::fmod;
       // pow only on run-time values: the compiler folds constant calls with another libm.
-      if (o == ir::binary_op::pow && !(opaque(a) && opaque(b))) o = ir::binary_op::mul;
+      if (o == ir::binary_op::pow && !(opaque(a) && opaque(b) && o_.libm)) o = ir::binary_op::mul;
       ir::id v = b_.binary(o, t, a, b);
       mark(v, opaque(a) || opaque(b));
       return v;
@@ -571,7 +576,7 @@ class kernel_generator {
                           o == ir::unary_op::cos || o == ir::unary_op::tanh || o == ir::unary_op::tan ||
                           o == ir::unary_op::asin || o == ir::unary_op::acos || o == ir::unary_op::log2 ||
                           o == ir::unary_op::exp2;
-        if (libm && !opaque(a)) o = ir::unary_op::sqrt;
+        if (libm && !(opaque(a) && o_.libm)) o = ir::unary_op::sqrt;
       } else {
         static const std::vector<ir::unary_op> ops = {ir::unary_op::neg, ir::unary_op::abs, ir::unary_op::bit_not};
         o = r_.pick(ops);

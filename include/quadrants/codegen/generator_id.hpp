@@ -6,6 +6,6 @@
 
 namespace qd::inline v0::codegen {
 
-inline constexpr std::string_view generator_id = "0ab783d18c770d66445c1f6d8196719f";
+inline constexpr std::string_view generator_id = "30eec5c19295401237e9f1e7934ef3e4";
 
 }  // namespace qd::inline v0::codegen

@@ -685,7 +685,19 @@ class glsl_emitter {
       case ir::binary_op::sub: return arithmetic(t, "-", a, b);
       case ir::binary_op::mul: return arithmetic(t, "*", a, b);
       case ir::binary_op::div:
-        if (is_float(t)) return fmt::format("({} / {})", a, b);
+        if (is_float(t)) {
+          // lavapipe folds 0 / x to +0, also where the 0 is an expression it folded (0 + 0
+          // / x): a zero dividend on the bits, as C++ (that NaN for a NaN x, the default
+          // NaN for a zero x, as on x86, else a zero of the signs' product; 0 / inf too).
+          const bool f64 = t == dtype::f64;
+          const std::string_view to = f64 ? "doubleBitsToUint64" : "floatBitsToUint",
+                                 from = f64 ? "uint64BitsToDouble" : "uintBitsToFloat", zero = f64 ? "0.0lf" : "0.0";
+          return fmt::format(
+              "({0} == {2} ? (isnan({1}) ? {1} : {1} == {2} ? {3}({5}) : {3}(({4}({0}) ^ {4}({1})) & {6})) "
+              ": {0} / {1})",
+              a, b, zero, from, to, f64 ? "0xfff8000000000000ul" : "0xffc00000u",
+              f64 ? "0x8000000000000000ul" : "0x80000000u");
+        }
         need(fmt::format("div_{}", name(wide)));
         return glsl_narrow(t, fmt::format("{}({}, {})", typed("div", wide), a, b));
       case ir::binary_op::mod:
@@ -754,7 +766,7 @@ class glsl_emitter {
   // x + 0, 0 + x, x - -0, 0 - x and x * ±0 of floats, on the bits. lavapipe (Mesa 22.3)
   // folds x + 0 to x and x * 0 to 0 even in `precise` code under SignedZeroInfNanPreserve,
   // which C++ does not (-0 + 0 is +0; NaN * 0 and inf * 0 are NaN; -2 * 0 is -0). Empty:
-  // no operand is a constant zero.
+  // no operand is a constant zero. (0 / x: binary(), for any zero, folded or not.)
   std::string with_float_zero(const ir::node& n) const {
     const dtype t = n.type;
     const auto o = static_cast<ir::binary_op>(n.sub);

@@ -700,7 +700,8 @@ class vulkan_device_impl final : public vulkan_device {
   std::string prelude() const override { return prelude_; }
   std::vector<std::byte> compile(std::string_view source, std::string_view what) override {
     std::vector<codegen::glsl_task_info> tasks = codegen::glsl_tasks_in(source);
-    if (tasks.empty()) throw internal_error(fmt::format("{}: the generated GLSL marks no task", what));
+    // A kernel with no task (nothing left after dead code elimination) is an empty
+    // bundle: nothing to launch, as on the other backends.
     std::vector<compiled_shader> shaders;
     for (codegen::glsl_task_info& t : tasks) {
       const std::string macro = codegen::glsl_task_macro(t.entry);
