@@ -3,7 +3,7 @@
 // what it finds, and prints its figures as it goes and at the end.
 //
 //   qd_fuzz [--seed S] [--kernels N] [--seconds T] [--cpu-every K] [--save DIR] [--replay FILE]
-//           [--gpu cuda|amdgpu]   (each comparable kernel on that GPU too; see gpu_comparable)
+//           [--gpu cuda|amdgpu|vulkan]   (each comparable kernel on that GPU too; see gpu_comparable)
 // The tests' shared precompiled header (tests/CMakeLists.txt) brings doctest's
 // declarations into every TU, and their static test-suite registration refers to
 // doctest's implementation: this program, which has no doctest main, implements it.
@@ -42,7 +42,7 @@ struct options {
 [[noreturn]] void usage() {
   std::fprintf(stderr,
                "usage: qd_fuzz [--seed S] [--kernels N] [--seconds T] [--cpu-every K] [--save DIR] [--replay FILE]\n"
-               "               [--shrink-budget N] [--explain-fallbacks N] [--gpu cuda|amdgpu]\n");
+               "               [--shrink-budget N] [--explain-fallbacks N] [--gpu cuda|amdgpu|vulkan]\n");
   std::exit(2);
 }
 
@@ -73,8 +73,8 @@ options parse(int argc, char** argv) {
       o.explain = std::stoi(value());
     else if (a == "--gpu") {
       const std::string g = value();
-      if (g != "cuda" && g != "amdgpu") usage();
-      o.gpu = g == "cuda" ? qd::arch::cuda : qd::arch::amdgpu;
+      if (g != "cuda" && g != "amdgpu" && g != "vulkan") usage();
+      o.gpu = g == "cuda" ? qd::arch::cuda : g == "amdgpu" ? qd::arch::amdgpu : qd::arch::vulkan;
       qd_fuzz::gpu_under_test() = o.gpu;
     } else
       usage();
@@ -100,6 +100,7 @@ int main(int argc, char** argv) {
       qd_fuzz::check_options co;
       co.cpu = true;
       co.opt_level = opt;
+      co.gpu = o.gpu;  // --gpu: the replay runs on it too
       r = qd_fuzz::check(c, co);
     }
     std::printf("%s\ndecision: %s\nfinding: %s %s\n", qd::ir::to_text(c.fn).c_str(),

@@ -49,13 +49,14 @@ TEST_CASE("generated kernels on a GPU: whole and split give the reference backen
   struct gpu {
     qd::arch arch;
     const char* name;
-    bool libm;        // the generator's libm functions: bit for bit only where they are libm's
-    bool by_default;  // tried without QD_FUZZ_GPU
+    bool libm;          // the generator's libm functions: bit for bit only where they are libm's
+    bool serial_loops;  // every top-level loop serialized: where parallel iterations run at once
+    bool by_default;    // tried without QD_FUZZ_GPU
   };
   std::vector<gpu> gpus;
   const char* chosen = std::getenv("QD_FUZZ_GPU");
-  for (gpu g : {gpu{qd::arch::cuda, "cuda", true, true}, gpu{qd::arch::amdgpu, "amdgpu", true, true},
-                gpu{qd::arch::vulkan, "vulkan", false, false}})
+  for (gpu g : {gpu{qd::arch::cuda, "cuda", true, false, true}, gpu{qd::arch::amdgpu, "amdgpu", true, false, true},
+                gpu{qd::arch::vulkan, "vulkan", false, true, false}})
     if ((!chosen || !*chosen) ? g.by_default : std::string(chosen) == g.name) gpus.push_back(g);
   REQUIRE_MESSAGE(!gpus.empty(), "QD_FUZZ_GPU must be cuda, amdgpu or vulkan");
   // For a quicker or a longer look; make test runs 50 per GPU, from different seeds.
@@ -72,7 +73,7 @@ TEST_CASE("generated kernels on a GPU: whole and split give the reference backen
     long left_out = 0;
     std::uint64_t seed = first;
     for (; f.kernels < kernels; ++seed) {
-      const qd_fuzz::fuzz_case c = qd_fuzz::generate(seed, {.libm = g.libm});
+      const qd_fuzz::fuzz_case c = qd_fuzz::generate(seed, {.libm = g.libm, .serial_loops = g.serial_loops});
       if (!qd_fuzz::gpu_comparable(c)) {
         ++left_out;
         continue;

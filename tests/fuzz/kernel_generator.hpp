@@ -68,6 +68,11 @@ struct generator_options {
   // argument (sqrt, *, fmod), with the same draws, so the kernel is otherwise the seed's:
   // the Vulkan batch, whose own functions are within 1-2 ulp of libm's (docs/backends.md).
   bool libm = true;
+  // Every top-level loop serialized (qd::loop_config{.serialize = true}): the iterations
+  // run in order on every backend, so the generator, which knows it, may draw what is a
+  // race in a parallel loop. For the Vulkan batch: lavapipe runs a parallel loop's
+  // iterations at once, where the reference runs them in order.
+  bool serial_loops = false;
 };
 
 namespace detail {
@@ -1339,6 +1344,11 @@ class kernel_generator {
 
   // A qd::loop_config for the top-level loop about to be emitted, maybe; whether it serializes.
   bool pick_loop_config() {
+    if (o_.serial_loops) {
+      qd::detail::set_loop_config(qd::loop_config{.serialize = true});
+      c_.features |= feature::loop_config | feature::serialized;
+      return true;
+    }
     if (!r_.chance(o_.loop_config_chance)) return false;
     static const std::vector<int> dims = {0, 1, 32, 64, 128, 256, 1024};
     const bool serialize = r_.chance(0.4);
