@@ -88,7 +88,8 @@ inline const auto& hash_grid_keys_kernel() {
   return k;
 }
 
-// Each cell's slots [begin, end) from the sorted keys, and the positions in slot order.
+// Each cell's first slot from the sorted keys (cell_start: cells + 1 entries, the last n), and
+// the positions in slot order.
 inline const auto& hash_grid_cells_kernel() {
   static const auto k =
       qd::kernel("qd::hash_grid::build_cells", {"positions", "keys", "index", "points", "cell_start"},
