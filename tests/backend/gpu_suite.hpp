@@ -62,6 +62,13 @@ bool on_gpu() {
   return A::arch == qd::arch::cuda || A::arch == qd::arch::amdgpu;
 }
 
+// Graph kernels are recorded as device graphs (CUDA and HIP graphs, Vulkan command
+// buffers); only CUDA and AMD fork their branches on streams of their own.
+template <class A>
+bool records_graphs() {
+  return on_gpu<A>() || A::arch == qd::arch::vulkan;
+}
+
 // Starts a program on the arch, with no fallback; on a machine without that GPU (or
 // Vulkan device) the test reports itself skipped, saying why, and returns false.
 template <class A>

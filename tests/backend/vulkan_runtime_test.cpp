@@ -20,6 +20,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <quadrants/quadrants.hpp>
@@ -59,6 +60,28 @@ bool have_vulkan() {
     return ok;
   }();
   return present;
+}
+
+// What `run` writes to stdout.
+template <class Run>
+std::string captured_stdout(Run&& run) {
+  std::fflush(stdout);
+  char path[] = "/tmp/qd-vk-print-XXXXXX";
+  const int fd = ::mkstemp(path);
+  REQUIRE(fd >= 0);
+  const int saved = ::dup(1);
+  ::dup2(fd, 1);
+  run();
+  std::fflush(stdout);
+  ::dup2(saved, 1);
+  ::close(saved);
+  std::string text;
+  char buffer[256];
+  ::lseek(fd, 0, SEEK_SET);
+  for (ssize_t got; (got = ::read(fd, buffer, sizeof(buffer))) > 0;) text.append(buffer, static_cast<std::size_t>(got));
+  ::close(fd);
+  ::unlink(path);
+  return text;
 }
 
 // Each run's arrays, read back as bytes, in order.
@@ -364,6 +387,38 @@ TEST_CASE("vulkan: graph kernels (do_while read on the host) and qd::concurrent 
   same_as_cpu(graphs, qd::per_offload_mode::on);
 }
 
+// Device graphs on Vulkan: a graph kernel's launches are recorded once into command
+// buffers and resubmitted; a task that prints ends a command buffer, so each replay
+// prints its lines in order, between the loops that run before and after them.
+TEST_CASE("vulkan: a graph kernel is recorded once, replayed, and its prints come between its loops") {
+  if (!have_vulkan()) return;
+  for (qd::per_offload_mode mode : {qd::per_offload_mode::off, qd::per_offload_mode::on}) {
+    CAPTURE(qd::name(mode));
+    REQUIRE(start(qd::arch::vulkan, {.per_offload = mode}));
+    auto k = qd::kernel("graph_prints", {"x", "s"}, qd::graph::on, [](qd::types::ndarray<float, 1> x, qd::f32 s) {
+      qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] + s; });
+      qd::print("first", x[0]);
+      qd::range_for(x.shape(0), [&](qd::i32 i) { x[i] = x[i] * 2.0f; });
+      qd::print("second", x[3]);
+    });
+    qd::ndarray<float, 1> x(4), y(4);
+    x.from_host({1, 2, 3, 4});
+    y.from_host({0, 0, 0, 0});
+    const std::string text = captured_stdout([&] {
+      for (int launch = 0; launch < 3; ++launch) k(x, 1.0f);
+      k(y, 0.5f);  // other arguments of the same shapes: updated in place
+    });
+    CHECK(text == "first 2\nsecond 10\nfirst 5\nsecond 22\nfirst 11\nsecond 46\nfirst 0.5\nsecond 1\n");
+    CHECK(x.to_host() == std::vector<float>{22, 30, 38, 46});
+    CHECK(y.to_host() == std::vector<float>{1, 1, 1, 1});
+    const auto o = k.per_offload_cache_observations();
+    CHECK(o.device_graph_builds == 1);
+    CHECK(o.device_graph_replays == 3);
+    CHECK(o.device_graph_updates == 1);
+    qd::reset();
+  }
+}
+
 TEST_CASE("vulkan: the split is the default, return values arrive, and a bounds check names the parameter") {
   if (!have_vulkan()) return;
   REQUIRE(start(qd::arch::vulkan, {.check_out_of_bound = true}));
@@ -413,6 +468,167 @@ TEST_CASE("vulkan: a kernel with nothing left to run (dead code only) runs, whol
   }
 }
 
+// Found by the fuzzer's Vulkan batch (seed 3,200,006): on lavapipe, an invocation in a
+// workgroup narrower than the driver's SIMD width ran a counted loop once when a loop
+// before it had a condition comparing two loaded values and a store in its body (the
+// workgroup's missing lanes took part in the first loop's exit). Serial tasks, and
+// parallel tasks whose block_dim is not a multiple of 32, now run in a workgroup of
+// whole lanes (see glsl_emitter).
+TEST_CASE("vulkan: a counted loop after a while_ runs every iteration, serial and with a narrow block_dim") {
+  if (!have_vulkan()) return;
+  using a32 = qd::types::ndarray<std::int32_t, 1>;
+  for (qd::per_offload_mode mode : {qd::per_offload_mode::off, qd::per_offload_mode::on}) {
+    CAPTURE(qd::name(mode));
+    REQUIRE(start(qd::arch::vulkan, {.per_offload = mode}));
+    auto serial = qd::kernel("loop_after_while", {"x", "m", "y"}, [](a32 x, a32 m, a32 y) {
+      qd::while_([&] { return x[0] >= x[1]; }, [&] { x[2] = 0; });
+      qd::range_for(0, m[0], qd::loop_config{.serialize = true}, [&](qd::i32) { y[0] -= 5; });
+    });
+    for (std::int32_t block : {1, 3, 40}) {
+      CAPTURE(block);
+      auto narrow = qd::kernel("loop_after_while_narrow", {"x", "m", "y"}, [block](a32 x, a32 m, a32 y) {
+        qd::range_for(y.shape(0), qd::loop_config{.block_dim = block}, [&](qd::i32 i) {
+          qd::while_([&] { return x[0] >= x[1]; }, [&] { x[2] = 0; });
+          qd::var<std::int32_t> acc = 0;
+          qd::range_for(0, m[0] + i, [&](qd::i32) { acc += 5; });
+          y(i) = acc;
+        });
+      });
+      qd::ndarray<std::int32_t, 1> x(3), m(1), y(50);
+      x.from_host({6, 7, 9});
+      m.from_host({11});
+      narrow(x, m, y);
+      std::vector<std::int32_t> want(50);
+      for (std::int32_t i = 0; i < 50; ++i) want[static_cast<std::size_t>(i)] = 5 * (11 + i);
+      CHECK(y.to_host() == want);
+      CHECK(x.to_host() == std::vector<std::int32_t>{6, 7, 9});
+    }
+    qd::ndarray<std::int32_t, 1> x(3), m(1), y(2);
+    x.from_host({6, 7, 9});
+    m.from_host({11});
+    serial(x, m, y);
+    CHECK(y.to_host() == std::vector<std::int32_t>{-55, 0});
+    CHECK(x.to_host() == std::vector<std::int32_t>{6, 7, 9});
+    qd::reset();
+  }
+}
+
+// Found by the fuzzer's Vulkan batch (seeds 3,000,004 and 3,300,003): lavapipe's LLVM
+// aborted the process ("Cannot select") compiling an atomic whose operand is a float the
+// shader computed, reinterpreted as bits: a float atomic_cas's expected value, a float
+// atomic_exchange, an integer atomic of a qd::bit_cast. On a CPU driver atomics' operands
+// now pass through qd_opaque (glsl_target::lavapipe_workarounds).
+TEST_CASE("vulkan: atomics whose operands are computed floats' bits compile and give the CPU's results") {
+  if (!have_vulkan()) return;
+  auto check = [](auto one) {
+    using T = decltype(one);
+    using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+    CAPTURE(sizeof(T));
+    auto k = qd::kernel("atomic_bits", {"x", "y", "olds", "swapped", "bits"},
+                        [](qd::types::ndarray<T, 1> x, qd::types::ndarray<T, 1> y, qd::types::ndarray<T, 1> olds,
+                           qd::types::ndarray<T, 1> swapped, qd::types::ndarray<U, 1> bits) {
+                          qd::range_for(x.shape(0), [&](qd::i32 i) {
+                            // x[i] holds y[i] * 3 for even i: those swap to -i.
+                            olds[i] = qd::atomic_cas(x[i], y[i] * T(3), -qd::cast<T>(i));
+                            qd::atomic_exchange(swapped[i], y[i] * T(5));
+                            qd::atomic_add(bits[i], qd::bit_cast<U>(y[i] * T(7)));
+                            qd::atomic_xor(bits[i], qd::bit_cast<U>(y[i] / T(3)));
+                          });
+                          qd::atomic_cas(x[0], y[1] / T(7), T(42));  // serial, never equal
+                        });
+    const std::int64_t n = 6;
+    const auto size = static_cast<std::size_t>(n);
+    std::vector<T> hy(size), hx(size), want_swapped(size);
+    std::vector<U> want_bits(size, U(12345));
+    for (std::size_t i = 0; i < size; ++i) {
+      hy[i] = T(0.1) * T(i + 1);
+      hx[i] = i % 2 == 0 ? hy[i] * T(3) : T(5);
+      want_swapped[i] = hy[i] * T(5);
+      want_bits[i] = U(want_bits[i] + std::bit_cast<U>(T(hy[i] * T(7)))) ^ std::bit_cast<U>(T(hy[i] / T(3)));
+    }
+    std::vector<T> want_x = hx, want_olds = hx;
+    for (std::size_t i = 0; i < size; ++i)
+      if (hx[i] == hy[i] * T(3)) want_x[i] = -T(i);
+    qd::ndarray<T, 1> x(n), y(n), olds(n), swapped(n);
+    qd::ndarray<U, 1> bits(n);
+    x.from_host(hx);
+    y.from_host(hy);
+    bits.fill(U(12345));
+    k(x, y, olds, swapped, bits);
+    CHECK(x.to_host() == want_x);
+    CHECK(olds.to_host() == want_olds);
+    CHECK(swapped.to_host() == want_swapped);
+    CHECK(bits.to_host() == want_bits);
+  };
+  REQUIRE(start(qd::arch::vulkan));
+  check(1.0f);
+  check(1.0);
+  qd::reset();
+}
+
+// Found by the fuzzer's Vulkan batch (seeds 3,300,404 and 3,300,451): GLSL's abs(-0.0)
+// may be -0.0 (its abs is "x if x >= 0"; the serial constant below failed before), and
+// lavapipe turned x * float(b) into b ? x : 0, so -1 * float(false) came out +0 (only in
+// the shape of the fuzzer's case, tests/fuzz/gpu_regressions/vulkan_mul_by_float_of_bool;
+// the forms below check the semantics).
+TEST_CASE("vulkan: abs of -0 is +0, and x times a float made from a bool keeps IEEE's sign and NaNs") {
+  if (!have_vulkan()) return;
+  auto check = [](auto zero) {
+    using T = decltype(zero);
+    CAPTURE(sizeof(T));
+    auto k = qd::kernel(
+        "abs_and_bool", {"x", "flags", "out"},
+        [](qd::types::ndarray<T, 1> x, qd::types::ndarray<std::int32_t, 1> flags, qd::types::ndarray<T, 2> out) {
+          qd::range_for(x.shape(0), [&](qd::i32 i) {
+            out(0, i) = qd::abs(x[i]);
+            out(1, i) = x[i] * qd::cast<T>(flags[i] != 0);
+            out(2, i) = x[i] * qd::cast<T>(false);
+          });
+          // Serial, where the driver sees the constants (the fuzzer's cases).
+          out(3, 0) = qd::abs(qd::cast<T>(-0.0));
+          qd::var<std::int32_t> k = 0;
+          qd::while_([&] { return k < 1; },
+                     [&] {
+                       k += 1;
+                       out(3, 1) = x[2] * qd::cast<T>(false);
+                       out(3, 2) = x[4] * qd::cast<T>(false);
+                     });
+        });
+    const T inf = std::numeric_limits<T>::infinity();
+    const std::vector<T> in = {T(-0.0), T(0), T(-1), T(2.5), inf, -inf};
+    const std::vector<std::int32_t> fl = {0, 1, 0, 1, 0, 1};
+    const auto n = static_cast<std::int64_t>(in.size());
+    qd::ndarray<T, 1> x(n);
+    qd::ndarray<std::int32_t, 1> flags(n);
+    qd::ndarray<T, 2> out({4, n});
+    x.from_host(in);
+    flags.from_host(fl);
+    k(x, flags, out);
+    const std::vector<T> got = out.to_host();
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      CAPTURE(in[i]);
+      const volatile T one = T(1), nothing = T(0);  // multiplied at run time by the host
+      const T want[3] = {std::fabs(in[i]), in[i] * (fl[i] != 0 ? one : nothing), in[i] * nothing};
+      for (std::size_t r = 0; r < 3; ++r) {
+        const T g = got[r * in.size() + i];
+        CAPTURE(r);
+        CHECK(((std::isnan(want[r]) && std::isnan(g)) || std::memcmp(&want[r], &g, sizeof(T)) == 0));
+      }
+    }
+    const T plus_zero = got[3 * in.size()], minus_one_by_zero = got[3 * in.size() + 1],
+            inf_by_zero = got[3 * in.size() + 2];
+    CHECK(!std::signbit(plus_zero));
+    CHECK(plus_zero == T(0));
+    CHECK(std::signbit(minus_one_by_zero));  // -1 * 0 is -0
+    CHECK(minus_one_by_zero == T(0));
+    CHECK(std::isnan(inf_by_zero));
+  };
+  REQUIRE(start(qd::arch::vulkan));
+  check(0.0f);
+  check(0.0);
+  qd::reset();
+}
+
 // Found by the fuzzer's Vulkan batch: lavapipe folded 0 / x to +0 (0 / -2.5 is -0), also
 // where the 0 is an expression it folded.
 TEST_CASE("vulkan: ±0 / x of f32 and f64 keeps IEEE's sign and NaNs, as plain C++") {
@@ -454,23 +670,8 @@ TEST_CASE("vulkan: qd::print writes the CPU's lines") {
     auto k = kernels::print_serial();
     qd::ndarray<float, 1> x(1);
     x.fill(1.5f);
-    std::fflush(stdout);
-    char path[] = "/tmp/qd-vk-print-XXXXXX";
-    const int fd = ::mkstemp(path);
-    REQUIRE(fd >= 0);
-    const int saved = ::dup(1);
-    ::dup2(fd, 1);
-    k(x, 7, std::int64_t{-5000000000}, 4000000000u, std::uint8_t{200}, true, 0.125);
-    std::fflush(stdout);
-    ::dup2(saved, 1);
-    ::close(saved);
-    std::string text;
-    char buffer[256];
-    ::lseek(fd, 0, SEEK_SET);
-    for (ssize_t got; (got = ::read(fd, buffer, sizeof(buffer))) > 0;)
-      text.append(buffer, static_cast<std::size_t>(got));
-    ::close(fd);
-    ::unlink(path);
+    const std::string text =
+        captured_stdout([&] { k(x, 7, std::int64_t{-5000000000}, 4000000000u, std::uint8_t{200}, true, 0.125); });
     qd::reset();
     return text;
   };

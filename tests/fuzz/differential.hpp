@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <quadrants/analysis/split.hpp>
 #include <quadrants/backend/amdgpu/hiprtc.hpp>
 #include <quadrants/backend/cuda/nvrtc.hpp>
@@ -298,8 +299,13 @@ bool same(const fuzz_case& c, const outcome& a, const outcome& b, std::string* w
           std::memcpy(&g, y.data() + e * size, 8);
           if (std::isnan(f) && std::isnan(g)) continue;
         }
+        auto hex = [&](const std::vector<unsigned char>& bytes) {
+          std::string h;
+          for (std::size_t k = size; k-- > 0;) h += fmt::format("{:02x}", bytes[e * size + k]);
+          return h;
+        };
         return fail("buffer " + std::to_string(buf) + (copy ? " (gradient)" : "") + ", element " + std::to_string(e) +
-                    " differs");
+                    " differs: 0x" + hex(x) + " against 0x" + hex(y));
       }
     }
   }

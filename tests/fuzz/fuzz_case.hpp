@@ -4,13 +4,16 @@
 // library qd_fuzz_support); other translation units see their declarations only.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <quadrants/ir/builder.hpp>
@@ -340,6 +343,25 @@ fuzz_case from_file_text(const std::string& text) {
   if (c.fn.node_block.size() != c.fn.nodes.size())
     throw std::runtime_error("qdfuzz: node_blocks does not match the nodes");
   return c;
+}
+#endif
+
+// The cases saved in `dir` (*.qdfuzz), by file name, in name order.
+std::vector<std::pair<std::string, fuzz_case>> saved_cases(const std::string& dir);
+#if defined(QD_FUZZ_IMPLEMENTATION)
+std::vector<std::pair<std::string, fuzz_case>> saved_cases(const std::string& dir) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ".qdfuzz") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  std::vector<std::pair<std::string, fuzz_case>> out;
+  for (const auto& path : files) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    out.emplace_back(path.filename().string(), from_file_text(text.str()));
+  }
+  return out;
 }
 #endif
 

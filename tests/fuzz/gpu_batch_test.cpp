@@ -5,13 +5,16 @@
 // kernels whose results depend on the order of float additions are left out
 // (gpu_comparable), and on Vulkan so are the libm functions (generator_options::libm):
 // its own are within their documented ulps of libm's, and an ulp can turn a comparison.
-// QD_FUZZ_GPU=cuda, amdgpu or vulkan picks the GPU; without it CUDA and AMD are tried
-// where present. Vulkan only when chosen, and not in make test: lavapipe runs
+// QD_FUZZ_GPU_TRACE=1 writes each seed to stderr before it runs (a driver that aborts
+// the process names no case). QD_FUZZ_GPU=cuda, amdgpu or vulkan picks the GPU; without it CUDA and AMD are tried
+// where present, Vulkan only when chosen (make test's fuzz/vulkan_batch). Lavapipe runs
 // invocations at once, so kernels whose iterations race on an element (which the
-// reference and the emulated GPUs run in order) differ (docs/testing.md). A GPU that
-// is absent is reported skipped.
+// reference and the emulated GPUs run in order) would differ: on Vulkan every top-level
+// loop is serialized (generator_options::serial_loops; docs/testing.md). A GPU that is
+// absent is reported skipped.
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -43,27 +46,61 @@ void report(const qd_fuzz::fuzz_case& c, const qd_fuzz::case_report& r) {
                     << qd_fuzz::to_file_text(small));
 }
 
-}  // namespace
+struct gpu {
+  qd::arch arch;
+  const char* name;
+  bool libm;          // the generator's libm functions: bit for bit only where they are libm's
+  bool serial_loops;  // every top-level loop serialized: where parallel iterations run at once
+  bool by_default;    // tried without QD_FUZZ_GPU
+};
 
-TEST_CASE("generated kernels on a GPU: whole and split give the reference backend's results, bit for bit") {
-  struct gpu {
-    qd::arch arch;
-    const char* name;
-    bool libm;          // the generator's libm functions: bit for bit only where they are libm's
-    bool serial_loops;  // every top-level loop serialized: where parallel iterations run at once
-    bool by_default;    // tried without QD_FUZZ_GPU
-  };
+// The GPUs QD_FUZZ_GPU picks.
+std::vector<gpu> gpus_chosen() {
   std::vector<gpu> gpus;
   const char* chosen = std::getenv("QD_FUZZ_GPU");
   for (gpu g : {gpu{qd::arch::cuda, "cuda", true, false, true}, gpu{qd::arch::amdgpu, "amdgpu", true, false, true},
                 gpu{qd::arch::vulkan, "vulkan", false, true, false}})
     if ((!chosen || !*chosen) ? g.by_default : std::string(chosen) == g.name) gpus.push_back(g);
+  return gpus;
+}
+
+}  // namespace
+
+// The cases a GPU batch found (tests/fuzz/gpu_regressions/*.qdfuzz, shrunk): whole and
+// split on every GPU the batch runs on give the reference's whole kernel's results.
+TEST_CASE("saved GPU findings: whole and split give the reference backend's results on the GPU") {
+  const std::vector<gpu> gpus = gpus_chosen();
+  REQUIRE_MESSAGE(!gpus.empty(), "QD_FUZZ_GPU must be cuda, amdgpu or vulkan");
+  const auto cases = qd_fuzz::saved_cases(QD_FUZZ_GPU_REGRESSIONS);
+  REQUIRE(cases.size() >= 3);
+  for (const gpu& g : gpus) {
+    const std::string gpu_name = g.name;
+    CAPTURE(gpu_name);
+    if (!available(g.arch, g.name)) continue;
+    qd_fuzz::gpu_under_test() = g.arch;
+    for (const auto& [file, c] : cases) {
+      CAPTURE(file);
+      qd_fuzz::check_options o;
+      o.gpu = g.arch;
+      o.unchecked = false;
+      o.source = false;
+      const qd_fuzz::case_report r = qd_fuzz::check(c, o);
+      CHECK_MESSAGE(r.what == qd_fuzz::finding::none, qd_fuzz::name(r.what) << ": " << r.detail);
+    }
+  }
+  qd_fuzz::gpu_under_test().reset();
+}
+
+TEST_CASE("generated kernels on a GPU: whole and split give the reference backend's results, bit for bit") {
+  const std::vector<gpu> gpus = gpus_chosen();
   REQUIRE_MESSAGE(!gpus.empty(), "QD_FUZZ_GPU must be cuda, amdgpu or vulkan");
   // For a quicker or a longer look; make test runs 50 per GPU, from different seeds.
   const char* count = std::getenv("QD_FUZZ_GPU_KERNELS");
   const long kernels = count && *count ? std::atol(count) : 200;
   const char* first_seed = std::getenv("QD_FUZZ_GPU_SEED");
   const std::uint64_t first = first_seed && *first_seed ? std::strtoull(first_seed, nullptr, 10) : 3000001;
+  const char* trace_env = std::getenv("QD_FUZZ_GPU_TRACE");  // each seed on stderr before it runs
+  const bool trace = trace_env && *trace_env && std::string(trace_env) != "0";
   for (const gpu& g : gpus) {
     const std::string gpu_name = g.name;  // doctest shows a const char* as its address
     CAPTURE(gpu_name);
@@ -78,6 +115,7 @@ TEST_CASE("generated kernels on a GPU: whole and split give the reference backen
         ++left_out;
         continue;
       }
+      if (trace) std::fprintf(stderr, "seed %llu\n", static_cast<unsigned long long>(seed));  // a driver may abort
       qd_fuzz::check_options o;
       o.gpu = g.arch;
       o.unchecked = false;  // the reference-only checks belong to the reference batch

@@ -2,27 +2,15 @@
 // whole, split, unchecked split, the kernel as written and the CPU (at every opt level) must agree now.
 #include <doctest/doctest.h>
 
-#include <algorithm>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
-#include <vector>
 
 #include "fuzz/differential.hpp"
 
 TEST_CASE("every saved fuzzer finding now gives the same results in every variant") {
-  std::vector<std::filesystem::path> files;
-  for (const auto& e : std::filesystem::directory_iterator(QD_FUZZ_REGRESSIONS))
-    if (e.path().extension() == ".qdfuzz") files.push_back(e.path());
-  std::sort(files.begin(), files.end());
-  REQUIRE(files.size() >= 4);
-  for (const auto& path : files) {
-    CAPTURE(path.filename().string());
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    const qd_fuzz::fuzz_case c = qd_fuzz::from_file_text(text.str());
+  const auto cases = qd_fuzz::saved_cases(QD_FUZZ_REGRESSIONS);
+  REQUIRE(cases.size() >= 4);
+  for (const auto& [file, c] : cases) {
+    CAPTURE(file);
     for (int opt = 0; opt <= 3; ++opt) {
       qd_fuzz::check_options o;
       o.cpu = true;

@@ -47,11 +47,18 @@ if(QD_LIBFUZZER)
   qd_add_libfuzzer(remote_reply)
 endif()
 
-# The GPU batch: registered only under the emulated GPUs (tests/emulated_gpus.cmake),
-# whose blocks can run in order; on a real GPU, math functions differ by ulps.
+# The GPU batch: registered under the emulated GPUs (tests/emulated_gpus.cmake), whose
+# blocks can run in order (on a real GPU, math functions differ by ulps), and on Vulkan
+# (lavapipe, issue 25): 60 kernels from seeds of their own, every top-level loop
+# serialized and the generator's libm functions left out (gpu_batch_test.cpp says why).
 add_executable(fuzz_gpu_batch_test ${CMAKE_CURRENT_LIST_DIR}/gpu_batch_test.cpp)
 target_link_libraries(fuzz_gpu_batch_test PRIVATE quadrants::quadrants qd_fuzz_support qd_doctest_main fmt::fmt)
 target_include_directories(fuzz_gpu_batch_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_compile_definitions(fuzz_gpu_batch_test PRIVATE QD_FUZZ_GPU_REGRESSIONS="${CMAKE_CURRENT_LIST_DIR}/gpu_regressions")
+add_test(NAME fuzz/vulkan_batch COMMAND fuzz_gpu_batch_test)
+qd_test_programs(fuzz/vulkan_batch fuzz_gpu_batch_test)
+set_tests_properties(fuzz/vulkan_batch PROPERTIES TIMEOUT 600
+                     ENVIRONMENT "QD_FUZZ_GPU=vulkan;QD_FUZZ_GPU_KERNELS=60;QD_FUZZ_GPU_SEED=3200001")
 
 # Differentiated generated kernels (issue 12): refused cleanly, or the same adjoint results on the reference and the CPU.
 qd_add_test(fuzz adjoint LIBS qd_fuzz_support)

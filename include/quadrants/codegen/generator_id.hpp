@@ -6,6 +6,6 @@
 
 namespace qd::inline v0::codegen {
 
-inline constexpr std::string_view generator_id = "30eec5c19295401237e9f1e7934ef3e4";
+inline constexpr std::string_view generator_id = "8d9bb5ab0c16cde0d605d51565e1fc40";
 
 }  // namespace qd::inline v0::codegen

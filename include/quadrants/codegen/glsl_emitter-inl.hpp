@@ -365,7 +365,8 @@ class glsl_emitter {
     }
     emit_block(0);
     indent_ = 0;
-    code_.insert(at, "void main() {\n" + load_arrays());
+    info_.workgroup_size = glsl_workgroup_quantum;
+    code_.insert(at, "void main() {\n  if (gl_LocalInvocationID.x != 0u) return;\n" + load_arrays());
     line("}");
   }
 
@@ -385,6 +386,10 @@ class glsl_emitter {
                         what_, ln.param, target_.max_workgroup_size));
       info_.workgroup_size = static_cast<unsigned>(ln.param);
     }
+    // The invocations of a block: block_dim of them, in a workgroup of whole quanta.
+    const unsigned block = info_.workgroup_size;
+    const unsigned whole = (block + glsl_workgroup_quantum - 1) / glsl_workgroup_quantum * glsl_workgroup_quantum;
+    if (whole <= target_.max_workgroup_size) info_.workgroup_size = whole;
     // Prologue values and variables the loop body uses travel in a frame.
     std::vector<ir::id> frame;
     ir::walk(fn_, ln.block0, [&](ir::id i, int) {
@@ -443,9 +448,14 @@ class glsl_emitter {
     indent_ = 1;
     line("qd_frame_t qd_f;");
     line("qd_prologue(qd_f);");
-    line("int64_t qd_k = int64_t(gl_GlobalInvocationID.x);");
+    if (block == info_.workgroup_size) {
+      line("int64_t qd_k = int64_t(gl_GlobalInvocationID.x);");
+    } else {
+      line(fmt::format("if (gl_LocalInvocationID.x >= {}u) return;", block));
+      line(fmt::format("int64_t qd_k = int64_t(gl_WorkGroupID.x) * {}l + int64_t(gl_LocalInvocationID.x);", block));
+    }
     line("if (qd_k >= qd_f.qd_count) return;");
-    line("int64_t qd_stride = int64_t(gl_NumWorkGroups.x) * int64_t(gl_WorkGroupSize.x);");
+    line(fmt::format("int64_t qd_stride = int64_t(gl_NumWorkGroups.x) * {}l;", block));
     line("qd_reductions qd_red;");
     line("qd_red_init(qd_red);");
     line("for (; qd_k < qd_f.qd_count; qd_k += qd_stride) {");
@@ -645,7 +655,9 @@ class glsl_emitter {
       case ir::unary_op::exp2: return math("exp2", t, a);
       case ir::unary_op::round: return math("round", t, a);
       case ir::unary_op::abs:
-        if (is_float(t)) return fmt::format("abs({})", a);
+        // The sign bit cleared: GLSL's abs(-0.0) may be -0.0 ("x if x >= 0"), C++'s is +0.0.
+        if (t == dtype::f64) return fmt::format("uint64BitsToDouble(doubleBitsToUint64({}) & 0x7ffffffffffffffful)", a);
+        if (is_float(t)) return fmt::format("uintBitsToFloat(floatBitsToUint({}) & 0x7fffffffu)", a);
         if (is_signed(t)) return glsl_narrow(t, fmt::format("({0} < {1} ? -{0} : {0})", a, glsl_zero(t)));
         return a;
       case ir::unary_op::floor: return fmt::format("floor({})", a);
@@ -811,6 +823,20 @@ class glsl_emitter {
 
   // A conversion as the C++ backends' (codegen/cpp_emitter's converted): f16 through f32,
   // floats to integers saturating, integers wrapping to the narrower type.
+  // A constant; on lavapipe a float zero, infinity or NaN goes through qd_opaque, since its
+  // NIR folds x * 0 to 0 (also with SignedZeroInfNanPreserve) and so loses -0 and NaN.
+  std::string constant(dtype t, std::int64_t imm) const {
+    if (target_.lavapipe_workarounds && (t == dtype::f32 || t == dtype::f64)) {
+      const double v = t == dtype::f32 ? static_cast<double>(std::bit_cast<float>(static_cast<std::uint32_t>(imm)))
+                                       : std::bit_cast<double>(imm);
+      if (v == 0.0 || !std::isfinite(v))
+        return t == dtype::f32
+                   ? fmt::format("uintBitsToFloat(qd_opaque(0x{:08x}u))", static_cast<std::uint32_t>(imm))
+                   : fmt::format("uint64BitsToDouble(qd_opaque(0x{:016x}ul))", static_cast<std::uint64_t>(imm));
+    }
+    return glsl_literal(t, imm);
+  }
+
   std::string cast(dtype from, dtype to, const std::string& a) {
     if (from == to) return a;
     if (from == dtype::f16) {
@@ -832,6 +858,9 @@ class glsl_emitter {
       need(helper);
       return fmt::format("qd_{}({})", helper, a);
     }
+    if (from == dtype::boolean && is_float(to) && target_.lavapipe_workarounds)  // see glsl_target
+      return to == dtype::f64 ? fmt::format("uint64BitsToDouble(qd_opaque({} ? 0x3ff0000000000000ul : 0ul))", a)
+                              : fmt::format("uintBitsToFloat(qd_opaque({} ? 0x3f800000u : 0u))", a);
     if (from == dtype::boolean && !is_float(to)) {
       if (to == dtype::i64) return fmt::format("({} ? 1l : 0l)", a);
       if (to == dtype::u64) return fmt::format("({} ? 1ul : 0ul)", a);
@@ -899,7 +928,7 @@ class glsl_emitter {
     const ir::node& n = fn_.at(i);
     const std::string_view type = glsl_type(n.type);
     switch (n.code) {
-      case ir::op::constant: declare(n, i, glsl_literal(n.type, n.imm)); break;
+      case ir::op::constant: declare(n, i, constant(n.type, n.imm)); break;
       case ir::op::arg: declare(n, i, scalar(n.type, n.param)); break;
       case ir::op::shape: line(fmt::format("int {} = int({}.shape[{}]);", v(i), array(n.param), n.imm)); break;
       case ir::op::loop_index: break;  // declared by its loop

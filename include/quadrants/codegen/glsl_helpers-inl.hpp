@@ -89,6 +89,8 @@ QD_FUNC glsl_helper atomic_helper(const std::string& name, const glsl_target& ta
                                          cas ? fmt::format(", {} e", vt) : std::string());
   const int size = size_of(type);
   const bool integer = is_integral(type), wide = size == 8;
+  // An operand of the atomic instruction itself (glsl_target::lavapipe_workarounds).
+  auto operand = [&](const std::string& x) { return target.lavapipe_workarounds ? "qd_opaque(" + x + ")" : x; };
   const std::string_view ref = wide ? "qd_u64_ref" : "qd_u32_ref";
   const std::string_view word = wide ? "uint64_t" : "uint";
   if (integer && size >= 4 && op != "mul") {
@@ -99,9 +101,9 @@ QD_FUNC glsl_helper atomic_helper(const std::string& name, const glsl_target& ta
     std::string call;
     if (op == "add" || op == "sub") {
       const std::string_view zero = type == dtype::u32 ? "0u" : type == dtype::u64 ? "0ul" : "";
-      call = fmt::format("atomicAdd({}(p).v, {})", iref, op == "add" ? "v" : fmt::format("{} - v", zero));
+      call = fmt::format("atomicAdd({}(p).v, {})", iref, operand(op == "add" ? "v" : fmt::format("{} - v", zero)));
     } else if (cas) {
-      call = fmt::format("atomicCompSwap({}(p).v, e, v)", iref);
+      call = fmt::format("atomicCompSwap({}(p).v, {}, {})", iref, operand("e"), operand("v"));
     } else {
       const std::string_view f = op == "min"   ? "atomicMin"
                                  : op == "max" ? "atomicMax"
@@ -109,7 +111,7 @@ QD_FUNC glsl_helper atomic_helper(const std::string& name, const glsl_target& ta
                                  : op == "or"  ? "atomicOr"
                                  : op == "xor" ? "atomicXor"
                                                : "atomicExchange";
-      call = fmt::format("{}({}(p).v, v)", f, iref);
+      call = fmt::format("{}({}(p).v, {})", f, iref, operand("v"));
     }
     return fmt::format("{} {{ result = {}; }}\n", header, call);
   }
@@ -120,8 +122,10 @@ QD_FUNC glsl_helper atomic_helper(const std::string& name, const glsl_target& ta
   const std::string_view to_bits = wide ? "doubleBitsToUint64" : "floatBitsToUint";
   const std::string_view from_bits = wide ? "uint64BitsToDouble" : "uintBitsToFloat";
   if ((type == dtype::f32 || type == dtype::f64) && (op == "xchg" || cas)) {
-    const std::string call = cas ? fmt::format("atomicCompSwap({}(p).v, {}(e), {}(v))", ref, to_bits, to_bits)
-                                 : fmt::format("atomicExchange({}(p).v, {}(v))", ref, to_bits);
+    const std::string bits_v = operand(fmt::format("{}(v)", to_bits));
+    const std::string call =
+        cas ? fmt::format("atomicCompSwap({}(p).v, {}, {})", ref, operand(fmt::format("{}(e)", to_bits)), bits_v)
+            : fmt::format("atomicExchange({}(p).v, {})", ref, bits_v);
     return fmt::format("{} {{ result = {}({}); }}\n", header, from_bits, call);
   }
   // A compare-and-swap loop: `old` is the value replaced.

@@ -44,6 +44,13 @@ QD_FUNC std::string glsl_prelude(const glsl_target& t) {
   // i32 to i64 by its two halves: Mesa 22.3's lavapipe miscompiles int64_t(i) < c when i is
   // a 32-bit value it can see being widened (the comparison comes out false for i < 0).
   s += "int64_t qd_sext(int v) { return packInt2x32(ivec2(v, v >> 31)); }\n";
+  // An atomic's integer operand, unchanged, through an operation LLVM cannot fold away
+  // (the parameter block's address is below 2^63): see glsl_target::lavapipe_workarounds.
+  if (t.lavapipe_workarounds)
+    s += "uint qd_opaque(uint x) { return x ^ uint(qd_push.params >> 63); }\n"
+         "int qd_opaque(int x) { return x ^ int(qd_push.params >> 63); }\n"
+         "uint64_t qd_opaque(uint64_t x) { return x ^ (qd_push.params >> 63); }\n"
+         "int64_t qd_opaque(int64_t x) { return x ^ int64_t(qd_push.params >> 63); }\n";
   ref("i32", "int", 4);
   ref("u32", "uint", 4);
   ref("i64", "int64_t", 8);

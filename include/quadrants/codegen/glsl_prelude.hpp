@@ -14,6 +14,15 @@ namespace qd::inline v0::codegen {
 // device runs at least 128 invocations per workgroup.
 inline constexpr unsigned glsl_default_workgroup = 128;
 
+// Workgroups hold whole multiples of this many invocations. A serial task runs in one
+// such workgroup where every invocation but the first returns at once; a block_dim that is
+// not a multiple is rounded up, and the extra invocations return at once. Lavapipe (Mesa
+// 22.3) runs a workgroup narrower than its SIMD width with lanes that do not exist, and
+// those lanes took part in a loop's exit: a counted loop after a while_ with a store ran
+// once (docs/backends.md, "Vulkan"). 32 covers every CPU driver's SIMD width and costs a
+// GPU nothing (its subgroups are 32 or 64 wide anyway).
+inline constexpr unsigned glsl_workgroup_quantum = 32;
+
 // 64-bit words of qd::print records one launch can hold (after the buffer's 8-byte header).
 inline constexpr unsigned glsl_print_words = 131071;
 

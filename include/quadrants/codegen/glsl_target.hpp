@@ -16,6 +16,12 @@ struct glsl_target {
   bool f32_atomic_add = false;  // shaderBufferFloat32AtomicAdd (VK_EXT_shader_atomic_float): native f32 add
   bool f64_atomic_add = false;  // shaderBufferFloat64AtomicAdd: native f64 add
   bool fused_fma = false;       // fma() rounds once (GPUs); else qd::fma is emulated exactly (lavapipe)
+  // A CPU driver (lavapipe: llvmpipe on Mesa 22.3, LLVM 15), whose compiler needs values
+  // it must not see through (qd_opaque, an exclusive-or with a zero it cannot prove, in
+  // glsl_prelude): an atomic's integer operand (LLVM folds a float's bits into the atomic,
+  // then aborts the process with "Cannot select"), and a float made from a bool (NIR turns
+  // x * float(b) into b ? x : 0, which loses the sign of -x * 0 and NaNs).
+  bool lavapipe_workarounds = false;
   // shaderSignedZeroInfNanPreserveFloat32 and Float64: shaders request that NaNs, infinities
   // and the sign of zero are kept (without it a driver may fold x * 0 to 0, as lavapipe does).
   bool preserve_nan32 = false;
@@ -42,6 +48,7 @@ struct glsl_target {
     add(f32_atomic_add, "f32add");
     add(f64_atomic_add, "f64add");
     add(fused_fma, "ffma");
+    add(lavapipe_workarounds, "lavapipe");
     add(preserve_nan32, "szinp32");
     add(preserve_nan64, "szinp64");
     return k.empty() ? "baseline" : k;

@@ -8,8 +8,10 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "quadrants/backend/compile_only_module.hpp"
 #include "quadrants/backend/vulkan/device.hpp"
@@ -163,6 +165,7 @@ inline candidate inspect(const instance_api& api, VkPhysicalDevice pd) {
   // Not a feature Vulkan reports: GPU drivers implement fma() with the hardware's fused
   // multiply-add; lavapipe splits it into a multiply and an add (the spec allows both).
   t.fused_fma = c.properties.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU;
+  t.lavapipe_workarounds = c.properties.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
   t.preserve_nan32 = p12.shaderSignedZeroInfNanPreserveFloat32;
   t.preserve_nan64 = p12.shaderSignedZeroInfNanPreserveFloat64 && t.f64;
   t.f16 = f.v12.shaderFloat16 && f.v11.storageBuffer16BitAccess;
@@ -300,26 +303,57 @@ class context {
   template <class Record>
   void run(Record&& record, std::string_view what) {
     QD_VULKAN_CHECK(api_.vkResetCommandBuffer(commands_, 0));
+    record_commands(commands_, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT, record);
+    submit(commands_, what);
+  }
+
+  // Records `record` into `cb` between the barriers every submission has: after the work
+  // submitted before it, and visible to the host at its end.
+  template <class Record>
+  void record_commands(VkCommandBuffer cb, VkCommandBufferUsageFlags usage, Record&& record) {
     VkCommandBufferBeginInfo begin{};
     begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
-    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    QD_VULKAN_CHECK(api_.vkBeginCommandBuffer(commands_, &begin));
-    constexpr VkPipelineStageFlags work = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-    memory_barrier(work, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, work,
-                   VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
-                       VK_ACCESS_TRANSFER_WRITE_BIT);
-    record(commands_);
-    memory_barrier(work, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
-                   VK_ACCESS_HOST_READ_BIT);
-    QD_VULKAN_CHECK(api_.vkEndCommandBuffer(commands_));
+    begin.flags = usage;
+    QD_VULKAN_CHECK(api_.vkBeginCommandBuffer(cb, &begin));
+    memory_barrier(cb);  // host writes need none: a submission makes them visible
+    record(cb);
+    memory_barrier(cb, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+    QD_VULKAN_CHECK(api_.vkEndCommandBuffer(cb));
+  }
+  // Between two dispatches of one command buffer: the first's writes before the second.
+  void dispatch_barrier(VkCommandBuffer cb) { memory_barrier(cb); }
+
+  // Submits a recorded command buffer and waits for it (the caller holds mutex()).
+  void submit(VkCommandBuffer cb, std::string_view what) {
     VkSubmitInfo submit{};
     submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
     submit.commandBufferCount = 1;
-    submit.pCommandBuffers = &commands_;
+    submit.pCommandBuffers = &cb;
     check_run(api_.vkQueueSubmit(queue_, 1, &submit, fence_), "vkQueueSubmit", what);
     check_run(api_.vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences", what);
     QD_VULKAN_CHECK(api_.vkResetFences(device_, 1, &fence_));
   }
+
+  // A command buffer of its own, for a recording (the caller holds mutex()).
+  VkCommandBuffer allocate_commands() {
+    VkCommandBufferAllocateInfo cb{};
+    cb.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
+    cb.commandPool = pool_;
+    cb.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    cb.commandBufferCount = 1;
+    VkCommandBuffer out = VK_NULL_HANDLE;
+    QD_VULKAN_CHECK(api_.vkAllocateCommandBuffers(device_, &cb, &out));
+    return out;
+  }
+  void free_commands(VkCommandBuffer cb) noexcept {
+    if (cb) api_.vkFreeCommandBuffers(device_, pool_, 1, &cb);
+  }
+  // Host-visible memory the device reads by address (a recording's parameter blocks).
+  buffer host_buffer(std::size_t size, std::string_view what) {
+    std::lock_guard lock(mutex_);
+    return create_buffer(size, memory_kind::host, what);
+  }
+  void destroy_locked(buffer& b) noexcept { destroy_buffer(b); }  // the caller holds mutex()
 
  private:
   enum class memory_kind { array, host, staging };
@@ -514,13 +548,19 @@ class context {
     throw driver_error(fmt::format("{}: {} failed on {}: {}", what, call, candidate_.name, result_text(r)), call,
                        static_cast<int>(r));
   }
-  void memory_barrier(VkPipelineStageFlags src, VkAccessFlags src_access, VkPipelineStageFlags dst,
-                      VkAccessFlags dst_access) {
+  // The compute and transfer writes before it, available to `dst` (by default, the
+  // compute and transfer work after it).
+  static constexpr VkPipelineStageFlags work_stages =
+      VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+  static constexpr VkAccessFlags work_access = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                                               VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  void memory_barrier(VkCommandBuffer cb, VkPipelineStageFlags dst = work_stages,
+                      VkAccessFlags dst_access = work_access) {
     VkMemoryBarrier b{};
     b.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-    b.srcAccessMask = src_access;
+    b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
     b.dstAccessMask = dst_access;
-    api_.vkCmdPipelineBarrier(commands_, src, dst, 0, 1, &b, 0, nullptr, 0, nullptr);
+    api_.vkCmdPipelineBarrier(cb, work_stages, dst, 0, 1, &b, 0, nullptr, 0, nullptr);
   }
 
   void release() noexcept {
@@ -628,6 +668,127 @@ class vulkan_module final : public loaded_module {
   std::deque<pipeline_entry> entries_;  // stable addresses: entry() hands them out
 };
 
+// A device graph (docs/graphs.md): launches recorded once into command buffers and
+// resubmitted by each replay, without recording or pushing anything again. Every
+// recorded launch has its own parameter block (one host-visible buffer holds them all),
+// so an update writes new arguments there in place. A task that prints ends a command
+// buffer: its records are drained before the next one runs, as after a plain launch.
+class vulkan_recording final : public launch_queue {
+ public:
+  struct step {
+    const pipeline_entry* entry = nullptr;
+    push_block push{};  // push.params is filled in by end()
+    unsigned groups = 1;
+    std::vector<unsigned char> params;  // the block until end(); then it lives in blocks_
+  };
+
+  explicit vulkan_recording(std::shared_ptr<context> c) : context_(std::move(c)) {}
+  vulkan_recording(const vulkan_recording&) = delete;
+  vulkan_recording& operator=(const vulkan_recording&) = delete;
+  ~vulkan_recording() override {
+    std::lock_guard lock(context_->mutex());
+    for (VkCommandBuffer cb : commands_) context_->free_commands(cb);
+    commands_.clear();
+    if (blocks_.handle) context_->destroy_locked(blocks_);
+  }
+
+  bool ended() const { return ended_; }
+  bool updating() const { return updating_; }
+
+  void add(step s) { steps_.push_back(std::move(s)); }
+  // Gives the next recorded launch its new arguments; false where it is another task's.
+  void update(const pipeline_entry* e, const unsigned char* params, const push_block& push) {
+    const std::size_t i = next_++;
+    if (i >= steps_.size() || steps_[i].entry != e) {
+      update_ok_ = false;
+      return;
+    }
+    std::memcpy(blocks_.mapped + i * params_bytes, params, params_bytes);
+    push_block p = push;
+    p.params = steps_[i].push.params;
+    if (std::memcmp(&p, &steps_[i].push, sizeof(p)) != 0) {
+      steps_[i].push = p;
+      rerecord_ = true;
+    }
+  }
+
+  // The parameter blocks and the command buffers (the device's mutex not held).
+  void end() {
+    if (!steps_.empty()) {
+      blocks_ = context_->host_buffer(steps_.size() * params_bytes, "a device graph's parameter blocks");
+      for (std::size_t i = 0; i < steps_.size(); ++i) {
+        std::memcpy(blocks_.mapped + i * params_bytes, steps_[i].params.data(), params_bytes);
+        steps_[i].params = {};
+        steps_[i].push.params = blocks_.address + i * params_bytes;
+      }
+    }
+    std::lock_guard lock(context_->mutex());
+    record();
+    ended_ = true;
+  }
+  void begin_update() {
+    updating_ = true;
+    update_ok_ = true;
+    rerecord_ = false;
+    next_ = 0;
+  }
+  bool end_update() {
+    updating_ = false;
+    if (!update_ok_ || next_ != steps_.size()) return false;
+    if (rerecord_) {
+      std::lock_guard lock(context_->mutex());
+      record();
+    }
+    return true;
+  }
+
+  // Submits the command buffers in turn; `drain` is given each printing task after its own.
+  template <class Drain>
+  void replay(Drain&& drain) {
+    if (!ended_) throw internal_error("a Vulkan device graph replayed before it was recorded");
+    std::lock_guard lock(context_->mutex());
+    for (std::size_t c = 0; c < commands_.size(); ++c) {
+      context_->submit(commands_[c], "replaying a device graph");
+      const pipeline_entry* last = steps_[ends_[c] - 1].entry;
+      if (!last->task.prints.empty()) drain(*last);
+    }
+  }
+
+ private:
+  // (Re)records the command buffers from steps_ (the caller holds the mutex).
+  void record() {
+    for (VkCommandBuffer cb : commands_) context_->free_commands(cb);
+    commands_.clear();
+    ends_.clear();
+    const device_api& api = context_->api();
+    for (std::size_t from = 0; from < steps_.size();) {
+      std::size_t to = from;
+      while (to < steps_.size() && (to == from || steps_[to - 1].entry->task.prints.empty())) ++to;
+      VkCommandBuffer cb = context_->allocate_commands();
+      commands_.push_back(cb);
+      ends_.push_back(to);
+      context_->record_commands(cb, 0, [&](VkCommandBuffer b) {
+        for (std::size_t i = from; i < to; ++i) {
+          if (i > from) context_->dispatch_barrier(b);
+          const step& s = steps_[i];
+          api.vkCmdBindPipeline(b, VK_PIPELINE_BIND_POINT_COMPUTE, s.entry->pipeline);
+          api.vkCmdPushConstants(b, context_->layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(s.push), &s.push);
+          api.vkCmdDispatch(b, s.groups, 1, 1);
+        }
+      });
+      from = to;
+    }
+  }
+
+  std::shared_ptr<context> context_;
+  std::vector<step> steps_;
+  buffer blocks_;                          // steps_.size() parameter blocks of params_bytes
+  std::vector<VkCommandBuffer> commands_;  // each ends after a printing task, or at the end
+  std::vector<std::size_t> ends_;          // the step after each command buffer's last
+  bool ended_ = false, updating_ = false, update_ok_ = false, rerecord_ = false;
+  std::size_t next_ = 0;  // the next step an update gives arguments to
+};
+
 // Appends one printed value, formatted as the C++ backends' printf does.
 inline void append_value(std::string& out, dtype t, std::uint64_t bits) {
   char text[64];
@@ -672,7 +833,7 @@ class vulkan_device_impl final : public vulkan_device {
   }
 
   std::string_view name() const override { return "vulkan"; }
-  device_traits traits() const override { return {.splits_by_default = true}; }
+  device_traits traits() const override { return {.splits_by_default = true, .records_launches = true}; }
   std::string target() const override { return "spirv1.5 vulkan1.2 " + options_.target.key(); }
   std::string compiler_identity() const override { return "shaderc " + shaderc_fingerprint(); }
   std::string code_options() const override { return shaderc_flags(options_.compiler); }
@@ -720,16 +881,29 @@ class vulkan_device_impl final : public vulkan_device {
 
   void launch(void* entry, bool, const launch_context& c) override {
     context& g = ctx("launching a kernel");
-    if (c.queue) throw internal_error("the Vulkan backend has no launch queues (device graphs, fork branches) yet");
     if (c.param_count > limits::max_kernel_params)
       throw internal_error("a Vulkan task has more parameters than its parameter block holds");
     const auto* e = static_cast<const pipeline_entry*>(entry);
     std::lock_guard lock(g.mutex());
+    push_block push{0, static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(c.temps)), g.error_address(),
+                    e->task.prints.empty() ? 0 : g.print_buffer().address, c.rng_stream};
+    const unsigned groups = e->task.parallel ? workgroups_ : 1;
+    if (c.queue) {  // a device graph's launch: recorded, or its new arguments
+      auto& r = dynamic_cast<vulkan_recording&>(*c.queue);
+      std::vector<unsigned char> params(params_bytes, 0);
+      std::memcpy(params.data(), c.arrays, c.param_count * sizeof(array_abi));
+      std::memcpy(params.data() + scalars_offset, c.scalars, c.param_count * sizeof(std::uint64_t));
+      if (r.updating())
+        r.update(e, params.data(), push);
+      else if (!r.ended())
+        r.add({e, push, groups, std::move(params)});
+      else
+        throw internal_error("a launch into a Vulkan device graph that has ended and is not being updated");
+      return;
+    }
     std::memcpy(g.params(), c.arrays, c.param_count * sizeof(array_abi));
     std::memcpy(g.params() + scalars_offset, c.scalars, c.param_count * sizeof(std::uint64_t));
-    push_block push{g.params_address(), static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(c.temps)),
-                    g.error_address(), e->task.prints.empty() ? 0 : g.print_buffer().address, c.rng_stream};
-    const unsigned groups = e->task.parallel ? workgroups_ : 1;
+    push.params = g.params_address();
     g.run(
         [&](VkCommandBuffer cb) {
           g.api().vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, e->pipeline);
@@ -740,6 +914,23 @@ class vulkan_device_impl final : public vulkan_device {
     read_error_record(g, c);
     if (!e->task.prints.empty()) drain_prints(g, *e);
   }
+
+  // Device graphs: launches recorded into command buffers, replayed by resubmitting them,
+  // updated in place (vulkan_recording). A do_while stays a host loop: no device loops.
+  std::unique_ptr<launch_queue> begin_recording() override {
+    ctx("recording a device graph");
+    return std::make_unique<vulkan_recording>(context_);
+  }
+  void end_recording(launch_queue& r) override { dynamic_cast<vulkan_recording&>(r).end(); }
+  void replay(launch_queue& r) override {
+    context& g = ctx("replaying a device graph");
+    dynamic_cast<vulkan_recording&>(r).replay([&](const pipeline_entry& e) { drain_prints(g, e); });
+  }
+  bool begin_update(launch_queue& r) override {
+    dynamic_cast<vulkan_recording&>(r).begin_update();
+    return true;
+  }
+  bool end_update(launch_queue& r) override { return dynamic_cast<vulkan_recording&>(r).end_update(); }
 
  private:
   context& ctx(std::string_view what) const {

@@ -72,6 +72,7 @@ namespace qd::inline v0::backend::vulkan {
   X(vkCreateCommandPool)                 \
   X(vkDestroyCommandPool)                \
   X(vkAllocateCommandBuffers)            \
+  X(vkFreeCommandBuffers)                \
   X(vkResetCommandBuffer)                \
   X(vkBeginCommandBuffer)                \
   X(vkEndCommandBuffer)                  \
