@@ -78,7 +78,9 @@ TEST_CASE("saved GPU findings: whole and split give the reference backend's resu
     CAPTURE(gpu_name);
     if (!available(g.arch, g.name)) continue;
     qd_fuzz::gpu_under_test() = g.arch;
-    for (const auto& [file, c] : cases) {
+    for (const auto& saved : cases) {
+      const std::string& file = saved.first;  // not a structured binding: Clang 14 cannot capture one (CAPTURE)
+      const qd_fuzz::fuzz_case& c = saved.second;
       CAPTURE(file);
       qd_fuzz::check_options o;
       o.gpu = g.arch;

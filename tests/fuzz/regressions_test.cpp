@@ -9,7 +9,9 @@
 TEST_CASE("every saved fuzzer finding now gives the same results in every variant") {
   const auto cases = qd_fuzz::saved_cases(QD_FUZZ_REGRESSIONS);
   REQUIRE(cases.size() >= 4);
-  for (const auto& [file, c] : cases) {
+  for (const auto& saved : cases) {
+    const std::string& file = saved.first;  // not a structured binding: Clang 14 cannot capture one (CAPTURE)
+    const qd_fuzz::fuzz_case& c = saved.second;
     CAPTURE(file);
     for (int opt = 0; opt <= 3; ++opt) {
       qd_fuzz::check_options o;
