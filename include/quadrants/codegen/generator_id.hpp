@@ -6,6 +6,6 @@
 
 namespace qd::inline v0::codegen {
 
-inline constexpr std::string_view generator_id = "8d9bb5ab0c16cde0d605d51565e1fc40";
+inline constexpr std::string_view generator_id = "a4777969d7aa907959f9d14278a25bd3";
 
 }  // namespace qd::inline v0::codegen

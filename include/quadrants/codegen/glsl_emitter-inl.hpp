@@ -458,6 +458,25 @@ class glsl_emitter {
     line(fmt::format("int64_t qd_stride = int64_t(gl_NumWorkGroups.x) * {}l;", block));
     line("qd_reductions qd_red;");
     line("qd_red_init(qd_red);");
+    // Counted in 32 bits where every index the loop forms fits (a uniform branch per
+    // launch): a CPU driver's vector code pays for 64-bit compares and adds per element.
+    line("if (qd_f.qd_count <= 2147483647l - qd_stride) {");
+    line("  int qd_n32 = int(qd_f.qd_count), qd_s32 = int(qd_stride);");
+    line("  for (int qd_k32 = int(qd_k); qd_k32 < qd_n32; qd_k32 += qd_s32) {");
+    if (rank == 1) {
+      line("    qd_body(qd_f, qd_red, int(qd_f.qd_base) + qd_k32, 0, 0, 0);");
+    } else {
+      line("    int qd_ix[4] = int[4](0, 0, 0, 0);");
+      line("    uint qd_r = uint(qd_k32);");
+      for (std::int32_t d = rank - 1; d > 0; --d) {
+        line(fmt::format("    qd_ix[{0}] = int(qd_r % uint(qd_f.qd_dims[{0}]));", d));
+        line(fmt::format("    qd_r /= uint(qd_f.qd_dims[{}]);", d));
+      }
+      line("    qd_ix[0] = int(qd_r);");
+      line("    qd_body(qd_f, qd_red, qd_ix[0], qd_ix[1], qd_ix[2], qd_ix[3]);");
+    }
+    line("  }");
+    line("} else");
     line("for (; qd_k < qd_f.qd_count; qd_k += qd_stride) {");
     indent_ = 2;
     if (rank == 1) {
