@@ -3,8 +3,8 @@
 // kernel whose gradient adds into a shared 0-d element,
 // the gradient's accuracy against central finite differences in f64 and f32, and
 // (issue 27) tape.backward() against the same adjoints launched by hand, and forward mode
-// (kernel.fwd) against the forward kernel.
-// Usage: autodiff_bench [repeats] [tape [width] | fwd]   ("tape", "fwd": only that section)
+// (kernel.fwd) against the forward kernel, and a serial loop carrying a variable.
+// Usage: autodiff_bench [repeats] [tape [width] | fwd | carry]   (only that section)
 #include <quadrants/quadrants.hpp>
 
 #include <cmath>
@@ -236,6 +236,42 @@ void measure_forward_mode(int repeats) {
       [&](auto& k) { k.fwd(x, k0, y); });
 }
 
+// A serial loop carrying a variable nonlinearly (issue 27, item 4), f32: `threads`
+// parallel iterations each run p = 0.5 p + 0.4 sin(p x[j]) + 0.1 x[j] for j < n. The
+// adjoint restores p from value stacks (autodiff/adjoint-inl.hpp): its ratio to the
+// forward should not grow with n up to 64^2 = 4096 (it grew like n before: each
+// iteration's adjoint replayed the iterations before it).
+void measure_carried_loop(int repeats) {
+  qd::init({.arch = qd::arch::cpu});
+  auto make = [] {
+    return qd::kernel("carried_loop", [](g1<float> x, g1<float> c, g1<float> y) {
+      qd::range_for(c.shape(0), [&](qd::i32 i) {
+        qd::var<float> p = c[i];
+        qd::range_for(x.shape(0), [&](qd::i32 j) { p = 0.5f * p + 0.4f * qd::sin(p * x[j]) + 0.1f * x[j]; });
+        y[i] = p;
+      });
+    });
+  };
+  const std::int64_t threads = 256;
+  std::printf("a serial loop carrying a qd::var, %lld parallel iterations of n serial ones (median of %d runs)\n",
+              static_cast<long long>(threads), repeats);
+  for (std::int64_t n : {16, 64, 256, 1024, 4096, 16384}) {
+    qd::ndarray<float, 1> x(n, qd::needs_grad), c(threads, qd::needs_grad), y(threads, qd::needs_grad);
+    x.fill(0.7f);
+    c.fill(0.3f);
+    const timing t = measure(
+        make, [&](auto& k) { k(x, c, y); },
+        [&](auto& k) {
+          y.grad().fill(1.0f);
+          k.grad(x, c, y);
+        },
+        repeats, {});
+    std::printf("carried loop n = %6lld  forward %9.3f ms  adjoint %9.3f ms  ratio %5.2fx  (%.1f ns per iteration)\n",
+                static_cast<long long>(n), t.forward_ms, t.adjoint_ms, t.adjoint_ms / t.forward_ms,
+                1e6 * t.adjoint_ms / static_cast<double>(n * threads));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -243,6 +279,11 @@ int main(int argc, char** argv) {
   if (argc > 2 && std::string(argv[2]) == "tape") {
     qd::init({.arch = qd::arch::cpu});
     measure_tapes(repeats, argc > 3 ? std::atoi(argv[3]) : 0);
+    qd::reset();
+    return 0;
+  }
+  if (argc > 2 && std::string(argv[2]) == "carry") {
+    measure_carried_loop(repeats);
     qd::reset();
     return 0;
   }
@@ -338,5 +379,6 @@ int main(int argc, char** argv) {
       "max relative error f64 %.2e, f32 %.2e\n",
       stencil_accuracy<double>(), stencil_accuracy<float>());
   measure_forward_mode(repeats);
+  measure_carried_loop(repeats);
   qd::reset();
 }

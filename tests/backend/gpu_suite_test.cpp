@@ -632,6 +632,49 @@ QD_SUITE_CASE("suite: kernel.grad computes the adjoint of a reduction, a carried
   CHECK(y.grad().to_host() == std::vector<float>(xs.size(), 0.0f));  // the plain stores' adjoints zero them
 }
 
+QD_SUITE_CASE("suite: kernel.grad of a long carried loop restores its values from the value stacks", A, QD_SUITE_ARCHES,
+              on_reference) {
+  if (!start<A>()) return;
+  auto k = kernels::long_carry();
+  const std::vector<float> cs{0.3f, -0.7f, 1.1f, 0.05f}, ws{1.0f, -0.5f, 2.0f, 0.75f};
+  for (std::int64_t n : {150, 4200}) {
+    CAPTURE(n);
+    std::vector<float> xs;
+    for (std::int64_t j = 0; j < n; ++j)
+      xs.push_back(static_cast<float>(0.3 + 0.7 * std::sin(1.7 * static_cast<double>(j) + 0.4)));
+    qd::ndarray<float, 1> x(n, qd::needs_grad), c(4, qd::needs_grad), y(4, qd::needs_grad);
+    x.from_host(xs);
+    c.from_host(cs);
+    x.grad().fill(0.0f);
+    c.grad().fill(0.0f);
+    k(x, c, y);
+    y.grad().from_host(ws);
+    k.grad(x, c, y);
+    // In double on the host: every p_j stored, then the reverse sweep.
+    std::vector<double> want_x(static_cast<std::size_t>(n), 0.0), want_c;
+    for (std::size_t i = 0; i < cs.size(); ++i) {
+      std::vector<double> ps{cs[i]};
+      for (float xf : xs) ps.push_back(0.5 * ps.back() + 0.4 * std::sin(ps.back() * xf) + 0.1 * xf);
+      double g = ws[i];
+      for (std::size_t j = xs.size(); j-- > 0;) {
+        const double cj = std::cos(ps[j] * xs[j]);
+        want_x[j] += g * (0.4 * cj * ps[j] + 0.1);
+        g *= 0.5 + 0.4 * cj * xs[j];
+      }
+      want_c.push_back(g);
+    }
+    const auto got_x = x.grad().to_host(), got_c = c.grad().to_host();
+    for (std::size_t i = 0; i < cs.size(); ++i) {
+      CAPTURE(i);
+      CHECK(std::abs(got_c[i] - want_c[i]) <= 1e-4 * std::max(1.0, std::abs(want_c[i])));
+    }
+    for (std::size_t j = 0; j < xs.size(); ++j) {
+      CAPTURE(j);
+      CHECK(std::abs(got_x[j] - want_x[j]) <= 1e-4 * std::max(1.0, std::abs(want_x[j])));
+    }
+  }
+}
+
 QD_SUITE_CASE("suite: kernel.fwd computes the tangent of a reduction, a carried loop variable and a branch", A,
               QD_SUITE_ARCHES, on_reference) {
   if (!start<A>()) return;

@@ -958,6 +958,21 @@ inline auto adjoint_chain() {
                     });
 }
 
+// A serial loop carrying a variable over x's length (issue 27): the adjoint's value stacks
+// hold 64 values, so lengths past 64 use several segments and past 4096 several runs each.
+inline auto long_carry() {
+  return qd::kernel("long_carry", {"x", "c", "y"},
+                    [](qd::types::ndarray<float, 1, qd::needs_grad> x, qd::types::ndarray<float, 1, qd::needs_grad> c,
+                       qd::types::ndarray<float, 1, qd::needs_grad> y) {
+                      qd::range_for(c.shape(0), [&](qd::i32 i) {
+                        qd::var<float> p = c[i];
+                        qd::range_for(x.shape(0),
+                                      [&](qd::i32 j) { p = 0.5f * p + 0.4f * qd::sin(p * x[j]) + 0.1f * x[j]; });
+                        y[i] = p;
+                      });
+                    });
+}
+
 // Graph kernels (issue 13): nested do_while loops whose flags different constructs set,
 // a top-level value read inside the body, a reduction per pass; rows[r] = 10 * (r + 1)
 // + the sum of x, for each row r < rows.shape(0).

@@ -1,5 +1,6 @@
 // The differential autodiff fuzzer (issue 27): generated small kernels and tapes of two
-// or three launches over four f64 arrays, in-place updates included. Every case is
+// or three launches over four f64 arrays, in-place updates and values carried through
+// serial loops (short and longer than the adjoint's value stacks) included. Every case is
 // either refused with a qd::user_error (at kernel.grad or tape.backward()) or its
 // gradient agrees with central finite differences of the same launches; a gradient that
 // disagrees is a silent wrong gradient, and the test fails on any. Runs on the reference
@@ -34,10 +35,12 @@ struct expr {
   int lhs = -1, rhs = -1;
 };
 
-// One update `arrays[target][index] op= e`.
+// One update `arrays[target][index] op= e`. With carry_steps > 0 the value goes through
+// a serial loop carrying a variable nonlinearly: p = e; for carry_steps: p = tanh(p * f + 0.25).
 struct update {
   enum kind : std::uint8_t { store, accumulate, atomic_add } what = store;
   int target = 0, index = 0, value = 0;
+  int carry_steps = 0, carry_factor = -1;  // f: an expression
 };
 
 // One statement: a parallel loop over n holding updates, or one update at the top level.
@@ -75,6 +78,11 @@ class generator {
                            : 2 + pick(0, static_cast<int>(n) - 1);
         if (!st.loop && up.what == update::atomic_add) up.what = update::accumulate;
         up.value = tree(p, st.loop, 0);
+        if (pick(0, 3) == 0) {  // through a carried loop, short or longer than the adjoint's value stacks (64)
+          static constexpr int steps[] = {1, 3, 70, 300};
+          up.carry_steps = steps[pick(0, 3)];
+          up.carry_factor = tree(p, st.loop, 1);
+        }
         st.updates.push_back(up);
       }
       p.body.push_back(st);
@@ -133,9 +141,14 @@ std::string text(const program& p) {
   static const char* ops[] = {" = ", " += ", " atomic+= "};
   for (const statement& st : p.body) {
     out += st.loop ? "  for i: " : "  top: ";
-    for (const update& u : st.updates)
+    for (const update& u : st.updates) {
+      std::string v = text(p, u.value);
+      if (u.carry_steps > 0)
+        v = "carry(" + v + ", " + std::to_string(u.carry_steps) + " x tanh(p * " + text(p, u.carry_factor) +
+            " + 0.25))";
       out += std::string(1, names[u.target]) + "[" + (u.index < 2 ? index[u.index] : std::to_string(u.index - 2)) +
-             "]" + ops[u.what] + text(p, u.value) + "; ";
+             "]" + ops[u.what] + v + "; ";
+    }
     out += "\n";
   }
   return out;
@@ -168,15 +181,21 @@ struct tracer {
     }
     return qd::f64(0.0);
   }
+  qd::f64 carried(const update& u, qd::i32 i) const {
+    qd::var<double> p = value(u.value, i);
+    qd::range_for(u.carry_steps, [&](qd::i32) { p = qd::tanh(p * value(u.carry_factor, i) + 0.25); });
+    return p;
+  }
   void apply(const update& u, qd::i32 i) const {
     d1& t = *arrays[u.target];
     const qd::i32 at = index_of(u.index, i);
+    const qd::f64 v = u.carry_steps > 0 ? carried(u, i) : value(u.value, i);
     if (u.what == update::store)
-      t[at] = value(u.value, i);
+      t[at] = v;
     else if (u.what == update::accumulate)
-      t[at] += value(u.value, i);
+      t[at] += v;
     else
-      qd::atomic_add(t[at], value(u.value, i));
+      qd::atomic_add(t[at], v);
   }
   void run() const {
     for (const statement& s : p.body) {
@@ -202,6 +221,7 @@ enum class verdict { refused, agreed, mismatch, unstable };
 struct case_result {
   verdict what = verdict::agreed;
   std::string detail;
+  int carried_loops = 0;  // updates whose value went through a carried serial loop
 };
 
 case_result run_case(std::uint64_t seed) {
@@ -278,7 +298,11 @@ case_result run_case(std::uint64_t seed) {
     for (const program& p : programs) where += "\n launch:\n" + text(p);
     return {verdict::mismatch, where};
   }
-  return {verdict::agreed, {}};
+  int carried = 0;
+  for (const program& p : programs)
+    for (const statement& st : p.body)
+      for (const update& u : st.updates) carried += u.carry_steps > 0 ? 1 : 0;
+  return {verdict::agreed, {}, carried};
 }
 
 }  // namespace
@@ -288,7 +312,7 @@ TEST_CASE("generated kernels and tapes: every gradient is refused or agrees with
   int cases = 300;
   if (const char* env = std::getenv("QD_AUTODIFF_FUZZ_CASES")) cases = std::atoi(env);
   std::map<std::string, int> refused;
-  int agreed = 0, mismatched = 0, unstable = 0;
+  int agreed = 0, mismatched = 0, unstable = 0, agreed_carried = 0;
   for (std::uint64_t seed = 1; seed <= static_cast<std::uint64_t>(cases); ++seed) {
     case_result r = run_case(seed);
     if (r.what == verdict::refused) {
@@ -302,6 +326,7 @@ TEST_CASE("generated kernels and tapes: every gradient is refused or agrees with
       ++refused[kind];
     } else if (r.what == verdict::agreed) {
       ++agreed;
+      agreed_carried += r.carried_loops > 0 ? 1 : 0;
     } else if (r.what == verdict::unstable) {
       ++unstable;
     } else {
@@ -313,9 +338,11 @@ TEST_CASE("generated kernels and tapes: every gradient is refused or agrees with
   int total_refused = 0;
   for (const auto& [k, c] : refused)
     figures += "  refused (" + k + "): " + std::to_string(c) + "\n", total_refused += c;
-  MESSAGE("cases " << cases << ", refused " << total_refused << ", agreed with central differences " << agreed
+  MESSAGE("cases " << cases << ", refused " << total_refused << ", agreed with central differences " << agreed << " ("
+                   << agreed_carried << " with a carried loop)"
                    << ", set aside (loss above 1e3) " << unstable << ", silent mismatches " << mismatched << "\n"
                    << figures);
-  CHECK(agreed > cases / 5);  // the generator must keep producing accepted cases
+  CHECK(agreed > cases / 5);           // the generator must keep producing accepted cases
+  CHECK(agreed_carried > cases / 20);  // ... and accepted carried loops
   CHECK(mismatched == 0);
 }

@@ -146,6 +146,9 @@ inline std::string sub_name(const qd::ir::node& n) {
     case qd::ir::op::local_decl:
     case qd::ir::op::local_load:
     case qd::ir::op::local_store:
+    case qd::ir::op::local_array:
+    case qd::ir::op::array_load:
+    case qd::ir::op::array_store:
     case qd::ir::op::loop_index:
     case qd::ir::op::print:
     case qd::ir::op::random:
@@ -188,6 +191,9 @@ inline std::uint8_t sub_named(qd::ir::op code, const std::string& s) {
     case qd::ir::op::local_decl:
     case qd::ir::op::local_load:
     case qd::ir::op::local_store:
+    case qd::ir::op::local_array:
+    case qd::ir::op::array_load:
+    case qd::ir::op::array_store:
     case qd::ir::op::loop_index:
     case qd::ir::op::print:
     case qd::ir::op::random:

@@ -1,12 +1,13 @@
 // The op table is the one place an IR op's properties are decided: checked for
-// consistency at compile time, and every op it lists must be produced by the tracer
-// or the lowering (so a new op that the tracer never emits fails here; one the
+// consistency at compile time, and every op it lists must be produced by the tracer,
+// the lowering or the adjoint (so a new op that none emits fails here; one the
 // emitter or the interpreter forgets fails to compile: their switches list every op).
 #include <doctest/doctest.h>
 
 #include <set>
 
 #include "quadrants/analysis/task_plan.hpp"
+#include "quadrants/autodiff/adjoint.hpp"
 #include "quadrants/codegen/lower.hpp"
 #include "quadrants/ir/dce.hpp"
 #include "quadrants/ir/node.hpp"
@@ -33,7 +34,7 @@ static_assert(ir::is_liveness_root(ir::node{.code = ir::op::global_store}) &&
               !ir::is_pure(ir::node{.code = ir::op::global_load, .flags = ir::access::is_volatile}) &&
               ir::is_liveness_root(ir::node{.code = ir::op::global_load, .flags = ir::access::is_volatile}));
 
-TEST_CASE("every op of the table is produced by the tracer or by lowering") {
+TEST_CASE("every op of the table is produced by the tracer, by lowering or by the adjoint") {
   auto body = [](qd::types::ndarray<float, 1> x, qd::types::ndarray<std::int32_t, 1> n, qd::f32 a,
                  qd::types::ndarray<std::int32_t, 0> again) {
     qd::var<float> total = 0.0f;                // local_decl
@@ -66,10 +67,25 @@ TEST_CASE("every op of the table is produced by the tracer or by lowering") {
     codegen::lowered_task lowered = codegen::lower_task(t.fn, s, task, plan);
     ir::walk(lowered.fn, 0, [&](ir::id i, int) { seen.insert(lowered.fn.at(i).code); });
   }
+  {  // The adjoint of a serial loop carrying a variable adds the per-thread arrays (its value stacks).
+    auto carry = [](qd::types::ndarray<double, 1, qd::needs_grad> x, qd::types::ndarray<double, 1, qd::needs_grad> y) {
+      qd::range_for(y.shape(0), [&](qd::i32 i) {
+        qd::var<double> p = 1.0;
+        qd::range_for(x.shape(0), [&](qd::i32 j) { p = p * x[j] + 0.5; });  // local_array, array_store, array_load
+        y[i] = p;
+      });
+    };
+    detail::tracer c("carry", {});
+    detail::trace_kernel(carry, c);
+    ir::eliminate_dead_code(c.fn);
+    const ir::function adjoint = autodiff::make_adjoint(c.fn, {.kernel = "carry", .params = {}});
+    ir::walk(adjoint, 0, [&](ir::id i, int) { seen.insert(adjoint.at(i).code); });
+  }
   for (std::size_t k = 0; k < ir::op_count; ++k) {
     const auto o = static_cast<ir::op>(k);
-    CHECK_MESSAGE(seen.count(o) == 1, "op '" << ir::name(o)
-                                             << "' is produced neither by this kernel's trace nor by its lowering: "
-                                                "teach the tracer the new op and use it in this kernel");
+    CHECK_MESSAGE(seen.count(o) == 1,
+                  "op '" << ir::name(o)
+                         << "' is produced neither by these kernels' traces nor by their lowering or adjoint: "
+                            "teach the tracer the new op and use it in this kernel");
   }
 }

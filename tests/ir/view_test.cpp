@@ -20,7 +20,7 @@ struct every_op {
   ir::function fn;
   ir::id mark, constant, arg, shape, loop, index0, index1, load, unary, binary, less, cast, bound, select, fma, store,
       atomic, decl, local_load, local_store, local_atomic, branch, brk, random, print, loop2, condition, cont,
-      temp_load, temp_store, temp_atomic;
+      temp_load, temp_store, temp_atomic, array, array_load, array_store;
 };
 
 constexpr every_op build_every_op() {
@@ -54,6 +54,9 @@ constexpr every_op build_every_op() {
   e.local_load = b.local_load(e.decl);
   e.local_store = b.local_store(e.decl, e.local_load);
   e.local_atomic = b.local_atomic(ir::atomic_op::add, e.decl, e.arg);
+  e.array = b.local_array(dtype::f32, 8);
+  e.array_store = b.array_store(e.array, e.index1, e.local_load);
+  e.array_load = b.array_load(e.array, e.index1);
   e.branch = b.if_(e.less);
   b.push_block(e.fn.at(e.branch).block0);
   e.brk = b.jump(op::break_, e.loop);
@@ -122,7 +125,7 @@ constexpr bool layouts_agree_with_op_table() {
         if (l.a != operand_use::variable) return false;
         break;
       case ir::effect::local_write:  // a declaration is its own variable; a store names it in a
-        if ((o == op::local_decl) == (l.a == operand_use::variable)) return false;
+        if ((o == op::local_decl || o == op::local_array) == (l.a == operand_use::variable)) return false;
         break;
       case ir::effect::temp_read:
       case ir::effect::temp_write:
@@ -196,6 +199,12 @@ QD_CONSTEXPR_CHECK(on_every_op([](const every_op& e) {
          ir::view<op::local_store>(fn, e.local_store).variable() == e.decl &&
          ir::view<op::local_store>(fn, e.local_store).value() == e.local_load && update.variable() == e.decl &&
          update.value() == e.arg && update.op() == ir::atomic_op::add &&
+         ir::view<op::local_array>(fn, e.array).length() == 8 &&
+         ir::view<op::array_store>(fn, e.array_store).array() == e.array &&
+         ir::view<op::array_store>(fn, e.array_store).index() == e.index1 &&
+         ir::view<op::array_store>(fn, e.array_store).value() == e.local_load &&
+         ir::view<op::array_load>(fn, e.array_load).array() == e.array &&
+         ir::view<op::array_load>(fn, e.array_load).index() == e.index1 &&
          ir::view<op::temp_load>(fn, e.temp_load).slot() == 3 &&
          ir::view<op::temp_store>(fn, e.temp_store).slot() == 4 &&
          ir::view<op::temp_store>(fn, e.temp_store).value() == e.temp_load && temp.slot() == 5 &&

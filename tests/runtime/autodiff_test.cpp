@@ -452,6 +452,77 @@ TEST_CASE("a loop-carried qd::var updated in branches inside a nested loop") {
   });
 }
 
+namespace {
+
+// p <- 0.5 p + 0.4 sin(p x[j]) + 0.1 x[j] for j < n, from p = start; the gradients of
+// w * p_n by reverse sweep on the host over every stored p_j: an implementation
+// independent of the adjoint's value stacks.
+struct long_carry_reference {
+  double p = 0, dstart = 0;
+  vec dx;
+};
+long_carry_reference long_carry_host(const vec& xs, double start, double w) {
+  const std::size_t n = xs.size();
+  vec ps(n + 1);
+  ps[0] = start;
+  for (std::size_t j = 0; j < n; ++j) ps[j + 1] = 0.5 * ps[j] + 0.4 * std::sin(ps[j] * xs[j]) + 0.1 * xs[j];
+  long_carry_reference r{ps[n], 0.0, vec(n, 0.0)};
+  double g = w;
+  for (std::size_t j = n; j-- > 0;) {
+    const double c = std::cos(ps[j] * xs[j]);
+    r.dx[j] = g * (0.4 * c * ps[j] + 0.1);
+    g = g * (0.5 + 0.4 * c * xs[j]);
+  }
+  r.dstart = g;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("a long serial loop carrying a qd::var: value stacks, exact at every length (issue 27, item 4)") {
+  // Lengths around the stacks' depth (64) and its square (4096: one run per segment up to
+  // there, runs replayed from their segment's checkpoint beyond), in a nested loop (one
+  // thread per start value) and in a serialized top-level loop (stacks in a task of its own).
+  auto nested = qd::kernel("long_carry", {"x", "c", "y"}, [](d1 x, d1 c, d1 y) {
+    qd::range_for(c.shape(0), [&](qd::i32 i) {
+      qd::var<double> p = c[i];
+      qd::range_for(x.shape(0), [&](qd::i32 j) { p = 0.5 * p + 0.4 * qd::sin(p * x[j]) + 0.1 * x[j]; });
+      y[i] = p;
+    });
+  });
+  auto top = qd::kernel("long_carry_top", {"x", "c", "y"}, [](d1 x, d1 c, d1 y) {
+    qd::var<double> p = c[0];
+    qd::range_for(x.shape(0), qd::loop_config{.serialize = true},
+                  [&](qd::i32 j) { p = 0.5 * p + 0.4 * qd::sin(p * x[j]) + 0.1 * x[j]; });
+    y[0] = p;
+  });
+  on_each_arch([&] {
+    for (std::size_t n : {0, 1, 5, 63, 64, 65, 130, 4095, 4096, 4097, 6000}) {
+      CAPTURE(n);
+      const vec x0 = inputs(n), starts{0.3, -0.7, 1.1}, w{1.0, -0.5, 2.0};
+      for (bool at_top : {false, true}) {
+        CAPTURE(at_top);
+        const std::size_t threads = at_top ? 1 : starts.size();
+        auto x = array_of(x0), c = array_of(vec(starts.begin(), starts.begin() + static_cast<long>(threads)));
+        auto y = array_of(vec(threads, 0.0));
+        at_top ? top(x, c, y) : nested(x, c, y);
+        y.grad().from_host(vec(w.begin(), w.begin() + static_cast<long>(threads)));
+        at_top ? top.grad(x, c, y) : nested.grad(x, c, y);
+        vec want_x(n, 0.0), want_c(threads), want_y(threads);
+        for (std::size_t i = 0; i < threads; ++i) {
+          const long_carry_reference r = long_carry_host(x0, starts[i], w[i]);
+          want_y[i] = r.p;
+          want_c[i] = r.dstart;
+          for (std::size_t j = 0; j < n; ++j) want_x[j] += r.dx[j];
+        }
+        check_close(y.to_host(), want_y, 1e-12);
+        check_close(c.grad().to_host(), want_c, 1e-10);
+        check_close(x.grad().to_host(), want_x, 1e-10);
+      }
+    }
+  });
+}
+
 TEST_CASE("a serial loop chaining through memory (y[j + 1] = f(y[j])) runs its adjoint backwards") {
   // y[0] = x[0]; y[j + 1] = sin(y[j]) * z[j] + x[j + 1]: the store runs ahead of the read, which the access rule allows.
   auto k = qd::kernel("memory_chain", {"x", "z", "y"}, [](d1 x, d1 z, d1 y) {

@@ -6,9 +6,9 @@
 // what a nested block needs (an if_ branch, a loop iteration) its own adjoint
 // recomputes. Local variables are put back to their value before each statement a
 // later replay depends on, from a snapshot the replay took. A serial loop whose
-// iterations carry a variable that is not a plain accumulation is reversed by
-// replaying iterations begin..j-1 before the adjoint of iteration j (quadratic in
-// the trip count, but exact and needing no tape). Every op is classified by one
+// iterations carry a variable that is not a plain accumulation is reversed from
+// per-thread value stacks of the variables' values (reverse_carrying_loop: linear in
+// the trip count up to value_stack_depth^2 iterations). Every op is classified by one
 // table with a default: an op this file does not know is a clean qd::user_error.
 #pragma once
 
@@ -679,26 +679,95 @@ class adjoint_builder {
     if (n.imm != 1)
       reject(s, "a multi-dimensional nested loop that carries a qd::var from one iteration to the next",
              "nest one-dimensional qd::range_for loops instead");
-    // Iteration j, from the last: restore the carried variables, replay begin..j-1, then the adjoint of j.
-    std::vector<std::pair<ir::id, ir::id>> entry;
-    for (ir::id v : carried) entry.emplace_back(v, b_.local_load(m(v)));
-    const ir::id lo = m(n.a), hi = m(n.b);
-    const ir::id last = bin(ir::binary_op::sub, dtype::i32, bin(ir::binary_op::add, dtype::i32, lo, hi),
-                            b_.constant_int(dtype::i32, 1));
+    reverse_carrying_loop(s, carried);
+  }
+
+  // A serial loop whose iterations carry variables nonlinearly (`p = p * x + c`): the
+  // adjoint of iteration j needs their values at its start. Two levels of value stacks
+  // of value_stack_depth entries per variable, per thread (autodiff/adjoint.hpp):
+  //   1. run the loop forward, saving the values at the start of every seg-th iteration,
+  //      seg = max(1, ceil(n / depth)), so at most `depth` checkpoints;
+  //   2. for each segment from the last, for each run of `depth` iterations in it from the
+  //      last: restore the segment's checkpoint, run forward to the run's end saving the
+  //      run's values, then the run's adjoints from its last iteration, each after
+  //      restoring its own values.
+  // For n <= depth^2 every segment is one run: about three forward replays and one
+  // reverse sweep per iteration, O(n). Longer loops replay up to a run's start from its
+  // segment's checkpoint: n^2 / (2 depth^2) extra iterations.
+  void reverse_carrying_loop(ir::id s, const std::vector<ir::id>& carried) {
+    const ir::node& n = at(s);
     const ir::id index = f_.block(n.block0)[0];
-    ir::id outer = b_.range_for(lo, hi);
-    same_config(outer, s);
-    b_.push_block(out_.at(outer).block0);
-    const ir::id j = bin(ir::binary_op::sub, dtype::i32, last, b_.loop_index_of(outer));
-    for (auto [v, value] : entry) b_.local_store(m(v), value);
-    ir::id prefix = b_.range_for(lo, j);
-    b_.push_block(out_.at(prefix).block0);
-    map_[idx(index)] = b_.loop_index_of(prefix);
-    replay_block(n.block0);
-    b_.pop_block();
-    map_[idx(index)] = j;
-    adjoint_block(n.block0);
-    b_.pop_block();
+    auto i32 = [&](std::int64_t v) { return b_.constant_int(dtype::i32, v); };
+    auto add = [&](ir::id x, ir::id y) { return bin(ir::binary_op::add, dtype::i32, x, y); };
+    auto sub = [&](ir::id x, ir::id y) { return bin(ir::binary_op::sub, dtype::i32, x, y); };
+    auto ceil_div = [&](ir::id x, ir::id y) {  // x >= 0 or the loop is empty; y >= 1
+      return bin(ir::binary_op::div, dtype::i32, add(x, sub(y, i32(1))), y);
+    };
+    auto loop = [&](ir::id begin, ir::id end) {  // opens a loop of this one's configuration; returns its index
+      const ir::id l = b_.range_for(begin, end);
+      same_config(l, s);
+      b_.push_block(out_.at(l).block0);
+      return b_.loop_index_of(l);
+    };
+    auto from_last = [&](ir::id begin, ir::id end, ir::id i) { return sub(sub(add(begin, end), i32(1)), i); };
+    auto save = [&](const std::vector<ir::id>& stacks, ir::id slot) {
+      for (std::size_t k = 0; k < carried.size(); ++k) b_.array_store(stacks[k], slot, b_.local_load(m(carried[k])));
+    };
+    auto restore = [&](const std::vector<ir::id>& stacks, ir::id slot) {
+      for (std::size_t k = 0; k < carried.size(); ++k) b_.local_store(m(carried[k]), b_.array_load(stacks[k], slot));
+    };
+    const bool top_level = b_.current_block() == 0;
+    if (top_level) loop(i32(0), i32(1));  // the stacks live in a task: one iteration holds them
+    std::vector<ir::id> checkpoints, values;
+    for (ir::id v : carried) {
+      checkpoints.push_back(b_.local_array(at(v).type, value_stack_depth));
+      values.push_back(b_.local_array(at(v).type, value_stack_depth));
+    }
+    const ir::id lo = m(n.a), hi = m(n.b), depth = i32(value_stack_depth);
+    const ir::id count = sub(hi, lo);
+    const ir::id seg = bin(ir::binary_op::max, dtype::i32, i32(1), ceil_div(count, depth));
+    {  // 1. forward, saving a checkpoint at the start of every segment
+      const ir::id j = loop(lo, hi);
+      const ir::id k = sub(j, lo);
+      const ir::id c =
+          b_.if_(b_.binary(ir::binary_op::eq, dtype::boolean, bin(ir::binary_op::mod, dtype::i32, k, seg), i32(0)));
+      b_.push_block(out_.at(c).block0);
+      save(checkpoints, bin(ir::binary_op::div, dtype::i32, k, seg));
+      b_.pop_block();
+      map_[idx(index)] = j;
+      replay_block(n.block0);
+      b_.pop_block();
+    }
+    // 2. segments from the last, runs of `depth` from the last in each
+    const ir::id segments = ceil_div(count, seg);
+    const ir::id r = from_last(i32(0), segments, loop(i32(0), segments));
+    const ir::id s0 = add(lo, mul(dtype::i32, r, seg));
+    const ir::id s1 = bin(ir::binary_op::min, dtype::i32, add(s0, seg), hi);
+    const ir::id runs = ceil_div(sub(s1, s0), depth);
+    const ir::id u = from_last(i32(0), runs, loop(i32(0), runs));
+    const ir::id u0 = add(s0, mul(dtype::i32, u, depth));
+    const ir::id u1 = bin(ir::binary_op::min, dtype::i32, add(u0, depth), s1);
+    restore(checkpoints, r);
+    {
+      const ir::id j = loop(s0, u1);
+      const ir::id c = b_.if_(b_.binary(ir::binary_op::ge, dtype::boolean, j, u0));
+      b_.push_block(out_.at(c).block0);
+      save(values, sub(j, u0));
+      b_.pop_block();
+      map_[idx(index)] = j;
+      replay_block(n.block0);
+      b_.pop_block();
+    }
+    {
+      const ir::id j = from_last(u0, u1, loop(u0, u1));
+      restore(values, sub(j, u0));
+      map_[idx(index)] = j;
+      adjoint_block(n.block0);
+      b_.pop_block();
+    }
+    b_.pop_block();  // the runs
+    b_.pop_block();  // the segments
+    if (top_level) b_.pop_block();
   }
 
   // A 0-d f32/f64 parameter with a gradient that parallel loop `loop` reads (and never writes):

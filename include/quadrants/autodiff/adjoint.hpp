@@ -17,6 +17,12 @@ struct naming {
   std::vector<std::string> params;  // may be empty or hold empty names: then "#k"
 };
 
+// Entries per value stack: the adjoint of a serial loop that carries variables
+// nonlinearly keeps, per thread and per carried variable, two arrays of this many values
+// (checkpoints, then one run's values), so it is linear in the trip count up to
+// value_stack_depth^2 iterations (docs/autodiff.md, "Loops and variables").
+inline constexpr std::int64_t value_stack_depth = 64;
+
 // The adjoint of `forward` (a traced kernel after dead-code elimination): it reads
 // the outputs' gradient buffers and accumulates into the inputs' (docs/autodiff.md).
 // A qd::user_error naming the kernel and the statement when something in it has no

@@ -6,6 +6,6 @@
 
 namespace qd::inline v0::codegen {
 
-inline constexpr std::string_view generator_id = "a4777969d7aa907959f9d14278a25bd3";
+inline constexpr std::string_view generator_id = "8630d4dd2f8f8db806f2b12236479b2c";
 
 }  // namespace qd::inline v0::codegen

@@ -1006,6 +1006,9 @@ class glsl_emitter {
       case ir::op::local_decl: line(fmt::format("{} {} = {};", type, var(i), v(n.a))); break;
       case ir::op::local_load: declare(n, i, var(n.a)); break;
       case ir::op::local_store: line(fmt::format("{} = {};", var(n.a), v(n.b))); break;
+      case ir::op::local_array: line(fmt::format("{} {}[{}];", type, var(i), n.imm)); break;
+      case ir::op::array_load: declare(n, i, fmt::format("{}[{}]", var(n.a), v(n.b))); break;
+      case ir::op::array_store: line(fmt::format("{}[{}] = {};", var(n.a), v(n.b), v(n.c))); break;
       case ir::op::local_atomic:
         // A task-local variable is private to its invocation: a plain read-modify-write with
         // the atomics' semantics.

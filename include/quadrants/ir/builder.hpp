@@ -153,6 +153,15 @@ class builder {
                  .b = value,
                  .c = expected});
   }
+  constexpr id local_array(dtype t, std::int64_t length) {
+    return emit({.code = op::local_array, .type = t, .imm = length});
+  }
+  constexpr id array_load(id array, id index) {
+    return emit({.code = op::array_load, .type = fn_->at(array).type, .a = array, .b = index});
+  }
+  constexpr id array_store(id array, id index, id value) {
+    return emit({.code = op::array_store, .type = fn_->at(array).type, .a = array, .b = index, .c = value});
+  }
   constexpr id temp_load(dtype t, std::int64_t slot) { return emit({.code = op::temp_load, .type = t, .imm = slot}); }
   constexpr id temp_store(dtype t, std::int64_t slot, id value) {
     return emit({.code = op::temp_store, .type = t, .a = value, .imm = slot});

@@ -11,7 +11,7 @@ namespace qd::inline v0::ir {
 
 constexpr void eliminate_dead_code(function& fn) {
   const std::size_t count = fn.nodes.size();
-  std::vector<std::vector<id>> writers(count);  // local_decl -> its stores and atomics
+  std::vector<std::vector<id>> writers(count);  // local_decl or local_array -> its stores and atomics
   std::vector<std::vector<id>> jumps(count);    // loop -> the break_/continue_ that leave or restart it
   std::vector<bool> reachable(count, false);
   walk(fn, 0, [&](id i, int) {
@@ -20,7 +20,7 @@ constexpr void eliminate_dead_code(function& fn) {
     match(
         fn, i, [&](view<op::local_store> s) { add(writers, s.variable()); },
         [&](view<op::local_atomic> u) { add(writers, u.variable()); },
-        [&]<op O>(jump_view<O> j) { add(jumps, j.loop()); });
+        [&](view<op::array_store> s) { add(writers, s.array()); }, [&]<op O>(jump_view<O> j) { add(jumps, j.loop()); });
   });
   std::vector<bool> live(count, false);
   std::vector<id> work;
@@ -39,7 +39,7 @@ constexpr void eliminate_dead_code(function& fn) {
     // The enclosing control flow executes this node, so it lives too.
     std::int32_t b = fn.node_block[static_cast<std::size_t>(i)];
     if (b != 0) mark(fn.block_owner[static_cast<std::size_t>(b)]);
-    if (n.code == op::local_decl)
+    if (n.code == op::local_decl || n.code == op::local_array)
       for (id w : writers[static_cast<std::size_t>(i)]) mark(w);
     if (n.code == op::range_for)  // its loop indices
       for (std::int32_t d = 0; d < view<op::range_for>(fn, i).rank(); ++d) mark(view<op::range_for>(fn, i).index(d));

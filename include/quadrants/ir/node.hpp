@@ -59,7 +59,10 @@ inline constexpr id none = -1;
   X(print, 0, output, 0)                /* list: node ids, or -2 - string index for text pieces                */    \
   X(break_, 0, control, 0)              /* a: the innermost enclosing loop (range_for or while_), which it leaves */ \
   X(continue_, 0, control, 0)           /* a: the innermost enclosing loop, whose next iteration it starts     */    \
-  X(graph_mark, 0, control, 0)          /* sub: graph_mark; top level only, in no task (ir/graph_mark.hpp)     */
+  X(graph_mark, 0, control, 0)          /* sub: graph_mark; top level only, in no task (ir/graph_mark.hpp)  */       \
+  X(local_array, 1, local_write, 0)     /* imm: length; a per-thread array of type, uninitialised; in a task */      \
+  X(array_load, 1, local_read, 0)       /* a: local_array, b: index (i32, in bounds by construction)       */        \
+  X(array_store, 0, local_write, 0)     /* a: local_array, b: index, c: value                              */
 
 enum class op : std::uint8_t {
 #define QD_IR_ENUM(name, value, effect, invariant) name,
@@ -98,6 +101,9 @@ inline constexpr op_properties op_table[] = {
 #undef QD_IR_ROW
 };
 inline constexpr std::size_t op_count = sizeof(op_table) / sizeof(op_table[0]);
+
+// The most elements a local_array may hold (it lives in a thread's stack or registers).
+inline constexpr std::int64_t max_local_array_length = 4096;
 
 constexpr const op_properties& properties(op o) { return op_table[static_cast<std::size_t>(o)]; }
 constexpr std::string_view name(op o) { return properties(o).name; }

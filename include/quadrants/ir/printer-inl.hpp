@@ -89,6 +89,9 @@ QD_FUNC std::string to_text(const function& fn, text_options options) {
         case op::local_atomic:
           line += fmt::format(" {} {} <- {}{}", name(static_cast<atomic_op>(n.sub)), ref(n.a), ref(n.b), expected(n));
           break;
+        case op::local_array: line += fmt::format(" [{}]", n.imm); break;
+        case op::array_load: line += fmt::format(" {}[{}]", ref(n.a), ref(n.b)); break;
+        case op::array_store: line += fmt::format(" {}[{}] <- {}", ref(n.a), ref(n.b), ref(n.c)); break;
         case op::temp_load: line += fmt::format(" slot {}", n.imm); break;
         case op::temp_store: line += fmt::format(" slot {} <- {}", n.imm, ref(n.a)); break;
         case op::temp_atomic:

@@ -42,7 +42,7 @@ class verifier {
     if (operand < 0 || static_cast<std::size_t>(operand) >= fn_.nodes.size())
       invalid(fn_, user, "has an operand out of range");
     const node& o = fn_.at(operand);
-    if (!has_value(o.code) || o.code == op::local_decl)
+    if (!has_value(o.code) || o.code == op::local_decl || o.code == op::local_array)
       invalid(fn_, user, fmt::format("uses node {} ({}) as a value", operand, name(o.code)));
     return o.type;
   }
@@ -54,6 +54,12 @@ class verifier {
     if (decl < 0 || static_cast<std::size_t>(decl) >= fn_.nodes.size() || fn_.at(decl).code != op::local_decl)
       invalid(fn_, user, "does not name a local_decl");
     if (fn_.at(decl).type != fn_.at(user).type) invalid(fn_, user, "has a type other than its variable's");
+  }
+  void expect_array(id array, id index, id user) const {
+    if (array < 0 || static_cast<std::size_t>(array) >= fn_.nodes.size() || fn_.at(array).code != op::local_array)
+      invalid(fn_, user, "does not name a local_array");
+    if (fn_.at(array).type != fn_.at(user).type) invalid(fn_, user, "has a type other than its array's");
+    expect(index, dtype::i32, user, "an index");
   }
   const param_desc& param(const node& n, id user, bool array) const {
     if (n.param < 0 || static_cast<std::size_t>(n.param) >= fn_.params.size()) invalid(fn_, user, "names no parameter");
@@ -216,6 +222,15 @@ class verifier {
         expect(n.b, n.type, i, "an operand");
         if (n.type == dtype::boolean) invalid(fn_, i, "updates a boolean atomically");
         atomic(n, i);
+        break;
+      case op::local_array:
+        if (n.imm < 1 || n.imm > max_local_array_length) invalid(fn_, i, "has a length outside 1..4096");
+        if (fn_.is_top_level(i)) invalid(fn_, i, "declares a per-thread array outside a task");
+        break;
+      case op::array_load: expect_array(n.a, n.b, i); break;
+      case op::array_store:
+        expect_array(n.a, n.b, i);
+        expect(n.c, n.type, i, "a stored value");
         break;
       case op::temp_load:
       case op::temp_store:

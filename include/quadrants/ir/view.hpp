@@ -19,7 +19,7 @@ namespace qd::inline v0::ir {
 enum class operand_use : std::uint8_t {  // a, b, c
   unused,
   value,     // a node with a value, read as an operand
-  variable,  // a local_decl: the variable read or written
+  variable,  // a local_decl (a local_array for array_load/array_store): the variable read or written
   loop,      // the range_for a loop_index counts, or the loop a jump leaves or restarts
 };
 enum class list_use : std::uint8_t { unused, indices, extents, print_args };
@@ -30,7 +30,17 @@ enum class param_use : std::uint8_t {
   flag_array,  // an array parameter's index, when the op's sub says it has one
   block_dim,   // not a parameter: a GPU launch's threads per block (-1: the default)
 };
-enum class imm_use : std::uint8_t { unused, bits, dimension, slot, rank, on_overflow, fork_kind, assertion_number };
+enum class imm_use : std::uint8_t {
+  unused,
+  bits,
+  dimension,
+  slot,
+  rank,
+  on_overflow,
+  fork_kind,
+  assertion_number,
+  length
+};
 enum class sub_use : std::uint8_t { unused, unary_op, binary_op, atomic_op, graph_mark };
 enum class flags_use : std::uint8_t { unused, access, loop, print };
 
@@ -313,6 +323,34 @@ struct view<op::local_atomic> : detail::op_view<op::local_atomic> {
   constexpr id variable() const { return a(); }
   constexpr id value() const { return b(); }
   constexpr id expected() const { return c(); }  // atomic_op::cas only; else none
+};
+
+// --- per-thread arrays: the local_array node is the array ----------------------------
+// Made by transformations only (the adjoint's value stacks, autodiff/adjoint-inl.hpp), never
+// by tracing: declared inside a task (the verifier refuses one at the top level), so no
+// temporary slot or frame carries one; every index is in bounds by construction.
+template <>
+struct view<op::local_array> : detail::op_view<op::local_array> {
+  using op_view::op_view;
+  static constexpr operand_layout layout{.imm = imm_use::length};
+  constexpr std::int64_t length() const { return imm(); }
+};
+
+template <>
+struct view<op::array_load> : detail::op_view<op::array_load> {
+  using op_view::op_view;
+  static constexpr operand_layout layout{.a = operand_use::variable, .b = operand_use::value};
+  constexpr id array() const { return a(); }
+  constexpr id index() const { return b(); }
+};
+
+template <>
+struct view<op::array_store> : detail::op_view<op::array_store> {
+  using op_view::op_view;
+  static constexpr operand_layout layout{.a = operand_use::variable, .b = operand_use::value, .c = operand_use::value};
+  constexpr id array() const { return a(); }
+  constexpr id index() const { return b(); }
+  constexpr id value() const { return c(); }
 };
 
 // --- global temporaries: 8-byte slots, after whole-kernel lowering only -------------

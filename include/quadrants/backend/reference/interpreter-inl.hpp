@@ -435,6 +435,10 @@ class machine {
 
  private:
   cell& value(ir::id i) { return values_[static_cast<std::size_t>(i)]; }
+  std::vector<cell>& array(ir::id i) {  // a local_array's elements (this thread's)
+    if (arrays_.size() <= static_cast<std::size_t>(i)) arrays_.resize(static_cast<std::size_t>(i) + 1);
+    return arrays_[static_cast<std::size_t>(i)];
+  }
   cell operand_or_zero(ir::id i) { return i == ir::none ? cell{0} : value(i); }
 
   void exec_block(std::int32_t block, std::size_t skip) {
@@ -837,6 +841,11 @@ class machine {
       case ir::op::local_decl: value(i) = value(n.a); break;
       case ir::op::local_load: value(i) = value(n.a); break;
       case ir::op::local_store: value(n.a) = value(n.b); break;
+      case ir::op::local_array: array(i).assign(static_cast<std::size_t>(n.imm), cell{}); break;
+      case ir::op::array_load: value(i) = array(n.a).at(static_cast<std::size_t>(get<std::int32_t>(value(n.b)))); break;
+      case ir::op::array_store:
+        array(n.a).at(static_cast<std::size_t>(get<std::int32_t>(value(n.b)))) = value(n.c);
+        break;
       case ir::op::local_atomic: {
         cell old = value(n.a), v = value(n.b), e = operand_or_zero(n.c);
         value(n.a) = with_type(n.type, [&](auto tag) {
@@ -892,6 +901,7 @@ class machine {
   const std::vector<std::int32_t>& reduction_of_;
   const std::vector<task_interpreter::reduction>& reductions_;
   std::vector<cell> values_;
+  std::vector<std::vector<cell>> arrays_;  // by local_array node
   std::vector<cell> accumulators_;
   std::uint64_t rng_ = 0;
   bool in_body_ = false;
