@@ -178,3 +178,45 @@ TEST_CASE("a serial task's atomics and a multi-threaded scatter with a reduction
   CHECK(bins.to_host() == expected);
   qd::reset();
 }
+
+TEST_CASE("chunk-private copies: additions from a nested loop into small arrays, exact totals on two threads") {
+  // small (f64, 8 KB) and small_f (f32, 2 KB) fit the chunks' 64 KiB copies; large (f64,
+  // 160 KB) does not and keeps its atomics; every contribution is a small integer, so any
+  // order of the additions gives the same bits. On one thread the loop updates plainly.
+  auto k = qd::kernel("nested_adds", {"small", "small_f", "large"},
+                      [](qd::types::ndarray<double, 1> small, qd::types::ndarray<float, 1> small_f,
+                         qd::types::ndarray<double, 1> large) {
+                        qd::range_for(256, [&](qd::i32 i) {
+                          qd::range_for(small.shape(0), [&](qd::i32 j) {
+                            small[j] += qd::cast<double>(i % 5 + 1);
+                            small_f[j % small_f.shape(0)] += 1.0f;
+                            large[(i * 37 + j * 11) % large.shape(0)] += qd::cast<double>(j % 3);
+                          });
+                        });
+                      });
+  constexpr int n_small = 1000, n_small_f = 512, n_large = 20000;
+  std::vector<double> want_small(n_small, 0.0), want_large(n_large, 0.0);
+  std::vector<float> want_small_f(n_small_f, 0.0f);
+  for (int i = 0; i < 256; ++i)
+    for (int j = 0; j < n_small; ++j) {
+      want_small[static_cast<std::size_t>(j)] += static_cast<double>(i % 5 + 1);
+      want_small_f[static_cast<std::size_t>(j % n_small_f)] += 1.0f;
+      want_large[static_cast<std::size_t>((i * 37 + j * 11) % n_large)] += static_cast<double>(j % 3);
+    }
+  for (int threads : {1, 2}) {
+    CAPTURE(threads);
+    qd_test::init_cpu({.cpu_max_num_threads = threads});
+    qd::ndarray<double, 1> small(n_small), large(n_large);
+    qd::ndarray<float, 1> small_f(n_small_f);
+    for (int round = 0; round < 3; ++round) {  // a copy starts zeroed in every chunk of every launch
+      small.fill(0.0);
+      small_f.fill(0.0f);
+      large.fill(0.0);
+      k(small, small_f, large);
+      CHECK(small.to_host() == want_small);
+      CHECK(small_f.to_host() == want_small_f);
+      CHECK(large.to_host() == want_large);
+    }
+    qd::reset();
+  }
+}

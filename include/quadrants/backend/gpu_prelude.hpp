@@ -165,7 +165,8 @@ QD_FN qd_i64 qd_reduction_chunk_size(qd_i64 count, qd_i64 max_chunks, qd_i64 min
 #define QD_PARALLEL_NESTED_TASK(entry, RANK, BLOCK) QD_PARALLEL_TASK_BLOCK(entry, RANK, BLOCK)
 /* Many threads update at once on a GPU: atomic updates stay atomic. */
 #define QD_PLAIN(frame) 0
-#define QD_PARALLEL_SCATTER_TASK(entry, RANK, BLOCK, NESTED) QD_PARALLEL_TASK_BLOCK(entry, RANK, BLOCK)
+#define QD_PRIVATE_SCATTER 0 /* native atomics: no chunk-private copies (the CPU's) */
+#define QD_PARALLEL_SCATTER_TASK(entry, RANK, BLOCK, NESTED, PRIVATE) QD_PARALLEL_TASK_BLOCK(entry, RANK, BLOCK)
 /* CHUNK_MIN (heavy iterations on the CPU) does not change the GPU's chunks. */
 #define QD_PARALLEL_REDUCE_TASK(entry, RANK, BLOCK, DET, SCRATCH, CHUNK_MIN, SCATTER) QD_PARALLEL_REDUCE_TASK_##DET(entry, RANK, BLOCK, SCRATCH)
 #define QD_PARALLEL_REDUCE_TASK_0(entry, RANK, BLOCK, SCRATCH) QD_PARALLEL_TASK_BLOCK(entry, RANK, BLOCK)

@@ -6,6 +6,6 @@
 
 namespace qd::inline v0::codegen {
 
-inline constexpr std::string_view generator_id = "8630d4dd2f8f8db806f2b12236479b2c";
+inline constexpr std::string_view generator_id = "2fbbcbbc2b3f5562a81f5439fbcf1417";
 
 }  // namespace qd::inline v0::codegen

@@ -159,7 +159,12 @@ QD_FN qd_i32 qd_bound(const qd_ctx* ctx, qd_i64 value, qd_i32 on_overflow) {
 /* A loop with atomic updates of array elements (QD_PLAIN): run on this thread alone, when
    the runtime says it may, with plain updates; else spread, with atomics. */
 #define QD_PLAIN(frame) ((frame).qd_plain)
-#define QD_PARALLEL_SCATTER_TASK(entry, RANK, BLOCK, NESTED)                                               \
+/* Spread, a chunk adds into its own zeroed copies of small arrays that the loop's inner
+   loops only add into (the emitter's _priv_begin takes those that fit), then adds them
+   into the arrays. */
+#define QD_PRIVATE_SCATTER 1
+#define QD_PRIVATE_SCATTER_BYTES 65536
+#define QD_PARALLEL_SCATTER_TASK(entry, RANK, BLOCK, NESTED, PRIVATE)                                      \
   QD_PARALLEL_RANGE(entry, RANK)                                                                           \
   /* Two copies of the loop, qd_plain a constant in each: the plain one keeps the arrays' */             \
   /* addresses in registers (no atomic in the loop), and neither branches per update. */                  \
@@ -170,6 +175,12 @@ QD_FN qd_i32 qd_bound(const qd_ctx* ctx, qd_i64 value, qd_i32 on_overflow) {
     if (qd_f.qd_plain) {                                                                                   \
       qd_f.qd_plain = 1;                                                                                   \
       entry##_range(ctx, qd_f, &qd_red, qd_lo, qd_hi);                                                     \
+    } else if (PRIVATE) {                                                                                  \
+      qd_f.qd_plain = 0;                                                                                   \
+      alignas(64) unsigned char qd_store[QD_PRIVATE_SCATTER_BYTES];                                        \
+      entry##_priv_begin(ctx, &qd_red, qd_store, QD_PRIVATE_SCATTER_BYTES);                                \
+      entry##_range(ctx, qd_f, &qd_red, qd_lo, qd_hi);                                                     \
+      entry##_priv_end(ctx, &qd_red, qd_lo);                                                               \
     } else {                                                                                               \
       qd_f.qd_plain = 0;                                                                                   \
       entry##_range(ctx, qd_f, &qd_red, qd_lo, qd_hi);                                                     \
