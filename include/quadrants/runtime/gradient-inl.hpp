@@ -265,14 +265,20 @@ class tape_read_block {
 };
 
 // The reads of one view of a buffer, added as launches are recorded (in launch order): the
-// newest few in a list, the others in blocks of 32, 64, 128, ... reads, oldest first, where
-// two blocks of one size become one (as a binary counter carries). So each read is moved
+// newest (up to 128) in a list, looked through only where the box holding them all meets
+// the write, the others in blocks of 128, 256, 512, ... reads, oldest first, where two
+// blocks of one size become one (as a binary counter carries). So each read is moved
 // about log n times in all, a query looks into about log n blocks, and no launch re-sorts
 // the whole index: n log² n for n reads at worst.
 class tape_read_index {
  public:
   void add(const tape_read& read, const tape_boxes& boxes, int ndim) {
     if (!first_) first_ = read;
+    const autodiff::access_box& box = boxes[read.box];
+    for (std::size_t d = 0; d < recent_span_.lo.size(); ++d) {
+      recent_span_.lo[d] = recent_.empty() ? box.lo[d] : std::min(recent_span_.lo[d], box.lo[d]);
+      recent_span_.hi[d] = recent_.empty() ? box.hi[d] : std::max(recent_span_.hi[d], box.hi[d]);
+    }
     recent_.push_back(read);
     if (recent_.size() < recent_limit) return;
     blocks_.emplace_back(recent_, boxes, ndim);
@@ -289,6 +295,7 @@ class tape_read_index {
   void first_conflict(const autodiff::access_box& write, int ndim, const tape_boxes& boxes,
                       std::optional<tape_read>& best) const {
     for (const tape_read_block& b : blocks_) b.first_conflict(write, ndim, boxes, best);
+    if (recent_.empty() || !autodiff::intersect(recent_span_, write, ndim)) return;
     for (const tape_read& r : recent_) {
       if (best && !(r < *best)) return;
       if (autodiff::intersect(boxes[r.box], write, ndim)) {
@@ -302,9 +309,10 @@ class tape_read_index {
   const std::optional<tape_read>& first() const { return first_; }
 
  private:
-  static constexpr std::size_t recent_limit = 32;
+  static constexpr std::size_t recent_limit = 128;
   std::vector<tape_read_block> blocks_;
   std::vector<tape_read> recent_;
+  autodiff::access_box recent_span_;  // the smallest box holding the list's reads
   std::optional<tape_read> first_;
 };
 
