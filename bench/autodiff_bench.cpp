@@ -147,8 +147,9 @@ double stencil_accuracy() {
 }
 
 // tape.backward() over `steps` launches writing one row of `width` per time step (and a
-// loss launch), against the same adjoints launched by hand in reverse order: medians of
-// `repeats` backward passes, each of a freshly recorded tape.
+// loss launch), against the same adjoints launched by hand in reverse order, and the
+// forward launches recorded on that tape against the same launches without one: medians
+// of `repeats` rounds, each recording a fresh tape.
 void measure_tape(int steps, int width, int repeats) {
   using g2 = qd::types::ndarray<float, 2, qd::needs_grad>;
   using g0 = qd::types::ndarray<float, 0, qd::needs_grad>;
@@ -162,13 +163,17 @@ void measure_tape(int steps, int width, int repeats) {
   qd::ndarray<float, 0> loss(qd::needs_grad);
   rows.fill(0.25f);
   rows.grad().fill(0.0f);
-  std::vector<double> tape_ms, hand_ms;
+  auto forward = [&] {
+    for (int s = 0; s < steps; ++s) advance(rows, s);
+    last_row(rows, loss);
+  };
+  std::vector<double> plain_ms, recorded_ms, tape_ms, hand_ms;
   for (int r = 0; r < repeats + 1; ++r) {  // the first round compiles the adjoints
-    double t = 0;
+    const double p = qd_bench::ms(forward);
+    double f = 0, t = 0;
     {
       qd::ad::tape tape(loss);
-      for (int s = 0; s < steps; ++s) advance(rows, s);
-      last_row(rows, loss);
+      f = qd_bench::ms(forward);
       t = qd_bench::ms([&] { tape.backward(); });
     }
     const double h = qd_bench::ms([&] {
@@ -177,16 +182,24 @@ void measure_tape(int steps, int width, int repeats) {
       for (int s = steps; s-- > 0;) advance.grad(rows, s);
     });
     if (r == 0) continue;
+    plain_ms.push_back(p);
+    recorded_ms.push_back(f);
     tape_ms.push_back(t);
     hand_ms.push_back(h);
   }
-  const double t = qd_bench::median(tape_ms), h = qd_bench::median(hand_ms);
-  std::printf("tape.backward() %5d launches, rows of %4d: %8.3f ms (%6.2f us/launch)  by hand %8.3f ms  ratio %5.2fx\n",
-              steps + 1, width, t, 1e3 * t / (steps + 1), h, t / h);
+  const double p = qd_bench::median(plain_ms), f = qd_bench::median(recorded_ms), t = qd_bench::median(tape_ms),
+               h = qd_bench::median(hand_ms);
+  std::printf(
+      "%5d launches, rows of %4d: backward %8.3f ms (%5.2f us/launch)  by hand %8.3f ms  ratio %5.2fx | "
+      "forward on the tape %8.3f ms  without %8.3f ms  (%+5.2f us/launch) | forward+backward ratio %5.2fx\n",
+      steps + 1, width, t, 1e3 * t / (steps + 1), h, t / h, f, p, 1e3 * (f - p) / (steps + 1), (f + t) / (p + h));
 }
 
 void measure_tapes(int repeats, int only_width = 0) {
-  std::printf("tape.backward() against the same adjoints launched by hand (median of %d tapes):\n", repeats);
+  std::printf(
+      "tape.backward() against the same adjoints launched by hand, and the forward launches on the tape against "
+      "the same launches without one (median of %d tapes):\n",
+      repeats);
   for (int width : {16, 4096})  // a launch the calling thread runs alone; one the worker threads share
     if (only_width == 0 || width == only_width)
       for (int steps : {125, 500, 2000}) measure_tape(steps, width, repeats);

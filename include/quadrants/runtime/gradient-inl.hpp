@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <compare>
 #include <cstdint>
+#include <exception>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -147,6 +149,297 @@ QD_FUNC void check_adjoint_aliasing(const kernel_state& k, const launch_arg* arg
   }
 }
 
+// A read box of a recorded launch: its launch, and its place among the boxes of the
+// recorded launches' footprints (tape_state::boxes: launch, then footprint order). The
+// overwrite check names, for each conflicting write, the first read in this order.
+struct tape_read {
+  std::size_t launch = 0, box = 0;
+  auto operator<=>(const tape_read&) const = default;
+};
+
+using tape_boxes = std::vector<autodiff::access_box>;
+
+// Reads of one view of a buffer, fixed once built: sorted by their first index in one
+// dimension (chosen where the reads are narrowest: the time step's row), with a tree
+// holding the largest last index and the earliest read under each node, so a query visits
+// only the reads that overlap the write in that dimension and are earlier than any found.
+class tape_read_block {
+ public:
+  // `reads` of an array of `ndim` dimensions, whose boxes are in `boxes`.
+  tape_read_block(const std::vector<tape_read>& reads, const tape_boxes& boxes, int ndim) {
+    for (const tape_read& r : reads)
+      for (std::size_t d = 0; d < std::min(static_cast<std::size_t>(ndim), widths_.size()); ++d)
+        widths_[d] += static_cast<double>(boxes[r.box].hi[d] - boxes[r.box].lo[d]);
+    dim_ = narrowest(ndim);
+    entries_.reserve(reads.size());
+    for (const tape_read& r : reads) entries_.push_back({boxes[r.box].lo[dim()], r});
+    std::sort(entries_.begin(), entries_.end(), by_lo);
+    build(boxes);
+  }
+
+  // The reads of two blocks in one; where both are sorted in the dimension chosen for the
+  // whole, their entries are merged in one pass.
+  tape_read_block(const tape_read_block& a, const tape_read_block& b, const tape_boxes& boxes, int ndim) {
+    for (std::size_t d = 0; d < widths_.size(); ++d) widths_[d] = a.widths_[d] + b.widths_[d];
+    dim_ = narrowest(ndim);
+    entries_.resize(a.size() + b.size());
+    if (a.dim_ == dim_ && b.dim_ == dim_) {
+      std::merge(a.entries_.begin(), a.entries_.end(), b.entries_.begin(), b.entries_.end(), entries_.begin(), by_lo);
+    } else {
+      auto out = entries_.begin();
+      for (const tape_read_block* from : {&a, &b})
+        for (const entry& e : from->entries_) *out++ = {boxes[e.read.box].lo[dim()], e.read};
+      std::sort(entries_.begin(), entries_.end(), by_lo);
+    }
+    build(boxes);
+  }
+
+  std::size_t size() const { return entries_.size(); }
+
+  // Lowers `best` to the first read that shares an element with `write` (of an array of
+  // `ndim` dimensions).
+  void first_conflict(const autodiff::access_box& write, int ndim, const tape_boxes& boxes,
+                      std::optional<tape_read>& best) const {
+    std::int64_t lo = std::numeric_limits<std::int64_t>::min();
+    std::size_t end = entries_.size();
+    if (dim_ < ndim) {  // only reads starting at or before the write's last index, ending at or after its first
+      lo = write.lo[dim()];
+      end = static_cast<std::size_t>(std::upper_bound(entries_.begin(), entries_.end(), write.hi[dim()],
+                                                      [](std::int64_t v, const entry& e) { return v < e.lo; }) -
+                                     entries_.begin());
+    }
+    visit(1, 0, leaves_, end, lo, write, ndim, boxes, best);
+  }
+
+ private:
+  struct entry {
+    std::int64_t lo = 0;  // the first index of its box in the block's dimension
+    tape_read read;
+  };
+  struct node {
+    std::int64_t max_hi = 0;
+    tape_read first;
+  };
+  std::array<double, 4> widths_{};  // per dimension, the reads' widths in sum
+  int dim_ = 0;
+  std::vector<entry> entries_;
+  std::size_t leaves_ = 0;
+  std::vector<node> tree_;
+
+  static bool by_lo(const entry& a, const entry& b) { return a.lo < b.lo; }
+  std::size_t dim() const { return static_cast<std::size_t>(dim_); }
+
+  // The dimension whose read intervals are narrowest in sum: the one a query can skip by.
+  int narrowest(int ndim) const {
+    int best = 0;
+    for (int d = 1; d < std::min(ndim, static_cast<int>(widths_.size())); ++d)
+      if (widths_[static_cast<std::size_t>(d)] < widths_[static_cast<std::size_t>(best)]) best = d;
+    return best;
+  }
+
+  // The tree over the entries, a complete binary one: node i's children are 2i and 2i + 1,
+  // the leaves from `leaves` (a power of two) on; leaves past the entries hold nothing.
+  void build(const tape_boxes& boxes) {
+    leaves_ = std::bit_ceil(entries_.size());
+    tree_.assign(2 * leaves_, {std::numeric_limits<std::int64_t>::min(), {~std::size_t{0}, ~std::size_t{0}}});
+    for (std::size_t i = 0; i < entries_.size(); ++i)
+      tree_[leaves_ + i] = {boxes[entries_[i].read.box].hi[dim()], entries_[i].read};
+    for (std::size_t i = leaves_; i-- > 1;)
+      tree_[i] = {std::max(tree_[2 * i].max_hi, tree_[2 * i + 1].max_hi),
+                  std::min(tree_[2 * i].first, tree_[2 * i + 1].first)};
+  }
+
+  void visit(std::size_t at, std::size_t l, std::size_t r, std::size_t end, std::int64_t lo,
+             const autodiff::access_box& write, int ndim, const tape_boxes& boxes,
+             std::optional<tape_read>& best) const {
+    const node& n = tree_[at];
+    if (l >= end || n.max_hi < lo || (best && !(n.first < *best))) return;
+    if (r - l == 1) {
+      if (autodiff::intersect(boxes[entries_[l].read.box], write, ndim)) best = entries_[l].read;
+      return;
+    }
+    const std::size_t m = l + (r - l) / 2;
+    visit(2 * at, l, m, end, lo, write, ndim, boxes, best);
+    visit(2 * at + 1, m, r, end, lo, write, ndim, boxes, best);
+  }
+};
+
+// The reads of one view of a buffer, added as launches are recorded (in launch order): the
+// newest (up to 128) in a list, looked through only where the box holding them all meets
+// the write, the others in blocks of 128, 256, 512, ... reads, oldest first, where two
+// blocks of one size become one (as a binary counter carries). So each read is moved
+// about log n times in all, a query looks into about log n blocks, and no launch re-sorts
+// the whole index: n log² n for n reads at worst.
+class tape_read_index {
+ public:
+  void add(const tape_read& read, const tape_boxes& boxes, int ndim) {
+    if (!first_) first_ = read;
+    const autodiff::access_box& box = boxes[read.box];
+    for (std::size_t d = 0; d < recent_span_.lo.size(); ++d) {
+      recent_span_.lo[d] = recent_.empty() ? box.lo[d] : std::min(recent_span_.lo[d], box.lo[d]);
+      recent_span_.hi[d] = recent_.empty() ? box.hi[d] : std::max(recent_span_.hi[d], box.hi[d]);
+    }
+    recent_.push_back(read);
+    if (recent_.size() < recent_limit) return;
+    blocks_.emplace_back(recent_, boxes, ndim);
+    recent_.clear();
+    while (blocks_.size() >= 2 && blocks_[blocks_.size() - 2].size() == blocks_.back().size()) {
+      tape_read_block joined(blocks_[blocks_.size() - 2], blocks_.back(), boxes, ndim);
+      blocks_.pop_back();
+      blocks_.back() = std::move(joined);
+    }
+  }
+
+  // Lowers `best` to the first read that shares an element with `write` (of an array of
+  // `ndim` dimensions). The blocks, then the list, hold ever later reads.
+  void first_conflict(const autodiff::access_box& write, int ndim, const tape_boxes& boxes,
+                      std::optional<tape_read>& best) const {
+    for (const tape_read_block& b : blocks_) b.first_conflict(write, ndim, boxes, best);
+    if (recent_.empty() || !autodiff::intersect(recent_span_, write, ndim)) return;
+    for (const tape_read& r : recent_) {
+      if (best && !(r < *best)) return;
+      if (autodiff::intersect(boxes[r.box], write, ndim)) {
+        best = r;
+        return;
+      }
+    }
+  }
+
+  // The earliest read, if any.
+  const std::optional<tape_read>& first() const { return first_; }
+
+ private:
+  static constexpr std::size_t recent_limit = 128;
+  std::vector<tape_read_block> blocks_;
+  std::vector<tape_read> recent_;
+  autodiff::access_box recent_span_;  // the smallest box holding the list's reads
+  std::optional<tape_read> first_;
+};
+
+// One view of a buffer as recorded launches were given it: reads of views that differ
+// conflict with writes as a whole (any shared byte), of the same view element by element.
+struct tape_view {
+  std::uintptr_t data = 0;
+  std::uint64_t bytes = 0;
+  std::array<std::int64_t, 4> shape{};
+  bool extent_known = true;
+  auto operator<=>(const tape_view&) const = default;
+  bool same_elements(const tape_view& o) const { return data == o.data && bytes == o.bytes && shape == o.shape; }
+  bool spans() const { return extent_known && bytes > 0; }  // has an extent to overlap by
+  std::uintptr_t end() const { return data + bytes; }
+  // The first view, in this order, that starts at `data`.
+  static tape_view first_at(std::uintptr_t data) {
+    constexpr std::int64_t least = std::numeric_limits<std::int64_t>::min();
+    return {data, 0, {least, least, least, least}, false};
+  }
+};
+
+QD_FUNC tape_view view_of(const launch_arg& a) {
+  return {reinterpret_cast<std::uintptr_t>(a.data),
+          a.bytes,
+          {a.shape[0], a.shape[1], a.shape[2], a.shape[3]},
+          a.extent_known};
+}
+
+// The reads of the launches recorded so far, grouped by view and indexed, and the views
+// whose reads a write through a view conflicts with.
+class tape_reads {
+ public:
+  // Adds `read`, of a parameter of `ndim` dimensions given `arg`.
+  void add(const launch_arg& arg, int ndim, const tape_read& read, const tape_boxes& boxes) {
+    const tape_view v = view_of(arg);
+    auto [it, fresh] = views_.try_emplace(v);
+    view_reads& r = it->second;
+    if (fresh) {
+      r.view = v;
+      r.ndim = ndim;
+      ++version_;
+      if (v.spans()) add_to_cluster(r);
+    }
+    r.all.add(read, boxes, r.ndim);
+    if (boxes[read.box].needed) r.needed.add(read, boxes, r.ndim);
+  }
+
+  // The first read, in launch then footprint order, that `write` (a box of an
+  // `ndim`-dimensional parameter given `arg`) conflicts with: any read for an overwrite, a
+  // read whose value the adjoint needs for an accumulation.
+  std::optional<tape_read> first_conflict(const launch_arg& arg, const autodiff::access_box& write, int ndim,
+                                          const tape_boxes& boxes) {
+    const tape_view w = view_of(arg);
+    if (last_version_ != version_ || !(w == last_view_)) {  // a launch's writes mostly go to one view
+      partners_ = conflicting_views(w);
+      last_view_ = w;
+      last_version_ = version_;
+    }
+    const bool overwrite = write.kind == autodiff::access_kind::overwrite;
+    std::optional<tape_read> best;
+    for (const view_reads* v : partners_) {
+      const tape_read_index& reads = overwrite ? v->all : v->needed;
+      if (v->view.same_elements(w)) {
+        reads.first_conflict(write, ndim, boxes, best);
+      } else if (const std::optional<tape_read>& r = reads.first(); r && (!best || *r < *best)) {
+        best = r;
+      }
+    }
+    return best;
+  }
+
+ private:
+  struct view_reads {
+    tape_view view;
+    int ndim = 0;
+    tape_read_index all, needed;
+  };
+  // Spanning views whose byte ranges chain into one range [start, end): a write's bytes can
+  // only meet views of the clusters its range meets.
+  struct cluster {
+    std::uintptr_t end = 0;
+    std::vector<const view_reads*> views;
+  };
+  std::map<tape_view, view_reads> views_;       // by start first; nodes stay put
+  std::map<std::uintptr_t, cluster> clusters_;  // by start; disjoint
+  std::size_t version_ = 0;                     // views added so far
+  std::size_t last_version_ = ~std::size_t{0};
+  tape_view last_view_;
+  std::vector<const view_reads*> partners_;  // last_view_'s, at last_version_
+
+  void add_to_cluster(const view_reads& r) {
+    std::uintptr_t start = r.view.data, end = r.view.end();
+    cluster joined{end, {&r}};
+    auto it = clusters_.upper_bound(start);
+    if (it != clusters_.begin() && std::prev(it)->second.end > start) --it;
+    while (it != clusters_.end() && it->first < end) {  // the clusters [start, end) meets become one
+      start = std::min(start, it->first);
+      joined.end = std::max(joined.end, it->second.end);
+      std::vector<const view_reads*>& v = it->second.views;
+      if (v.size() > joined.views.size()) std::swap(v, joined.views);
+      joined.views.insert(joined.views.end(), v.begin(), v.end());
+      it = clusters_.erase(it);
+    }
+    clusters_.emplace(start, std::move(joined));
+  }
+
+  // The read views whose reads a write through `w` may conflict with: the same view (box by
+  // box), another view of the same start where either extent is unknown, or any view
+  // sharing a byte with it where both are known.
+  std::vector<const view_reads*> conflicting_views(const tape_view& w) const {
+    std::vector<const view_reads*> out;
+    for (auto it = views_.lower_bound(tape_view::first_at(w.data)); it != views_.end() && it->first.data == w.data;
+         ++it) {
+      const tape_view& r = it->first;
+      if (r.same_elements(w) || !r.extent_known || !w.extent_known || (r.spans() && w.spans()))
+        out.push_back(&it->second);
+    }
+    if (!w.spans()) return out;
+    auto it = clusters_.upper_bound(w.data);
+    if (it != clusters_.begin() && std::prev(it)->second.end > w.data) --it;
+    for (; it != clusters_.end() && it->first < w.end(); ++it)
+      for (const view_reads* r : it->second.views)
+        if (r->view.data != w.data && r->view.data < w.end() && w.data < r->view.end()) out.push_back(r);
+    return out;
+  }
+};
+
 struct tape_launch {
   std::shared_ptr<kernel_state> kernel;
   std::vector<launch_arg> args;
@@ -159,6 +452,12 @@ struct tape_state {
   bool clear_gradients = false;
   std::atomic<bool> ended{false};  // its qd::ad::tape is gone (destroyed on any thread)
   std::thread::id owner;           // the thread whose launches it records
+  // The overwrite check, run as each launch is recorded (check_recorded_launch):
+  std::unordered_map<const kernel_state*, std::vector<autodiff::footprint_access>> accesses;  // per kernel
+  tape_boxes boxes;                // the footprints of the launches checked so far, one after the other
+  tape_reads reads;                // their reads
+  std::exception_ptr conflict;     // the first conflict found: backward() raises it
+  autodiff::launch_values values;  // scratch: the launch's values
 };
 
 // The tapes recording on this thread, oldest first: they live here until their thread
@@ -179,6 +478,64 @@ QD_FUNC void settle_tapes() {
   active_tape = stack.empty() ? nullptr : stack.back().get();
 }
 
+// The overwrite check of the newest recorded launch: no recorded launch's adjoint may read
+// data a later launch changed (overwrote, or accumulated into where the earlier adjoint
+// needs the value it read). The launch's footprint (autodiff/footprint.hpp) is computed
+// from its arguments; each of its writes is looked up among the reads of the launches
+// before it, then its reads join them. The first conflict (in launch order) is kept, and
+// raised by backward(); the launches after it are recorded but not checked.
+QD_FUNC void check_recorded_launch(tape_state& t) {
+  if (t.conflict) return;
+  try {
+    const std::size_t later = t.launches.size() - 1;
+    const tape_launch& l = t.launches.back();
+    const kernel_state& lk = *l.kernel;
+    auto [known, fresh] = t.accesses.try_emplace(&lk);
+    if (fresh) {  // the kernel's accesses, found once per tape, and which reads its adjoint needs
+      const ir::function& fn = lk.ir;
+      // A custom backward (qd::ad::custom_grad) may read anything the forward read: every read counts as needed.
+      known->second = autodiff::footprint_accesses(fn, lk.custom_adjoint
+                                                           ? std::vector<bool>(fn.nodes.size(), true)
+                                                           : autodiff::needed_values(fn, autodiff::active_values(fn)));
+    }
+    t.values.scalars.clear();
+    t.values.shapes.clear();
+    for (const launch_arg& a : l.args) {
+      t.values.scalars.push_back(a.scalar_bits);
+      t.values.shapes.push_back({a.shape[0], a.shape[1], a.shape[2], a.shape[3]});
+    }
+    const std::size_t first = t.boxes.size();
+    autodiff::footprint(lk.ir, known->second, t.values, t.boxes);
+    for (std::size_t b = first; b < t.boxes.size(); ++b) {
+      const autodiff::access_box& write = t.boxes[b];
+      if (write.kind == autodiff::access_kind::read) continue;
+      const auto wp = static_cast<std::size_t>(write.param);
+      const std::optional<tape_read> read = t.reads.first_conflict(l.args[wp], write, lk.params[wp].ndim, t.boxes);
+      if (!read) continue;
+      const bool overwrite = write.kind == autodiff::access_kind::overwrite;
+      const std::size_t earlier = read->launch;
+      const auto& ek = *t.launches[earlier].kernel;
+      t.conflict = std::make_exception_ptr(user_error(fmt::format(
+          "qd::ad::tape: launch {} (kernel '{}') {} elements of {} that launch {} (kernel '{}') read as "
+          "{}; the adjoint of launch {} needs the values it read, and would see the new ones. Write each "
+          "launch's results into elements (or an array) no earlier launch reads, for example one row per "
+          "time step{}",
+          later + 1, lk.name, overwrite ? "overwrites" : "accumulates into", param_label(lk, wp), earlier + 1, ek.name,
+          param_label(ek, static_cast<std::size_t>(t.boxes[read->box].param)), earlier + 1,
+          overwrite ? "" : " (an in-place update x[i] += ... after a launch that read x nonlinearly)")));
+      return;
+    }
+    for (std::size_t b = first; b < t.boxes.size(); ++b) {
+      const autodiff::access_box& box = t.boxes[b];
+      if (box.kind != autodiff::access_kind::read) continue;
+      const auto p = static_cast<std::size_t>(box.param);
+      t.reads.add(l.args[p], lk.params[p].ndim, {later, b}, t.boxes);
+    }
+  } catch (...) {  // raised at backward(), like a conflict
+    t.conflict = std::current_exception();
+  }
+}
+
 QD_FUNC void record_on_tape(kernel_state& k, const launch_arg* args, std::size_t count) {
   if (active_tape->ended.load(std::memory_order_acquire)) {  // destroyed, perhaps on another thread
     settle_tapes();
@@ -186,6 +543,7 @@ QD_FUNC void record_on_tape(kernel_state& k, const launch_arg* args, std::size_t
   }
   if (k.ir.is_gradient || k.not_recorded) return;  // adjoints and tangents are not part of the forward pass
   active_tape->launches.push_back({k.shared_from_this(), std::vector<launch_arg>(args, args + count)});
+  check_recorded_launch(*active_tape);
 }
 
 QD_FUNC std::shared_ptr<tape_state> begin_tape(tape_loss loss, bool clear_gradients) {
@@ -214,291 +572,6 @@ QD_FUNC void end_tape(const std::shared_ptr<tape_state>& t) noexcept {
   if (t->owner == std::this_thread::get_id()) settle_tapes();
 }
 
-// The recorded launches' footprints (autodiff/footprint.hpp), one list: launch l's boxes
-// are boxes[first[l]] .. boxes[first[l + 1] - 1], in its footprint's order.
-struct tape_footprints {
-  std::vector<autodiff::access_box> boxes;
-  std::vector<std::size_t> first;
-};
-
-QD_FUNC tape_footprints tape_footprints_of(const tape_state& t) {
-  tape_footprints f;
-  f.first.reserve(t.launches.size() + 1);
-  // Per kernel, found once: its accesses (and which reads its adjoint needs).
-  std::unordered_map<const kernel_state*, std::vector<autodiff::footprint_access>> accesses;
-  autodiff::launch_values values;
-  for (const tape_launch& l : t.launches) {
-    auto [known, fresh] = accesses.try_emplace(l.kernel.get());
-    if (fresh) {
-      const ir::function& fn = l.kernel->ir;
-      // A custom backward (qd::ad::custom_grad) may read anything the forward read: every read counts as needed.
-      known->second = autodiff::footprint_accesses(fn, l.kernel->custom_adjoint
-                                                           ? std::vector<bool>(fn.nodes.size(), true)
-                                                           : autodiff::needed_values(fn, autodiff::active_values(fn)));
-    }
-    values.scalars.clear();
-    values.shapes.clear();
-    for (const launch_arg& a : l.args) {
-      values.scalars.push_back(a.scalar_bits);
-      values.shapes.push_back({a.shape[0], a.shape[1], a.shape[2], a.shape[3]});
-    }
-    f.first.push_back(f.boxes.size());
-    autodiff::footprint(l.kernel->ir, known->second, values, f.boxes);
-  }
-  f.first.push_back(f.boxes.size());
-  return f;
-}
-
-// A read box of a recorded launch: its launch and its place in tape_footprints::boxes.
-// The overwrite check names, for each conflicting write, the first read in this order.
-struct tape_read {
-  std::size_t launch = 0, box = 0;
-  auto operator<=>(const tape_read&) const = default;
-};
-
-// The reads of one view of a buffer, for the overwrite check: sorted by their first index
-// in one dimension `dim` (chosen where the reads are narrowest: the time step's row), with
-// a tree holding the largest last index and the earliest read under each node, so a query
-// visits only the reads that overlap the write in that dimension and come earlier.
-class tape_read_index {
- public:
-  tape_read_index() = default;
-  tape_read_index(std::vector<tape_read> reads, const std::vector<autodiff::access_box>& boxes, int dim) : dim_(dim) {
-    if (reads.empty()) return;
-    first_ = reads.front();  // the reads come in launch order
-    auto box = [&](const tape_read& r) -> const autodiff::access_box& { return boxes[r.box]; };
-    const auto d = static_cast<std::size_t>(dim);
-    std::stable_sort(reads.begin(), reads.end(),
-                     [&](const tape_read& a, const tape_read& b) { return box(a).lo[d] < box(b).lo[d]; });
-    for (const tape_read& r : reads) entries_.push_back({r, &box(r)});
-    tree_.resize(4 * entries_.size());
-    build(1, 0, entries_.size());
-  }
-
-  // Lowers `best` to the first read before launch `before` that shares an element with
-  // `write` (of an array of `ndim` dimensions).
-  void first_conflict(const autodiff::access_box& write, int ndim, std::size_t before,
-                      std::optional<tape_read>& best) const {
-    if (entries_.empty() || first_.launch >= before) return;
-    std::int64_t lo = std::numeric_limits<std::int64_t>::min();
-    std::size_t end = entries_.size();
-    if (dim_ < ndim) {  // only reads starting at or before the write's last index, ending at or after its first
-      const auto d = static_cast<std::size_t>(dim_);
-      lo = write.lo[d];
-      end =
-          static_cast<std::size_t>(std::upper_bound(entries_.begin(), entries_.end(), write.hi[d],
-                                                    [&](std::int64_t v, const entry& e) { return v < e.box->lo[d]; }) -
-                                   entries_.begin());
-    }
-    visit(1, 0, entries_.size(), end, lo, write, ndim, before, best);
-  }
-
-  // The earliest read, if it is before launch `before`.
-  std::optional<tape_read> first_before(std::size_t before) const {
-    if (entries_.empty() || first_.launch >= before) return std::nullopt;
-    return first_;
-  }
-
- private:
-  struct entry {
-    tape_read read;
-    const autodiff::access_box* box;
-  };
-  struct node {
-    std::int64_t max_hi = 0;
-    tape_read first;
-  };
-  std::vector<entry> entries_;
-  std::vector<node> tree_;
-  tape_read first_;
-  int dim_ = 0;
-
-  void build(std::size_t at, std::size_t l, std::size_t r) {
-    if (r - l == 1) {
-      tree_[at] = {entries_[l].box->hi[static_cast<std::size_t>(dim_)], entries_[l].read};
-      return;
-    }
-    const std::size_t m = l + (r - l) / 2;
-    build(2 * at, l, m);
-    build(2 * at + 1, m, r);
-    tree_[at] = {std::max(tree_[2 * at].max_hi, tree_[2 * at + 1].max_hi),
-                 std::min(tree_[2 * at].first, tree_[2 * at + 1].first)};
-  }
-
-  void visit(std::size_t at, std::size_t l, std::size_t r, std::size_t end, std::int64_t lo,
-             const autodiff::access_box& write, int ndim, std::size_t before, std::optional<tape_read>& best) const {
-    const node& n = tree_[at];
-    if (l >= end || n.max_hi < lo || n.first.launch >= before || (best && !(n.first < *best))) return;
-    if (r - l == 1) {
-      if (autodiff::intersect(*entries_[l].box, write, ndim)) best = entries_[l].read;
-      return;
-    }
-    const std::size_t m = l + (r - l) / 2;
-    visit(2 * at, l, m, end, lo, write, ndim, before, best);
-    visit(2 * at + 1, m, r, end, lo, write, ndim, before, best);
-  }
-};
-
-// One view of a buffer as recorded launches were given it: reads of views that differ
-// conflict with writes as a whole (any shared byte), of the same view element by element.
-struct tape_view {
-  std::uintptr_t data = 0;
-  std::uint64_t bytes = 0;
-  std::array<std::int64_t, 4> shape{};
-  bool extent_known = true;
-  auto operator<=>(const tape_view&) const = default;
-  bool same_elements(const tape_view& o) const { return data == o.data && bytes == o.bytes && shape == o.shape; }
-  bool spans() const { return extent_known && bytes > 0; }  // has an extent to overlap by
-  std::uintptr_t end() const { return data + bytes; }
-};
-
-QD_FUNC tape_view view_of(const launch_arg& a) {
-  return {reinterpret_cast<std::uintptr_t>(a.data),
-          a.bytes,
-          {a.shape[0], a.shape[1], a.shape[2], a.shape[3]},
-          a.extent_known};
-}
-
-// The reads of the recorded launches, grouped by view and indexed, and, per view written,
-// the views whose reads its writes conflict with.
-class tape_reads {
- public:
-  tape_reads(const tape_state& t, const tape_footprints& f) {
-    std::map<tape_view, std::size_t> ids;
-    std::vector<std::vector<tape_read>> all, needed;
-    std::vector<int> ndims;
-    for (std::size_t l = 0; l < t.launches.size(); ++l)
-      for (std::size_t b = f.first[l]; b < f.first[l + 1]; ++b) {
-        const autodiff::access_box& box = f.boxes[b];
-        if (box.kind != autodiff::access_kind::read) continue;
-        const auto p = static_cast<std::size_t>(box.param);
-        auto [it, fresh] = ids.try_emplace(view_of(t.launches[l].args[p]), all.size());
-        if (fresh) {
-          all.emplace_back();
-          needed.emplace_back();
-          ndims.push_back(t.launches[l].kernel->params[p].ndim);
-        }
-        all[it->second].push_back({l, b});
-        if (box.needed) needed[it->second].push_back({l, b});
-      }
-    for (const auto& [view, id] : ids) {
-      const int dim = narrowest_dimension(all[id], f.boxes, ndims[id]);
-      views_.push_back({view, tape_read_index(std::move(all[id]), f.boxes, dim),
-                        tape_read_index(std::move(needed[id]), f.boxes, dim), 0});
-    }
-    std::uintptr_t reach = 0;  // views_ is sorted by start: the furthest end so far
-    for (view_reads& v : views_) v.reach = reach = std::max(reach, v.view.spans() ? v.view.end() : 0);
-  }
-
-  // The first read, in launch then footprint order, before launch `before` that `write` (a
-  // box of an `ndim`-dimensional parameter given `arg`) conflicts with: any read for an
-  // overwrite, a read whose value the adjoint needs for an accumulation.
-  std::optional<tape_read> first_conflict(const launch_arg& arg, const autodiff::access_box& write, int ndim,
-                                          std::size_t before) {
-    const tape_view w = view_of(arg);
-    const bool overwrite = write.kind == autodiff::access_kind::overwrite;
-    if (last_partners_ == nullptr || !(w == last_view_)) {  // a launch's writes mostly go to one view
-      auto [known, fresh] = partners_.try_emplace(w);
-      if (fresh) known->second = conflicting_views(w);
-      last_view_ = w;
-      last_partners_ = &known->second;
-    }
-    std::optional<tape_read> best;
-    for (const std::size_t id : *last_partners_) {
-      const view_reads& v = views_[id];
-      const tape_read_index& reads = overwrite ? v.all : v.needed;
-      if (v.view.same_elements(w)) {
-        reads.first_conflict(write, ndim, before, best);
-      } else if (auto r = reads.first_before(before); r && (!best || *r < *best)) {
-        best = r;
-      }
-    }
-    return best;
-  }
-
- private:
-  struct view_reads {
-    tape_view view;
-    tape_read_index all, needed;
-    std::uintptr_t reach;  // the furthest end of a spanning view up to this one
-  };
-  std::vector<view_reads> views_;  // sorted by view (start first)
-  std::map<tape_view, std::vector<std::size_t>> partners_;
-  tape_view last_view_;
-  const std::vector<std::size_t>* last_partners_ = nullptr;
-
-  // The dimension whose read intervals are narrowest in sum: the one a query can skip by.
-  static int narrowest_dimension(const std::vector<tape_read>& reads, const std::vector<autodiff::access_box>& boxes,
-                                 int ndim) {
-    int best = 0;
-    double best_width = 0;
-    for (int d = 0; d < ndim; ++d) {
-      double width = 0;
-      for (const tape_read& r : reads) {
-        const autodiff::access_box& b = boxes[r.box];
-        width += static_cast<double>(b.hi[static_cast<std::size_t>(d)] - b.lo[static_cast<std::size_t>(d)]);
-      }
-      if (d == 0 || width < best_width) best = d, best_width = width;
-    }
-    return best;
-  }
-
-  // The read views whose reads a write through `w` may conflict with: the same view (box by
-  // box), another view of the same start where either extent is unknown, or any view
-  // sharing a byte with it where both are known.
-  std::vector<std::size_t> conflicting_views(const tape_view& w) const {
-    std::vector<std::size_t> out;
-    auto starts_before = [](const view_reads& v, std::uintptr_t p) { return v.view.data < p; };
-    const auto first = std::lower_bound(views_.begin(), views_.end(), w.data, starts_before);
-    auto index = [&](auto it) { return static_cast<std::size_t>(it - views_.begin()); };
-    if (w.spans()) {
-      // Views starting before w that reach into it: walk back while something earlier could.
-      for (auto it = first; it != views_.begin() && std::prev(it)->reach > w.data;) {
-        --it;
-        if (it->view.spans() && it->view.end() > w.data) out.push_back(index(it));
-      }
-      std::reverse(out.begin(), out.end());
-    }
-    for (auto it = first; it != views_.end() && (it->view.data == w.data || (w.spans() && it->view.data < w.end()));
-         ++it) {
-      const tape_view& r = it->view;
-      if (r.same_elements(w) || (r.data == w.data && (!r.extent_known || !w.extent_known)) || (r.spans() && w.spans()))
-        out.push_back(index(it));
-    }
-    return out;
-  }
-};
-
-// A recorded launch whose adjoint would read data a later launch changed: overwrote, or
-// accumulated into where the earlier adjoint needs the value it read. Each write is
-// checked only against the reads of the views it can share elements with, through an
-// index: the check grows with the tape's length about like n log n, not n².
-QD_FUNC void check_overwrites(const tape_state& t) {
-  const tape_footprints f = tape_footprints_of(t);
-  tape_reads reads(t, f);
-  for (std::size_t later = 1; later < t.launches.size(); ++later)
-    for (std::size_t b = f.first[later]; b < f.first[later + 1]; ++b) {
-      const autodiff::access_box& write = f.boxes[b];
-      if (write.kind == autodiff::access_kind::read) continue;
-      const auto& lk = *t.launches[later].kernel;
-      const auto wp = static_cast<std::size_t>(write.param);
-      const std::optional<tape_read> read =
-          reads.first_conflict(t.launches[later].args[wp], write, lk.params[wp].ndim, later);
-      if (!read) continue;
-      const bool overwrite = write.kind == autodiff::access_kind::overwrite;
-      const std::size_t earlier = read->launch;
-      const auto& ek = *t.launches[earlier].kernel;
-      throw user_error(fmt::format(
-          "qd::ad::tape: launch {} (kernel '{}') {} elements of {} that launch {} (kernel '{}') read as "
-          "{}; the adjoint of launch {} needs the values it read, and would see the new ones. Write each "
-          "launch's results into elements (or an array) no earlier launch reads, for example one row per "
-          "time step{}",
-          later + 1, lk.name, overwrite ? "overwrites" : "accumulates into", param_label(lk, wp), earlier + 1, ek.name,
-          param_label(ek, static_cast<std::size_t>(f.boxes[read->box].param)), earlier + 1,
-          overwrite ? "" : " (an in-place update x[i] += ... after a launch that read x nonlinearly)"));
-    }
-}
-
 // tape_options::clear_gradients: zeroes each recorded array's gradient buffer once.
 QD_FUNC void clear_recorded_gradients(const tape_state& t) {
   program_use p("qd::ad::tape::backward()");
@@ -521,7 +594,7 @@ QD_FUNC void clear_recorded_gradients(const tape_state& t) {
 
 QD_FUNC void run_backward(tape_state& t) {
   if (t.done) throw user_error("qd::ad::tape::backward(): already ran on this tape; record a new tape");
-  check_overwrites(t);
+  if (t.conflict) std::rethrow_exception(t.conflict);  // found as the launches were recorded
   t.done = true;
   if (t.clear_gradients) clear_recorded_gradients(t);
   t.loss.set_grad(1.0);

@@ -62,9 +62,10 @@ struct tape_options {
   bool clear_gradients = false;
 };
 
-// Records the kernel launches of this thread while alive; backward() seeds the
-// loss gradient with 1 and runs their adjoints in reverse order. Destroying a tape
-// runs nothing. The loss and the recorded arrays must outlive backward(). Tapes on one
+// Records the kernel launches of this thread while alive, checking each as it is
+// recorded against the earlier ones' reads; backward() raises the first conflict found,
+// else seeds the loss gradient with 1 and runs their adjoints in reverse order.
+// Destroying a tape runs (and raises) nothing. The loss and the recorded arrays must outlive backward(). Tapes on one
 // thread nest (the newest live one records); any may be destroyed first, and on any
 // thread: it stops recording then. backward() may run on any thread, once the
 // recording thread no longer launches.
