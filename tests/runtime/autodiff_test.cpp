@@ -497,7 +497,7 @@ TEST_CASE("a long serial loop carrying a qd::var: value stacks, exact at every l
     y[0] = p;
   });
   on_each_arch([&] {
-    for (std::size_t n : {0, 1, 5, 63, 64, 65, 130, 4095, 4096, 4097, 6000}) {
+    for (std::size_t n : std::vector<std::size_t>{0, 1, 5, 63, 64, 65, 130, 4095, 4096, 4097, 6000}) {
       CAPTURE(n);
       const vec x0 = inputs(n), starts{0.3, -0.7, 1.1}, w{1.0, -0.5, 2.0};
       for (bool at_top : {false, true}) {
