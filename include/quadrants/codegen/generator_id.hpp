@@ -6,6 +6,6 @@
 
 namespace qd::inline v0::codegen {
 
-inline constexpr std::string_view generator_id = "2fbbcbbc2b3f5562a81f5439fbcf1417";
+inline constexpr std::string_view generator_id = "c2f833d8d1fa345b95577cdc354d5b89";
 
 }  // namespace qd::inline v0::codegen

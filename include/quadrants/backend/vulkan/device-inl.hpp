@@ -696,14 +696,17 @@ class vulkan_recording final : public launch_queue {
   bool updating() const { return updating_; }
 
   void add(step s) { steps_.push_back(std::move(s)); }
-  // Gives the next recorded launch its new arguments; false where it is another task's.
-  void update(const pipeline_entry* e, const unsigned char* params, const push_block& push) {
+  // Gives the next recorded launch its new arguments: write(block) fills its parameter
+  // block in place (no copy made). Where the launch is another task's, the update fails
+  // (end_update() then says false) and nothing is written.
+  template <class Write>
+  void update(const pipeline_entry* e, const push_block& push, Write&& write) {
     const std::size_t i = next_++;
     if (i >= steps_.size() || steps_[i].entry != e) {
       update_ok_ = false;
       return;
     }
-    std::memcpy(blocks_.mapped + i * params_bytes, params, params_bytes);
+    write(blocks_.mapped + i * params_bytes);
     push_block p = push;
     p.params = steps_[i].push.params;
     if (std::memcmp(&p, &steps_[i].push, sizeof(p)) != 0) {
@@ -890,15 +893,21 @@ class vulkan_device_impl final : public vulkan_device {
     const unsigned groups = e->task.parallel ? workgroups_ : 1;
     if (c.queue) {  // a device graph's launch: recorded, or its new arguments
       auto& r = dynamic_cast<vulkan_recording&>(*c.queue);
-      std::vector<unsigned char> params(params_bytes, 0);
-      std::memcpy(params.data(), c.arrays, c.param_count * sizeof(array_abi));
-      std::memcpy(params.data() + scalars_offset, c.scalars, c.param_count * sizeof(std::uint64_t));
-      if (r.updating())
-        r.update(e, params.data(), push);
-      else if (!r.ended())
+      // A whole parameter block: the arguments, zeros after them.
+      auto write = [&](unsigned char* block) {
+        std::memset(block, 0, params_bytes);
+        std::memcpy(block, c.arrays, c.param_count * sizeof(array_abi));
+        std::memcpy(block + scalars_offset, c.scalars, c.param_count * sizeof(std::uint64_t));
+      };
+      if (r.updating()) {
+        r.update(e, push, write);  // into the recorded block, in place
+      } else if (!r.ended()) {
+        std::vector<unsigned char> params(params_bytes);
+        write(params.data());
         r.add({e, push, groups, std::move(params)});
-      else
+      } else {
         throw internal_error("a launch into a Vulkan device graph that has ended and is not being updated");
+      }
       return;
     }
     std::memcpy(g.params(), c.arrays, c.param_count * sizeof(array_abi));
