@@ -6,6 +6,6 @@
 
 namespace qd::inline v0::codegen {
 
-inline constexpr std::string_view generator_id = "c2f833d8d1fa345b95577cdc354d5b89";
+inline constexpr std::string_view generator_id = "25c0ebc4f4ec9ba5a75acb1950ef79fc";
 
 }  // namespace qd::inline v0::codegen

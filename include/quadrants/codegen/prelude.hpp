@@ -213,18 +213,48 @@ template <int OP, class T> QD_FN T qd_rmw(T o, T v, T e) {
 }
 /* Float to integer (docs/dsl.md; base/float_to_int.hpp is the host's copy): truncation
    toward zero, saturating at the target's range, NaN gives 0. The bounds are powers of
-   two, exact in f32 and f64; plain comparisons, so loops still vectorise. */
+   two, exact in f32 and f64. */
 #define QD_TO_INT(NAME, T, HI, LO, MAX, MIN)                                                              \
   QD_FN T NAME(qd_f32 x) { return x >= (qd_f32)HI ? MAX : x >= (qd_f32)LO ? (T)x : x != x ? (T)0 : MIN; } \
   QD_FN T NAME(qd_f64 x) { return x >= (qd_f64)HI ? MAX : x >= (qd_f64)LO ? (T)x : x != x ? (T)0 : MIN; }
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC_RTC__) && \
+    !defined(__CUDA_ARCH__) && !defined(__HIPCC_RTC__) && !defined(__HIP_DEVICE_COMPILE__)
+/* x86-64 hosts: one truncating conversion, whose only out-of-range answer (the most
+   negative value, also given for NaN) is then corrected, and a clamp for the narrow types.
+   The comparisons above cost a scatter that converts positions to cells 1.4x its time;
+   this form costs values that are mostly out of range more (a mispredicted branch) and
+   does not vectorise at -O3 (docs/benchmarks.md). */
+typedef float qd_x86_f4 __attribute__((__vector_size__(16)));
+typedef double qd_x86_d2 __attribute__((__vector_size__(16)));
+QD_FN qd_i32 qd_cvt32(qd_f32 x) { return __builtin_ia32_cvttss2si((qd_x86_f4){x, 0, 0, 0}); }
+QD_FN qd_i32 qd_cvt32(qd_f64 x) { return __builtin_ia32_cvttsd2si((qd_x86_d2){x, 0}); }
+QD_FN qd_i64 qd_cvt64(qd_f32 x) { return __builtin_ia32_cvttss2si64((qd_x86_f4){x, 0, 0, 0}); }
+QD_FN qd_i64 qd_cvt64(qd_f64 x) { return __builtin_ia32_cvttsd2si64((qd_x86_d2){x, 0}); }
+#define QD_TO_INT_X86(NAME, T, MAX, MIN, CVT, W, WMAX)                                                   \
+  template <class F> QD_FN T NAME(F x) {                                                                  \
+    W r = CVT(x);                                                                                         \
+    if (__builtin_expect(r == -WMAX - 1, 0)) r = x > 0 ? WMAX : x == x ? -WMAX - 1 : 0;                  \
+    return r <= (W)(MIN) ? MIN : r >= (W)(MAX) ? MAX : (T)r;                                              \
+  }
+QD_TO_INT_X86(qd_to_u8, qd_u8, (qd_u8)255, (qd_u8)0, qd_cvt32, qd_i32, 2147483647)
+QD_TO_INT_X86(qd_to_i8, qd_i8, (qd_i8)127, (qd_i8)-128, qd_cvt32, qd_i32, 2147483647)
+QD_TO_INT_X86(qd_to_i16, qd_i16, (qd_i16)32767, (qd_i16)-32768, qd_cvt32, qd_i32, 2147483647)
+QD_TO_INT_X86(qd_to_u16, qd_u16, (qd_u16)65535, (qd_u16)0, qd_cvt32, qd_i32, 2147483647)
+QD_TO_INT_X86(qd_to_i32, qd_i32, 2147483647, -2147483647 - 1, qd_cvt32, qd_i32, 2147483647)
+QD_TO_INT_X86(qd_to_u32, qd_u32, 4294967295u, 0u, qd_cvt64, qd_i64, 9223372036854775807ll)
+QD_TO_INT_X86(qd_to_i64, qd_i64, 9223372036854775807ll, -9223372036854775807ll - 1, qd_cvt64, qd_i64,
+              9223372036854775807ll)
+#undef QD_TO_INT_X86
+#else
 QD_TO_INT(qd_to_u8, qd_u8, 0x1p8, 0.0, (qd_u8)255, (qd_u8)0)
 QD_TO_INT(qd_to_i8, qd_i8, 0x1p7, -0x1p7, (qd_i8)127, (qd_i8)-128)
 QD_TO_INT(qd_to_i16, qd_i16, 0x1p15, -0x1p15, (qd_i16)32767, (qd_i16)-32768)
 QD_TO_INT(qd_to_u16, qd_u16, 0x1p16, 0.0, (qd_u16)65535, (qd_u16)0)
-QD_TO_INT(qd_to_u64, qd_u64, 0x1p64, 0.0, 18446744073709551615ull, 0ull)
 QD_TO_INT(qd_to_i32, qd_i32, 0x1p31, -0x1p31, 2147483647, -2147483647 - 1)
 QD_TO_INT(qd_to_u32, qd_u32, 0x1p32, 0.0, 4294967295u, 0u)
 QD_TO_INT(qd_to_i64, qd_i64, 0x1p63, -0x1p63, 9223372036854775807ll, -9223372036854775807ll - 1)
+#endif
+QD_TO_INT(qd_to_u64, qd_u64, 0x1p64, 0.0, 18446744073709551615ull, 0ull)
 #undef QD_TO_INT
 QD_FN qd_i64 qd_clamp_index(qd_i64 i, qd_i64 extent) { return i < 0 ? 0 : (i >= extent ? extent - 1 : i); }
 QD_FN qd_bool qd_check_index(const qd_ctx* ctx, qd_i32 param, qd_i32 dim, qd_i64 index, qd_i64 extent) {
