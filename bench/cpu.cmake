@@ -42,4 +42,5 @@ add_dependencies(benchmarks scatter_bench)
 # process per measurement (issue 30).
 add_executable(engine_bench ${CMAKE_CURRENT_SOURCE_DIR}/engine_bench.cpp)
 target_link_libraries(engine_bench PRIVATE quadrants::quadrants fmt::fmt)
+target_compile_definitions(engine_bench PRIVATE QD_ENGINE_PEER_SCRIPT="${CMAKE_CURRENT_SOURCE_DIR}/engine_peer.py")
 add_dependencies(benchmarks engine_bench)

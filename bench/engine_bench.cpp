@@ -2,10 +2,13 @@
 // backend, per-construct caching (per_offload on). Each measurement is a process of its own, timed from
 // its main to every kernel ready: cold with first calls one after another, cold with
 // qd::compile_all, warm (all cached) both ways, and warm after one construct's edit.
+// With QD_PEER_PYTHON naming a Python that imports Python Quadrants, the same program in
+// it (engine_peer.py) cold and warm in the same run, then both cold on one core.
 // Usage: engine_bench [kernels] [constructs]
 #include <fmt/format.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -47,18 +50,17 @@ struct result {
   unsigned long compiles = 0, hits = 0;
 };
 
-result run(const std::string& mode, const std::string& dir, int kernels, int constructs) {
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  const std::string out = dir + ".out";
-  std::vector<std::string> args = {self, "--child", mode, dir, std::to_string(kernels), std::to_string(constructs)};
+// A process of `args`, its output into `log`, that writes "<seconds> <a> <b>" into `out`
+// (the same file for this program's children).
+result spawn(std::vector<std::string> args, const std::string& log, const std::string& out) {
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid = 0;
-  if (posix_spawn(&pid, self.c_str(), &actions, nullptr, argv.data(), environ) != 0) std::exit(2);
+  if (posix_spawn(&pid, args[0].c_str(), &actions, nullptr, argv.data(), environ) != 0) std::exit(2);
   posix_spawn_file_actions_destroy(&actions);
   int status = 0;
   waitpid(pid, &status, 0);
@@ -68,8 +70,35 @@ result run(const std::string& mode, const std::string& dir, int kernels, int con
     std::fclose(f);
   }
   std::filesystem::remove(out);
+  std::filesystem::remove(log);
   return r;
 }
+
+result run(const std::string& mode, const std::string& dir, int kernels, int constructs) {
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  return spawn({self, "--child", mode, dir, std::to_string(kernels), std::to_string(constructs)}, dir + ".out",
+               dir + ".out");
+}
+
+// Python Quadrants on the same program: seconds from before its qd.init to every kernel
+// compiled (its import, about half a second, is not counted: the second field, in ms).
+result run_peer(const std::string& python, const std::string& dir, int kernels, int constructs) {
+  return spawn({python, QD_ENGINE_PEER_SCRIPT, dir, std::to_string(kernels), std::to_string(constructs), dir + ".out"},
+               dir + ".log", dir + ".out");
+}
+
+// The processes started while one lives run on the first core only.
+struct one_core {
+  cpu_set_t saved;
+  one_core() {
+    sched_getaffinity(0, sizeof(saved), &saved);
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    sched_setaffinity(0, sizeof(one), &one);
+  }
+  ~one_core() { sched_setaffinity(0, sizeof(saved), &saved); }
+};
 
 }  // namespace
 
@@ -88,6 +117,10 @@ int main(int argc, char** argv) {
     fmt::print("{:<44} {:9.3f} s  {:8.1f} us/construct  ({} compiles, {} disk hits)\n", what, r.seconds,
                r.seconds / n * 1e6, r.compiles, r.hits);
   };
+  auto show_peer = [&](const char* what, const result& r) {
+    fmt::print("{:<44} {:9.3f} s  {:8.1f} us/construct  (its import: {} ms more)\n", what, r.seconds,
+               r.seconds / n * 1e6, r.compiles);
+  };
   const result cold_seq = run("seq", seq, kernels, constructs);
   show("cold, first calls one after another", cold_seq);
   const result cold_all = run("all", all, kernels, constructs);
@@ -99,6 +132,26 @@ int main(int argc, char** argv) {
   show("warm, qd::compile_all()", warm_all);
   const result edited = run("edited", all, kernels, constructs);
   show("warm, one construct edited", edited);
+  if (const char* python = std::getenv("QD_PEER_PYTHON"); python != nullptr && *python != '\0') {
+    const std::string peer = (root / "peer").string(), peer1 = (root / "peer1").string(), one = (root / "one").string();
+    const result peer_cold = run_peer(python, peer, kernels, constructs);
+    show_peer("Python Quadrants, cold", peer_cold);
+    const result peer_warm = run_peer(python, peer, kernels, constructs);
+    show_peer("Python Quadrants, warm", peer_warm);
+    fmt::print("  cold / Python Quadrants' cold: {:.2f} one after another, {:.2f} compile_all (target <= 0.35)\n",
+               cold_seq.seconds / peer_cold.seconds, cold_all.seconds / peer_cold.seconds);
+    fmt::print("  warm / Python Quadrants' warm: {:.4f} one after another, {:.4f} compile_all\n",
+               warm_seq.seconds / peer_warm.seconds, warm_all.seconds / peer_warm.seconds);
+    one_core pin;
+    const result cold_one = run("all", one, kernels, constructs);
+    show("one core: cold, qd::compile_all()", cold_one);
+    const result peer_one = run_peer(python, peer1, kernels, constructs);
+    show_peer("one core: Python Quadrants, cold", peer_one);
+    fmt::print("  one core: cold / Python Quadrants' cold: {:.2f} (target <= 0.7)\n",
+               cold_one.seconds / peer_one.seconds);
+  } else {
+    fmt::print("Python Quadrants: skipped (set QD_PEER_PYTHON to a Python that imports quadrants)\n");
+  }
   std::filesystem::remove_all(root);
   return 0;
 }
