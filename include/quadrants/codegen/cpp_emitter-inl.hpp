@@ -366,7 +366,7 @@ class emitter {
     reductions_ = find_chunk_reductions(fn_, ln.block0);
     find_private_targets(loop);
     emit_reduction_functions();
-    if (scatter_ && reductions_.empty()) emit_private_functions();
+    if (!private_.empty()) emit_private_functions();
     line(fmt::format("struct {}_frame {{", entry_));
     ++indent_;
     line("qd_i64 qd_base; qd_i64 qd_dims[QD_MAX_NDIM]; qd_i64 qd_count;");

@@ -6,6 +6,6 @@
 
 namespace qd::inline v0::codegen {
 
-inline constexpr std::string_view generator_id = "25c0ebc4f4ec9ba5a75acb1950ef79fc";
+inline constexpr std::string_view generator_id = "d82afa9b5ce5442c3fc79af359e42217";
 
 }  // namespace qd::inline v0::codegen

@@ -164,6 +164,17 @@ QD_FN qd_i32 qd_bound(const qd_ctx* ctx, qd_i64 value, qd_i32 on_overflow) {
    into the arrays. */
 #define QD_PRIVATE_SCATTER 1
 #define QD_PRIVATE_SCATTER_BYTES 65536
+/* PRIVATE is the emitter's literal 0 or 1: a task without private copies names no
+   _priv_begin/_priv_end (the emitter writes them only for one that has them). */
+#define QD_SCATTER_PRIVATE_0(entry)
+#define QD_SCATTER_PRIVATE_1(entry)                                                                        \
+  else if (1) {                                                                                            \
+    qd_f.qd_plain = 0;                                                                                     \
+    alignas(64) unsigned char qd_store[QD_PRIVATE_SCATTER_BYTES];                                          \
+    entry##_priv_begin(ctx, &qd_red, qd_store, QD_PRIVATE_SCATTER_BYTES);                                  \
+    entry##_range(ctx, qd_f, &qd_red, qd_lo, qd_hi);                                                       \
+    entry##_priv_end(ctx, &qd_red, qd_lo);                                                                 \
+  }
 #define QD_PARALLEL_SCATTER_TASK(entry, RANK, BLOCK, NESTED, PRIVATE)                                      \
   QD_PARALLEL_RANGE(entry, RANK)                                                                           \
   /* Two copies of the loop, qd_plain a constant in each: the plain one keeps the arrays' */             \
@@ -175,13 +186,9 @@ QD_FN qd_i32 qd_bound(const qd_ctx* ctx, qd_i64 value, qd_i32 on_overflow) {
     if (qd_f.qd_plain) {                                                                                   \
       qd_f.qd_plain = 1;                                                                                   \
       entry##_range(ctx, qd_f, &qd_red, qd_lo, qd_hi);                                                     \
-    } else if (PRIVATE) {                                                                                  \
-      qd_f.qd_plain = 0;                                                                                   \
-      alignas(64) unsigned char qd_store[QD_PRIVATE_SCATTER_BYTES];                                        \
-      entry##_priv_begin(ctx, &qd_red, qd_store, QD_PRIVATE_SCATTER_BYTES);                                \
-      entry##_range(ctx, qd_f, &qd_red, qd_lo, qd_hi);                                                     \
-      entry##_priv_end(ctx, &qd_red, qd_lo);                                                               \
-    } else {                                                                                               \
+    }                                                                                                      \
+    QD_SCATTER_PRIVATE_##PRIVATE(entry)                                                                    \
+    else {                                                                                                 \
       qd_f.qd_plain = 0;                                                                                   \
       entry##_range(ctx, qd_f, &qd_red, qd_lo, qd_hi);                                                     \
     }                                                                                                      \
