@@ -6,6 +6,6 @@
 
 namespace qd::inline v0::codegen {
 
-inline constexpr std::string_view generator_id = "d82afa9b5ce5442c3fc79af359e42217";
+inline constexpr std::string_view generator_id = "0f287c5e6f47644b872b72c6934fc44b";
 
 }  // namespace qd::inline v0::codegen

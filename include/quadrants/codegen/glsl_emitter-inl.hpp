@@ -467,12 +467,7 @@ class glsl_emitter {
       line("    qd_body(qd_f, qd_red, int(qd_f.qd_base) + qd_k32, 0, 0, 0);");
     } else {
       line("    int qd_ix[4] = int[4](0, 0, 0, 0);");
-      line("    uint qd_r = uint(qd_k32);");
-      for (std::int32_t d = rank - 1; d > 0; --d) {
-        line(fmt::format("    qd_ix[{0}] = int(qd_r % uint(qd_f.qd_dims[{0}]));", d));
-        line(fmt::format("    qd_r /= uint(qd_f.qd_dims[{}]);", d));
-      }
-      line("    qd_ix[0] = int(qd_r);");
+      decompose("    ", "uint", "qd_k32", rank);
       line("    qd_body(qd_f, qd_red, qd_ix[0], qd_ix[1], qd_ix[2], qd_ix[3]);");
     }
     line("  }");
@@ -484,19 +479,9 @@ class glsl_emitter {
     } else {
       line("int qd_ix[4] = int[4](0, 0, 0, 0);");
       line("if (qd_f.qd_count <= 4294967295l) {");
-      line("  uint qd_r = uint(qd_k);");
-      for (std::int32_t d = rank - 1; d > 0; --d) {
-        line(fmt::format("  qd_ix[{0}] = int(qd_r % uint(qd_f.qd_dims[{0}]));", d));
-        line(fmt::format("  qd_r /= uint(qd_f.qd_dims[{}]);", d));
-      }
-      line("  qd_ix[0] = int(qd_r);");
+      decompose("  ", "uint", "qd_k", rank);
       line("} else {");
-      line("  int64_t qd_r = qd_k;");
-      for (std::int32_t d = rank - 1; d > 0; --d) {
-        line(fmt::format("  qd_ix[{0}] = int(qd_r % qd_f.qd_dims[{0}]);", d));
-        line(fmt::format("  qd_r /= qd_f.qd_dims[{}];", d));
-      }
-      line("  qd_ix[0] = int(qd_r);");
+      decompose("  ", "int64_t", "qd_k", rank);
       line("}");
       line("qd_body(qd_f, qd_red, qd_ix[0], qd_ix[1], qd_ix[2], qd_ix[3]);");
     }
@@ -505,6 +490,19 @@ class glsl_emitter {
     line("qd_red_flush(qd_red);");
     indent_ = 0;
     line("}");
+  }
+
+  // The index of each dimension from the linear counter `counter`, in `type` (uint or
+  // int64_t) arithmetic, into qd_ix: the last dimension varies fastest.
+  void decompose(std::string_view prefix, std::string_view type, std::string_view counter, std::int32_t rank) {
+    const bool narrow = type == "uint";
+    line(fmt::format("{}{} qd_r = {}{}{};", prefix, type, narrow ? "uint(" : "", counter, narrow ? ")" : ""));
+    for (std::int32_t d = rank - 1; d > 0; --d) {
+      const std::string dim = narrow ? fmt::format("uint(qd_f.qd_dims[{}])", d) : fmt::format("qd_f.qd_dims[{}]", d);
+      line(fmt::format("{}qd_ix[{}] = int(qd_r % {});", prefix, d, dim));
+      line(fmt::format("{}qd_r /= {};", prefix, dim));
+    }
+    line(fmt::format("{}qd_ix[0] = int(qd_r);", prefix));
   }
 
   // Reductions into global temporaries accumulate per invocation and are flushed with one
