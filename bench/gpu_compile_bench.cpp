@@ -194,19 +194,16 @@ std::string prelude_and_tasks(int tasks, int salt) {
   for (int t = 0; t < tasks; ++t) {
     source += fmt::format(R"(
 struct t{0}_frame {{ qd_i64 qd_base; qd_i64 qd_dims[4]; qd_i64 qd_count; }};
-struct t{0}_red {{ qd_i32 qd_unused; }};
-QD_FN void t{0}_red_init(t{0}_red* r) {{ r->qd_unused = 0; }}
-QD_FN void t{0}_red_flush(const qd_ctx*, const t{0}_red*) {{}}
 QD_FN void t{0}_prologue(const qd_ctx* ctx, t{0}_frame* f) {{
   f->qd_base = 0; f->qd_dims[0] = ctx->arrays[3].shape[0]; f->qd_count = f->qd_dims[0] > 0 ? f->qd_dims[0] : 0;
 }}
-QD_FN void t{0}_body(const qd_ctx* ctx, const t{0}_frame, t{0}_red*, qd_i32 i, qd_i32, qd_i32, qd_i32) {{
+QD_PARALLEL_BEGIN(t{0}, 1, QD_BLOCK)
+  const qd_i32 i = qd_i0;
   const qd_f32 p = ((qd_f32*)ctx->arrays[0].data)[i], q = ((qd_f32*)ctx->arrays[1].data)[i], s = ((qd_f32*)ctx->arrays[2].data)[i];
   qd_f32 acc = p * q + s * {1}.0f;
   for (int k = 0; k < 9; ++k) acc = acc * p - q * s + acc * 0.5f;
   ((qd_f32*)ctx->arrays[3].data)[i] = acc;
-}}
-QD_PARALLEL_TASK(t{0}, 1)
+QD_PARALLEL_END(t{0}, 1, 0)
 )",
                           t, t + 1 + salt * 1000);
   }

@@ -21,16 +21,12 @@ namespace {
 // A parallel task and a serial one in the generated code's style, after the prelude.
 const char* const tasks = R"(
 struct t_frame { qd_i64 qd_base; qd_i64 qd_dims[4]; qd_i64 qd_count; };
-struct t_red { qd_i32 qd_unused; };
-QD_FN void t_red_init(t_red* r) { r->qd_unused = 0; }
-QD_FN void t_red_flush(const qd_ctx*, const t_red*) {}
 QD_FN void t_prologue(const qd_ctx* ctx, t_frame* f) {
   f->qd_base = 0; f->qd_dims[0] = ctx->arrays[0].shape[0]; f->qd_count = f->qd_dims[0];
 }
-QD_FN void t_body(const qd_ctx* ctx, const t_frame, t_red*, qd_i32 i, qd_i32, qd_i32, qd_i32) {
-  ((qd_f32*)ctx->arrays[0].data)[i] *= 2.0f;
-}
-QD_PARALLEL_TASK(t, 1)
+QD_PARALLEL_BEGIN(t, 1, QD_BLOCK)
+  ((qd_f32*)ctx->arrays[0].data)[qd_i0] *= 2.0f;
+QD_PARALLEL_END(t, 1, 0)
 QD_FN void s_run(const qd_ctx* ctx) { ((qd_f32*)ctx->arrays[0].data)[0] = qd_sqrt(2.0f); }
 QD_SERIAL_TASK(s)
 )";

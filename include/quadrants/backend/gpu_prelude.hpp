@@ -121,16 +121,17 @@ template <int RANK> struct qd_cursor {
    [0, qd_count) in 32-bit arithmetic (rank 1: qd_k + stride is never formed past the
    count, at most 2^32 - 1 with i32 bounds); a thread reduces into its own accumulators
    and flushes them once, if it ran any iteration. Indices are row-major. */
-#define QD_PARALLEL_TASK(entry, RANK) QD_PARALLEL_TASK_BLOCK(entry, RANK, QD_BLOCK)
 /* BLOCK: the threads per block it is launched with (qd::loop_config{.block_dim}). */
-#define QD_PARALLEL_TASK_BLOCK(entry, RANK, BLOCK)                                                         \
+#define QD_GPU_TASK_BEGIN(entry, RANK, BLOCK)                                                              \
   extern "C" __global__ void __launch_bounds__(BLOCK) entry(const QD_GRID_CONSTANT qd_ctx qd_c) {        \
     const qd_ctx* ctx = &qd_c;                                                                             \
     entry##_frame qd_f;                                                                                    \
     entry##_prologue(ctx, &qd_f);                                                                          \
     const qd_u32 qd_t = blockIdx.x * blockDim.x + threadIdx.x;                                             \
     if (RANK == 1 ? qd_t >= (qd_u32)qd_f.qd_count : (qd_i64)qd_t >= qd_f.qd_count) return;                \
-    const qd_u32 qd_stride = blockDim.x * gridDim.x;                                                       \
+    const qd_u32 qd_stride = blockDim.x * gridDim.x;
+#define QD_PARALLEL_TASK_BLOCK(entry, RANK, BLOCK)                                                         \
+  QD_GPU_TASK_BEGIN(entry, RANK, BLOCK)                                                                    \
     entry##_red qd_red;                                                                                    \
     entry##_red_init(&qd_red);                                                                             \
     if (RANK == 1) {                                                                                       \
@@ -150,6 +151,32 @@ template <int RANK> struct qd_cursor {
     }                                                                                                      \
     entry##_red_flush(ctx, &qd_red);                                                                       \
   }
+/* A loop without reductions or atomic updates: the emitter writes its body between
+   QD_PARALLEL_BEGIN(entry, RANK, BLOCK) and QD_PARALLEL_END(entry, RANK, NESTED), straight into
+   the thread's grid-stride loop above (the same walk, without a function per iteration),
+   the indices in qd_i0..qd_i3; `goto qd_next` continues. */
+#define QD_PARALLEL_BEGIN(entry, RANK, BLOCK)                                                              \
+  QD_GPU_TASK_BEGIN(entry, RANK, BLOCK)                                                                    \
+    QD_PARALLEL_LOOP_##RANK(RANK)
+#define QD_PARALLEL_LOOP_1(RANK)                                                                           \
+  const qd_u32 qd_last = (qd_u32)qd_f.qd_count > qd_stride ? (qd_u32)qd_f.qd_count - qd_stride : 0u;      \
+  _Pragma("unroll 1") for (qd_u32 qd_k = qd_t;; qd_k += qd_stride) {                                       \
+    const qd_i32 qd_i0 = (qd_i32)((qd_u32)qd_f.qd_base + qd_k), qd_i1 = 0, qd_i2 = 0, qd_i3 = 0;            \
+    {
+#define QD_PARALLEL_LOOP_N(RANK)                                                                           \
+  qd_cursor<RANK> qd_at(qd_f.qd_dims, qd_t, qd_stride);                                                    \
+  _Pragma("unroll 1") do {                                                                                 \
+    const qd_i32 qd_i0 = (qd_i32)qd_at.ix[0], qd_i1 = (qd_i32)qd_at.ix[1], qd_i2 = (qd_i32)qd_at.ix[2],    \
+                 qd_i3 = (qd_i32)qd_at.ix[3];                                                              \
+    {
+#define QD_PARALLEL_LOOP_2 QD_PARALLEL_LOOP_N
+#define QD_PARALLEL_LOOP_3 QD_PARALLEL_LOOP_N
+#define QD_PARALLEL_LOOP_4 QD_PARALLEL_LOOP_N
+#define QD_PARALLEL_END(entry, RANK, NESTED) QD_PARALLEL_CLOSE_##RANK
+#define QD_PARALLEL_CLOSE_1 } qd_next: if (qd_k >= qd_last) break; } }
+#define QD_PARALLEL_CLOSE_2 } qd_next:; } while (qd_at.next()); }
+#define QD_PARALLEL_CLOSE_3 QD_PARALLEL_CLOSE_2
+#define QD_PARALLEL_CLOSE_4 QD_PARALLEL_CLOSE_2
 /* A loop with reductions into top-level variables. DET 0: as any loop (each thread
    flushes its accumulators with atomics: the order varies from run to run). DET 1
    (deterministic_reductions): fixed chunks of the space (their size a function of the
@@ -161,8 +188,6 @@ QD_FN qd_i64 qd_reduction_chunk_size(qd_i64 count, qd_i64 max_chunks, qd_i64 min
   const qd_i64 even = (count + max_chunks - 1) / max_chunks;
   return even > min_chunk ? even : min_chunk;
 }
-/* A loop whose body holds a loop: the CPU spreads its iterations more finely; here alike. */
-#define QD_PARALLEL_NESTED_TASK(entry, RANK, BLOCK) QD_PARALLEL_TASK_BLOCK(entry, RANK, BLOCK)
 /* Many threads update at once on a GPU: atomic updates stay atomic. */
 #define QD_PLAIN(frame) 0
 #define QD_PRIVATE_SCATTER 0 /* native atomics: no chunk-private copies (the CPU's) */

@@ -365,7 +365,11 @@ class emitter {
     const auto rank = static_cast<std::int32_t>(ln.imm);
     reductions_ = find_chunk_reductions(fn_, ln.block0);
     find_private_targets(loop);
-    emit_reduction_functions();
+    // A loop without reductions or atomic updates is written straight into the backend's
+    // loop (QD_PARALLEL_BEGIN/END): no per-iteration function or accumulator struct for the
+    // compiler to inline away, about a tenth of a cold compile (docs/benchmarks.md).
+    inline_body_ = reductions_.empty() && !scatter_;
+    if (!inline_body_) emit_reduction_functions();
     if (!private_.empty()) emit_private_functions();
     line(fmt::format("struct {}_frame {{", entry_));
     ++indent_;
@@ -398,16 +402,23 @@ class emitter {
     }
     --indent_;
     line("}");
-    line(
-        fmt::format("QD_FN void {0}_body(const qd_ctx* ctx, const {0}_frame qd_f, {0}_red* qd_red, qd_i32 qd_i0, "
-                    "qd_i32 qd_i1, qd_i32 qd_i2, qd_i32 qd_i3) {{",
-                    entry_));
+    // A body with a loop of its own: few iterations are still worth spreading over CPU threads.
+    const bool nested = has_nested_loop(fn_, ln.block0);
+    const std::string block = ln.param > 0 ? std::to_string(ln.param) : std::string("QD_BLOCK");
+    if (inline_body_)
+      line(fmt::format("QD_PARALLEL_BEGIN({}, {}, {})", entry_, rank, block));
+    else
+      line(
+          fmt::format("QD_FN void {0}_body(const qd_ctx* ctx, const {0}_frame qd_f, {0}_red* qd_red, qd_i32 qd_i0, "
+                      "qd_i32 qd_i1, qd_i32 qd_i2, qd_i32 qd_i3) {{",
+                      entry_));
     ++indent_;
     for (ir::id f : frame) {
       bool is_var = fn_.at(f).code == ir::op::local_decl;
       line(fmt::format("{}{} {} = qd_f.{};", is_var ? "" : "const ", c_type(fn_.at(f).type), member(f), member(f)));
     }
-    line("(void)qd_red; (void)qd_i0; (void)qd_i1; (void)qd_i2; (void)qd_i3;");
+    line(inline_body_ ? "(void)qd_i0; (void)qd_i1; (void)qd_i2; (void)qd_i3;"
+                      : "(void)qd_red; (void)qd_i0; (void)qd_i1; (void)qd_i2; (void)qd_i3;");
     if (scatter_) line("const int qd_plain = QD_PLAIN(qd_f); (void)qd_plain;");
     if (uses_random(ln.block0))
       line(
@@ -416,10 +427,11 @@ class emitter {
       line(fmt::format("const qd_i32 {} = qd_i{};", v(fn_.block(ln.block0)[static_cast<std::size_t>(d)]), d));
     emit_block(ln.block0, static_cast<std::size_t>(rank));
     --indent_;
+    if (inline_body_) {
+      line(fmt::format("QD_PARALLEL_END({}, {}, {})", entry_, rank, nested ? 1 : 0));
+      return;
+    }
     line("}");
-    // A body with a loop of its own: few iterations are still worth spreading over CPU threads.
-    const bool nested = has_nested_loop(fn_, ln.block0);
-    const std::string block = ln.param > 0 ? std::to_string(ln.param) : std::string("QD_BLOCK");
     if (!reductions_.empty()) {
       // Chunked, combined in a fixed order (codegen/reductions.hpp); on a GPU only with
       // deterministic_reductions (DET), in the scratch region at `reduction_scratch_offset`.
@@ -429,15 +441,9 @@ class emitter {
       line(fmt::format("QD_PARALLEL_REDUCE_TASK({}, {}, {}, {}, {}, {}, {})", entry_, rank, block, det ? 1 : 0,
                        options_.reduction_scratch_offset,
                        nested ? "QD_NESTED_REDUCTION_CHUNK_MIN" : "QD_REDUCTION_CHUNK_MIN", scatter_ ? 1 : 0));
-    } else if (scatter_) {
+    } else {
       line(fmt::format("QD_PARALLEL_SCATTER_TASK({}, {}, {}, {}, {})", entry_, rank, block, nested ? 1 : 0,
                        private_.empty() ? 0 : 1));
-    } else if (nested) {
-      line(fmt::format("QD_PARALLEL_NESTED_TASK({}, {}, {})", entry_, rank, block));
-    } else if (ln.param > 0) {  // qd::loop_config{.block_dim}: the GPU kernel's launch bounds
-      line(fmt::format("QD_PARALLEL_TASK_BLOCK({}, {}, {})", entry_, rank, ln.param));
-    } else {
-      line(fmt::format("QD_PARALLEL_TASK({}, {})", entry_, rank));
     }
   }
 
@@ -860,8 +866,9 @@ class emitter {
         break;
       case ir::op::random: line(fmt::format("const {} {} = qd_random_{}(&qd_rng);", type, v(i), name(n.type))); break;
       case ir::op::continue_:
-        // The parallel loop's body is a function called per iteration.
-        line(n.a == parallel_loop_ ? "return;" : "continue;");
+        // The parallel loop's body is written into the loop (goto its end) or is a function
+        // called per iteration.
+        line(n.a != parallel_loop_ ? "continue;" : inline_body_ ? "goto qd_next;" : "return;");
         break;
       case ir::op::break_:
         // C's break leaves only the innermost of a rank-N loop's nested fors.
@@ -939,6 +946,7 @@ class emitter {
   std::vector<ir::id> number_;
   std::vector<bool> addressing_;  // signed arithmetic that only computes array indices
   bool scatter_ = false;          // has_scatter()
+  bool inline_body_ = false;      // a parallel body written between QD_PARALLEL_BEGIN and _END
   std::vector<chunk_reduction> reductions_;
   std::vector<private_target> private_;  // of a scatter task without reductions
   std::string out_;

@@ -6,6 +6,6 @@
 
 namespace qd::inline v0::codegen {
 
-inline constexpr std::string_view generator_id = "0f287c5e6f47644b872b72c6934fc44b";
+inline constexpr std::string_view generator_id = "44900392fec09b1eaabdae2ae31c27c2";
 
 }  // namespace qd::inline v0::codegen

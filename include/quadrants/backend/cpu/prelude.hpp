@@ -109,8 +109,24 @@ QD_FN qd_i32 qd_bound(const qd_ctx* ctx, qd_i64 value, qd_i32 on_overflow) {
   return on_overflow;
 }
 #define QD_EXPORT extern "C" __attribute__((visibility("default")))
-/* qd::loop_config{.block_dim} only shapes GPU launches. */
-#define QD_PARALLEL_TASK_BLOCK(entry, RANK, BLOCK) QD_PARALLEL_TASK(entry, RANK)
+/* Rank 2 and up, [qd_lo, qd_hi) of qd_f's space row by row: one division per row, then a plain
+   loop over the last dimension, the indices in qd_ix; opens two loops for the caller to close. */
+#define QD_ROWS_BEGIN(RANK)                                                                                \
+  const qd_i64 qd_last = qd_f.qd_dims[RANK - 1];                                                           \
+  for (qd_i64 qd_k = qd_lo; qd_k < qd_hi;) {                                                               \
+    qd_i64 qd_outer = qd_k / qd_last;                                                                      \
+    const qd_i64 qd_j = qd_k - qd_outer * qd_last;                                                         \
+    const qd_i64 qd_n = qd_last - qd_j < qd_hi - qd_k ? qd_last - qd_j : qd_hi - qd_k;                     \
+    qd_i32 qd_ix[QD_MAX_NDIM] = {0, 0, 0, 0};                                                              \
+    for (int qd_d = RANK - 2; qd_d > 0; --qd_d) {                                                          \
+      qd_ix[qd_d] = (qd_i32)(qd_outer % qd_f.qd_dims[qd_d]);                                               \
+      qd_outer /= qd_f.qd_dims[qd_d];                                                                      \
+    }                                                                                                      \
+    qd_ix[0] = (qd_i32)qd_outer;                                                                           \
+    qd_k += qd_n;                                                                                          \
+    const qd_i32 qd_e_end = (qd_i32)(qd_j + qd_n);                                                         \
+    for (qd_i32 qd_e = (qd_i32)qd_j; qd_e < qd_e_end; ++qd_e) {                                            \
+      qd_ix[RANK - 1] = qd_e;
 /* The iterations [qd_lo, qd_hi) of a task's linearised space, in order, into qd_red. */
 #define QD_PARALLEL_RANGE(entry, RANK)                                                                     \
   QD_FN void entry##_range(const qd_ctx* ctx, const entry##_frame qd_f, entry##_red* qd_red, qd_i64 qd_lo,  \
@@ -122,35 +138,42 @@ QD_FN qd_i32 qd_bound(const qd_ctx* ctx, qd_i64 value, qd_i32 on_overflow) {
         entry##_body(ctx, qd_f, qd_red, qd_v, 0, 0, 0);                                                    \
       return;                                                                                              \
     }                                                                                                      \
-    /* Row by row: one division per row, then a plain loop over the last dimension. */                    \
-    const qd_i64 qd_last = qd_f.qd_dims[RANK - 1];                                                         \
-    for (qd_i64 qd_k = qd_lo; qd_k < qd_hi;) {                                                             \
-      qd_i64 qd_outer = qd_k / qd_last, qd_j = qd_k - qd_outer * qd_last;                                   \
-      qd_i64 qd_n = qd_last - qd_j < qd_hi - qd_k ? qd_last - qd_j : qd_hi - qd_k;                          \
-      qd_i32 qd_ix[QD_MAX_NDIM] = {0, 0, 0, 0};                                                            \
-      for (int qd_d = RANK - 2; qd_d > 0; --qd_d) {                                                        \
-        qd_ix[qd_d] = (qd_i32)(qd_outer % qd_f.qd_dims[qd_d]);                                             \
-        qd_outer /= qd_f.qd_dims[qd_d];                                                                    \
-      }                                                                                                    \
-      qd_ix[0] = (qd_i32)qd_outer;                                                                         \
-      const qd_i32 qd_e_end = (qd_i32)(qd_j + qd_n);                                                       \
-      for (qd_i32 qd_e = (qd_i32)qd_j; qd_e < qd_e_end; ++qd_e) {                                          \
-        qd_ix[RANK - 1] = qd_e;                                                                            \
+    QD_ROWS_BEGIN(RANK)                                                                                    \
         entry##_body(ctx, qd_f, qd_red, qd_ix[0], qd_ix[1], qd_ix[2], qd_ix[3]);                            \
       }                                                                                                    \
-      qd_k += qd_n;                                                                                        \
     }                                                                                                      \
   }
-#define QD_PARALLEL_CHUNK(entry, RANK)                                                                     \
-  QD_PARALLEL_RANGE(entry, RANK)                                                                           \
+/* A loop without reductions or atomic updates: the emitter writes its body between
+   QD_PARALLEL_BEGIN(entry, RANK, BLOCK) and QD_PARALLEL_END(entry, RANK, NESTED), straight into
+   the chunk's loop over [qd_lo, qd_hi) of the linearised space, the indices in qd_i0..qd_i3
+   (i32 induction variables, as the IR types them: widening them is free); `goto qd_next`
+   continues. The frame is copied: the body's stores cannot change what it holds. BLOCK
+   (qd::loop_config{.block_dim}) only shapes GPU launches; NESTED 1, a body with a loop of its
+   own: even a few iterations go to several threads. */
+#define QD_PARALLEL_BEGIN(entry, RANK, BLOCK)                                                              \
   static void entry##_chunk(const void* qd_fp, const qd_ctx* ctx, qd_i64 qd_lo, qd_i64 qd_hi) {           \
-    entry##_red qd_red;                                                                                    \
-    entry##_red_init(&qd_red);                                                                             \
-    entry##_range(ctx, *(const entry##_frame*)qd_fp, &qd_red, qd_lo, qd_hi);                               \
-    entry##_red_flush(ctx, &qd_red);                                                                       \
-  }
-#define QD_PARALLEL_LOOP(entry, RANK, SPREAD)                                                              \
-  QD_PARALLEL_CHUNK(entry, RANK)                                                                           \
+    const entry##_frame qd_f = *(const entry##_frame*)qd_fp;                                               \
+    QD_PARALLEL_LOOP_##RANK(RANK)
+#define QD_PARALLEL_LOOP_1(RANK)                                                                           \
+  const qd_i32 qd_end = (qd_i32)(qd_f.qd_base + qd_hi);                                                    \
+  for (qd_i32 qd_i0 = (qd_i32)(qd_f.qd_base + qd_lo); qd_i0 < qd_end; ++qd_i0) {                           \
+    const qd_i32 qd_i1 = 0, qd_i2 = 0, qd_i3 = 0;                                                          \
+    {
+#define QD_PARALLEL_LOOP_N(RANK)                                                                           \
+  QD_ROWS_BEGIN(RANK)                                                                                      \
+      const qd_i32 qd_i0 = qd_ix[0], qd_i1 = qd_ix[1], qd_i2 = qd_ix[2], qd_i3 = qd_ix[3];                 \
+      {
+#define QD_PARALLEL_LOOP_2 QD_PARALLEL_LOOP_N
+#define QD_PARALLEL_LOOP_3 QD_PARALLEL_LOOP_N
+#define QD_PARALLEL_LOOP_4 QD_PARALLEL_LOOP_N
+#define QD_PARALLEL_END(entry, RANK, NESTED) QD_PARALLEL_CLOSE_##RANK QD_PARALLEL_ENTRY_##NESTED(entry)
+#define QD_PARALLEL_CLOSE_1 } qd_next:; } }
+#define QD_PARALLEL_CLOSE_2 } qd_next:; } } }
+#define QD_PARALLEL_CLOSE_3 QD_PARALLEL_CLOSE_2
+#define QD_PARALLEL_CLOSE_4 QD_PARALLEL_CLOSE_2
+#define QD_PARALLEL_ENTRY_0(entry) QD_PARALLEL_ENTRY(entry, parallel_for)
+#define QD_PARALLEL_ENTRY_1(entry) QD_PARALLEL_ENTRY(entry, parallel_for_nested)
+#define QD_PARALLEL_ENTRY(entry, SPREAD)                                                                   \
   QD_EXPORT void entry(const qd_ctx* ctx) {                                                                \
     entry##_frame qd_f;                                                                                    \
     entry##_prologue(ctx, &qd_f);                                                                          \
@@ -205,9 +228,6 @@ QD_FN qd_i32 qd_bound(const qd_ctx* ctx, qd_i64 value, qd_i32 on_overflow) {
     else qd_rt->parallel_for(ctx, 0, qd_f.qd_count, &entry##_chunk, &qd_f);                                \
     qd_rt->scatter_end(ctx, qd_f.qd_plain);                                                                \
   }
-#define QD_PARALLEL_TASK(entry, RANK) QD_PARALLEL_LOOP(entry, RANK, parallel_for)
-/* A body with a loop of its own: even a few iterations go to several threads. */
-#define QD_PARALLEL_NESTED_TASK(entry, RANK, BLOCK) QD_PARALLEL_LOOP(entry, RANK, parallel_for_nested)
 /* A loop with reductions into top-level variables: fixed chunks of the iteration space
    (their size a function of the count alone), each accumulated in order (in lanes, above)
    by whichever thread takes it, then combined in a fixed pairwise tree on the launching thread. The
