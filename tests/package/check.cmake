@@ -7,7 +7,9 @@
 # The consumers build without optimisation (CMAKE_BUILD_TYPE empty): what is checked is
 # how they find, compile and link Quadrants, and -O0 halves the time of compiling it.
 # Each compiled-library form is built once (install: the build tree's; subdirectory: its
-# own) and the header-only form once (demo_install), as make test runs all four.
+# own) and the header-only form once (demo_install), as make test runs all four. The
+# subdirectory build and the header-only consumer compile with CONSUMER_CXX (clang where
+# installed: a consumer with another compiler than the library's, and faster at -O0).
 # MODE=missing_dependency: configuring the source tree without a dependency
 # stops with the dependency's Debian package.
 # MODE=emulated_gpus: the installed bin/qd-with-emulated-gpu runs PROGRAM on the
@@ -55,8 +57,8 @@ elseif(MODE STREQUAL "demo_install")
   run(${CMAKE_COMMAND} --build ${work}/build -j 2 --target heat_diffusion)
   run(${CMAKE_COMMAND} --install ${work}/build --prefix ${work}/prefix)
   run(${work}/prefix/bin/qd-cache path)
-  run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/consumer -B ${work}/consumer ${generator_args}
-      -DCMAKE_PREFIX_PATH=${work}/prefix)
+  run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/consumer -B ${work}/consumer -DCMAKE_BUILD_TYPE=
+      -DCMAKE_CXX_COMPILER=${CONSUMER_CXX} -DCMAKE_PREFIX_PATH=${work}/prefix)
   run(${CMAKE_COMMAND} --build ${work}/consumer -j 2 --target consumer_header_only)
   run(${work}/consumer/consumer_header_only)
 elseif(MODE STREQUAL "missing_dependency")
@@ -101,8 +103,8 @@ elseif(MODE STREQUAL "emulated_gpus")
   run_fails("libqd_emulated_hip.so is not installed: build the target qd_emulated_gpus"
             ${work}/partial/bin/qd-with-emulated-gpu true)
 else()
-  run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/subdirectory -B ${work}/build ${generator_args}
-      -DQD_SOURCE_DIR=${SOURCE_DIR})
+  run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/subdirectory -B ${work}/build -DCMAKE_BUILD_TYPE=
+      -DCMAKE_CXX_COMPILER=${CONSUMER_CXX} -DQD_SOURCE_DIR=${SOURCE_DIR})
   run(${CMAKE_COMMAND} --build ${work}/build -j 2 --target consumer)
   run(${work}/build/consumer)
 endif()
