@@ -46,13 +46,13 @@ qd_add_emulated_test(cuda gpu_suite backend_gpu_suite_test ARGS "--test-case=*<o
 qd_add_emulated_test(amdgpu gpu_suite backend_gpu_suite_test ARGS "--test-case=*<on_amdgpu>*"
                      ENV "QD_EMULATED_GPU_REAL_HIPRTC=off")
 foreach(api cuda amdgpu)
-  # The fuzzer's GPU batch, blocks in order on one host thread (deterministic): 50 kernels
-  # per GPU (~1 CPU s each), each GPU from its own seeds, so the two see 100 different
+  # The fuzzer's GPU batch, blocks in order on one host thread (deterministic): 35 kernels
+  # per GPU (~1 CPU s each), each GPU from its own seeds, so the two see 70 different
   # kernels (QD_FUZZ_GPU_KERNELS=200 for the longer look).
   # The real compilers are left out here: they already compile every suite kernel in the
   # compile-only tests, and would double this batch's time (hipRTC: ~140 ms a program).
   qd_add_emulated_test(${api} fuzz_batch fuzz_gpu_batch_test TIMEOUT 900
-                       ENV "QD_FUZZ_GPU=${api}" "QD_FUZZ_GPU_KERNELS=50" "QD_FUZZ_GPU_SEED=${qd_fuzz_gpu_seed_${api}}"
+                       ENV "QD_FUZZ_GPU=${api}" "QD_FUZZ_GPU_KERNELS=35" "QD_FUZZ_GPU_SEED=${qd_fuzz_gpu_seed_${api}}"
                            "QD_EMULATED_GPU_THREADS=1" "QD_EMULATED_GPU_REAL_NVRTC=off" "QD_EMULATED_GPU_REAL_HIPRTC=off")
 endforeach()
 
