@@ -8,8 +8,8 @@
 # how they find, compile and link Quadrants, and -O0 halves the time of compiling it.
 # Each compiled-library form is built once (install: the build tree's; subdirectory: its
 # own) and the header-only form once (demo_install), as make test runs all four. The
-# subdirectory build and the header-only consumer compile with CONSUMER_CXX (clang where
-# installed: a consumer with another compiler than the library's, and faster at -O0).
+# subdirectory build, demo_install's build and its header-only consumer compile with
+# CONSUMER_CXX (clang where installed: another compiler than the build tree's, and faster at -O0).
 # MODE=missing_dependency: configuring the source tree without a dependency
 # stops with the dependency's Debian package.
 # MODE=emulated_gpus: the installed bin/qd-with-emulated-gpu runs PROGRAM on the
@@ -51,8 +51,9 @@ if(MODE STREQUAL "install")
             -DCMAKE_DISABLE_FIND_PACKAGE_fmt=ON)
 elseif(MODE STREQUAL "demo_install")
   # As `make demo`: only the demo target, at -O0 to keep the test short (build type None: an
-  # empty one would become Release, the default of a top-level build).
-  run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${work}/build -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=None
+  # empty one would become Release, the default of a top-level build), with CONSUMER_CXX
+  # (the build tree compiles the same library with its own compiler).
+  run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${work}/build -DCMAKE_CXX_COMPILER=${CONSUMER_CXX} -DCMAKE_BUILD_TYPE=None
       -DQD_BUILD_TESTS=OFF -DQD_BUILD_BENCH=OFF)
   run(${CMAKE_COMMAND} --build ${work}/build -j 2 --target heat_diffusion)
   run(${CMAKE_COMMAND} --install ${work}/build --prefix ${work}/prefix)
