@@ -26,7 +26,7 @@ SANITIZER_FLAGS = -DCMAKE_CXX_COMPILER=clang++ -DQD_WERROR=ON -DCMAKE_BUILD_TYPE
 # 8 MiB stack. -g1: line numbers in the reports. libFuzzer wants executions per second: -O1.
 ASAN_CXXFLAGS ?= -O1 -g1
 # ... but only the code generator's part of the library (src/quadrants.cpp) needs it: the other
-# three build at -O0 (QD_O0_PARTS), about 40 CPU s less, their tests as before (docs/testing.md).
+# three build at -O0 (QD_O0_PARTS), 76 CPU s less, their tests as before (docs/testing.md).
 ASAN_O0_PARTS ?= backend;runtime;cache
 TSAN_CXXFLAGS ?= -O0 -g1
 LIBFUZZER_CXXFLAGS ?= -O1 -g1

@@ -21,7 +21,7 @@ function(qd_add_emulated_test api name target)
   add_test(NAME ${test} COMMAND ${target} ${ARG_ARGS})
   qd_test_programs(${test} ${target} qd_emulated_gpus)  # and the emulated libraries
   # The emulated kernels at -O1 (QD_EMULATED_GPU_CXXFLAGS, after the emulation's -O2): the host
-  # compiles them in about a quarter less time, and what runs is the same well-defined code
+  # compiles them in about 15 % less time, and what runs is the same well-defined code
   # (the CPU backend runs it at -O2 in the other tests; docs/testing.md).
   set(env "XDG_CACHE_HOME=${CMAKE_CURRENT_BINARY_DIR}/cache/emulated_${api}_${name}" "QD_LOG_LEVEL=warn"
           "QD_EMULATED_GPU_CXXFLAGS=-O1" ${qd_emulated_${api}_env} ${ARG_ENV})
