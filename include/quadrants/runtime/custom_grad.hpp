@@ -14,7 +14,7 @@ namespace detail {
 struct kernel_access {
   template <class F>
   static kernel_state& state(const kernel<F>& k) {
-    return k.states_->latest();
+    return latest_state<F>(*k.states_);
   }
 };
 

@@ -392,39 +392,25 @@ std::string template_value_text(T v) {
   }
 }
 
-// The kernel_state a launch uses: the kernel's one state, or for a kernel with template
-// arguments the variant of their values, each traced, split and cached on its own and
-// named "k<n_sub=4>" in messages.
+// The variants of a kernel with template arguments: one kernel_state per distinct tuple of
+// their values, each traced, split and cached on its own and named "k<n_sub=4>" in messages.
 template <class F>
-class kernel_states {
+class kernel_variants {
  public:
   using values = template_values_t<F>;
-  static constexpr bool specialised = std::tuple_size_v<values> > 0;
 
-  kernel_states(std::string name, std::vector<std::string> names, F body) {
-    if constexpr (!specialised) {
-      one_ = make_kernel_state(std::move(name), kernel_param_names<F>(std::move(names)), kernel_param_descs<F>(),
-                               [body = std::move(body)](tracer& t) { trace_kernel(body, t); });
-    } else {
-      name_ = std::move(name);
-      template_names_ = template_param_names(names);
-      flat_names_ = kernel_param_names<F>(std::move(names));
-      descs_ = kernel_param_descs<F>();
-      body_ = std::make_shared<const F>(std::move(body));
-    }
-  }
+  kernel_variants(std::string name, std::vector<std::string> names, F body)
+      : name_(std::move(name)),
+        template_names_(template_param_names(names)),
+        flat_names_(kernel_param_names<F>(std::move(names))),
+        descs_(kernel_param_descs<F>()),
+        body_(std::make_shared<const F>(std::move(body))) {}
 
-  void set_graph() {
-    graph_ = true;
-    if (one_) set_graph_kernel(*one_);
-  }
+  void set_graph() { graph_ = true; }
 
   template <class... Args>
   kernel_state& for_call(const Args&... args) {
-    if constexpr (!specialised)
-      return *one_;
-    else
-      return variant(template_values_from<F>(args...));
+    return variant(template_values_from<F>(args...));
   }
 
   kernel_state& variant(const values& v) {
@@ -438,16 +424,12 @@ class kernel_states {
 
   // For ir(), explain(), observations: the variant launched or compiled last.
   kernel_state& latest() const {
-    if constexpr (!specialised) {
-      return *one_;
-    } else {
-      if (kernel_state* k = table_.latest()) return *k;
-      throw user_error("kernel '" + name_ +
-                       "' has template arguments (qd::types::template_arg) and no variant yet: launch it, or compile "
-                       "one with kernel.compile(values...)");
-    }
+    if (kernel_state* k = table_.latest()) return *k;
+    throw user_error("kernel '" + name_ +
+                     "' has template arguments (qd::types::template_arg) and no variant yet: launch it, or compile "
+                     "one with kernel.compile(values...)");
   }
-  const std::string& name() const { return specialised ? name_ : kernel_name(*one_); }
+  const std::string& name() const { return name_; }
 
  private:
   // The names given to the template parameters, by position among them.
@@ -477,7 +459,6 @@ class kernel_states {
     return out + ">";
   }
 
-  std::shared_ptr<kernel_state> one_;  // a kernel without template arguments
   std::string name_;
   std::vector<std::string> template_names_, flat_names_;
   std::vector<ir::param_desc> descs_;
@@ -485,6 +466,54 @@ class kernel_states {
   bool graph_ = false;
   mutable template_variants<values> table_;
 };
+
+template <class F>
+inline constexpr bool has_template_args = std::tuple_size_v<template_values_t<F>> > 0;
+
+// What a kernel object shares with its copies, its .grad and its .fwd: for a kernel with
+// template arguments its variants; for any other its one kernel_state, which is not a
+// template, so that such a kernel adds little code of its own to the user's translation
+// unit beyond its trace function and its launches (each kernel<F> used to add about a
+// hundred functions: docs/architecture.md, "What a kernel costs to compile").
+template <class F>
+using kernel_states = std::conditional_t<has_template_args<F>, kernel_variants<F>, kernel_state>;
+
+template <class F>
+class kernel_body_of final : public kernel_body {
+ public:
+  explicit kernel_body_of(F body) : body_(std::move(body)) {}
+  void trace(tracer& t) const override { trace_kernel(body_, t); }
+
+ private:
+  F body_;
+};
+
+template <class F>
+std::shared_ptr<kernel_states<F>> make_kernel_states(std::string name, std::vector<std::string> names, F body) {
+  if constexpr (has_template_args<F>)
+    return std::make_shared<kernel_variants<F>>(std::move(name), std::move(names), std::move(body));
+  else
+    return make_kernel_state(std::move(name), kernel_param_names<F>(std::move(names)), kernel_param_descs<F>(),
+                             std::unique_ptr<const kernel_body>(new kernel_body_of<F>(std::move(body))));
+}
+
+// The state a launch with these arguments uses.
+template <class F, class... Args>
+kernel_state& state_for_call(kernel_states<F>& s, const Args&... args) {
+  if constexpr (has_template_args<F>)
+    return s.for_call(args...);
+  else
+    return s;
+}
+
+// For ir(), explain(), observations: the state, or the variant launched or compiled last.
+template <class F>
+kernel_state& latest_state(kernel_states<F>& s) {
+  if constexpr (has_template_args<F>)
+    return s.latest();
+  else
+    return s;
+}
 
 }  // namespace detail
 
@@ -495,18 +524,18 @@ class derived_kernel {
  public:
   explicit derived_kernel(std::shared_ptr<detail::kernel_states<F>> forward) : forward_(std::move(forward)) {}
 
-  void compile() const { detail::compile(Of(forward_->latest())); }
+  void compile() const { detail::compile(Of(detail::latest_state<F>(*forward_))); }
   per_offload_observations per_offload_cache_observations() const {
-    return detail::observations(Of(forward_->latest()));
+    return detail::observations(Of(detail::latest_state<F>(*forward_)));
   }
   // The derived kernel's IR as text (derived on first use).
-  std::string ir() const { return detail::kernel_ir_text(Of(forward_->latest())); }
+  std::string ir() const { return detail::kernel_ir_text(Of(detail::latest_state<F>(*forward_))); }
 
  protected:
   // Packs the arguments as the forward kernel takes them; launch(forward state, args, count).
   template <class Launch, class... Args>
   void run(Launch launch, const Args&... args) const {
-    detail::kernel_state& fwd = forward_->for_call(args...);
+    detail::kernel_state& fwd = detail::state_for_call<F>(*forward_, args...);
     auto packed = detail::pack_arguments<F>(args...);
     if constexpr (detail::has_mesh_parameter<F>()) detail::bind_meshes<F>(fwd, packed.data(), args...);
     using R = detail::kernel_result_t<F>;
@@ -570,19 +599,20 @@ struct kernel_access;  // runtime/custom_grad.hpp
 template <class F>
 class kernel {
   using states = detail::kernel_states<F>;
+  static constexpr bool specialised = detail::has_template_args<F>;
 
  public:
   kernel(std::string name, F body) : kernel(std::move(name), std::vector<std::string>{}, std::move(body)) {}
 
   // Parameter names make error messages and logs clearer: {"x", "out"}.
   kernel(std::string name, std::vector<std::string> param_names, F body)
-      : states_(std::make_shared<states>(std::move(name), std::move(param_names), std::move(body))) {}
+      : states_(detail::make_kernel_states(std::move(name), std::move(param_names), std::move(body))) {}
 
   // A graph kernel: qd::graph::do_while and qd::graph::parallel are allowed in it.
-  kernel(std::string name, graph::on_t, F body) : kernel(std::move(name), std::move(body)) { states_->set_graph(); }
+  kernel(std::string name, graph::on_t, F body) : kernel(std::move(name), std::move(body)) { set_graph(); }
   kernel(std::string name, std::vector<std::string> param_names, graph::on_t, F body)
       : kernel(std::move(name), std::move(param_names), std::move(body)) {
-    states_->set_graph();
+    set_graph();
   }
 
   // Launches the kernel: arrays as qd::ndarray, scalars as C++ numbers, host structs for
@@ -591,7 +621,7 @@ class kernel {
   // as a host value.
   template <class... Args>
   auto operator()(const Args&... args) const {
-    detail::kernel_state& k = states_->for_call(args...);
+    detail::kernel_state& k = detail::state_for_call<F>(*states_, args...);
     auto packed = detail::pack_arguments<F>(args...);
     if constexpr (detail::has_mesh_parameter<F>()) detail::bind_meshes<F>(k, packed.data(), args...);
     using R = detail::kernel_result_t<F>;
@@ -609,7 +639,7 @@ class kernel {
   // launching. A kernel with template arguments takes their values, in order: k.compile(4).
   template <class... V>
   void compile(const V&... template_values) const {
-    if constexpr (states::specialised) {
+    if constexpr (specialised) {
       static_assert(sizeof...(V) == std::tuple_size_v<typename states::values>,
                     "kernel.compile(values...) of a kernel with template arguments takes one value per "
                     "qd::types::template_arg parameter, in order");
@@ -617,22 +647,35 @@ class kernel {
         detail::compile(states_->variant(typename states::values(template_values...)));
     } else {
       static_assert(sizeof...(V) == 0, "kernel.compile() takes no arguments: the kernel has no template arguments");
-      detail::compile(states_->latest());
+      detail::compile(*states_);
     }
   }
 
   // The next members describe the kernel, or for a kernel with template arguments the
   // variant launched or compiled last.
-  per_offload_observations per_offload_cache_observations() const { return detail::observations(states_->latest()); }
-  const std::string& name() const { return states_->name(); }
+  per_offload_observations per_offload_cache_observations() const { return detail::observations(latest()); }
+  const std::string& name() const {
+    if constexpr (specialised)
+      return states_->name();
+    else
+      return detail::kernel_name(*states_);
+  }
   // The kernel's IR as text (traced on first use), with the source line of each statement.
-  std::string ir() const { return detail::kernel_ir_text(states_->latest()); }
+  std::string ir() const { return detail::kernel_ir_text(latest()); }
   // Its constructs with their source lines, what each recomputes, the split decision and
   // why (docs/diagnostics.md); dot(): the same as a Graphviz graph.
-  std::string explain() const { return detail::explain_text(states_->latest()); }
-  std::string dot() const { return detail::explain_dot(states_->latest()); }
+  std::string explain() const { return detail::explain_text(latest()); }
+  std::string dot() const { return detail::explain_dot(latest()); }
 
  private:
+  detail::kernel_state& latest() const { return detail::latest_state<F>(*states_); }
+  void set_graph() {
+    if constexpr (specialised)
+      states_->set_graph();
+    else
+      detail::set_graph_kernel(*states_);
+  }
+
   std::shared_ptr<states> states_;
   friend struct detail::kernel_access;
 

@@ -69,6 +69,15 @@ using trace_function = std::function<void(tracer&)>;
 
 QD_FUNC std::shared_ptr<kernel_state> make_kernel_state(std::string name, std::vector<std::string> param_names,
                                                         std::vector<ir::param_desc> params, trace_function trace);
+// A kernel's lambda behind one virtual call (runtime/kernel.hpp: kernel_body_of<F>): a kernel
+// adds this one small class to the user's translation unit instead of a std::function's.
+struct kernel_body {
+  virtual ~kernel_body() = default;
+  virtual void trace(tracer& t) const = 0;
+};
+QD_FUNC std::shared_ptr<kernel_state> make_kernel_state(std::string name, std::vector<std::string> param_names,
+                                                        std::vector<ir::param_desc> params,
+                                                        std::unique_ptr<const kernel_body> body);
 QD_FUNC void launch(kernel_state& k, const launch_arg* args, std::size_t count);
 QD_FUNC void compile(kernel_state& k);
 QD_FUNC per_offload_observations observations(const kernel_state& k);

@@ -29,6 +29,13 @@ QD_FUNC std::shared_ptr<kernel_state> make_kernel_state(std::string name, std::v
   return k;
 }
 
+QD_FUNC std::shared_ptr<kernel_state> make_kernel_state(std::string name, std::vector<std::string> param_names,
+                                                        std::vector<ir::param_desc> params,
+                                                        std::unique_ptr<const kernel_body> body) {
+  return make_kernel_state(std::move(name), std::move(param_names), std::move(params),
+                           [b = std::shared_ptr<const kernel_body>(std::move(body))](tracer& t) { b->trace(t); });
+}
+
 QD_FUNC const std::string& kernel_name(const kernel_state& k) { return k.name; }
 
 QD_FUNC std::string param_name(const kernel_state& k, std::size_t param) {
