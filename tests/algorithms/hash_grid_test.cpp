@@ -162,9 +162,9 @@ TEST_CASE("hash_grid: a bad cell size or a grid never built is a qd::user_error"
   start<on_cpu1>();
   CHECK_THROWS_WITH_AS(qd::hash_grid(0.0f), Contains("positive finite"), qd::user_error);
   CHECK_THROWS_WITH_AS(qd::hash_grid(-1.0f), Contains("positive finite"), qd::user_error);
-  CHECK_THROWS_WITH_AS(qd::hash_grid(std::numeric_limits<float>::quiet_NaN()), Contains("positive finite"),
+  CHECK_THROWS_WITH_AS(qd::hash_grid{std::numeric_limits<float>::quiet_NaN()}, Contains("positive finite"),
                        qd::user_error);
-  CHECK_THROWS_WITH_AS(qd::hash_grid(std::numeric_limits<float>::infinity()), Contains("positive finite"),
+  CHECK_THROWS_WITH_AS(qd::hash_grid{std::numeric_limits<float>::infinity()}, Contains("positive finite"),
                        qd::user_error);
   qd::hash_grid grid(0.5f);
   qd::ndarray<qd::vec3f, 1> q(1);

@@ -348,12 +348,13 @@ QD_SUITE_CASE("suite: loops, branches and while_ nested in a parallel construct,
   std::partial_sum(xs.begin(), xs.end(), want.begin());
   // A loop inside a top-level if_ is serial: it sees its own earlier iterations. The
   // while_ (Euclid) repeats while its condition holds, also zero times.
-  for (auto [a, b] : {std::pair{1071, 462}, std::pair{12, 18}, std::pair{7, 0}, std::pair{0, 5}}) {
-    CAPTURE(a);
-    CAPTURE(b);
+  for (const auto& pair : {std::pair{1071, 462}, std::pair{12, 18}, std::pair{7, 0}, std::pair{0, 5}}) {
+    const int lhs = pair.first, rhs = pair.second;  // not a structured binding: CAPTURE is a lambda
+    CAPTURE(lhs);
+    CAPTURE(rhs);
     for (std::int32_t flag : {1, 0}) {
       CAPTURE(flag);
-      serial(x, prefix, sign, flag, g, a, b);
+      serial(x, prefix, sign, flag, g, lhs, rhs);
       auto scanned = prefix.to_host();
       if (flag) {
         CHECK(scanned == want);
@@ -362,14 +363,14 @@ QD_SUITE_CASE("suite: loops, branches and while_ nested in a parallel construct,
         for (std::size_t i = 0; i < xs.size(); i += 97) CHECK(scanned[i] == -xs[i]);
         CHECK(sign.to_host()[0] == 1);
       }
-      std::int32_t p = a, q = b, rounds = 0;
+      std::int32_t p = lhs, q = rhs, rounds = 0;
       while (q != 0) {
         std::int32_t t = q;
         q = p % q;
         p = t;
         ++rounds;
       }
-      CHECK(p == std::gcd(a, b));
+      CHECK(p == std::gcd(lhs, rhs));
       CHECK(g.to_host() == std::vector<std::int32_t>{p, rounds});
     }
   }

@@ -51,38 +51,38 @@ inline auto linalg() {
 
 namespace linalg_checks {
 
-template <int N>
+template <std::size_t N>
 using square = std::array<std::array<double, N>, N>;
 
-template <int N, class T>
+template <std::size_t N, class T>
 square<N> read(const std::vector<T>& flat, std::size_t at) {
   square<N> m{};
-  for (int r = 0; r < N; ++r)
-    for (int c = 0; c < N; ++c) m[r][c] = static_cast<double>(flat[at + static_cast<std::size_t>(r * N + c)]);
+  for (std::size_t r = 0; r < N; ++r)
+    for (std::size_t c = 0; c < N; ++c) m[r][c] = static_cast<double>(flat[at + r * N + c]);
   return m;
 }
 
-template <int N>
+template <std::size_t N>
 square<N> product(const square<N>& a, const square<N>& b, bool transpose_b = false) {
   square<N> p{};
-  for (int i = 0; i < N; ++i)
-    for (int j = 0; j < N; ++j)
-      for (int k = 0; k < N; ++k) p[i][j] += a[i][k] * (transpose_b ? b[j][k] : b[k][j]);
+  for (std::size_t i = 0; i < N; ++i)
+    for (std::size_t j = 0; j < N; ++j)
+      for (std::size_t k = 0; k < N; ++k) p[i][j] += a[i][k] * (transpose_b ? b[j][k] : b[k][j]);
   return p;
 }
 
-template <int N>
+template <std::size_t N>
 double distance(const square<N>& a, const square<N>& b) {
   double s = 0;
-  for (int i = 0; i < N; ++i)
-    for (int j = 0; j < N; ++j) s += (a[i][j] - b[i][j]) * (a[i][j] - b[i][j]);
+  for (std::size_t i = 0; i < N; ++i)
+    for (std::size_t j = 0; j < N; ++j) s += (a[i][j] - b[i][j]) * (a[i][j] - b[i][j]);
   return std::sqrt(s);
 }
 
-template <int N>
+template <std::size_t N>
 square<N> identity() {
   square<N> m{};
-  for (int i = 0; i < N; ++i) m[i][i] = 1;
+  for (std::size_t i = 0; i < N; ++i) m[i][i] = 1;
   return m;
 }
 
@@ -106,10 +106,11 @@ inline void check_linalg() {
         ha[ha.size() - 3 + static_cast<std::size_t>(c)] =
             ha[ha.size() - 9 + static_cast<std::size_t>(c)] + ha[ha.size() - 6 + static_cast<std::size_t>(c)];
     square<4> s{};
-    for (int r = 0; r < 4; ++r)
-      for (int c = r; c < 4; ++c) s[r][c] = s[c][r] = u(g) + (r == c ? 2.5 : 0.0);  // diagonally dominant: solvable
-    for (int r = 0; r < 4; ++r)
-      for (int c = 0; c < 4; ++c) hb.push_back(s[r][c]);
+    for (std::size_t r = 0; r < 4; ++r)
+      for (std::size_t c = r; c < 4; ++c)
+        s[r][c] = s[c][r] = u(g) + (r == c ? 2.5 : 0.0);  // diagonally dominant: solvable
+    for (std::size_t r = 0; r < 4; ++r)
+      for (std::size_t c = 0; c < 4; ++c) hb.push_back(s[r][c]);
   }
   qd::ndarray<float, 3> a({n, 3, 3});
   qd::ndarray<double, 3> b({n, 4, 4});
@@ -134,13 +135,13 @@ inline void check_linalg() {
     const square<4> B = read<4>(hb, at * 16);
     const square<4> Q = read<4>(r64, at * 40 + 4), Spd = read<4>(r64, at * 40 + 20);
     square<4> D{};
-    for (int k = 0; k < 4; ++k) D[k][k] = r64[at * 40 + static_cast<std::size_t>(k)];
+    for (std::size_t k = 0; k < 4; ++k) D[k][k] = r64[at * 40 + k];
     ok = ok && distance<4>(product<4>(product<4>(Q, D), Q, true), B) <= 1e-12 * distance<4>(B, square<4>{}) &&
          distance<4>(Spd, B) <= 1e-12 * distance<4>(B, square<4>{});  // diagonally dominant: already SPD
-    for (int r = 0; r < 4; ++r) {
+    for (std::size_t r = 0; r < 4; ++r) {
       double row = 0;
-      for (int c = 0; c < 4; ++c) row += B[r][c] * r64[at * 40 + 36 + static_cast<std::size_t>(c)];
-      ok = ok && std::abs(row - (r + 1)) <= 1e-12 * 16;
+      for (std::size_t c = 0; c < 4; ++c) row += B[r][c] * r64[at * 40 + 36 + c];
+      ok = ok && std::abs(row - static_cast<double>(r + 1)) <= 1e-12 * 16;
       if (r < 3) ok = ok && D[r][r] <= D[r + 1][r + 1];
     }
     if (!ok && ++bad <= 3) {

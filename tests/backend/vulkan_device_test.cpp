@@ -195,7 +195,7 @@ TEST_CASE("the Vulkan device: memory, copies, and a hand-written shader compiled
 
   const std::int64_t n = 100001;
   std::vector<float> x(n), y(n), want(n);
-  for (std::int64_t i = 0; i < n; ++i) {
+  for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i) {
     x[i] = static_cast<float>(i % 97) * 0.5f;
     y[i] = static_cast<float>(i % 13) - 6.0f;
     want[i] = 1.5f * x[i] + y[i];

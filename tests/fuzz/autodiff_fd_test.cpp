@@ -182,9 +182,9 @@ struct tracer {
     return qd::f64(0.0);
   }
   qd::f64 carried(const update& u, qd::i32 i) const {
-    qd::var<double> p = value(u.value, i);
-    qd::range_for(u.carry_steps, [&](qd::i32) { p = qd::tanh(p * value(u.carry_factor, i) + 0.25); });
-    return p;
+    qd::var<double> c = value(u.value, i);
+    qd::range_for(u.carry_steps, [&](qd::i32) { c = qd::tanh(c * value(u.carry_factor, i) + 0.25); });
+    return c;
   }
   void apply(const update& u, qd::i32 i) const {
     d1& t = *arrays[u.target];

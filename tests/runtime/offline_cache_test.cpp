@@ -102,9 +102,10 @@ TEST_CASE("every corrupted entry is a miss, a recompile, a correct result, and t
          fs::create_directory(p);
        }},
   };
-  for (auto& [name, hurt] : cases) {
+  for (auto& one : cases) {
+    const char* name = one.first;  // not a structured binding: CAPTURE is a lambda
     CAPTURE(name);
-    for (const auto& e : qd::cache::list_entries(cache_root(cache))) hurt(e.path);
+    for (const auto& e : qd::cache::list_entries(cache_root(cache))) one.second(e.path);
     auto damaged = qd_test::run_worker(env, "suite 0");
     CHECK(damaged.exit_code == 0);                                   // every result still correct
     CHECK(damaged.output.find("compiles=0 ") == std::string::npos);  // it recompiled

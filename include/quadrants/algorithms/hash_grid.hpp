@@ -58,7 +58,7 @@ inline const auto& hash_grid_bounds_kernel() {
 inline std::array<std::int32_t, 3> hash_grid_dims(const std::vector<float>& bounds, float inv_cell_size,
                                                   std::int64_t cap) {
   std::array<std::int64_t, 3> dims{};
-  for (int a = 0; a < 3; ++a) {
+  for (std::size_t a = 0; a < 3; ++a) {
     const double lo = std::floor(static_cast<double>(bounds[a]) * inv_cell_size);
     const double hi = std::floor(static_cast<double>(bounds[a + 3]) * inv_cell_size);
     const double need = hi >= lo ? hi - lo + 1 : 1;  // no number on this axis: one cell
