@@ -1,14 +1,17 @@
 # Packaging test. MODE=install: install the build tree into a fresh prefix, then
 # configure, build and run a consumer that uses find_package(quadrants); a
 # dependency hidden from that consumer is reported with its Debian package.
-# MODE=subdirectory: build a consumer that add_subdirectory()s the source tree.
-# MODE=demo_install: a fresh build of only what `make demo` builds installs whole, and
-# a consumer of quadrants::header-only builds against that prefix.
+# MODE=subdirectory: build a consumer of quadrants::header-only that add_subdirectory()s the
+# source tree (the implementation compiled as one TU beside it).
+# MODE=demo_install: a fresh build of only what `make demo` builds installs whole, and a
+# consumer of the installed quadrants::quadrants builds against that prefix (the consumer
+# project also configures its quadrants::header-only program there: the installed target and
+# its implementation.cpp exist; subdirectory builds that form).
 # The consumers build without optimisation (CMAKE_BUILD_TYPE empty): what is checked is
 # how they find, compile and link Quadrants, and -O0 halves the time of compiling it.
-# Each compiled-library form is built once (install: the build tree's; subdirectory: its
-# own) and the header-only form once (demo_install), as make test runs all four. The
-# subdirectory build, demo_install's build and its header-only consumer compile with
+# Each form is built once, as make test runs all four: the compiled library from the build
+# tree (install) and fresh (demo_install), the header-only one (subdirectory). The
+# subdirectory build, demo_install's build and its consumer compile with
 # CONSUMER_CXX (clang where installed: another compiler than the build tree's, and faster at -O0).
 # MODE=missing_dependency: configuring the source tree without a dependency
 # stops with the dependency's Debian package.
@@ -60,8 +63,8 @@ elseif(MODE STREQUAL "demo_install")
   run(${work}/prefix/bin/qd-cache path)
   run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/consumer -B ${work}/consumer -DCMAKE_BUILD_TYPE=
       -DCMAKE_CXX_COMPILER=${CONSUMER_CXX} -DCMAKE_PREFIX_PATH=${work}/prefix)
-  run(${CMAKE_COMMAND} --build ${work}/consumer -j 2 --target consumer_header_only)
-  run(${work}/consumer/consumer_header_only)
+  run(${CMAKE_COMMAND} --build ${work}/consumer -j 2 --target consumer)
+  run(${work}/consumer/consumer)
 elseif(MODE STREQUAL "missing_dependency")
   set(configure ${CMAKE_COMMAND} -S ${SOURCE_DIR} -DCMAKE_CXX_COMPILER=${CXX} -DQD_BUILD_TESTS=OFF
       -DQD_BUILD_BENCH=OFF -DQD_BUILD_EXAMPLES=OFF)
@@ -106,7 +109,7 @@ elseif(MODE STREQUAL "emulated_gpus")
 else()
   run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/subdirectory -B ${work}/build -DCMAKE_BUILD_TYPE=
       -DCMAKE_CXX_COMPILER=${CONSUMER_CXX} -DQD_SOURCE_DIR=${SOURCE_DIR})
-  run(${CMAKE_COMMAND} --build ${work}/build -j 2 --target consumer)
-  run(${work}/build/consumer)
+  run(${CMAKE_COMMAND} --build ${work}/build -j 2 --target consumer_header_only)
+  run(${work}/build/consumer_header_only)
 endif()
 message(STATUS "package test (${MODE}): ok")
