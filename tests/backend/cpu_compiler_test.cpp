@@ -2,6 +2,7 @@
 // and the generated line; modules load from bytes; missing entries are errors.
 #include <doctest/doctest.h>
 
+#include <elf.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -40,6 +42,35 @@ TEST_CASE("a shared object compiled from source loads from its bytes and runs") 
   module m2(other, "second module");
   CHECK(reinterpret_cast<int (*)(int)>(m2.symbol("qd_answer"))(7) == -7);
   CHECK(answer(1) == 10);
+}
+
+// What dlopen maps per module (issue 30's warm start loads hundreds): the shared object has
+// two loadable segments (code with read-only data, and data) and no read-only-after-
+// relocation range to protect, read from its ELF program headers.
+TEST_CASE("a compiled module is mapped as two segments, with no RELRO range") {
+  auto bytes = compile_shared_object(
+      "extern \"C\" __attribute__((visibility(\"default\"))) int qd_twice(int x) { return 2 * x; }\n"
+      "int qd_table[4] = {1, 2, 3, 4};\n"
+      "extern \"C\" __attribute__((visibility(\"default\"))) int* qd_data() { return qd_table; }\n",
+      {}, "test");
+  REQUIRE(bytes.size() > sizeof(Elf64_Ehdr));
+  Elf64_Ehdr header;
+  std::memcpy(&header, bytes.data(), sizeof header);
+  REQUIRE(std::memcmp(header.e_ident, ELFMAG, SELFMAG) == 0);
+  REQUIRE(header.e_ident[EI_CLASS] == ELFCLASS64);
+  int loads = 0, relro = 0;
+  for (int i = 0; i < header.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    REQUIRE(header.e_phoff + static_cast<std::size_t>(i + 1) * sizeof ph <= bytes.size());
+    std::memcpy(&ph, bytes.data() + header.e_phoff + static_cast<std::size_t>(i) * header.e_phentsize, sizeof ph);
+    loads += ph.p_type == PT_LOAD;
+    relro += ph.p_type == PT_GNU_RELRO;
+  }
+  CHECK(loads == 2);
+  CHECK(relro == 0);
+  module m(bytes, "test module");
+  CHECK(reinterpret_cast<int (*)(int)>(m.symbol("qd_twice"))(21) == 42);
+  CHECK(reinterpret_cast<int* (*)()>(m.symbol("qd_data"))()[3] == 4);
 }
 
 TEST_CASE("a compile failure is a qd::compile_error with the log, the source and the offending line") {

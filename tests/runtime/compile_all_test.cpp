@@ -2,6 +2,8 @@
 // errors after the others were tried, and the progress line of a long cold start.
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -137,6 +139,48 @@ TEST_CASE("compile_all makes every live kernel ready: their launches compile not
   qd::reset();
 }
 
+// The workers analyse and compile while the calling thread traces; the user's lambdas
+// themselves still run on the calling thread only, one at a time.
+TEST_CASE("compile_all runs the kernels' lambdas on the calling thread, one at a time") {
+  qd_test::fresh_dir cache("compile-all-threads");
+  qd_test::init_cpu({.offline_cache_file_path = cache.str(), .num_compile_threads = 2});
+  std::mutex m;
+  std::vector<std::thread::id> tracers;
+  std::atomic<int> inside{0}, most{0};
+  auto make_watched = [&](int salt) {
+    return qd::kernel("watched" + std::to_string(salt), {"x", "out"},
+                      [&, salt](qd::types::ndarray<float, 1> x, qd::types::ndarray<float, 1> out) {
+                        const int now = ++inside;
+                        for (int seen = most.load(); now > seen && !most.compare_exchange_weak(seen, now);) {
+                        }
+                        {
+                          std::lock_guard lock(m);
+                          tracers.push_back(std::this_thread::get_id());
+                        }
+                        std::this_thread::sleep_for(std::chrono::milliseconds(2));  // room for an overlap to show
+                        qd::range_for(x.shape(0), [&](qd::i32 i) { out[i] = x[i] + static_cast<float>(salt); });
+                        qd::range_for(x.shape(0), [&](qd::i32 i) { out[i] *= 2.0f; });
+                        --inside;
+                      });
+  };
+  std::vector<decltype(make_watched(0))> kernels;
+  for (int s = 0; s < 8; ++s) kernels.push_back(make_watched(s));
+  qd::compile_all();
+  CHECK(tracers.size() == 8);
+  for (const auto& id : tracers) CHECK(id == std::this_thread::get_id());
+  CHECK(most.load() == 1);
+  const auto compiled = qd::offline_cache_statistics().compiles;
+  qd::ndarray<float, 1> x(16), out(16);
+  x.fill(1.0f);
+  for (int s = 0; s < 8; ++s) {
+    kernels[static_cast<std::size_t>(s)](x, out);
+    for (float v : out.to_host()) CHECK(v == 2.0f * (1.0f + static_cast<float>(s)));
+  }
+  CHECK(qd::offline_cache_statistics().compiles == compiled);  // every kernel was ready
+  CHECK(tracers.size() == 8);                                  // and not traced again
+  qd::reset();
+}
+
 TEST_CASE("compile_all: a kernel that fails to trace is reported after the others were compiled") {
   qd_test::init_cpu({.offline_cache = false});
   auto good = make(7);
@@ -169,7 +213,8 @@ TEST_CASE("the progress of a long cold start: constructs done of those to compil
   const auto level = qd::get_log_level();
   qd::set_log_level(qd::log_level::info);
   {
-    qd::detail::compile_progress progress(10, 2, std::chrono::milliseconds(0));
+    qd::detail::compile_progress progress(4, 2, std::chrono::milliseconds(0));
+    progress.expect(6);  // a kernel traced after the progress began
     progress.kernel_done(4);
     while (progress.shown() == 0) std::this_thread::yield();  // the reporter's first line
     progress.kernel_done(6);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -111,22 +112,29 @@ constexpr std::uint64_t expression_hash(const ir::function& fn, ir::id i, std::v
 // content are told apart by their order among themselves; collisions probe linearly.
 // Unrelated items never move a slot unless their hashes collide modulo the count.
 constexpr std::vector<temp_assignment> assign_slots(const ir::function& fn, std::vector<ir::id> items) {
+  if (items.empty()) return {};  // most kernels: nothing persisted, no numbering or hashing
   const std::vector<ir::id> number = ir::canonical_numbering(fn);
   std::sort(items.begin(), items.end(), [&](ir::id x, ir::id y) {
     return number[static_cast<std::size_t>(x)] < number[static_cast<std::size_t>(y)];
   });
   std::vector<std::uint64_t> memo(fn.nodes.size(), 0);
-  std::vector<std::vector<ir::id>> updates(fn.nodes.size());  // per declaration, in program order
+  // {declaration, position in program order, update}, sorted: each declaration's updates
+  // in program order, in one flat array rather than a vector per node.
+  std::vector<std::array<ir::id, 3>> updates;
+  auto add = [&](ir::id decl, ir::id update) {
+    updates.push_back({decl, static_cast<ir::id>(updates.size()), update});
+  };
   ir::visit(
-      fn, 0,
-      [&](ir::view<ir::op::local_store> s) { updates[static_cast<std::size_t>(s.variable())].push_back(s.self()); },
-      [&](ir::view<ir::op::local_atomic> u) { updates[static_cast<std::size_t>(u.variable())].push_back(u.self()); });
+      fn, 0, [&](ir::view<ir::op::local_store> s) { add(s.variable(), s.self()); },
+      [&](ir::view<ir::op::local_atomic> u) { add(u.variable(), u.self()); });
+  std::sort(updates.begin(), updates.end());
   std::vector<std::uint64_t> hashes;
   for (ir::id item : items) {
     std::uint64_t h = detail::content_hash(fn, item, memo);
     if (fn.at(item).code == ir::op::local_decl)
-      for (ir::id u : updates[static_cast<std::size_t>(item)])
-        h = detail::mix_hash(h, detail::expression_hash(fn, u, memo));
+      for (auto u = std::lower_bound(updates.begin(), updates.end(), std::array<ir::id, 3>{item, -1, -1});
+           u != updates.end() && (*u)[0] == item; ++u)
+        h = detail::mix_hash(h, detail::expression_hash(fn, (*u)[2], memo));
     hashes.push_back(h);
   }
   std::vector<temp_assignment> out;

@@ -52,8 +52,13 @@ QD_FUNC key offload_key(const key_builder& environment, const codegen::lowered_t
 
 QD_FUNC key variant_key(const key_builder& environment, const ir::function& traced,
                         std::span<const std::uint64_t> plan_shape, bool deterministic_reductions) {
+  // One buffer per thread for the bytes (a kernel's are ~45 bytes a node): a warm start
+  // keys every kernel, and fresh memory for each is a page fault every 4 KiB.
+  thread_local std::string bytes;
+  ir::exact_bytes(traced, bytes);
   key_builder b = environment;
-  b.add("variant").add(codegen::generator_id).add(ir::exact_bytes(traced));
+  b.add("variant").add(codegen::generator_id).add(bytes);
+  if (bytes.capacity() > (std::size_t{8} << 20)) std::string().swap(bytes);  // a giant kernel's stays its own
   b.add(deterministic_reductions ? "deterministic" : "any order").add(static_cast<std::uint64_t>(plan_shape.size()));
   for (std::uint64_t v : plan_shape) b.add(v);
   return b.finish();

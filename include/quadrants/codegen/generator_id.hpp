@@ -6,6 +6,6 @@
 
 namespace qd::inline v0::codegen {
 
-inline constexpr std::string_view generator_id = "44900392fec09b1eaabdae2ae31c27c2";
+inline constexpr std::string_view generator_id = "547a853fa45b43a19a707f3469c4fafe";
 
 }  // namespace qd::inline v0::codegen

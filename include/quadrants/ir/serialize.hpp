@@ -112,9 +112,9 @@ constexpr std::string canonical_bytes(const function& fn) {
 // cheaper than canonical_bytes (no walk, no renumbering: the arrays as they are), for a key
 // that stands for one trace (cache::variant_key). Equal exact bytes imply equal canonical
 // bytes; the converse does not hold, so such a key may miss where a canonical one hits,
-// never the other way. Leaves out source positions, as canonical_bytes does.
-inline std::string exact_bytes(const function& fn) {
-  std::string out;
+// never the other way. Leaves out source positions, as canonical_bytes does. Written into
+// `out`, replacing what it held: a caller that keeps one buffer reuses its memory.
+inline void exact_bytes(const function& fn, std::string& out) {
   std::size_t size = 32 + fn.params.size() * 4 + fn.nodes.size() * 44 + fn.lists.size() * 4;
   for (const auto& b : fn.blocks) size += 4 + b.size() * 4;
   for (const auto& t : fn.strings) size += 4 + t.size();
@@ -161,6 +161,11 @@ inline std::string exact_bytes(const function& fn) {
     at += t.size();
   }
   out.resize(static_cast<std::size_t>(at - out.data()));
+}
+
+inline std::string exact_bytes(const function& fn) {
+  std::string out;
+  exact_bytes(fn, out);
   return out;
 }
 

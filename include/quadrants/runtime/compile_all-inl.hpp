@@ -3,7 +3,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -24,38 +28,90 @@ QD_FUNC void compile_all() {
   for (auto& k : detail::live_kernels())
     if (k->ready_program.load(std::memory_order_acquire) != id) kernels.push_back(std::move(k));
   if (kernels.empty()) return;
-  // Traced first (the user's lambdas, one at a time): the constructs to compile, for the progress.
-  std::vector<std::exception_ptr> failures(kernels.size());
-  std::vector<std::size_t> constructs(kernels.size(), 0);
-  std::size_t total = 0;
-  for (std::size_t i = 0; i < kernels.size(); ++i) {
-    try {
-      std::lock_guard lock(kernels[i]->mutex);
-      detail::ensure_traced(*kernels[i]);
-      constructs[i] = std::max<std::size_t>(1, kernels[i]->structure.constructs.size());
-      total += constructs[i];
-    } catch (...) {
-      failures[i] = std::current_exception();
-    }
-  }
-  detail::compile_progress progress(total, kernels.size());
-  std::atomic<std::size_t> next{0};
-  auto work = [&] {
-    detail::program_use held(std::nothrow);
-    for (std::size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < kernels.size();) {
-      if (failures[i]) continue;
+  // The user's lambdas run one at a time, on this thread; the workers (the other
+  // compile threads) meanwhile analyse the traces made so far and compile the kernels
+  // analysed, in order; this thread joins them when it has traced the last. The
+  // progress's total grows as kernels are analysed (long before its first line).
+  const std::size_t n = kernels.size();
+  std::vector<std::exception_ptr> failures(n);
+  std::vector<std::optional<detail::raw_trace>> raw(n);
+  std::vector<std::size_t> constructs(n, 1);
+  std::unique_ptr<std::atomic<bool>[]> analysed(new std::atomic<bool>[n]);
+  for (std::size_t i = 0; i < n; ++i) analysed[i].store(false, std::memory_order_relaxed);
+  std::atomic<std::size_t> traced{0}, next_analysis{0}, next_compile{0};
+  std::mutex wait_mutex;
+  std::condition_variable wake;
+  auto notify = [&] {
+    { std::lock_guard lock(wait_mutex); }
+    wake.notify_all();
+  };
+  detail::compile_progress progress(0, n);
+  auto analyse = [&](std::size_t i) {
+    if (!failures[i]) {
       try {
-        detail::compile(*kernels[i]);
+        std::lock_guard lock(kernels[i]->mutex);
+        if (raw[i]) detail::finish_trace(*kernels[i], std::move(*raw[i]));
+        constructs[i] = std::max<std::size_t>(1, kernels[i]->structure.constructs.size());
       } catch (...) {
         failures[i] = std::current_exception();
       }
-      progress.kernel_done(constructs[i]);
+      raw[i].reset();
+    }
+    if (!failures[i]) progress.expect(constructs[i]);
+    analysed[i].store(true, std::memory_order_release);
+    notify();
+  };
+  // One step of a worker: an analysis when a trace waits for one, else the next kernel's
+  // compile when it is analysed. False when nothing is left to do.
+  auto step = [&](bool wait) {
+    std::size_t a = next_analysis.load(std::memory_order_relaxed);
+    while (a < traced.load(std::memory_order_acquire))
+      if (next_analysis.compare_exchange_weak(a, a + 1, std::memory_order_relaxed)) {
+        analyse(a);
+        return true;
+      }
+    std::size_t c = next_compile.load(std::memory_order_relaxed);
+    if (c >= n) return false;
+    if (analysed[c].load(std::memory_order_acquire)) {
+      if (next_compile.compare_exchange_strong(c, c + 1, std::memory_order_relaxed) && !failures[c]) {
+        try {
+          detail::compile(*kernels[c]);
+        } catch (...) {
+          failures[c] = std::current_exception();
+        }
+        progress.kernel_done(constructs[c]);
+      }
+      return true;
+    }
+    if (wait) {  // the kernel's trace is not made or not analysed yet
+      std::unique_lock lock(wait_mutex);
+      wake.wait(lock, [&] {
+        const std::size_t next = next_compile.load(std::memory_order_relaxed);
+        return next_analysis.load(std::memory_order_relaxed) < traced.load(std::memory_order_acquire) || next >= n ||
+               analysed[next].load(std::memory_order_acquire);
+      });
+    }
+    return true;
+  };
+  auto work = [&] {
+    detail::program_use held(std::nothrow);
+    while (step(true)) {
     }
   };
   const auto threads =
-      std::min<std::size_t>(kernels.size(), static_cast<std::size_t>(std::max(1, use->config().num_compile_threads)));
+      std::min<std::size_t>(n, static_cast<std::size_t>(std::max(1, use->config().num_compile_threads)));
   std::vector<std::thread> workers;
   for (std::size_t t = 1; t < threads; ++t) workers.emplace_back(work);
+  for (std::size_t i = 0; i < n; ++i) {
+    try {
+      std::lock_guard lock(kernels[i]->mutex);
+      raw[i] = detail::trace_if_stale(*kernels[i]);
+    } catch (...) {
+      failures[i] = std::current_exception();
+    }
+    traced.store(i + 1, std::memory_order_release);
+    notify();
+  }
   work();
   for (auto& w : workers) w.join();
   progress.finish();

@@ -54,13 +54,14 @@ QD_FUNC void compile_progress::report(bool final) {
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const std::size_t done = constructs_.load(std::memory_order_relaxed);
   const std::size_t kernels = kernels_.load(std::memory_order_relaxed);
-  std::string line = fmt::format("compiling: {}/{} constructs ({}/{} kernels), {:.1f} s", done, total_constructs_,
-                                 kernels, total_kernels_, elapsed);
+  const std::size_t total = total_constructs_.load(std::memory_order_relaxed);
+  std::string line = fmt::format("compiling: {}/{} constructs ({}/{} kernels), {:.1f} s", done, total, kernels,
+                                 total_kernels_, elapsed);
   if (final)
     line += ", done";
-  else if (done > 0 && done < total_constructs_)
-    line += fmt::format(", about {:.0f} s left",
-                        elapsed * static_cast<double>(total_constructs_ - done) / static_cast<double>(done));
+  else if (done > 0 && done < total)
+    line +=
+        fmt::format(", about {:.0f} s left", elapsed * static_cast<double>(total - done) / static_cast<double>(done));
   shown_.fetch_add(1, std::memory_order_relaxed);
   if (terminal_) {
     std::fprintf(stderr, "\r[quadrants] %s\033[K%s", line.c_str(), final ? "\n" : "");

@@ -24,6 +24,8 @@ class compile_progress {
   compile_progress(const compile_progress&) = delete;
   compile_progress& operator=(const compile_progress&) = delete;
 
+  // `constructs` more to compile (a kernel whose size is known only once it is traced).
+  void expect(std::size_t constructs) { total_constructs_.fetch_add(constructs, std::memory_order_relaxed); }
   // A kernel of `constructs` constructs is ready.
   QD_FUNC void kernel_done(std::size_t constructs);
   // Stops the reporter; the last line says how long it all took (when any was shown).
@@ -34,7 +36,8 @@ class compile_progress {
  private:
   QD_FUNC void report(bool final);
 
-  const std::size_t total_constructs_, total_kernels_;
+  std::atomic<std::size_t> total_constructs_;
+  const std::size_t total_kernels_;
   const std::chrono::milliseconds quiet_;
   const std::chrono::steady_clock::time_point start_;
   std::atomic<std::size_t> constructs_{0}, kernels_{0}, shown_{0};

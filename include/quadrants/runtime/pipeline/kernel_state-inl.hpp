@@ -117,17 +117,14 @@ QD_FUNC kernel_state& coverage_twin(kernel_state& k) {
   return *k.coverage_twin;
 }
 
-QD_FUNC void ensure_traced(kernel_state& k) {
+QD_FUNC std::optional<raw_trace> trace_if_stale(kernel_state& k) {
   bool debug = false;
   {
     program_use use(std::nothrow);
     if (use) debug = use->config().debug;
   }
-  if (k.traced && (k.traced_debug == debug || k.trace == nullptr)) return;  // a derived kernel keeps its IR
-  if (k.traced) {  // traced for the other debug setting: what came from that IR goes too
-    k.coverage_twin.reset();
-    k.coverage_probes.reset();
-  }
+  if (k.traced && (k.traced_debug == debug || k.trace == nullptr))
+    return std::nullopt;  // a derived kernel keeps its IR
   if (k.params.size() > limits::max_kernel_params)
     throw user_error(fmt::format("kernel '{}': {} parameters; at most {} are supported", k.name, k.params.size(),
                                  limits::max_kernel_params));
@@ -138,15 +135,32 @@ QD_FUNC void ensure_traced(kernel_state& k) {
   t.graph_kernel = k.graph;
   t.debug = debug;
   k.trace(t);
-  ir::eliminate_dead_code(t.fn);
-  analysis::demote_owned_updates(t.fn);
-  if constexpr (checked_build) ir::verify(t.fn, ir::stage::traced);
-  k.ir = std::move(t.fn);
-  k.assertions = std::move(t.assertions);
+  return raw_trace{.fn = std::move(t.fn), .assertions = std::move(t.assertions), .debug = debug};
+}
+
+QD_FUNC void finish_trace(kernel_state& k, raw_trace&& r) {
+  if (k.traced && k.traced_debug == r.debug) return;  // another thread finished a trace of its own first
+  if (k.traced) {  // traced for the other debug setting: what came from that IR goes too
+    k.coverage_twin.reset();
+    k.coverage_probes.reset();
+  }
+  ir::eliminate_dead_code(r.fn);
+  analysis::demote_owned_updates(r.fn);
+  if constexpr (checked_build) ir::verify(r.fn, ir::stage::traced);
+  // Kept as a copy of exactly its size; the trace's own arrays (grown by doubling) go back
+  // to the allocator of the thread that traced, whose next trace may reuse them
+  // (qd::compile_all traces on one thread and analyses on others).
+  k.ir = r.fn;
+  r.fn = ir::function();
+  k.assertions = std::move(r.assertions);
   k.structure = analysis::analyze_structure(k.ir);
   check_graph_kernel(k);
   k.traced = true;
-  k.traced_debug = debug;
+  k.traced_debug = r.debug;
+}
+
+QD_FUNC void ensure_traced(kernel_state& k) {
+  if (std::optional<raw_trace> r = trace_if_stale(k)) finish_trace(k, std::move(*r));
 }
 
 QD_FUNC std::string assertion_failure(const kernel_state& k, std::int64_t number) {

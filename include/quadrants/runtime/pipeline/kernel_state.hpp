@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -135,8 +136,19 @@ QD_FUNC kernel_state& coverage_twin(kernel_state& k);
 // Traces the lambda once, removes dead code and analyses the structure; checked builds
 // verify the IR. The IR depends on the configuration only through config.debug
 // (qd::assert_ is compiled out without it): a program with the other debug setting
-// traces the kernel again.
+// traces the kernel again. Needs k's mutex held.
 QD_FUNC void ensure_traced(kernel_state& k);
+// ensure_traced in two halves, so that qd::compile_all runs the user's lambdas one at a
+// time and the analysis after them on its workers: the lambda traced (nothing when k's
+// IR is current for this program's debug setting), then the trace analysed into k. Each
+// needs k's mutex held; the lock may be let go between them.
+struct raw_trace {
+  ir::function fn;
+  std::vector<assertion_site> assertions;
+  bool debug = false;
+};
+QD_FUNC std::optional<raw_trace> trace_if_stale(kernel_state& k);
+QD_FUNC void finish_trace(kernel_state& k, raw_trace&& r);
 // The traced IR as text, parameters by name where the kernel names them.
 QD_FUNC std::string traced_ir_text(const kernel_state& k);
 // The failure message of assertion `number` (qd::assert_), naming its source line.
