@@ -39,7 +39,7 @@ LIBFUZZER_CXXFLAGS ?= -O1 -g1
 # tests/fuzz/tests.cmake): its CPU batches pay for the host compiler, which is not instrumented.
 ASAN_REGEX = ^(ir|analysis)/|^fuzz/differential$$|$(ASAN_ONLY_REGEX)
 ASAN_ONLY_REGEX = ^backend/(thread_pool|cpu_compiler|reference)$$|^cache/(key|entry|records|store|remote|remote_attacks)$$|^runtime/(statements|errors|threads|fork|per_offload|vec|autodiff|loop_control|return_value|struct_param|graph|debug_dump|text_file|mesh|source_location|explain|coverage)$$|^fuzz/regressions$$
-TSAN_REGEX = ^backend/thread_pool$$|^cache/(store|store_processes|remote|remote_attacks)$$|^runtime/(threads|per_offload|graph|scatter)$$
+TSAN_REGEX = ^backend/thread_pool$$|^cache/(store|store_processes|remote|remote_attacks)$$|^runtime/(threads|per_offload|graph|scatter|compile_all)$$
 LIBFUZZER_REGEX = ^fuzz/(cache_entry|remote_reply)_
 SANITIZER_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
