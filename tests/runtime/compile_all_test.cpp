@@ -72,7 +72,10 @@ TEST_CASE("a warm start reads one record per kernel and each module once, whatev
     REQUIRE(qd::offline_cache_statistics().compiles > 0);
     const std::size_t modules = files_in(cache.path() / "module");
     CHECK(files_in(cache.path() / "variant") == static_cast<std::size_t>(kernels));
-    CHECK(modules <= static_cast<std::size_t>(kernels * 2));  // at most one program per compile thread
+    // One compiler program per kernel while other kernels keep the other thread busy; only
+    // the last may spread over both threads (detail::compile_programs_limit).
+    CHECK(modules >= static_cast<std::size_t>(kernels));
+    CHECK(modules <= static_cast<std::size_t>(kernels + 1));
 
     qd_test::init_cpu(c);  // a new program: its memory is empty, the disk is warm
     run_all();

@@ -17,6 +17,7 @@
 #include "quadrants/runtime/pipeline/kernel_registry.hpp"
 #include "quadrants/runtime/pipeline/kernel_state.hpp"
 #include "quadrants/runtime/pipeline/program.hpp"
+#include "quadrants/runtime/pipeline/variant_builder.hpp"
 
 namespace qd::inline v0 {
 
@@ -45,6 +46,8 @@ QD_FUNC void compile_all() {
     { std::lock_guard lock(wait_mutex); }
     wake.notify_all();
   };
+  const auto threads =
+      std::min<std::size_t>(n, static_cast<std::size_t>(std::max(1, use->config().num_compile_threads)));
   detail::compile_progress progress(0, n);
   auto analyse = [&](std::size_t i) {
     if (!failures[i]) {
@@ -74,11 +77,15 @@ QD_FUNC void compile_all() {
     if (c >= n) return false;
     if (analysed[c].load(std::memory_order_acquire)) {
       if (next_compile.compare_exchange_strong(c, c + 1, std::memory_order_relaxed) && !failures[c]) {
+        // One compiler program for the kernel while enough kernels are left for the other
+        // threads; the last ones may spread over the threads the others no longer need.
+        detail::compile_programs_limit = n - c - 1 >= threads - 1 ? 1 : 0;
         try {
           detail::compile(*kernels[c]);
         } catch (...) {
           failures[c] = std::current_exception();
         }
+        detail::compile_programs_limit = 0;
         progress.kernel_done(constructs[c]);
       }
       return true;
@@ -98,8 +105,6 @@ QD_FUNC void compile_all() {
     while (step(true)) {
     }
   };
-  const auto threads =
-      std::min<std::size_t>(n, static_cast<std::size_t>(std::max(1, use->config().num_compile_threads)));
   std::vector<std::thread> workers;
   for (std::size_t t = 1; t < threads; ++t) workers.emplace_back(work);
   for (std::size_t i = 0; i < n; ++i) {

@@ -306,9 +306,10 @@ QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan&
   lowered_variant lowered = lower_split(k, p, plan);
   if (dump) dump_tasks(p, k, "split", lowered);
   // Resolve: the misses as compiler programs, as many as may run at once.
-  const std::size_t programs = p.device().traits().concurrent_compile
-                                   ? static_cast<std::size_t>(std::max(1, p.config().num_compile_threads))
-                                   : 1;
+  std::size_t programs = p.device().traits().concurrent_compile
+                             ? static_cast<std::size_t>(std::max(1, p.config().num_compile_threads))
+                             : 1;
+  if (compile_programs_limit > 0) programs = std::min(programs, compile_programs_limit);
   cache::code_cache::program_hook on_program;
   if (dump)
     on_program = [&](std::size_t g, const std::string& text) {

@@ -5,6 +5,7 @@
 // per-offload split one module entry per construct. Internal.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,12 @@ struct build_counts {
   int tasks_compiled = 0;           // of which the backend built now
   std::vector<cache::key> records;  // the cache records the variant is made of (for `qd-cache explain`)
 };
+
+// At most this many compiler programs for one kernel's misses built on this thread (0: no
+// limit but the program's compile threads). qd::compile_all sets 1 while other kernels keep
+// the other compile threads busy: one module per kernel, so each compiler run's fixed cost
+// (starting it, the prelude, linking) and each warm start's load are paid once per kernel.
+inline thread_local std::size_t compile_programs_limit = 0;
 
 // print_ir with a diagnostic fallback: dumps the split variant the kernel would have used
 // under <kernel>/split/, without compiling it.
