@@ -65,8 +65,8 @@ QD_FUNC void compile_all() {
     notify();
   };
   // One step of a worker: an analysis when a trace waits for one, else the next kernel's
-  // compile when it is analysed. False when nothing is left to do.
-  auto step = [&](bool wait) {
+  // compile when it is analysed, else a wait for either. False when nothing is left to do.
+  auto step = [&] {
     std::size_t a = next_analysis.load(std::memory_order_relaxed);
     while (a < traced.load(std::memory_order_acquire))
       if (next_analysis.compare_exchange_weak(a, a + 1, std::memory_order_relaxed)) {
@@ -90,19 +90,18 @@ QD_FUNC void compile_all() {
       }
       return true;
     }
-    if (wait) {  // the kernel's trace is not made or not analysed yet
-      std::unique_lock lock(wait_mutex);
-      wake.wait(lock, [&] {
-        const std::size_t next = next_compile.load(std::memory_order_relaxed);
-        return next_analysis.load(std::memory_order_relaxed) < traced.load(std::memory_order_acquire) || next >= n ||
-               analysed[next].load(std::memory_order_acquire);
-      });
-    }
+    // The next kernel's trace is not made, or another thread is analysing it.
+    std::unique_lock lock(wait_mutex);
+    wake.wait(lock, [&] {
+      const std::size_t next = next_compile.load(std::memory_order_relaxed);
+      return next_analysis.load(std::memory_order_relaxed) < traced.load(std::memory_order_acquire) || next >= n ||
+             analysed[next].load(std::memory_order_acquire);
+    });
     return true;
   };
   auto work = [&] {
     detail::program_use held(std::nothrow);
-    while (step(true)) {
+    while (step()) {
     }
   };
   std::vector<std::thread> workers;
