@@ -241,7 +241,9 @@ TEST_CASE("the progress of a long cold start: constructs done of those to compil
   qd::set_log_sink(nullptr);
   std::lock_guard lock(m);
   REQUIRE(lines.size() >= 2);
-  CHECK(lines.front().find("/10 constructs") != std::string::npos);
+  // The first line may come before expect(6) (the reporter starts at once here): x/4 or x/10.
+  CHECK((lines.front().find("/4 constructs") != std::string::npos ||
+         lines.front().find("/10 constructs") != std::string::npos));
   CHECK(lines.front().find("/2 kernels") != std::string::npos);
   CHECK(lines.back().find("10/10 constructs (2/2 kernels)") != std::string::npos);
   CHECK(lines.back().find("done") != std::string::npos);
