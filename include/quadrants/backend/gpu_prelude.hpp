@@ -1,6 +1,6 @@
 // The prelude CUDA and HIP share, and its ABI: one launch per task with the task's
 // parameters by value (gpu_task_params, checked member by member in every compile),
-// grid-stride loops, reductions, atomics. Each dialect defines QD_FN and
+// grid-stride loops, reductions, atomics. Each dialect defines QD_FN, QD_OFFSET and
 // QD_GRID_CONSTANT ahead of it (backend/cuda/prelude.hpp, backend/amdgpu/prelude.hpp).
 #pragma once
 
@@ -47,6 +47,8 @@ QD_FN qd_f64 qd_fma(qd_f64 a, qd_f64 b, qd_f64 c) { return fma(a, b, c); }
 /* An array extent's low half (extents are below 2^31; GPUs are little-endian), loaded as 32
    bits: the compilers then see a 32x32->64-bit multiply in the offsets. */
 QD_FN qd_i32 qd_extent32(const qd_i64* e) { qd_i32 v; memcpy(&v, e, 4); return v; }
+/* An element offset where every array has fewer than 2^31 elements (the dialect's choice). */
+typedef QD_OFFSET qd_off;
 QD_FN qd_i32 qd_popc32(qd_u32 x) { return __popc(x); }
 QD_FN qd_i32 qd_popc64(qd_u64 x) { return __popcll(x); }
 QD_FN qd_i32 qd_clz32(qd_u32 x) { return __clz((int)x); }
@@ -117,10 +119,18 @@ template <int RANK> struct qd_cursor {
     return ix[0] < n[0];
   }
 };
+/* Whether a space of rank >= 2 may hold iterations: its extents after the first are
+   positive (the cursor divides by them; a thread's first index then says whether it has any). */
+template <int RANK> QD_FN bool qd_rows_nonempty(const qd_i64* dims) {
+  bool ok = true;
+  for (int d = 1; d < RANK; ++d) ok = ok && (qd_i32)dims[d] > 0;
+  return ok;
+}
 /* One launch per task: every thread evaluates the prologue, then grid-strides over
    [0, qd_count) in 32-bit arithmetic (rank 1: qd_k + stride is never formed past the
    count, at most 2^32 - 1 with i32 bounds); a thread reduces into its own accumulators
-   and flushes them once, if it ran any iteration. Indices are row-major. */
+   and flushes them once, if it ran any iteration; a thread with none returns first. Indices
+   are row-major. */
 /* BLOCK: the threads per block it is launched with (qd::loop_config{.block_dim}). */
 #define QD_GPU_TASK_BEGIN(entry, RANK, BLOCK)                                                              \
   extern "C" __global__ void __launch_bounds__(BLOCK) entry(const QD_GRID_CONSTANT qd_ctx qd_c) {        \
@@ -128,8 +138,10 @@ template <int RANK> struct qd_cursor {
     entry##_frame qd_f;                                                                                    \
     entry##_prologue(ctx, &qd_f);                                                                          \
     const qd_u32 qd_t = blockIdx.x * blockDim.x + threadIdx.x;                                             \
-    if (RANK == 1 ? qd_t >= (qd_u32)qd_f.qd_count : (qd_i64)qd_t >= qd_f.qd_count) return;                \
-    const qd_u32 qd_stride = blockDim.x * gridDim.x;
+    if (RANK == 1 ? qd_t >= (qd_u32)qd_f.qd_count : !qd_rows_nonempty<RANK>(qd_f.qd_dims)) return;       \
+    const qd_u32 qd_stride = blockDim.x * gridDim.x;                                                       \
+    qd_cursor<RANK> qd_at(qd_f.qd_dims, qd_t, qd_stride); /* rank 1: unused */                            \
+    if (RANK > 1 && (qd_i32)qd_at.ix[0] >= (qd_i32)qd_f.qd_dims[0]) return;
 #define QD_PARALLEL_TASK_BLOCK(entry, RANK, BLOCK)                                                         \
   QD_GPU_TASK_BEGIN(entry, RANK, BLOCK)                                                                    \
     entry##_red qd_red;                                                                                    \
@@ -143,7 +155,6 @@ template <int RANK> struct qd_cursor {
         if (qd_k >= qd_last) break;                                                                        \
       }                                                                                                    \
     } else {                                                                                               \
-      qd_cursor<RANK> qd_at(qd_f.qd_dims, qd_t, qd_stride);                                                \
       _Pragma("unroll 1") do {                                                                             \
         entry##_body(ctx, qd_f, &qd_red, (qd_i32)qd_at.ix[0], (qd_i32)qd_at.ix[1], (qd_i32)qd_at.ix[2],    \
                      (qd_i32)qd_at.ix[3]);                                                                 \
@@ -164,7 +175,6 @@ template <int RANK> struct qd_cursor {
     const qd_i32 qd_i0 = (qd_i32)((qd_u32)qd_f.qd_base + qd_k), qd_i1 = 0, qd_i2 = 0, qd_i3 = 0;            \
     {
 #define QD_PARALLEL_LOOP_N(RANK)                                                                           \
-  qd_cursor<RANK> qd_at(qd_f.qd_dims, qd_t, qd_stride);                                                    \
   _Pragma("unroll 1") do {                                                                                 \
     const qd_i32 qd_i0 = (qd_i32)qd_at.ix[0], qd_i1 = (qd_i32)qd_at.ix[1], qd_i2 = (qd_i32)qd_at.ix[2],    \
                  qd_i3 = (qd_i32)qd_at.ix[3];                                                              \

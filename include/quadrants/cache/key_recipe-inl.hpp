@@ -30,7 +30,8 @@ QD_FUNC void add_code_identity(key_builder& b, const codegen::lowered_task& t, c
   // options.kernel (it only names the kernel in the generator's errors).
   b.add(options.bounds_checks ? "bounds" : "unchecked")
       .add(options.deterministic_reductions ? "deterministic" : "any order")
-      .add(static_cast<std::uint64_t>(options.reduction_scratch_offset));
+      .add(static_cast<std::uint64_t>(options.reduction_scratch_offset))
+      .add(options.wide_offsets ? "64-bit offsets" : "32-bit offsets");
 }
 
 QD_FUNC key kernel_key(const key_builder& environment, const ir::function& traced,

@@ -695,7 +695,12 @@ class emitter {
         }
         line(fmt::format("{0} = qd_check_index(ctx, {1}, {2}, {3}, {4}) && {0};", guard, n.param, d, idx, extent));
       }
-      linear = d == 0 ? idx : fmt::format("({}) * (qd_i64)qd_extent32(&{}) + {}", linear, extent, idx);
+      // In bounds, an index is below its extent, so the offset is below the array's element
+      // count: 32 bits hold it unless wide_offsets says an array is larger. The prelude's
+      // qd_off is the type the backend computes such offsets in (32 bits where that is cheaper).
+      const std::string_view type = options_.wide_offsets ? "qd_i64" : "qd_off";
+      linear = d == 0 ? fmt::format("({}){}", type, idx)
+                      : fmt::format("({}) * ({})qd_extent32(&{}) + ({}){}", linear, type, extent, type, idx);
     }
     if (linear.empty()) linear = "0";
     if (volatile_f16) return {fmt::format("qd_f16_from_bits({}[{}])", base, linear), guard};

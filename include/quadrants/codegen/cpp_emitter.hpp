@@ -18,6 +18,10 @@ struct emit_options {
   // using the scratch region at this offset after the global temporaries. The CPU always does.
   bool deterministic_reductions = false;
   std::size_t reduction_scratch_offset = 0;
+  // Element offsets in 64 bits. Without it they are 32-bit (one multiply-add per dimension on
+  // the GPUs, no widening), which holds while every array has fewer than 2^31 elements; a
+  // launch with a larger array runs the kernel's variant built with this (launch-inl.hpp).
+  bool wide_offsets = false;
 };
 
 // Source for one task: helper functions named after `entry` and one

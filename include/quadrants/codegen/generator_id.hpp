@@ -6,6 +6,6 @@
 
 namespace qd::inline v0::codegen {
 
-inline constexpr std::string_view generator_id = "547a853fa45b43a19a707f3469c4fafe";
+inline constexpr std::string_view generator_id = "9ef6e02a27b0ab52728e93ebb2e73e75";
 
 }  // namespace qd::inline v0::codegen

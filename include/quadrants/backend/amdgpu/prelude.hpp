@@ -11,7 +11,10 @@ inline std::string translation_unit_prelude() {
   return gpu_translation_unit_prelude("HIP",
                                       "#define QD_FN __device__ inline __attribute__((always_inline))\n"
                                       // kernel arguments are read in place from the kernarg segment
-                                      "#define QD_GRID_CONSTANT\n");
+                                      "#define QD_GRID_CONSTANT\n"
+                                      // v_mad_i64_i32 widens, multiplies and adds in one
+                                      // instruction: 64-bit offsets are the cheaper ones
+                                      "#define QD_OFFSET qd_i64\n");
 }
 
 }  // namespace qd::inline v0::backend::amdgpu

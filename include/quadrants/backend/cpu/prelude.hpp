@@ -73,6 +73,8 @@ QD_FN qd_u64 qd_f64_bits(qd_f64 f) { qd_u64 b; __builtin_memcpy(&b, &f, 8); retu
    store cannot change it and keeps it in a register (read through memcpy, a byte-wise access
    any store may alias, it was reloaded and multiplied for every element: a 4x slower stencil). */
 QD_FN qd_i32 qd_extent32(const qd_i64* e) { return (qd_i32)*e; }
+/* An element offset where every array has fewer than 2^31 elements. */
+typedef qd_i32 qd_off;
 #define QD_MATH1(N)                                                            \
   QD_FN qd_f32 qd_##N(qd_f32 x) { return __builtin_##N##f(x); }                          \
   QD_FN qd_f64 qd_##N(qd_f64 x) { return __builtin_##N(x); }

@@ -11,7 +11,10 @@ inline std::string translation_unit_prelude() {
   return gpu_translation_unit_prelude("CUDA",
                                       "#define QD_FN __device__ __forceinline__\n"
                                       // its address is taken without a copy
-                                      "#define QD_GRID_CONSTANT __grid_constant__\n");
+                                      "#define QD_GRID_CONSTANT __grid_constant__\n"
+                                      // element offsets below 2^31: one IMAD.WIDE per access
+                                      // (docs/benchmarks.md, "Static GPU code")
+                                      "#define QD_OFFSET qd_i32\n");
 }
 
 // The kernel a device loop's body ends with (backend/cuda/device.hpp, docs/graphs.md): the

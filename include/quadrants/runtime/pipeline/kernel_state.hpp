@@ -51,6 +51,13 @@ struct variant {
   }
 };
 
+// A whole-kernel variant built on first need (under the kernel's mutex), then read
+// without a lock.
+struct lazy_variant {
+  std::unique_ptr<variant> built;
+  std::atomic<variant*> ready{nullptr};
+};
+
 // A kernel ready to launch on one program.
 struct compiled_kernel {
   std::uint64_t program_id = 0;
@@ -59,8 +66,10 @@ struct compiled_kernel {
   bool split = false;
   variant primary;                             // the split variant, or the whole kernel
   std::vector<analysis::disjoint_pair> pairs;  // checked before each split launch
-  std::unique_ptr<variant> whole;              // built on the first run-time fallback
-  std::atomic<variant*> whole_ready{nullptr};
+  lazy_variant whole;                          // built on the first run-time fallback
+  // The whole kernel with 64-bit element offsets, built on the first launch given an array
+  // of 2^31 elements or more; the others' offsets are 32-bit (codegen::emit_options).
+  lazy_variant wide;
   void* coverage = nullptr;  // kernel_coverage: the probe buffer (owned by runtime/coverage)
 };
 

@@ -80,6 +80,18 @@ QD_FUNC void check_external_extents(const kernel_state& k, std::size_t param, co
                                      a.shape[d], d));
 }
 
+// Whether an array has 2^31 elements or more: offsets past 32 bits. A qd::ndarray's extents
+// are below 2^31, so no partial product overflows; an external array's extents out of that
+// range make the launch throw just after (check_external_extents).
+QD_FUNC bool has_huge_extent(const ir::param_desc& d, const launch_arg& a) {
+  std::uint64_t n = 1;
+  for (int e = 0; e < d.ndim; ++e) {
+    n *= static_cast<std::uint64_t>(a.shape[e]);
+    if (n > std::uint64_t{2147483647}) return true;
+  }
+  return false;
+}
+
 [[noreturn]] QD_FUNC void throw_launch_while_tracing(const kernel_state& k) {
   throw user_error(
       fmt::format("kernel '{}' launched while tracing kernel '{}': a kernel lambda runs once, at the "
@@ -104,9 +116,11 @@ QD_FUNC void launch(kernel_state& k, const launch_arg* args, std::size_t count) 
     c = prepare(k, *p);
   }
 
+  bool huge = false;  // an array of 2^31 elements or more: 64-bit offsets
   for (std::size_t i = 0; i < count; ++i) {
     const ir::param_desc& d = k.params[i];
     if (!d.is_array) continue;
+    huge = huge || has_huge_extent(d, args[i]);
     if (args[i].program_id != p->id() && args[i].program_id != external_program_id)
       throw_launch_error(k, i,
                          args[i].program_id == 0
@@ -119,7 +133,9 @@ QD_FUNC void launch(kernel_state& k, const launch_arg* args, std::size_t count) 
   }
   if (!k.alias_pairs.empty()) check_adjoint_aliasing(k, args);  // an adjoint: one array for two parameters
   const variant* v = &c->primary;
-  if (c->split) {
+  if (huge) {  // kernel_coverage: the instrumented twin's
+    v = &lazy_whole(c->coverage ? *k.coverage_twin : k, *p, c->wide, true);
+  } else if (c->split) {
     for (const auto& pair : c->pairs) {
       const launch_arg& a = args[static_cast<std::size_t>(pair.a)];
       const launch_arg& b = args[static_cast<std::size_t>(pair.b)];
@@ -133,7 +149,7 @@ QD_FUNC void launch(kernel_state& k, const launch_arg* args, std::size_t count) 
                 param_name(k, static_cast<std::size_t>(pair.b)) + (pair.b_grad ? ".grad()" : ""),
                 a.extent_known && b.extent_known ? "share a buffer"
                                                  : "may share a buffer (an external array's extent is unknown)");
-      v = &whole_variant(k, *p, *c);
+      v = &lazy_whole(k, *p, c->whole, false);
       break;
     }
   }

@@ -121,14 +121,16 @@ QD_FUNC std::vector<codegen::lowered_task> lower_all(const kernel_state& k, cons
 
 // The whole kernel: one module, its entry points named by task index; records carry the
 // kernel's parameter numbering.
-QD_FUNC lowered_variant lower_whole(const kernel_state& k, program& p, const analysis::task_plan& plan) {
+QD_FUNC lowered_variant lower_whole(const kernel_state& k, program& p, const analysis::task_plan& plan,
+                                    bool wide_offsets) {
   lowered_variant v;
   v.ir = lower_all(k, plan);
   for (std::size_t t = 0; t < v.ir.size(); ++t) {
     cache::task_code c;
     c.task = &v.ir[t];
     c.entry = fmt::format("qd_task{}", t);
-    codegen::emit_options options{.bounds_checks = p.config().check_out_of_bound, .kernel = k.name};
+    codegen::emit_options options{
+        .bounds_checks = p.config().check_out_of_bound, .kernel = k.name, .wide_offsets = wide_offsets};
     // Tasks of a whole kernel may run at once (concurrent regions): each its own scratch.
     if (deterministic_gpu_reductions(p) && has_chunk_reductions(v.ir[t])) {
       options.deterministic_reductions = true;
@@ -197,7 +199,7 @@ QD_FUNC void dump_program(const program& p, const kernel_state& k, std::string_v
 
 // ---- The variants: plan, lower, resolve.
 
-QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& counts) {
+QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& counts, bool wide_offsets) {
   // Plan.
   analysis::task_plan plan = analysis::plan_whole_kernel(k.ir, k.structure);
   if (plan.temps_needed > static_cast<std::size_t>(limits::temp_slot_count))
@@ -208,7 +210,7 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
   v.device = p.device_ptr();
   // Lower. The key covers the IR and what its code is made from (the lowered tasks and the
   // generator's fingerprint: cache::add_code_identity), so no code is generated on a hit.
-  lowered_variant lowered = lower_whole(k, p, plan);
+  lowered_variant lowered = lower_whole(k, p, plan, wide_offsets);
   std::vector<const codegen::lowered_task*> tasks;
   for (const cache::task_code& c : lowered.code) tasks.push_back(c.task);
   const int constructs = static_cast<int>(k.structure.constructs.size());
@@ -218,12 +220,13 @@ QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& 
                               {}};
   for (const cache::task_code& c : lowered.code) record.tasks.push_back(c.record);
   const bool dump = p.config().print_ir;
+  const std::string_view stem = wide_offsets ? "wide" : "whole";
   if (dump) {
-    dump_tasks(p, k, "whole", lowered);
+    dump_tasks(p, k, stem, lowered);
     // Dumped even when the code comes from a cache: its key covers this text.
     std::vector<std::string> codes;
     for (const cache::task_code& c : lowered.code) codes.push_back(c.code());
-    dump_program(p, k, "whole/program", p.device().program(codes));
+    dump_program(p, k, fmt::format("{}/program", stem), p.device().program(codes));
   }
   // Resolve.
   cache::task_module m =

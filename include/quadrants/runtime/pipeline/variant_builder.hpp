@@ -37,7 +37,9 @@ inline thread_local std::size_t compile_programs_limit = 0;
 // under <kernel>/split/, without compiling it.
 QD_FUNC void dump_split_preview(const kernel_state& k, program& p, const analysis::task_plan& plan);
 
-QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& counts);
+// wide_offsets: element offsets in 64 bits (codegen::emit_options), for arrays of 2^31
+// elements or more.
+QD_FUNC void build_whole(kernel_state& k, program& p, variant& v, build_counts& counts, bool wide_offsets = false);
 QD_FUNC void build_split(kernel_state& k, program& p, const analysis::task_plan& plan, variant& v,
                          build_counts& counts);
 

@@ -182,17 +182,17 @@ QD_FUNC compiled_kernel* prepare(kernel_state& k, program& p) {
   return c.get();
 }
 
-QD_FUNC variant& whole_variant(kernel_state& k, program& p, compiled_kernel& c) {
-  if (variant* v = c.whole_ready.load(std::memory_order_acquire)) return *v;
+QD_FUNC variant& lazy_whole(kernel_state& k, program& p, lazy_variant& slot, bool wide_offsets) {
+  if (variant* v = slot.ready.load(std::memory_order_acquire)) return *v;
   std::lock_guard lock(k.mutex);
-  if (!c.whole) {
+  if (!slot.built) {
     auto v = std::make_unique<variant>();
     build_counts ignored;
-    build_whole(k, p, *v, ignored);
-    c.whole = std::move(v);
-    c.whole_ready.store(c.whole.get(), std::memory_order_release);
+    build_whole(k, p, *v, ignored, wide_offsets);
+    slot.built = std::move(v);
+    slot.ready.store(slot.built.get(), std::memory_order_release);
   }
-  return *c.whole;
+  return *slot.built;
 }
 
 QD_FUNC void compile(kernel_state& k) {

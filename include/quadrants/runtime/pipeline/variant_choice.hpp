@@ -25,8 +25,9 @@ QD_FUNC std::string fallback_detail(const kernel_state& k, const analysis::split
 // the kernel's own mutex), then read without a lock.
 QD_FUNC compiled_kernel* prepare(kernel_state& k, program& p);
 
-// The whole-kernel variant of a split kernel, built on the first run-time fallback.
-QD_FUNC variant& whole_variant(kernel_state& k, program& p, compiled_kernel& c);
+// A whole-kernel variant built on first need into `slot`: compiled_kernel::whole (a split
+// kernel's run-time fallback) or compiled_kernel::wide (64-bit element offsets).
+QD_FUNC variant& lazy_whole(kernel_state& k, program& p, lazy_variant& slot, bool wide_offsets);
 
 }  // namespace qd::inline v0::detail
 
