@@ -30,12 +30,10 @@ QD_FUNC std::string tracer::param_label(std::int32_t param) const {
 QD_FUNC trace_scope::trace_scope(tracer& t) : previous_(active_tracer) { active_tracer = &t; }
 QD_FUNC trace_scope::~trace_scope() { active_tracer = previous_; }
 
-QD_FUNC tracer& current_tracer() {
-  if (active_tracer == nullptr)
-    throw user_error(
-        "Quadrants DSL operation used outside a kernel body: qd::var, array indexing, qd::range_for and "
-        "friends only work inside the lambda given to qd::kernel, while it is traced");
-  return *active_tracer;
+QD_FUNC void throw_outside_kernel() {
+  throw user_error(
+      "Quadrants DSL operation used outside a kernel body: qd::var, array indexing, qd::range_for and "
+      "friends only work inside the lambda given to qd::kernel, while it is traced");
 }
 
 QD_FUNC void set_location(const char* file, std::uint32_t line) noexcept {
@@ -109,11 +107,13 @@ QD_FUNC ir::id emit_float_constant(dtype t, double value) {
   return emit_int_constant(t, 0);
 }
 
-QD_FUNC ir::id convert(ir::id v, dtype to) {
-  auto& t = current_tracer();
+// convert with the tracer at hand.
+QD_FUNC ir::id convert_in(tracer& t, ir::id v, dtype to) {
   if (t.fn.at(v).type == to) return v;
   return t.b.cast(to, v);
 }
+
+QD_FUNC ir::id convert(ir::id v, dtype to) { return convert_in(current_tracer(), v, to); }
 
 QD_FUNC ir::id emit_unary(ir::unary_op o, dtype t, ir::id a) {
   switch (ir::kind(o)) {
@@ -130,7 +130,10 @@ QD_FUNC ir::id emit_unary(ir::unary_op o, dtype t, ir::id a) {
 
 QD_FUNC ir::id emit_binary(ir::binary_op o, dtype operand_type, ir::id a, ir::id b) {
   dtype result = ir::is_comparison(o) ? dtype::boolean : operand_type;
-  return current_tracer().b.binary(o, result, convert(a, operand_type), convert(b, operand_type));
+  tracer& t = current_tracer();
+  const ir::id ca = convert_in(t, a, operand_type);
+  const ir::id cb = convert_in(t, b, operand_type);
+  return t.b.binary(o, result, ca, cb);
 }
 
 QD_FUNC ir::id emit_select(dtype t, ir::id c, ir::id a, ir::id b) {

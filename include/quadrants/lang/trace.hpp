@@ -84,8 +84,15 @@ class trace_scope {
 
 inline thread_local tracer* active_tracer = nullptr;
 
-// The active tracer; a qd::user_error when DSL code runs outside a kernel body.
-QD_FUNC tracer& current_tracer();
+// The active tracer; a qd::user_error when DSL code runs outside a kernel body. Inline: every
+// traced operation asks for it, several times (a call each was a tenth of tracing's time).
+[[noreturn]] QD_FUNC void throw_outside_kernel();
+inline tracer& current_tracer() {
+  tracer* t = active_tracer;
+  if (t == nullptr) [[unlikely]]
+    throw_outside_kernel();
+  return *t;
+}
 [[noreturn]] QD_FUNC void throw_trace_error(const std::string& what);
 [[noreturn]] QD_FUNC void throw_bound_literal(const std::string& value);  // a C++ loop bound beyond qd::i32
 
