@@ -3,7 +3,6 @@
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -11,6 +10,7 @@
 
 #include "quadrants/analysis/constructs.hpp"
 #include "quadrants/base/limits.hpp"
+#include "quadrants/ir/edge_list.hpp"
 #include "quadrants/ir/serialize.hpp"
 #include "quadrants/ir/visit.hpp"
 
@@ -118,23 +118,16 @@ constexpr std::vector<temp_assignment> assign_slots(const ir::function& fn, std:
     return number[static_cast<std::size_t>(x)] < number[static_cast<std::size_t>(y)];
   });
   std::vector<std::uint64_t> memo(fn.nodes.size(), 0);
-  // {declaration, position in program order, update}, sorted: each declaration's updates
-  // in program order, in one flat array rather than a vector per node.
-  std::vector<std::array<ir::id, 3>> updates;
-  auto add = [&](ir::id decl, ir::id update) {
-    updates.push_back({decl, static_cast<ir::id>(updates.size()), update});
-  };
+  ir::edge_list updates;  // each declaration's updates, in program order
   ir::visit(
-      fn, 0, [&](ir::view<ir::op::local_store> s) { add(s.variable(), s.self()); },
-      [&](ir::view<ir::op::local_atomic> u) { add(u.variable(), u.self()); });
-  std::sort(updates.begin(), updates.end());
+      fn, 0, [&](ir::view<ir::op::local_store> s) { updates.add(s.variable(), s.self()); },
+      [&](ir::view<ir::op::local_atomic> u) { updates.add(u.variable(), u.self()); });
+  updates.seal();
   std::vector<std::uint64_t> hashes;
   for (ir::id item : items) {
     std::uint64_t h = detail::content_hash(fn, item, memo);
     if (fn.at(item).code == ir::op::local_decl)
-      for (auto u = std::lower_bound(updates.begin(), updates.end(), std::array<ir::id, 3>{item, -1, -1});
-           u != updates.end() && (*u)[0] == item; ++u)
-        h = detail::mix_hash(h, detail::expression_hash(fn, (*u)[2], memo));
+      updates.for_each(item, [&](ir::id u) { h = detail::mix_hash(h, detail::expression_hash(fn, u, memo)); });
     hashes.push_back(h);
   }
   std::vector<temp_assignment> out;

@@ -6,6 +6,6 @@
 
 namespace qd::inline v0::codegen {
 
-inline constexpr std::string_view generator_id = "9ef6e02a27b0ab52728e93ebb2e73e75";
+inline constexpr std::string_view generator_id = "206980c30a022cf8a4f9595097c19168";
 
 }  // namespace qd::inline v0::codegen
