@@ -111,12 +111,25 @@ TEST_CASE("the compiler fingerprint names the resolved executable without runnin
 }
 
 TEST_CASE("code-affecting flags follow the options") {
-  auto plain = compile_flags({2, false});
-  auto fast = compile_flags({3, true});
-  CHECK(std::find(plain.begin(), plain.end(), "-O2") != plain.end());
-  CHECK(std::find(plain.begin(), plain.end(), "-ffp-contract=off") != plain.end());
-  CHECK(std::find(fast.begin(), fast.end(), "-O3") != fast.end());
-  CHECK(std::find(fast.begin(), fast.end(), "-ffast-math") != fast.end());
+  for (bool gcc : {true, false}) {
+    auto fast = compile_flags({3, true}, gcc);
+    CHECK(std::find(fast.begin(), fast.end(), "-O3") != fast.end());
+    CHECK(std::find(fast.begin(), fast.end(), "-ffast-math") != fast.end());
+    auto plain = compile_flags({2, false}, gcc);
+    CHECK(std::find(plain.begin(), plain.end(), "-ffp-contract=off") != plain.end());
+  }
+  // opt_level 2 for GCC: -O1 with strict aliasing (a store through a float cannot change an
+  // extent) and -O2's cheap vectoriser; GCC-only options never reach another compiler.
+  auto gcc = compile_flags({2, false}, true);
+  for (const char* f : {"-O1", "-fstrict-aliasing", "-ftree-loop-vectorize", "-fvect-cost-model=very-cheap"})
+    CHECK_MESSAGE(std::find(gcc.begin(), gcc.end(), f) != gcc.end(), f);
+  CHECK(std::find(gcc.begin(), gcc.end(), "-O2") == gcc.end());
+  auto other = compile_flags({2, false}, false);
+  CHECK(std::find(other.begin(), other.end(), "-O2") != other.end());
+  for (const std::string& f : other) CHECK(f.find("vect") == std::string::npos);
+  auto one = compile_flags({1, false}, true);
+  CHECK(std::find(one.begin(), one.end(), "-O1") != one.end());
+  CHECK(std::find(one.begin(), one.end(), "-fstrict-aliasing") == one.end());
 }
 
 namespace {
@@ -289,6 +302,35 @@ TEST_CASE("a compiler killed by a signal, writing nothing, or missing its parts 
     CHECK(what.find("rejected generated code (exit 1)") != std::string::npos);
     CHECK(what.find("bug in Quadrants' code generation") != std::string::npos);
   }
+}
+
+TEST_CASE("each installed compiler gets the flags it takes: GCC its cheaper set, clang -O2") {
+  fake_compiler_dir fake;
+  const std::string source =
+      "extern \"C\" __attribute__((visibility(\"default\"))) int qd_twice(int x) { return 2 * x; }\n";
+  int tried = 0;
+  for (const char* cxx : {"g++", "clang++"}) {
+    if (std::system((std::string("command -v ") + cxx + " >/dev/null 2>&1").c_str()) != 0) {
+      MESSAGE(cxx << " is not installed: not tried");
+      continue;
+    }
+    ::setenv("QD_CXX", cxx, 1);
+    CHECK(host_compiler().gcc == (std::string(cxx) == "g++"));
+    module m(compile_shared_object(source, {}, "test"), "test module");
+    CHECK(reinterpret_cast<int (*)(int)>(m.symbol("qd_twice"))(21) == 42);
+    ++tried;
+  }
+  CHECK(tried > 0);
+  // A compiler that is not GCC is given -O2 and none of GCC's own options.
+  const std::string args = fake.root() + "/args.txt";
+  fake.use("other-cxx", "echo \"$*\" > " + args + "; exit 3");
+  CHECK(!host_compiler().gcc);
+  CHECK(compile_failure({}).find("other-cxx") != std::string::npos);
+  std::ifstream in(args);
+  std::string line;
+  std::getline(in, line);
+  CHECK(line.find(" -O2 ") != std::string::npos);
+  CHECK(line.find("vect-cost-model") == std::string::npos);
 }
 
 TEST_CASE("a blank QD_CXX is an error naming it") {

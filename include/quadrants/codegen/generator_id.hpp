@@ -6,6 +6,6 @@
 
 namespace qd::inline v0::codegen {
 
-inline constexpr std::string_view generator_id = "206980c30a022cf8a4f9595097c19168";
+inline constexpr std::string_view generator_id = "de44712c81fb33be37767a261af9e347";
 
 }  // namespace qd::inline v0::codegen

@@ -34,6 +34,7 @@ QD_FUNC std::vector<std::string> compiler_command();
 struct compiler_identity {
   std::vector<std::string> command;
   std::string version;
+  bool gcc = false;  // GCC (its --version names the Free Software Foundation): compile_flags' GCC set
 };
 QD_FUNC const compiler_identity& host_compiler(int timeout_seconds = 600);
 
@@ -41,8 +42,11 @@ QD_FUNC const compiler_identity& host_compiler(int timeout_seconds = 600);
 // resolved executable's path, size and modification time (an upgrade changes them).
 QD_FUNC std::string compiler_fingerprint();
 
-// Code-affecting flags, part of every cache key.
-QD_FUNC std::vector<std::string> compile_flags(const compile_options& options);
+// Code-affecting flags, part of every cache key. opt_level 2 (the default) is GCC's -O1 with
+// strict aliasing and -O2's vectoriser for GCC (about 0.7x -O2's compile time, the same run
+// time on the benchmarks: docs/backends.md), and -O2 for other compilers; the other levels are
+// -O<opt_level> for every compiler.
+QD_FUNC std::vector<std::string> compile_flags(const compile_options& options, bool gcc);
 
 // Compiles `source`; a failure is a qd::compile_error carrying the compiler's
 // log and the generated line it points at. `what` names the kernel(s). A compiler

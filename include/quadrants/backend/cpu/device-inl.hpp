@@ -52,8 +52,12 @@ class cpu_device final : public device {
   }
   std::string compiler_identity() const override { return compiler_fingerprint(); }
   std::string code_options() const override {
-    std::string s;
-    for (const auto& f : compile_flags(options_.compile)) s += f + " ";
+    // Both sets: which one a compile uses follows from the compiler, named by the
+    // fingerprint (compiler_identity() above), without running it on a warm start.
+    std::string s = "gcc: ";
+    for (const auto& f : compile_flags(options_.compile, true)) s += f + " ";
+    s += "| other: ";
+    for (const auto& f : compile_flags(options_.compile, false)) s += f + " ";
     return s;
   }
 
