@@ -49,6 +49,8 @@ QD_FUNC void compile_all() {
   const auto threads =
       std::min<std::size_t>(n, static_cast<std::size_t>(std::max(1, use->config().num_compile_threads)));
   detail::compile_progress progress(0, n);
+  // The most traces this thread leaves waiting for an analysis before it analyses one.
+  constexpr std::size_t trace_backlog = 2;
   auto analyse = [&](std::size_t i) {
     if (!failures[i]) {
       try {
@@ -115,6 +117,15 @@ QD_FUNC void compile_all() {
     }
     traced.store(i + 1, std::memory_order_release);
     notify();
+    // Ahead of the workers, this thread analyses the oldest trace waiting itself: the traces
+    // alive at once stay few, so the next trace grows into the memory the last one freed
+    // instead of into fresh pages (a warm start of 100 kernels faulted 46 % of its pages in
+    // while tracing when every trace waited for a worker).
+    for (std::size_t a = next_analysis.load(std::memory_order_relaxed); i + 1 - a > trace_backlog;)
+      if (next_analysis.compare_exchange_weak(a, a + 1, std::memory_order_relaxed)) {
+        analyse(a);
+        break;
+      }
   }
   work();
   for (auto& w : workers) w.join();
