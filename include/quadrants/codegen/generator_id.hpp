@@ -6,6 +6,6 @@
 
 namespace qd::inline v0::codegen {
 
-inline constexpr std::string_view generator_id = "de44712c81fb33be37767a261af9e347";
+inline constexpr std::string_view generator_id = "0eefc064493d5569d3c7734a766b1eb8";
 
 }  // namespace qd::inline v0::codegen

@@ -43,8 +43,8 @@ QD_FUNC const compiler_identity& host_compiler(int timeout_seconds = 600);
 QD_FUNC std::string compiler_fingerprint();
 
 // Code-affecting flags, part of every cache key. opt_level 2 (the default) is GCC's -O1 with
-// strict aliasing and -O2's vectoriser for GCC (about 0.7x -O2's compile time, the same run
-// time on the benchmarks: docs/backends.md), and -O2 for other compilers; the other levels are
+// strict aliasing and -O2's vectoriser for GCC (about 0.7x -O2's compile time; run time
+// measured in docs/benchmarks.md), and -O2 for other compilers; the other levels are
 // -O<opt_level> for every compiler.
 QD_FUNC std::vector<std::string> compile_flags(const compile_options& options, bool gcc);
 
