@@ -117,10 +117,9 @@ QD_FUNC void compile_all() {
     }
     traced.store(i + 1, std::memory_order_release);
     notify();
-    // Ahead of the workers, this thread analyses the oldest trace waiting itself: the traces
-    // alive at once stay few, so the next trace grows into the memory the last one freed
-    // instead of into fresh pages (a warm start of 100 kernels faulted 46 % of its pages in
-    // while tracing when every trace waited for a worker).
+    // Ahead of the workers, this thread analyses the oldest trace waiting itself, so that few
+    // raw traces are alive at once (a warm start of 100 kernels: 7,650 -> 7,200 page faults,
+    // peak RSS 37.0 -> 35.7 MB; its time did not change measurably).
     for (std::size_t a = next_analysis.load(std::memory_order_relaxed); i + 1 - a > trace_backlog;)
       if (next_analysis.compare_exchange_weak(a, a + 1, std::memory_order_relaxed)) {
         analyse(a);
