@@ -1,6 +1,10 @@
 // The per-backend suite (gpu_suite_test.cpp), continued: random numbers, print, bounds
 // checks; top-level values, split against whole, the seed's fallbacks.
+#include <cstdlib>
+#include <string_view>
+
 #include "backend/gpu_suite.hpp"
+#include "support/huge_array.hpp"
 
 // ---------------------------------------------------------------------------
 // Random numbers, print, bounds checks.
@@ -500,5 +504,35 @@ QD_SUITE_CASE("suite: the seed's kernels split through the persisted buffer and 
   copy(c, c);
   CHECK(copy.per_offload_cache_observations().runtime_fallbacks == 1);
   CHECK(c.to_host()[4] == 3.0f);
+  qd::reset();
+}
+
+// An array of 2^31 elements or more on the GPUs: CUDA's variants have 32-bit element offsets, so
+// such a launch runs the whole kernel built with 64-bit ones (compiled on that launch); HIP's
+// have 64-bit offsets already (backend::device_traits::wide_offsets), so it runs the kernel's own
+// variant and compiles nothing. Where the GPU is the emulation, whose device memory is host
+// memory, the array is a host mapping 2^31 bytes into a reservation: an offset wrapped to 32 bits
+// lands inside it, where it can be seen. A real GPU cannot address a host mapping: skipped there.
+QD_SUITE_CASE("suite: an array of 2^31 elements or more is addressed with 64-bit offsets", A, on_cuda, on_amdgpu) {
+  const char* library = std::getenv(A::arch == qd::arch::cuda ? "QD_CUDA_PATH" : "QD_HIP_PATH");
+  if (library == nullptr || std::string_view(library).find("libqd_emulated_") == std::string_view::npos) {
+    MESSAGE("skipped on " << A::name << ": needs the emulated GPU, whose device memory is host memory");
+    return;
+  }
+  qd_test::scratch_directory cache(std::string("suite-wide-") + A::name);
+  if (!start<A>({.offline_cache_file_path = cache.str(), .per_offload = qd::per_offload_mode::on})) return;
+  auto poke = qd_test::make_poke_kernel();
+  qd_test::huge_array_mapping huge;
+  qd::ndarray<std::uint8_t, 2> small({4, 16});
+  small.fill(0);
+  using at = qd_test::huge_array_mapping;
+  poke(small, 2, 3, 10);
+  const auto compiles = qd::offline_cache_statistics().compiles;
+  poke(huge.array(), at::i, at::j, 20);
+  const auto huge_compiles = qd::offline_cache_statistics().compiles - compiles;
+  poke(small, 1, 0, 30);
+  CHECK(huge_compiles == (A::arch == qd::arch::cuda ? 1u : 0u));
+  qd_test::check_pokes(huge, small.to_host());
+  CHECK(poke.per_offload_cache_observations().frontend_constructs_total == 2);  // the small launches' split
   qd::reset();
 }

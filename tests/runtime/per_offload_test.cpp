@@ -6,8 +6,6 @@
 
 #include <quadrants/quadrants.hpp>
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <set>
@@ -19,6 +17,7 @@
 #include <vector>
 
 #include "runtime/worker_support.hpp"
+#include "support/huge_array.hpp"
 #include "support/log_capture.hpp"
 
 namespace {
@@ -678,13 +677,7 @@ TEST_CASE(
 // kernel's own variant again.
 TEST_CASE("an array of 2^31 elements or more is addressed with 64-bit offsets") {
   qd_test::temp_dir cache("wide-offsets");
-  // 2^16 x 2^16 bytes, reserved and not committed (only the pages written are backed), 2^31
-  // bytes into a mapping: an offset wrapped to 32 bits lands inside it, where it can be seen.
-  const std::size_t side = 65536, before = std::size_t{1} << 31, bytes = before + side * side;
-  const auto extent = static_cast<std::int64_t>(side);
-  const std::int32_t i = 40000, j = 7;  // offset 2,621,440,007, past 2^31 - 1
-  const std::size_t at = static_cast<std::size_t>(i) * side + j;
-  const auto wrapped = static_cast<std::int32_t>(static_cast<std::uint32_t>(at));  // -1,673,527,289
+  using at = qd_test::huge_array_mapping;
   for (bool coverage : {false, true}) {
     CAPTURE(coverage);
     if (coverage) ::setenv("QD_KERNEL_COVERAGE_FILE", (cache.path() / "coverage.info").c_str(), 1);
@@ -692,32 +685,17 @@ TEST_CASE("an array of 2^31 elements or more is addressed with 64-bit offsets") 
               .offline_cache_file_path = cache.str(),
               .per_offload = qd::per_offload_mode::on,
               .kernel_coverage = coverage});
-    auto poke = qd::kernel("poke", {"a", "i", "j", "v"},
-                           [](qd::types::ndarray<std::uint8_t, 2> a, qd::i32 i, qd::i32 j, qd::i32 v) {
-                             a(i, j) = qd::cast<std::uint8_t>(v);  // a serial task
-                             qd::range_for(4, [&](qd::i32 k) { a(i, j + 1 + k) = qd::cast<std::uint8_t>(v + 1 + k); });
-                           });
-    void* map = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    REQUIRE(map != MAP_FAILED);
-    auto* base = static_cast<std::uint8_t*>(map) + before;
-    qd::external_array<std::uint8_t, 2> huge(base, {extent, extent});
+    auto poke = qd_test::make_poke_kernel();
+    qd_test::huge_array_mapping huge;
     std::vector<std::uint8_t> small_host(4 * 16, 0);
     qd::external_array<std::uint8_t, 2> small(small_host.data(), {4, 16});
 
     poke(small, 2, 3, 10);
-    poke(huge, i, j, 20);
+    poke(huge.array(), at::i, at::j, 20);
     poke(small, 1, 0, 30);
-    for (std::size_t k = 0; k < 5; ++k) {
-      CAPTURE(k);
-      CHECK(base[at + k] == 20 + k);
-      CHECK(base[wrapped + static_cast<std::ptrdiff_t>(k)] == 0);
-      CHECK(small_host[2 * 16 + 3 + k] == 10 + k);
-      CHECK(small_host[1 * 16 + k] == 30 + k);
-    }
-    CHECK(std::count(small_host.begin(), small_host.end(), 0) == 64 - 10);
+    qd_test::check_pokes(huge, small_host);
     // The small launches' variant: the split, or (coverage) the instrumented whole kernel.
     CHECK(poke.per_offload_cache_observations().frontend_constructs_total == (coverage ? -1 : 2));
-    ::munmap(map, bytes);
     qd::reset();
     if (coverage) ::unsetenv("QD_KERNEL_COVERAGE_FILE");
   }

@@ -79,6 +79,8 @@ struct device_traits {
   bool device_loops = false;          // begin_loop_recording: a do_while runs on the device (CUDA 12.3+:
                                       // a conditional WHILE node), no flag read back per pass
   bool branch_queues = false;         // make_branch_queue / fork / join: fork branches on streams of their own
+  bool wide_offsets = false;          // element offsets are 64-bit in every variant (HIP's prelude): an
+                                      // array of 2^31 elements or more needs no variant of its own
 };
 
 class device {

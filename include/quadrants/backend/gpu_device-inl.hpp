@@ -352,7 +352,8 @@ class gpu_device final : public device {
             .concurrent_compile = values::concurrent_compile,
             .records_launches = graphs_,
             .device_loops = device_loops_,
-            .branch_queues = gpu_ != nullptr};
+            .branch_queues = gpu_ != nullptr,
+            .wide_offsets = values::wide_offsets};
   }
   std::string target() const override { return binding_.target; }
   std::string compiler_identity() const override { return binding_.identity(); }

@@ -6,6 +6,6 @@
 
 namespace qd::inline v0::codegen {
 
-inline constexpr std::string_view generator_id = "0eefc064493d5569d3c7734a766b1eb8";
+inline constexpr std::string_view generator_id = "62ad3367fe09a3a3e4a0bb585f53291f";
 
 }  // namespace qd::inline v0::codegen

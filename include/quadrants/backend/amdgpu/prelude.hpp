@@ -14,6 +14,7 @@ inline std::string translation_unit_prelude() {
                                       "#define QD_GRID_CONSTANT\n"
                                       // v_mad_i64_i32 widens, multiplies and adds in one
                                       // instruction: 64-bit offsets are the cheaper ones
+                                      // (the runtime is told: gpu_driver.hpp, wide_offsets)
                                       "#define QD_OFFSET qd_i64\n");
 }
 

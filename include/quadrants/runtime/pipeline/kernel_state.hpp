@@ -68,7 +68,8 @@ struct compiled_kernel {
   std::vector<analysis::disjoint_pair> pairs;  // checked before each split launch
   lazy_variant whole;                          // built on the first run-time fallback
   // The whole kernel with 64-bit element offsets, built on the first launch given an array
-  // of 2^31 elements or more; the others' offsets are 32-bit (codegen::emit_options).
+  // of 2^31 elements or more where the others' offsets are 32-bit (codegen::emit_options; not
+  // on a backend whose variants all have 64-bit ones, backend::device_traits::wide_offsets).
   lazy_variant wide;
   void* coverage = nullptr;  // kernel_coverage: the probe buffer (owned by runtime/coverage)
 };

@@ -133,7 +133,9 @@ QD_FUNC void launch(kernel_state& k, const launch_arg* args, std::size_t count) 
   }
   if (!k.alias_pairs.empty()) check_adjoint_aliasing(k, args);  // an adjoint: one array for two parameters
   const variant* v = &c->primary;
-  if (huge) {  // kernel_coverage: the instrumented twin's
+  // A huge array: the whole kernel with 64-bit offsets (under kernel_coverage, the instrumented
+  // twin's), unless every variant of this backend has them.
+  if (huge && !p->device().traits().wide_offsets) {
     v = &lazy_whole(c->coverage ? *k.coverage_twin : k, *p, c->wide, true);
   } else if (c->split) {
     for (const auto& pair : c->pairs) {
