@@ -71,7 +71,7 @@ struct result {
   double alone_ms = 0;  // edited: the edited construct compiled alone
 };
 
-// A process of `args`, its output into `log`, that writes "<seconds> <a> <b>" into `out`
+// A process of `args`, its output into `log`, that writes "<seconds> <a> <b> [<alone ms>]" into `out`
 // (the same file for this program's children).
 result spawn(std::vector<std::string> args, const std::string& log, const std::string& out) {
   std::vector<char*> argv;
