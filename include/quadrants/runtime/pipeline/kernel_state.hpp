@@ -52,8 +52,10 @@ struct variant {
 };
 
 // A whole-kernel variant built on first need (under the kernel's mutex), then read
-// without a lock.
+// without a lock; `wide_offsets`: built with 64-bit element offsets.
 struct lazy_variant {
+  explicit lazy_variant(bool wide) : wide_offsets(wide) {}
+  const bool wide_offsets;
   std::unique_ptr<variant> built;
   std::atomic<variant*> ready{nullptr};
 };
@@ -66,11 +68,11 @@ struct compiled_kernel {
   bool split = false;
   variant primary;                             // the split variant, or the whole kernel
   std::vector<analysis::disjoint_pair> pairs;  // checked before each split launch
-  lazy_variant whole;                          // built on the first run-time fallback
+  lazy_variant whole{false};                   // built on the first run-time fallback
   // The whole kernel with 64-bit element offsets, built on the first launch given an array
   // of 2^31 elements or more where the others' offsets are 32-bit (codegen::emit_options; not
   // on a backend whose variants all have 64-bit ones, backend::device_traits::wide_offsets).
-  lazy_variant wide;
+  lazy_variant wide{true};
   void* coverage = nullptr;  // kernel_coverage: the probe buffer (owned by runtime/coverage)
 };
 

@@ -136,7 +136,7 @@ QD_FUNC void launch(kernel_state& k, const launch_arg* args, std::size_t count) 
   // A huge array: the whole kernel with 64-bit offsets (under kernel_coverage, the instrumented
   // twin's), unless every variant of this backend has them.
   if (huge && !p->device().traits().wide_offsets) {
-    v = &lazy_whole(c->coverage ? *k.coverage_twin : k, *p, c->wide, true);
+    v = &lazy_whole(c->coverage ? *k.coverage_twin : k, *p, c->wide);
   } else if (c->split) {
     for (const auto& pair : c->pairs) {
       const launch_arg& a = args[static_cast<std::size_t>(pair.a)];
@@ -151,7 +151,7 @@ QD_FUNC void launch(kernel_state& k, const launch_arg* args, std::size_t count) 
                 param_name(k, static_cast<std::size_t>(pair.b)) + (pair.b_grad ? ".grad()" : ""),
                 a.extent_known && b.extent_known ? "share a buffer"
                                                  : "may share a buffer (an external array's extent is unknown)");
-      v = &lazy_whole(k, *p, c->whole, false);
+      v = &lazy_whole(k, *p, c->whole);
       break;
     }
   }

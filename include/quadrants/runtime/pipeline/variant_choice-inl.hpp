@@ -182,13 +182,13 @@ QD_FUNC compiled_kernel* prepare(kernel_state& k, program& p) {
   return c.get();
 }
 
-QD_FUNC variant& lazy_whole(kernel_state& k, program& p, lazy_variant& slot, bool wide_offsets) {
+QD_FUNC variant& lazy_whole(kernel_state& k, program& p, lazy_variant& slot) {
   if (variant* v = slot.ready.load(std::memory_order_acquire)) return *v;
   std::lock_guard lock(k.mutex);
   if (!slot.built) {
     auto v = std::make_unique<variant>();
     build_counts ignored;
-    build_whole(k, p, *v, ignored, wide_offsets);
+    build_whole(k, p, *v, ignored, slot.wide_offsets);
     slot.built = std::move(v);
     slot.ready.store(slot.built.get(), std::memory_order_release);
   }

@@ -27,7 +27,7 @@ QD_FUNC compiled_kernel* prepare(kernel_state& k, program& p);
 
 // A whole-kernel variant built on first need into `slot`: compiled_kernel::whole (a split
 // kernel's run-time fallback) or compiled_kernel::wide (64-bit element offsets).
-QD_FUNC variant& lazy_whole(kernel_state& k, program& p, lazy_variant& slot, bool wide_offsets);
+QD_FUNC variant& lazy_whole(kernel_state& k, program& p, lazy_variant& slot);
 
 }  // namespace qd::inline v0::detail
 
