@@ -3,6 +3,14 @@
 // back; a target is required, and nothing can be allocated or run.
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
 #include "backend/compile_only_support.hpp"
 #include "backend/gpu_vendors.hpp"
 #include "backend/suite_kernels.hpp"
@@ -81,4 +89,55 @@ TEST_CASE_TEMPLATE("compile-only mode needs an explicit target, and refuses to a
   CHECK(qd::current_settings().arch == V::arch);
   CHECK_THROWS_WITH_AS(qd_test::allocate_an_array(), doctest::Contains("compile_only is set"), qd::user_error);
   qd::reset();
+}
+
+// Issue 30: a warm process makes its kernels ready from the disk without opening the compiler
+// (or any library of it): this case compiles kernels into a cache, then starts itself again
+// as a new process (QD_TEST_WARM_CACHE naming the cache), which compiles the same kernels,
+// checks that nothing was compiled and every kernel came from the disk, and that the
+// compiler's libraries are not in its /proc/self/maps.
+TEST_CASE_TEMPLATE("a warm process makes its kernels ready without opening the compiler", V, on_cuda, on_amdgpu) {
+  if (!V::compiler_installed()) return;
+  auto compile_kernels = [](const std::string& dir) {
+    qd::config c = V::target();
+    c.offline_cache_file_path = dir;
+    c.compile_only = true;
+    c.enable_fallback = false;
+    qd::init(c);
+    qd_test::kernels::split_many_values().compile();
+    qd_test::kernels::nested_loops().compile();
+    return qd::offline_cache_statistics();
+  };
+  if (const char* warm = std::getenv("QD_TEST_WARM_CACHE")) {  // the new process
+    REQUIRE_FALSE(V::compiler_mapped());
+    const qd::cache_statistics s = compile_kernels(warm);
+    CHECK(s.compiles == 0);
+    CHECK(s.misses == 0);
+    CHECK(s.hits > 0);
+    CHECK_FALSE(V::compiler_mapped());
+    qd::reset();
+    std::FILE* ran = std::fopen((std::string(warm) + "/warm-process-ran").c_str(), "w");  // for the first process
+    REQUIRE(ran != nullptr);
+    std::fclose(ran);
+    return;
+  }
+  qd_test::scratch_directory cache(std::string(V::arch_name) + "-warm-process");
+  CHECK(compile_kernels(cache.str()).compiles > 0);
+  qd::reset();
+  const std::string filter =
+      std::string("--test-case=a warm process makes its kernels ready without opening the compiler<qd_test::on_") +
+      V::arch_name + ">";
+  std::fflush(nullptr);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::setenv("QD_TEST_WARM_CACHE", cache.str().c_str(), 1);
+    ::execl("/proc/self/exe", "gpu_compile_only_test", filter.c_str(), "--no-version", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(std::filesystem::exists(cache.path() / "warm-process-ran"));  // the filter found this case
 }
