@@ -33,7 +33,9 @@ inline constexpr std::string_view generator_id = \"${id}\";
 }  // namespace qd::inline v0::codegen
 ")
 if(MODE STREQUAL "write")
-  file(WRITE "${header}" "${text}")
+  # Written only when it changes: a rewrite with the same text would still make every
+  # target that includes it rebuild.
+  file(CONFIGURE OUTPUT "${header}" CONTENT "${text}" @ONLY)
   message(STATUS "generator_id ${id}")
 else()
   set(current "")
