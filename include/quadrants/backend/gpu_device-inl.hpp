@@ -353,7 +353,7 @@ class gpu_device final : public device {
             .records_launches = graphs_,
             .device_loops = device_loops_,
             .branch_queues = gpu_ != nullptr,
-            .wide_offsets = values::wide_offsets};
+            .wide_offsets = binding_.wide_offsets};
   }
   std::string target() const override { return binding_.target; }
   std::string compiler_identity() const override { return binding_.identity(); }

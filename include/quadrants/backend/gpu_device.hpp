@@ -17,9 +17,10 @@ namespace qd::inline v0::backend {
 
 // What a vendor's device compiles with, chosen once its GPU is known.
 struct gpu_compiler_binding {
-  std::string target;   // "sm_90", "gfx90a": part of every cache key
-  std::string options;  // the compiler's flags, part of every cache key
-  std::string prelude;  // what precedes the generated code: the vendor's dialect of the GPU prelude
+  std::string target;         // "sm_90", "gfx90a": part of every cache key
+  std::string options;        // the compiler's flags, part of every cache key
+  std::string prelude;        // what precedes the generated code: the vendor's dialect of the GPU prelude
+  bool wide_offsets = false;  // the prelude's element offsets are 64-bit (device_traits::wide_offsets)
   // The kernel that ends a device loop's body (conditional nodes); empty: no device loops.
   std::string loop_kernel;
   std::function<std::string()> identity;  // the compiler's identity, without opening it

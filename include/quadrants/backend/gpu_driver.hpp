@@ -112,9 +112,6 @@ struct gpu_api {
   // hipRTC compiles one program at a time: HIP 5's (comgr underneath) crashes when two
   // threads compile at once.
   static constexpr bool concurrent_compile = cuda;
-  // The HIP prelude's element offsets are 64-bit (backend/amdgpu/prelude.hpp, QD_OFFSET): its
-  // variants address arrays of 2^31 elements or more as they are (device_traits::wide_offsets).
-  static constexpr bool wide_offsets = !cuda;
   // A one-dimensional launch of `f`, as a kernel node's parameters.
   using kernel_node = std::conditional_t<cuda, gpu_cuda_kernel_node, gpu_hip_kernel_node>;
   static kernel_node kernel_node_of(gpu_function f, unsigned grid, unsigned block, void** params, void** extra) {

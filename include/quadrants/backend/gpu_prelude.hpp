@@ -364,13 +364,15 @@ inline std::string gpu_abi_checks() {
 }
 
 // A whole GPU translation unit's prelude: the dialect's definitions of QD_FN and
-// QD_GRID_CONSTANT, then everything shared. A launch runs gpu_threads_per_block
-// threads per block (the host launches with the same number).
-inline std::string gpu_translation_unit_prelude(std::string_view banner, std::string_view dialect) {
+// QD_GRID_CONSTANT, its element offset type (QD_OFFSET: 64-bit with `wide_offsets`, else
+// 32-bit), then everything shared. A launch runs gpu_threads_per_block threads per block
+// (the host launches with the same number).
+inline std::string gpu_translation_unit_prelude(std::string_view banner, std::string_view dialect, bool wide_offsets) {
   std::string s = "/* Quadrants generated code: ";
   s += banner;
   s += " */\n";
   s += dialect;
+  s += wide_offsets ? "#define QD_OFFSET qd_i64\n" : "#define QD_OFFSET qd_i32\n";
   s += "#define QD_BLOCK " + std::to_string(limits::gpu_threads_per_block) + "\n";
   s += codegen::prelude_limits();
   s += codegen::reduction_prelude();

@@ -6,6 +6,6 @@
 
 namespace qd::inline v0::codegen {
 
-inline constexpr std::string_view generator_id = "62ad3367fe09a3a3e4a0bb585f53291f";
+inline constexpr std::string_view generator_id = "f192a60bcbc447675717ee25cda997dc";
 
 }  // namespace qd::inline v0::codegen

@@ -26,6 +26,7 @@ QD_FUNC std::unique_ptr<device> make_device(const device_options& o) {
         .target = arch,
         .options = joined_flags(hiprtc_flags(compiler)),
         .prelude = translation_unit_prelude(),
+        .wide_offsets = wide_offsets,
         .identity = [] { return "hiprtc " + hiprtc_fingerprint(); },
         .compile = [compiler](std::string_view source,
                               std::string_view what) { return compile_code_object(source, compiler, what); }};

@@ -28,6 +28,7 @@ QD_FUNC std::unique_ptr<device> make_device(const device_options& o) {
         .target = fmt::format("sm_{}", sm),
         .options = joined_flags(nvrtc_flags(compiler)),
         .prelude = translation_unit_prelude(),
+        .wide_offsets = wide_offsets,
         .loop_kernel = graph_loop_source(),
         .identity = [] { return "nvrtc " + nvrtc_fingerprint(); },
         .compile = [compiler](std::string_view source,

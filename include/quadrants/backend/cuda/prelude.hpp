@@ -7,14 +7,16 @@
 
 namespace qd::inline v0::backend::cuda {
 
+// Element offsets below 2^31 are 32-bit: one IMAD.WIDE per access (docs/benchmarks.md,
+// "Static GPU code"); an array of 2^31 elements or more gets a 64-bit variant of its own.
+inline constexpr bool wide_offsets = false;
+
 inline std::string translation_unit_prelude() {
   return gpu_translation_unit_prelude("CUDA",
                                       "#define QD_FN __device__ __forceinline__\n"
                                       // its address is taken without a copy
-                                      "#define QD_GRID_CONSTANT __grid_constant__\n"
-                                      // element offsets below 2^31: one IMAD.WIDE per access
-                                      // (docs/benchmarks.md, "Static GPU code")
-                                      "#define QD_OFFSET qd_i32\n");
+                                      "#define QD_GRID_CONSTANT __grid_constant__\n",
+                                      wide_offsets);
 }
 
 // The kernel a device loop's body ends with (backend/cuda/device.hpp, docs/graphs.md): the
